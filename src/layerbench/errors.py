@@ -1,0 +1,36 @@
+"""Error types and the exit codes they map to (0 ok, 1 failure, 2 bad input, 130 interrupted)."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class LayerbenchError(Exception):
+    """Base class: a one-line message a user can act on, and the exit code it deserves."""
+
+    exit_code = EXIT_FAILURE
+
+
+class BadInput(LayerbenchError):
+    """The user's input (campaign file, option, environment) is wrong; nothing was started."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class PrerequisiteMissing(BadInput):
+    """A program or service the campaign needs is not there (sysbench, mariadbd, dockerd, ...)."""
+
+
+class RunFailed(LayerbenchError):
+    """A run (server start, prepare, benchmark) failed; the cause is in the message."""
+
+    exit_code = EXIT_FAILURE
+
+
+class Interrupted(LayerbenchError):
+    """The user pressed Ctrl-C (or the process got SIGTERM)."""
+
+    exit_code = EXIT_INTERRUPTED

@@ -1,0 +1,61 @@
+"""my.cnf rendering: layerbench's fixed settings for a benchmark server plus the variant's overlay."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from layerbench.campaign import ConfigValue
+from layerbench.errors import BadInput
+
+# Set by layerbench for every backend, so the variant cannot move them (the backend owns where things live).
+OWNED_BY_LAYERBENCH = frozenset(
+    {"port", "socket", "datadir", "bind-address", "pid-file", "log-error", "user", "init-file", "basedir"}
+)
+# Defaults every variant shares, chosen for benchmarking (documented in docs/campaign.md).
+BENCHMARK_DEFAULTS: dict[str, ConfigValue] = {
+    "skip-name-resolve": True,
+    "max_connections": 1000,
+    "max_prepared_stmt_count": 1048576,
+}
+
+
+def _canonical(key: str) -> str:
+    return key.replace("_", "-").lower()
+
+
+def check_overlay(config: Mapping[str, ConfigValue], where: str) -> None:
+    for key in config:
+        if _canonical(key) in OWNED_BY_LAYERBENCH:
+            raise BadInput(f"{where}.server.config.{key}: set by layerbench for each run; remove it")
+
+
+def merged_settings(
+    owned: Mapping[str, ConfigValue], overlay: Mapping[str, ConfigValue]
+) -> dict[str, ConfigValue]:
+    """Defaults, then the variant's overlay, then the settings layerbench owns (which always win)."""
+    result: dict[str, ConfigValue] = {}
+    by_canonical: dict[str, str] = {}
+    for source in (BENCHMARK_DEFAULTS, overlay, owned):
+        for key, value in source.items():
+            old = by_canonical.pop(_canonical(key), None)
+            if old is not None:
+                result.pop(old)
+            by_canonical[_canonical(key)] = key
+            result[key] = value
+    return result
+
+
+def render_value(value: ConfigValue) -> str | None:
+    if value is True or value is None:
+        return None
+    if value is False:
+        return "OFF"
+    return str(value)
+
+
+def render_mycnf(settings: Mapping[str, ConfigValue]) -> str:
+    lines = ["# written by layerbench", "[mysqld]"]
+    for key, value in settings.items():
+        text = render_value(value)
+        lines.append(key if text is None else f"{key} = {text}")
+    return "\n".join(lines) + "\n"
