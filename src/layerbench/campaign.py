@@ -146,7 +146,7 @@ class Workload(Strict):
     rand_type: Literal["uniform", "gaussian", "special", "pareto", "zipfian"] | None = None
     rand_seed: int | None = Field(default=0, ge=0)
     buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
-    reset: Literal["snapshot", "reprepare", "none"] = "snapshot"
+    reset: Literal["snapshot", "reprepare"] = "snapshot"
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     @field_validator("threads", mode="before")
@@ -292,9 +292,8 @@ def _location(loc: tuple[Any, ...], data: Any) -> str:
 def _value_at(loc: tuple[Any, ...], data: Any) -> Any:
     node = data
     for item in loc:
-        if isinstance(node, dict) and item in node:
-            node = node[item]
-        elif isinstance(node, list) and isinstance(item, int) and item < len(node):
+        in_dict = isinstance(node, dict) and item in node
+        if in_dict or (isinstance(node, list) and isinstance(item, int) and item < len(node)):
             node = node[item]
         elif item in BACKENDS:
             continue

@@ -24,7 +24,7 @@ def make_backend(variant: VariantBase) -> Backend:
     except ModuleNotFoundError as error:
         from layerbench.errors import BadInput
 
-        raise BadInput(f"variants.{variant.name}.backend: {kind!r} is not available in this build ({error})")
+        raise BadInput(f"variants.{variant.name}.backend: {kind!r} is not available in this build ({error})") from None
     backend: Backend = getattr(module, class_name)()
     return backend
 

@@ -1,0 +1,27 @@
+# The README's two commands: `make demo` and `make test`. Both install what is missing first.
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test unit lint bench clean-results
+
+setup:
+	bash scripts/setup
+
+demo: setup
+	$(BIN)/layerbench run
+
+test: setup lint
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+unit: setup
+	$(BIN)/python -m pytest -q tests/unit
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean-results:
+	rm -rf results test-artifacts

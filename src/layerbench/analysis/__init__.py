@@ -1,0 +1,1 @@
+"""Analysis: pure functions over stored runs (aggregates, steady state, statistics, comparisons)."""

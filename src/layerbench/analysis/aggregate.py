@@ -1,0 +1,149 @@
+"""Turn a stored campaign into an Analysis: the per-run table, per-variant aggregates per (workload,
+threads) point, and each variant's deviation from the baseline per metric. Reads the store only."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from layerbench.store import Store
+
+# metric key -> (label, higher is better)
+METRICS: dict[str, tuple[str, bool]] = {
+    "queries": ("total queries", True),
+    "qps": ("QPS", True),
+    "tps": ("TPS", True),
+    "lat_avg_ms": ("avg latency (ms)", False),
+    "lat_pct_ms": ("p{pct} latency (ms)", False),
+}
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: int
+    idx: int | None
+    round: int | None
+    variant: str
+    workload: str
+    threads: int | None
+    repetition: int
+    status: str
+    error: str | None
+    values: dict[str, float | None]
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    metric: str
+    label: str
+    baseline_mean: float | None
+    variant_mean: float | None
+    deviation_pct: float | None  # (variant / baseline - 1) * 100
+    higher_is_better: bool
+
+
+@dataclass(frozen=True)
+class VariantPoint:
+    variant: str
+    n: int
+    failed: int
+    means: dict[str, float | None]
+    deltas: list[MetricDelta]
+
+
+@dataclass(frozen=True)
+class Point:
+    workload: str
+    threads: int | None
+    variants: list[VariantPoint]
+
+
+@dataclass
+class Analysis:
+    campaign_id: int
+    name: str
+    status: str
+    baseline: str
+    percentile: int
+    definition: dict[str, Any]
+    runs: list[RunRow]
+    points: list[Point]
+    planned_runs: int
+    warnings: list[str] = field(default_factory=list)
+
+    def metric_label(self, metric: str) -> str:
+        return METRICS[metric][0].format(pct=self.percentile)
+
+
+def run_rows(store: Store, campaign_id: int) -> list[RunRow]:
+    rows = []
+    for r in store.runs(campaign_id):
+        values = {m: (float(r[m]) if r[m] is not None else None) for m in METRICS}
+        rows.append(RunRow(int(r["id"]), r["idx"], r["round"], r["variant"], r["workload"], r["threads"],
+                           int(r["repetition"]), r["status"], r["error"], values,
+                           json.loads(r["details"] or "{}")))
+    return rows
+
+
+def mean_of(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def deviation(base: float | None, value: float | None) -> float | None:
+    if base is None or value is None or base == 0:
+        return None
+    return (value / base - 1.0) * 100.0
+
+
+def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | None]) -> VariantPoint:
+    ok = [r for r in runs if r.status == "ok"]
+    means = {m: mean_of([r.values[m] for r in ok]) for m in METRICS}
+    deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m], deviation(base_means.get(m), means[m]),
+                          METRICS[m][1]) for m in METRICS]
+    return VariantPoint(name, len(ok), len(runs) - len(ok), means, deltas)
+
+
+def build_points(runs: list[RunRow], variants: list[str], baseline: str) -> list[Point]:
+    keys = sorted({(r.workload, r.threads) for r in runs}, key=lambda k: (k[0], k[1] or 0))
+    points = []
+    for workload, threads in keys:
+        here = [r for r in runs if r.workload == workload and r.threads == threads]
+        base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
+        base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
+        names = [v for v in variants if any(r.variant == v for r in here)]
+        points.append(Point(workload, threads,
+                            [variant_point(v, [r for r in here if r.variant == v], base_means) for v in names]))
+    return points
+
+
+def analysis_warnings(analysis: Analysis) -> list[str]:
+    warnings = []
+    failed = [r for r in analysis.runs if r.status != "ok"]
+    if failed:
+        warnings.append(f"{len(failed)} run(s) failed and are excluded from the statistics; see the run table")
+    if len(analysis.runs) < analysis.planned_runs:
+        warnings.append(f"campaign is {analysis.status}: {len(analysis.runs)} of {analysis.planned_runs} planned "
+                        "runs are stored; the numbers cover those only")
+    for point in analysis.points:
+        if not any(v.variant == analysis.baseline and v.n > 0 for v in point.variants):
+            warnings.append(f"{point.workload} / {point.threads} threads: no successful baseline run, no deltas")
+    return warnings
+
+
+def analyze(store: Store, ref: str | int) -> Analysis:
+    row = store.campaign(ref)
+    definition = json.loads(row["definition"])
+    campaign_id = int(row["id"])
+    runs = run_rows(store, campaign_id)
+    variants = [v["name"] for v in definition.get("variants", [])] or sorted({r.variant for r in runs})
+    workloads = definition.get("workloads", [{}])
+    percentile = int(workloads[0].get("percentile", 95)) if workloads else 95
+    planned = len(store.schedule(campaign_id)) or len(runs)
+    analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
+                        build_points(runs, variants, row["baseline"]), planned)
+    analysis.warnings = analysis_warnings(analysis)
+    return analysis

@@ -1,0 +1,143 @@
+"""The host backend: a private mariadbd on 127.0.0.1, its own datadir, socket and port, CPU-pinned."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
+from layerbench.campaign import HostVariant, VariantBase
+from layerbench.errors import BadInput, RunFailed
+from layerbench.procs import ManagedProcess, require_program, start, with_cpus
+from layerbench.secrets import write_private
+from layerbench.server import bootstrap
+from layerbench.server.datadir import copy_tree, wait_until_ready
+from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+
+START_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def check_cpus(cpus: str | None, where: str) -> None:
+    if not cpus:
+        return
+    available = os.sched_getaffinity(0)
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        wanted = set(range(int(low), int(high or low) + 1))
+        missing = sorted(wanted - available)
+        if missing:
+            raise BadInput(
+                f"{where}: CPU {missing[0]} does not exist here; use CPUs among {sorted(available)}"
+            )
+
+
+def server_binary(variant: HostVariant) -> str:
+    if variant.mysqld:
+        path = shutil.which(variant.mysqld)
+        if not path:
+            raise BadInput(f"variants.{variant.name}.mysqld: {variant.mysqld} is not an executable; fix the path")
+        return path
+    return require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
+
+
+class HostBackend:
+    """Starts `mariadbd --defaults-file=<generated my.cnf>` under taskset; stops it cleanly; reaps it."""
+
+    kind = "host"
+
+    def __init__(self) -> None:
+        self.process: ManagedProcess | None = None
+        self.datadir: Path | None = None
+        self.binary: str | None = None
+        self.log_path: Path | None = None
+
+    def check(self, variant: VariantBase) -> None:
+        assert isinstance(variant, HostVariant)
+        self.binary = server_binary(variant)
+        require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
+        check_cpus(variant.cpus, f"variants.{variant.name}.cpus")
+        check_cpus(variant.client_cpus, f"variants.{variant.name}.client_cpus")
+        check_overlay(variant.server.config, f"variants.{variant.name}")
+
+    def up(self, spec: ServerSpec) -> Endpoint:
+        assert isinstance(spec.variant, HostVariant)
+        self.check(spec.variant)
+        self.datadir = spec.work_dir / "datadirs" / spec.label
+        prepare_datadir(self.datadir, spec)
+        port = free_port()
+        sock = spec.private_dir / "mysqld.sock"
+        owned = {
+            "datadir": str(self.datadir), "port": port, "bind-address": "127.0.0.1", "socket": str(sock),
+            "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root",
+        }
+        mycnf = spec.run_dir / "my.cnf"
+        mycnf.write_text(render_mycnf(merged_settings(owned, spec.config)), encoding="utf-8")
+        init_sql = bootstrap.init_sql(spec.user, spec.password, spec.database)
+        init_file = write_private(spec.private_dir / "init.sql", init_sql)
+        self.log_path = spec.run_dir / "server.log"
+        cmd = with_cpus([self.binary or "mariadbd", f"--defaults-file={mycnf}", f"--init-file={init_file}",
+                         f"--log-error={self.log_path}"], spec.variant.cpus)
+        self.process = start("mariadbd", cmd, log_path=spec.run_dir / "server.stdout.log", secrets=[spec.password])
+        endpoint = Endpoint("127.0.0.1", port, spec.user, spec.password, spec.database, str(sock))
+        wait_until_ready(endpoint, alive=self.process.alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        with contextlib.suppress(FileNotFoundError):
+            init_file.unlink()  # the server has read it; the password lives on only in memory
+        return endpoint
+
+    def down(self) -> None:
+        if self.process is not None:
+            self.process.stop(timeout=60)
+            self.process = None
+        if self.datadir is not None:
+            shutil.rmtree(self.datadir, ignore_errors=True)
+            self.datadir = None
+
+    def components(self) -> dict[str, list[int]]:
+        return {"server": [self.process.pid]} if self.process and self.process.alive() else {}
+
+    def cgroups(self) -> list[Path]:
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "host", "server_binary": self.binary}
+
+    def client(self) -> ClientRunner | None:
+        return None
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def prepare_datadir(datadir: Path, spec: ServerSpec) -> None:
+    """Restore the snapshot into datadir, or initialise an empty one with mariadb-install-db."""
+    if datadir.exists():
+        shutil.rmtree(datadir)
+    datadir.parent.mkdir(parents=True, exist_ok=True)
+    if spec.snapshot is not None:
+        copy_tree(spec.snapshot, datadir)
+        return
+    install = require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
+    from layerbench.procs import run
+
+    extra = [f"--innodb-page-size={spec.config['innodb_page_size']}"] if "innodb_page_size" in spec.config else []
+    started = time.monotonic()
+    done = run("mariadb-install-db", bootstrap.install_db_command(install, datadir, extra),
+               log_path=spec.run_dir / "install-db.log", timeout=300)
+    if done.returncode != 0:
+        shutil.rmtree(datadir, ignore_errors=True)
+        last = done.output.strip().splitlines()[-1:] or ["no output"]
+        raise RunFailed(f"mariadb-install-db failed after {time.monotonic() - started:.0f} s: {last[0]}")

@@ -1,0 +1,227 @@
+"""The command line (Typer + Rich): parse, call the core, draw progress, map errors to exit codes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn
+from rich.table import Table
+from rich.text import Text
+
+from layerbench.analysis.aggregate import analyze
+from layerbench.campaign import Campaign, load_campaign, parse_campaign
+from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, LayerbenchError
+from layerbench.orchestrator import Outcome, default_db_path, resume_campaign, run_campaign, slug
+from layerbench.report import write_report
+from layerbench.schedule import RunSpec
+from layerbench.store import RunRecord, Store
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="What does each layer under your MySQL-compatible database cost? "
+                       "Variants vs a baseline, measured with sysbench.")
+console = Console(stderr=True)
+out = Console()
+STATE: dict[str, Any] = {"debug": False}
+
+DbOption = Annotated[Path | None, typer.Option("--db", help="SQLite store [default: results/layerbench.db]")]
+
+
+@app.callback()
+def _root(debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False) -> None:
+    STATE["debug"] = debug
+
+
+def default_campaign_text() -> str:
+    return resources.files("layerbench").joinpath("data/default-campaign.yaml").read_text(encoding="utf-8")
+
+
+def load(path: Path | None) -> tuple[Campaign, str | None]:
+    if path is None:
+        import yaml
+
+        return parse_campaign(yaml.safe_load(default_campaign_text())), None
+    return load_campaign(path), str(path)
+
+
+class TimeLeftColumn(ProgressColumn):
+    """Time left from the runs still to go, each taking about `seconds_per_run`."""
+
+    def render(self, task: Task) -> Text:
+        per_run = task.fields.get("per_run", 0.0)
+        started = task.fields.get("run_started") or time.monotonic()
+        left = max(0.0, (task.total or 0) - task.completed) * per_run - (time.monotonic() - started)
+        minutes, seconds = divmod(int(max(left, 0)), 60)
+        return Text(f"~{minutes}:{seconds:02d} left", style="cyan")
+
+
+class RichProgress:
+    """Draws run i of n, the variant, live TPS and time left; prints one line per finished run."""
+
+    def __init__(self) -> None:
+        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[tps]}"), TimeLeftColumn(), console=console, transient=True)
+        self.task: Any = None
+
+    def __enter__(self) -> RichProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def message(self, text: str) -> None:
+        console.print(f"[dim]{text}[/dim]")
+
+    def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None:
+        console.print(f"campaign {campaign_id}: {total} runs ({done} already stored)")
+        self.task = self.bar.add_task("starting", total=total, completed=done, tps="", per_run=seconds_per_run,
+                                      run_started=time.monotonic())
+
+    def run_started(self, spec: RunSpec, position: int, total: int) -> None:
+        self.bar.update(self.task, description=f"run {position}/{total} {spec.variant}", tps="starting",
+                        run_started=time.monotonic())
+
+    def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None:
+        self.bar.update(self.task, tps=f"{tps:,.0f} TPS @ {elapsed:.0f}s")
+
+    def run_finished(self, spec: RunSpec, record: RunRecord) -> None:
+        self.bar.advance(self.task)
+        if record.status == "ok" and record.totals:
+            t = record.totals
+            console.print(f"  run {spec.idx + 1}: {spec.label()}: {t.tps:,.1f} TPS, {t.qps:,.0f} QPS, "
+                          f"avg {t.latency_avg_ms or 0:.2f} ms")
+        else:
+            console.print(f"  [red]run {spec.idx + 1}: {spec.label()}: failed: {record.error}[/red]")
+
+
+def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
+    analysis = analyze(store, outcome.campaign_id)
+    for fmt in formats:
+        path = write_report(analysis, fmt, outcome.output_dir)
+        out.print(f"report: {path}")
+    console.print(f"{outcome.ok} runs ok, {outcome.failed} failed; campaign {outcome.campaign_id} in {store.path}")
+
+
+def on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@app.command()
+def run(
+    campaign: Annotated[Path | None, typer.Argument(help="campaign YAML; none: the bundled default")] = None,
+    db: DbOption = None,
+) -> None:
+    """Run a campaign: every variant x workload x threads x repetition, then write its report."""
+    parsed, source = load(campaign)
+    signal.signal(signal.SIGTERM, on_sigterm)
+    with Store(db or Path(parsed.output) / "layerbench.db") as store, RichProgress() as progress:
+        outcome = run_campaign(parsed, store, progress=progress, source_path=source)
+    with Store(db or Path(parsed.output) / "layerbench.db") as store:
+        finish(store, outcome, list(parsed.formats))
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def resume(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
+           db: DbOption = None) -> None:
+    """Continue an interrupted campaign: runs already stored are kept, the rest are run."""
+    signal.signal(signal.SIGTERM, on_sigterm)
+    with Store(db or default_db_path()) as store, RichProgress() as progress:
+        outcome = resume_campaign(store, ref, progress=progress)
+    with Store(db or default_db_path()) as store:
+        formats = json.loads(store.campaign(outcome.campaign_id)["definition"]).get("formats", ["md"])
+        finish(store, outcome, formats)
+
+
+@app.command()
+def validate(campaign: Annotated[Path, typer.Argument(help="campaign YAML")]) -> None:
+    """Check a campaign file without running it."""
+    parsed, _ = load(campaign)
+    from layerbench.schedule import build_schedule
+
+    runs = build_schedule(parsed)
+    seconds = sum(parsed.workload(s.workload).warmup + parsed.workload(s.workload).duration + 8 for s in runs)
+    out.print(f"{campaign}: valid; {len(parsed.variants)} variants, {len(runs)} runs, about "
+              f"{seconds / 60:.0f} min")
+
+
+@app.command("list")
+def list_campaigns(db: DbOption = None) -> None:
+    """The campaigns in the store."""
+    with Store(db or default_db_path()) as store:
+        table = Table("id", "name", "status", "started", "runs ok", "failed", "planned")
+        for row in store.campaigns():
+            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started_at"]))
+            table.add_row(str(row["id"]), row["name"], row["status"], started, str(row["ok_runs"]),
+                          str(row["failed_runs"]), str(row["planned_runs"]))
+        out.print(table)
+
+
+@app.command()
+def show(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
+         db: DbOption = None) -> None:
+    """One campaign's runs and aggregates, in the terminal."""
+    with Store(db or default_db_path()) as store:
+        from layerbench.report.markdown import render
+
+        out.print(render(analyze(store, ref)), markup=False, highlight=False)
+
+
+@app.command()
+def report(
+    ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
+    fmt: Annotated[list[str] | None, typer.Option("--format", "-f", help="md (repeatable)")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="folder for the report files")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a campaign's report from the store (offline; works for interrupted campaigns too)."""
+    with Store(db or default_db_path()) as store:
+        row = store.campaign(ref)
+        formats = fmt or json.loads(row["definition"]).get("formats", ["md"])
+        analysis = analyze(store, int(row["id"]))
+        folder = output or Path(row["output_dir"]) / f"{row['id']}-{slug(row['name'])}"
+        for one in formats:
+            out.print(f"report: {write_report(analysis, one, folder)}")
+
+
+@app.command()
+def init(force: Annotated[bool, typer.Option(help="overwrite campaign.yaml")] = False) -> None:
+    """Write the default campaign to ./campaign.yaml as a starting point."""
+    target = Path("campaign.yaml")
+    if target.exists() and not force:
+        raise BadInput("campaign.yaml exists already; use --force to overwrite it")
+    target.write_text(default_campaign_text(), encoding="utf-8")
+    out.print(f"wrote {target}; run it with: layerbench run {target}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: maps every error to a one-line message and its exit code."""
+    code = 0
+    try:
+        app(args=argv, standalone_mode=False)
+    except LayerbenchError as error:
+        if STATE["debug"]:
+            console.print_exception()
+        console.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
+        code = error.exit_code
+    except click.exceptions.Exit as done:
+        code = done.exit_code
+    except click.ClickException as error:
+        console.print(f"[red]error:[/red] {error.format_message()}", highlight=False)
+        code = EXIT_BAD_INPUT
+    except click.exceptions.Abort:
+        code = EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        code = EXIT_INTERRUPTED
+    sys.exit(code)

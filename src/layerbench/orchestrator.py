@@ -1,0 +1,309 @@
+"""The orchestrator: executes a campaign's schedule run by run, saves each run the moment it ends, resumes
+an interrupted campaign, and always takes down what it started (also on errors and Ctrl-C)."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from layerbench import environment
+from layerbench.backends import Backend, ServerSpec, make_backend
+from layerbench.backends.base import Endpoint
+from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
+from layerbench.errors import BadInput, Interrupted, LayerbenchError, RunFailed
+from layerbench.procs import require_program, run, stop_all, with_cpus
+from layerbench.schedule import RunSpec, build_schedule
+from layerbench.secrets import Secret, generate_password, redact, write_private
+from layerbench.server.dataset import Snapshot, ensure_snapshot, prepare_tables, verify_rows, work_root
+from layerbench.store import RunRecord, Store
+from layerbench.sysbench import (
+    Interval,
+    config_file_text,
+    hook_script,
+    parse_mark_line,
+    parse_output,
+    run_command,
+)
+
+
+class Progress(Protocol):
+    """What the orchestrator tells whoever watches (the CLI draws it with Rich; tests ignore it)."""
+
+    def message(self, text: str) -> None: ...
+    def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None: ...
+    def run_started(self, spec: RunSpec, position: int, total: int) -> None: ...
+    def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None: ...
+    def run_finished(self, spec: RunSpec, record: RunRecord) -> None: ...
+
+
+class SilentProgress:
+    def message(self, text: str) -> None:
+        pass
+
+    def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None:
+        pass
+
+    def run_started(self, spec: RunSpec, position: int, total: int) -> None:
+        pass
+
+    def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None:
+        pass
+
+    def run_finished(self, spec: RunSpec, record: RunRecord) -> None:
+        pass
+
+
+@dataclass
+class Outcome:
+    campaign_id: int
+    output_dir: Path
+    ok: int = 0
+    failed: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def buffer_pool_bytes(percent: str, data_bytes: int) -> int:
+    """A buffer pool as a share of the measured data size, in whole MiB, at least 8 MiB."""
+    wanted = float(percent.strip().rstrip("%")) / 100.0 * data_bytes
+    return max(8, round(wanted / 2**20)) * 2**20
+
+
+def page_size_of(variant: VariantBase) -> str | None:
+    for key, value in variant.server.config.items():
+        if key.replace("-", "_").lower() == "innodb_page_size":
+            return str(value)
+    return None
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
+
+
+class Orchestrator:
+    def __init__(self, campaign: Campaign, store: Store, *, progress: Progress | None = None,
+                 source_path: str | None = None, smoke: bool = False) -> None:
+        self.campaign = campaign
+        self.store = store
+        self.progress: Progress = progress or SilentProgress()
+        self.source_path = source_path
+        self.token = secrets.token_hex(3)
+        self.snapshots: dict[tuple[str, str | None], Snapshot] = {}
+        self.smoke = smoke
+
+    # --- preflight -----------------------------------------------------------------------------------------
+
+    def preflight(self) -> None:
+        """Everything that can be checked before any server starts: programs, backends, files."""
+        require_program("sysbench", "install sysbench (scripts/setup does it)")
+        for workload in self.campaign.workloads:
+            if workload.is_lua_path and not Path(workload.test).expanduser().is_file():
+                raise BadInput(f"workloads.{workload.name}.test: {workload.test} is not a file; fix the path")
+            if not workload.is_lua_path and not Path(f"/usr/share/sysbench/{workload.test}.lua").is_file():
+                raise BadInput(f"workloads.{workload.name}.test: {workload.test!r} is not a sysbench test; use "
+                               "oltp_read_write, oltp_read_only, ... or a path to a .lua script")
+        for variant in self.campaign.variants:
+            make_backend(variant).check(variant)
+
+    # --- campaign ------------------------------------------------------------------------------------------
+
+    def start(self) -> int:
+        definition = campaign_as_dict(self.campaign)
+        campaign_id = self.store.create_campaign(self.campaign.name, definition, self.campaign.baseline,
+                                                 self.campaign.output, self.source_path)
+        self.store.save_schedule(campaign_id, [s.as_row() for s in build_schedule(self.campaign)])
+        return campaign_id
+
+    def output_dir(self, campaign_id: int) -> Path:
+        return Path(self.campaign.output) / f"{campaign_id}-{slug(self.campaign.name)}"
+
+    def execute(self, campaign_id: int) -> Outcome:
+        """Run every scheduled run not stored yet. Ctrl-C stops the current run and raises Interrupted."""
+        rows = self.store.schedule(campaign_id)
+        specs = [RunSpec(r["idx"], r["round"], r["variant"], r["workload"], r["threads"], r["repetition"])
+                 for r in rows]
+        done = self.store.done_indexes(campaign_id)
+        todo = [s for s in specs if s.idx not in done]
+        outcome = Outcome(campaign_id, self.output_dir(campaign_id))
+        seconds = max(w.warmup + w.duration for w in self.campaign.workloads) + 8
+        self.progress.campaign_started(campaign_id, len(specs), len(done), seconds)
+        try:
+            self._run_all(todo, len(specs), len(done), outcome)
+        except KeyboardInterrupt:
+            stop_all()
+            self.store.finish_campaign(campaign_id, "interrupted", "interrupted by the user")
+            raise Interrupted(f"interrupted; {outcome.ok} runs stored. Continue with "
+                              f"`layerbench resume {campaign_id}`") from None
+        except LayerbenchError as error:
+            stop_all()
+            self.store.finish_campaign(campaign_id, "failed", str(error))
+            raise
+        status = "finished" if outcome.failed == 0 else "finished with failures"
+        self.store.finish_campaign(campaign_id, status)
+        return outcome
+
+    def _run_all(self, todo: list[RunSpec], total: int, done: int, outcome: Outcome) -> None:
+        for position, spec in enumerate(todo, start=done + 1):
+            self.progress.run_started(spec, position, total)
+            record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir)
+            self.store.save_run(record)
+            self.progress.run_finished(spec, record)
+            if record.status == "ok":
+                outcome.ok += 1
+            else:
+                outcome.failed += 1
+                outcome.failures.append(f"run {spec.idx + 1} ({spec.label()}): {record.error}")
+                limit = self.campaign.max_failures
+                if limit is not None and outcome.failed > limit:
+                    raise RunFailed(f"{outcome.failed} runs failed, more than max_failures={limit}; last: "
+                                    f"{record.error}")
+
+    # --- one run -------------------------------------------------------------------------------------------
+
+    def snapshot_for(self, workload: Workload, variant: VariantBase, log_dir: Path) -> Snapshot:
+        key = (workload.name, page_size_of(variant))
+        if key not in self.snapshots:
+            self.progress.message(f"preparing dataset {workload.tables} x {workload.table_size} rows "
+                                  f"(cached for later runs)")
+            self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir)
+        return self.snapshots[key]
+
+    def server_config(self, variant: VariantBase, workload: Workload,
+                      snapshot: Snapshot | None) -> dict[str, ConfigValue]:
+        config: dict[str, ConfigValue] = dict(variant.server.config)
+        if workload.buffer_pool and snapshot is not None:
+            config["innodb_buffer_pool_size"] = buffer_pool_bytes(workload.buffer_pool, snapshot.data_bytes)
+        return config
+
+    def execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:
+        variant = self.campaign.variant(spec.variant)
+        workload = self.campaign.workload(spec.workload)
+        name = f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}"
+        run_dir = out / "runs" / name
+        run_dir.mkdir(parents=True, exist_ok=True)
+        record = RunRecord(campaign_id, spec.variant, spec.workload, spec.threads, spec.repetition, idx=spec.idx,
+                           round=spec.round, started_at=time.time(), percentile=workload.percentile,
+                           run_dir=str(run_dir), warmup_seconds=float(workload.warmup))
+        backend = make_backend(variant)
+        private = Path(tempfile.mkdtemp(prefix="lb-private-"))
+        password = generate_password()
+        try:
+            self._measure(backend, spec, variant, workload, run_dir, private, password, record)
+        except RunFailed as error:
+            record.status = "failed"
+            record.error = redact(str(error), [password])
+            tail = redact(backend.server_log_tail(15), [password])
+            record.details["server_log_tail"] = tail
+        finally:
+            try:
+                backend.down()
+            finally:
+                shutil.rmtree(private, ignore_errors=True)
+        record.finished_at = time.time()
+        return record
+
+    def _measure(self, backend: Backend, spec: RunSpec, variant: VariantBase, workload: Workload, run_dir: Path,
+                 private: Path, password: Secret, record: RunRecord) -> None:
+        snapshot = self.snapshot_for(workload, variant, run_dir) if workload.reset == "snapshot" else None
+        server_spec = ServerSpec(
+            self.campaign.name, f"lb{record.campaign_id}-{self.token}-{spec.idx + 1}-{slug(variant.name)}",
+            variant, run_dir, private, work_root() / "work", config=self.server_config(variant, workload, snapshot),
+            password=password, snapshot=snapshot.path if snapshot else None,
+        )
+        started = time.monotonic()
+        endpoint = backend.up(server_spec)
+        record.details["server_start_seconds"] = round(time.monotonic() - started, 3)
+        record.details["reset"] = self._reset(workload, endpoint, snapshot, private, run_dir)
+        record.details["environment"] = self._environment(backend, endpoint)
+        if snapshot is not None and workload.buffer_pool:
+            record.details["buffer_pool_ratio"] = workload.buffer_pool
+            record.details["data_bytes"] = snapshot.data_bytes
+        self._benchmark(backend, spec, variant, workload, endpoint, run_dir, private, record)
+
+    def _reset(self, workload: Workload, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
+               run_dir: Path) -> dict[str, Any]:
+        started = time.monotonic()
+        if snapshot is None:
+            prepare_tables(workload, endpoint, private, run_dir, None)
+            return {"method": "reprepare", "seconds": round(time.monotonic() - started, 3)}
+        check = verify_rows(endpoint, snapshot, workload)
+        return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3),
+                **check}
+
+    def _environment(self, backend: Backend, endpoint: Endpoint) -> dict[str, Any]:
+        try:
+            variables = environment.server_variables(endpoint)
+        except Exception as error:
+            variables = {"_error": type(error).__name__}
+        return {"host": environment.host_facts(), "backend": backend.describe(), "server_variables": variables}
+
+    def _benchmark(self, backend: Backend, spec: RunSpec, variant: VariantBase, workload: Workload,
+                   endpoint: Endpoint, run_dir: Path, private: Path, record: RunRecord) -> None:
+        hook = run_dir / "hook.lua"
+        hook.write_text(hook_script(workload), encoding="utf-8")
+        config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
+        cmd = run_command(workload, config, hook, spec.threads)
+        timeout = workload.warmup + workload.duration + 120
+
+        def on_line(line: str) -> None:
+            rec = parse_mark_line(line)
+            if rec and rec["kind"] == "interval" and rec["interval"] > 0:
+                self.progress.interval(spec, rec["events"] / rec["interval"], float(rec["time"]))
+
+        client = backend.client()
+        log_path = run_dir / "sysbench.log"
+        if client is None:
+            done = run("sysbench", with_cpus(cmd, variant.client_cpus), log_path=log_path,
+                       secrets=[endpoint.password], timeout=timeout, on_line=on_line)
+        else:
+            files = {"sysbench.cfg": config.read_text(), "hook.lua": hook.read_text()}
+            done = client.run_client(cmd, files, log_path=log_path, timeout=timeout, on_line=on_line,
+                                     secrets=[endpoint.password])
+        self._record_output(done.returncode, done.output, workload, record)
+
+    def _record_output(self, returncode: int, output: str, workload: Workload, record: RunRecord) -> None:
+        parsed = parse_output(output)
+        record.intervals = parsed.intervals
+        if returncode != 0 or parsed.totals is None:
+            cause = parsed.errors[0] if parsed.errors else f"sysbench exited with code {returncode}"
+            if returncode < 0:
+                cause = f"sysbench was killed by signal {-returncode}" + (f" ({cause})" if parsed.errors else "")
+            raise RunFailed(cause)
+        record.totals = parsed.totals
+        warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]
+        record.details["warmup_intervals"] = len(warm)
+
+
+def intervals_after_warmup(intervals: list[Interval], warmup: float) -> list[Interval]:
+    return [i for i in intervals if i.time > warmup + 1e-6]
+
+
+def run_campaign(campaign: Campaign, store: Store, *, progress: Progress | None = None,
+                 source_path: str | None = None) -> Outcome:
+    """Validate everything, then start a new campaign and execute it."""
+    orchestrator = Orchestrator(campaign, store, progress=progress, source_path=source_path)
+    orchestrator.preflight()
+    campaign_id = orchestrator.start()
+    return orchestrator.execute(campaign_id)
+
+
+def resume_campaign(store: Store, ref: str | int, *, progress: Progress | None = None) -> Outcome:
+    """Continue a stored campaign from the runs it has; a run that was in flight was never stored."""
+    row = store.campaign(ref)
+    import json
+
+    campaign = parse_campaign(json.loads(row["definition"]))
+    orchestrator = Orchestrator(campaign, store, progress=progress, source_path=row["source_path"])
+    orchestrator.preflight()
+    store.set_campaign_status(int(row["id"]), "running")
+    return orchestrator.execute(int(row["id"]))
+
+
+def default_db_path() -> Path:
+    return Path(os.environ.get("LAYERBENCH_DB", "results/layerbench.db"))

@@ -1,0 +1,91 @@
+"""The Markdown report, in the shape published studies use: a per-run table and per-metric aggregates."""
+
+from __future__ import annotations
+
+from layerbench.analysis.aggregate import METRICS, Analysis, Point, RunRow
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1000 and digits <= 2:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f} %"
+
+
+def table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = ["---:" if a == "r" else ":---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def heading(analysis: Analysis) -> list[str]:
+    d = analysis.definition
+    variants = ", ".join(f"`{v['name']}` ({v['backend']})" for v in d.get("variants", []))
+    lines = [f"# layerbench report: {analysis.name} (campaign {analysis.campaign_id})", ""]
+    if d.get("description"):
+        lines += [d["description"].strip(), ""]
+    lines += [f"- Status: {analysis.status}; runs stored: {len(analysis.runs)} of {analysis.planned_runs}",
+              f"- Baseline: `{analysis.baseline}`; variants: {variants}"]
+    for w in d.get("workloads", []):
+        threads = "/".join(str(t) for t in w.get("threads", []))
+        lines.append(f"- Workload `{w['name']}`: sysbench {w['test']}, {w['tables']} x {w['table_size']} rows, "
+                     f"threads {threads}, {w['duration']} s after {w['warmup']} s warm-up, "
+                     f"{d.get('repetitions')} repetitions, order {d.get('order')}")
+    return [*lines, ""]
+
+
+def point_title(point: Point) -> str:
+    return f"{point.workload}, {point.threads} threads"
+
+
+def aggregate_section(analysis: Analysis) -> list[str]:
+    lines = ["## Aggregated results (mean of successful runs; deviation from the baseline)", ""]
+    for point in analysis.points:
+        lines += [f"### {point_title(point)}", ""]
+        base = next((v for v in point.variants if v.variant == analysis.baseline), None)
+        for variant in point.variants:
+            if variant.variant == analysis.baseline:
+                continue
+            rows = [[analysis.metric_label(d.metric), fmt(d.baseline_mean), fmt(d.variant_mean), pct(d.deviation_pct)]
+                    for d in variant.deltas]
+            n_base = base.n if base else 0
+            lines += [f"`{variant.variant}` vs `{analysis.baseline}` (n = {variant.n} vs {n_base})", ""]
+            lines += table(["metric", "baseline mean", "variant mean", "deviation"], rows)
+            lines.append("")
+        if len(point.variants) == 1:
+            lines += ["Only the baseline was measured at this point.", ""]
+    return lines
+
+
+def run_table(analysis: Analysis) -> list[str]:
+    header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS",
+              "avg latency (ms)", f"p{analysis.percentile} latency (ms)", "status"]
+    rows = [run_cells(r) for r in analysis.runs]
+    return ["## Runs", "", *table(header, rows, "lllrrrrrrrl"), ""]
+
+
+def run_cells(r: RunRow) -> list[str]:
+    v = r.values
+    status = "ok" if r.status == "ok" else f"failed: {(r.error or '').replace('|', '/')[:120]}"
+    return [str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition),
+            fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"]), status]
+
+
+def warnings_section(analysis: Analysis) -> list[str]:
+    if not analysis.warnings:
+        return []
+    return ["## Warnings", "", *[f"- {w}" for w in analysis.warnings], ""]
+
+
+def render(analysis: Analysis) -> str:
+    lines = heading(analysis) + warnings_section(analysis) + aggregate_section(analysis) + run_table(analysis)
+    lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
+                 "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
+    return "\n".join(lines) + "\n"

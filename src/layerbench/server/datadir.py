@@ -1,0 +1,62 @@
+"""Datadirs and live servers: copy a datadir fast, connect, wait until a server accepts connections."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pymysql
+
+from layerbench.backends.base import Endpoint
+from layerbench.errors import RunFailed
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy a datadir preserving modes; a reflink (copy-on-write) where the filesystem can, else bytes."""
+    result = subprocess.run(
+        ["cp", "-a", "--reflink=auto", str(source), str(target)], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise RunFailed(f"copying {source} to {target} failed: {result.stderr.strip()}")
+
+
+def connect(endpoint: Endpoint, timeout: float = 5.0, database: str | None = None) -> Any:
+    """A PyMySQL connection over TCP (the same path sysbench uses)."""
+    return pymysql.connect(
+        host=endpoint.host, port=endpoint.port, user=endpoint.user, password=endpoint.password.reveal(),
+        database=database, connect_timeout=max(1, int(timeout)), read_timeout=600, write_timeout=600,
+        autocommit=True,
+    )
+
+
+def query(endpoint: Endpoint, sql: str, database: str | None = None) -> list[tuple[Any, ...]]:
+    conn = connect(endpoint, database=database)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(sql)
+            return list(cursor.fetchall())
+    finally:
+        conn.close()
+
+
+def wait_until_ready(
+    endpoint: Endpoint, *, alive: Callable[[], bool], timeout: float, log_tail: Callable[[int], str],
+) -> float:
+    """Poll until the server accepts the benchmark account's login; returns the seconds it took."""
+    started = time.monotonic()
+    last_error = "no answer"
+    while time.monotonic() - started < timeout:
+        if not alive():
+            tail = log_tail(15).strip().splitlines()
+            cause = next((line for line in reversed(tail) if "ERROR" in line), tail[-1] if tail else "no log")
+            raise RunFailed(f"server exited during start-up: {cause.strip()}")
+        try:
+            connect(endpoint, timeout=2).close()
+            return time.monotonic() - started
+        except pymysql.err.OperationalError as error:
+            last_error = str(error.args[-1]) if error.args else str(error)
+        time.sleep(0.2)
+    raise RunFailed(f"server did not accept connections within {timeout:.0f} s (last: {last_error})")

@@ -1,0 +1,241 @@
+"""The SQLite store: a versioned schema for campaigns, their schedule, runs and interval samples.
+
+Each run is written in one transaction the moment it ends, so an interrupted campaign keeps every run
+that finished. Analysis and reports only read from here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from layerbench.errors import BadInput
+from layerbench.sysbench import Interval, Totals
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS campaigns (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,                -- running | finished | interrupted | failed | imported
+  started_at REAL NOT NULL,
+  finished_at REAL,
+  definition TEXT NOT NULL,            -- the validated campaign as JSON (no secrets: they never enter it)
+  source_path TEXT,
+  output_dir TEXT NOT NULL,
+  baseline TEXT NOT NULL,
+  message TEXT
+);
+CREATE TABLE IF NOT EXISTS schedule (
+  campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  round INTEGER NOT NULL,
+  variant TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  threads INTEGER NOT NULL,
+  repetition INTEGER NOT NULL,
+  PRIMARY KEY (campaign_id, idx)
+);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+  idx INTEGER,
+  variant TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  threads INTEGER,
+  repetition INTEGER NOT NULL,
+  round INTEGER,
+  status TEXT NOT NULL,                -- ok | failed
+  error TEXT,
+  started_at REAL,
+  finished_at REAL,
+  duration REAL,
+  transactions INTEGER, queries INTEGER, reads INTEGER, writes INTEGER, other INTEGER,
+  tps REAL, qps REAL,
+  lat_min_ms REAL, lat_avg_ms REAL, lat_max_ms REAL, lat_pct_ms REAL, percentile INTEGER,
+  errors INTEGER, reconnects INTEGER,
+  run_dir TEXT,
+  details TEXT,                        -- JSON: reset method and time, environment, resources, warnings
+  UNIQUE (campaign_id, idx)
+);
+CREATE TABLE IF NOT EXISTS intervals (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  time REAL NOT NULL, threads INTEGER, tps REAL, qps REAL, reads_ps REAL, writes_ps REAL, other_ps REAL,
+  lat_pct_ms REAL, errors_ps REAL, reconnects_ps REAL,
+  warmup INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, seq)
+);
+"""
+
+RUN_METRIC_COLUMNS = (
+    "duration", "transactions", "queries", "reads", "writes", "other", "tps", "qps",
+    "lat_min_ms", "lat_avg_ms", "lat_max_ms", "lat_pct_ms", "errors", "reconnects",
+)
+
+
+@dataclass
+class RunRecord:
+    """One finished (or failed) run, as it is written."""
+
+    campaign_id: int
+    variant: str
+    workload: str
+    threads: int | None
+    repetition: int
+    idx: int | None = None
+    round: int | None = None
+    status: str = "ok"
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    totals: Totals | None = None
+    percentile: int | None = None
+    run_dir: str | None = None
+    intervals: list[Interval] = field(default_factory=list)
+    warmup_seconds: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _totals_values(totals: Totals | None) -> list[Any]:
+    if totals is None:
+        return [None] * len(RUN_METRIC_COLUMNS)
+    t = totals
+    return [t.duration, t.transactions, t.queries, t.reads, t.writes, t.other, t.tps, t.qps,
+            t.latency_min_ms, t.latency_avg_ms, t.latency_max_ms, t.latency_pct_ms, t.errors, t.reconnects]
+
+
+class Store:
+    """A SQLite file; open it with Store(path) and use it as a context manager or call close()."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self._migrate()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _migrate(self) -> None:
+        with self.db:
+            self.db.executescript(SCHEMA)
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise BadInput(f"{self.path}: schema version {row[0]} is newer than this layerbench "
+                               f"({SCHEMA_VERSION}); upgrade layerbench or use another --db")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.db:
+            yield self.db
+
+    # --- campaigns -----------------------------------------------------------------------------------------
+
+    def create_campaign(self, name: str, definition: dict[str, Any], baseline: str, output_dir: str,
+                        source_path: str | None = None, status: str = "running") -> int:
+        with self.transaction() as db:
+            cur = db.execute(
+                "INSERT INTO campaigns (name, status, started_at, definition, source_path, output_dir, baseline)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, status, time.time(), json.dumps(definition), source_path, output_dir, baseline),
+            )
+            return int(cur.lastrowid or 0)
+
+    def finish_campaign(self, campaign_id: int, status: str, message: str | None = None) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE campaigns SET status=?, finished_at=?, message=? WHERE id=?",
+                       (status, time.time(), message, campaign_id))
+
+    def set_campaign_status(self, campaign_id: int, status: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE campaigns SET status=?, finished_at=NULL, message=NULL WHERE id=?",
+                       (status, campaign_id))
+
+    def campaign(self, ref: str | int) -> sqlite3.Row:
+        """A campaign by id, by `latest`, or by name (the newest of that name)."""
+        if str(ref) == "latest":
+            row = self.db.execute("SELECT * FROM campaigns ORDER BY id DESC LIMIT 1").fetchone()
+        elif str(ref).isdigit():
+            row = self.db.execute("SELECT * FROM campaigns WHERE id=?", (int(ref),)).fetchone()
+        else:
+            row = self.db.execute("SELECT * FROM campaigns WHERE name=? ORDER BY id DESC LIMIT 1",
+                                  (str(ref),)).fetchone()
+        if row is None:
+            raise BadInput(f"campaign {ref!r}: not in {self.path}; see `layerbench list`")
+        return row
+
+    def campaigns(self) -> list[sqlite3.Row]:
+        return list(self.db.execute(
+            "SELECT c.*, (SELECT COUNT(*) FROM runs r WHERE r.campaign_id=c.id AND r.status='ok') AS ok_runs,"
+            " (SELECT COUNT(*) FROM runs r WHERE r.campaign_id=c.id AND r.status='failed') AS failed_runs,"
+            " (SELECT COUNT(*) FROM schedule s WHERE s.campaign_id=c.id) AS planned_runs"
+            " FROM campaigns c ORDER BY c.id"))
+
+    # --- schedule ------------------------------------------------------------------------------------------
+
+    def save_schedule(self, campaign_id: int, rows: list[tuple[int, int, str, str, int, int]]) -> None:
+        with self.transaction() as db:
+            db.executemany("INSERT INTO schedule VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [(campaign_id, *row) for row in rows])
+
+    def schedule(self, campaign_id: int) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM schedule WHERE campaign_id=? ORDER BY idx", (campaign_id,)))
+
+    def done_indexes(self, campaign_id: int) -> set[int]:
+        rows = self.db.execute("SELECT idx FROM runs WHERE campaign_id=? AND idx IS NOT NULL", (campaign_id,))
+        return {int(r[0]) for r in rows}
+
+    # --- runs ----------------------------------------------------------------------------------------------
+
+    def save_run(self, run: RunRecord) -> int:
+        """Write a run and its intervals in one transaction."""
+        columns = ("campaign_id", "idx", "variant", "workload", "threads", "repetition", "round", "status",
+                   "error", "started_at", "finished_at", *RUN_METRIC_COLUMNS, "percentile", "run_dir", "details")
+        values = [run.campaign_id, run.idx, run.variant, run.workload, run.threads, run.repetition, run.round,
+                  run.status, run.error, run.started_at, run.finished_at, *_totals_values(run.totals),
+                  run.percentile, run.run_dir, json.dumps(run.details, default=str)]
+        with self.transaction() as db:
+            cur = db.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                             values)
+            run_id = int(cur.lastrowid or 0)
+            db.executemany("INSERT INTO intervals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+                (run_id, seq, i.time, i.threads, i.tps, i.qps, i.reads_ps, i.writes_ps, i.other_ps,
+                 i.latency_pct_ms, i.errors_ps, i.reconnects_ps, int(i.time <= run.warmup_seconds + 1e-6))
+                for seq, i in enumerate(run.intervals)])
+        return run_id
+
+    def runs(self, campaign_id: int) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM runs WHERE campaign_id=? ORDER BY COALESCE(idx, id), id",
+                                    (campaign_id,)))
+
+    def intervals(self, run_id: int) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM intervals WHERE run_id=? ORDER BY seq", (run_id,)))
+
+    def intervals_by_run(self, campaign_id: int) -> dict[int, list[sqlite3.Row]]:
+        out: dict[int, list[sqlite3.Row]] = {}
+        for row in self.db.execute(
+            "SELECT i.* FROM intervals i JOIN runs r ON r.id=i.run_id WHERE r.campaign_id=? ORDER BY i.run_id, i.seq",
+            (campaign_id,),
+        ):
+            out.setdefault(int(row["run_id"]), []).append(row)
+        return out
