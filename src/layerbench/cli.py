@@ -10,7 +10,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn
@@ -28,8 +27,8 @@ from layerbench.store import RunRecord, Store
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="What does each layer under your MySQL-compatible database cost? "
                        "Variants vs a baseline, measured with sysbench.")
-console = Console(stderr=True)
-out = Console()
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 STATE: dict[str, Any] = {"debug": False}
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="SQLite store [default: results/layerbench.db]")]
@@ -208,19 +207,20 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to a one-line message and its exit code."""
     code = 0
     try:
-        app(args=argv, standalone_mode=False)
+        result = app(args=argv, standalone_mode=False)
+        code = result if isinstance(result, int) else 0
     except LayerbenchError as error:
         if STATE["debug"]:
             console.print_exception()
-        console.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
+        console.print(f"[red]error:[/red] {error}", markup=True, highlight=False, soft_wrap=True)
         code = error.exit_code
-    except click.exceptions.Exit as done:
+    except typer.Exit as done:
         code = done.exit_code
-    except click.ClickException as error:
-        console.print(f"[red]error:[/red] {error.format_message()}", highlight=False)
-        code = EXIT_BAD_INPUT
-    except click.exceptions.Abort:
+    except typer.Abort:
         code = EXIT_INTERRUPTED
+    except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
+        console.print(error.format_message(), highlight=False, markup=False)
+        code = getattr(error, "exit_code", EXIT_BAD_INPUT) or EXIT_BAD_INPUT
     except KeyboardInterrupt:
         console.print("interrupted")
         code = EXIT_INTERRUPTED

@@ -42,6 +42,14 @@ def query(endpoint: Endpoint, sql: str, database: str | None = None) -> list[tup
         conn.close()
 
 
+def startup_error(log: str) -> str:
+    """The most telling line of a failed start: the first [ERROR] that is not the closing 'Aborting'."""
+    lines = [line for line in log.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if "[ERROR]" in line and not line.rstrip().endswith("Aborting")]
+    chosen = errors[0] if errors else (lines[-1] if lines else "no server log")
+    return chosen.split("[ERROR]", 1)[-1].strip()
+
+
 def wait_until_ready(
     endpoint: Endpoint, *, alive: Callable[[], bool], timeout: float, log_tail: Callable[[int], str],
 ) -> float:
@@ -50,8 +58,7 @@ def wait_until_ready(
     last_error = "no answer"
     while time.monotonic() - started < timeout:
         if not alive():
-            tail = log_tail(15).strip().splitlines()
-            cause = next((line for line in reversed(tail) if "ERROR" in line), tail[-1] if tail else "no log")
+            cause = startup_error(log_tail(30))
             raise RunFailed(f"server exited during start-up: {cause.strip()}")
         try:
             connect(endpoint, timeout=2).close()

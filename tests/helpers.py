@@ -1,0 +1,50 @@
+"""Builders for tests: a store filled with synthetic runs, deterministic, for golden-file reports."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from layerbench.campaign import campaign_as_dict, parse_campaign
+from layerbench.schedule import build_schedule
+from layerbench.store import RunRecord, Store
+from layerbench.sysbench import Interval, Totals
+
+
+def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple[int, ...] = (2,)) -> dict:
+    return {
+        "name": "golden", "baseline": next(iter(variants)), "repetitions": reps, "seed": 7,
+        "variants": [{"name": n, "backend": "host"} for n in variants],
+        "workload": {"tables": 2, "table_size": 1000, "threads": list(threads), "duration": 10, "warmup": 2},
+    }
+
+
+def fill_store(path: Path, variants: dict[str, float], reps: int = 6, seed: int = 3,
+               threads: tuple[int, ...] = (2,), fail: set[int] | None = None) -> int:
+    """A stored campaign whose variant v has TPS about 500 * variants[v], with a little noise."""
+    rng = random.Random(seed)
+    campaign = parse_campaign(synthetic_campaign(variants, reps, threads))
+    with Store(path) as store:
+        cid = store.create_campaign("golden", campaign_as_dict(campaign), campaign.baseline, "results", None)
+        specs = build_schedule(campaign)
+        store.save_schedule(cid, [s.as_row() for s in specs])
+        for spec in specs:
+            store.save_run(synthetic_run(cid, spec, variants[spec.variant], rng, spec.idx in (fail or set())))
+        store.finish_campaign(cid, "finished")
+    return cid
+
+
+def synthetic_run(cid: int, spec, factor: float, rng: random.Random, failed: bool) -> RunRecord:
+    record = RunRecord(cid, spec.variant, spec.workload, spec.threads, spec.repetition, idx=spec.idx,
+                       round=spec.round, started_at=1_700_000_000.0 + spec.idx * 20, warmup_seconds=2, percentile=95)
+    if failed:
+        record.status, record.error = "failed", "sysbench was killed by signal 9"
+        return record
+    tps = 500 * factor * (1 + rng.gauss(0, 0.01)) * spec.threads / 2
+    record.intervals = [Interval(float(s), spec.threads, tps * (0.6 if s <= 2 else 1 + rng.gauss(0, 0.02)),
+                                 tps * 20, tps * 14, tps * 4, tps * 2, 4.0 / factor, 0.0, 0.0) for s in range(1, 13)]
+    transactions = round(tps * 10)
+    record.totals = Totals(10.0, transactions, transactions * 20, transactions * 14, transactions * 4,
+                           transactions * 2, transactions / 10, transactions * 2.0, 0, 0, transactions,
+                           1.0, 3.6 / factor, 20.0, 4.5 / factor, 1000.0)
+    return record

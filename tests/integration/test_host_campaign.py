@@ -1,0 +1,236 @@
+"""Real campaigns on the host: real mariadbd, real sysbench, real SQLite; nothing mocked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from layerbench import orchestrator
+from layerbench.campaign import parse_campaign
+from layerbench.cli import main
+from layerbench.errors import BadInput
+from layerbench.secrets import Secret
+from layerbench.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+def campaign_file(tmp_path: Path, **changes) -> Path:
+    data = {
+        "name": "it-host",
+        "baseline": "base",
+        "variants": [
+            {"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1"},
+            {"name": "tiny-bp", "extends": "base", "server": {"config": {"innodb_buffer_pool_size": "6M"}}},
+        ],
+        "workload": {"tables": 2, "table_size": 2000, "threads": 2, "duration": 3, "warmup": 1},
+        "repetitions": 2,
+        "output": str(tmp_path / "out"),
+    }
+    data.update(changes)
+    path = tmp_path / "campaign.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def our_servers(marker: Path) -> list[str]:
+    """Command lines of live mariadbd processes started for this test (their my.cnf is under marker)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "mariadbd" in cmd and str(marker) in cmd:
+                found.append(cmd)
+    return found
+
+
+def all_cmdlines() -> str:
+    parts = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                parts.append((proc / "cmdline").read_bytes().decode(errors="replace"))
+            except OSError:
+                pass
+    return "\n".join(parts)
+
+
+class SpyProgress(orchestrator.SilentProgress):
+    """Looks at every process's command line during each run, for the run's password."""
+
+    def __init__(self, passwords: list[Secret]) -> None:
+        self.passwords = passwords
+        self.seen_in_ps: list[str] = []
+        self.intervals = 0
+
+    def interval(self, spec, tps: float, elapsed: float) -> None:
+        self.intervals += 1
+        text = all_cmdlines()
+        self.seen_in_ps += [p.reveal() for p in self.passwords if p.reveal() in text]
+
+
+def test_two_variant_campaign_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    passwords: list[Secret] = []
+    real = orchestrator.generate_password
+
+    def recording() -> Secret:
+        secret = real()
+        passwords.append(secret)
+        return secret
+
+    monkeypatch.setattr(orchestrator, "generate_password", recording)
+    path = campaign_file(tmp_path)
+    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    spy = SpyProgress(passwords)
+    db = tmp_path / "out" / "layerbench.db"
+    with Store(db) as store:
+        outcome = orchestrator.run_campaign(campaign, store, progress=spy, source_path=str(path))
+    assert (outcome.ok, outcome.failed) == (4, 0)
+    assert spy.intervals >= 8 and spy.seen_in_ps == []
+
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(outcome.campaign_id), "--db", str(db)])
+    assert done.value.code == 0
+    report = (outcome.output_dir / "report.md").read_text()
+    assert "`tiny-bp` vs `base`" in report and report.count("| ok |") == 4
+
+    rows = sqlite3.connect(db).execute(
+        "SELECT variant, status, tps, queries, lat_pct_ms, (SELECT COUNT(*) FROM intervals i WHERE i.run_id=r.id)"
+        " FROM runs r").fetchall()
+    assert sorted(r[0] for r in rows) == ["base", "base", "tiny-bp", "tiny-bp"]
+    for variant, status, tps, queries, lat, n_intervals in rows:
+        assert status == "ok" and tps > 10 and queries > tps and lat > 0 and n_intervals >= 3, variant
+    assert our_servers(tmp_path) == []
+    assert not any((Path(os.environ["LAYERBENCH_WORK_DIR"]) / "work" / "datadirs").glob("lb*"))
+
+    assert len(passwords) == 4
+    for file in (tmp_path / "out").rglob("*"):
+        if file.is_file():
+            data = file.read_bytes()
+            for secret in passwords:
+                assert secret.reveal().encode() not in data, f"password found in {file}"
+
+
+def test_server_that_does_not_come_up_fails_the_run_cleanly(tmp_path: Path) -> None:
+    path = campaign_file(tmp_path, repetitions=1, variants=[
+        {"name": "base", "backend": "host"},
+        {"name": "broken", "backend": "host", "server": {"config": {"no_such_server_option": 1}}},
+    ])
+    with pytest.raises(SystemExit) as done:
+        main(["run", str(path)])
+    assert done.value.code == 1
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        runs = {r["variant"]: r for r in store.runs(1)}
+    assert runs["base"]["status"] == "ok"
+    assert runs["broken"]["status"] == "failed"
+    assert "no_such_server_option" in runs["broken"]["error"] or "unknown variable" in runs["broken"]["error"]
+    assert our_servers(tmp_path) == []
+
+
+def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "layerbench", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"baseline": "ghost"}, "baseline 'ghost' names no variant"),
+        ({"workload": {"threads": 0}}, "threads must be whole numbers > 0"),
+        ({"variants": [{"name": "base", "backend": "host", "cpus": "63"}]}, "CPU 63 does not exist"),
+        ({"workload": {"test": "oltp_nonsense"}}, "is not a sysbench test"),
+        ({"variants": [{"name": "base", "backend": "host", "server": {"config": {"port": 1}}}]}, "set by layerbench"),
+        ({"variants": [{"name": "base", "backend": "external", "password_env": "LB_NOT_SET"}]}, "LB_NOT_SET is not set"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, changes: dict, expected: str) -> None:
+    done = run_cli(["run", str(campaign_file(tmp_path, **changes))])
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in done.stderr
+    assert our_servers(tmp_path) == []
+
+
+def test_missing_sysbench_is_bad_input(tmp_path: Path) -> None:
+    done = run_cli(["run", str(campaign_file(tmp_path))], env={"PATH": str(tmp_path)})
+    assert done.returncode == 2 and "sysbench not found" in done.stderr
+
+
+def test_malformed_yaml_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: [unclosed\n")
+    done = run_cli(["run", str(path)])
+    assert done.returncode == 2 and "malformed YAML" in done.stderr
+
+
+def test_ctrl_c_keeps_stored_runs_then_resume_completes(tmp_path: Path) -> None:
+    path = campaign_file(tmp_path, repetitions=2,
+                         workload={"tables": 1, "table_size": 1000, "threads": 1, "duration": 4, "warmup": 0})
+    db = tmp_path / "out" / "layerbench.db"
+    proc = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if db.exists() and sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= 1:
+            break
+        time.sleep(0.3)
+    time.sleep(1.5)  # inside the second run
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "layerbench resume" in err
+    stored = sqlite3.connect(db).execute("SELECT COUNT(*), MIN(status) FROM runs").fetchone()
+    assert 1 <= stored[0] < 4 and stored[1] == "ok"
+    assert sqlite3.connect(db).execute("SELECT status FROM campaigns").fetchone()[0] == "interrupted"
+    assert our_servers(tmp_path) == []
+
+    done = run_cli(["resume", "latest", "--db", str(db)])
+    assert done.returncode == 0, done.stderr
+    rows = sqlite3.connect(db).execute("SELECT idx FROM runs ORDER BY idx").fetchall()
+    assert [r[0] for r in rows] == [0, 1, 2, 3]
+    assert our_servers(tmp_path) == []
+
+
+def test_external_backend_against_a_server_we_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from layerbench.backends.base import ServerSpec
+    from layerbench.backends.host import HostBackend
+    from layerbench.campaign import HostVariant
+    from layerbench.secrets import generate_password
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "priv").mkdir(mode=0o700)
+    password = generate_password()
+    host = HostBackend()
+    spec = ServerSpec("ext", "lb-ext-test", HostVariant(name="x", backend="host"), tmp_path / "run",
+                      tmp_path / "priv", tmp_path / "work", password=password, user="sbtest")
+    endpoint = host.up(spec)
+    try:
+        monkeypatch.setenv("LB_EXT_PW", password.reveal())
+        path = campaign_file(tmp_path, repetitions=1, baseline="ext", variants=[
+            {"name": "ext", "backend": "external", "port": endpoint.port, "user": "sbtest",
+             "password_env": "LB_EXT_PW"}],
+            workload={"tables": 1, "table_size": 500, "threads": 1, "duration": 2, "warmup": 0, "reset": "reprepare"})
+        with pytest.raises(SystemExit) as done:
+            main(["run", str(path)])
+        assert done.value.code == 0
+        for file in (tmp_path / "out").rglob("*"):
+            if file.is_file():
+                assert password.reveal().encode() not in file.read_bytes(), file
+    finally:
+        host.down()
+
+
+def test_unknown_campaign_reference(tmp_path: Path) -> None:
+    with Store(tmp_path / "x.db") as store, pytest.raises(BadInput, match="not in"):
+        store.campaign("nope")

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from layerbench.errors import BadInput
+from layerbench.secrets import REDACTED, Secret, generate_password, redact, write_private
+from layerbench.server.bootstrap import init_sql
+from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+
+
+def test_owned_settings_win_and_overlay_replaces_defaults() -> None:
+    merged = merged_settings({"port": 4000}, {"max-connections": 50, "innodb_buffer_pool_size": "8M"})
+    text = render_mycnf(merged)
+    assert "max-connections = 50" in text and "max_connections" not in text
+    assert "port = 4000" in text and "skip-name-resolve\n" in text
+
+
+def test_booleans_render() -> None:
+    assert render_mycnf({"performance_schema": False, "skip-log-bin": True}).splitlines()[2:] == [
+        "performance_schema = OFF", "skip-log-bin"]
+
+
+def test_overlay_may_not_move_owned_settings() -> None:
+    with pytest.raises(BadInput, match="server.config.datadir"):
+        check_overlay({"datadir": "/x"}, "variants.v")
+
+
+def test_secret_never_prints() -> None:
+    s = Secret("hunter2")
+    assert "hunter2" not in f"{s} {s!r} {[s]}"
+    assert redact("pw=hunter2;", [s]) == f"pw={REDACTED};"
+    assert len(generate_password().reveal()) == 24
+
+
+def test_private_file_mode(tmp_path: Path) -> None:
+    path = write_private(tmp_path / "p", "x")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_init_sql_quotes_password() -> None:
+    sql = init_sql("u", Secret("a'b\\c"), "sbtest")
+    assert "IDENTIFIED BY 'a\\'b\\\\c'" in sql

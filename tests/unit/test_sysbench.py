@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from layerbench.backends.base import Endpoint
+from layerbench.campaign import Workload
+from layerbench.secrets import Secret
+from layerbench.sysbench import config_file_text, parse_human, parse_output, prepare_command, run_command
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def read(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+def test_hook_output_gives_intervals_and_the_final_total() -> None:
+    parsed = parse_output(read("run_hook.txt"))
+    assert len(parsed.intervals) == 7
+    t = parsed.totals
+    assert t is not None
+    # the checkpoint at 2 s printed a first total; the last one covers the 5 s after it
+    assert 4.9 < t.duration < 5.1
+    assert t.queries == t.reads + t.writes + t.other
+    assert abs(t.tps - t.transactions / t.duration) < 1e-6
+    assert t.latency_min_ms <= t.latency_avg_ms <= t.latency_max_ms
+    assert parsed.intervals[0].tps > 100
+
+
+def test_human_1_0_layout() -> None:
+    parsed = parse_output(read("run_1.0_normal.txt"))
+    t = parsed.totals
+    assert t is not None and len(parsed.intervals) == 5
+    assert t.transactions > 0 and t.queries == t.reads + t.writes + t.other
+    assert t.latency_pct_ms is not None and t.latency_avg_ms is not None
+    assert abs(parsed.intervals[0].qps - (parsed.intervals[0].reads_ps + parsed.intervals[0].writes_ps
+                                          + parsed.intervals[0].other_ps)) < 1.0
+
+
+def test_errors_are_counted() -> None:
+    t = parse_output(read("run_1.0_errors.txt")).totals
+    assert t is not None and t.errors == 328
+
+
+def test_1_1_layout_with_reconnects() -> None:
+    parsed = parse_output(read("run_1.1_layout_reconnects.txt"))
+    t = parsed.totals
+    assert t is not None
+    assert (t.transactions, t.queries, t.reconnects, t.errors) == (2426, 48520, 3, 1)
+    assert t.duration == 3.0018 and t.tps == 808.19 and t.latency_pct_ms == 6.79
+    assert [i.reconnects_ps for i in parsed.intervals] == [0.0, 2.0, 1.0]
+
+
+def test_connection_failure_has_no_totals_and_names_the_cause() -> None:
+    parsed = parse_output(read("run_connection_failure.txt"))
+    assert parsed.totals is None and parsed.intervals == []
+    assert parsed.errors[0].startswith("FATAL: unable to connect")
+
+
+def test_killed_run_has_no_totals() -> None:
+    parsed = parse_output(read("run_1.0_killed_connections.txt"))
+    assert parsed.totals is None and len(parsed.intervals) == 1
+
+
+@given(st.text(max_size=2000))
+def test_parser_never_raises_on_garbage(text: str) -> None:
+    parse_output(text)
+    parse_human(text)
+
+
+@given(st.lists(st.sampled_from(read("run_hook.txt").splitlines()), max_size=40))
+def test_parser_survives_shuffled_real_lines(lines: list[str]) -> None:
+    parse_output("\n".join(lines))
+
+
+def test_credentials_only_in_config_file(tmp_path: Path) -> None:
+    endpoint = Endpoint("127.0.0.1", 3307, "u", Secret("s3cret-pw"), "db")
+    text = config_file_text(endpoint)
+    assert "mysql-password=s3cret-pw" in text
+    w = Workload(tables=3, table_size=100, warmup=2, options={"skip_trx": True})
+    for cmd in (prepare_command(w, tmp_path / "c", 2), run_command(w, tmp_path / "c", tmp_path / "h.lua", 4)):
+        assert not any("s3cret" in part for part in cmd)
+    run = run_command(w, tmp_path / "c", tmp_path / "h.lua", 4)
+    assert "--report-checkpoints=2" in run and "--time=12" in run and "--skip-trx=on" in run and run[-1] == "run"
