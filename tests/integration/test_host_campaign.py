@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -59,10 +60,8 @@ def all_cmdlines() -> str:
     parts = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
-            try:
+            with contextlib.suppress(OSError):
                 parts.append((proc / "cmdline").read_bytes().decode(errors="replace"))
-            except OSError:
-                pass
     return "\n".join(parts)
 
 
@@ -151,7 +150,8 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float =
         ({"variants": [{"name": "base", "backend": "host", "cpus": "63"}]}, "CPU 63 does not exist"),
         ({"workload": {"test": "oltp_nonsense"}}, "is not a sysbench test"),
         ({"variants": [{"name": "base", "backend": "host", "server": {"config": {"port": 1}}}]}, "set by layerbench"),
-        ({"variants": [{"name": "base", "backend": "external", "password_env": "LB_NOT_SET"}]}, "LB_NOT_SET is not set"),
+        ({"variants": [{"name": "base", "backend": "external", "password_env": "LB_NOT_SET"}]},
+         "LB_NOT_SET is not set"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, changes: dict, expected: str) -> None:

@@ -95,7 +95,9 @@ def test_bundled_examples_validate() -> None:
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8))
 json_tree = st.recursive(
     json_leaf,
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 keys = st.sampled_from(["name", "baseline", "variants", "workload", "workloads", "repetitions", "order", "seed",

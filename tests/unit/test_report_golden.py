@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from helpers import fill_store
-
 from layerbench.analysis.aggregate import analyze
 from layerbench.report.markdown import render
 from layerbench.store import Store

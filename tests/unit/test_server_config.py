@@ -24,7 +24,7 @@ def test_booleans_render() -> None:
 
 
 def test_overlay_may_not_move_owned_settings() -> None:
-    with pytest.raises(BadInput, match="server.config.datadir"):
+    with pytest.raises(BadInput, match=r"server\.config\.datadir"):
         check_overlay({"datadir": "/x"}, "variants.v")
 
 
