@@ -193,6 +193,22 @@ def report(
             out.print(f"report: {write_report(analysis, one, folder)}")
 
 
+@app.command("import")
+def import_results(
+    file: Annotated[Path, typer.Argument(help="CSV: variant, iteration, [threads], total_queries/qps/tps/...")],
+    name: Annotated[str, typer.Option(help="name of the new campaign")],
+    baseline: Annotated[str, typer.Option(help="the variant the others are compared with")],
+    db: DbOption = None,
+) -> None:
+    """Import results measured elsewhere, to analyse and report them like layerbench's own."""
+    from layerbench.importer import import_csv
+
+    with Store(db or default_db_path()) as store:
+        campaign_id = import_csv(store, file, name, baseline)
+        runs = len(store.runs(campaign_id))
+    out.print(f"imported {runs} runs as campaign {campaign_id}; report it with: layerbench report {campaign_id}")
+
+
 @app.command()
 def init(force: Annotated[bool, typer.Option(help="overwrite campaign.yaml")] = False) -> None:
     """Write the default campaign to ./campaign.yaml as a starting point."""

@@ -103,6 +103,12 @@ class RunRecord:
     intervals: list[Interval] = field(default_factory=list)
     warmup_seconds: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+    imported: dict[str, float] | None = None  # metric column -> value, for results measured elsewhere
+
+    def metric_values(self) -> list[Any]:
+        if self.imported is not None:
+            return [self.imported.get(column) for column in RUN_METRIC_COLUMNS]
+        return _totals_values(self.totals)
 
 
 def _totals_values(totals: Totals | None) -> list[Any]:
@@ -212,7 +218,7 @@ class Store:
         columns = ("campaign_id", "idx", "variant", "workload", "threads", "repetition", "round", "status",
                    "error", "started_at", "finished_at", *RUN_METRIC_COLUMNS, "percentile", "run_dir", "details")
         values = [run.campaign_id, run.idx, run.variant, run.workload, run.threads, run.repetition, run.round,
-                  run.status, run.error, run.started_at, run.finished_at, *_totals_values(run.totals),
+                  run.status, run.error, run.started_at, run.finished_at, *run.metric_values(),
                   run.percentile, run.run_dir, json.dumps(run.details, default=str)]
         with self.transaction() as db:
             cur = db.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",

@@ -33,7 +33,9 @@ def heading(analysis: Analysis) -> list[str]:
         lines += [d["description"].strip(), ""]
     lines += [f"- Status: {analysis.status}; runs stored: {len(analysis.runs)} of {analysis.planned_runs}",
               f"- Baseline: `{analysis.baseline}`; variants: {variants}"]
-    for w in d.get("workloads", []):
+    if d.get("imported_from"):
+        lines.append(f"- Imported from `{d['imported_from']}`: results measured elsewhere, analysed here")
+    for w in d.get("workloads", []) if not d.get("imported_from") else []:
         threads = "/".join(str(t) for t in w.get("threads", []))
         lines.append(f"- Workload `{w['name']}`: sysbench {w['test']}, {w['tables']} x {w['table_size']} rows, "
                      f"threads {threads}, {w['duration']} s after {w['warmup']} s warm-up, "
@@ -42,7 +44,7 @@ def heading(analysis: Analysis) -> list[str]:
 
 
 def point_title(point: Point) -> str:
-    return f"{point.workload}, {point.threads} threads"
+    return point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
 
 
 def aggregate_section(analysis: Analysis) -> list[str]:

@@ -1,0 +1,127 @@
+"""Import results measured elsewhere (a CSV, e.g. a published study's table) as a stored campaign, so they go
+through the same statistics and reports as runs layerbench made itself.
+
+Columns: `variant`, `iteration`, optional `threads`, and any of `total_queries`, `qps`, `tps`,
+`lat_avg_ms`, `lat_p95_ms` (at least one metric). Header names are matched case-insensitively.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerbench.errors import BadInput
+from layerbench.store import RunRecord, Store
+
+METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_p95_ms")
+KNOWN_COLUMNS = ("variant", "iteration", "threads", *METRIC_COLUMNS)
+
+
+@dataclass(frozen=True)
+class ImportedRow:
+    line: int
+    variant: str
+    iteration: int
+    threads: int | None
+    metrics: dict[str, float]
+
+
+def _number(text: str, column: str, line: int) -> float:
+    try:
+        value = float(text.replace(",", "").replace("_", "").strip())
+    except ValueError:
+        raise BadInput(f"line {line}, column {column}: {text!r} is not a number; fix the CSV") from None
+    if not math.isfinite(value) or value < 0:
+        raise BadInput(f"line {line}, column {column}: {text!r} must be a finite number >= 0; fix the CSV")
+    return value
+
+
+def _whole(text: str, column: str, line: int) -> int:
+    value = _number(text, column, line)
+    if value != int(value) or value < 1:
+        raise BadInput(f"line {line}, column {column}: {text!r} must be a whole number >= 1; fix the CSV")
+    return int(value)
+
+
+def check_header(fields: list[str] | None) -> dict[str, str]:
+    """Map our column names to the file's; one line naming what is wrong otherwise."""
+    if not fields:
+        raise BadInput("CSV: no header line; the first line must name the columns (variant, iteration, tps, ...)")
+    by_lower = {f.strip().lower(): f for f in fields if f}
+    unknown = [f for f in by_lower if f not in KNOWN_COLUMNS]
+    if unknown:
+        raise BadInput(f"CSV header: unknown column {unknown[0]!r}; use {', '.join(KNOWN_COLUMNS)}")
+    for needed in ("variant", "iteration"):
+        if needed not in by_lower:
+            raise BadInput(f"CSV header: column {needed!r} is missing; add it")
+    if not any(m in by_lower for m in METRIC_COLUMNS):
+        raise BadInput(f"CSV header: no metric column; add at least one of {', '.join(METRIC_COLUMNS)}")
+    return {k: by_lower[k] for k in KNOWN_COLUMNS if k in by_lower}
+
+
+def parse_row(raw: dict[str, str | None], columns: dict[str, str], line: int) -> ImportedRow:
+    def cell(name: str) -> str:
+        return (raw.get(columns[name]) or "").strip() if name in columns else ""
+
+    variant = cell("variant")
+    if not variant:
+        raise BadInput(f"line {line}, column variant: empty; every row needs a variant name")
+    threads = _whole(cell("threads"), "threads", line) if cell("threads") else None
+    metrics = {m: _number(cell(m), m, line) for m in METRIC_COLUMNS if cell(m)}
+    if not metrics:
+        raise BadInput(f"line {line}: no metric value; fill at least one of the metric columns")
+    return ImportedRow(line, variant, _whole(cell("iteration"), "iteration", line), threads, metrics)
+
+
+def parse_csv(text: str) -> list[ImportedRow]:
+    """All rows of the CSV; BadInput naming the line and column for the first problem."""
+    if "\0" in text:
+        raise BadInput("CSV: the file holds binary data (a NUL byte); export it as text")
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        columns = check_header(reader.fieldnames)
+        rows = [parse_row(raw, columns, reader.line_num) for raw in reader if any((v or "").strip()
+                                                                                 for v in raw.values()
+                                                                                 if isinstance(v, str))]
+    except csv.Error as error:
+        raise BadInput(f"CSV: {error}; fix the file") from None
+    if not rows:
+        raise BadInput("CSV: no data rows after the header")
+    seen: set[tuple[str, int | None, int]] = set()
+    for row in rows:
+        key = (row.variant, row.threads, row.iteration)
+        if key in seen:
+            raise BadInput(f"line {row.line}: variant {row.variant!r} iteration {row.iteration} appears twice")
+        seen.add(key)
+    return rows
+
+
+COLUMN_IN_STORE = {"total_queries": "queries", "qps": "qps", "tps": "tps", "lat_avg_ms": "lat_avg_ms",
+                   "lat_p95_ms": "lat_pct_ms"}
+
+
+def import_csv(store: Store, path: Path, name: str, baseline: str) -> int:
+    """Store the CSV as a campaign with status `imported`; returns its id."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInput(f"{path}: cannot be read as text ({type(error).__name__}); check the path") from None
+    rows = parse_csv(text)
+    variants = list(dict.fromkeys(r.variant for r in rows))
+    if baseline not in variants:
+        raise BadInput(f"--baseline: {baseline!r} is not a variant in {path.name}; use one of {', '.join(variants)}")
+    threads = sorted({r.threads for r in rows if r.threads is not None})
+    definition = {"name": name, "baseline": baseline, "imported_from": path.name, "order": "imported",
+                  "repetitions": max(r.iteration for r in rows),
+                  "variants": [{"name": v, "backend": "imported"} for v in variants],
+                  "workloads": [{"name": "imported", "test": "imported", "threads": threads, "percentile": 95}]}
+    campaign_id = store.create_campaign(name, definition, baseline, str(path.parent), str(path), status="imported")
+    for row in rows:
+        record = RunRecord(campaign_id, row.variant, "imported", row.threads, row.iteration, percentile=95,
+                           imported={COLUMN_IN_STORE[k]: v for k, v in row.metrics.items()})
+        record.details = {"imported": {"line": row.line, **row.metrics}}
+        store.save_run(record)
+    return campaign_id

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layerbench.analysis.aggregate import analyze
+from layerbench.errors import BadInput
+from layerbench.importer import import_csv, parse_csv
+from layerbench.report.markdown import render
+from layerbench.store import Store
+
+# The shape of a published container-overhead table (per-iteration results of a host and a Docker run).
+PUBLISHED = """variant,iteration,total_queries,qps,tps,lat_avg_ms,lat_p95_ms
+host,1,1452340,2420.5,121.0,66.1,114.7
+host,2,1449021,2415.0,120.7,66.3,116.2
+host,3,1460118,2433.5,121.7,65.8,112.9
+docker,1,1371022,2285.0,114.3,70.0,125.5
+docker,2,1380117,2300.2,115.0,69.5,123.3
+docker,3,1362310,2270.5,113.5,70.4,127.8
+"""
+
+
+def test_import_and_report(tmp_path: Path) -> None:
+    path = tmp_path / "published.csv"
+    path.write_text(PUBLISHED)
+    with Store(tmp_path / "lb.db") as store:
+        cid = import_csv(store, path, "published", "host")
+        analysis = analyze(store, cid)
+    assert analysis.status == "imported" and len(analysis.runs) == 6
+    docker = next(v for v in analysis.points[0].variants if v.variant == "docker")
+    tps = next(d for d in docker.deltas if d.metric == "tps")
+    assert tps.deviation_pct == pytest.approx((114.2666667 / 121.1333333 - 1) * 100, abs=1e-4)
+    text = render(analysis)
+    assert "Imported from `published.csv`" in text and "`docker` vs `host`" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "no header"),
+        ("variant,iteration\nhost,1\n", "no metric column"),
+        ("variant,tps\nhost,1\n", "'iteration' is missing"),
+        ("variant,iteration,tps,colour\nhost,1,2,red\n", "unknown column 'colour'"),
+        ("variant,iteration,tps\nhost,one,5\n", "line 2, column iteration"),
+        ("variant,iteration,tps\nhost,1,fast\n", "line 2, column tps: 'fast' is not a number"),
+        ("variant,iteration,tps\nhost,1,-3\n", ">= 0"),
+        ("variant,iteration,tps\nhost,1,5\nhost,1,6\n", "appears twice"),
+        ("variant,iteration,tps\n,1,5\n", "column variant: empty"),
+        ("variant,iteration,tps\n", "no data rows"),
+    ],
+)
+def test_bad_csv_names_line_and_column(text: str, expected: str) -> None:
+    with pytest.raises(BadInput, match=expected):
+        parse_csv(text)
+
+
+def test_unknown_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(PUBLISHED)
+    with Store(tmp_path / "lb.db") as store, pytest.raises(BadInput, match="--baseline: 'vm'"):
+        import_csv(store, path, "x", "vm")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("variant,iteration,tps,qps\n0123456789.-x\"\r ")), max_size=300))
+def test_parser_only_ever_raises_bad_input(text: str) -> None:
+    try:
+        rows = parse_csv(text)
+    except BadInput as error:
+        assert "\n" not in str(error)
+    else:
+        assert rows and all(r.metrics for r in rows)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=300))
+def test_parser_survives_any_text(text: str) -> None:
+    with contextlib.suppress(BadInput):
+        parse_csv("variant,iteration,tps\n" + text)
