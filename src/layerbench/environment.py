@@ -40,16 +40,3 @@ def host_facts() -> dict[str, Any]:
 def server_variables(endpoint: Endpoint) -> dict[str, str]:
     """SHOW GLOBAL VARIABLES of the server under test (what it really runs with)."""
     return {str(k): str(v) for k, v in query(endpoint, "SHOW GLOBAL VARIABLES")}
-
-
-# Variables that differ between runs by construction and say nothing about fairness.
-VOLATILE = re.compile(
-    r"^(port|socket|datadir|pid_file|log_error|hostname|general_log_file|slow_query_log_file|"
-    r"server_uuid|gtid_.*|timestamp|report_.*|tmpdir|basedir|plugin_dir|log_bin_basename|"
-    r"relay_log.*|wsrep_.*|innodb_data_home_dir|innodb_log_group_home_dir|aria_log_dir_path|"
-    r"bind_address|init_file|thread_pool_size|secure_file_priv|lc_messages_dir|character_sets_dir)$"
-)
-
-
-def fairness_view(variables: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in variables.items() if not VOLATILE.match(k)}

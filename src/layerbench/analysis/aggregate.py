@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from layerbench.analysis.fairness import Difference, fairness_differences
 from layerbench.store import Store
 
 # metric key -> (label, higher is better)
@@ -73,6 +74,7 @@ class Analysis:
     points: list[Point]
     planned_runs: int
     warnings: list[str] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
 
     def metric_label(self, metric: str) -> str:
         return METRICS[metric][0].format(pct=self.percentile)
@@ -131,7 +133,30 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
     for point in analysis.points:
         if not any(v.variant == analysis.baseline and v.n > 0 for v in point.variants):
             warnings.append(f"{point.workload} / {point.threads} threads: no successful baseline run, no deltas")
+    if analysis.differences:
+        warnings.append(f"{len(analysis.differences)} difference(s) between variants that the campaign did not ask "
+                        "for; see Environment and fairness")
     return warnings
+
+
+def environments(runs: list[RunRow]) -> dict[str, dict[str, Any]]:
+    """Each variant's environment, from its first successful run that recorded one."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        env = r.details.get("environment")
+        if r.status == "ok" and env and r.variant not in out:
+            out[r.variant] = env
+    return out
+
+
+def asked_keys(definition: dict[str, Any]) -> dict[str, set[str]]:
+    """Per variant, the server settings the campaign sets on purpose (its config, sized buffer pools)."""
+    sized = any(w.get("buffer_pool") for w in definition.get("workloads", []))
+    out = {}
+    for v in definition.get("variants", []):
+        keys = set((v.get("server") or {}).get("config", {}))
+        out[v["name"]] = keys | ({"innodb_buffer_pool_size"} if sized else set())
+    return out
 
 
 def analyze(store: Store, ref: str | int) -> Analysis:
@@ -145,5 +170,6 @@ def analyze(store: Store, ref: str | int) -> Analysis:
     planned = len(store.schedule(campaign_id)) or len(runs)
     analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
                         build_points(runs, variants, row["baseline"]), planned)
+    analysis.differences = fairness_differences(row["baseline"], environments(runs), asked_keys(definition))
     analysis.warnings = analysis_warnings(analysis)
     return analysis

@@ -86,8 +86,17 @@ def warnings_section(analysis: Analysis) -> list[str]:
     return ["## Warnings", "", *[f"- {w}" for w in analysis.warnings], ""]
 
 
+def fairness_section(analysis: Analysis) -> list[str]:
+    lines = ["## Environment and fairness", ""]
+    if not analysis.differences:
+        return [*lines, "No difference between the variants' servers or machines beyond what the campaign asked for.",
+                ""]
+    return [*lines, *[f"- {d.text(analysis.baseline)}" for d in analysis.differences], ""]
+
+
 def render(analysis: Analysis) -> str:
-    lines = heading(analysis) + warnings_section(analysis) + aggregate_section(analysis) + run_table(analysis)
+    lines = heading(analysis) + warnings_section(analysis) + aggregate_section(analysis)
+    lines += fairness_section(analysis) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,81 @@
+"""Fairness: every difference between a variant's environment and the baseline's that the campaign did not
+ask for (a different server version, buffer pool, CPU count, ...), so a delta is never blamed on the
+layer when something else changed too."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Variables that differ between runs by construction and say nothing about fairness.
+VOLATILE = re.compile(
+    r"^(port|socket|datadir|pid_file|log_error|hostname|general_log_file|slow_query_log_file|server_uuid|server_uid|"
+    r"gtid_.*|timestamp|report_.*|tmpdir|basedir|plugin_dir|log_bin_basename|log_bin_index|relay_log.*|"
+    r"wsrep_.*|innodb_data_home_dir|innodb_log_group_home_dir|aria_log_dir_path|bind_address|init_file|"
+    r"secure_file_priv|lc_messages_dir|character_sets_dir|system_time_zone|time_zone|pseudo_thread_id|"
+    r"last_insert_id|insert_id|rand_seed[12]|identity|warning_count|error_count|max_binlog_.*_cache_size_.*)$"
+)
+# A variable the campaign sets for a variant also explains related ones the server derives from it.
+DERIVED = {
+    "innodb_buffer_pool_size": ("innodb_buffer_pool_chunk_size", "innodb_buffer_pool_instances"),
+    "innodb_page_size": ("innodb_log_write_ahead_size",),
+}
+HOST_FACTS = ("kernel", "cpu_model", "cpu_count", "memory_bytes", "sysbench_version")
+
+
+@dataclass(frozen=True)
+class Difference:
+    variant: str
+    what: str  # e.g. "server variable innodb_flush_method"
+    baseline_value: str
+    variant_value: str
+
+    def text(self, baseline: str) -> str:
+        return (f"`{self.variant}` differs from `{baseline}` in {self.what}: {self.variant_value} vs "
+                f"{self.baseline_value} (not asked by the campaign)")
+
+
+def canonical(name: str) -> str:
+    return name.replace("-", "_").lower()
+
+
+def asked_variables(config_keys: set[str]) -> set[str]:
+    asked = {canonical(k) for k in config_keys}
+    for key in list(asked):
+        asked.update(DERIVED.get(key, ()))
+    return asked
+
+
+def variable_differences(variant: str, base: dict[str, str], other: dict[str, str],
+                         asked: set[str]) -> list[Difference]:
+    out = []
+    for key in sorted(set(base) | set(other)):
+        if VOLATILE.match(key) or key in asked or key.startswith("_"):
+            continue
+        a, b = base.get(key, "(absent)"), other.get(key, "(absent)")
+        if a != b:
+            out.append(Difference(variant, f"server variable {key}", a, b))
+    return out
+
+
+def host_differences(variant: str, base: dict[str, Any], other: dict[str, Any]) -> list[Difference]:
+    return [Difference(variant, f"machine fact {k}", str(base.get(k)), str(other.get(k)))
+            for k in HOST_FACTS if base.get(k) != other.get(k)]
+
+
+def fairness_differences(baseline: str, environments: dict[str, dict[str, Any]],
+                         asked: dict[str, set[str]]) -> list[Difference]:
+    """Differences of each variant from the baseline; `asked[v]` are the config keys either side set."""
+    base = environments.get(baseline)
+    if base is None:
+        return []
+    out: list[Difference] = []
+    for variant, env in environments.items():
+        if variant == baseline:
+            continue
+        keys = asked_variables(asked.get(variant, set()) | asked.get(baseline, set()))
+        out += variable_differences(variant, base.get("server_variables", {}), env.get("server_variables", {}),
+                                    keys)
+        out += host_differences(variant, base.get("host", {}), env.get("host", {}))
+    return out

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from layerbench.analysis.fairness import fairness_differences
+
+BASE = {"server_variables": {"version": "10.11.19", "innodb_buffer_pool_size": "134217728", "port": "3306",
+                             "innodb_buffer_pool_chunk_size": "2097152", "innodb_flush_method": "O_DIRECT"},
+        "host": {"kernel": "6.1", "cpu_count": 2}}
+
+
+def env(**variables: str) -> dict:
+    return {"server_variables": {**BASE["server_variables"], **variables}, "host": dict(BASE["host"])}
+
+
+def test_asked_differences_are_not_reported() -> None:
+    envs = {"base": BASE, "small": env(innodb_buffer_pool_size="8388608", innodb_buffer_pool_chunk_size="1048576",
+                                       port="4000")}
+    assert fairness_differences("base", envs, {"small": {"innodb-buffer-pool-size"}}) == []
+
+
+def test_unasked_differences_are_reported() -> None:
+    other = env(version="8.0.36", innodb_flush_method="fsync")
+    other["host"]["cpu_count"] = 4
+    diffs = fairness_differences("base", {"base": BASE, "box": other}, {})
+    whats = [d.what for d in diffs]
+    assert whats == ["server variable innodb_flush_method", "server variable version", "machine fact cpu_count"]
+    assert "8.0.36 vs 10.11.19 (not asked" in diffs[1].text("base")
+
+
+def test_no_baseline_environment_gives_nothing() -> None:
+    assert fairness_differences("base", {"x": BASE}, {}) == []
