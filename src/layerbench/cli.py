@@ -193,6 +193,64 @@ def report(
             out.print(f"report: {write_report(analysis, one, folder)}")
 
 
+cache_app = typer.Typer(help="The dataset cache: snapshots prepared once and restored for every run.",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+def human_bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+@cache_app.command("list")
+def cache_list() -> None:
+    """Cached dataset snapshots with their sizes."""
+    from layerbench.server.dataset import cache_dir, list_snapshots
+
+    table = Table("dataset", "rows", "size", "prepared in", title=str(cache_dir() / "datasets"))
+    for key, size, meta in list_snapshots():
+        rows = sum(meta.get("rows", {}).values()) if "rows" in meta else "incomplete"
+        table.add_row(key, str(rows), human_bytes(size), f"{meta.get('prepare_seconds', '-')} s")
+    out.print(table)
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Remove every cached dataset snapshot (they are rebuilt when needed)."""
+    from layerbench.server.dataset import clear_snapshots
+
+    count, size = clear_snapshots()
+    out.print(f"removed {count} snapshot(s), {human_bytes(size)}")
+
+
+@app.command()
+def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False) -> None:
+    """Remove what a crashed or killed campaign left: its servers, datadirs and containers; nothing else."""
+    from layerbench.cleanup import clean_recorded
+
+    done = clean_recorded(include_live=all_)
+    for line in done:
+        out.print(line)
+    out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")
+
+
+@app.command()
+def doctor() -> None:
+    """Check prerequisites and report leftovers of crashed campaigns."""
+    from layerbench.doctor import diagnose
+
+    problems = 0
+    for ok, line in diagnose():
+        out.print(("[green]ok[/green]   " if ok else "[red]fail[/red] ") + line, highlight=False)
+        problems += 0 if ok else 1
+    if problems:
+        raise typer.Exit(1)
+
+
 @app.command("import")
 def import_results(
     file: Annotated[Path, typer.Argument(help="CSV: variant, iteration, [threads], total_queries/qps/tps/...")],

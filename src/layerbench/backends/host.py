@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from layerbench import cleanup
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
 from layerbench.campaign import HostVariant, VariantBase
 from layerbench.errors import BadInput, RunFailed
@@ -62,6 +63,7 @@ class HostBackend:
         self.datadir: Path | None = None
         self.binary: str | None = None
         self.log_path: Path | None = None
+        self.label: str | None = None
 
     def check(self, variant: VariantBase) -> None:
         assert isinstance(variant, HostVariant)
@@ -75,6 +77,8 @@ class HostBackend:
         assert isinstance(spec.variant, HostVariant)
         self.check(spec.variant)
         self.datadir = spec.work_dir / "datadirs" / spec.label
+        self.label = spec.label
+        cleanup.record(spec.label, pid=None, marker="", paths=[self.datadir])
         prepare_datadir(self.datadir, spec)
         port = free_port()
         sock = spec.private_dir / "mysqld.sock"
@@ -90,6 +94,7 @@ class HostBackend:
         cmd = with_cpus([self.binary or "mariadbd", f"--defaults-file={mycnf}", f"--init-file={init_file}",
                          f"--log-error={self.log_path}"], spec.variant.cpus)
         self.process = start("mariadbd", cmd, log_path=spec.run_dir / "server.stdout.log", secrets=[spec.password])
+        cleanup.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         endpoint = Endpoint("127.0.0.1", port, spec.user, spec.password, spec.database, str(sock))
         wait_until_ready(endpoint, alive=self.process.alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
         with contextlib.suppress(FileNotFoundError):
@@ -103,6 +108,9 @@ class HostBackend:
         if self.datadir is not None:
             shutil.rmtree(self.datadir, ignore_errors=True)
             self.datadir = None
+        if self.label is not None:
+            cleanup.forget(self.label)
+            self.label = None
 
     def components(self) -> dict[str, list[int]]:
         return {"server": [self.process.pid]} if self.process and self.process.alive() else {}

@@ -161,3 +161,26 @@ def verify_rows(endpoint: Endpoint, snapshot: Snapshot, workload: Workload) -> d
         raise RunFailed(f"dataset {snapshot.key}: restored rows {got} differ from the snapshot's {expected}; "
                         "run `layerbench cache clear` and start again")
     return {"verified": bool(got), "rows": sum(got.values()) if got else None}
+
+
+def folder_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def list_snapshots() -> list[tuple[str, int, dict[str, Any]]]:
+    """(key, bytes on disk, meta) of every cached dataset snapshot."""
+    root = cache_dir() / "datasets"
+    out = []
+    for folder in sorted(root.iterdir()) if root.exists() else []:
+        meta_file = folder / "meta.json"
+        meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"incomplete": True}
+        out.append((folder.name, folder_size(folder), meta))
+    return out
+
+
+def clear_snapshots() -> tuple[int, int]:
+    """Remove every cached snapshot (and unfinished builds); returns (count, bytes freed)."""
+    items = list_snapshots()
+    for key, _, _ in items:
+        shutil.rmtree(cache_dir() / "datasets" / key, ignore_errors=True)
+    return len(items), sum(size for _, size, _ in items)

@@ -1,0 +1,100 @@
+"""Leftovers: a record of every server process and work folder layerbench starts, so that after a crash
+(even SIGKILL of the harness) `layerbench clean` removes exactly those, and nothing else."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerbench.procs import pid_alive
+from layerbench.server.dataset import work_root
+
+
+def owners_dir() -> Path:
+    return work_root() / "owners"
+
+
+@dataclass(frozen=True)
+class Owned:
+    """One resource layerbench created: a process and/or a folder, and the harness that owns it."""
+
+    label: str
+    harness_pid: int
+    pid: int | None
+    marker: str  # a string the process's command line must contain (so a reused PID is never killed)
+    paths: tuple[str, ...]
+
+    @property
+    def file(self) -> Path:
+        return owners_dir() / f"{self.label}.json"
+
+
+def record(label: str, *, pid: int | None, marker: str, paths: list[Path]) -> Owned:
+    owned = Owned(label, os.getpid(), pid, marker, tuple(str(p) for p in paths))
+    owners_dir().mkdir(parents=True, exist_ok=True)
+    owned.file.write_text(json.dumps(owned.__dict__))
+    return owned
+
+
+def forget(label: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (owners_dir() / f"{label}.json").unlink()
+
+
+def recorded() -> list[Owned]:
+    out = []
+    for file in sorted(owners_dir().glob("*.json")) if owners_dir().exists() else []:
+        try:
+            data = json.loads(file.read_text())
+            out.append(Owned(data["label"], int(data["harness_pid"]), data.get("pid"), data["marker"],
+                             tuple(data.get("paths", ()))))
+        except (ValueError, KeyError, TypeError, OSError):
+            file.unlink(missing_ok=True)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def stop_process(pid: int, marker: str, timeout: float = 30.0) -> bool:
+    """SIGTERM, then SIGKILL, the process if it is still the one we started; True if one was stopped."""
+    if not pid_alive(pid) or marker not in cmdline(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid_alive(pid) and marker in cmdline(pid):
+        time.sleep(0.2)
+    if pid_alive(pid) and marker in cmdline(pid):
+        os.kill(pid, signal.SIGKILL)
+    return True
+
+
+def clean_recorded(include_live: bool = False) -> list[str]:
+    """Remove what crashed harnesses left; with include_live also what live harnesses own. Returns a log."""
+    done = []
+    for owned in recorded():
+        if pid_alive(owned.harness_pid) and owned.harness_pid != os.getpid() and not include_live:
+            continue
+        if owned.pid and stop_process(owned.pid, owned.marker):
+            done.append(f"stopped process {owned.pid} ({owned.label})")
+        for path in owned.paths:
+            if Path(path).exists():
+                shutil.rmtree(path, ignore_errors=True)
+                done.append(f"removed {path}")
+        forget(owned.label)
+    return done
+
+
+def leftovers() -> list[Owned]:
+    """What crashed harnesses left behind (for `layerbench doctor`)."""
+    return [o for o in recorded() if not pid_alive(o.harness_pid)]

@@ -1,0 +1,115 @@
+"""Faults on real servers: the server killed mid-run, the harness SIGKILLed mid-campaign, too many failures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_host_campaign import campaign_file, our_servers, run_cli
+
+from layerbench import orchestrator
+from layerbench.campaign import parse_campaign
+from layerbench.errors import RunFailed
+from layerbench.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+def server_pids(marker: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "mariadbd" in cmd and str(marker) in cmd:
+                pids.append(int(proc.name))
+    return pids
+
+
+class KillServerOnce(orchestrator.SilentProgress):
+    """kill -9 the server of the first run, two intervals into it."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+        self.killed = False
+
+    def interval(self, spec, tps: float, elapsed: float) -> None:
+        if not self.killed and elapsed >= 2:
+            for pid in server_pids(self.marker):
+                os.kill(pid, signal.SIGKILL)
+            self.killed = True
+
+
+def test_server_killed_mid_run_fails_that_run_only(tmp_path: Path) -> None:
+    path = campaign_file(tmp_path, repetitions=1, order="sequential",
+                         workload={"tables": 1, "table_size": 1000, "threads": 2, "duration": 4, "warmup": 0})
+    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    spy = KillServerOnce(tmp_path)
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(campaign, store, progress=spy)
+        runs = store.runs(outcome.campaign_id)
+        assert spy.killed
+        assert [r["status"] for r in runs] == ["failed", "ok"]
+        first = runs[0]
+        assert "FATAL" in first["error"] or "signal" in first["error"] or "exited" in first["error"]
+        assert "server_log_tail" in first["details"]
+        assert store.campaign(outcome.campaign_id)["status"] == "finished with failures"
+    report = subprocess.run([sys.executable, "-m", "layerbench", "report", "latest", "--db",
+                             str(tmp_path / "out" / "layerbench.db")], capture_output=True, text=True)
+    assert report.returncode == 0
+    text = next((tmp_path / "out").glob("*/report.md")).read_text()
+    assert "1 run(s) failed and are excluded from the statistics" in text
+    assert our_servers(tmp_path) == []
+
+
+def test_max_failures_stops_the_campaign(tmp_path: Path) -> None:
+    path = campaign_file(tmp_path, repetitions=2, max_failures=0, order="sequential", variants=[
+        {"name": "base", "backend": "host", "server": {"config": {"no_such_option_at_all": 1}}}])
+    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    with Store(tmp_path / "out" / "layerbench.db") as store, pytest.raises(RunFailed, match="max_failures=0"):
+        orchestrator.run_campaign(campaign, store)
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        assert len(store.runs(1)) == 1 and store.campaign(1)["status"] == "failed"
+    assert our_servers(tmp_path) == []
+
+
+def test_sigkill_of_the_harness_then_clean_and_resume(tmp_path: Path) -> None:
+    path = campaign_file(tmp_path, repetitions=2,
+                         workload={"tables": 1, "table_size": 1000, "threads": 1, "duration": 4, "warmup": 0})
+    db = tmp_path / "out" / "layerbench.db"
+    proc = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        stored = sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] if db.exists() else 0
+        if stored >= 1 and server_pids(tmp_path):
+            break
+        time.sleep(0.3)
+    time.sleep(1.0)
+    proc.kill()  # SIGKILL: no handler runs, the server of the run in flight is orphaned
+    proc.wait(timeout=10)
+    assert server_pids(tmp_path), "the run in flight should have left its server running"
+    stored_before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+
+    doctor = run_cli(["doctor"])
+    assert doctor.returncode == 1 and "leftover of a crashed campaign" in doctor.stdout
+    cleaned = run_cli(["clean"])
+    assert cleaned.returncode == 0 and "stopped process" in cleaned.stdout
+    assert server_pids(tmp_path) == []
+    assert run_cli(["doctor"]).returncode == 0
+
+    done = run_cli(["resume", "latest", "--db", str(db)])
+    assert done.returncode == 0, done.stderr
+    rows = sqlite3.connect(db).execute("SELECT idx, status FROM runs ORDER BY idx").fetchall()
+    assert [r[0] for r in rows] == [0, 1, 2, 3] and {r[1] for r in rows} == {"ok"}
+    assert stored_before < 4
+    assert our_servers(tmp_path) == []
