@@ -66,6 +66,17 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def processes_with(marker: str) -> list[int]:
+    """PIDs whose command line contains marker (a path unique to one server: its my.cnf)."""
+    if not marker:
+        return []
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid() and marker in cmdline(int(proc.name)):
+            found.append(int(proc.name))
+    return found
+
+
 def stop_process(pid: int, marker: str, timeout: float = 30.0) -> bool:
     """SIGTERM, then SIGKILL, the process if it is still the one we started; True if one was stopped."""
     if not pid_alive(pid) or marker not in cmdline(pid):
@@ -85,8 +96,10 @@ def clean_recorded(include_live: bool = False) -> list[str]:
     for owned in recorded():
         if pid_alive(owned.harness_pid) and owned.harness_pid != os.getpid() and not include_live:
             continue
-        if owned.pid and stop_process(owned.pid, owned.marker):
-            done.append(f"stopped process {owned.pid} ({owned.label})")
+        pids = set(processes_with(owned.marker)) | ({owned.pid} if owned.pid else set())
+        for pid in sorted(pids):
+            if stop_process(pid, owned.marker):
+                done.append(f"stopped process {pid} ({owned.label})")
         for path in owned.paths:
             if Path(path).exists():
                 shutil.rmtree(path, ignore_errors=True)

@@ -21,7 +21,14 @@ from layerbench.errors import BadInput, Interrupted, LayerbenchError, RunFailed
 from layerbench.procs import require_program, run, stop_all, with_cpus
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
-from layerbench.server.dataset import Snapshot, ensure_snapshot, prepare_tables, verify_rows, work_root
+from layerbench.server.dataset import (
+    Snapshot,
+    SnapshotCorrupt,
+    ensure_snapshot,
+    prepare_tables,
+    verify_data,
+    work_root,
+)
 from layerbench.store import RunRecord, Store
 from layerbench.sysbench import (
     Interval,
@@ -182,6 +189,15 @@ class Orchestrator:
         return config
 
     def execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:
+        """One run; a corrupt dataset snapshot is rebuilt and the run tried once more."""
+        record = self._execute_run(campaign_id, spec, out)
+        if record.details.pop("snapshot_corrupt", False):
+            self.progress.message(f"run {spec.idx + 1}: {record.error}")
+            self.snapshots.clear()
+            record = self._execute_run(campaign_id, spec, out)
+        return record
+
+    def _execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:
         variant = self.campaign.variant(spec.variant)
         workload = self.campaign.workload(spec.workload)
         name = f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}"
@@ -196,6 +212,7 @@ class Orchestrator:
         try:
             self._measure(backend, spec, variant, workload, run_dir, private, password, record)
         except RunFailed as error:
+            record.details["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
             record.status = "failed"
             record.error = redact(str(error), [password])
             tail = redact(backend.server_log_tail(15), [password])
@@ -232,7 +249,7 @@ class Orchestrator:
         if snapshot is None:
             prepare_tables(workload, endpoint, private, run_dir, None)
             return {"method": "reprepare", "seconds": round(time.monotonic() - started, 3)}
-        check = verify_rows(endpoint, snapshot, workload)
+        check = verify_data(endpoint, snapshot, workload)
         return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3),
                 **check}
 

@@ -29,11 +29,13 @@ local function lb_num(x, scale)
   return string.format("%.6f", x * scale)
 end
 
+-- one io.write per line: the reporting thread and the main thread both print, and a single write is
+-- atomic under stdio's lock (print() writes its text and the newline separately and can interleave)
 local function lb_report(kind, stat)
-  print(string.format(
+  io.write(string.format(
     'LAYERBENCH {{"kind":"%s","time":%.3f,"interval":%.6f,"threads":%d,"events":%d,"reads":%d,' ..
     '"writes":%d,"other":%d,"errors":%d,"reconnects":%d,"latency_pct_ms":%s,"latency_min_ms":%s,' ..
-    '"latency_avg_ms":%s,"latency_max_ms":%s,"latency_sum_ms":%s}}',
+    '"latency_avg_ms":%s,"latency_max_ms":%s,"latency_sum_ms":%s}}\n',
     kind, stat.time_total, stat.time_interval, stat.threads_running, stat.events, stat.reads,
     stat.writes, stat.other, stat.errors, stat.reconnects, lb_num(stat.latency_pct, 1000),
     lb_num(stat.latency_min, 1000), lb_num(stat.latency_avg, 1000), lb_num(stat.latency_max, 1000),
@@ -220,38 +222,49 @@ def totals_from_record(rec: dict[str, Any]) -> Totals:
     )
 
 
-def parse_mark_line(line: str) -> dict[str, Any] | None:
-    """One `LAYERBENCH {...}` line as a dict, or None if the line is not one (or is damaged)."""
+NEEDED_KEYS = frozenset({"kind", "time", "interval", "events", "reads", "writes", "other", "errors", "reconnects"})
+_decoder = json.JSONDecoder()
+
+
+def parse_mark_records(line: str) -> list[dict[str, Any]]:
+    """Every `LAYERBENCH {...}` record in a line (two threads' output can share one line); damaged ones skipped."""
+    records = []
     start = line.find(MARK)
-    if start < 0:
-        return None
-    try:
-        record = json.loads(line[start + len(MARK):])
-    except ValueError:
-        return None
-    needed = {"kind", "time", "interval", "events", "reads", "writes", "other", "errors", "reconnects"}
-    if not isinstance(record, dict) or not needed <= record.keys():
-        return None
-    return record
+    while start >= 0:
+        try:
+            record, end = _decoder.raw_decode(line, start + len(MARK))
+        except ValueError:
+            end = start + len(MARK)
+        else:
+            if isinstance(record, dict) and record.keys() >= NEEDED_KEYS:
+                records.append(record)
+        start = line.find(MARK, end)
+    return records
+
+
+def parse_mark_line(line: str) -> dict[str, Any] | None:
+    """The first `LAYERBENCH {...}` record of a line, or None."""
+    records = parse_mark_records(line)
+    return records[0] if records else None
 
 
 def parse_output(text: str) -> ParsedOutput:
-    """Machine lines first; without them (an imported log), the human text."""
+    """Machine lines first; totals from the human summary when the machine total is missing; for an imported
+    log without machine lines, the human text alone."""
     parsed = ParsedOutput(errors=fatal_lines(text))
     for line in text.splitlines():
-        record = parse_mark_line(line)
-        if record is None:
-            continue
-        try:
-            if record["kind"] == "interval":
-                parsed.intervals.append(interval_from_record(record))
-            elif record["kind"] == "total":
-                parsed.totals = totals_from_record(record)
-        except (TypeError, ValueError, KeyError):
-            continue
-    if parsed.totals is None and not parsed.intervals:
+        for record in parse_mark_records(line):
+            try:
+                if record["kind"] == "interval":
+                    parsed.intervals.append(interval_from_record(record))
+                elif record["kind"] == "total":
+                    parsed.totals = totals_from_record(record)
+            except (TypeError, ValueError, KeyError):
+                continue
+    if parsed.totals is None:
         human = parse_human(text)
-        parsed.intervals, parsed.totals = human.intervals, human.totals
+        parsed.totals = human.totals
+        parsed.intervals = parsed.intervals or human.intervals
     return parsed
 
 

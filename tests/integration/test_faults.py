@@ -35,6 +35,26 @@ def server_pids(marker: Path) -> list[int]:
     return pids
 
 
+def stored_runs(db: Path) -> int:
+    try:
+        return int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]) if db.exists() else 0
+    except sqlite3.OperationalError:  # the store is being created
+        return 0
+
+
+def sigkill_during_a_run(proc: subprocess.Popen, marker: Path, ready, timeout: float = 120) -> None:
+    """SIGKILL the harness at a moment when ready() holds and a server of this test is running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready() and server_pids(marker):
+            proc.kill()
+            proc.wait(timeout=10)
+            return
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("no run was in flight before the deadline")
+
+
 class KillServerOnce(orchestrator.SilentProgress):
     """kill -9 the server of the first run, two intervals into it."""
 
@@ -88,17 +108,10 @@ def test_sigkill_of_the_harness_then_clean_and_resume(tmp_path: Path) -> None:
     db = tmp_path / "out" / "layerbench.db"
     proc = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        stored = sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] if db.exists() else 0
-        if stored >= 1 and server_pids(tmp_path):
-            break
-        time.sleep(0.3)
-    time.sleep(1.0)
-    proc.kill()  # SIGKILL: no handler runs, the server of the run in flight is orphaned
-    proc.wait(timeout=10)
+    # SIGKILL: no handler runs, so the server of the run in flight is orphaned
+    sigkill_during_a_run(proc, tmp_path, lambda: stored_runs(db) >= 1)
     assert server_pids(tmp_path), "the run in flight should have left its server running"
-    stored_before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    stored_before = stored_runs(db)
 
     doctor = run_cli(["doctor"])
     assert doctor.returncode == 1 and "leftover of a crashed campaign" in doctor.stdout
@@ -109,7 +122,7 @@ def test_sigkill_of_the_harness_then_clean_and_resume(tmp_path: Path) -> None:
 
     done = run_cli(["resume", "latest", "--db", str(db)])
     assert done.returncode == 0, done.stderr
-    rows = sqlite3.connect(db).execute("SELECT idx, status FROM runs ORDER BY idx").fetchall()
-    assert [r[0] for r in rows] == [0, 1, 2, 3] and {r[1] for r in rows} == {"ok"}
+    rows = sqlite3.connect(db).execute("SELECT idx, status, error FROM runs ORDER BY idx").fetchall()
+    assert [r[0] for r in rows] == [0, 1, 2, 3] and {r[1] for r in rows} == {"ok"}, rows
     assert stored_before < 4
     assert our_servers(tmp_path) == []

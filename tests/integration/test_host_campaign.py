@@ -182,8 +182,9 @@ def test_ctrl_c_keeps_stored_runs_then_resume_completes(tmp_path: Path) -> None:
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        if db.exists() and sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= 1:
-            break
+        with contextlib.suppress(sqlite3.OperationalError):  # the store may be being created
+            if db.exists() and sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= 1:
+                break
         time.sleep(0.3)
     time.sleep(1.5)  # inside the second run
     proc.send_signal(signal.SIGINT)

@@ -85,3 +85,19 @@ def test_credentials_only_in_config_file(tmp_path: Path) -> None:
         assert not any("s3cret" in part for part in cmd)
     run = run_command(w, tmp_path / "c", tmp_path / "h.lua", 4)
     assert "--report-checkpoints=2" in run and "--time=12" in run and "--skip-trx=on" in run and run[-1] == "run"
+
+
+def test_records_of_two_threads_on_one_line() -> None:
+    """A real log where the reporting thread's last interval and the main thread's total share a line."""
+    text = read("run_hook_interleaved_threads.txt")
+    assert any(line.count("LAYERBENCH") == 2 for line in text.splitlines())
+    parsed = parse_output(text)
+    assert len(parsed.intervals) == 4
+    assert parsed.totals is not None and parsed.totals.transactions == 524
+    assert parsed.totals.latency_min_ms is not None  # from the machine record, not the rounded human text
+
+
+def test_totals_fall_back_to_the_human_summary() -> None:
+    text = "\n".join(line for line in read("run_hook.txt").splitlines() if '"kind":"total"' not in line)
+    parsed = parse_output(text)
+    assert parsed.totals is not None and parsed.totals.transactions > 0 and len(parsed.intervals) == 7

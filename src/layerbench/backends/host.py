@@ -78,7 +78,8 @@ class HostBackend:
         self.check(spec.variant)
         self.datadir = spec.work_dir / "datadirs" / spec.label
         self.label = spec.label
-        cleanup.record(spec.label, pid=None, marker="", paths=[self.datadir])
+        mycnf = spec.run_dir / "my.cnf"
+        cleanup.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         prepare_datadir(self.datadir, spec)
         port = free_port()
         sock = spec.private_dir / "mysqld.sock"
@@ -86,7 +87,6 @@ class HostBackend:
             "datadir": str(self.datadir), "port": port, "bind-address": "127.0.0.1", "socket": str(sock),
             "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root",
         }
-        mycnf = spec.run_dir / "my.cnf"
         mycnf.write_text(render_mycnf(merged_settings(owned, spec.config)), encoding="utf-8")
         init_sql = bootstrap.init_sql(spec.user, spec.password, spec.database)
         init_file = write_private(spec.private_dir / "init.sql", init_sql)

@@ -68,12 +68,33 @@ def dataset_key(workload: Workload, version: str, page_size: str | None) -> tupl
     return f"{workload.tables}x{workload.table_size}-{digest}", inputs
 
 
+class SnapshotCorrupt(RunFailed):
+    """A cached snapshot no longer holds what was prepared; it has been removed and will be rebuilt."""
+
+
+def manifest(datadir: Path) -> dict[str, int]:
+    """Every file of a datadir with its size: a cheap check that nobody changed the snapshot."""
+    return {str(f.relative_to(datadir)): f.stat().st_size for f in sorted(datadir.rglob("*")) if f.is_file()}
+
+
+def remove_snapshot(key: str) -> None:
+    shutil.rmtree(cache_dir() / "datasets" / key, ignore_errors=True)
+
+
 def find_snapshot(key: str) -> Snapshot | None:
+    """The cached snapshot, or None when it is missing, unfinished, or its files changed (then it is removed)."""
     folder = cache_dir() / "datasets" / key
     meta_file = folder / "meta.json"
     if not (meta_file.exists() and (folder / "datadir").is_dir()):
         return None
-    return Snapshot(key, folder / "datadir", json.loads(meta_file.read_text()))
+    try:
+        meta = json.loads(meta_file.read_text())
+    except ValueError:
+        meta = {}
+    if meta.get("files") != manifest(folder / "datadir"):
+        remove_snapshot(key)
+        return None
+    return Snapshot(key, folder / "datadir", meta)
 
 
 def data_size(datadir: Path, database: str = "sbtest") -> int:
@@ -114,11 +135,13 @@ def build_snapshot(
         endpoint = backend.up(spec)
         prepare_tables(workload, endpoint, private, log_dir, on_line)
         counts = row_counts(endpoint, workload)
+        checksums = table_checksums(endpoint, workload)
         datadir = scratch / "datadirs" / spec.label
         backend.process.stop(timeout=300) if backend.process else None  # clean shutdown: a consistent copy
         backend.process = None
-        meta = {"key": key, "inputs": inputs, "rows": counts, "data_bytes": data_size(datadir),
-                "prepare_seconds": round(time.monotonic() - started, 2), "created_at": time.time()}
+        meta = {"key": key, "inputs": inputs, "rows": counts, "checksums": checksums,
+                "data_bytes": data_size(datadir), "prepare_seconds": round(time.monotonic() - started, 2),
+                "created_at": time.time(), "files": manifest(datadir)}
         (scratch / "meta.json").write_text(json.dumps(meta, indent=2))
         datadir.rename(scratch / "datadir")
         shutil.rmtree(scratch / "datadirs", ignore_errors=True)
@@ -153,14 +176,30 @@ def row_counts(endpoint: Endpoint, workload: Workload) -> dict[str, int]:
     return counts
 
 
-def verify_rows(endpoint: Endpoint, snapshot: Snapshot, workload: Workload) -> dict[str, Any]:
-    """Check, at the start of a run, that the restored tables hold the rows the snapshot recorded."""
-    expected = snapshot.meta.get("rows", {})
-    got = row_counts(endpoint, workload) if workload.tables * workload.table_size <= 2_000_000 else {}
-    if got and got != expected:
-        raise RunFailed(f"dataset {snapshot.key}: restored rows {got} differ from the snapshot's {expected}; "
-                        "run `layerbench cache clear` and start again")
-    return {"verified": bool(got), "rows": sum(got.values()) if got else None}
+CHECKSUM_ALL_ROWS = 2_000_000
+
+
+def checked_tables(workload: Workload) -> list[str]:
+    """All tables when the dataset is small; the first one (a sample) when CHECKSUM TABLE would be slow."""
+    count = workload.tables if workload.tables * workload.table_size <= CHECKSUM_ALL_ROWS else 1
+    return [f"sbtest{i}" for i in range(1, count + 1)]
+
+
+def table_checksums(endpoint: Endpoint, workload: Workload) -> dict[str, int]:
+    tables = ", ".join(checked_tables(workload))
+    rows = query(endpoint, f"CHECKSUM TABLE {tables}", database=endpoint.database)
+    return {str(name).split(".")[-1]: int(value) for name, value in rows}
+
+
+def verify_data(endpoint: Endpoint, snapshot: Snapshot, workload: Workload) -> dict[str, Any]:
+    """At the start of a run: the restored tables hold exactly the prepared bytes (CHECKSUM TABLE)."""
+    got = table_checksums(endpoint, workload)
+    expected = {k: v for k, v in snapshot.meta.get("checksums", {}).items() if k in got}
+    if got != expected:
+        remove_snapshot(snapshot.key)
+        raise SnapshotCorrupt(f"dataset {snapshot.key}: restored tables do not match the snapshot's checksums; "
+                              "the snapshot was removed and is rebuilt for the next run")
+    return {"verified": "checksum", "tables_checked": len(got), "checksum": sum(got.values()) % 2**32}
 
 
 def folder_size(path: Path) -> int:
