@@ -20,8 +20,10 @@ unit: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 
+BENCHES ?= bench/reset.py bench/fidelity.py
+
 bench: setup
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in $(BENCHES); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean-results:
 	rm -rf results test-artifacts
