@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test unit lint bench clean-results
+.PHONY: setup demo test unit lint bench examples-smoke clean-results
 
 setup:
 	bash scripts/setup
@@ -13,6 +13,9 @@ demo: setup
 
 test: setup lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+examples-smoke: setup
+	$(BIN)/python -m pytest -q tests/e2e/test_examples_smoke.py
 
 unit: setup
 	$(BIN)/python -m pytest -q tests/unit

@@ -355,3 +355,11 @@ def load_campaign(path: str | os.PathLike[str]) -> Campaign:
 
 def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
     return campaign.model_dump(mode="json", exclude_none=True)
+
+
+def smoke_version(campaign: Campaign) -> Campaign:
+    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count. For checking
+    that a campaign runs end to end (`layerbench run --smoke`), never for numbers."""
+    workloads = [w.model_copy(update={"tables": 1, "table_size": 1000, "duration": 3, "warmup": 0,
+                                      "threads": [min(w.threads)]}) for w in campaign.workloads]
+    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke"})

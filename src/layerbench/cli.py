@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from layerbench.analysis.aggregate import analyze
-from layerbench.campaign import Campaign, load_campaign, parse_campaign
+from layerbench.campaign import Campaign, load_campaign, parse_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, LayerbenchError
 from layerbench.orchestrator import Outcome, default_db_path, resume_campaign, run_campaign, slug
 from layerbench.report import write_report
@@ -118,9 +118,13 @@ def on_sigterm(signum: int, frame: Any) -> None:
 def run(
     campaign: Annotated[Path | None, typer.Argument(help="campaign YAML; none: the bundled default")] = None,
     db: DbOption = None,
+    smoke: Annotated[bool, typer.Option(help="tiny data, 2 repetitions of 3 s: check it runs, not numbers")] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="overrides the campaign's output")] = None,
 ) -> None:
     """Run a campaign: every variant x workload x threads x repetition, then write its report."""
     parsed, source = load(campaign)
+    parsed = smoke_version(parsed) if smoke else parsed
+    parsed = parsed.model_copy(update={"output": str(output)}) if output else parsed
     signal.signal(signal.SIGTERM, on_sigterm)
     with Store(db or Path(parsed.output) / "layerbench.db") as store, RichProgress() as progress:
         outcome = run_campaign(parsed, store, progress=progress, source_path=source)
@@ -144,14 +148,15 @@ def resume(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest
 
 @app.command()
 def validate(campaign: Annotated[Path, typer.Argument(help="campaign YAML")]) -> None:
-    """Check a campaign file without running it."""
-    parsed, _ = load(campaign)
-    from layerbench.schedule import build_schedule
+    """Check a campaign file without running it: what it would create and how long it would take."""
+    from layerbench.plan import make_plan
 
-    runs = build_schedule(parsed)
-    seconds = sum(parsed.workload(s.workload).warmup + parsed.workload(s.workload).duration + 8 for s in runs)
-    out.print(f"{campaign}: valid; {len(parsed.variants)} variants, {len(runs)} runs, about "
-              f"{seconds / 60:.0f} min")
+    parsed, _ = load(campaign)
+    plan = make_plan(parsed)
+    out.print(f"{campaign}: valid; {len(parsed.variants)} variants, {plan.runs} runs, about "
+              f"{plan.seconds / 60:.0f} min", highlight=False)
+    for line in plan.lines:
+        out.print(f"  {line}", highlight=False)
 
 
 @app.command("list")
@@ -267,14 +272,31 @@ def import_results(
     out.print(f"imported {runs} runs as campaign {campaign_id}; report it with: layerbench report {campaign_id}")
 
 
+def study_names() -> list[str]:
+    folder = resources.files("layerbench").joinpath("data/examples")
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
 @app.command()
-def init(force: Annotated[bool, typer.Option(help="overwrite campaign.yaml")] = False) -> None:
-    """Write the default campaign to ./campaign.yaml as a starting point."""
+def init(
+    study: Annotated[str | None, typer.Option(help="start from a published study's example (see --list)")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="list the studies")] = False,
+    force: Annotated[bool, typer.Option(help="overwrite campaign.yaml")] = False,
+) -> None:
+    """Write a campaign to ./campaign.yaml to start from: the default one, or a study's example."""
+    if list_:
+        for name in study_names():
+            out.print(name)
+        return
+    if study is not None and study not in study_names():
+        raise BadInput(f"--study: {study!r} is not a study; use one of: {', '.join(study_names())}")
+    text = default_campaign_text() if study is None else resources.files("layerbench").joinpath(
+        f"data/examples/{study}.yaml").read_text(encoding="utf-8")
     target = Path("campaign.yaml")
     if target.exists() and not force:
         raise BadInput("campaign.yaml exists already; use --force to overwrite it")
-    target.write_text(default_campaign_text(), encoding="utf-8")
-    out.print(f"wrote {target}; run it with: layerbench run {target}")
+    target.write_text(text, encoding="utf-8")
+    out.print(f"wrote {target}; check it with `layerbench validate {target}`, run it with `layerbench run {target}`")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -141,7 +141,8 @@ def prepare_datadir(datadir: Path, spec: ServerSpec) -> None:
     install = require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
     from layerbench.procs import run
 
-    extra = [f"--innodb-page-size={spec.config['innodb_page_size']}"] if "innodb_page_size" in spec.config else []
+    page = next((v for k, v in spec.config.items() if k.replace("-", "_").lower() == "innodb_page_size"), None)
+    extra = [f"--innodb-page-size={page}"] if page is not None else []
     started = time.monotonic()
     done = run("mariadb-install-db", bootstrap.install_db_command(install, datadir, extra),
                log_path=spec.run_dir / "install-db.log", timeout=300)

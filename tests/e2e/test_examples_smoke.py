@@ -1,0 +1,31 @@
+"""Every example campaign validates and runs end to end in --smoke mode (tiny data), so none of them rots."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "src/layerbench/data/examples").glob("*.yaml"))
+
+
+def cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "layerbench", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_there_are_examples() -> None:
+    assert len(EXAMPLES) >= 1
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_example_validates_and_runs_in_smoke_mode(example: Path, tmp_path: Path) -> None:
+    checked = cli("validate", str(example))
+    assert checked.returncode == 0 and "valid;" in checked.stdout, checked.stderr
+    done = cli("run", "--smoke", str(example), "--output", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    statuses = [r[0] for r in sqlite3.connect(tmp_path / "layerbench.db").execute("SELECT status FROM runs")]
+    assert statuses and set(statuses) == {"ok"}
+    assert list(tmp_path.glob("*/report.md"))
