@@ -11,19 +11,22 @@ from layerbench.store import RunRecord, Store
 from layerbench.sysbench import Interval, Totals
 
 
-def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple[int, ...] = (2,)) -> dict:
+def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple[int, ...] = (2,),
+                       costs: dict[str, float] | None = None) -> dict:
     return {
         "name": "golden", "baseline": next(iter(variants)), "repetitions": reps, "seed": 7,
-        "variants": [{"name": n, "backend": "host"} for n in variants],
+        "variants": [{"name": n, "backend": "host", **({"cost_per_month": costs[n]} if costs and n in costs else {})}
+                     for n in variants],
         "workload": {"tables": 2, "table_size": 1000, "threads": list(threads), "duration": 10, "warmup": 2},
     }
 
 
 def fill_store(path: Path, variants: dict[str, float], reps: int = 6, seed: int = 3,
-               threads: tuple[int, ...] = (2,), fail: set[int] | None = None) -> int:
+               threads: tuple[int, ...] = (2,), fail: set[int] | None = None,
+               costs: dict[str, float] | None = None) -> int:
     """A stored campaign whose variant v has TPS about 500 * variants[v], with a little noise."""
     rng = random.Random(seed)
-    campaign = parse_campaign(synthetic_campaign(variants, reps, threads))
+    campaign = parse_campaign(synthetic_campaign(variants, reps, threads, costs))
     with Store(path) as store:
         cid = store.create_campaign("golden", campaign_as_dict(campaign), campaign.baseline, "results", None)
         specs = build_schedule(campaign)

@@ -27,3 +27,12 @@ def test_markdown_report_golden(tmp_path: Path) -> None:
         text = render(analyze(store, cid))
     assert "`docker-bridge` vs `host`" in text and "failed: sysbench was killed by signal 9" in text
     check("report_basic.md", text)
+
+
+def test_markdown_sweep_and_price_golden(tmp_path: Path) -> None:
+    db = tmp_path / "lb.db"
+    cid = fill_store(db, {"host": 1.0, "vm": 0.95}, reps=3, threads=(2, 4), costs={"host": 200.0, "vm": 120.0})
+    with Store(db) as store:
+        text = render(analyze(store, cid))
+    assert "## Thread sweep" in text and "## Price-performance" in text
+    check("report_sweep_price.md", text)

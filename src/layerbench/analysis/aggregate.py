@@ -173,3 +173,65 @@ def analyze(store: Store, ref: str | int) -> Analysis:
     analysis.differences = fairness_differences(row["baseline"], environments(runs), asked_keys(definition))
     analysis.warnings = analysis_warnings(analysis)
     return analysis
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    threads: int
+    baseline_tps: float | None
+    variant_tps: float | None
+    tps_delta_pct: float | None
+    latency_delta_pct: float | None  # of the percentile latency
+
+
+@dataclass(frozen=True)
+class PricePerformance:
+    variant: str
+    cost_per_month: float
+    mean_tps: float | None
+    tps_per_cost: float | None  # TPS per currency unit per month
+    cost_for_baseline_tps: float | None  # what the baseline's throughput would cost on this variant (linear)
+
+
+def sweep_table(analysis: Analysis, workload: str, variant: str) -> list[SweepRow]:
+    """Per thread count of a workload: baseline and variant TPS and the deltas (a thread sweep)."""
+    rows = []
+    for point in (p for p in analysis.points if p.workload == workload and p.threads is not None):
+        base = next((v for v in point.variants if v.variant == analysis.baseline), None)
+        mine = next((v for v in point.variants if v.variant == variant), None)
+        if base is None or mine is None:
+            continue
+        deltas = {d.metric: d.deviation_pct for d in mine.deltas}
+        rows.append(SweepRow(int(point.threads or 0), base.means["tps"], mine.means["tps"], deltas["tps"],
+                             deltas["lat_pct_ms"]))
+    return rows
+
+
+def sweeps(analysis: Analysis) -> dict[tuple[str, str], list[SweepRow]]:
+    """(workload, variant) -> sweep rows, for every workload measured at more than one thread count."""
+    out = {}
+    for workload in dict.fromkeys(p.workload for p in analysis.points):
+        if sum(1 for p in analysis.points if p.workload == workload) < 2:
+            continue
+        for variant in [v["name"] for v in analysis.definition.get("variants", [])]:
+            if variant != analysis.baseline:
+                out[(workload, variant)] = sweep_table(analysis, workload, variant)
+    return out
+
+
+def price_performance(analysis: Analysis) -> list[PricePerformance]:
+    """TPS per currency unit and the cost of the baseline's throughput, for variants with a cost_per_month."""
+    costs = {v["name"]: v.get("cost_per_month") for v in analysis.definition.get("variants", [])}
+    if not any(costs.values()):
+        return []
+    tps = {name: mean_of([r.values["tps"] for r in analysis.runs if r.variant == name and r.status == "ok"])
+           for name in costs}
+    base = tps.get(analysis.baseline)
+    out = []
+    for name, cost in costs.items():
+        if cost:
+            mine = tps[name]
+            per_cost = mine / cost if mine else None
+            for_base = cost * base / mine if (mine and base) else None
+            out.append(PricePerformance(name, float(cost), mine, per_cost, for_base))
+    return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import METRICS, Analysis, Point, RunRow
+from layerbench.analysis.aggregate import METRICS, Analysis, Point, RunRow, price_performance, sweeps
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -94,9 +94,34 @@ def fairness_section(analysis: Analysis) -> list[str]:
     return [*lines, *[f"- {d.text(analysis.baseline)}" for d in analysis.differences], ""]
 
 
+def sweep_section(analysis: Analysis) -> list[str]:
+    tables = sweeps(analysis)
+    if not tables:
+        return []
+    lines = ["## Thread sweep", ""]
+    for (workload, variant), rows in tables.items():
+        lines += [f"`{variant}` vs `{analysis.baseline}`, {workload}", ""]
+        lines += table(["threads", "baseline TPS", "variant TPS", "TPS delta", f"p{analysis.percentile} latency delta"],
+                       [[str(r.threads), fmt(r.baseline_tps), fmt(r.variant_tps), pct(r.tps_delta_pct),
+                         pct(r.latency_delta_pct)] for r in rows])
+        lines.append("")
+    return lines
+
+
+def price_section(analysis: Analysis) -> list[str]:
+    rows = price_performance(analysis)
+    if not rows:
+        return []
+    lines = ["## Price-performance (cost_per_month from the campaign; all thread counts pooled)", ""]
+    lines += table(["variant", "cost / month", "mean TPS", "TPS per unit", "cost of the baseline's TPS"],
+                   [[r.variant, fmt(r.cost_per_month), fmt(r.mean_tps), fmt(r.tps_per_cost, 3),
+                     fmt(r.cost_for_baseline_tps)] for r in rows])
+    return [*lines, ""]
+
+
 def render(analysis: Analysis) -> str:
     lines = heading(analysis) + warnings_section(analysis) + aggregate_section(analysis)
-    lines += fairness_section(analysis) + run_table(analysis)
+    lines += sweep_section(analysis) + price_section(analysis) + fairness_section(analysis) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
     return "\n".join(lines) + "\n"
