@@ -40,3 +40,52 @@ def host_facts() -> dict[str, Any]:
 def server_variables(endpoint: Endpoint) -> dict[str, str]:
     """SHOW GLOBAL VARIABLES of the server under test (what it really runs with)."""
     return {str(k): str(v) for k, v in query(endpoint, "SHOW GLOBAL VARIABLES")}
+
+
+def read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def mount_of(path: Path) -> dict[str, str] | None:
+    """Filesystem type, device and options of the mount holding path (longest mount point prefix)."""
+    best: tuple[str, ...] | None = None
+    target = str(path.resolve())
+    for line in (read_text("/proc/self/mounts") or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and (target == parts[1] or target.startswith(parts[1].rstrip("/") + "/")) and (
+                best is None or len(parts[1]) >= len(best[1])):
+            best = tuple(parts[:4])
+    if best is None:
+        return None
+    return {"device": best[0], "mount_point": best[1], "fstype": best[2], "options": best[3]}
+
+
+def io_scheduler(device: str) -> str | None:
+    name = Path(device).name
+    for candidate in (name, name.rstrip("0123456789"), name.split("p")[0]):
+        text = read_text(f"/sys/block/{candidate}/queue/scheduler")
+        if text:
+            return text
+    return None
+
+
+@cache
+def storage_facts(path: str) -> dict[str, Any]:
+    """Where the datadirs live: filesystem, mount options and the block device's I/O scheduler."""
+    mount = mount_of(Path(path)) or {}
+    return {**mount, "io_scheduler": io_scheduler(mount.get("device", ""))}
+
+
+@cache
+def tuning_facts() -> dict[str, Any]:
+    """Host-level tuning layerbench never changes itself but records (documented as manual steps)."""
+    return {
+        "transparent_hugepage": read_text("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "swappiness": read_text("/proc/sys/vm/swappiness"),
+        "dirty_ratio": read_text("/proc/sys/vm/dirty_ratio"),
+        "cpu_governor": read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "cgroup_version": "v2" if Path("/sys/fs/cgroup/cgroup.controllers").exists() else "v1",
+    }

@@ -258,7 +258,8 @@ class Orchestrator:
             variables = environment.server_variables(endpoint)
         except Exception as error:
             variables = {"_error": type(error).__name__}
-        return {"host": environment.host_facts(), "backend": backend.describe(), "server_variables": variables}
+        return {"host": environment.host_facts(), "backend": backend.describe(), "server_variables": variables,
+                "storage": environment.storage_facts(str(work_root())), "tuning": environment.tuning_facts()}
 
     def _benchmark(self, backend: Backend, spec: RunSpec, variant: VariantBase, workload: Workload,
                    endpoint: Endpoint, run_dir: Path, private: Path, record: RunRecord) -> None:

@@ -75,6 +75,7 @@ class Analysis:
     planned_runs: int
     warnings: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)  # variant -> environment of a run
 
     def metric_label(self, metric: str) -> str:
         return METRICS[metric][0].format(pct=self.percentile)
@@ -170,7 +171,8 @@ def analyze(store: Store, ref: str | int) -> Analysis:
     planned = len(store.schedule(campaign_id)) or len(runs)
     analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
                         build_points(runs, variants, row["baseline"]), planned)
-    analysis.differences = fairness_differences(row["baseline"], environments(runs), asked_keys(definition))
+    analysis.environments = environments(runs)
+    analysis.differences = fairness_differences(row["baseline"], analysis.environments, asked_keys(definition))
     analysis.warnings = analysis_warnings(analysis)
     return analysis
 

@@ -86,8 +86,27 @@ def warnings_section(analysis: Analysis) -> list[str]:
     return ["## Warnings", "", *[f"- {w}" for w in analysis.warnings], ""]
 
 
+def environment_lines(analysis: Analysis) -> list[str]:
+    env = analysis.environments.get(analysis.baseline)
+    if not env:
+        return []
+    host, storage, tuning = env.get("host", {}), env.get("storage", {}), env.get("tuning", {})
+    server = env.get("server_variables", {})
+    facts = [
+        ("machine", f"{host.get('cpu_model')} x {host.get('cpu_count')}, "
+                    f"{(host.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {host.get('kernel')}"),
+        ("software", f"{server.get('version_comment', 'server')} {server.get('version', '?')}, "
+                     f"{host.get('sysbench_version')}"),
+        ("datadir storage", f"{storage.get('fstype')} on {storage.get('device')} ({storage.get('options')}), "
+                            f"I/O scheduler {storage.get('io_scheduler')}"),
+        ("host tuning", ", ".join(f"{k} {v}" for k, v in tuning.items() if v is not None)),
+    ]
+    return ["Environment of the baseline's runs:", "",
+            *table(["", ""], [[k, str(v).replace("|", "/")] for k, v in facts], "ll"), ""]
+
+
 def fairness_section(analysis: Analysis) -> list[str]:
-    lines = ["## Environment and fairness", ""]
+    lines = ["## Environment and fairness", "", *environment_lines(analysis)]
     if not analysis.differences:
         return [*lines, "No difference between the variants' servers or machines beyond what the campaign asked for.",
                 ""]
