@@ -285,7 +285,8 @@ def _location(loc: tuple[Any, ...], data: Any) -> str:
         elif item in BACKENDS and parts and parts[-1].endswith("]"):
             continue  # pydantic names the union member; the user never wrote it
         else:
-            parts.append(("." if parts else "") + str(item))
+            name = str(item) if re.fullmatch(r"[\w.-]+", str(item)) else repr(item)
+            parts.append(("." if parts else "") + name)
     return "".join(parts) or "campaign"
 
 

@@ -129,3 +129,9 @@ def test_any_text_file_is_handled(tmp_path_factory: pytest.TempPathFactory, text
 def test_roundtrip_through_yaml() -> None:
     c = parse_campaign(yaml.safe_load(yaml.safe_dump(VALID)))
     assert [v.name for v in c.variants] == ["host", "tuned", "tuned2", "box"]
+
+
+def test_odd_key_names_keep_the_message_on_one_line() -> None:
+    with pytest.raises(BadInput) as info:
+        parse_campaign({**VALID, "workload": {"\n": 1}})
+    assert str(info.value) == "workloads[0].'\\n': unknown key; remove it or check its spelling (see docs/campaign.md)"
