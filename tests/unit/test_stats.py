@@ -1,0 +1,131 @@
+"""Known answers computed independently with SciPy in the test, and properties of the statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sp
+
+from layerbench.analysis.stats import (
+    DeltaCI,
+    bootstrap_delta,
+    compare,
+    format_delta,
+    holm,
+    mann_whitney_p,
+    summarize,
+    verdict,
+)
+
+A = [512.3, 498.1, 505.9, 520.4, 509.7, 501.2, 515.0, 507.7]
+B = [488.0, 479.5, 492.3, 485.1, 481.9, 490.6, 476.4, 487.2]
+
+
+def test_summary_matches_numpy_and_scipy() -> None:
+    s = summarize(A)
+    assert s.n == 8 and s.mean == pytest.approx(np.mean(A)) and s.median == pytest.approx(np.median(A))
+    assert s.sd == pytest.approx(np.std(A, ddof=1)) and s.cv == pytest.approx(sp.variation(A, ddof=1))
+    assert (s.min, s.max) == (min(A), max(A))
+    assert s.ci_low < s.mean < s.ci_high
+    ref = sp.bootstrap((np.asarray(A),), np.mean, n_resamples=10_000, method="percentile",
+                       random_state=np.random.default_rng(5)).confidence_interval
+    assert s.ci_low == pytest.approx(ref.low, rel=0.003) and s.ci_high == pytest.approx(ref.high, rel=0.003)
+
+
+def test_summary_edge_cases() -> None:
+    one = summarize([7.0])
+    assert (one.sd, one.ci_low, one.ci_high) == (0.0, 7.0, 7.0)
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+@pytest.mark.parametrize(("a", "b"), [(A, B), (A[:3], B[:3]), (A[:6], B), ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])])
+def test_mann_whitney_exact_matches_scipy(a: list[float], b: list[float]) -> None:
+    ref = sp.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue
+    assert mann_whitney_p(a, b) == pytest.approx(ref, abs=1e-12)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ([1, 2, 2, 3, 4, 5, 5, 5], [2, 3, 3, 4, 6, 7, 7, 8]),
+    (list(range(25)), [x + 3.5 for x in range(25)]),
+    ([5, 5, 5, 5], [5, 5, 5, 6]),
+])
+def test_mann_whitney_asymptotic_with_ties_matches_scipy(a: list[float], b: list[float]) -> None:
+    ref = sp.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True).pvalue
+    assert mann_whitney_p(a, b) == pytest.approx(ref, abs=1e-9)
+
+
+def test_three_runs_per_side_can_never_reach_005() -> None:
+    assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+
+
+def test_holm_textbook_example() -> None:
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=12), st.floats(0.001, 0.2))
+def test_holm_never_rejects_more_than_unadjusted(pvalues: list[float], alpha: float) -> None:
+    adjusted = holm(pvalues)
+    assert all(adj >= raw for adj, raw in zip(adjusted, pvalues, strict=True))
+    assert sum(p < alpha for p in adjusted) <= sum(p < alpha for p in pvalues)
+    assert all(p <= 1 for p in adjusted)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1, 1e6), min_size=2, max_size=15), st.integers(0, 2**31))
+def test_bootstrap_ci_contains_the_point_estimate(values: list[float], seed: int) -> None:
+    s = summarize(values, seed=seed, resamples=2000)
+    assert s.ci_low - 1e-9 * s.mean <= s.mean <= s.ci_high + 1e-9 * s.mean
+
+
+def test_null_delta_ci_covers_zero_at_about_the_nominal_rate() -> None:
+    rng = np.random.default_rng(11)
+    covered = 0
+    trials = 200
+    for trial in range(trials):
+        a, b = rng.normal(500, 25, 10), rng.normal(500, 25, 10)
+        d = bootstrap_delta(a, b, seed=trial, resamples=2000)
+        covered += d.low <= 0 <= d.high
+    assert 0.85 <= covered / trials <= 0.99
+
+
+def test_delta_ci_brackets_a_real_difference() -> None:
+    d = bootstrap_delta(A, B)
+    assert d.delta == pytest.approx(np.mean(B) / np.mean(A) - 1)
+    assert d.low < d.delta < d.high < 0
+
+
+def test_verdicts() -> None:
+    slower = DeltaCI(-0.049, -0.061, -0.037)
+    assert verdict(slower, 0.002, 10, 10).kind == "slower"
+    assert verdict(slower, 0.002, 10, 10, higher_is_better=False).kind == "faster"
+    assert verdict(DeltaCI(0.05, 0.03, 0.07), 0.01, 8, 8).kind == "faster"
+    assert verdict(DeltaCI(-0.015, -0.019, -0.011), 0.01, 8, 8).kind == "within noise"
+    assert verdict(DeltaCI(-0.03, -0.05, -0.01), 0.01, 8, 8).kind == "within noise"  # CI reaches into ±2 %
+    assert verdict(slower, 0.45, 10, 10).kind == "~"
+    need = verdict(slower, 0.002, 3, 3)
+    assert need.kind == "need more runs" and need.text == "need >= 6 runs per side (have 3 and 3)"
+
+
+@given(st.integers(0, 5), st.integers(0, 20))
+def test_too_few_runs_never_get_a_verdict(n_small: int, n_other: int) -> None:
+    assert verdict(DeltaCI(-0.5, -0.6, -0.4), 0.0001, n_small, n_other).kind == "need more runs"
+
+
+def test_benchstat_formatting() -> None:
+    assert format_delta(DeltaCI(-0.049, -0.061, -0.037), 0.002, 10, True) == "-4.90% [-6.1, -3.7] (p=0.002 n=10)"
+    assert format_delta(DeltaCI(0.001, -0.01, 0.012), 0.45, 10, False) == "~ (p=0.450 n=10)"
+    assert format_delta(DeltaCI(0.1, 0.05, 0.15), 0.0001, 12, True).endswith("(p<0.001 n=12)")
+
+
+def test_compare_applies_holm_across_variants() -> None:
+    base = A
+    out = compare(base, {"same": [x + 0.5 for x in A], "slow": B, "none": []})
+    by = {c.variant: c for c in out}
+    assert by["slow"].verdict.kind == "slower" and by["slow"].p_adjusted >= by["slow"].p
+    assert by["same"].verdict.kind in {"~", "within noise"}
+    assert by["none"].verdict.kind == "need more runs" and by["none"].delta is None
+    raw = [by["same"].p, by["slow"].p]
+    assert [by["same"].p_adjusted, by["slow"].p_adjusted] == pytest.approx(holm(raw))
