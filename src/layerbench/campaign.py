@@ -194,6 +194,7 @@ class Campaign(Strict):
     noise_threshold: float = Field(default=0.02, ge=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     min_runs: int = Field(default=6, ge=2)
+    unstable_ratio: float = Field(default=1.5, gt=1, description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")

@@ -22,10 +22,12 @@ def check(name: str, text: str) -> None:
 
 def test_markdown_report_golden(tmp_path: Path) -> None:
     db = tmp_path / "lb.db"
-    cid = fill_store(db, {"host": 1.0, "docker-bridge": 0.9, "docker-host": 0.995}, fail={4})
+    cid = fill_store(db, {"host": 1.0, "docker-bridge": 0.9, "docker-host": 0.995}, reps=7, fail={4})
     with Store(db) as store:
         text = render(analyze(store, cid))
     assert "`docker-bridge` vs `host`" in text and "failed: sysbench was killed by signal 9" in text
+    assert "| `docker-bridge` | default, 2 threads | **slower** | -9.91% [-11.0, -8.8] (p=0.002 n=6)" in text
+    assert "| `docker-host` | default, 2 threads | **~** |" in text or "**within noise**" in text
     check("report_basic.md", text)
 
 

@@ -1,5 +1,6 @@
-"""Turn a stored campaign into an Analysis: the per-run table, per-variant aggregates per (workload,
-threads) point, and each variant's deviation from the baseline per metric. Reads the store only."""
+"""Turn a stored campaign into an Analysis: the per-run table with steady windows, per (workload, threads) point
+the summaries, deviations and verdicts of each variant against the baseline, and every warning. Reads the
+store only, so any report can be rebuilt offline."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences
+from layerbench.analysis.runs import Window, run_values, steady_window
+from layerbench.analysis.stats import Comparison, Summary
 from layerbench.store import Store
 
 # metric key -> (label, higher is better)
@@ -34,6 +38,8 @@ class RunRow:
     error: str | None
     values: dict[str, float | None]
     details: dict[str, Any] = field(default_factory=dict, compare=False)
+    window: Window | None = None
+    series: tuple[tuple[float, float, bool], ...] = ()  # (time, tps, warm-up) per interval
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,11 @@ class VariantPoint:
     failed: int
     means: dict[str, float | None]
     deltas: list[MetricDelta]
+    summaries: dict[str, Summary] = field(default_factory=dict)
+    comparisons: dict[str, Comparison] = field(default_factory=dict)  # metric -> vs the baseline
+
+    def verdict(self, metric: str = "tps") -> Comparison | None:
+        return self.comparisons.get(metric)
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,7 @@ class Point:
     workload: str
     threads: int | None
     variants: list[VariantPoint]
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -76,18 +88,23 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)  # variant -> environment of a run
+    settings: Settings = field(default_factory=Settings)
 
     def metric_label(self, metric: str) -> str:
         return METRICS[metric][0].format(pct=self.percentile)
 
 
-def run_rows(store: Store, campaign_id: int) -> list[RunRow]:
+def run_rows(store: Store, campaign_id: int, unstable_ratio: float) -> list[RunRow]:
+    intervals = store.intervals_by_run(campaign_id)
     rows = []
     for r in store.runs(campaign_id):
-        values = {m: (float(r[m]) if r[m] is not None else None) for m in METRICS}
+        series = intervals.get(int(r["id"]), [])
+        window = steady_window(series, unstable_ratio) if r["status"] == "ok" else None
+        values = run_values(r, window) if window else {m: (float(r[m]) if r[m] is not None else None)
+                                                       for m in METRICS}
         rows.append(RunRow(int(r["id"]), r["idx"], r["round"], r["variant"], r["workload"], r["threads"],
-                           int(r["repetition"]), r["status"], r["error"], values,
-                           json.loads(r["details"] or "{}")))
+                           int(r["repetition"]), r["status"], r["error"], values, json.loads(r["details"] or "{}"),
+                           window, tuple((float(i["time"]), float(i["tps"]), bool(i["warmup"])) for i in series)))
     return rows
 
 
@@ -110,17 +127,49 @@ def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | N
     return VariantPoint(name, len(ok), len(runs) - len(ok), means, deltas)
 
 
-def build_points(runs: list[RunRow], variants: list[str], baseline: str) -> list[Point]:
+def metric_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[float]]:
+    return {n: [v for r in runs if r.variant == n and r.status == "ok" and (v := r.values[metric]) is not None]
+            for n in names}
+
+
+def with_statistics(point: VariantPoint, runs: list[RunRow], names: list[str], baseline: str,
+                    settings: Settings) -> VariantPoint:
+    stats_by_metric = {m: summaries(metric_values(runs, names, m), settings.seed) for m in METRICS}
+    compared = {m: comparisons(baseline, metric_values(runs, names, m), METRICS[m][1], settings) for m in METRICS}
+    return VariantPoint(point.variant, point.n, point.failed, point.means, point.deltas,
+                        {m: s[point.variant] for m, s in stats_by_metric.items() if point.variant in s},
+                        {m: c[point.variant] for m, c in compared.items() if point.variant in c})
+
+
+def build_point(workload: str, threads: int | None, here: list[RunRow], variants: list[str], baseline: str,
+                settings: Settings) -> Point:
+    base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
+    base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
+    names = [v for v in variants if any(r.variant == v for r in here)]
+    plain = [variant_point(v, [r for r in here if r.variant == v], base_means) for v in names]
+    full = [with_statistics(p, here, names, baseline, settings) for p in plain]
+    where = workload if threads is None else f"{workload} / {threads} threads"
+    tps = metric_values(here, names, "tps")
+    warnings = [w for p in full for w in variant_warnings(where, p.variant, tps[p.variant], p.summaries.get("tps"))]
+    return Point(workload, threads, full, tuple(warnings))
+
+
+def build_points(runs: list[RunRow], variants: list[str], baseline: str, settings: Settings) -> list[Point]:
     keys = sorted({(r.workload, r.threads) for r in runs}, key=lambda k: (k[0], k[1] or 0))
-    points = []
-    for workload, threads in keys:
-        here = [r for r in runs if r.workload == workload and r.threads == threads]
-        base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
-        base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
-        names = [v for v in variants if any(r.variant == v for r in here)]
-        points.append(Point(workload, threads,
-                            [variant_point(v, [r for r in here if r.variant == v], base_means) for v in names]))
-    return points
+    return [build_point(w, t, [r for r in runs if r.workload == w and r.threads == t], variants, baseline, settings)
+            for w, t in keys]
+
+
+def run_warnings(runs: list[RunRow]) -> list[str]:
+    out = []
+    for r in runs:
+        label = f"run {(r.idx or 0) + 1} ({r.variant})"
+        if r.window and r.window.steady and not r.window.steady.steady:
+            out.append(f"{label}: no steady state (MSER-5 would cut {r.window.steady.cut} of "
+                       f"{r.window.steady.n} intervals); its numbers are kept but suspect")
+        if r.window and r.window.unstable:
+            out.append(f"{label}: unstable: interval TPS swings {r.window.swing:.2f}x inside the steady window")
+    return out
 
 
 def analysis_warnings(analysis: Analysis) -> list[str]:
@@ -134,6 +183,13 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
     for point in analysis.points:
         if not any(v.variant == analysis.baseline and v.n > 0 for v in point.variants):
             warnings.append(f"{point.workload} / {point.threads} threads: no successful baseline run, no deltas")
+        warnings += point.warnings
+        fewest = min((v.n for v in point.variants), default=0)
+        if 0 < fewest < analysis.settings.min_runs:
+            warnings.append(f"{point.workload} / {point.threads} threads: {fewest} run(s) on a side; a verdict needs "
+                            f">= {analysis.settings.min_runs} per side (set repetitions: "
+                            f"{analysis.settings.min_runs} or more)")
+    warnings += run_warnings(analysis.runs)
     if analysis.differences:
         warnings.append(f"{len(analysis.differences)} difference(s) between variants that the campaign did not ask "
                         "for; see Environment and fairness")
@@ -160,17 +216,24 @@ def asked_keys(definition: dict[str, Any]) -> dict[str, set[str]]:
     return out
 
 
+def settings_of(definition: dict[str, Any]) -> Settings:
+    return Settings(float(definition.get("noise_threshold", 0.02)), float(definition.get("alpha", 0.05)),
+                    int(definition.get("min_runs", 6)), int(definition.get("seed", 1)))
+
+
 def analyze(store: Store, ref: str | int) -> Analysis:
     row = store.campaign(ref)
     definition = json.loads(row["definition"])
     campaign_id = int(row["id"])
-    runs = run_rows(store, campaign_id)
+    settings = settings_of(definition)
+    runs = run_rows(store, campaign_id, float(definition.get("unstable_ratio", 1.5)))
     variants = [v["name"] for v in definition.get("variants", [])] or sorted({r.variant for r in runs})
     workloads = definition.get("workloads", [{}])
     percentile = int(workloads[0].get("percentile", 95)) if workloads else 95
     planned = len(store.schedule(campaign_id)) or len(runs)
+    points = build_points(runs, variants, row["baseline"], settings)
     analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
-                        build_points(runs, variants, row["baseline"]), planned)
+                        points, planned, settings=settings)
     analysis.environments = environments(runs)
     analysis.differences = fairness_differences(row["baseline"], analysis.environments, asked_keys(definition))
     analysis.warnings = analysis_warnings(analysis)

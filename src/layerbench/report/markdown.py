@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import METRICS, Analysis, Point, RunRow, price_performance, sweeps
+from layerbench.analysis.aggregate import (
+    METRICS,
+    Analysis,
+    Point,
+    RunRow,
+    VariantPoint,
+    price_performance,
+    sweeps,
+)
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -47,8 +55,47 @@ def point_title(point: Point) -> str:
     return point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
 
 
+def verdict_cells(variant: VariantPoint, metric: str) -> tuple[str, str]:
+    found = variant.verdict(metric)
+    return (found.verdict.text, found.verdict.kind) if found else ("-", "-")
+
+
+def answer_section(analysis: Analysis) -> list[str]:
+    """The question and the answer: one line per variant and point, the TPS verdict with its CI."""
+    s = analysis.settings
+    lines = ["## The answer", "",
+             f"Each variant against `{analysis.baseline}`: TPS delta with its 95 % bootstrap CI, Mann-Whitney p "
+             f"(Holm-corrected), noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.", ""]
+    rows = []
+    for point in analysis.points:
+        for v in point.variants:
+            if v.variant == analysis.baseline:
+                continue
+            tps_text, tps_kind = verdict_cells(v, "tps")
+            lat_text, lat_kind = verdict_cells(v, "lat_pct_ms")
+            rows.append([f"`{v.variant}`", point_title(point), f"**{tps_kind}**", tps_text, lat_kind, lat_text])
+    if not rows:
+        return [*lines, "Only the baseline was measured.", ""]
+    header = ["variant", "point", "verdict", "TPS delta", f"p{analysis.percentile} latency", "latency delta"]
+    return [*lines, *table(header, rows, "llllll"), ""]
+
+
+def summary_section(analysis: Analysis) -> list[str]:
+    lines = ["## TPS per variant (runs as the unit: mean of each run's steady window)", ""]
+    rows = []
+    for point in analysis.points:
+        for v in point.variants:
+            s = v.summaries.get("tps")
+            if s:
+                rows.append([f"`{v.variant}`", point_title(point), str(s.n), fmt(s.mean), fmt(s.median), fmt(s.sd),
+                             f"{s.cv * 100:.1f} %", fmt(s.min), fmt(s.max), f"[{fmt(s.ci_low)}, {fmt(s.ci_high)}]"])
+    header = ["variant", "point", "n", "mean", "median", "sd", "CV", "min", "max", "95 % CI of the mean"]
+    return [*lines, *table(header, rows, "llrrrrrrrr"), ""]
+
+
 def aggregate_section(analysis: Analysis) -> list[str]:
-    lines = ["## Aggregated results (mean of successful runs; deviation from the baseline)", ""]
+    lines = ["## Aggregated results (mean of successful runs; deviation from the baseline, as published studies "
+             "print it)", ""]
     for point in analysis.points:
         lines += [f"### {point_title(point)}", ""]
         base = next((v for v in point.variants if v.variant == analysis.baseline), None)
@@ -68,16 +115,27 @@ def aggregate_section(analysis: Analysis) -> list[str]:
 
 def run_table(analysis: Analysis) -> list[str]:
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS",
-              "avg latency (ms)", f"p{analysis.percentile} latency (ms)", "status"]
+              "avg latency (ms)", f"p{analysis.percentile} latency (ms)", "steady window", "status"]
     rows = [run_cells(r) for r in analysis.runs]
-    return ["## Runs", "", *table(header, rows, "lllrrrrrrrl"), ""]
+    return ["## Runs", "", "QPS and TPS: mean over the run's steady window (after its warm-up, minus the MSER-5 "
+            "transient); latency and total queries: as sysbench reported the measured run.", "",
+            *table(header, rows, "lllrrrrrrrrl"), ""]
+
+
+def window_text(r: RunRow) -> str:
+    w = r.window
+    if w is None or w.steady is None:
+        return "-"
+    flags = ("" if w.steady.steady else " no steady state") + (f" unstable {w.swing:.2f}x" if w.unstable else "")
+    return f"{w.steady.kept} of {w.steady.n} s" + flags
 
 
 def run_cells(r: RunRow) -> list[str]:
     v = r.values
     status = "ok" if r.status == "ok" else f"failed: {(r.error or '').replace('|', '/')[:120]}"
     return [str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition),
-            fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"]), status]
+            fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"]),
+            window_text(r), status]
 
 
 def warnings_section(analysis: Analysis) -> list[str]:
@@ -139,7 +197,8 @@ def price_section(analysis: Analysis) -> list[str]:
 
 
 def render(analysis: Analysis) -> str:
-    lines = heading(analysis) + warnings_section(analysis) + aggregate_section(analysis)
+    lines = heading(analysis) + answer_section(analysis) + warnings_section(analysis) + summary_section(analysis)
+    lines += aggregate_section(analysis)
     lines += sweep_section(analysis) + price_section(analysis) + fairness_section(analysis) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")

@@ -1,0 +1,55 @@
+"""Per (workload, threads) point: a summary per variant and metric, each variant's comparison with the
+baseline (Holm-corrected across the variants of the point), and the warnings the numbers deserve."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from layerbench.analysis.stats import Comparison, Summary, compare, summarize
+
+CV_WARNING = 0.10
+
+
+@dataclass(frozen=True)
+class Settings:
+    threshold: float = 0.02
+    alpha: float = 0.05
+    min_runs: int = 6
+    seed: int = 1
+
+
+def summaries(values_by_variant: dict[str, list[float]], seed: int) -> dict[str, Summary]:
+    return {name: summarize(values, seed=seed) for name, values in values_by_variant.items() if values}
+
+
+def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher_is_better: bool,
+                settings: Settings) -> dict[str, Comparison]:
+    base = values_by_variant.get(baseline, [])
+    others = {name: values for name, values in values_by_variant.items() if name != baseline}
+    if not base or not others:
+        return {}
+    found = compare(base, others, higher_is_better=higher_is_better, threshold=settings.threshold,
+                    alpha=settings.alpha, min_runs=settings.min_runs, seed=settings.seed)
+    return {c.variant: c for c in found}
+
+
+def first_run_outlier(values: Sequence[float]) -> bool:
+    """The first run differs from the median of the rest by more than 3 MADs and 5 % (a cold-cache run)."""
+    if len(values) < 4:
+        return False
+    rest = list(values[1:])
+    middle = statistics.median(rest)
+    mad = statistics.median(abs(v - middle) for v in rest)
+    return abs(values[0] - middle) > max(3 * mad, 0.05 * abs(middle))
+
+
+def variant_warnings(where: str, name: str, values: list[float], summary: Summary | None) -> list[str]:
+    out = []
+    if summary is not None and summary.n > 1 and summary.cv >= CV_WARNING:
+        out.append(f"{where}: `{name}` TPS varies a lot between runs (CV {summary.cv * 100:.0f} %)")
+    if first_run_outlier(values):
+        out.append(f"{where}: `{name}`'s first run is an outlier ({values[0]:,.1f} TPS vs a median of "
+                   f"{statistics.median(values[1:]):,.1f} for the rest)")
+    return out
