@@ -1,0 +1,45 @@
+"""Verdicts on real runs: the baseline repeated under another name is not different; a real cost is slower."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from test_host_campaign import campaign_file
+
+from layerbench import orchestrator
+from layerbench.analysis.aggregate import analyze
+from layerbench.campaign import parse_campaign
+from layerbench.report.markdown import render
+from layerbench.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+def test_identical_is_not_different_and_a_real_cost_is_slower(tmp_path: Path) -> None:
+    path = campaign_file(
+        tmp_path, repetitions=6, noise_threshold=0.05,
+        variants=[
+            {"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1"},
+            {"name": "same-again", "extends": "base"},
+            {"name": "starved", "extends": "base", "server": {"config": {"innodb_buffer_pool_size": "6M"}}},
+        ],
+        workload={"tables": 2, "table_size": 20000, "threads": 2, "duration": 3, "warmup": 1},
+    )
+    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(campaign, store)
+        analysis = analyze(store, outcome.campaign_id)
+    assert outcome.failed == 0
+    (point,) = analysis.points
+    kinds = {v.variant: v.verdict("tps").verdict.kind for v in point.variants if v.variant != "base"}
+    assert kinds["same-again"] in {"~", "within noise"}, render(analysis)
+    assert kinds["starved"] == "slower", render(analysis)
+    starved = next(v for v in point.variants if v.variant == "starved").verdict("tps")
+    assert starved.delta is not None and starved.delta.high < -0.05 and starved.p_adjusted < 0.05
+    text = render(analysis)
+    assert "| `starved` |" in text and "**slower**" in text
+    # every run has a window; runs with >= 3 measured intervals also have an MSER-5 steady state
+    assert all(r.window is not None for r in analysis.runs)
+    assert any(r.window.steady is not None for r in analysis.runs if r.window)
