@@ -87,6 +87,18 @@ class DockerResources(Strict):
     cpu_shares: int | None = Field(default=None, ge=2)
     memory: str | None = None
 
+    @field_validator("cpuset", mode="before")
+    @classmethod
+    def _cpuset(cls, value: Any) -> Any:
+        return VariantBase._cpu_list(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\d+(\.\d+)?[bkmgBKMG]?", value.strip()):
+            raise ValueError(f"{value!r} is not a memory size; write it like 512m or 2g")
+        return value
+
 
 class DockerVariant(VariantBase):
     backend: Literal["docker"]

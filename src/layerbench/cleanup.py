@@ -111,3 +111,27 @@ def clean_recorded(include_live: bool = False) -> list[str]:
 def leftovers() -> list[Owned]:
     """What crashed harnesses left behind (for `layerbench doctor`)."""
     return [o for o in recorded() if not pid_alive(o.harness_pid)]
+
+
+def clean_docker(include_live: bool = False) -> list[str]:
+    """Remove containers, volumes and networks labelled layerbench=1 whose harness is gone (or all)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except Exception:  # no daemon: nothing of ours can be running in it
+        return []
+    done: list[str] = []
+    for kind in ("containers", "volumes", "networks"):
+        collection = getattr(client, kind)
+        items = collection.list(all=True, filters={"label": "layerbench=1"}) if kind == "containers" else \
+            collection.list(filters={"label": "layerbench=1"})
+        for item in items:
+            harness = int((item.attrs.get("Labels") or item.attrs.get("Config", {}).get("Labels") or {}).get(
+                "layerbench.harness", "0") or 0)
+            if harness and pid_alive(harness) and harness != os.getpid() and not include_live:
+                continue
+            item.remove(force=True) if kind == "containers" else item.remove()
+            done.append(f"removed {kind[:-1]} {item.name}")
+    return done

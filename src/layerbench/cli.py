@@ -235,9 +235,9 @@ def cache_clear() -> None:
 @app.command()
 def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False) -> None:
     """Remove what a crashed or killed campaign left: its servers, datadirs and containers; nothing else."""
-    from layerbench.cleanup import clean_recorded
+    from layerbench.cleanup import clean_docker, clean_recorded
 
-    done = clean_recorded(include_live=all_)
+    done = clean_docker(include_live=all_) + clean_recorded(include_live=all_)
     for line in done:
         out.print(line)
     out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")
@@ -254,6 +254,22 @@ def doctor() -> None:
         problems += 0 if ok else 1
     if problems:
         raise typer.Exit(1)
+
+
+image_app = typer.Typer(help="The locally built server image (Debian rootfs with the host's MariaDB).",
+                        no_args_is_help=True)
+app.add_typer(image_app, name="image")
+
+
+@image_app.command("build")
+def image_build() -> None:
+    """Build (or find cached) the server image: debootstrap + the host's exact MariaDB, imported into Docker."""
+    from layerbench.backends.docker import docker_client
+    from layerbench.server.image import ensure_docker_image
+
+    started = time.monotonic()
+    tag = ensure_docker_image(docker_client(), lambda text: console.print(f"[dim]{text}[/dim]"))
+    out.print(f"image: {tag} (ready in {time.monotonic() - started:.0f} s)")
 
 
 @app.command("import")
@@ -320,4 +336,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         console.print("interrupted")
         code = EXIT_INTERRUPTED
+    except Exception as error:  # a bug: one line for the user, the traceback with --debug
+        if STATE["debug"]:
+            console.print_exception()
+        console.print(f"[red]error:[/red] internal error: {type(error).__name__}: {error} (run with --debug for "
+                      "the traceback, and please report it)", highlight=False, soft_wrap=True)
+        code = 1
     sys.exit(code)

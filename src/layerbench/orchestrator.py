@@ -115,8 +115,11 @@ class Orchestrator:
             if not workload.is_lua_path and not Path(f"/usr/share/sysbench/{workload.test}.lua").is_file():
                 raise BadInput(f"workloads.{workload.name}.test: {workload.test!r} is not a sysbench test; use "
                                "oltp_read_write, oltp_read_only, ... or a path to a .lua script")
-        for variant in self.campaign.variants:
-            make_backend(variant).check(variant)
+        backends = [(variant, make_backend(variant)) for variant in self.campaign.variants]
+        for variant, backend in backends:
+            backend.check(variant)
+        for variant, backend in backends:
+            backend.prepare(variant, self.progress.message)
 
     # --- campaign ------------------------------------------------------------------------------------------
 
@@ -211,12 +214,12 @@ class Orchestrator:
         password = generate_password()
         try:
             self._measure(backend, spec, variant, workload, run_dir, private, password, record)
-        except RunFailed as error:
+        except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
             record.details["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
             record.status = "failed"
-            record.error = redact(str(error), [password])
-            tail = redact(backend.server_log_tail(15), [password])
-            record.details["server_log_tail"] = tail
+            cause = str(error) if isinstance(error, RunFailed) else f"internal error: {type(error).__name__}: {error}"
+            record.error = redact(cause, [password])
+            record.details["server_log_tail"] = redact(safe_log_tail(backend), [password])
         finally:
             try:
                 backend.down()
@@ -296,6 +299,13 @@ class Orchestrator:
         record.totals = parsed.totals
         warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]
         record.details["warmup_intervals"] = len(warm)
+
+
+def safe_log_tail(backend: Backend) -> str:
+    try:
+        return backend.server_log_tail(15)
+    except Exception as error:
+        return f"(no server log: {type(error).__name__})"
 
 
 def intervals_after_warmup(intervals: list[Interval], warmup: float) -> list[Interval]:

@@ -60,6 +60,9 @@ class Backend(Protocol):
     def check(self, variant: VariantBase) -> None:
         """Preflight before any run: raise BadInput / PrerequisiteMissing with a one-line fix."""
 
+    def prepare(self, variant: VariantBase, say: Any) -> None:
+        """Once per campaign after every check passed: slow one-time work (building an image), with progress."""
+
     def up(self, spec: ServerSpec) -> Endpoint:
         """Start the server on spec.snapshot (or an empty datadir) and wait until it accepts connections."""
 

@@ -28,6 +28,9 @@ class ExternalBackend:
             raise BadInput(f"variants.{variant.name}.server.config: an external server is not configured by "
                            "layerbench; remove server.config and configure the server yourself")
 
+    def prepare(self, variant: VariantBase, say: Any) -> None:
+        """Nothing to build."""
+
     def up(self, spec: ServerSpec) -> Endpoint:
         variant = spec.variant
         assert isinstance(variant, ExternalVariant)

@@ -73,6 +73,9 @@ class HostBackend:
         check_cpus(variant.client_cpus, f"variants.{variant.name}.client_cpus")
         check_overlay(variant.server.config, f"variants.{variant.name}")
 
+    def prepare(self, variant: VariantBase, say: Any) -> None:
+        """Nothing to build."""
+
     def up(self, spec: ServerSpec) -> Endpoint:
         assert isinstance(spec.variant, HostVariant)
         self.check(spec.variant)

@@ -1,0 +1,287 @@
+"""The Docker backend: the same server binary and dataset as the host baseline, in a container, with the
+network path (published port through docker-proxy, the container's own address, host network), the storage
+path (named volume, bind mount, data-only container, the container's own layer, tmpfs) and the limits (CFS
+quota, cpuset, shares, memory, QoS presets) each one line of the variant. Uses the Docker SDK against
+`docker.from_env()`, so DOCKER_HOST is honoured. Everything created carries the label `layerbench=1`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+from layerbench import cleanup
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
+from layerbench.backends.docker_qos import check_resources, resource_options
+from layerbench.backends.host import free_port
+from layerbench.campaign import DockerVariant, VariantBase
+from layerbench.errors import BadInput, PrerequisiteMissing
+from layerbench.secrets import write_private
+from layerbench.server import bootstrap
+from layerbench.server.datadir import copy_tree, wait_until_ready
+from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+
+START_TIMEOUT = 180.0
+DATADIR = "/var/lib/mysql"
+CONF = "/etc/layerbench"
+LOGS = "/var/log/layerbench"
+SNAPSHOT = "/snapshot"
+
+
+def docker_client() -> Any:
+    """A client for the daemon of DOCKER_HOST (or the local socket), or a one-line BadInput."""
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except (docker.errors.DockerException, OSError) as error:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise PrerequisiteMissing(f"no Docker daemon answers at {where} ({type(error).__name__}); start it with "
+                                  "scripts/setup (or `dockerd &`), or set DOCKER_HOST") from None
+    return client
+
+
+def labels(spec: ServerSpec, role: str) -> dict[str, str]:
+    return {"layerbench": "1", "layerbench.campaign": spec.campaign, "layerbench.label": spec.label,
+            "layerbench.role": role, "layerbench.harness": str(os.getpid())}
+
+
+def server_command(snapshot: bool, storage: str) -> list[str]:
+    """The container's command: fill the datadir (unless bind-mounted, filled from the host), start mariadbd."""
+    fill = f"cp -a {SNAPSHOT}/. {DATADIR}/" if snapshot else shlex.join(
+        bootstrap.install_db_command("mariadb-install-db", Path(DATADIR))) + " >/dev/null"
+    steps = [f"mkdir -p {DATADIR} /run/mysqld"]
+    if storage != "bind" or not snapshot:
+        steps.append(fill)
+    steps.append(f"exec mariadbd --defaults-file={CONF}/my.cnf --init-file={CONF}/init.sql "
+                 f"--log-error={LOGS}/server.log")
+    return ["sh", "-c", " && ".join(steps)]
+
+
+class DockerBackend:
+    kind = "docker"
+
+    def __init__(self) -> None:
+        self.docker: Any = None
+        self.variant: DockerVariant | None = None
+        self.spec: ServerSpec | None = None
+        self.container: Any = None
+        self.created: list[tuple[str, Any]] = []  # (kind, object) in creation order
+        self.bind_dir: Path | None = None
+        self.port: int | None = None
+        self.image: str | None = None
+
+    # --- preflight -----------------------------------------------------------------------------------------
+
+    def check(self, variant: VariantBase) -> None:
+        assert isinstance(variant, DockerVariant)
+        self.docker = docker_client()
+        check_resources(variant)
+        check_overlay(variant.server.config, f"variants.{variant.name}")
+        if variant.qos and (variant.resources.cpu_shares or variant.resources.cpuset):
+            raise BadInput(f"variants.{variant.name}.qos: a QoS preset sets shares and cpuset itself; remove "
+                           "resources.cpu_shares / resources.cpuset or the preset")
+        if variant.image:
+            self._check_image(variant)
+
+    def _check_image(self, variant: DockerVariant) -> None:
+        import docker.errors
+
+        try:
+            self.docker.images.get(variant.image)
+        except docker.errors.ImageNotFound:
+            raise BadInput(f"variants.{variant.name}.image: {variant.image} is not on this Docker host; pull it "
+                           "(`docker pull`) or remove `image:` to use the locally built one") from None
+
+    def prepare(self, variant: VariantBase, say: Any) -> None:
+        assert isinstance(variant, DockerVariant)
+        if variant.image is None:
+            from layerbench.server.image import ensure_docker_image
+
+            ensure_docker_image(self.docker or docker_client(), say)
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    def up(self, spec: ServerSpec) -> Endpoint:
+        assert isinstance(spec.variant, DockerVariant)
+        self.check(spec.variant)
+        self.variant, self.spec = spec.variant, spec
+        from layerbench.server.image import image_tag
+
+        self.image = spec.variant.image or image_tag()
+        cleanup.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
+        endpoint = self._start(spec)
+        wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        with contextlib.suppress(FileNotFoundError):
+            (spec.private_dir / "init.sql").unlink()
+        return endpoint
+
+    def _start(self, spec: ServerSpec) -> Endpoint:
+        variant = spec.variant
+        assert isinstance(variant, DockerVariant)
+        network = self._network(spec)
+        self.port = free_port() if variant.network == "host" else 3306
+        self._write_config(spec)
+        kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
+        self.container = self.docker.containers.create(
+            self.image, server_command(spec.snapshot is not None, variant.storage), name=spec.label,
+            labels=labels(spec, "server"), detach=True, **kwargs)
+        self.created.append(("container", self.container))
+        self.container.start()
+        self.container.reload()
+        return Endpoint(self._address(variant), self._published_port(variant), spec.user, spec.password,
+                        spec.database)
+
+    def _network(self, spec: ServerSpec) -> dict[str, Any]:
+        variant = spec.variant
+        assert isinstance(variant, DockerVariant)
+        if variant.network == "host":
+            return {"network_mode": "host"}
+        if variant.network == "bridge" and variant.client == "host":
+            return {"ports": {"3306/tcp": ("127.0.0.1", free_port())}}  # the docker-proxy path
+        net = self.docker.networks.create(f"{spec.label}-net", driver="bridge", labels=labels(spec, "network"))
+        self.created.append(("network", net))
+        return {"network": net.name}
+
+    def _address(self, variant: DockerVariant) -> str:
+        if variant.network == "host" or (variant.network == "bridge" and variant.client == "host"):
+            return "127.0.0.1"
+        networks = self.container.attrs["NetworkSettings"]["Networks"]
+        return next(iter(networks.values()))["IPAddress"]
+
+    def _published_port(self, variant: DockerVariant) -> int:
+        if variant.network == "bridge" and variant.client == "host":
+            return int(self.container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
+        return int(self.port or 3306)
+
+    def _write_config(self, spec: ServerSpec) -> None:
+        variant = spec.variant
+        assert isinstance(variant, DockerVariant)
+        owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
+                 "bind-address": "127.0.0.1" if variant.network == "host" else "0.0.0.0",
+                 "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+        conf = spec.private_dir / "conf"
+        conf.mkdir(mode=0o700, exist_ok=True)
+        text = render_mycnf(merged_settings(owned, spec.config))
+        (spec.run_dir / "my.cnf").write_text(text, encoding="utf-8")
+        (conf / "my.cnf").write_text(text, encoding="utf-8")
+        write_private(conf / "init.sql", bootstrap.init_sql(spec.user, spec.password, spec.database))
+        spec.run_dir.mkdir(parents=True, exist_ok=True)
+
+    def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
+        variant = spec.variant
+        assert isinstance(variant, DockerVariant)
+        volumes = {str(spec.private_dir / "conf"): {"bind": CONF, "mode": "ro"},
+                   str(spec.run_dir): {"bind": LOGS, "mode": "rw"}}
+        if spec.snapshot is not None and variant.storage != "bind":
+            volumes[str(spec.snapshot)] = {"bind": SNAPSHOT, "mode": "ro"}
+        extra: dict[str, Any] = {}
+        storage = variant.storage
+        if storage == "bind":
+            volumes[str(self._bind_dir(spec))] = {"bind": DATADIR, "mode": "rw"}
+        elif storage == "volume":
+            volumes[self._volume(spec, spec.label).name] = {"bind": DATADIR, "mode": "rw"}
+        elif storage == "data-container":
+            extra["volumes_from"] = [self._data_container(spec)]
+        elif storage == "tmpfs":
+            extra["tmpfs"] = {DATADIR: "rw,size=90%"}
+        return {"volumes": volumes, **extra}
+
+    def _bind_dir(self, spec: ServerSpec) -> Path:
+        self.bind_dir = spec.work_dir / "docker" / spec.label / "datadir"
+        self.bind_dir.parent.mkdir(parents=True, exist_ok=True)
+        if spec.snapshot is not None:
+            copy_tree(spec.snapshot, self.bind_dir)
+        else:
+            self.bind_dir.mkdir()
+        return self.bind_dir
+
+    def _volume(self, spec: ServerSpec, name: str) -> Any:
+        volume = self.docker.volumes.create(name=name, labels=labels(spec, "volume"))
+        self.created.append(("volume", volume))
+        return volume
+
+    def _data_container(self, spec: ServerSpec) -> str:
+        volume = self._volume(spec, f"{spec.label}-data")
+        holder = self.docker.containers.create(self.image, ["true"], name=f"{spec.label}-data",
+                                               labels=labels(spec, "data"),
+                                               volumes={volume.name: {"bind": DATADIR, "mode": "rw"}})
+        self.created.append(("container", holder))
+        return str(holder.name)
+
+    def _alive(self) -> bool:
+        try:
+            self.container.reload()
+        except Exception:
+            return False
+        return bool(self.container.status in ("created", "running"))
+
+    def down(self) -> None:
+        for kind, obj in reversed(self.created):
+            with contextlib.suppress(Exception):
+                obj.remove(force=True) if kind == "container" else obj.remove()
+        self.created.clear()
+        self.container = None
+        if self.spec is not None:
+            shutil.rmtree(self.spec.work_dir / "docker" / self.spec.label, ignore_errors=True)
+            cleanup.forget(self.spec.label)
+            self.spec = None
+
+    # --- accounting and description ------------------------------------------------------------------------
+
+    def server_pid(self) -> int | None:
+        try:
+            self.container.reload()
+            return int(self.container.attrs["State"]["Pid"]) or None
+        except Exception:
+            return None
+
+    def components(self) -> dict[str, list[int]]:
+        from layerbench.backends.docker_procs import docker_components
+
+        return docker_components(self.server_pid(), self._host_port())
+
+    def _host_port(self) -> int | None:
+        try:
+            return int(self.container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
+        except (KeyError, TypeError, IndexError, AttributeError):
+            return None
+
+    def cgroups(self) -> list[Path]:
+        from layerbench.backends.docker_procs import cgroup_dirs
+
+        pid = self.server_pid()
+        return cgroup_dirs(pid) if pid else []
+
+    def describe(self) -> dict[str, Any]:
+        v = self.variant
+        info = {"backend": "docker", "image": self.image, "network": v.network if v else None,
+                "storage": v.storage if v else None, "qos": v.qos if v else None,
+                "limits": resource_options(v) if v else {}, "client": v.client if v else None}
+        with contextlib.suppress(Exception):
+            version = self.docker.version()
+            info |= {"docker_version": version.get("Version"), "storage_driver": self.docker.info().get("Driver")}
+            info["image_id"] = self.docker.images.get(self.image).id
+        return info
+
+    def client(self) -> ClientRunner | None:
+        if self.variant is None or self.variant.client == "host":
+            return None
+        from layerbench.backends.docker_client import ContainerClient
+
+        assert self.spec is not None
+        network = "host" if self.variant.network == "host" else f"{self.spec.label}-net"
+        return ContainerClient(self.docker, self.image or "", network, self.spec, self.variant.client_cpus)
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        path = self.spec.run_dir / "server.log" if self.spec else None
+        text = path.read_text(errors="replace") if path and path.exists() else ""
+        if not text and self.container is not None:
+            with contextlib.suppress(Exception):
+                text = self.container.logs(tail=lines).decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])

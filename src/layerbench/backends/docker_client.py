@@ -1,0 +1,78 @@
+"""sysbench in a container (variant `client: container`): the same image as the server, on the server's network,
+with its config file and report hook mounted read-only, never passed through argv or the environment."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ServerSpec
+from layerbench.errors import RunFailed
+from layerbench.procs import Completed, record_command
+from layerbench.secrets import Secret, redact, write_private
+
+CLIENT_DIR = "/etc/layerbench-client"
+
+
+def rewrite(cmd: list[str], files: dict[str, str]) -> list[str]:
+    """Point the command's file arguments (host paths) at the copies mounted in the client container."""
+    out = []
+    for arg in cmd:
+        for name in files:
+            if arg.endswith("/" + name):
+                prefix = arg.split("=", 1)[0] + "=" if arg.startswith("--") and "=" in arg else ""
+                arg = f"{prefix}{CLIENT_DIR}/{name}"
+        out.append(arg)
+    return out
+
+
+class ContainerClient:
+    def __init__(self, client: Any, image: str, network: str, spec: ServerSpec, cpus: str | None) -> None:
+        self.client, self.image, self.network, self.spec, self.cpus = client, image, network, spec, cpus
+
+    def run_client(self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
+                   on_line: Any = None, secrets: list[Secret] | None = None) -> Completed:
+        folder = Path(tempfile.mkdtemp(prefix="lb-client-", dir=self.spec.private_dir))
+        for name, text in files.items():
+            write_private(folder / name, text)
+        args = rewrite(cmd, files)
+        record_command(log_path.parent, ["docker run", self.image, *args], secrets or [])
+        container = self.client.containers.create(
+            self.image, args, name=f"{self.spec.label}-client", detach=True,
+            labels={"layerbench": "1", "layerbench.label": self.spec.label, "layerbench.role": "client",
+                    "layerbench.harness": str(os.getpid())},
+            volumes={str(folder): {"bind": CLIENT_DIR, "mode": "ro"}},
+            **({"network_mode": "host"} if self.network == "host" else {"network": self.network}),
+            **({"cpuset_cpus": self.cpus} if self.cpus else {}))
+        try:
+            container.start()
+            output = self._stream(container, log_path, on_line, secrets or [])
+            code = int(container.wait(timeout=timeout).get("StatusCode", 1))
+        except Exception as error:
+            message = redact(str(error), secrets or [])
+            raise RunFailed(f"sysbench container failed: {type(error).__name__}: {message}") from None
+        finally:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+            shutil.rmtree(folder, ignore_errors=True)
+        return Completed(code, output)
+
+    @staticmethod
+    def _stream(container: Any, log_path: Path, on_line: Any, secrets: list[Secret]) -> str:
+        lines = []
+        pending = b""
+        with log_path.open("a", encoding="utf-8") as log:
+            for chunk in container.logs(stream=True, follow=True):
+                pending += chunk
+                while b"\n" in pending:
+                    raw, pending = pending.split(b"\n", 1)
+                    line = redact(raw.decode(errors="replace"), secrets)
+                    lines.append(line + "\n")
+                    log.write(line + "\n")
+                    if on_line:
+                        on_line(line)
+        return "".join(lines) + pending.decode(errors="replace")
