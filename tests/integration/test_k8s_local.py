@@ -80,9 +80,7 @@ def cluster_processes() -> list[str]:
         argv0 = argv[0].decode(errors="replace")
         cmd = b" ".join(argv).decode(errors="replace")
         name = os.path.basename(argv0)
-        ours = argv0.startswith(bin_prefix) or (
-            name.startswith("containerd") and str(STATE_DIR) + "/" in cmd
-        )
+        ours = argv0.startswith(bin_prefix) or (name.startswith("containerd") and str(STATE_DIR) + "/" in cmd)
         if ours:
             found.append(f"{entry.name} {cmd}")
     return found
@@ -105,8 +103,15 @@ def test_cluster_runs_a_guaranteed_pod_and_goes_away_clean(cluster):
     # status: every component running, node Ready, exit 0
     status = run_script("status", timeout=60)
     assert "cluster: usable" in status.stdout, status.stdout
-    for component in ("etcd", "containerd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                      "kubelet", "kube-proxy"):
+    for component in (
+        "etcd",
+        "containerd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+        "kubelet",
+        "kube-proxy",
+    ):
         assert any(line.startswith(component) and "running" in line for line in status.stdout.splitlines()), (
             f"{component} not running:\n{status.stdout}"
         )
@@ -133,15 +138,17 @@ def test_cluster_runs_a_guaranteed_pod_and_goes_away_clean(cluster):
         "metadata": {"name": "pause", "namespace": NAMESPACE, "labels": {"app": "k8s-local-test"}},
         "spec": {
             "terminationGracePeriodSeconds": 2,
-            "containers": [{
-                "name": "pause",
-                "image": PAUSE_IMAGE,
-                "imagePullPolicy": "Never",
-                "resources": {
-                    "requests": {"cpu": "100m", "memory": "32Mi"},
-                    "limits": {"cpu": "100m", "memory": "32Mi"},
-                },
-            }],
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": PAUSE_IMAGE,
+                    "imagePullPolicy": "Never",
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "32Mi"},
+                        "limits": {"cpu": "100m", "memory": "32Mi"},
+                    },
+                }
+            ],
         },
     }
     manifest = STATE_DIR / "test-pod.json"
