@@ -202,7 +202,7 @@ class Campaign(Strict):
     order: Literal["rounds", "sequential"] = "rounds"
     seed: int = 1
     output: str = "results"
-    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: ["md"])
+    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: ["md", "html"])
     noise_threshold: float = Field(default=0.02, ge=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     min_runs: int = Field(default=6, ge=2)

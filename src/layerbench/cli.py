@@ -184,14 +184,14 @@ def show(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`"
 @app.command()
 def report(
     ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
-    fmt: Annotated[list[str] | None, typer.Option("--format", "-f", help="md (repeatable)")] = None,
+    fmt: Annotated[list[str] | None, typer.Option("--format", "-f", help="md, html, json or csv (repeatable)")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="folder for the report files")] = None,
     db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; works for interrupted campaigns too)."""
     with Store(db or default_db_path()) as store:
         row = store.campaign(ref)
-        formats = fmt or json.loads(row["definition"]).get("formats", ["md"])
+        formats = fmt or json.loads(row["definition"]).get("formats", ["md", "html"])
         analysis = analyze(store, int(row["id"]))
         folder = output or Path(row["output_dir"]) / f"{row['id']}-{slug(row['name'])}"
         for one in formats:

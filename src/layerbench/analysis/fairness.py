@@ -10,7 +10,8 @@ from typing import Any
 
 # Variables that differ between runs by construction and say nothing about fairness.
 VOLATILE = re.compile(
-    r"^(port|socket|datadir|pid_file|log_error|hostname|general_log_file|slow_query_log_file|server_uuid|server_uid|"
+    r"^(port|socket|datadir|pid_file|log_error|hostname|general_log_file|slow_query_log_file|log_slow_query_file|"
+    r"server_uuid|server_uid|"
     r"gtid_.*|timestamp|report_.*|tmpdir|basedir|plugin_dir|log_bin_basename|log_bin_index|relay_log.*|"
     r"wsrep_.*|innodb_data_home_dir|innodb_log_group_home_dir|aria_log_dir_path|bind_address|init_file|"
     r"secure_file_priv|lc_messages_dir|character_sets_dir|system_time_zone|time_zone|pseudo_thread_id|"

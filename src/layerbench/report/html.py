@@ -1,0 +1,186 @@
+"""The HTML report: ONE self-contained file (styles and plotly.js inlined, no network needed to open it), in the
+order a reader needs it: the answer, warnings, runs, time series, sweeps, overhead, ladder, price,
+environment, the campaign as run, the run table."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import yaml
+from plotly.offline import get_plotlyjs
+
+from layerbench.analysis.aggregate import Analysis, VariantPoint, price_performance
+from layerbench.report import charts
+from layerbench.report.markdown import fmt, point_title, window_text
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:24px;
+color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:0}h2{border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:2em}
+table{border-collapse:collapse;margin:12px 0;font-size:.9em}td,th{border:1px solid #ddd;padding:4px 8px}
+th{background:#f5f5f5;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{font-weight:600;padding:1px 6px;border-radius:3px}.slower{background:#fde2e1;color:#a61b1b}
+.faster{background:#dff3e3;color:#1b6b2f}.noise,.same{background:#eef;color:#333}.need{background:#fff4d6}
+.ci{position:relative;width:220px;height:14px;background:#f3f3f3}.ci span{position:absolute;top:2px;height:10px;
+background:#888}.ci i{position:absolute;top:0;width:1px;height:14px;background:#000}
+.warn li{color:#8a4b00}.muted{color:#777}pre{background:#f7f7f7;padding:10px;overflow:auto;font-size:.85em}
+"""
+
+KIND_CLASS = {"slower": "slower", "faster": "faster", "within noise": "noise", "~": "same",
+              "need more runs": "need", "-": "need"}
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def table(header: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
+    numeric = numeric or set()
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>"
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def ci_bar(v: VariantPoint, scale: float = 0.5) -> str:
+    """The delta's CI as a small bar around 0 (the black tick); ±scale fills the box."""
+    found = v.verdict("tps")
+    if not found or not found.delta:
+        return ""
+    def pos(x: float) -> float:
+        return max(0.0, min(100.0, 50 + x / scale * 50))
+    low, high = pos(found.delta.low), pos(found.delta.high)
+    return (f"<div class='ci' title='95 % CI {found.delta.low * 100:+.1f} % to {found.delta.high * 100:+.1f} %'>"
+            f"<i style='left:50%'></i><span style='left:{low:.1f}%;width:{max(high - low, 0.5):.1f}%'></span></div>")
+
+
+def chart(fig: Any, name: str) -> str:
+    if fig is None:
+        return ""
+    return f"<div class='lb-chart' data-chart='{esc(name)}'>" + fig.to_html(
+        full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}) + "</div>"
+
+
+def answer(analysis: Analysis) -> str:
+    rows = []
+    for point in analysis.points:
+        for v in point.variants:
+            if v.variant == analysis.baseline:
+                continue
+            found = v.verdict("tps")
+            kind = found.verdict.kind if found else "-"
+            lat = v.verdict("lat_pct_ms")
+            rows.append([f"<b>{esc(v.variant)}</b>", esc(point_title(point)),
+                         f"<span class='verdict {KIND_CLASS.get(kind, 'need')}'>{esc(kind)}</span>",
+                         esc(found.verdict.text if found else "-"), ci_bar(v),
+                         esc(f"{lat.verdict.kind}: {lat.verdict.text}" if lat else "-")])
+    s = analysis.settings
+    intro = (f"<p>Each variant against <b>{esc(analysis.baseline)}</b>: TPS delta with its 95 % bootstrap CI "
+             f"(the bar: ±50 % full width, tick at 0), Mann-Whitney p Holm-corrected, noise threshold "
+             f"±{s.threshold * 100:g} %, alpha {s.alpha:g}, at least {s.min_runs} runs per side.</p>")
+    body = table(["variant", "point", "verdict", "TPS delta", "CI", f"p{analysis.percentile} latency"], rows) \
+        if rows else "<p>Only the baseline was measured.</p>"
+    return "<h2>The answer</h2>" + intro + body
+
+
+def warnings(analysis: Analysis) -> str:
+    if not analysis.warnings:
+        return ""
+    return "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{esc(w)}</li>" for w in analysis.warnings) + "</ul>"
+
+
+def per_variant(analysis: Analysis) -> str:
+    parts = ["<h2>Throughput and latency per variant</h2>"]
+    for point in analysis.points:
+        parts.append(chart(charts.runs_figure(analysis, point, "tps", "TPS"), f"tps-{point_title(point)}"))
+        parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", f"p{analysis.percentile} latency (ms)"),
+                           f"latency-{point_title(point)}"))
+        rows = [[esc(v.variant), str(s.n), fmt(s.mean), fmt(s.median), fmt(s.sd), f"{s.cv * 100:.1f} %",
+                 f"[{fmt(s.ci_low)}, {fmt(s.ci_high)}]"] for v in point.variants if (s := v.summaries.get("tps"))]
+        parts.append(table(["variant", "n", "mean TPS", "median", "sd", "CV", "95 % CI"], rows, {1, 2, 3, 4, 5}))
+    return "".join(parts)
+
+
+def overhead(analysis: Analysis) -> str:
+    rows = []
+    for r in analysis.runs:
+        usage = r.details.get("resources")
+        if usage and r.values.get("tps"):
+            per = usage.get("per_1000_transactions", {})
+            rows.append([esc(r.variant), str((r.idx or 0) + 1)] + [esc(f"{k} {v:.3f}") for k, v in per.items()])
+    if not rows:
+        return ("<h2>Where the overhead went</h2><p class='muted'>No resource samples were recorded for these "
+                "runs.</p>")
+    return "<h2>Where the overhead went</h2><p>CPU seconds per 1,000 transactions by component.</p>" + \
+        table(["variant", "run", "components"], [[r[0], r[1], ", ".join(r[2:])] for r in rows])
+
+
+def price(analysis: Analysis) -> str:
+    rows = price_performance(analysis)
+    if not rows:
+        return ""
+    body = table(["variant", "cost / month", "mean TPS", "TPS per unit", "cost of the baseline's TPS"],
+                 [[esc(r.variant), fmt(r.cost_per_month), fmt(r.mean_tps), fmt(r.tps_per_cost, 3),
+                   fmt(r.cost_for_baseline_tps)] for r in rows], {1, 2, 3, 4})
+    return "<h2>Price-performance</h2>" + chart(charts.price_figure(analysis), "price") + body
+
+
+def environment(analysis: Analysis) -> str:
+    parts = ["<h2>Environment and fairness</h2>"]
+    env = analysis.environments.get(analysis.baseline, {})
+    facts = {**env.get("host", {}), **{f"storage {k}": v for k, v in env.get("storage", {}).items()},
+             **env.get("tuning", {})}
+    if facts:
+        parts.append(table(["fact (baseline)", "value"], [[esc(k), esc(v)] for k, v in facts.items()]))
+    if analysis.differences:
+        parts.append("<ul class='warn'>" + "".join(f"<li>{esc(d.text(analysis.baseline))}</li>"
+                                                   for d in analysis.differences) + "</ul>")
+    else:
+        parts.append("<p>No difference between the variants' servers or machines beyond what the campaign asked "
+                     "for.</p>")
+    return "".join(parts)
+
+
+def campaign_as_run(analysis: Analysis) -> str:
+    text = yaml.safe_dump(analysis.definition, sort_keys=False)
+    order = ", ".join(f"{(r.idx or 0) + 1}:{r.variant}" for r in sorted(analysis.runs, key=lambda r: r.idx or 0))
+    return (f"<h2>The campaign as run</h2><pre>{esc(text)}</pre><p class='muted'>Schedule (run: variant): "
+            f"{esc(order)}</p>")
+
+
+def run_table(analysis: Analysis) -> str:
+    rows = []
+    for r in analysis.runs:
+        v = r.values
+        status = "ok" if r.status == "ok" else f"failed: {esc(r.error or '')}"
+        rows.append([str((r.idx or 0) + 1), esc(r.variant), esc(r.workload), str(r.threads), str(r.repetition),
+                     fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"]),
+                     esc(window_text(r)), status])
+    header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS", "avg lat (ms)",
+              f"p{analysis.percentile} lat (ms)", "steady window", "status"]
+    return "<h2>Runs</h2>" + table(header, rows, {5, 6, 7, 8, 9})
+
+
+def titled(title: str, body: str) -> str:
+    return f"<h2>{esc(title)}</h2>{body}" if body else ""
+
+
+def render(analysis: Analysis) -> str:
+    d = analysis.definition
+    state = "" if analysis.status in ("finished", "imported") else (
+        f"<p class='warn'><b>This campaign is {esc(analysis.status)}</b>: {len(analysis.runs)} of "
+        f"{analysis.planned_runs} runs are stored; everything below covers those only.</p>")
+    sections = [
+        f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
+        f"{esc(analysis.status)}</p><p>{esc(d.get('description', ''))}</p>", state,
+        answer(analysis), warnings(analysis), per_variant(analysis),
+        "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
+        titled("Thread sweep", chart(charts.sweep_figure(analysis), "sweep")), overhead(analysis),
+        titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(analysis),
+        environment(analysis),
+        campaign_as_run(analysis), run_table(analysis),
+    ]
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(analysis.name)} - layerbench"
+            f"</title><style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
+            + "".join(sections) + "</body></html>")

@@ -1,0 +1,56 @@
+"""The whole analysis as JSON, for dashboards and notebooks. Schema `layerbench.analysis/1` (docs/report-json.md):
+additions may come in later versions of schema 1; renames or removals bump the number."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from layerbench.analysis.aggregate import Analysis, price_performance, sweeps
+
+SCHEMA = "layerbench.analysis/1"
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses, tuples and non-finite floats as JSON-ready values (NaN and infinity become null)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def run_entry(r: Any) -> dict[str, Any]:
+    return {"run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
+            "workload": r.workload, "threads": r.threads, "repetition": r.repetition, "status": r.status,
+            "error": r.error, "values": r.values, "window": r.window, "reset": r.details.get("reset"),
+            "resources": r.details.get("resources"),
+            "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series]}
+
+
+def document(analysis: Analysis) -> dict[str, Any]:
+    return plain({
+        "schema": SCHEMA,
+        "campaign": {"id": analysis.campaign_id, "name": analysis.name, "status": analysis.status,
+                     "baseline": analysis.baseline, "planned_runs": analysis.planned_runs,
+                     "definition": analysis.definition},
+        "settings": analysis.settings,
+        "points": analysis.points,
+        "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in sweeps(analysis).items()],
+        "price_performance": price_performance(analysis),
+        "warnings": analysis.warnings,
+        "differences": analysis.differences,
+        "environments": {k: {n: e.get(n) for n in ("host", "backend", "storage", "tuning")}
+                         for k, e in analysis.environments.items()},
+        "runs": [run_entry(r) for r in analysis.runs],
+    })
+
+
+def render(analysis: Analysis) -> str:
+    return json.dumps(document(analysis), indent=2, sort_keys=False) + "\n"

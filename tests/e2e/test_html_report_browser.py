@@ -1,0 +1,65 @@
+"""The HTML report of a real small campaign, opened from file:// in headless Chromium (Debian's package) with
+Playwright: no console errors, every chart rendered, the verdict table holds each variant, a screenshot kept."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from playwright.sync_api import sync_playwright
+
+from layerbench import orchestrator
+from layerbench.analysis.aggregate import analyze
+from layerbench.campaign import parse_campaign
+from layerbench.report import write_report
+from layerbench.store import Store
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("html")
+    campaign = parse_campaign(yaml.safe_load(f"""
+name: browser-check
+baseline: base
+variants:
+  - {{name: base, backend: host, cpus: "0", client_cpus: "1"}}
+  - {{name: tiny-bp, extends: base, server: {{config: {{innodb_buffer_pool_size: 6M}}}}}}
+workload: {{tables: 2, table_size: 4000, threads: [1, 2], duration: 3, warmup: 1}}
+repetitions: 2
+output: {out}
+"""))
+    with Store(out / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(campaign, store)
+        return write_report(analyze(store, outcome.campaign_id), "html", outcome.output_dir)
+
+
+def test_report_opens_offline_and_every_chart_renders(report: Path, artifacts: Path) -> None:
+    assert Path(CHROMIUM).exists(), "chromium is missing: scripts/setup installs it"
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                   else route.abort())  # offline: anything not in the file would fail the test below
+        page.goto(report.as_uri())
+        page.wait_for_load_state("load")
+        charts = page.locator(".lb-chart")
+        assert charts.count() >= 5  # TPS and latency per point (2 points), timeline, sweep, ladder
+        for i in range(charts.count()):
+            box = charts.nth(i).locator(".main-svg").first.bounding_box()
+            assert box and box["width"] > 200 and box["height"] > 200, f"chart {i} did not render"
+            assert charts.nth(i).locator(".scatterlayer .trace, .boxlayer .trace").count() > 0, f"chart {i} empty"
+        answer = page.locator("h2:has-text('The answer') + p + table").inner_text()
+        assert "tiny-bp" in answer and answer.count("tiny-bp") == 2  # one row per thread count
+        page.screenshot(path=str(artifacts / "report-html.png"), full_page=True)
+        browser.close()
+    assert errors == []
+    assert report.stat().st_size < 8_000_000

@@ -1,0 +1,49 @@
+"""JSON (golden, stable schema) and CSV (pandas-ready shape) exports of a synthetic campaign."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from test_report_golden import check
+
+from helpers import fill_store
+from layerbench.analysis.aggregate import analyze
+from layerbench.report import csv_export, json_export, write_report
+from layerbench.store import Store
+
+
+def analysis(tmp_path: Path):
+    db = tmp_path / "lb.db"
+    cid = fill_store(db, {"host": 1.0, "vm": 0.95}, reps=6, threads=(2, 4), costs={"host": 200.0, "vm": 120.0})
+    with Store(db) as store:
+        return analyze(store, cid)
+
+
+def test_json_golden_and_schema(tmp_path: Path) -> None:
+    a = analysis(tmp_path)
+    text = json_export.render(a)
+    doc = json.loads(text)
+    assert doc["schema"] == "layerbench.analysis/1"
+    assert {"campaign", "settings", "points", "sweeps", "price_performance", "warnings", "runs"} <= doc.keys()
+    vm = next(v for v in doc["points"][0]["variants"] if v["variant"] == "vm")
+    assert vm["comparisons"]["tps"]["verdict"]["kind"] == "slower"
+    assert len(doc["runs"]) == 24 and doc["runs"][0]["series"][0].keys() == {"time", "tps", "warmup"}
+    check("report_sweep_price.json", text)
+
+
+def test_csv_one_row_per_run(tmp_path: Path) -> None:
+    a = analysis(tmp_path)
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(a))))
+    assert len(rows) == 24 and rows[0].keys() >= {"variant", "threads", "tps", "lat_pct_ms", "steady_state"}
+    assert {r["variant"] for r in rows} == {"host", "vm"} and all(float(r["tps"]) > 0 for r in rows)
+
+
+def test_every_format_writes_a_file(tmp_path: Path) -> None:
+    a = analysis(tmp_path)
+    for fmt in ("md", "html", "json", "csv"):
+        path = write_report(a, fmt, tmp_path / "out")
+        assert path.exists() and path.stat().st_size > 100
+    assert "<script>" in (tmp_path / "out" / "report.html").read_text()[:5_000_000]
