@@ -23,7 +23,7 @@ unit: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 
-BENCHES ?= bench/reset.py bench/fidelity.py
+BENCHES ?= bench/reset.py bench/fidelity.py bench/sampler_overhead.py
 
 bench: setup
 	@for b in $(BENCHES); do echo "== $$b"; $(BIN)/python $$b || exit 1; done

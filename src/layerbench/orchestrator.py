@@ -9,6 +9,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,6 +20,7 @@ from layerbench.backends.base import Endpoint
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput, Interrupted, LayerbenchError, RunFailed
 from layerbench.procs import require_program, run, stop_all, with_cpus
+from layerbench.resources import ResourceSampler
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
 from layerbench.server.dataset import (
@@ -279,14 +281,21 @@ class Orchestrator:
 
         client = backend.client()
         log_path = run_dir / "sysbench.log"
-        if client is None:
-            done = run("sysbench", with_cpus(cmd, variant.client_cpus), log_path=log_path,
-                       secrets=[endpoint.password], timeout=timeout, on_line=on_line)
-        else:
-            files = {"sysbench.cfg": config.read_text(), "hook.lua": hook.read_text()}
-            done = client.run_client(cmd, files, log_path=log_path, timeout=timeout, on_line=on_line,
-                                     secrets=[endpoint.password])
+        sampler = ResourceSampler(backend.components, backend.cgroups(), client_pids(hook), interval=1.0)
+        sampler.start()
+        try:
+            if client is None:
+                done = run("sysbench", with_cpus(cmd, variant.client_cpus), log_path=log_path,
+                           secrets=[endpoint.password], timeout=timeout, on_line=on_line)
+            else:
+                files = {"sysbench.cfg": config.read_text(), "hook.lua": hook.read_text()}
+                done = client.run_client(cmd, files, log_path=log_path, timeout=timeout, on_line=on_line,
+                                         secrets=[endpoint.password])
+        finally:
+            usage = sampler.stop()
         self._record_output(done.returncode, done.output, workload, record)
+        usage.per_1000_transactions = usage.per_1000(record.totals.transactions if record.totals else 0)
+        record.details["resources"] = usage.as_dict()
 
     def _record_output(self, returncode: int, output: str, workload: Workload, record: RunRecord) -> None:
         parsed = parse_output(output)
@@ -299,6 +308,14 @@ class Orchestrator:
         record.totals = parsed.totals
         warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]
         record.details["warmup_intervals"] = len(warm)
+
+
+def client_pids(hook: Path) -> Callable[[], list[int]]:
+    """sysbench of this run: on the host its command line names this run's hook; in a container, the client's."""
+    from layerbench.backends.docker_client import CLIENT_DIR
+    from layerbench.cleanup import processes_with
+
+    return lambda: processes_with(str(hook)) + processes_with(f"{CLIENT_DIR}/hook.lua")
 
 
 def safe_log_tail(backend: Backend) -> str:

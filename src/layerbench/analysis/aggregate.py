@@ -300,3 +300,40 @@ def price_performance(analysis: Analysis) -> list[PricePerformance]:
             for_base = cost * base / mine if (mine and base) else None
             out.append(PricePerformance(name, float(cost), mine, per_cost, for_base))
     return out
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """Where the CPU went for one variant at one point: means over its successful runs."""
+
+    variant: str
+    point: str
+    runs: int
+    cpu_per_1000_tx: dict[str, float]  # component -> CPU seconds per 1,000 transactions
+    throttled_share: float | None  # throttled periods / periods, over the variant's cgroups
+    throttled_seconds: float | None  # per run
+
+
+def throttling_of(usage: dict[str, Any]) -> tuple[float, float, float]:
+    periods = sum(t.get("nr_periods", 0) for t in usage.get("throttling", {}).values())
+    throttled = sum(t.get("nr_throttled", 0) for t in usage.get("throttling", {}).values())
+    seconds = sum(t.get("throttled_seconds", 0.0) for t in usage.get("throttling", {}).values())
+    return periods, throttled, seconds
+
+
+def overhead_rows(analysis: Analysis) -> list[Overhead]:
+    out = []
+    for point in analysis.points:
+        title = point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
+        for v in point.variants:
+            usages = [r.details["resources"] for r in analysis.runs if r.variant == v.variant and r.status == "ok"
+                      and r.workload == point.workload and r.threads == point.threads and r.details.get("resources")]
+            if not usages:
+                continue
+            components = sorted({k for u in usages for k in u.get("per_1000_transactions", {})})
+            cpu = {c: statistics.fmean(u.get("per_1000_transactions", {}).get(c, 0.0) for u in usages)
+                   for c in components}
+            periods, throttled, seconds = (sum(x) for x in zip(*(throttling_of(u) for u in usages), strict=True))
+            out.append(Overhead(v.variant, title, len(usages), cpu, throttled / periods if periods else None,
+                                seconds / len(usages) if periods else None))
+    return out

@@ -106,3 +106,14 @@ def price_figure(analysis: Analysis) -> go.Figure | None:
     fig = go.Figure(go.Bar(x=[r.variant for r in rows], y=[r.tps_per_cost for r in rows],
                            marker_color=[colour(analysis, r.variant) for r in rows]))
     return layout(fig, "Price-performance: TPS per currency unit per month", "TPS per unit")
+
+
+def overhead_figure(rows: list) -> go.Figure | None:
+    """Stacked CPU seconds per 1,000 transactions by component, one bar per variant and point."""
+    if not rows:
+        return None
+    components = sorted({c for r in rows for c in r.cpu_per_1000_tx}, key=lambda c: (c == "other", c))
+    labels = [f"{r.variant} ({r.point})" for r in rows]
+    fig = go.Figure([go.Bar(name=c, x=labels, y=[r.cpu_per_1000_tx.get(c, 0.0) for r in rows]) for c in components])
+    fig.update_layout(barmode="stack")
+    return layout(fig, "Where the CPU went: seconds per 1,000 transactions", "CPU s / 1,000 tx")

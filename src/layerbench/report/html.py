@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from plotly.offline import get_plotlyjs
 
-from layerbench.analysis.aggregate import Analysis, VariantPoint, price_performance
+from layerbench.analysis.aggregate import Analysis, VariantPoint, overhead_rows, price_performance
 from layerbench.report import charts
 from layerbench.report.markdown import fmt, point_title, window_text
 
@@ -103,17 +103,18 @@ def per_variant(analysis: Analysis) -> str:
 
 
 def overhead(analysis: Analysis) -> str:
-    rows = []
-    for r in analysis.runs:
-        usage = r.details.get("resources")
-        if usage and r.values.get("tps"):
-            per = usage.get("per_1000_transactions", {})
-            rows.append([esc(r.variant), str((r.idx or 0) + 1)] + [esc(f"{k} {v:.3f}") for k, v in per.items()])
+    rows = overhead_rows(analysis)
     if not rows:
         return ("<h2>Where the overhead went</h2><p class='muted'>No resource samples were recorded for these "
                 "runs.</p>")
-    return "<h2>Where the overhead went</h2><p>CPU seconds per 1,000 transactions by component.</p>" + \
-        table(["variant", "run", "components"], [[r[0], r[1], ", ".join(r[2:])] for r in rows])
+    components = sorted({c for r in rows for c in r.cpu_per_1000_tx}, key=lambda c: (c == "other", c))
+    body = [[esc(r.variant), esc(r.point), *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
+             "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %", fmt(r.throttled_seconds)]
+            for r in rows]
+    header = ["variant", "point", *components, "throttled periods", "throttled s / run"]
+    return ("<h2>Where the overhead went</h2><p>CPU seconds per 1,000 transactions by component (mean of runs), "
+            "and cgroup CPU throttling.</p>" + chart(charts.overhead_figure(rows), "overhead")
+            + table(header, body, set(range(2, len(header)))))
 
 
 def price(analysis: Analysis) -> str:

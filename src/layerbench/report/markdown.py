@@ -8,6 +8,7 @@ from layerbench.analysis.aggregate import (
     Point,
     RunRow,
     VariantPoint,
+    overhead_rows,
     price_performance,
     sweeps,
 )
@@ -185,6 +186,19 @@ def sweep_section(analysis: Analysis) -> list[str]:
     return lines
 
 
+def overhead_section(analysis: Analysis) -> list[str]:
+    rows = overhead_rows(analysis)
+    if not rows:
+        return []
+    components = sorted({c for r in rows for c in r.cpu_per_1000_tx}, key=lambda c: (c == "other", c))
+    lines = ["## Where the overhead went (CPU seconds per 1,000 transactions, mean of runs)", ""]
+    header = ["variant", "point", *components, "throttled periods", "throttled s / run"]
+    body = [[f"`{r.variant}`", r.point, *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
+             "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %", fmt(r.throttled_seconds)]
+            for r in rows]
+    return [*lines, *table(header, body, "ll" + "r" * (len(header) - 2)), ""]
+
+
 def price_section(analysis: Analysis) -> list[str]:
     rows = price_performance(analysis)
     if not rows:
@@ -199,7 +213,8 @@ def price_section(analysis: Analysis) -> list[str]:
 def render(analysis: Analysis) -> str:
     lines = heading(analysis) + answer_section(analysis) + warnings_section(analysis) + summary_section(analysis)
     lines += aggregate_section(analysis)
-    lines += sweep_section(analysis) + price_section(analysis) + fairness_section(analysis) + run_table(analysis)
+    lines += sweep_section(analysis) + overhead_section(analysis) + price_section(analysis)
+    lines += fairness_section(analysis) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,70 @@
+"""The resource sampler: parsers on real /proc and cgroup text from this machine, and a real busy process."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from layerbench.resources import (
+    ResourceSampler,
+    ResourceUsage,
+    parse_cpu_stat,
+    parse_machine_stat,
+    parse_proc_stat_line,
+    parse_status,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "proc"
+
+
+def test_stat_line_with_spaces_and_parentheses_in_the_command() -> None:
+    stat = parse_proc_stat_line((DATA / "stat_odd_comm.txt").read_text())
+    assert (stat.pid, stat.ppid, stat.ticks, stat.start) == (19009, 19006, 6, 455760)
+    assert parse_proc_stat_line((DATA / "stat_init.txt").read_text()).pid == 1
+
+
+def test_machine_status_and_cgroup_files() -> None:
+    busy, idle = parse_machine_stat((DATA / "machine_stat.txt").read_text())
+    assert busy > 0 and idle > 0
+    voluntary, involuntary = parse_status((DATA / "status.txt").read_text())
+    assert voluntary >= 0 and involuntary >= 0
+    v1 = parse_cpu_stat((DATA / "cgroup_v1_cpu.stat").read_text())
+    assert v1 == {"nr_periods": 104, "nr_throttled": 101, "throttled_seconds": pytest.approx(3.481592508)}
+    v2 = parse_cpu_stat((DATA / "cgroup_v2_cpu.stat").read_text())
+    assert v2["nr_throttled"] == 411 and v2["throttled_seconds"] == pytest.approx(20.877412)
+
+
+@given(st.text(max_size=400))
+def test_parsers_raise_only_value_error(text: str) -> None:
+    for parse in (parse_proc_stat_line, parse_machine_stat, parse_status, parse_cpu_stat):
+        with contextlib.suppress(ValueError):
+            parse(text)
+
+
+def test_a_busy_server_is_counted_once() -> None:
+    """A child born inside the window burns 1.5 s of CPU (by its own clock): the sampler sees about that much,
+    whatever else the machine is doing, and counts it under its component only."""
+    burn = "import time\nwhile time.process_time() < 1.5: pass"
+    pids: list[int] = []
+    sampler = ResourceSampler(components=lambda: {"server": list(pids)}, cgroups=[], client_pids=lambda: [],
+                              interval=0.1)
+    sampler.start()
+    child = subprocess.Popen([sys.executable, "-c", burn])
+    pids.append(child.pid)
+    while child.poll() is None:
+        time.sleep(0.02)
+    usage = sampler.stop()
+    assert usage.samples >= 3
+    assert 1.2 <= usage.cpu_seconds["server"] <= 1.65  # minus at most one interval before the child exited
+    total = sum(v for k, v in usage.cpu_seconds.items() if k != "idle")
+    assert total <= 2 * usage.window_seconds * 1.15  # 2 CPUs: nothing is counted twice
+    again = ResourceUsage.from_dict(usage.as_dict())
+    assert again.cpu_seconds == usage.cpu_seconds
+    assert set(usage.per_1000(500)) >= {"server", "other"} and "idle" not in usage.per_1000(500)
