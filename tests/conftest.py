@@ -13,9 +13,10 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Tests never touch the user's dataset cache or work dir."""
+    """Tests never touch the user's datasets or work dir. The image and Kubernetes binary caches stay shared:
+    they are keyed by their inputs, and rebuilding them per test session would cost minutes."""
     base = tmp_path_factory.mktemp("lb")
-    os.environ.setdefault("LAYERBENCH_CACHE_DIR", str(base / "cache"))
+    os.environ.setdefault("LAYERBENCH_DATASET_DIR", str(base / "datasets"))
     os.environ.setdefault("LAYERBENCH_WORK_DIR", str(base / "work"))
 
 

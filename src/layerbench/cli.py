@@ -214,9 +214,9 @@ def human_bytes(size: float) -> str:
 @cache_app.command("list")
 def cache_list() -> None:
     """Cached dataset snapshots with their sizes."""
-    from layerbench.server.dataset import cache_dir, list_snapshots
+    from layerbench.server.dataset import datasets_dir, list_snapshots
 
-    table = Table("dataset", "rows", "size", "prepared in", title=str(cache_dir() / "datasets"))
+    table = Table("dataset", "rows", "size", "prepared in", title=str(datasets_dir()))
     for key, size, meta in list_snapshots():
         rows = sum(meta.get("rows", {}).values()) if "rows" in meta else "incomplete"
         table.add_row(key, str(rows), human_bytes(size), f"{meta.get('prepare_seconds', '-')} s")

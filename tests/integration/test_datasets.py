@@ -15,7 +15,7 @@ from test_host_campaign import campaign_file, our_servers, run_cli
 
 from layerbench import orchestrator
 from layerbench.campaign import parse_campaign
-from layerbench.server.dataset import cache_dir, list_snapshots
+from layerbench.server.dataset import datasets_dir, list_snapshots
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration
@@ -25,8 +25,8 @@ SMALL = {"tables": 2, "table_size": 1500, "threads": 1, "duration": 2, "warmup":
 
 @pytest.fixture
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("LAYERBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+    monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(tmp_path / "datasets"))
+    return tmp_path / "datasets"
 
 
 def run(tmp_path: Path, **changes) -> list[dict]:
@@ -59,7 +59,7 @@ def test_changed_inputs_make_a_new_snapshot(tmp_path: Path, own_cache: Path) -> 
 def test_stale_snapshot_is_rebuilt_never_used(tmp_path: Path, own_cache: Path) -> None:
     run(tmp_path, repetitions=1, workload=SMALL)
     (key, _, meta), = list_snapshots()
-    meta_file = cache_dir() / "datasets" / key / "meta.json"
+    meta_file = datasets_dir() / key / "meta.json"
     meta["checksums"] = {name: value + 1 for name, value in meta["checksums"].items()}  # what it held is gone
     meta_file.write_text(json.dumps(meta))
     runs = run(tmp_path, repetitions=1, workload=SMALL)
@@ -71,7 +71,7 @@ def test_stale_snapshot_is_rebuilt_never_used(tmp_path: Path, own_cache: Path) -
 def test_tampered_files_are_rebuilt(tmp_path: Path, own_cache: Path) -> None:
     run(tmp_path, repetitions=1, workload=SMALL)
     (key, _, meta), = list_snapshots()
-    ibd = cache_dir() / "datasets" / key / "datadir" / "sbtest" / "sbtest1.ibd"
+    ibd = datasets_dir() / key / "datadir" / "sbtest" / "sbtest1.ibd"
     with ibd.open("ab") as handle:
         handle.write(b"\0" * 4096)
     runs = run(tmp_path, repetitions=1, workload=SMALL)
@@ -104,9 +104,9 @@ def test_cache_survives_a_crash_and_clear_removes_it(tmp_path: Path, own_cache: 
     sigkill_during_a_run(proc, tmp_path, lambda: any("rows" in m for _, _, m in list_snapshots()))
     assert run_cli(["clean"]).returncode == 0 and server_pids(tmp_path) == []
     assert len(list_snapshots()) == 1 and "rows" in list_snapshots()[0][2]
-    env = {"LAYERBENCH_CACHE_DIR": str(own_cache)}
+    env = {"LAYERBENCH_DATASET_DIR": str(own_cache)}
     listed = run_cli(["cache", "list"], env=env)
     assert listed.returncode == 0 and "2x1500-" in listed.stdout
     cleared = run_cli(["cache", "clear"], env=env)
     assert cleared.returncode == 0 and "removed 1 snapshot" in cleared.stdout
-    assert list_snapshots() == [] and os.environ["LAYERBENCH_CACHE_DIR"] == str(own_cache)
+    assert list_snapshots() == [] and os.environ["LAYERBENCH_DATASET_DIR"] == str(own_cache)

@@ -32,6 +32,12 @@ def cache_dir() -> Path:
     return Path(os.environ.get("LAYERBENCH_CACHE_DIR", "/var/cache/layerbench"))
 
 
+def datasets_dir() -> Path:
+    """Where dataset snapshots live: LAYERBENCH_DATASET_DIR, else <cache>/datasets."""
+    override = os.environ.get("LAYERBENCH_DATASET_DIR")
+    return Path(override) if override else cache_dir() / "datasets"
+
+
 def work_root() -> Path:
     return Path(os.environ.get("LAYERBENCH_WORK_DIR", "/var/tmp/layerbench"))
 
@@ -78,12 +84,12 @@ def manifest(datadir: Path) -> dict[str, int]:
 
 
 def remove_snapshot(key: str) -> None:
-    shutil.rmtree(cache_dir() / "datasets" / key, ignore_errors=True)
+    shutil.rmtree(datasets_dir() / key, ignore_errors=True)
 
 
 def find_snapshot(key: str) -> Snapshot | None:
     """The cached snapshot, or None when it is missing, unfinished, or its files changed (then it is removed)."""
-    folder = cache_dir() / "datasets" / key
+    folder = datasets_dir() / key
     meta_file = folder / "meta.json"
     if not (meta_file.exists() and (folder / "datadir").is_dir()):
         return None
@@ -119,7 +125,7 @@ def build_snapshot(
 ) -> Snapshot:
     from layerbench.backends.host import HostBackend
 
-    target = cache_dir() / "datasets" / key
+    target = datasets_dir() / key
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=target.parent))
     private = Path(tempfile.mkdtemp(prefix="lb-prepare-"))
@@ -208,7 +214,7 @@ def folder_size(path: Path) -> int:
 
 def list_snapshots() -> list[tuple[str, int, dict[str, Any]]]:
     """(key, bytes on disk, meta) of every cached dataset snapshot."""
-    root = cache_dir() / "datasets"
+    root = datasets_dir()
     out = []
     for folder in sorted(root.iterdir()) if root.exists() else []:
         meta_file = folder / "meta.json"
@@ -221,5 +227,5 @@ def clear_snapshots() -> tuple[int, int]:
     """Remove every cached snapshot (and unfinished builds); returns (count, bytes freed)."""
     items = list_snapshots()
     for key, _, _ in items:
-        shutil.rmtree(cache_dir() / "datasets" / key, ignore_errors=True)
+        shutil.rmtree(datasets_dir() / key, ignore_errors=True)
     return len(items), sum(size for _, size, _ in items)
