@@ -52,11 +52,12 @@ def test_report_opens_offline_and_every_chart_renders(report: Path, artifacts: P
         page.goto(report.as_uri())
         page.wait_for_load_state("load")
         charts = page.locator(".lb-chart")
-        assert charts.count() >= 5  # TPS and latency per point (2 points), timeline, sweep, ladder
+        assert charts.count() >= 6  # TPS and latency per point (2 points), timeline, sweep, overhead, ladder
         for i in range(charts.count()):
             box = charts.nth(i).locator(".main-svg").first.bounding_box()
             assert box and box["width"] > 200 and box["height"] > 200, f"chart {i} did not render"
-            assert charts.nth(i).locator(".scatterlayer .trace, .boxlayer .trace").count() > 0, f"chart {i} empty"
+            traces = charts.nth(i).locator(".scatterlayer .trace, .boxlayer .trace, .barlayer .trace")
+            assert traces.count() > 0, f"chart {i} ({charts.nth(i).get_attribute('data-chart')}) is empty"
         answer = page.locator("h2:has-text('The answer') + p + table").inner_text()
         assert "tiny-bp" in answer and answer.count("tiny-bp") == 2  # one row per thread count
         page.screenshot(path=str(artifacts / "report-html.png"), full_page=True)
