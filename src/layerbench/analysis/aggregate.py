@@ -247,6 +247,8 @@ class SweepRow:
     variant_tps: float | None
     tps_delta_pct: float | None
     latency_delta_pct: float | None  # of the percentile latency
+    verdict: str = "-"  # the TPS verdict at this thread count
+    verdict_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -267,8 +269,10 @@ def sweep_table(analysis: Analysis, workload: str, variant: str) -> list[SweepRo
         if base is None or mine is None:
             continue
         deltas = {d.metric: d.deviation_pct for d in mine.deltas}
+        found = mine.verdict("tps")
         rows.append(SweepRow(int(point.threads or 0), base.means["tps"], mine.means["tps"], deltas["tps"],
-                             deltas["lat_pct_ms"]))
+                             deltas["lat_pct_ms"], found.verdict.kind if found else "-",
+                             found.verdict.text if found else ""))
     return rows
 
 

@@ -48,8 +48,21 @@ def heading(analysis: Analysis) -> list[str]:
         threads = "/".join(str(t) for t in w.get("threads", []))
         lines.append(f"- Workload `{w['name']}`: sysbench {w['test']}, {w['tables']} x {w['table_size']} rows, "
                      f"threads {threads}, {w['duration']} s after {w['warmup']} s warm-up, "
-                     f"{d.get('repetitions')} repetitions, order {d.get('order')}")
+                     f"{d.get('repetitions')} repetitions, order {d.get('order')}{buffer_pool_note(analysis, w)}")
     return [*lines, ""]
+
+
+def buffer_pool_note(analysis: Analysis, workload: dict) -> str:
+    """The buffer pool sized from the data, as it was applied (workload `buffer_pool`)."""
+    if not workload.get("buffer_pool"):
+        return ""
+    run = next((r for r in analysis.runs if r.workload == workload["name"] and r.details.get("data_bytes")), None)
+    if run is None:
+        return f"; buffer pool {workload['buffer_pool']} of the data"
+    size = run.details["data_bytes"] / 2**20
+    pool = run.details.get("environment", {}).get("server_variables", {}).get("innodb_buffer_pool_size")
+    applied = f" = {int(pool) / 2**20:.0f} MiB" if pool else ""
+    return f"; buffer pool {workload['buffer_pool']} of {size:.0f} MiB of data{applied}"
 
 
 def point_title(point: Point) -> str:
@@ -179,9 +192,11 @@ def sweep_section(analysis: Analysis) -> list[str]:
     lines = ["## Thread sweep", ""]
     for (workload, variant), rows in tables.items():
         lines += [f"`{variant}` vs `{analysis.baseline}`, {workload}", ""]
-        lines += table(["threads", "baseline TPS", "variant TPS", "TPS delta", f"p{analysis.percentile} latency delta"],
-                       [[str(r.threads), fmt(r.baseline_tps), fmt(r.variant_tps), pct(r.tps_delta_pct),
-                         pct(r.latency_delta_pct)] for r in rows])
+        header = ["threads", "baseline TPS", "variant TPS", "TPS delta", f"p{analysis.percentile} latency delta",
+                  "verdict"]
+        lines += table(header, [[str(r.threads), fmt(r.baseline_tps), fmt(r.variant_tps), pct(r.tps_delta_pct),
+                                 pct(r.latency_delta_pct), f"{r.verdict}: {r.verdict_text}"] for r in rows],
+                       "rrrrrl")
         lines.append("")
     return lines
 
