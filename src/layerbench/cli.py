@@ -120,11 +120,13 @@ def run(
     db: DbOption = None,
     smoke: Annotated[bool, typer.Option(help="tiny data, 2 repetitions of 3 s: check it runs, not numbers")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="overrides the campaign's output")] = None,
+    max_failures: Annotated[int | None, typer.Option(min=0, help="stop after more failed runs than this")] = None,
 ) -> None:
     """Run a campaign: every variant x workload x threads x repetition, then write its report."""
     parsed, source = load(campaign)
     parsed = smoke_version(parsed) if smoke else parsed
     parsed = parsed.model_copy(update={"output": str(output)}) if output else parsed
+    parsed = parsed.model_copy(update={"max_failures": max_failures}) if max_failures is not None else parsed
     signal.signal(signal.SIGTERM, on_sigterm)
     with Store(db or Path(parsed.output) / "layerbench.db") as store, RichProgress() as progress:
         outcome = run_campaign(parsed, store, progress=progress, source_path=source)

@@ -126,3 +126,56 @@ def test_sigkill_of_the_harness_then_clean_and_resume(tmp_path: Path) -> None:
     assert [r[0] for r in rows] == [0, 1, 2, 3] and {r[1] for r in rows} == {"ok"}, rows
     assert stored_before < 4
     assert our_servers(tmp_path) == []
+
+
+@pytest.mark.docker
+def test_docker_kill_of_the_server_container_fails_that_run_only(tmp_path: Path) -> None:
+    import docker
+
+    class KillContainerOnce(orchestrator.SilentProgress):
+        killed = False
+
+        def interval(self, spec, tps: float, elapsed: float) -> None:
+            if not self.killed and elapsed >= 2:
+                for c in docker.from_env().containers.list(filters={"label": "layerbench.role=server"}):
+                    if str(tmp_path) in str(c.attrs["Mounts"]):
+                        c.kill()
+                        self.killed = True
+
+    path = campaign_file(tmp_path, repetitions=1, order="sequential", baseline="box", variants=[
+        {"name": "box", "backend": "docker", "network": "bridge-direct"}, {"name": "host", "backend": "host"}],
+        workload={"tables": 1, "table_size": 1000, "threads": 2, "duration": 4, "warmup": 0})
+    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    spy = KillContainerOnce()
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(campaign, store, progress=spy)
+        runs = store.runs(outcome.campaign_id)
+    assert spy.killed
+    assert [(r["variant"], r["status"]) for r in runs] == [("box", "failed"), ("host", "ok")]
+    assert docker.from_env().containers.list(all=True, filters={"label": "layerbench=1"}) == []
+
+
+def test_two_campaigns_at_once_do_not_collide(tmp_path: Path) -> None:
+    procs = []
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        path = campaign_file(folder, name=f"cc-{name}", repetitions=2,
+                             workload={"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0})
+        procs.append(subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    for name in ("one", "two"):
+        rows = sqlite3.connect(tmp_path / name / "out" / "layerbench.db").execute("SELECT status FROM runs").fetchall()
+        assert [r[0] for r in rows] == ["ok"] * 4
+    assert our_servers(tmp_path) == []
+
+
+def test_max_failures_flag(tmp_path: Path) -> None:
+    path = campaign_file(tmp_path, repetitions=3, variants=[
+        {"name": "base", "backend": "host", "server": {"config": {"no_such_option_at_all": 1}}}])
+    done = run_cli(["run", str(path), "--max-failures", "1"])
+    assert done.returncode == 1 and "max_failures=1" in done.stderr
+    assert stored_runs(tmp_path / "out" / "layerbench.db") == 2
