@@ -51,6 +51,9 @@ def test_report_opens_offline_and_every_chart_renders(report: Path, artifacts: P
                    else route.abort())  # offline: anything not in the file would fail the test below
         page.goto(report.as_uri())
         page.wait_for_load_state("load")
+        # Plotly draws after the page loads; on a busy machine that can take a moment
+        page.wait_for_function("[...document.querySelectorAll('.lb-chart')].every(c => c.querySelector("
+                               "'.main-svg .trace'))", timeout=60_000)
         charts = page.locator(".lb-chart")
         assert charts.count() >= 6  # TPS and latency per point (2 points), timeline, sweep, overhead, ladder
         for i in range(charts.count()):
