@@ -295,6 +295,29 @@ def study_names() -> list[str]:
     return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+@app.command("compare")
+def compare_cmd(
+    a: Annotated[str, typer.Argument(help="the earlier campaign (id, name or latest)")],
+    b: Annotated[str, typer.Argument(help="the later campaign")],
+    db: DbOption = None,
+) -> None:
+    """Did anything move between two campaigns? Every shared variant and point, B against A."""
+    from layerbench.analysis.campaigns import compare_campaigns
+    from layerbench.report.markdown import fmt, table
+
+    with Store(db or default_db_path()) as store:
+        first, second = analyze(store, a), analyze(store, b)
+    rows = compare_campaigns(first, second)
+    if not rows:
+        raise BadInput(f"campaigns {a} and {b} share no variant measured at the same workload and threads")
+    body = [[f"`{r.variant}`", r.workload if r.threads is None else f"{r.workload}, {r.threads} thr",
+             r.metric, fmt(r.mean_a), fmt(r.mean_b), r.comparison.verdict.kind, r.comparison.verdict.text]
+            for r in rows]
+    header = ["variant", "point", "metric", f"A ({first.campaign_id})", f"B ({second.campaign_id})", "verdict",
+              "B vs A"]
+    out.print("\n".join(table(header, body, "lllrrll")), markup=False, highlight=False)
+
+
 @app.command()
 def init(
     study: Annotated[str | None, typer.Option(help="start from a published study's example (see --list)")] = None,

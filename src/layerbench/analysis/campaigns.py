@@ -1,0 +1,49 @@
+"""Two campaigns side by side: for every variant and (workload, threads) point they share, did B move against A?
+Same statistics as within a campaign (bootstrap CI of the ratio of means, Mann-Whitney U, Holm across the
+shared variants of a point, the campaign A's noise threshold)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from layerbench.analysis.aggregate import Analysis, metric_values
+from layerbench.analysis.stats import Comparison, compare
+
+
+@dataclass(frozen=True)
+class CrossRow:
+    variant: str
+    workload: str
+    threads: int | None
+    metric: str
+    mean_a: float | None
+    mean_b: float | None
+    comparison: Comparison
+
+
+def shared_points(a: Analysis, b: Analysis) -> list[tuple[str, int | None, list[str]]]:
+    out = []
+    for pa in a.points:
+        pb = next((p for p in b.points if (p.workload, p.threads) == (pa.workload, pa.threads)), None)
+        if pb is not None:
+            names = [v.variant for v in pa.variants if any(w.variant == v.variant and w.n for w in pb.variants)]
+            out.append((pa.workload, pa.threads, names))
+    return out
+
+
+def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps", "lat_pct_ms")) -> list[CrossRow]:
+    rows = []
+    s = a.settings
+    for workload, threads, names in shared_points(a, b):
+        runs_a = [r for r in a.runs if r.workload == workload and r.threads == threads]
+        runs_b = [r for r in b.runs if r.workload == workload and r.threads == threads]
+        for metric in metrics:
+            before, after = metric_values(runs_a, names, metric), metric_values(runs_b, names, metric)
+            for name in names:
+                if not before[name] or not after[name]:
+                    continue
+                (found,) = compare(before[name], {name: after[name]}, higher_is_better=metric in ("tps", "qps"),
+                                   threshold=s.threshold, alpha=s.alpha, min_runs=s.min_runs, seed=s.seed)
+                rows.append(CrossRow(name, workload, threads, metric, sum(before[name]) / len(before[name]),
+                                     sum(after[name]) / len(after[name]), found))
+    return rows
