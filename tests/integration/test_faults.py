@@ -42,7 +42,7 @@ def stored_runs(db: Path) -> int:
         return 0
 
 
-def sigkill_during_a_run(proc: subprocess.Popen, marker: Path, ready, timeout: float = 120) -> None:
+def sigkill_during_a_run(proc: subprocess.Popen, marker: Path, ready, timeout: float = 300) -> None:
     """SIGKILL the harness at a moment when ready() holds and a server of this test is running."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
