@@ -133,7 +133,8 @@ class Orchestrator:
         return campaign_id
 
     def output_dir(self, campaign_id: int) -> Path:
-        return Path(self.campaign.output) / f"{campaign_id}-{slug(self.campaign.name)}"
+        """Absolute: backends hand these paths to other programs (Docker bind mounts need absolute paths)."""
+        return Path(self.campaign.output).resolve() / f"{campaign_id}-{slug(self.campaign.name)}"
 
     def execute(self, campaign_id: int) -> Outcome:
         """Run every scheduled run not stored yet. Ctrl-C stops the current run and raises Interrupted."""

@@ -134,3 +134,15 @@ def test_no_daemon_is_bad_input(tmp_path: Path) -> None:
     path = campaign_file(tmp_path, repetitions=1, baseline="v", variants=[{"name": "v", "backend": "docker"}])
     done = run_cli(["run", str(path)], env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"})
     assert done.returncode == 2 and "no Docker daemon answers" in done.stderr, done.stderr
+
+
+def test_relative_output_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default campaign writes to `results` relative to the current directory; bind mounts need absolute
+    paths, so this must work too (it once did not)."""
+    monkeypatch.chdir(tmp_path)
+    path = campaign_file(tmp_path, repetitions=1, baseline="v", output="results",
+                         variants=[{"name": "v", "backend": "docker", "storage": "bind", "client": "container"}],
+                         workload=TINY)
+    done = run_cli(["run", str(path)])
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "results" / "layerbench.db").exists() and labelled() == []

@@ -176,14 +176,14 @@ class DockerBackend:
     def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
         variant = spec.variant
         assert isinstance(variant, DockerVariant)
-        volumes = {str(spec.private_dir / "conf"): {"bind": CONF, "mode": "ro"},
-                   str(spec.run_dir): {"bind": LOGS, "mode": "rw"}}
+        volumes = {str((spec.private_dir / "conf").resolve()): {"bind": CONF, "mode": "ro"},
+                   str(spec.run_dir.resolve()): {"bind": LOGS, "mode": "rw"}}
         if spec.snapshot is not None and variant.storage != "bind":
-            volumes[str(spec.snapshot)] = {"bind": SNAPSHOT, "mode": "ro"}
+            volumes[str(spec.snapshot.resolve())] = {"bind": SNAPSHOT, "mode": "ro"}
         extra: dict[str, Any] = {}
         storage = variant.storage
         if storage == "bind":
-            volumes[str(self._bind_dir(spec))] = {"bind": DATADIR, "mode": "rw"}
+            volumes[str(self._bind_dir(spec).resolve())] = {"bind": DATADIR, "mode": "rw"}
         elif storage == "volume":
             volumes[self._volume(spec, spec.label).name] = {"bind": DATADIR, "mode": "rw"}
         elif storage == "data-container":

@@ -45,7 +45,7 @@ class ContainerClient:
             self.image, args, name=f"{self.spec.label}-client", detach=True,
             labels={"layerbench": "1", "layerbench.label": self.spec.label, "layerbench.role": "client",
                     "layerbench.harness": str(os.getpid())},
-            volumes={str(folder): {"bind": CLIENT_DIR, "mode": "ro"}},
+            volumes={str(folder.resolve()): {"bind": CLIENT_DIR, "mode": "ro"}},
             **({"network_mode": "host"} if self.network == "host" else {"network": self.network}),
             **({"cpuset_cpus": self.cpus} if self.cpus else {}))
         try:
