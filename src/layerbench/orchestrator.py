@@ -33,7 +33,6 @@ from layerbench.server.dataset import (
 )
 from layerbench.store import RunRecord, Store
 from layerbench.sysbench import (
-    Interval,
     config_file_text,
     hook_script,
     parse_mark_line,
@@ -324,10 +323,6 @@ def safe_log_tail(backend: Backend) -> str:
         return backend.server_log_tail(15)
     except Exception as error:
         return f"(no server log: {type(error).__name__})"
-
-
-def intervals_after_warmup(intervals: list[Interval], warmup: float) -> list[Interval]:
-    return [i for i in intervals if i.time > warmup + 1e-6]
 
 
 def run_campaign(campaign: Campaign, store: Store, *, progress: Progress | None = None,
