@@ -220,6 +220,9 @@ class Orchestrator:
             record.details["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
             record.status = "failed"
             cause = str(error) if isinstance(error, RunFailed) else f"internal error: {type(error).__name__}: {error}"
+            server = exit_cause(backend)
+            if server and server not in cause:
+                cause += f"; the server {server}"
             record.error = redact(cause, [password])
             record.details["server_log_tail"] = redact(safe_log_tail(backend), [password])
         finally:
@@ -316,6 +319,15 @@ def client_pids(hook: Path) -> Callable[[], list[int]]:
     from layerbench.cleanup import processes_with
 
     return lambda: processes_with(str(hook)) + processes_with(f"{CLIENT_DIR}/hook.lua")
+
+
+def exit_cause(backend: Backend) -> str | None:
+    """A backend that can tell why its server stopped (a container OOM-killed, say) adds that to a failure."""
+    probe = getattr(backend, "exit_cause", None)
+    try:
+        return probe() if probe else None
+    except Exception:
+        return None
 
 
 def safe_log_tail(backend: Backend) -> str:

@@ -179,3 +179,20 @@ def test_max_failures_flag(tmp_path: Path) -> None:
     done = run_cli(["run", str(path), "--max-failures", "1"])
     assert done.returncode == 1 and "max_failures=1" in done.stderr
     assert stored_runs(tmp_path / "out" / "layerbench.db") == 2
+
+
+@pytest.mark.docker
+def test_an_oom_killed_container_fails_the_run_with_that_cause(tmp_path: Path) -> None:
+    import docker
+
+    path = campaign_file(tmp_path, repetitions=1, baseline="box", variants=[
+        {"name": "box", "backend": "docker", "network": "bridge-direct", "resources": {"memory": "120m"},
+         "server": {"config": {"innodb_buffer_pool_size": "1G"}}}],
+        workload={"tables": 4, "table_size": 100000, "threads": 2, "duration": 8, "warmup": 0,
+                  "test": "oltp_read_only"})
+    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(campaign, store)
+        (run,) = store.runs(outcome.campaign_id)
+    assert run["status"] == "failed" and "OOM-killed" in run["error"] and "resources.memory" in run["error"]
+    assert docker.from_env().containers.list(all=True, filters={"label": "layerbench=1"}) == []

@@ -18,7 +18,7 @@ from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
 from layerbench.backends.docker_qos import check_resources, resource_options
 from layerbench.backends.host import free_port
 from layerbench.campaign import DockerVariant, VariantBase
-from layerbench.errors import BadInput, PrerequisiteMissing
+from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.secrets import write_private
 from layerbench.server import bootstrap
 from layerbench.server.datadir import copy_tree, wait_until_ready
@@ -116,7 +116,11 @@ class DockerBackend:
         self.image = spec.variant.image or image_tag()
         cleanup.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
-        wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        try:
+            wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        except RunFailed as error:
+            cause = self.exit_cause()
+            raise RunFailed(f"server container {cause}" if cause else str(error)) from None
         with contextlib.suppress(FileNotFoundError):
             (spec.private_dir / "init.sql").unlink()
         return endpoint
@@ -231,6 +235,20 @@ class DockerBackend:
             shutil.rmtree(self.spec.work_dir / "docker" / self.spec.label, ignore_errors=True)
             cleanup.forget(self.spec.label)
             self.spec = None
+
+    def exit_cause(self) -> str | None:
+        """Why the server container stopped, when it did: OOM-killed by its memory limit, or its exit code."""
+        try:
+            self.container.reload()
+            state = self.container.attrs["State"]
+        except Exception:
+            return None
+        if state.get("Running"):
+            return None
+        if state.get("OOMKilled"):
+            limit = self.variant.resources.memory if self.variant else None
+            return f"was OOM-killed (memory limit {limit or 'of the container'}; raise resources.memory)"
+        return f"exited with code {state.get('ExitCode')}"
 
     # --- accounting and description ------------------------------------------------------------------------
 
