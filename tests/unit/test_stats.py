@@ -105,6 +105,8 @@ def test_verdicts() -> None:
     assert verdict(DeltaCI(-0.015, -0.019, -0.011), 0.01, 8, 8).kind == "within noise"
     assert verdict(DeltaCI(-0.03, -0.05, -0.01), 0.01, 8, 8).kind == "within noise"  # CI reaches into ±2 %
     assert verdict(slower, 0.45, 10, 10).kind == "~"
+    small = verdict(DeltaCI(0.004, -0.012, 0.015), 0.6, 10, 10)  # shown to be smaller than ±2 %, p aside
+    assert small.kind == "within noise" and small.text.startswith("+0.40% [-1.2, +1.5]")
     need = verdict(slower, 0.002, 3, 3)
     assert need.kind == "need more runs" and need.text == "need >= 6 runs per side (have 3 and 3)"
 

@@ -188,14 +188,17 @@ def format_delta(delta: DeltaCI, p: float, n: int, significant: bool) -> str:
 
 def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, *, threshold: float = 0.02,
             alpha: float = 0.05, min_runs: int = 6, higher_is_better: bool = True) -> Verdict:
-    """slower / faster: p < alpha and the whole CI beyond the noise threshold on one side; within noise:
-    p < alpha but the CI reaches into ±threshold; ~: no detectable difference; need more runs: too few."""
+    """need more runs: too few; within noise: the whole CI inside ±threshold (shown to cost less than the
+    threshold, whatever p says); ~: no detectable difference (p >= alpha); slower / faster: p < alpha and the
+    whole CI beyond the threshold on one side; otherwise within noise."""
     n = min(n_base, n_variant)
     if n < min_runs:
         return Verdict("need more runs", f"need >= {min_runs} runs per side (have {n_base} and {n_variant})")
+    text = format_delta(delta, p_adjusted, n, True)
+    if -threshold <= delta.low and delta.high <= threshold:
+        return Verdict("within noise", text)
     if p_adjusted >= alpha:
         return Verdict("~", format_delta(delta, p_adjusted, n, False))
-    text = format_delta(delta, p_adjusted, n, True)
     if delta.low > threshold:
         return Verdict("faster" if higher_is_better else "slower", text)
     if delta.high < -threshold:
