@@ -297,7 +297,9 @@ class Orchestrator:
         finally:
             usage = sampler.stop()
         self._record_output(done.returncode, done.output, workload, record)
-        usage.per_1000_transactions = usage.per_1000(record.totals.transactions if record.totals else 0)
+        warm_tx = sum(i.tps for i in record.intervals if i.time <= workload.warmup + 1e-6) * workload.report_interval
+        measured = record.totals.transactions if record.totals else 0
+        usage.per_1000_transactions = usage.per_1000(int(measured + warm_tx))  # the sampler covers the warm-up too
         record.details["resources"] = usage.as_dict()
 
     def _record_output(self, returncode: int, output: str, workload: Workload, record: RunRecord) -> None:

@@ -40,6 +40,7 @@ class RunRow:
     details: dict[str, Any] = field(default_factory=dict, compare=False)
     window: Window | None = None
     series: tuple[tuple[float, float, bool], ...] = ()  # (time, tps, warm-up) per interval
+    transactions: int | None = None  # of the measured part (after the warm-up)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ def run_rows(store: Store, campaign_id: int, unstable_ratio: float) -> list[RunR
                                                        for m in METRICS}
         rows.append(RunRow(int(r["id"]), r["idx"], r["round"], r["variant"], r["workload"], r["threads"],
                            int(r["repetition"]), r["status"], r["error"], values, json.loads(r["details"] or "{}"),
-                           window, tuple((float(i["time"]), float(i["tps"]), bool(i["warmup"])) for i in series)))
+                           window, tuple((float(i["time"]), float(i["tps"]), bool(i["warmup"])) for i in series),
+                           int(r["transactions"]) if r["transactions"] is not None else None))
     return rows
 
 
@@ -325,19 +327,35 @@ def throttling_of(usage: dict[str, Any]) -> tuple[float, float, float]:
     return periods, throttled, seconds
 
 
+def sampled_transactions(r: RunRow, report_interval: float) -> int:
+    """Transactions during the whole sampled window: the measured ones plus the warm-up's (from its intervals)."""
+    warm = sum(tps for _, tps, is_warm in r.series if is_warm) * report_interval
+    return int((r.transactions or 0) + warm)
+
+
+def per_1000(r: RunRow, report_interval: float) -> dict[str, float]:
+    """CPU seconds per 1,000 transactions by component, over the same window as the sampler's."""
+    usage, count = r.details["resources"], sampled_transactions(r, report_interval)
+    if count <= 0:
+        return {}
+    return {k: v * 1000 / count for k, v in usage.get("cpu_seconds", {}).items() if k != "idle"}
+
+
 def overhead_rows(analysis: Analysis) -> list[Overhead]:
     out = []
+    intervals = {w["name"]: float(w.get("report_interval", 1)) for w in analysis.definition.get("workloads", [])}
     for point in analysis.points:
         title = point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
         for v in point.variants:
-            usages = [r.details["resources"] for r in analysis.runs if r.variant == v.variant and r.status == "ok"
-                      and r.workload == point.workload and r.threads == point.threads and r.details.get("resources")]
-            if not usages:
+            runs = [r for r in analysis.runs if r.variant == v.variant and r.status == "ok" and
+                    r.workload == point.workload and r.threads == point.threads and r.details.get("resources")]
+            if not runs:
                 continue
-            components = sorted({k for u in usages for k in u.get("per_1000_transactions", {})})
-            cpu = {c: statistics.fmean(u.get("per_1000_transactions", {}).get(c, 0.0) for u in usages)
-                   for c in components}
+            shares = [per_1000(r, intervals.get(point.workload, 1.0)) for r in runs]
+            components = sorted({k for share in shares for k in share})
+            cpu = {c: statistics.fmean(share.get(c, 0.0) for share in shares) for c in components}
+            usages = [r.details["resources"] for r in runs]
             periods, throttled, seconds = (sum(x) for x in zip(*(throttling_of(u) for u in usages), strict=True))
-            out.append(Overhead(v.variant, title, len(usages), cpu, throttled / periods if periods else None,
-                                seconds / len(usages) if periods else None))
+            out.append(Overhead(v.variant, title, len(runs), cpu, throttled / periods if periods else None,
+                                seconds / len(runs) if periods else None))
     return out
