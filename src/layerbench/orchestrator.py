@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from layerbench import environment
+from layerbench import cleanup, environment
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import Endpoint
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
@@ -213,6 +213,8 @@ class Orchestrator:
                            run_dir=str(run_dir), warmup_seconds=float(workload.warmup))
         backend = make_backend(variant)
         private = Path(tempfile.mkdtemp(prefix="lb-private-"))
+        owner = f"lb{campaign_id}-{self.token}-{spec.idx + 1}-private"
+        cleanup.record(owner, pid=None, marker="", paths=[private])  # holds password files: `clean` removes it
         password = generate_password()
         try:
             self._measure(backend, spec, variant, workload, run_dir, private, password, record)
@@ -230,6 +232,7 @@ class Orchestrator:
                 backend.down()
             finally:
                 shutil.rmtree(private, ignore_errors=True)
+                cleanup.forget(owner)
         record.finished_at = time.time()
         return record
 

@@ -117,6 +117,7 @@ def test_sigkill_of_the_harness_then_clean_and_resume(tmp_path: Path) -> None:
     assert doctor.returncode == 1 and "leftover of a crashed campaign" in doctor.stdout
     cleaned = run_cli(["clean"])
     assert cleaned.returncode == 0 and "stopped process" in cleaned.stdout
+    assert "lb-private-" in cleaned.stdout  # the run's password files went with it
     assert server_pids(tmp_path) == []
     assert run_cli(["doctor"]).returncode == 0
 
