@@ -158,7 +158,7 @@ class Workload(Strict):
     rand_type: Literal["uniform", "gaussian", "special", "pareto", "zipfian"] | None = None
     rand_seed: int | None = Field(default=0, ge=0)
     buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
-    reset: Literal["snapshot", "reprepare"] = "snapshot"
+    reset: Literal["snapshot", "reprepare", "none"] = "snapshot"
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     @field_validator("threads", mode="before")
@@ -220,6 +220,18 @@ class Campaign(Strict):
         wnames = [w.name for w in self.workloads]
         if len(set(wnames)) != len(wnames):
             raise ValueError("workload names must be unique; give each workload its own name")
+        return self
+
+    @model_validator(mode="after")
+    def _resets(self) -> Campaign:
+        """A snapshot can only be restored into a server layerbench starts itself."""
+        external = [v.name for v in self.variants if v.backend == "external"]  # type: ignore[attr-defined]
+        for workload in self.workloads:
+            if external and workload.reset == "snapshot":
+                raise ValueError(
+                    f"workloads.{workload.name}.reset: 'snapshot' cannot be restored into variant {external[0]!r} "
+                    "(backend external: a server layerbench does not own); set reset: none (its tables are "
+                    "prepared already) or reset: reprepare (cleanup + prepare before every run)")
         return self
 
     def variant(self, name: str) -> VariantBase:
@@ -334,6 +346,8 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
     shown = "" if value is None or isinstance(value, dict | list) else f" (got {value!r})"
+    if not loc and re.match(r"(variants|workloads)\.[\w.-]+: ", message):
+        return message  # a cross-field check names its own field
     return f"{where}: {message}{shown}"
 
 

@@ -24,9 +24,11 @@ from layerbench.resources import ResourceSampler
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
 from layerbench.server.dataset import (
+    PrepareProgress,
     Snapshot,
     SnapshotCorrupt,
     ensure_snapshot,
+    existing_tables,
     prepare_tables,
     verify_data,
     work_root,
@@ -183,7 +185,8 @@ class Orchestrator:
         if key not in self.snapshots:
             self.progress.message(f"preparing dataset {workload.tables} x {workload.table_size} rows "
                                   f"(cached for later runs)")
-            self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir)
+            self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir,
+                                                  on_line=PrepareProgress(workload.tables, self.progress.message))
         return self.snapshots[key]
 
     def server_config(self, variant: VariantBase, workload: Workload,
@@ -257,8 +260,16 @@ class Orchestrator:
     def _reset(self, workload: Workload, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
                run_dir: Path) -> dict[str, Any]:
         started = time.monotonic()
+        if workload.reset == "none":
+            tables = existing_tables(endpoint, workload)
+            missing = [f"sbtest{i}" for i in range(1, workload.tables + 1) if f"sbtest{i}" not in tables]
+            if missing and not workload.is_lua_path:  # a script of the user's may make its own tables
+                raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {workload.tables} "
+                                f"tables (missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}); "
+                                "prepare them with sysbench, or set reset: reprepare")
+            return {"method": "none", "tables": tables, "seconds": round(time.monotonic() - started, 3)}
         if snapshot is None:
-            prepare_tables(workload, endpoint, private, run_dir, None)
+            prepare_tables(workload, endpoint, private, run_dir, None, cleanup_first=True)
             return {"method": "reprepare", "seconds": round(time.monotonic() - started, 3)}
         check = verify_data(endpoint, snapshot, workload)
         return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3),

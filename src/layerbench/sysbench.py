@@ -176,6 +176,12 @@ def prepare_command(workload: Workload, config_file: Path, threads: int) -> list
             *workload_args(workload, threads), "prepare"]
 
 
+def cleanup_command(workload: Workload, config_file: Path) -> list[str]:
+    """`cleanup`: drops the workload's tables (DROP TABLE IF EXISTS: harmless on an empty server)."""
+    return ["sysbench", f"--config-file={config_file}", test_script(workload), *workload_args(workload, 1),
+            "cleanup"]
+
+
 def run_command(workload: Workload, config_file: Path, hook_file: Path, threads: int) -> list[str]:
     """The measured run, warm-up included in the same process and connections.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -218,18 +219,35 @@ def test_external_backend_against_a_server_we_started(tmp_path: Path, monkeypatc
     endpoint = host.up(spec)
     try:
         monkeypatch.setenv("LB_EXT_PW", password.reveal())
-        path = campaign_file(tmp_path, repetitions=1, baseline="ext", variants=[
-            {"name": "ext", "backend": "external", "port": endpoint.port, "user": "sbtest",
-             "password_env": "LB_EXT_PW"}],
-            workload={"tables": 1, "table_size": 500, "threads": 1, "duration": 2, "warmup": 0, "reset": "reprepare"})
-        with pytest.raises(SystemExit) as done:
-            main(["run", str(path)])
-        assert done.value.code == 0
+        ext = [{"name": "ext", "backend": "external", "port": endpoint.port, "user": "sbtest",
+                "password_env": "LB_EXT_PW"}]
+        small = {"tables": 1, "table_size": 500, "threads": 1, "duration": 2, "warmup": 0}
+        # reprepare twice on a server that keeps its tables: cleanup + prepare each time, as studies do
+        runs = run_external(tmp_path, ext, {**small, "reset": "reprepare"}, repetitions=2)
+        assert [(r["status"], r["reset"]["method"]) for r in runs] == [("ok", "reprepare")] * 2
+        # reset none: the tables the server holds are used as they are, and recorded
+        runs = run_external(tmp_path, ext, {**small, "reset": "none"}, repetitions=1)
+        assert runs[0]["status"] == "ok" and runs[0]["reset"]["method"] == "none"
+        assert set(runs[0]["reset"]["tables"]) == {"sbtest1"}
+        # ... and a workload asking for tables the server does not hold fails with the fix
+        runs = run_external(tmp_path, ext, {**small, "tables": 3, "reset": "none"}, repetitions=1, code=1)
+        assert runs[0]["status"] == "failed" and "holds 1 of the workload's 3 tables" in runs[0]["error"]
         for file in (tmp_path / "out").rglob("*"):
             if file.is_file():
                 assert password.reveal().encode() not in file.read_bytes(), file
     finally:
         host.down()
+
+
+def run_external(tmp_path: Path, variants: list[dict], workload: dict, repetitions: int, code: int = 0) -> list[dict]:
+    path = campaign_file(tmp_path, repetitions=repetitions, baseline="ext", variants=variants, workload=workload)
+    with pytest.raises(SystemExit) as done:
+        main(["run", str(path), "--db", str(tmp_path / "ext.db")])
+    assert done.value.code == code
+    with Store(tmp_path / "ext.db") as store:
+        latest = store.campaign("latest")
+        return [{"status": r["status"], "error": r["error"], "reset": json.loads(r["details"]).get("reset") or {}}
+                for r in store.runs(latest["id"])]
 
 
 def test_unknown_campaign_reference(tmp_path: Path) -> None:

@@ -135,3 +135,16 @@ def test_odd_key_names_keep_the_message_on_one_line() -> None:
     with pytest.raises(BadInput) as info:
         parse_campaign({**VALID, "workload": {"\n": 1}})
     assert str(info.value) == "workloads[0].'\\n': unknown key; remove it or check its spelling (see docs/campaign.md)"
+
+
+def test_reset_modes_and_the_external_backend() -> None:
+    external = {"name": "ext", "backend": "external", "password_env": "X"}
+    data = {**VALID, "baseline": "ext", "variants": [external]}
+    with pytest.raises(BadInput) as error:
+        parse_campaign({**data, "workload": {"tables": 1}})
+    message = str(error.value)
+    assert message.startswith("workloads.default.reset: 'snapshot' cannot be restored into variant 'ext'")
+    assert "reset: none" in message and "\n" not in message
+    for reset in ("none", "reprepare"):
+        assert parse_campaign({**data, "workload": {"reset": reset}}).workloads[0].reset == reset
+    assert parse_campaign({**VALID, "workload": {"reset": "none"}}).workloads[0].reset == "none"

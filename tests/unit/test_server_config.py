@@ -10,6 +10,8 @@ from layerbench.secrets import REDACTED, Secret, generate_password, redact, writ
 from layerbench.server.bootstrap import init_sql
 from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
 
+DATA = Path(__file__).resolve().parents[1] / "data"
+
 
 def test_owned_settings_win_and_overlay_replaces_defaults() -> None:
     merged = merged_settings({"port": 4000}, {"max-connections": 50, "innodb_buffer_pool_size": "8M"})
@@ -43,3 +45,25 @@ def test_private_file_mode(tmp_path: Path) -> None:
 def test_init_sql_quotes_password() -> None:
     sql = init_sql("u", Secret("a'b\\c"), "sbtest")
     assert "IDENTIFIED BY 'a\\'b\\\\c'" in sql
+
+
+def test_prepare_progress_counts_finished_tables() -> None:
+    from layerbench.server.dataset import PrepareProgress
+
+    said: list[str] = []
+    ticks = iter(range(0, 100, 2))
+    progress = PrepareProgress(2, said.append, clock=lambda: float(next(ticks)))
+    for line in (DATA / "prepare.txt").read_text().splitlines():
+        progress(line)
+    assert said == ["prepare: 1/2 tables in 2 s, about 2 s left", "prepare: 2/2 tables in 4 s"]
+
+
+def test_prepare_progress_says_about_ten_things_for_many_tables() -> None:
+    from layerbench.server.dataset import PrepareProgress
+
+    said: list[str] = []
+    progress = PrepareProgress(95, said.append, clock=lambda: 0.0)
+    for i in range(1, 96):
+        progress(f"Inserting 10 records into 'sbtest{i}'")
+        progress(f"Creating a secondary index on 'sbtest{i}'...")
+    assert len(said) == 10 and said[-1].startswith("prepare: 95/95 tables")

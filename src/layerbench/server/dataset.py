@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -25,7 +27,7 @@ from layerbench.errors import RunFailed
 from layerbench.procs import run
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
-from layerbench.sysbench import config_file_text, prepare_command, test_script
+from layerbench.sysbench import cleanup_command, config_file_text, prepare_command, test_script
 
 
 def cache_dir() -> Path:
@@ -161,10 +163,40 @@ def build_snapshot(
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+class PrepareProgress:
+    """Turns sysbench prepare's output into "k of n tables" messages: a table is done when its secondary index
+    is built (the last step per table). At most about ten messages, whatever the table count."""
+
+    DONE = re.compile(r"^Creating a secondary index on '(\w+)'")
+
+    def __init__(self, tables: int, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.tables, self.say, self.clock = tables, say, clock
+        self.done = 0
+        self.step = max(1, math.ceil(tables / 10))
+        self.started = clock()
+
+    def __call__(self, line: str) -> None:
+        if not self.DONE.match(line.strip()):
+            return
+        self.done += 1
+        if self.done % self.step and self.done != self.tables:
+            return
+        elapsed = self.clock() - self.started
+        left = elapsed / self.done * (self.tables - self.done)
+        tail = f", about {left:.0f} s left" if self.done < self.tables else ""
+        self.say(f"prepare: {self.done}/{self.tables} tables in {elapsed:.0f} s{tail}")
+
+
 def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_dir: Path,
-                   on_line: Callable[[str], None] | None) -> None:
-    """sysbench prepare with one thread per table, up to the CPU count."""
+                   on_line: Callable[[str], None] | None, *, cleanup_first: bool = False) -> None:
+    """sysbench prepare with one thread per table, up to the CPU count (after `cleanup` when asked: a server
+    that keeps its tables between runs, as published studies reset their data)."""
     cfg = write_private(private / "sysbench.cfg", config_file_text(endpoint))
+    if cleanup_first:
+        gone = run("sysbench cleanup", cleanup_command(workload, cfg), log_path=log_dir / "cleanup.log",
+                   secrets=[endpoint.password], timeout=3600)
+        if gone.returncode != 0:
+            raise RunFailed(f"sysbench cleanup failed (exit {gone.returncode}); see cleanup.log")
     threads = max(1, min(workload.tables, os.cpu_count() or 1))
     done = run("sysbench prepare", prepare_command(workload, cfg, threads), log_path=log_dir / "prepare.log",
                secrets=[endpoint.password], on_line=on_line, timeout=24 * 3600)
@@ -180,6 +212,15 @@ def row_counts(endpoint: Endpoint, workload: Workload) -> dict[str, int]:
         rows = query(endpoint, f"SELECT COUNT(*) FROM sbtest{i}", database=endpoint.database)
         counts[f"sbtest{i}"] = int(rows[0][0])
     return counts
+
+
+def existing_tables(endpoint: Endpoint, workload: Workload) -> dict[str, int]:
+    """With `reset: none`: which of the workload's tables the server holds, with InnoDB's row estimate (cheap,
+    approximate; recorded so a report can tell what data a run worked on)."""
+    rows = query(endpoint, "SELECT TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                 "DATABASE() AND TABLE_NAME REGEXP '^sbtest[0-9]+$'", database=endpoint.database)
+    wanted = {f"sbtest{i}" for i in range(1, workload.tables + 1)}
+    return {str(name): int(count or 0) for name, count in rows if name in wanted}
 
 
 CHECKSUM_ALL_ROWS = 2_000_000
