@@ -25,3 +25,26 @@ def artifacts() -> Path:
     path = ROOT / "test-artifacts"
     path.mkdir(exist_ok=True)
     return path
+
+
+K8S_SCRIPT = ROOT / "scripts" / "k8s-local"
+
+
+@pytest.fixture(scope="module")
+def k8s_cluster():
+    """The local Kubernetes (default K8S_LOCAL_DIR) with the static CPU manager policy, for the kubernetes
+    backend's tests and examples. Started here when it is not running (a failure to start fails the tests: in
+    CI a missing cluster is not a skip), and stopped again at the end of the module if this fixture started it,
+    so scripts/k8s-local's own test finds the machine free."""
+    import subprocess
+
+    env = {**os.environ, "K8S_LOCAL_CPU_MANAGER_POLICY": "static"}
+    running = subprocess.run([str(K8S_SCRIPT), "status"], env=env, capture_output=True, text=True).returncode == 0
+    if not running:
+        up = subprocess.run([str(K8S_SCRIPT), "up"], env=env, capture_output=True, text=True, timeout=2400)
+        assert up.returncode == 0, f"scripts/k8s-local up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+    try:
+        yield
+    finally:
+        if not running:
+            subprocess.run([str(K8S_SCRIPT), "down"], env=env, capture_output=True, text=True, timeout=600)

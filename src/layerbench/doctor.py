@@ -30,11 +30,15 @@ def version_checks() -> list[tuple[bool, str]]:
 
 
 def leftover_checks() -> list[tuple[bool, str]]:
+    from layerbench.cleanup import kubernetes_namespaces
+
     found = leftovers()
-    if not found:
+    namespaces = kubernetes_namespaces()
+    if not found and not namespaces:
         return [(True, "leftovers: none")]
     return [(False, f"leftover of a crashed campaign: {o.label} (pid {o.pid}); run `layerbench clean`")
-            for o in found]
+            for o in found] + [(False, f"leftover Kubernetes namespace of a crashed campaign: {name}; run "
+                                       "`layerbench clean`") for name in namespaces]
 
 
 def diagnose() -> list[tuple[bool, str]]:

@@ -21,7 +21,10 @@ def test_there_are_examples() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
-def test_example_validates_and_runs_in_smoke_mode(example: Path, tmp_path: Path) -> None:
+def test_example_validates_and_runs_in_smoke_mode(example: Path, tmp_path: Path, request: pytest.FixtureRequest,
+                                                  ) -> None:
+    if "backend: kubernetes" in example.read_text():
+        request.getfixturevalue("k8s_cluster")  # the local cluster, started for this module when not running
     checked = cli("validate", str(example))
     assert checked.returncode == 0 and "valid;" in checked.stdout, checked.stderr
     done = cli("run", "--smoke", str(example), "--output", str(tmp_path))

@@ -192,10 +192,21 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
                             f">= {analysis.settings.min_runs} per side (set repetitions: "
                             f"{analysis.settings.min_runs} or more)")
     warnings += run_warnings(analysis.runs)
+    warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
         warnings.append(f"{len(analysis.differences)} difference(s) between variants that the campaign did not ask "
                         "for; see Environment and fairness")
     return warnings
+
+
+def backend_warnings(envs: dict[str, dict[str, Any]]) -> list[str]:
+    """What a backend said about a variant's setup that a reader must know (emulation, a slow client path,
+    exclusive cores nobody asked for), from the variant's environment record."""
+    out = []
+    for variant, env in envs.items():
+        for text in (env.get("backend") or {}).get("warnings", []):
+            out.append(f"`{variant}`: {text}")
+    return out
 
 
 def environments(runs: list[RunRow]) -> dict[str, dict[str, Any]]:

@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +64,22 @@ class ContainerClient:
 
     @staticmethod
     def _stream(container: Any, log_path: Path, on_line: Any, secrets: list[Secret]) -> str:
-        lines = []
-        pending = b""
-        with log_path.open("a", encoding="utf-8") as log:
-            for chunk in container.logs(stream=True, follow=True):
-                pending += chunk
-                while b"\n" in pending:
-                    raw, pending = pending.split(b"\n", 1)
-                    line = redact(raw.decode(errors="replace"), secrets)
-                    lines.append(line + "\n")
-                    log.write(line + "\n")
-                    if on_line:
-                        on_line(line)
-        return "".join(lines) + pending.decode(errors="replace")
+        return collect_stream(container.logs(stream=True, follow=True), log_path, on_line, secrets)
+
+
+def collect_stream(chunks: Iterable[bytes], log_path: Path, on_line: Any, secrets: list[Secret]) -> str:
+    """A client's output as it arrives in chunks (a container's or a pod's log): split into lines, redacted,
+    appended to the run's log and handed to on_line (live TPS); returns the whole output."""
+    lines = []
+    pending = b""
+    with log_path.open("a", encoding="utf-8") as log:
+        for chunk in chunks:
+            pending += chunk
+            while b"\n" in pending:
+                raw, pending = pending.split(b"\n", 1)
+                line = redact(raw.decode(errors="replace"), secrets)
+                lines.append(line + "\n")
+                log.write(line + "\n")
+                if on_line:
+                    on_line(line)
+    return "".join(lines) + redact(pending.decode(errors="replace"), secrets)

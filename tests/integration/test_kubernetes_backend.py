@@ -1,0 +1,124 @@
+"""The kubernetes backend on a real cluster (scripts/k8s-local, static CPU manager policy): each QoS class comes
+up as asked, sysbench runs from the host and as a Job, namespaces are gone afterwards (also after SIGINT), and
+bad input is refused before anything is created. A cluster that does not start fails these tests."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_host_campaign import campaign_file, run_cli
+
+from layerbench import orchestrator
+from layerbench.campaign import parse_campaign
+from layerbench.cleanup import _kubernetes_core
+from layerbench.store import Store
+
+pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
+TINY = {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 1}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster(k8s_cluster) -> None:
+    return None
+
+
+def namespaces() -> list[str]:
+    core = _kubernetes_core()
+    assert core is not None, "the cluster does not answer"
+    return [ns.metadata.name for ns in core.list_namespace(label_selector="layerbench=1").items]
+
+
+def run_campaign(tmp_path: Path, variants: list[dict], workload: dict | None = None) -> list[dict]:
+    path = campaign_file(tmp_path, repetitions=1, baseline=variants[0]["name"], variants=variants,
+                         workload=workload or TINY)
+    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(campaign, store)
+        rows = store.runs(outcome.campaign_id)
+        return [{**dict(r), "details": json.loads(r["details"])} for r in rows]
+
+
+def backend_facts(run: dict) -> dict:
+    return run["details"]["environment"]["backend"]
+
+
+def test_each_qos_class_from_the_host(tmp_path: Path) -> None:
+    runs = run_campaign(tmp_path, [
+        {"name": "besteffort", "backend": "kubernetes", "qos": "besteffort", "kind": "pod", "client_cpus": "0"},
+        {"name": "burstable", "backend": "kubernetes", "qos": "burstable", "kind": "statefulset",
+         "client_cpus": "0"},
+        {"name": "pinned", "backend": "kubernetes", "qos": "guaranteed", "cpu_manager_static": True,
+         "limits": {"cpu": "1", "memory": "1Gi"}, "kind": "pod", "client_cpus": "0"},
+    ])
+    by_name = {r["variant"]: r for r in runs}
+    assert {n: r["status"] for n, r in by_name.items()} == dict.fromkeys(by_name, "ok"), [r["error"] for r in runs]
+    for name, qos in (("besteffort", "BestEffort"), ("burstable", "Burstable"), ("pinned", "Guaranteed")):
+        facts = backend_facts(by_name[name])
+        assert facts["qos_class"] == qos and "snapshot copied" in facts["data"]
+        assert by_name[name]["tps"] > 5
+        assert by_name[name]["details"]["reset"]["method"] == "snapshot"
+    assert backend_facts(by_name["pinned"])["cpu_manager_policy"] == "static"
+    assert by_name["pinned"]["details"]["resources"]["cpu_seconds"].get("server", 0) > 0
+    assert namespaces() == []
+
+
+def test_sysbench_as_a_job_on_a_hostpath_datadir(tmp_path: Path) -> None:
+    runs = run_campaign(tmp_path, [{"name": "job", "backend": "kubernetes", "qos": "guaranteed", "client": "job",
+                                    "storage": "hostpath", "limits": {"cpu": "1", "memory": "1Gi"}}])
+    assert runs[0]["status"] == "ok", runs[0]["error"]
+    assert runs[0]["tps"] > 5 and len(runs[0]["details"]) > 0
+    facts = backend_facts(runs[0])
+    assert facts["client_path"].startswith("a Job") and "hostPath datadir" in facts["data"]
+    assert namespaces() == []
+
+
+def test_sigint_deletes_the_namespace(tmp_path: Path) -> None:
+    path = campaign_file(tmp_path, repetitions=2, baseline="k", variants=[
+        {"name": "k", "backend": "kubernetes", "qos": "guaranteed", "limits": {"cpu": "1", "memory": "1Gi"}}],
+        workload={**TINY, "duration": 60})
+    proc = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not namespaces():
+        time.sleep(0.5)
+    assert namespaces(), "no namespace appeared"
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out[-2000:]
+    assert namespaces() == []
+
+
+@pytest.mark.parametrize(("variant", "expected"), [
+    ({"storage": "pvc", "storage_class": "nope"}, "storage_class: 'nope' does not exist"),
+    ({"requests": {"cpu": "64"}, "qos": "burstable"}, "requests.cpu: 64 is more than any node can give"),
+    ({"qos": "besteffort", "cpu_manager_static": True}, "cpu_manager_static: exclusive cores need qos: guaranteed"),
+    ({"node_selector": {"disk": "nvme"}}, "node_selector: {'disk': 'nvme'} matches no node"),
+])
+def test_bad_input_before_anything_is_created(tmp_path: Path, variant: dict, expected: str) -> None:
+    path = campaign_file(tmp_path, repetitions=1, baseline="k", variants=[
+        {"name": "k", "backend": "kubernetes", **variant}], workload=TINY)
+    done = run_cli(["run", str(path)])
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr
+    assert namespaces() == []
+
+
+def test_unreachable_api_server_is_one_line(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+    path = campaign_file(tmp_path, repetitions=1, baseline="k", variants=[
+        {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig)}], workload=TINY)
+    done = run_cli(["run", str(path)])
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and "does not answer" in lines[0], done.stderr

@@ -1,0 +1,122 @@
+"""The Kubernetes objects of a run, built without a cluster: QoS -> resources, names, the server pod's volumes."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from layerbench.backends import kubernetes_manifests as m
+from layerbench.campaign import KubernetesVariant
+from layerbench.errors import BadInput
+
+
+def variant(**kw) -> KubernetesVariant:
+    return KubernetesVariant(name="pod", backend="kubernetes", **kw)
+
+
+def kubelet_qos(resources: dict) -> str:
+    """The kubelet's classification (pkg/apis/core/helper/qos), for one container."""
+    requests, limits = resources.get("requests", {}), resources.get("limits", {})
+    if not requests and not limits:
+        return "BestEffort"
+    if all(k in limits and m.quantity(limits[k]) == m.quantity(requests.get(k, limits[k])) for k in ("cpu", "memory")):
+        return "Guaranteed"
+    return "Burstable"
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("500m", Decimal("0.5")), ("2", Decimal(2)), ("1.5", Decimal("1.5")), ("512Mi", Decimal(512 * 2**20)),
+    ("4Gi", Decimal(4 * 2**30)), ("1G", Decimal(10**9)), ("1e3", Decimal(1000)), ("100k", Decimal(100_000)),
+])
+def test_quantities(text: str, value: Decimal) -> None:
+    assert m.quantity(text) == value
+
+
+@given(st.text(max_size=12))
+def test_quantity_parser_never_crashes(text: str) -> None:
+    try:
+        assert m.quantity(text) >= 0
+    except ValueError as error:
+        assert "not a Kubernetes quantity" in str(error)
+
+
+@pytest.mark.parametrize("qos", ["besteffort", "burstable", "guaranteed"])
+def test_each_qos_gets_resources_the_kubelet_classifies_as_asked(qos: str) -> None:
+    resources = m.resources_for(variant(qos=qos))
+    assert kubelet_qos(resources) == m.QOS_CLASS[qos]
+
+
+@given(cpu=st.sampled_from(["250m", "1", "2", "1500m"]), mem=st.sampled_from(["256Mi", "1Gi", "3Gi"]),
+       side=st.sampled_from(["requests", "limits"]))
+def test_guaranteed_overrides_stay_guaranteed(cpu: str, mem: str, side: str) -> None:
+    resources = m.resources_for(variant(qos="guaranteed", **{side: {"cpu": cpu, "memory": mem}}))
+    assert kubelet_qos(resources) == "Guaranteed"
+    assert resources["limits"] == {"cpu": cpu, "memory": mem}
+
+
+@given(req=st.sampled_from(["100m", "500m", "1"]), lim=st.sampled_from(["1", "2", None]))
+def test_burstable_overrides_stay_burstable(req: str, lim: str | None) -> None:
+    limits = {"cpu": lim} if lim else {}
+    resources = m.resources_for(variant(qos="burstable", requests={"cpu": req}, limits=limits))
+    assert kubelet_qos(resources) == "Burstable"
+
+
+@pytest.mark.parametrize(("kw", "expected"), [
+    ({"qos": "besteffort", "limits": {"cpu": "1"}}, "a BestEffort pod has no requests or limits"),
+    ({"qos": "guaranteed", "requests": {"cpu": "1"}, "limits": {"cpu": "2"}}, "Guaranteed needs requests equal"),
+    ({"qos": "burstable", "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+     "makes the pod Guaranteed"),
+    ({"qos": "guaranteed", "limits": {"cpu": "lots"}}, "variants.pod.limits.cpu: 'lots' is not a Kubernetes"),
+    ({"qos": "guaranteed", "limits": {"gpu": "1"}}, "variants.pod.limits.gpu: not a resource"),
+])
+def test_contradictory_resources_are_one_line_errors(kw: dict, expected: str) -> None:
+    with pytest.raises(BadInput) as error:
+        m.resources_for(variant(**kw))
+    assert expected in str(error.value) and "\n" not in str(error.value)
+
+
+def test_exclusive_cpus_only_for_whole_guaranteed_cores() -> None:
+    assert m.exclusive_cpus(m.resources_for(variant(qos="guaranteed")))
+    assert not m.exclusive_cpus(m.resources_for(variant(qos="guaranteed", limits={"cpu": "1500m"})))
+    assert not m.exclusive_cpus(m.resources_for(variant(qos="burstable")))
+
+
+@given(st.text(min_size=1, max_size=100))
+def test_names_are_dns_labels(text: str) -> None:
+    name = m.dns_name(text)
+    assert 1 <= len(name) <= 63 and name == name.lower() and not name.startswith("-") and not name.endswith("-")
+    assert all(c.isascii() and (c.isalnum() or c == "-") for c in name)
+
+
+def test_server_pod_restores_the_snapshot_and_never_holds_the_password() -> None:
+    labels = m.labels("my study", "lb1-abc-1-Pod_BE", "server")
+    objs = m.server_objects(variant(qos="guaranteed", kind="pod"), "img:1", "ns1", labels,
+                            snapshot_path="/cache/snap", host_datadir=None)
+    pod, service = objs
+    assert [o["kind"] for o in objs] == ["Pod", "Service"]
+    script = pod["spec"]["containers"][0]["command"][-1]
+    assert "cp -a /snapshot/. /var/lib/mysql/" in script and "--init-file=/etc/layerbench-secret/init.sql" in script
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert volumes["snapshot"]["hostPath"]["path"] == "/cache/snap" and "emptyDir" in volumes["data"]
+    assert volumes["init"]["secret"]["secretName"] == "server-init"
+    assert service["spec"]["selector"] == {"layerbench.label": "lb1-abc-1-pod-be", "layerbench.role": "server"}
+    assert all(v == v.strip() and len(v) <= 63 for v in labels.values())
+
+
+def test_statefulset_with_a_claim_and_a_hostpath_datadir_in_place() -> None:
+    sts = m.server_objects(variant(kind="statefulset", storage="pvc", storage_class="fast"), "img", "ns", {
+        "layerbench.label": "x"}, snapshot_path="/s", host_datadir=None)[0]
+    assert sts["kind"] == "StatefulSet"
+    assert sts["spec"]["volumeClaimTemplates"][0]["spec"]["storageClassName"] == "fast"
+    pod = m.server_objects(variant(kind="pod", storage="hostpath"), "img", "ns", {"layerbench.label": "x"},
+                           snapshot_path="/s", host_datadir="/work/d")[0]
+    assert "cp -a" not in pod["spec"]["containers"][0]["command"][-1]
+    assert {v["name"] for v in pod["spec"]["volumes"]} == {"conf", "init", "data"}
+
+
+def test_client_job_never_retries() -> None:
+    job = m.client_job("img", "ns", ["sysbench", "run"], {"a": "b"})
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
