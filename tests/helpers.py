@@ -51,3 +51,23 @@ def synthetic_run(cid: int, spec, factor: float, rng: random.Random, failed: boo
                            transactions * 2, transactions / 10, transactions * 2.0, 0, 0, transactions,
                            1.0, 3.6 / factor, 20.0, 4.5 / factor, 1000.0)
     return record
+
+
+def interrupt_campaign(path: Path, started, settle: float = 3.0, wait: float = 240.0) -> tuple[int, str]:
+    """`layerbench run path` in a child process, Ctrl-C (SIGINT) once `started()` says its server is up;
+    returns the exit code and the output."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and not started() and proc.poll() is None:
+        time.sleep(0.5)
+    assert started(), "the campaign's server never appeared"
+    time.sleep(settle)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=300)
+    return proc.returncode, out

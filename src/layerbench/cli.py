@@ -236,11 +236,13 @@ def cache_clear() -> None:
 
 @app.command()
 def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False) -> None:
-    """Remove what a crashed or killed campaign left: its servers, datadirs, containers and Kubernetes namespaces;
-    nothing else."""
+    """Remove what a crashed or killed campaign left: its servers, VMs, datadirs, containers, Kubernetes namespaces,
+    taps and bridges; nothing else."""
+    from layerbench.backends.vm_net import clean_devices
     from layerbench.cleanup import clean_docker, clean_kubernetes, clean_recorded
 
     done = clean_docker(include_live=all_) + clean_kubernetes(include_live=all_) + clean_recorded(include_live=all_)
+    done += clean_devices(include_live=all_)  # VM taps and bridges, after their QEMU is gone
     for line in done:
         out.print(line)
     out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")

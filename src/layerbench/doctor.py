@@ -30,15 +30,19 @@ def version_checks() -> list[tuple[bool, str]]:
 
 
 def leftover_checks() -> list[tuple[bool, str]]:
+    from layerbench.backends.vm_net import leftover_devices
     from layerbench.cleanup import kubernetes_namespaces
 
     found = leftovers()
     namespaces = kubernetes_namespaces()
-    if not found and not namespaces:
+    devices = leftover_devices()
+    if not found and not namespaces and not devices:
         return [(True, "leftovers: none")]
     return [(False, f"leftover of a crashed campaign: {o.label} (pid {o.pid}); run `layerbench clean`")
             for o in found] + [(False, f"leftover Kubernetes namespace of a crashed campaign: {name}; run "
-                                       "`layerbench clean`") for name in namespaces]
+                                       "`layerbench clean`") for name in namespaces] + [
+        (False, f"leftover VM network device of a crashed campaign: {name}; run `layerbench clean`")
+        for name in devices]
 
 
 def diagnose() -> list[tuple[bool, str]]:

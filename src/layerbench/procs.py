@@ -137,6 +137,7 @@ def run(
     input_text: str | None = None,
     on_line: Callable[[str], None] | None = None,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Completed:
     """Run a process to its end, streaming its output lines to on_line and to the log (redacted).
 
@@ -148,7 +149,7 @@ def run(
         popen = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            env=env, start_new_session=True,
+            env=env, cwd=cwd, start_new_session=True,
         )
     except OSError as error:
         raise RunFailed(f"{name}: cannot start {cmd[0]} ({error.strerror})") from None

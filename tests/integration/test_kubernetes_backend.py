@@ -5,16 +5,13 @@ bad input is refused before anything is created. A cluster that does not start f
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 from test_host_campaign import campaign_file, run_cli
 
+from helpers import interrupt_campaign
 from layerbench import orchestrator
 from layerbench.campaign import parse_campaign
 from layerbench.cleanup import _kubernetes_core
@@ -83,16 +80,8 @@ def test_sigint_deletes_the_namespace(tmp_path: Path) -> None:
     path = campaign_file(tmp_path, repetitions=2, baseline="k", variants=[
         {"name": "k", "backend": "kubernetes", "qos": "guaranteed", "limits": {"cpu": "1", "memory": "1Gi"}}],
         workload={**TINY, "duration": 60})
-    proc = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not namespaces():
-        time.sleep(0.5)
-    assert namespaces(), "no namespace appeared"
-    time.sleep(3)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 130, out[-2000:]
+    code, out = interrupt_campaign(path, lambda: bool(namespaces()), settle=3)
+    assert code == 130, out[-2000:]
     assert namespaces() == []
 
 

@@ -28,3 +28,19 @@ def test_unasked_differences_are_reported() -> None:
 
 def test_no_baseline_environment_gives_nothing() -> None:
     assert fairness_differences("base", {"x": BASE}, {}) == []
+
+
+def test_a_vm_larger_or_smaller_than_the_pinned_baseline_is_flagged() -> None:
+    from layerbench.analysis.fairness import cpu_list_size, vm_size_differences
+
+    assert cpu_list_size("0-3,6") == 5 and cpu_list_size("1") == 1
+    definition = {"variants": [{"name": "host", "backend": "host", "cpus": "0"},
+                               {"name": "vm1", "backend": "vm", "vcpus": 1, "memory": "2G"},
+                               {"name": "vm2", "backend": "vm", "vcpus": 2, "memory": "2G"}]}
+    found = vm_size_differences("host", definition, {"host": {"host": {"cpu_count": 2}}})
+    assert [(d.variant, d.baseline_value, d.variant_value) for d in found] == [("vm2", "1", "2")]
+    unpinned = {"variants": [{"name": "box", "backend": "docker", "resources": {"memory": "1G"}},
+                             {"name": "vm", "backend": "vm", "vcpus": 1, "memory": "2G"}]}
+    found = vm_size_differences("box", unpinned, {"box": {"host": {"cpu_count": 2}}})
+    assert {d.what.split(" ")[0]: (d.baseline_value, d.variant_value) for d in found} == {
+        "CPUs": ("2", "1"), "memory": ("1G", "2G")}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
-from layerbench.analysis.fairness import Difference, fairness_differences
+from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.stats import Comparison, Summary
 from layerbench.store import Store
@@ -249,6 +249,7 @@ def analyze(store: Store, ref: str | int) -> Analysis:
                         points, planned, settings=settings)
     analysis.environments = environments(runs)
     analysis.differences = fairness_differences(row["baseline"], analysis.environments, asked_keys(definition))
+    analysis.differences += vm_size_differences(row["baseline"], definition, analysis.environments)
     analysis.warnings = analysis_warnings(analysis)
     return analysis
 

@@ -80,3 +80,44 @@ def fairness_differences(baseline: str, environments: dict[str, dict[str, Any]],
                                     keys)
         out += host_differences(variant, base.get("host", {}), env.get("host", {}))
     return out
+
+
+def cpu_list_size(cpus: str) -> int:
+    """How many CPUs a list like "0-3,6" names."""
+    count = 0
+    for part in cpus.split(","):
+        low, _, high = part.strip().partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
+
+
+def baseline_size(variant: dict[str, Any], env: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The baseline's CPU count (its pinning, else the machine's) and memory limit (None: the machine's)."""
+    if variant.get("backend") == "vm":
+        return int(variant.get("vcpus", 1)), str(variant.get("memory", "2G"))
+    cpus = variant.get("cpus")
+    count = cpu_list_size(cpus) if cpus else env.get("host", {}).get("cpu_count")
+    memory = (variant.get("resources") or {}).get("memory") or (variant.get("limits") or {}).get("memory")
+    return count, memory
+
+
+def vm_size_differences(baseline: str, definition: dict[str, Any],
+                        environments: dict[str, dict[str, Any]]) -> list[Difference]:
+    """A VM whose vCPUs or memory differ from the baseline's CPUs / memory limit: the classic study matches
+    them (it disables host CPUs to the VM's count), or the delta measures the size, not the layer."""
+    variants = {v.get("name"): v for v in definition.get("variants", [])}
+    if baseline not in variants:
+        return []
+    cpus, memory = baseline_size(variants[baseline], environments.get(baseline, {}))
+    out = []
+    for name, variant in variants.items():
+        if name == baseline or variant.get("backend") != "vm":
+            continue
+        vcpus = int(variant.get("vcpus", 1))
+        if cpus is not None and vcpus != cpus:
+            out.append(Difference(name, "CPUs (VM vCPUs vs the baseline's CPUs; pin the baseline with cpus)",
+                                  str(cpus), str(vcpus)))
+        vm_memory = str(variant.get("memory", "2G"))
+        if memory is not None and vm_memory.upper().rstrip("B") != str(memory).upper().rstrip("B"):
+            out.append(Difference(name, "memory (VM vs the baseline's limit)", str(memory), vm_memory))
+    return out

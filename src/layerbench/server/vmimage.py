@@ -1,0 +1,216 @@
+"""The VM's boot files, built locally and cached by their inputs: Debian's kernel (from `linux-image-amd64`,
+unpacked into the cache, never installed on the host), a small initramfs (busybox-static and the virtio and
+ext4 modules) that mounts the root disk, and a raw ext4 root disk made from the same rootfs as the Docker image
+(the host's exact MariaDB package) plus the guest's init (data/vm/init.sh). Per run, the backend adds a qcow2
+overlay on the root disk, a data disk made from the dataset snapshot, and a config disk."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from layerbench.errors import PrerequisiteMissing, RunFailed
+from layerbench.procs import require_program, run
+from layerbench.server.dataset import cache_dir
+from layerbench.server.image import build_rootfs, image_key
+
+RECIPE_VERSION = 1
+KERNEL_PACKAGE = "linux-image-amd64"
+MODULES = ("virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ext4")  # ext4 checksums need crc32c
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BootFiles:
+    kernel: Path
+    initrd: Path
+    root: Path  # raw ext4 image, the read-only base of each run's overlay
+    kernel_version: str
+
+
+def vm_cache() -> Path:
+    folder = cache_dir() / "vm"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def guest_init() -> str:
+    return (resources.files("layerbench") / "data" / "vm" / "init.sh").read_text(encoding="utf-8")
+
+
+def kernel_package() -> str:
+    """The versioned kernel package linux-image-amd64 depends on (linux-image-6.1.0-NN-amd64)."""
+    out = subprocess.run(["apt-cache", "depends", KERNEL_PACKAGE], capture_output=True, text=True, check=False)
+    for line in out.stdout.splitlines():
+        if "Depends:" in line and "linux-image-" in line:
+            return line.split("Depends:", 1)[1].strip()
+    raise PrerequisiteMissing(f"apt knows no {KERNEL_PACKAGE}; run `apt-get update` (the VM boots Debian's kernel)")
+
+
+def ensure_kernel(say: Say) -> tuple[Path, str]:
+    """The unpacked kernel package folder (boot/vmlinuz-*, lib/modules/*), downloaded once."""
+    package = kernel_package()
+    folder = vm_cache() / package
+    if (folder / ".complete").exists():
+        return folder, package.removeprefix("linux-image-")
+    say(f"downloading and unpacking {package} (not installed on this host)")
+    shutil.rmtree(folder, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix="kernel-", dir=vm_cache()))
+    os.chmod(work, 0o755)  # apt drops to the _apt user for downloads
+    try:
+        done = run("apt-get download", ["apt-get", "download", "-q", package], log_path=work / "download.log",
+                   cwd=work, timeout=900)
+        debs = sorted(work.glob("*.deb"))
+        if done.returncode != 0 or not debs:
+            raise RunFailed(f"apt-get download {package} failed; see {work / 'download.log'}")
+        unpacked = work / "x"
+        if run("dpkg-deb", ["dpkg-deb", "-x", str(debs[0]), str(unpacked)], timeout=600).returncode != 0:
+            raise RunFailed(f"dpkg-deb -x {debs[0].name} failed")
+        unpacked.rename(folder)
+        (folder / ".complete").write_text(package)
+        return folder, package.removeprefix("linux-image-")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def module_depends(path: Path) -> list[str]:
+    """The module names a .ko needs, from its .modinfo `depends=` entry (what depmod reads)."""
+    for field in path.read_bytes().split(b"\0"):
+        if field.startswith(b"depends="):
+            return [d for d in field[8:].decode(errors="replace").split(",") if d]
+    return []
+
+
+def module_closure(modules_dir: Path, wanted: tuple[str, ...]) -> list[str]:
+    """Module paths (relative to modules_dir) for `wanted` and everything they depend on, dependencies first.
+    The package ships no modules.dep (depmod writes it at install), so the .ko files say it themselves."""
+    by_name = {p.name.split(".ko")[0].replace("-", "_"): p for p in modules_dir.rglob("*.ko")}
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name not in by_name:
+            raise RunFailed(f"the guest kernel has no module {name}; the VM cannot mount its disks")
+        rel = str(by_name[name].relative_to(modules_dir))
+        if rel in order:
+            return
+        for dep in module_depends(by_name[name]):
+            visit(dep.replace("-", "_"))
+        order.append(rel)
+
+    for name in wanted:
+        visit(name)
+    return order
+
+
+INITRAMFS_INIT = """#!/bin/busybox sh
+/bin/busybox --install -s /bin
+/bin/busybox mkdir -p /proc /sys /dev /newroot
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t devtmpfs dev /dev
+for m in $(cat /modules.order); do insmod "/modules/$m" || echo "LAYERBENCH-NOTE insmod $m failed"; done
+n=0
+while [ ! -b /dev/vda ] && [ $n -lt 300 ]; do /bin/busybox sleep 0.1; n=$((n+1)); done
+mount -t ext4 -o rw /dev/vda /newroot || { echo "LAYERBENCH-FAILED cannot mount the root disk"; poweroff -f; }
+/bin/busybox umount /proc /dev
+exec /bin/busybox switch_root /newroot /layerbench-init
+"""
+
+
+def newc_entry(name: str, data: bytes, mode: int, ino: int) -> bytes:
+    """One entry of a cpio archive in the kernel's initramfs format (newc)."""
+    name_bytes = name.encode() + b"\0"
+    fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name_bytes), 0]
+    header = b"070701" + b"".join(f"{f:08x}".encode() for f in fields)
+    pad = lambda n: b"\0" * ((4 - n % 4) % 4)  # noqa: E731
+    return header + name_bytes + pad(len(header) + len(name_bytes)) + data + pad(len(data))
+
+
+def build_initramfs(kernel_dir: Path, version: str, target: Path) -> None:
+    busybox = Path(require_program("busybox", "apt-get install busybox-static (scripts/setup does it)"))
+    modules_dir = kernel_dir / "lib" / "modules" / version
+    order = module_closure(modules_dir, MODULES)
+    files: list[tuple[str, bytes, int]] = [("bin", b"", stat.S_IFDIR | 0o755), ("modules", b"", stat.S_IFDIR | 0o755),
+                                           ("bin/busybox", busybox.read_bytes(), stat.S_IFREG | 0o755),
+                                           ("init", INITRAMFS_INIT.encode(), stat.S_IFREG | 0o755)]
+    names = []
+    for index, rel in enumerate(order):
+        name = f"{index:02d}-{Path(rel).name}"
+        names.append(name)
+        files.append((f"modules/{name}", (modules_dir / rel).read_bytes(), stat.S_IFREG | 0o644))
+    files.append(("modules.order", "\n".join(names).encode() + b"\n", stat.S_IFREG | 0o644))
+    archive = b"".join(newc_entry(n, d, m, i + 1) for i, (n, d, m) in enumerate(files))
+    archive += newc_entry("TRAILER!!!", b"", 0, 0)
+    target.write_bytes(gzip.compress(archive, compresslevel=6))
+
+
+def boot_key(version: str) -> str:
+    inputs = {"recipe": RECIPE_VERSION, "rootfs": image_key(), "kernel": version, "init": guest_init(),
+              "initramfs": INITRAMFS_INIT, "modules": MODULES}
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def ensure_boot_files(say: Say) -> BootFiles:
+    """The kernel, initramfs and root disk for the current inputs, built now when missing (about a minute)."""
+    kernel_dir, version = ensure_kernel(say)
+    folder = vm_cache() / f"boot-{boot_key(version)}"
+    files = BootFiles(next(iter(sorted((kernel_dir / "boot").glob("vmlinuz-*")))), folder / "initrd.gz",
+                      folder / "root.img", version)
+    if (folder / ".complete").exists():
+        return files
+    require_program("mkfs.ext4", "apt-get install e2fsprogs (scripts/setup does it)")
+    tarball = build_rootfs(say)
+    started = time.monotonic()
+    say("building the VM's root disk from the server image's rootfs")
+    shutil.rmtree(folder, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix="boot-", dir=vm_cache()))
+    try:
+        build_initramfs(kernel_dir, version, work / "initrd.gz")
+        root_disk(tarball, work / "root.img")
+        work.rename(folder)
+        (folder / ".complete").write_text(json.dumps({"kernel": version, "seconds": time.monotonic() - started}))
+        say(f"VM boot files ready in {time.monotonic() - started:.0f} s")
+        return files
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def root_disk(tarball: Path, target: Path) -> None:
+    """A raw ext4 image holding the rootfs and the guest init, sized with room for the server's own files."""
+    tree = target.parent / "rootfs"
+    tree.mkdir()
+    if run("tar", ["tar", "-C", str(tree), "--numeric-owner", "-xf", str(tarball)], timeout=900).returncode != 0:
+        raise RunFailed(f"unpacking {tarball} failed")
+    init = tree / "layerbench-init"
+    init.write_text(guest_init(), encoding="utf-8")
+    init.chmod(0o755)
+    for folder in ("etc/layerbench", "var/lib/mysql"):
+        (tree / folder).mkdir(parents=True, exist_ok=True)
+    make_ext4(tree, target, extra_mib=512)
+    shutil.rmtree(tree, ignore_errors=True)
+
+
+def tree_bytes(folder: Path) -> int:
+    return sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def make_ext4(tree: Path | None, target: Path, *, extra_mib: int, min_mib: int = 16, label: str = "") -> None:
+    """An ext4 image of `tree` (or empty) with `extra_mib` free, built without mounting anything (mkfs -d)."""
+    size_mib = max(min_mib, (tree_bytes(tree) if tree else 0) * 13 // 10 // 2**20 + extra_mib)
+    cmd = ["mkfs.ext4", "-q", "-F", "-E", "root_owner=0:0", "-O", "^has_journal" if size_mib < 32 else "has_journal"]
+    cmd += ["-L", label] if label else []
+    cmd += ["-d", str(tree)] if tree else []
+    cmd += [str(target), f"{size_mib}M"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RunFailed(f"mkfs.ext4 of {target.name} failed: {done.stderr.strip()[-300:]}")
