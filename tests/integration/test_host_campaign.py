@@ -151,8 +151,10 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float =
         ({"variants": [{"name": "base", "backend": "host", "cpus": "63"}]}, "CPU 63 does not exist"),
         ({"workload": {"test": "oltp_nonsense"}}, "is not a sysbench test"),
         ({"variants": [{"name": "base", "backend": "host", "server": {"config": {"port": 1}}}]}, "set by layerbench"),
+        ({"variants": [{"name": "base", "backend": "external", "password_env": "LB_NOT_SET"}],
+          "workload": {"tables": 1, "reset": "none"}}, "LB_NOT_SET is not set"),
         ({"variants": [{"name": "base", "backend": "external", "password_env": "LB_NOT_SET"}]},
-         "LB_NOT_SET is not set"),
+         "workloads.default.reset: 'snapshot' cannot be restored into variant 'base'"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, changes: dict, expected: str) -> None:
