@@ -323,6 +323,9 @@ class Orchestrator:
             cause = parsed.errors[0] if parsed.errors else f"sysbench exited with code {returncode}"
             if returncode < 0:
                 cause = f"sysbench was killed by signal {-returncode}" + (f" ({cause})" if parsed.errors else "")
+            if "failed to initialize within" in cause:
+                cause += (" (sysbench 1.0 gives all threads 30 s to connect, fixed; the server answered too slowly, "
+                          "as an emulated VM does: use fewer threads)")
             raise RunFailed(cause)
         record.totals = parsed.totals
         warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]

@@ -8,7 +8,7 @@ from layerbench.campaign import Campaign, VariantBase
 from layerbench.schedule import build_schedule
 
 # Seconds a run costs beyond warm-up and duration (start, restore, checks, stop), per backend, measured here.
-RUN_OVERHEAD = {"host": 4, "external": 2, "docker": 8, "vm": 90, "kubernetes": 20}
+RUN_OVERHEAD = {"host": 4, "external": 2, "docker": 8, "vm": 20, "kubernetes": 8}
 PREPARE_ROWS_PER_SECOND = 40_000
 
 CREATES = {

@@ -76,6 +76,15 @@ def test_sysbench_as_a_job_on_a_hostpath_datadir(tmp_path: Path) -> None:
     assert namespaces() == []
 
 
+def test_port_forward_works_and_warns(tmp_path: Path) -> None:
+    runs = run_campaign(tmp_path, [{"name": "fwd", "backend": "kubernetes", "qos": "burstable", "kind": "pod",
+                                    "client": "port-forward"}])
+    assert runs[0]["status"] == "ok", runs[0]["error"]
+    facts = backend_facts(runs[0])
+    assert facts["client_path"].startswith("kubectl port-forward") and "slow path" in facts["warnings"][0]
+    assert namespaces() == []
+
+
 def test_sigint_deletes_the_namespace(tmp_path: Path) -> None:
     path = campaign_file(tmp_path, repetitions=2, baseline="k", variants=[
         {"name": "k", "backend": "kubernetes", "qos": "guaranteed", "limits": {"cpu": "1", "memory": "1Gi"}}],
