@@ -16,10 +16,10 @@ from typing import Any, Protocol
 
 from layerbench import cleanup, environment
 from layerbench.backends import Backend, ServerSpec, make_backend
-from layerbench.backends.base import Endpoint
+from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput, Interrupted, LayerbenchError, RunFailed
-from layerbench.procs import require_program, run, stop_all, with_cpus
+from layerbench.procs import require_program, stop_all
 from layerbench.resources import ResourceSampler
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
@@ -250,15 +250,16 @@ class Orchestrator:
         started = time.monotonic()
         endpoint = backend.up(server_spec)
         record.details["server_start_seconds"] = round(time.monotonic() - started, 3)
-        record.details["reset"] = self._reset(workload, endpoint, snapshot, private, run_dir)
+        client = backend.client() or HostClient(variant.client_cpus)  # after up(): where sysbench runs
+        record.details["reset"] = self._reset(workload, endpoint, snapshot, private, run_dir, client)
         record.details["environment"] = self._environment(backend, endpoint)
         if snapshot is not None and workload.buffer_pool:
             record.details["buffer_pool_ratio"] = workload.buffer_pool
             record.details["data_bytes"] = snapshot.data_bytes
-        self._benchmark(backend, spec, variant, workload, endpoint, run_dir, private, record)
+        self._benchmark(backend, spec, workload, endpoint, run_dir, private, record, client)
 
     def _reset(self, workload: Workload, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
-               run_dir: Path) -> dict[str, Any]:
+               run_dir: Path, client: ClientRunner) -> dict[str, Any]:
         started = time.monotonic()
         if workload.reset == "none":
             tables = existing_tables(endpoint, workload)
@@ -269,8 +270,11 @@ class Orchestrator:
                                 "prepare them with sysbench, or set reset: reprepare")
             return {"method": "none", "tables": tables, "seconds": round(time.monotonic() - started, 3)}
         if snapshot is None:
-            prepare_tables(workload, endpoint, private, run_dir, None, cleanup_first=True)
-            return {"method": "reprepare", "seconds": round(time.monotonic() - started, 3)}
+            # unpinned on this host: prepare uses one thread per table, up to every CPU
+            prepare_tables(workload, endpoint, private, run_dir, None, cleanup_first=True,
+                           client=client if not isinstance(client, HostClient) else None)
+            seconds = round(time.monotonic() - started, 3)
+            return {"method": "reprepare", "prepared_by": client.where, "seconds": seconds}
         check = verify_data(endpoint, snapshot, workload)
         return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3),
                 **check}
@@ -283,8 +287,8 @@ class Orchestrator:
         return {"host": environment.host_facts(), "backend": backend.describe(), "server_variables": variables,
                 "storage": environment.storage_facts(str(work_root())), "tuning": environment.tuning_facts()}
 
-    def _benchmark(self, backend: Backend, spec: RunSpec, variant: VariantBase, workload: Workload,
-                   endpoint: Endpoint, run_dir: Path, private: Path, record: RunRecord) -> None:
+    def _benchmark(self, backend: Backend, spec: RunSpec, workload: Workload, endpoint: Endpoint, run_dir: Path,
+                   private: Path, record: RunRecord, client: ClientRunner) -> None:
         hook = run_dir / "hook.lua"
         hook.write_text(hook_script(workload), encoding="utf-8")
         config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
@@ -296,18 +300,13 @@ class Orchestrator:
             if rec and rec["kind"] == "interval" and rec["interval"] > 0:
                 self.progress.interval(spec, rec["events"] / rec["interval"], float(rec["time"]))
 
-        client = backend.client()
         log_path = run_dir / "sysbench.log"
+        files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
         sampler = ResourceSampler(backend.components, backend.cgroups(), client_pids(hook), interval=1.0)
         sampler.start()
         try:
-            if client is None:
-                done = run("sysbench", with_cpus(cmd, variant.client_cpus), log_path=log_path,
-                           secrets=[endpoint.password], timeout=timeout, on_line=on_line)
-            else:
-                files = {"sysbench.cfg": config.read_text(), "hook.lua": hook.read_text()}
-                done = client.run_client(cmd, files, log_path=log_path, timeout=timeout, on_line=on_line,
-                                         secrets=[endpoint.password])
+            done = client.run_client(cmd, files, log_path=log_path, timeout=timeout, on_line=on_line,
+                                     secrets=[endpoint.password])
         finally:
             usage = sampler.stop()
         self._record_output(done.returncode, done.output, workload, record)

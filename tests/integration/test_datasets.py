@@ -83,6 +83,7 @@ def test_tampered_files_are_rebuilt(tmp_path: Path, own_cache: Path) -> None:
 def test_reprepare_still_works(tmp_path: Path, own_cache: Path) -> None:
     runs = run(tmp_path, repetitions=1, workload={**SMALL, "reset": "reprepare"})
     assert {r["status"] for r in runs} == {"ok"} and {r["reset"]["method"] for r in runs} == {"reprepare"}
+    assert {r["reset"]["prepared_by"] for r in runs} == {"this host"}
     assert list_snapshots() == []
 
 

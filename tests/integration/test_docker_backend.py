@@ -43,9 +43,9 @@ def daemon() -> None:
     docker.from_env().ping()  # no daemon: the module fails, it is never skipped
 
 
-def run_one(tmp_path: Path, variant: dict) -> list:
+def run_one(tmp_path: Path, variant: dict, workload: dict | None = None) -> list:
     path = campaign_file(tmp_path, repetitions=1, baseline="v", variants=[{"name": "v", "backend": "docker",
-                                                                            **variant}], workload=TINY)
+                                                                            **variant}], workload=workload or TINY)
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
@@ -72,6 +72,17 @@ def test_client_in_a_container_and_a_qos_preset(tmp_path: Path) -> None:
     assert [r["status"] for r in runs] == ["ok"], runs[0]["error"]
     log = Path(runs[0]["run_dir"]) / "commands.log"
     assert "docker run" in log.read_text()
+    assert labelled() == []
+
+
+def test_reprepare_runs_where_the_client_runs(tmp_path: Path) -> None:
+    """With client: container, cleanup and prepare run in the client container too, not on this host."""
+    runs = run_one(tmp_path, {"client": "container", "network": "bridge-direct"}, {**TINY, "reset": "reprepare"})
+    assert [r["status"] for r in runs] == ["ok"], runs[0]["error"]
+    assert json.loads(runs[0]["details"])["reset"]["prepared_by"] == "a container on the server's network"
+    steps = [line for line in (Path(runs[0]["run_dir"]) / "commands.log").read_text().splitlines()
+             if "docker run" in line]
+    assert [line.split()[-1] for line in steps[:2]] == ["cleanup", "prepare"] and len(steps) == 3
     assert labelled() == []
 
 

@@ -13,6 +13,8 @@ from test_host_campaign import campaign_file, run_cli
 
 from helpers import interrupt_campaign
 from layerbench import orchestrator
+from layerbench.backends import kubernetes, kubernetes_cluster
+from layerbench.backends.kubernetes import KubernetesBackend
 from layerbench.campaign import parse_campaign
 from layerbench.cleanup import _kubernetes_core
 from layerbench.store import Store
@@ -73,6 +75,27 @@ def test_sysbench_as_a_job_on_a_hostpath_datadir(tmp_path: Path) -> None:
     assert runs[0]["tps"] > 5 and len(runs[0]["details"]) > 0
     facts = backend_facts(runs[0])
     assert facts["client_path"].startswith("a Job") and "hostPath datadir" in facts["data"]
+    assert namespaces() == []
+
+
+def test_reprepare_as_jobs_needs_no_route_from_this_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a cluster whose node is elsewhere (the image already there): no snapshot through hostPath and no
+    login from this host; cleanup, prepare and run are Jobs, each waiting for the Service from inside."""
+    variant = {"name": "job", "backend": "kubernetes", "qos": "burstable", "client": "job", "storage": "emptydir"}
+    parsed = parse_campaign(yaml.safe_load(campaign_file(tmp_path, baseline="job", variants=[variant],
+                                                         workload=TINY).read_text())).variants[0]
+    backend = KubernetesBackend()
+    backend.check(parsed)
+    backend.prepare(parsed, print)  # the image on the node, as a registry would have it there
+    monkeypatch.setattr(kubernetes_cluster, "node_is_this_machine", lambda nodes: False)
+    monkeypatch.setattr(kubernetes, "wait_until_ready", lambda *a, **k: pytest.fail("logged in from this host"))
+    runs = run_campaign(tmp_path, [variant], {**TINY, "reset": "reprepare"})
+    assert runs[0]["status"] == "ok", runs[0]["error"]
+    assert runs[0]["details"]["reset"]["prepared_by"] == "a Job in the cluster" and runs[0]["tps"] > 5
+    assert "prepared by sysbench Jobs in the cluster" in backend_facts(runs[0])["data"]
+    jobs = [line.split()[3] for line in (Path(runs[0]["run_dir"]) / "commands.log").read_text().splitlines()
+            if "kubernetes job" in line]
+    assert jobs == ["sysbench-cleanup", "sysbench-prepare", "sysbench-run"]
     assert namespaces() == []
 
 

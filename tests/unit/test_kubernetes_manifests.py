@@ -120,3 +120,37 @@ def test_statefulset_with_a_claim_and_a_hostpath_datadir_in_place() -> None:
 def test_client_job_never_retries() -> None:
     job = m.client_job("img", "ns", ["sysbench", "run"], {"a": "b"})
     assert job["spec"]["backoffLimit"] == 0 and job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def test_each_sysbench_step_is_a_job_of_its_own() -> None:
+    """cleanup, prepare and run share a namespace: their Jobs and Secrets must not collide."""
+    from layerbench.backends.kubernetes_job import job_name
+
+    names = [job_name(["sysbench", "--config-file=/x/sysbench.cfg", "oltp_read_write", step])
+             for step in ("cleanup", "prepare", "run")]
+    assert names == ["sysbench-cleanup", "sysbench-prepare", "sysbench-run"]
+    assert all(m.dns_name(n) == n for n in names)
+    job = m.client_job("img", "ns", ["sysbench", "prepare"], {}, name="sysbench-prepare", secret="sp-files")
+    assert job["metadata"]["name"] == "sysbench-prepare"
+    assert job["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] == "sp-files"
+
+
+def test_a_job_waits_for_the_service_then_runs_sysbench(monkeypatch) -> None:
+    """The wrapper every client Job runs (real bash): at once when the address answers, after its bounded
+    wait when nothing listens, and always with the command's own exit code and arguments."""
+    import socket
+    import subprocess
+    import time
+
+    from layerbench.backends import kubernetes_job
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        started = time.monotonic()
+        done = subprocess.run(kubernetes_job.wait_for_server("127.0.0.1", port, ["sh", "-c", "echo ran $0", "a b"]),
+                              capture_output=True, text=True, timeout=30)
+        assert done.stdout == "ran a b\n" and time.monotonic() - started < 5
+    monkeypatch.setattr(kubernetes_job, "WAIT_SECONDS", 1)
+    started = time.monotonic()
+    done = subprocess.run(kubernetes_job.wait_for_server("127.0.0.1", port, ["sh", "-c", "exit 3"]), timeout=30)
+    assert done.returncode == 3 and 0.9 < time.monotonic() - started < 10

@@ -32,6 +32,8 @@ def rewrite(cmd: list[str], files: dict[str, str]) -> list[str]:
 
 
 class ContainerClient:
+    where = "a container on the server's network"
+
     def __init__(self, client: Any, image: str, network: str, spec: ServerSpec, cpus: str | None) -> None:
         self.client, self.image, self.network, self.spec, self.cpus = client, image, network, spec, cpus
 

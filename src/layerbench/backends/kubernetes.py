@@ -6,7 +6,8 @@ the cluster, or (last resort, slow) through `kubectl port-forward`.
 
 Data: on a cluster whose node is this machine (scripts/k8s-local), the run's dataset snapshot reaches the pod
 through a read-only hostPath and is copied into the datadir volume (emptyDir or PVC) or used in place (a hostPath
-copy); elsewhere, workloads need `reset: reprepare` (the tables are prepared through the server's endpoint).
+copy); elsewhere, workloads need `reset: reprepare`: the tables are prepared from where sysbench runs, so with
+`client: job` cleanup, prepare and run are Jobs in the cluster and this host needs no route to the pod.
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ class KubernetesBackend:
         self.pod = self._wait_ready(variant)
         self._check_qos(variant)
         endpoint = self._endpoint(spec, variant)
-        wait_until_ready(endpoint, alive=self._alive, timeout=60, log_tail=self.server_log_tail)
+        if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
+            wait_until_ready(endpoint, alive=self._alive, timeout=60, log_tail=self.server_log_tail)
+        # else: this host may have no route to the cluster; every sysbench Job waits for the Service itself
         return endpoint
 
     def _labels(self, role: str) -> dict[str, str]:
@@ -135,7 +138,8 @@ class KubernetesBackend:
         variant = spec.variant
         assert isinstance(variant, KubernetesVariant)
         if spec.snapshot is None:
-            self.facts["data"] = "empty datadir (tables prepared through the endpoint)"
+            where = "by sysbench Jobs in the cluster" if variant.client == "job" else "by sysbench on this host"
+            self.facts["data"] = f"empty datadir (tables prepared {where}: reset reprepare)"
             return None, None
         if not cluster.node_is_this_machine(self.nodes):
             raise RunFailed("the dataset snapshot reaches a pod through hostPath, which needs the cluster's node to "
@@ -304,7 +308,8 @@ class KubernetesBackend:
         from layerbench.backends.kubernetes_job import JobClient
 
         assert self.spec is not None and self.ns is not None
-        return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant)
+        return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant,
+                         server=(str(self.facts.get("service_ip")), manifests.PORT))
 
     def server_log_tail(self, lines: int = 20) -> str:
         with contextlib.suppress(Exception):

@@ -1,5 +1,7 @@
 """sysbench as a Kubernetes Job (variant `client: job`): the server's image, its config file and report hook
-from a Secret mounted read-only (the config holds the password), the report lines read from the pod's log."""
+from a Secret mounted read-only (the config holds the password), the report lines read from the pod's log. Every
+step that talks to the server (cleanup, prepare, run) is a Job of its own in the run's namespace, so a study
+works on a cluster whose Service addresses this host cannot reach."""
 
 from __future__ import annotations
 
@@ -17,21 +19,28 @@ from layerbench.secrets import Secret, redact
 
 
 class JobClient:
-    def __init__(self, api: Any, ns: str, image: str, spec: ServerSpec, variant: KubernetesVariant) -> None:
+    where = "a Job in the cluster"
+
+    def __init__(self, api: Any, ns: str, image: str, spec: ServerSpec, variant: KubernetesVariant, *,
+                 server: tuple[str, int]) -> None:
         from kubernetes import client
 
         self.core, self.batch = client.CoreV1Api(api), client.BatchV1Api(api)
-        self.ns, self.image, self.spec, self.variant = ns, image, spec, variant
+        self.ns, self.image, self.spec, self.variant, self.server = ns, image, spec, variant, server
+        self.name = "sysbench"
 
     def run_client(self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
                    on_line: Any = None, secrets: list[Secret] | None = None) -> Completed:
         secrets = secrets or []
         args = rewrite(cmd, files)  # the files are mounted where the Docker client mounts them
-        record_command(log_path.parent, ["kubernetes job", self.image, *args], secrets)
+        self.name = job_name(cmd)
+        record_command(log_path.parent, ["kubernetes job", self.name, self.image, *args], secrets)
         labels = manifests.labels(self.spec.campaign, self.spec.label, "client")
-        self.core.create_namespaced_secret(self.ns, manifests.secret("sysbench-client", self.ns, files, labels))
+        secret = f"{self.name}-files"
+        self.core.create_namespaced_secret(self.ns, manifests.secret(secret, self.ns, files, labels))
         self.batch.create_namespaced_job(self.ns, manifests.client_job(
-            self.image, self.ns, args, labels, node_selector=self.variant.node_selector or None))
+            self.image, self.ns, wait_for_server(*self.server, args), labels, name=self.name, secret=secret,
+            node_selector=self.variant.node_selector or None))
         deadline = time.monotonic() + timeout
         try:
             pod = self._wait_started(deadline)
@@ -43,7 +52,7 @@ class JobClient:
             raise RunFailed(f"sysbench job failed: {type(error).__name__}: {redact(str(error), secrets)}") from None
 
     def _pod(self) -> Any:
-        pods = self.core.list_namespaced_pod(self.ns, label_selector="job-name=sysbench").items
+        pods = self.core.list_namespaced_pod(self.ns, label_selector=f"job-name={self.name}").items
         return pods[0] if pods else None
 
     def _wait_started(self, deadline: float) -> str:
@@ -74,3 +83,21 @@ class JobClient:
                     return int(status.state.terminated.exit_code)
             time.sleep(0.3)
         raise RunFailed("sysbench job did not finish before its deadline")
+
+
+def job_name(cmd: list[str]) -> str:
+    """One Job per step in a run's namespace: sysbench-cleanup, sysbench-prepare, sysbench-run."""
+    step = cmd[-1] if cmd and cmd[-1] in ("cleanup", "prepare") else "run"
+    return f"sysbench-{step}"
+
+
+WAIT_SECONDS = 60
+
+
+def wait_for_server(host: str, port: int, args: list[str]) -> list[str]:
+    """`args` behind a bounded wait, inside the Job, until the Service address accepts TCP: a pod is Ready
+    before its Service's endpoints and kube-proxy rules catch up, and sysbench does not retry a refused
+    connection. After the wait sysbench runs anyway and reports what it finds."""
+    script = ('for _ in $(seq $((2 * $3))); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && break; sleep 0.5; '
+              'done; shift 3; exec "$@"')
+    return ["bash", "-c", script, "wait-for-server", host, str(port), str(WAIT_SECONDS), *args]

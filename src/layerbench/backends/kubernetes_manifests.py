@@ -206,15 +206,15 @@ def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels:
     return objects
 
 
-def client_job(image: str, ns: str, args: list[str], meta_labels: dict[str, str], *,
-               node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    """sysbench as a Job (no retries: a failed benchmark is a failed run), its files from the client Secret."""
+def client_job(image: str, ns: str, args: list[str], meta_labels: dict[str, str], *, name: str = "sysbench",
+               secret: str = "sysbench-client", node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    """sysbench as a Job (no retries: a failed benchmark is a failed run), its files from the Secret `secret`."""
     container = {"name": "sysbench", "image": image, "imagePullPolicy": "IfNotPresent", "command": args,
                  "volumeMounts": [{"name": "client", "mountPath": CLIENT_DIR, "readOnly": True}]}
     spec = {"restartPolicy": "Never", "containers": [container], "enableServiceLinks": False,
             "automountServiceAccountToken": False,
-            "volumes": [{"name": "client", "secret": {"secretName": "sysbench-client", "defaultMode": 0o400}}],
+            "volumes": [{"name": "client", "secret": {"secretName": secret, "defaultMode": 0o400}}],
             **({"nodeSelector": node_selector} if node_selector else {})}
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sysbench", "namespace": ns,
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns,
             "labels": meta_labels}, "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": meta_labels},
                                                                                "spec": spec}}}

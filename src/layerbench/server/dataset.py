@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import Endpoint, ServerSpec
+from layerbench.backends.base import ClientRunner, Endpoint, HostClient, ServerSpec
 from layerbench.campaign import HostVariant, Workload
 from layerbench.errors import RunFailed
-from layerbench.procs import run
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
 from layerbench.sysbench import cleanup_command, config_file_text, prepare_command, test_script
@@ -188,18 +187,22 @@ class PrepareProgress:
 
 
 def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_dir: Path,
-                   on_line: Callable[[str], None] | None, *, cleanup_first: bool = False) -> None:
+                   on_line: Callable[[str], None] | None, *, cleanup_first: bool = False,
+                   client: ClientRunner | None = None) -> None:
     """sysbench prepare with one thread per table, up to the CPU count (after `cleanup` when asked: a server
-    that keeps its tables between runs, as published studies reset their data)."""
+    that keeps its tables between runs, as published studies reset their data). `client` is where sysbench
+    runs (a Job in the cluster for a Kubernetes variant with client: job); this host by default."""
+    client = client or HostClient()
     cfg = write_private(private / "sysbench.cfg", config_file_text(endpoint))
+    files = {cfg.name: cfg.read_text(encoding="utf-8")}
     if cleanup_first:
-        gone = run("sysbench cleanup", cleanup_command(workload, cfg), log_path=log_dir / "cleanup.log",
-                   secrets=[endpoint.password], timeout=3600)
+        gone = client.run_client(cleanup_command(workload, cfg), files, log_path=log_dir / "cleanup.log",
+                                 secrets=[endpoint.password], timeout=3600)
         if gone.returncode != 0:
             raise RunFailed(f"sysbench cleanup failed (exit {gone.returncode}); see cleanup.log")
     threads = max(1, min(workload.tables, os.cpu_count() or 1))
-    done = run("sysbench prepare", prepare_command(workload, cfg, threads), log_path=log_dir / "prepare.log",
-               secrets=[endpoint.password], on_line=on_line, timeout=24 * 3600)
+    done = client.run_client(prepare_command(workload, cfg, threads), files, log_path=log_dir / "prepare.log",
+                             secrets=[endpoint.password], on_line=on_line, timeout=24 * 3600)
     if done.returncode != 0:
         cause = next((ln for ln in reversed(done.output.splitlines()) if "FATAL" in ln), "see prepare.log")
         raise RunFailed(f"sysbench prepare failed (exit {done.returncode}): {cause.strip()}")
