@@ -282,8 +282,8 @@ class Orchestrator:
     def _environment(self, backend: Backend, endpoint: Endpoint) -> dict[str, Any]:
         try:
             variables = environment.server_variables(endpoint)
-        except Exception as error:
-            variables = {"_error": type(error).__name__}
+        except Exception as error:  # e.g. a Job client on a cluster this host has no route to
+            variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         return {"host": environment.host_facts(), "backend": backend.describe(), "server_variables": variables,
                 "storage": environment.storage_facts(str(work_root())), "tuning": environment.tuning_facts()}
 

@@ -26,6 +26,13 @@ def test_unasked_differences_are_reported() -> None:
     assert "8.0.36 vs 10.11.19 (not asked" in diffs[1].text("base")
 
 
+def test_variables_that_could_not_be_read_are_one_difference_not_hundreds() -> None:
+    unread = {"server_variables": {"_error": "OperationalError: (2003, timed out)"}, "host": dict(BASE["host"])}
+    diffs = fairness_differences("base", {"base": BASE, "pod": unread}, {})
+    assert [(d.what, d.variant_value) for d in diffs] == [
+        ("server variables (not compared: not read)", "OperationalError: (2003, timed out)")]
+
+
 def test_no_baseline_environment_gives_nothing() -> None:
     assert fairness_differences("base", {"x": BASE}, {}) == []
 
