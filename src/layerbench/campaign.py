@@ -234,6 +234,18 @@ class Campaign(Strict):
                     "prepared already) or reset: reprepare (cleanup + prepare before every run)")
         return self
 
+    @model_validator(mode="after")
+    def _scripts_reach_clients(self) -> Campaign:
+        """A Lua script of the user's is a file on this host: sysbench in a client container or Job cannot read it."""
+        clients = [(v.name, getattr(v, "client", "host")) for v in self.variants]
+        for workload in self.workloads:
+            for name, client in clients:
+                if workload.is_lua_path and client in ("container", "job"):
+                    raise ValueError(
+                        f"variants.{name}.client: {client} runs sysbench where workloads.{workload.name}.test "
+                        f"({workload.test}, a file on this host) cannot be read; use client: host")
+        return self
+
     def variant(self, name: str) -> VariantBase:
         return next(v for v in self.variants if v.name == name)
 

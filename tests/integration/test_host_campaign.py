@@ -155,6 +155,9 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float =
           "workload": {"tables": 1, "reset": "none"}}, "LB_NOT_SET is not set"),
         ({"variants": [{"name": "base", "backend": "external", "password_env": "LB_NOT_SET"}]},
          "workloads.default.reset: 'snapshot' cannot be restored into variant 'base'"),
+        ({"variants": [{"name": "base", "backend": "docker", "client": "container"}],
+          "workload": {"test": "/usr/share/sysbench/oltp_read_only.lua"}},
+         "variants.base.client: container runs sysbench where workloads.default.test"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, changes: dict, expected: str) -> None:

@@ -148,3 +148,18 @@ def test_reset_modes_and_the_external_backend() -> None:
     for reset in ("none", "reprepare"):
         assert parse_campaign({**data, "workload": {"reset": reset}}).workloads[0].reset == reset
     assert parse_campaign({**VALID, "workload": {"reset": "none"}}).workloads[0].reset == "none"
+
+
+@pytest.mark.parametrize(("variant", "refused"), [
+    ({"backend": "docker", "client": "container"}, True), ({"backend": "kubernetes", "client": "job"}, True),
+    ({"backend": "kubernetes", "client": "port-forward"}, False), ({"backend": "docker"}, False)])
+def test_a_script_of_the_users_only_with_sysbench_on_this_host(variant: dict, refused: bool) -> None:
+    data = {**VALID, "variants": [{"name": "v", **variant}], "baseline": "v", "workload": {"test": "/x/my.lua"}}
+    if not refused:
+        assert parse_campaign(data).workloads[0].is_lua_path
+        return
+    with pytest.raises(BadInput) as error:
+        parse_campaign(data)
+    assert str(error.value).startswith(f"variants.v.client: {variant['client']} runs sysbench where ")
+    assert "use client: host" in str(error.value) and "\n" not in str(error.value)
+    assert parse_campaign({**data, "workload": {"test": "oltp_read_only"}}).variants[0].name == "v"
