@@ -250,16 +250,17 @@ class Orchestrator:
         started = time.monotonic()
         endpoint = backend.up(server_spec)
         record.details["server_start_seconds"] = round(time.monotonic() - started, 3)
-        client = backend.client() or HostClient(variant.client_cpus)  # after up(): where sysbench runs
-        record.details["reset"] = self._reset(workload, endpoint, snapshot, private, run_dir, client)
+        remote = backend.client()  # after up(): a client container or Job, or None for this host
+        record.details["reset"] = self._reset(workload, endpoint, snapshot, private, run_dir, remote)
         record.details["environment"] = self._environment(backend, endpoint)
         if snapshot is not None and workload.buffer_pool:
             record.details["buffer_pool_ratio"] = workload.buffer_pool
             record.details["data_bytes"] = snapshot.data_bytes
-        self._benchmark(backend, spec, workload, endpoint, run_dir, private, record, client)
+        self._benchmark(backend, spec, workload, endpoint, run_dir, private, record,
+                        remote or HostClient(variant.client_cpus))
 
     def _reset(self, workload: Workload, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
-               run_dir: Path, client: ClientRunner) -> dict[str, Any]:
+               run_dir: Path, remote: ClientRunner | None) -> dict[str, Any]:
         started = time.monotonic()
         if workload.reset == "none":
             tables = existing_tables(endpoint, workload)
@@ -270,11 +271,10 @@ class Orchestrator:
                                 "prepare them with sysbench, or set reset: reprepare")
             return {"method": "none", "tables": tables, "seconds": round(time.monotonic() - started, 3)}
         if snapshot is None:
-            # unpinned on this host: prepare uses one thread per table, up to every CPU
-            prepare_tables(workload, endpoint, private, run_dir, None, cleanup_first=True,
-                           client=client if not isinstance(client, HostClient) else None)
+            # on this host unpinned: prepare uses one thread per table, up to every CPU
+            prepare_tables(workload, endpoint, private, run_dir, None, cleanup_first=True, client=remote)
             seconds = round(time.monotonic() - started, 3)
-            return {"method": "reprepare", "prepared_by": client.where, "seconds": seconds}
+            return {"method": "reprepare", "prepared_by": (remote or HostClient()).where, "seconds": seconds}
         check = verify_data(endpoint, snapshot, workload)
         return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3),
                 **check}
