@@ -9,7 +9,7 @@ setup:
 	bash scripts/setup
 
 demo: setup
-	$(BIN)/layerbench run
+	$(BIN)/layerbench run src/layerbench/data/default-campaign.yaml
 
 test: setup lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

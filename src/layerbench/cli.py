@@ -17,37 +17,75 @@ from rich.table import Table
 from rich.text import Text
 
 from layerbench.analysis.aggregate import analyze
-from layerbench.campaign import Campaign, load_campaign, parse_campaign, smoke_version
+from layerbench.campaign import Campaign, load_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, LayerbenchError
-from layerbench.orchestrator import Outcome, default_db_path, resume_campaign, run_campaign, slug
+from layerbench.orchestrator import Outcome, resume_campaign, run_campaign, slug
+from layerbench.paths import existing_store, store_path, where
 from layerbench.report import write_report
 from layerbench.schedule import RunSpec
 from layerbench.store import RunRecord, Store
 
+HELP = """What does each layer under your MySQL-compatible database cost? Variants vs a baseline, measured with
+sysbench.
+
+\b
+Start here:
+  layerbench init -o my.yaml             write a campaign to start from (--list: the published studies)
+  layerbench validate my.yaml            the plan: what it creates, how many runs, how long
+  layerbench run my.yaml                 run it, store every run, write its report
+  layerbench list                        the campaigns in the store, and where the store is
+
+\b
+Where things live (every command uses this rule):
+  store:   --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db, where <output> is, for run, the
+           campaign's output: key (default results) or run --output; for every other command: results,
+           relative to the current folder. Commands that only read never create a store.
+  reports: <output>/<id>-<name>/ (report --output writes them elsewhere).
+
+--debug (anywhere on the command line) shows the traceback of an error."""
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="What does each layer under your MySQL-compatible database cost? "
-                       "Variants vs a baseline, measured with sysbench.")
+                  rich_markup_mode=None, help=HELP)
 console = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 STATE: dict[str, Any] = {"debug": False}
 
-DbOption = Annotated[Path | None, typer.Option("--db", help="SQLite store [default: results/layerbench.db]")]
+DbOption = Annotated[Path | None, typer.Option(
+    "--db", help="SQLite store [default: $LAYERBENCH_DB, else results/layerbench.db]")]
+RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`")]
+
+
+def show_versions(value: bool) -> None:
+    if value:
+        from layerbench.versions import version_lines
+
+        for line in version_lines():
+            out.print(line, highlight=False, markup=False)
+        raise typer.Exit(0)
 
 
 @app.callback()
-def _root(debug: Annotated[bool, typer.Option("--debug", help="show tracebacks")] = False) -> None:
-    STATE["debug"] = debug
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error (accepted anywhere)")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=show_versions,
+        help="the versions of layerbench, sysbench, the server, the Docker and Kubernetes clients")] = False,
+) -> None:
+    STATE["debug"] = STATE["debug"] or debug
 
 
 def default_campaign_text() -> str:
     return resources.files("layerbench").joinpath("data/default-campaign.yaml").read_text(encoding="utf-8")
 
 
-def load(path: Path | None) -> tuple[Campaign, str | None]:
-    if path is None:
-        import yaml
+class CampaignMissing(typer.BadParameter):
+    """`run` without a campaign file: a usage error that says where to start."""
 
-        return parse_campaign(yaml.safe_load(default_campaign_text())), None
+    def format_message(self) -> str:
+        return self.message
+
+
+def load(path: Path) -> tuple[Campaign, str]:
     return load_campaign(path), str(path)
 
 
@@ -116,55 +154,81 @@ def on_sigterm(signum: int, frame: Any) -> None:
 
 @app.command()
 def run(
-    campaign: Annotated[Path | None, typer.Argument(help="campaign YAML; none: the bundled default")] = None,
-    db: DbOption = None,
+    ctx: typer.Context,
+    campaign: Annotated[Path | None, typer.Argument(help="campaign YAML (`layerbench init` writes one)")] = None,
+    db: Annotated[Path | None, typer.Option(
+        "--db", help="SQLite store [default: $LAYERBENCH_DB, else <output>/layerbench.db]")] = None,
     smoke: Annotated[bool, typer.Option(help="tiny data, 2 repetitions of 3 s: check it runs, not numbers")] = False,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="overrides the campaign's output")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="folder for the store and the reports [default: the campaign's output:]")] = None,
     max_failures: Annotated[int | None, typer.Option(min=0, help="stop after more failed runs than this")] = None,
 ) -> None:
-    """Run a campaign: every variant x workload x threads x repetition, then write its report."""
+    """Run a campaign, store every run, then write its report.
+
+    Every variant x workload x threads x repetition, in the campaign's order; each run is stored the moment it
+    ends (Ctrl-C keeps them: `layerbench resume`). `layerbench validate` shows the plan first."""
+    if campaign is None:
+        raise CampaignMissing("run needs a campaign file. Write one with `layerbench init -o campaign.yaml` "
+                              "(or `layerbench init --study NAME`), check it with `layerbench validate campaign.yaml`"
+                              "; `make demo` runs the bundled demo campaign.", ctx=ctx)
     parsed, source = load(campaign)
     parsed = smoke_version(parsed) if smoke else parsed
     parsed = parsed.model_copy(update={"output": str(output)}) if output else parsed
     parsed = parsed.model_copy(update={"max_failures": max_failures}) if max_failures is not None else parsed
     signal.signal(signal.SIGTERM, on_sigterm)
-    with Store(db or Path(parsed.output) / "layerbench.db") as store, RichProgress() as progress:
+    path = store_path(db, parsed.output)
+    with Store(path) as store, RichProgress() as progress:
         outcome = run_campaign(parsed, store, progress=progress, source_path=source)
-    with Store(db or Path(parsed.output) / "layerbench.db") as store:
+    with Store(path) as store:
         finish(store, outcome, list(parsed.formats))
+    if path != store_path() and db is None:
+        console.print(f"the other commands read this store with: --db {path}", highlight=False)
     if outcome.failed:
         raise typer.Exit(1)
 
 
 @app.command()
-def resume(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
-           db: DbOption = None) -> None:
+def resume(ref: RefArgument = "latest", db: DbOption = None) -> None:
     """Continue an interrupted campaign: runs already stored are kept, the rest are run."""
     signal.signal(signal.SIGTERM, on_sigterm)
-    with Store(db or default_db_path()) as store, RichProgress() as progress:
+    path = existing_store(db)
+    with Store(path) as store, RichProgress() as progress:
         outcome = resume_campaign(store, ref, progress=progress)
-    with Store(db or default_db_path()) as store:
+    with Store(path) as store:
         formats = json.loads(store.campaign(outcome.campaign_id)["definition"]).get("formats", ["md"])
         finish(store, outcome, formats)
 
 
 @app.command()
-def validate(campaign: Annotated[Path, typer.Argument(help="campaign YAML")]) -> None:
-    """Check a campaign file without running it: what it would create and how long it would take."""
+def validate(
+    campaign: Annotated[Path, typer.Argument(help="campaign YAML")],
+    db: Annotated[Path | None, typer.Option(
+        "--db", help="store whose past runs calibrate the estimate [default: as run would use]")] = None,
+) -> None:
+    """Check a campaign file and print its plan, without running anything.
+
+    Per variant what will be created, per workload the threads x repetitions, the datasets, what is built the
+    first time, where the results go, and how long it takes: estimated from this machine's past runs in the
+    store when it has them, else a rough estimate."""
     from layerbench.plan import make_plan
 
     parsed, _ = load(campaign)
-    plan = make_plan(parsed)
-    out.print(f"{campaign}: valid; {len(parsed.variants)} variants, {plan.runs} runs, about "
-              f"{plan.seconds / 60:.0f} min", highlight=False)
+    plan = make_plan(parsed, store_path(db, parsed.output))
+    out.print(f"{campaign}: valid; {len(parsed.variants)} variants, {plan.runs} runs, {plan.estimate_text()}",
+              highlight=False, markup=False)
     for line in plan.lines:
-        out.print(f"  {line}", highlight=False)
+        out.print(f"  {line}", highlight=False, markup=False)
 
 
 @app.command("list")
 def list_campaigns(db: DbOption = None) -> None:
-    """The campaigns in the store."""
-    with Store(db or default_db_path()) as store:
+    """The campaigns in the store, and where that store is."""
+    out.print(f"store: {where(db)}", highlight=False, markup=False)
+    if not store_path(db).is_file():
+        out.print("no campaigns yet: `layerbench run campaign.yaml` creates the store "
+                  "(`layerbench init -o campaign.yaml` writes a campaign to start from)", highlight=False)
+        return
+    with Store(store_path(db)) as store:
         table = Table("id", "name", "status", "started", "runs ok", "failed", "planned")
         for row in store.campaigns():
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started_at"]))
@@ -174,10 +238,9 @@ def list_campaigns(db: DbOption = None) -> None:
 
 
 @app.command()
-def show(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
-         db: DbOption = None) -> None:
+def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
     """One campaign's runs and aggregates, in the terminal."""
-    with Store(db or default_db_path()) as store:
+    with Store(existing_store(db)) as store:
         from layerbench.report.markdown import render
 
         out.print(render(analyze(store, ref)), markup=False, highlight=False)
@@ -185,23 +248,28 @@ def show(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`"
 
 @app.command()
 def report(
-    ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
-    fmt: Annotated[list[str] | None, typer.Option("--format", "-f", help="md, html, json or csv (repeatable)")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="folder for the report files")] = None,
+    ref: RefArgument = "latest",
+    fmt: Annotated[list[str] | None, typer.Option(
+        "--format", "-f", help="md, html, json or csv (repeatable) [default: the campaign's formats:]")] = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="folder for the report files [default: <output>/<id>-<name>/]")] = None,
     db: DbOption = None,
 ) -> None:
-    """Write a campaign's report from the store (offline; works for interrupted campaigns too)."""
-    with Store(db or default_db_path()) as store:
+    """Write a campaign's report from the store (offline; interrupted campaigns too)."""
+    with Store(existing_store(db)) as store:
         row = store.campaign(ref)
         formats = fmt or json.loads(row["definition"]).get("formats", ["md", "html"])
         analysis = analyze(store, int(row["id"]))
-        folder = output or Path(row["output_dir"]) / f"{row['id']}-{slug(row['name'])}"
-        for one in formats:
-            out.print(f"report: {write_report(analysis, one, folder)}")
+    if not analysis.runs:
+        console.print(f"campaign {analysis.campaign_id} ({analysis.name}, {analysis.status}) has no stored run: "
+                      "the report says so and holds no numbers", highlight=False, markup=False)
+    folder = output or Path(row["output_dir"]) / f"{row['id']}-{slug(row['name'])}"
+    for one in formats:
+        out.print(f"report: {write_report(analysis, one, folder)}", highlight=False, markup=False)
 
 
 cache_app = typer.Typer(help="The dataset cache: snapshots prepared once and restored for every run.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(cache_app, name="cache")
 
 
@@ -235,9 +303,12 @@ def cache_clear() -> None:
 
 
 @app.command()
-def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False) -> None:
-    """Remove what a crashed or killed campaign left: its servers, VMs, datadirs, containers, Kubernetes namespaces,
-    taps and bridges; nothing else."""
+def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False,
+          db: DbOption = None) -> None:
+    """Remove what a crashed or killed campaign left behind, and nothing else.
+
+    Its servers, VMs, datadirs, containers, Kubernetes namespaces, taps and bridges. The store is never touched:
+    clean names the campaigns in it that have runs left, and the command that continues each."""
     from layerbench.backends.vm_net import clean_devices
     from layerbench.cleanup import clean_docker, clean_kubernetes, clean_recorded
 
@@ -246,6 +317,19 @@ def clean(all_: Annotated[bool, typer.Option("--all", help="also what running ca
     for line in done:
         out.print(line)
     out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")
+    for line in unfinished_campaigns(store_path(db)):
+        out.print(line, highlight=False, markup=False)
+
+
+def unfinished_campaigns(path: Path) -> list[str]:
+    """Campaigns of an existing store that still have runs to do, with the command that continues each."""
+    if not path.is_file():
+        return []
+    with Store(path) as store:
+        rows = [r for r in store.campaigns() if r["status"] in ("running", "interrupted", "failed")
+                and r["ok_runs"] + r["failed_runs"] < r["planned_runs"]]
+    return [f"campaign {r['id']} ({r['name']}, {r['status']}) in {path}: {r['ok_runs'] + r['failed_runs']} of "
+            f"{r['planned_runs']} runs stored; continue it with `layerbench resume {r['id']}`" for r in rows]
 
 
 @app.command()
@@ -262,7 +346,7 @@ def doctor() -> None:
 
 
 image_app = typer.Typer(help="The locally built server image (Debian rootfs with the host's MariaDB).",
-                        no_args_is_help=True)
+                        no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(image_app, name="image")
 
 
@@ -279,7 +363,8 @@ def image_build() -> None:
 
 @app.command("import")
 def import_results(
-    file: Annotated[Path, typer.Argument(help="CSV: variant, iteration, [threads], total_queries/qps/tps/...")],
+    file: Annotated[Path, typer.Argument(
+        help="CSV with columns variant, iteration, [threads], and metrics (total_queries, qps, tps, ...)")],
     name: Annotated[str, typer.Option(help="name of the new campaign")],
     baseline: Annotated[str, typer.Option(help="the variant the others are compared with")],
     db: DbOption = None,
@@ -287,7 +372,7 @@ def import_results(
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
     from layerbench.importer import import_csv
 
-    with Store(db or default_db_path()) as store:
+    with Store(store_path(db)) as store:
         campaign_id = import_csv(store, file, name, baseline)
         runs = len(store.runs(campaign_id))
     out.print(f"imported {runs} runs as campaign {campaign_id}; report it with: layerbench report {campaign_id}")
@@ -308,8 +393,15 @@ def compare_cmd(
     from layerbench.analysis.campaigns import compare_campaigns
     from layerbench.report.markdown import fmt, table
 
-    with Store(db or default_db_path()) as store:
+    with Store(existing_store(db)) as store:
         first, second = analyze(store, a), analyze(store, b)
+    if first.campaign_id == second.campaign_id:
+        raise BadInput(f"compare: {a!r} and {b!r} are the same campaign ({first.campaign_id}, {first.name}); "
+                       "compare two different campaigns (see `layerbench list`)")
+    for one in (first, second):
+        if not one.runs:
+            raise BadInput(f"compare: campaign {one.campaign_id} ({one.name}, {one.status}) has no stored run; "
+                           "nothing to compare")
     rows = compare_campaigns(first, second)
     if not rows:
         raise BadInput(f"campaigns {a} and {b} share no variant measured at the same workload and threads")
@@ -321,33 +413,58 @@ def compare_cmd(
     out.print("\n".join(table(header, body, "lllrrll")), markup=False, highlight=False)
 
 
+def study_description(name: str) -> str:
+    """The first paragraph of the example's header comment: the claim it tests."""
+    text = resources.files("layerbench").joinpath(f"data/examples/{name}.yaml").read_text(encoding="utf-8")
+    head = []
+    for line in text.splitlines():
+        if not line.startswith("#") or not line.strip("# "):
+            break
+        head.append(line.strip("# "))
+    return " ".join(head)
+
+
 @app.command()
 def init(
     study: Annotated[str | None, typer.Option(help="start from a published study's example (see --list)")] = None,
-    list_: Annotated[bool, typer.Option("--list", help="list the studies")] = False,
-    force: Annotated[bool, typer.Option(help="overwrite campaign.yaml")] = False,
+    output: Annotated[Path, typer.Option("--output", "-o", help="where to write the campaign")] = Path("campaign.yaml"),
+    list_: Annotated[bool, typer.Option("--list", help="list the studies and exit")] = False,
+    force: Annotated[bool, typer.Option(help="overwrite the file if it exists")] = False,
 ) -> None:
-    """Write a campaign to ./campaign.yaml to start from: the default one, or a study's example."""
+    """Write a campaign file to start from: the demo, or a published study's example."""
     if list_:
+        if study is not None:
+            raise BadInput("init: --list lists the studies and writes nothing; drop --study, or drop --list to "
+                           f"write the study {study!r}")
         for name in study_names():
-            out.print(name)
+            out.print(f"{name}: {study_description(name)}", highlight=False, markup=False)
         return
     if study is not None and study not in study_names():
         raise BadInput(f"--study: {study!r} is not a study; use one of: {', '.join(study_names())}")
     text = default_campaign_text() if study is None else resources.files("layerbench").joinpath(
         f"data/examples/{study}.yaml").read_text(encoding="utf-8")
-    target = Path("campaign.yaml")
-    if target.exists() and not force:
-        raise BadInput("campaign.yaml exists already; use --force to overwrite it")
-    target.write_text(text, encoding="utf-8")
-    out.print(f"wrote {target}; check it with `layerbench validate {target}`, run it with `layerbench run {target}`")
+    if output.exists() and not force:
+        raise BadInput(f"--output: {output} exists already; use --force to overwrite it, or another -o PATH")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    out.print(f"wrote {output}; check it with `layerbench validate {output}`, run it with `layerbench run {output}`",
+              highlight=False, markup=False)
+
+
+def without_debug(args: list[str]) -> list[str]:
+    """`--debug` is accepted anywhere before `--`: it is taken out here and switches tracebacks on."""
+    cut = args.index("--") if "--" in args else len(args)
+    kept = [a for a in args[:cut] if a != "--debug"]
+    STATE["debug"] = STATE["debug"] or len(kept) < cut
+    return kept + args[cut:]
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to a one-line message and its exit code."""
     code = 0
     try:
-        result = app(args=argv, standalone_mode=False)
+        args = without_debug(list(sys.argv[1:] if argv is None else argv))
+        result = app(args=args, prog_name="layerbench", standalone_mode=False)
         code = result if isinstance(result, int) else 0
     except LayerbenchError as error:
         if STATE["debug"]:
@@ -359,7 +476,11 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         code = EXIT_INTERRUPTED
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
-        console.print(error.format_message(), highlight=False, markup=False)
+        show = getattr(error, "show", None)  # click's usage errors print the usage line and the help hint
+        if show is not None:
+            show(file=sys.stderr)
+        else:
+            console.print(error.format_message(), highlight=False, markup=False)
         code = getattr(error, "exit_code", EXIT_BAD_INPUT) or EXIT_BAD_INPUT
     except KeyboardInterrupt:
         console.print("interrupted")

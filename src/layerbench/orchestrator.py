@@ -3,7 +3,6 @@ an interrupted campaign, and always takes down what it started (also on errors a
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import shutil
@@ -374,7 +373,3 @@ def resume_campaign(store: Store, ref: str | int, *, progress: Progress | None =
     orchestrator.preflight()
     store.set_campaign_status(int(row["id"]), "running")
     return orchestrator.execute(int(row["id"]))
-
-
-def default_db_path() -> Path:
-    return Path(os.environ.get("LAYERBENCH_DB", "results/layerbench.db"))

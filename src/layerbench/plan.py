@@ -1,23 +1,57 @@
-"""What a campaign would do, before it does it: the resources each variant creates and a time estimate."""
+"""What a campaign would do, before it does it: per variant what is created, per workload the runs, where the
+results go, the first-time costs, and a time estimate calibrated on this machine's past runs when the store has
+them ("estimate from N past runs"), else from fixed per-backend overheads ("rough estimate").
+
+A past run's cost is the time from the previous run's end to its own end in the same campaign (start, restore,
+warm-up, measurement, checks, stop); minus its warm-up and duration that leaves the overhead of its backend, of
+which the median is used. The store is opened read-only and never created here.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import sqlite3
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
 
-from layerbench.campaign import Campaign, VariantBase
+from layerbench.campaign import (
+    Campaign,
+    DockerVariant,
+    ExternalVariant,
+    HostVariant,
+    KubernetesVariant,
+    VariantBase,
+    VMVariant,
+    Workload,
+)
 from layerbench.schedule import build_schedule
 
 # Seconds a run costs beyond warm-up and duration (start, restore, checks, stop), per backend, measured here.
 RUN_OVERHEAD = {"host": 4, "external": 2, "docker": 8, "vm": 20, "kubernetes": 8}
 PREPARE_ROWS_PER_SECOND = 40_000
+MIN_SAMPLES = 3  # past runs of a backend needed before its median replaces the fixed overhead
+# First-time costs, measured on this project's 2-core machine (docs/backends/*.md give the details).
+IMAGE_BUILD_SECONDS = 120  # 106 s measured here (debootstrap, packages, docker import)
+VM_BOOT_FILES_SECONDS = 60
+K8S_COLD_BUILD_SECONDS = 310
 
-CREATES = {
-    "host": "a private mariadbd on 127.0.0.1 (free port) with its own datadir copy, per run",
-    "external": "nothing: uses the existing server (tables are prepared in it)",
-    "docker": "a container (and its volume / bind dir / network as configured), labelled layerbench, per run",
-    "vm": "a QEMU VM with a root disk overlay and a data disk (and a tap + bridge with network: tap), per run",
-    "kubernetes": "a labelled namespace with a Secret, a ConfigMap, the server and a Service, per run",
+DOCKER_NETWORK = {
+    "bridge": "bridge network, port published on 127.0.0.1 (docker-proxy)",
+    "bridge-direct": "a bridge network of its own, client to the container's address (no proxy)",
+    "host": "the host's network",
 }
+DOCKER_STORAGE = {
+    "volume": "datadir on a named volume", "bind": "datadir on a bind-mounted host folder",
+    "data-container": "datadir on a volume of a data-only container", "container-fs": "datadir in the overlay layer",
+    "tmpfs": "datadir in memory (tmpfs)",
+}
+VM_NETWORK = {"user": "QEMU user networking, port forwarded on 127.0.0.1", "tap": "a tap device on a bridge"}
+K8S_CLIENT = {"host": "sysbench on this machine", "job": "sysbench as a Job in the cluster",
+              "port-forward": "sysbench through kubectl port-forward (slow path)"}
 
 
 @dataclass(frozen=True)
@@ -25,21 +59,198 @@ class Plan:
     runs: int
     seconds: float
     lines: list[str]
+    past_runs: int = 0  # past runs the estimate is calibrated on; 0: a rough estimate
+    rough_backends: list[str] = field(default_factory=list)
+
+    def estimate_text(self) -> str:
+        minutes = f"about {max(1, round(self.seconds / 60))} min"
+        if not self.past_runs:
+            return f"{minutes} (rough estimate: no past runs of these backends in the store)"
+        rough = f"; rough for {', '.join(self.rough_backends)}" if self.rough_backends else ""
+        return f"{minutes} (estimate from {self.past_runs} past runs on this machine{rough})"
+
+
+# --- what each variant creates ---------------------------------------------------------------------------------
+
+
+def placement(variant: VariantBase) -> str:
+    parts = [f"server CPUs {variant.cpus}" if variant.cpus else "",
+             f"sysbench CPUs {variant.client_cpus}" if variant.client_cpus else ""]
+    return "; ".join(p for p in parts if p)
+
+
+def host_line(v: HostVariant) -> str:
+    return f"a private {v.mysqld or 'mariadbd'} on 127.0.0.1 (free port), its own datadir copy"
+
+
+def external_line(v: ExternalVariant) -> str:
+    return f"nothing: uses the server at {v.host}:{v.port}, database {v.database} as {v.user}"
+
+
+def docker_line(v: DockerVariant) -> str:
+    limits = [f"{k}={val}" for k, val in v.resources.model_dump(exclude_none=True).items()]
+    limits += [f"qos preset {v.qos}"] if v.qos else []
+    return (f"a container of {v.image or 'the local layerbench image'}; {DOCKER_NETWORK[v.network]}; "
+            f"{DOCKER_STORAGE[v.storage]}; limits: {', '.join(limits) or 'none'}; sysbench on the "
+            f"{'host' if v.client == 'host' else 'a container of its own'}")
+
+
+def vm_line(v: VMVariant) -> str:
+    accel = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}[v.accel]
+    return (f"a QEMU VM, {v.vcpus} vCPU(s), {v.memory} memory, {accel}; disk cache {v.disk_cache}; "
+            f"{VM_NETWORK[v.network]}")
+
+
+def kubernetes_line(v: KubernetesVariant) -> str:
+    resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", v.requests), ("limits", v.limits))
+                          for k, val in values.items())
+    where = v.context or ("the local cluster (scripts/k8s-local)" if v.kubeconfig is None else v.kubeconfig)
+    kind = "a StatefulSet's pod" if v.kind == "statefulset" else "a bare pod"
+    return (f"a namespace on {where} with {kind}, QoS {v.qos}{'; ' + resources if resources else ''}; "
+            f"storage {v.storage}; {K8S_CLIENT[v.client]}")
+
+
+DESCRIBE: dict[type, Callable[[Any], str]] = {
+    HostVariant: host_line, ExternalVariant: external_line, DockerVariant: docker_line, VMVariant: vm_line,
+    KubernetesVariant: kubernetes_line,
+}
 
 
 def variant_line(variant: VariantBase) -> str:
     kind = getattr(variant, "backend", "?")
-    return f"{variant.name} ({kind}): {CREATES.get(kind, kind)}"
+    describe = DESCRIBE.get(type(variant))
+    text = describe(variant) if describe else kind
+    config = ", ".join(f"{k}={val}" for k, val in variant.server.config.items())
+    extra = "; ".join(p for p in (placement(variant), f"my.cnf: {config}" if config else "") if p)
+    return f"variant {variant.name} ({kind}): {text}{'; ' + extra if extra else ''}"
 
 
-def make_plan(campaign: Campaign) -> Plan:
+def workload_line(campaign: Campaign, workload: Workload) -> str:
+    threads = ", ".join(str(t) for t in workload.threads)
+    runs = len(workload.threads) * campaign.repetitions * len(campaign.variants)
+    return (f"workload {workload.name}: {workload.test}, {workload.tables} x {workload.table_size:,} rows, threads "
+            f"{threads} x {campaign.repetitions} repetitions x {len(campaign.variants)} variants = {runs} runs of "
+            f"{workload.warmup} s warm-up + {workload.duration} s; reset {workload.reset}")
+
+
+# --- calibration on past runs -----------------------------------------------------------------------------------
+
+
+def past_overheads(store: Path) -> dict[str, list[float]]:
+    """Per backend, the overheads of the past runs in `store` (read-only; a missing store has none)."""
+    if not store.is_file():
+        return {}
+    try:
+        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            campaigns = dict(db.execute("SELECT id, definition FROM campaigns").fetchall())
+            rows = db.execute("SELECT campaign_id, variant, workload, finished_at FROM runs WHERE status='ok' AND "
+                              "finished_at IS NOT NULL ORDER BY campaign_id, finished_at").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return {}
+    found: dict[str, list[float]] = {}
+    for previous, row in pairwise(rows):
+        if previous[0] == row[0]:
+            backend, overhead = run_overhead(json.loads(campaigns[row[0]]), row[1], row[2], row[3] - previous[3])
+            if backend is not None:
+                found.setdefault(backend, []).append(overhead)
+    return found
+
+
+def run_overhead(definition: dict[str, Any], variant: str, workload: str, gap: float) -> tuple[str | None, float]:
+    backend = next((v.get("backend") for v in definition.get("variants", []) if v.get("name") == variant), None)
+    work = next((w for w in definition.get("workloads", []) if w.get("name") == workload), None)
+    if backend is None or work is None:
+        return None, 0.0
+    measured = float(work.get("warmup", 0)) + float(work.get("duration", 0))
+    if not 0 <= gap - measured < 10 * measured + 600:  # a resume or a pause between runs, not a run's cost
+        return None, 0.0
+    return str(backend), gap - measured
+
+
+# --- first-time costs -------------------------------------------------------------------------------------------
+
+
+def first_time_costs(campaign: Campaign) -> list[tuple[str, float]]:
+    """(what, seconds) of what is built once and cached, for what is not cached yet on this machine."""
+    from layerbench.server.image import rootfs_path
+
+    kinds = {getattr(v, "backend", "") for v in campaign.variants}
+    costs: list[tuple[str, float]] = []
+    needs_image = any(isinstance(v, DockerVariant | KubernetesVariant) and v.image is None
+                      for v in campaign.variants) or "vm" in kinds
+    if needs_image and not rootfs_path().exists():
+        costs.append(("the server image, built once from Debian packages (debootstrap + MariaDB; "
+                      "`layerbench image build`)", IMAGE_BUILD_SECONDS))
+    if "vm" in kinds and not vm_boot_files_cached():
+        costs.append(("the VM's kernel and initramfs, built once from Debian packages", VM_BOOT_FILES_SECONDS))
+    if any(isinstance(v, KubernetesVariant) and v.kubeconfig is None and v.context is None
+           for v in campaign.variants) and not local_cluster_built():
+        costs.append(("the local Kubernetes cluster, built once: run `scripts/k8s-local up` before `run` "
+                      "(docs/backends/kubernetes-local.md)", K8S_COLD_BUILD_SECONDS))
+    return costs
+
+
+def vm_boot_files_cached() -> bool:
+    from layerbench.server.vmimage import vm_cache
+
+    folder = vm_cache()
+    return folder.is_dir() and any(folder.iterdir())
+
+
+def local_cluster_built() -> bool:
+    from layerbench.server.dataset import cache_dir
+
+    folder = cache_dir() / "k8s"
+    return folder.is_dir() and any(folder.iterdir())
+
+
+def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
+    """One line per dataset: cached, or prepared once (and its time); re-prepared workloads cost every run."""
+    from layerbench.orchestrator import page_size_of
+    from layerbench.server.dataset import dataset_key, find_snapshot, server_version
+
+    version = server_version()
+    page_sizes = sorted({page_size_of(v) for v in campaign.variants}, key=str)
+    lines, seconds = [], 0.0
+    for w in campaign.workloads:
+        prepare = w.tables * w.table_size / PREPARE_ROWS_PER_SECOND
+        if w.reset == "reprepare":
+            runs = len(w.threads) * campaign.repetitions * len(campaign.variants)
+            lines.append(f"dataset {w.name}: prepared again before every run (reset: reprepare), ~{prepare:.0f} s each")
+            seconds += prepare * runs
+        elif w.reset == "none":
+            lines.append(f"dataset {w.name}: not touched (reset: none); the server's own tables are used")
+        elif all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
+            lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, cached (layerbench cache list)")
+        else:
+            lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once (~{prepare:.0f} s), "
+                         "then cached")
+            seconds += prepare
+    return lines, seconds
+
+
+# --- the plan -----------------------------------------------------------------------------------------------------
+
+
+def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     schedule = build_schedule(campaign)
     kinds = {v.name: getattr(v, "backend", "host") for v in campaign.variants}
+    past = past_overheads(store) if store is not None else {}
+    used = sorted(set(kinds.values()))
+    calibrated = {k: statistics.median(past[k]) for k in used if len(past.get(k, [])) >= MIN_SAMPLES}
     seconds = sum(campaign.workload(s.workload).warmup + campaign.workload(s.workload).duration
-                  + RUN_OVERHEAD.get(kinds[s.variant], 5) for s in schedule)
-    rows = sum(w.tables * w.table_size for w in campaign.workloads)
-    seconds += rows / PREPARE_ROWS_PER_SECOND
+                  + calibrated.get(kinds[s.variant], RUN_OVERHEAD.get(kinds[s.variant], 5)) for s in schedule)
+    data_lines, prepare_seconds = dataset_lines(campaign)
+    costs = first_time_costs(campaign)
     lines = [variant_line(v) for v in campaign.variants]
-    lines.append(f"datasets: {', '.join(f'{w.tables} x {w.table_size} rows' for w in campaign.workloads)}, prepared "
-                 "once and cached (layerbench cache list)")
-    return Plan(len(schedule), seconds, lines)
+    lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
+    lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
+    lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
+                 f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")
+    past_runs = sum(len(past[k]) for k in calibrated)
+    rough = [k for k in used if k not in calibrated] if calibrated else []
+    total = seconds + prepare_seconds + sum(cost for _, cost in costs)
+    return Plan(len(schedule), total, lines, past_runs, rough)

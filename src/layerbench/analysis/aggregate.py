@@ -94,6 +94,17 @@ class Analysis:
     def metric_label(self, metric: str) -> str:
         return METRICS[metric][0].format(pct=self.percentile)
 
+    def nothing_to_compare(self) -> str:
+        """Why the answer has no variant row: no run stored yet, none succeeded, or only the baseline ran."""
+        if not self.runs:
+            return (f"No run is stored for this campaign (status {self.status}, 0 of {self.planned_runs} planned runs)"
+                    f": nothing was measured yet, so there is nothing to compare. Continue it with `layerbench "
+                    f"resume {self.campaign_id}`." if self.planned_runs else
+                    f"No run is stored for this campaign (status {self.status}): nothing was measured.")
+        if not any(r.status == "ok" for r in self.runs):
+            return f"No run succeeded ({len(self.runs)} failed): nothing was measured; the run table gives the causes."
+        return "Only the baseline was measured."
+
 
 def run_rows(store: Store, campaign_id: int, unstable_ratio: float) -> list[RunRow]:
     intervals = store.intervals_by_run(campaign_id)

@@ -80,7 +80,7 @@ def answer(analysis: Analysis) -> str:
              f"(the bar: ±50 % full width, tick at 0), Mann-Whitney p Holm-corrected, noise threshold "
              f"±{s.threshold * 100:g} %, alpha {s.alpha:g}, at least {s.min_runs} runs per side.</p>")
     body = table(["variant", "point", "verdict", "TPS delta", "CI", f"p{analysis.percentile} latency"], rows) \
-        if rows else "<p>Only the baseline was measured.</p>"
+        if rows else f"<p>{esc(analysis.nothing_to_compare())}</p>"
     return "<h2>The answer</h2>" + intro + body
 
 

@@ -89,7 +89,7 @@ def answer_section(analysis: Analysis) -> list[str]:
             lat_text, lat_kind = verdict_cells(v, "lat_pct_ms")
             rows.append([f"`{v.variant}`", point_title(point), f"**{tps_kind}**", tps_text, lat_kind, lat_text])
     if not rows:
-        return [*lines, "Only the baseline was measured.", ""]
+        return [*lines, analysis.nothing_to_compare(), ""]
     header = ["variant", "point", "verdict", "TPS delta", f"p{analysis.percentile} latency", "latency delta"]
     return [*lines, *table(header, rows, "llllll"), ""]
 

@@ -1,0 +1,49 @@
+"""Where the store and the reports live: one rule, used by every command and shown in `--help`.
+
+The store (one SQLite file holding every campaign) is the first of:
+  1. `--db PATH` on the command line,
+  2. the environment variable `LAYERBENCH_DB`,
+  3. `<output>/layerbench.db`, where `<output>` is, for `run`: `--output`, else the campaign's `output:` key;
+     for every other command: `results` (the default `output:`), relative to the current folder.
+A campaign's reports go to `<output>/<id>-<name>/` (`report --output` writes them elsewhere).
+Commands that only read (list, show, report, compare, validate, clean) never create a store.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from layerbench.errors import BadInput
+
+DEFAULT_OUTPUT = "results"
+STORE_NAME = "layerbench.db"
+DB_ENV = "LAYERBENCH_DB"
+
+RULE = ("store: --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db (run: the campaign's output: or "
+        "--output; other commands: results/ in the current folder); reports: <output>/<id>-<name>/")
+
+
+def store_path(db: Path | None = None, output: str | Path | None = None) -> Path:
+    """The store a command uses, by the rule above."""
+    if db is not None:
+        return db
+    if os.environ.get(DB_ENV):
+        return Path(os.environ[DB_ENV])
+    return Path(output if output is not None else DEFAULT_OUTPUT) / STORE_NAME
+
+
+def existing_store(db: Path | None = None, output: str | Path | None = None) -> Path:
+    """The store a read-only command uses; a missing one is bad input (it is never created as a side effect)."""
+    path = store_path(db, output)
+    if not path.is_file():
+        raise BadInput(f"no store at {path} (nothing was run here yet); run a campaign first (`layerbench run "
+                       f"campaign.yaml`), or point --db / {DB_ENV} at an existing layerbench.db")
+    return path
+
+
+def where(db: Path | None = None, output: str | Path | None = None) -> str:
+    """How a command's store was chosen, for `list` and the end of `run`."""
+    path = store_path(db, output)
+    source = "--db" if db is not None else DB_ENV if os.environ.get(DB_ENV) else "default"
+    return f"{path} ({source})"
