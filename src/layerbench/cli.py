@@ -459,9 +459,22 @@ def without_debug(args: list[str]) -> list[str]:
     return kept + args[cut:]
 
 
+def command_context(args: list[str]) -> Any:
+    """The context of the (sub)command that `args` names, for a usage line."""
+    command = typer.main.get_command(app)
+    ctx = command.make_context("layerbench", [], resilient_parsing=True)
+    for word in args:
+        found = getattr(command, "commands", {}).get(word)
+        if found is None and not word.startswith("-"):
+            break
+        if found is not None:
+            command, ctx = found, found.make_context(word, [], parent=ctx, resilient_parsing=True)
+    return ctx
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to a one-line message and its exit code."""
-    code = 0
+    code, args = 0, []
     try:
         args = without_debug(list(sys.argv[1:] if argv is None else argv))
         result = app(args=args, prog_name="layerbench", standalone_mode=False)
@@ -478,6 +491,8 @@ def main(argv: list[str] | None = None) -> None:
     except typer.TyperException as error:  # usage errors: unknown option, missing argument, ...
         show = getattr(error, "show", None)  # click's usage errors print the usage line and the help hint
         if show is not None:
+            if hasattr(error, "ctx") and error.ctx is None:  # some parser errors come without their command
+                error.ctx = command_context(args)
             show(file=sys.stderr)
         else:
             console.print(error.format_message(), highlight=False, markup=False)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from layerbench.campaign import parse_campaign, smoke_version
-from layerbench.plan import make_plan
 
 DATA = {
     "name": "p", "baseline": "h", "repetitions": 10,
@@ -15,10 +14,3 @@ def test_smoke_is_tiny_but_the_same_study() -> None:
     w = smoke.workloads[0]
     assert (w.tables, w.table_size, w.duration, w.warmup, w.threads, smoke.repetitions) == (1, 1000, 3, 0, [4], 2)
     assert [v.name for v in smoke.variants] == ["h", "d"] and smoke.name == "p-smoke"
-
-
-def test_plan_counts_runs_and_estimates_time() -> None:
-    plan = make_plan(parse_campaign(DATA))
-    assert plan.runs == 60
-    assert 60 * 70 < plan.seconds < 60 * 70 + 60 * 10 + 60
-    assert any(line.startswith("d (docker): a container") for line in plan.lines)
