@@ -226,8 +226,8 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
         elif all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
             lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, cached (layerbench cache list)")
         else:
-            lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once (~{prepare:.0f} s), "
-                         "then cached")
+            lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once "
+                         f"(~{max(1, round(prepare))} s), then cached")
             seconds += prepare
     return lines, seconds
 
