@@ -27,8 +27,9 @@ from layerbench.store import RunRecord, Store
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="What does each layer under your MySQL-compatible database cost? "
                        "Variants vs a baseline, measured with sysbench.")
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+# markup=False: user text (file names, variant names, imported campaign names) is never read as Rich markup
+console = Console(stderr=True, soft_wrap=True, markup=False)
+out = Console(soft_wrap=True, markup=False)
 STATE: dict[str, Any] = {"debug": False}
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="SQLite store [default: results/layerbench.db]")]
@@ -66,8 +67,9 @@ class RichProgress:
     """Draws run i of n, the variant, live TPS and time left; prints one line per finished run."""
 
     def __init__(self) -> None:
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[tps]}"), TimeLeftColumn(), console=console, transient=True)
+        self.bar = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                            MofNCompleteColumn(), TextColumn("{task.fields[tps]}", markup=False), TimeLeftColumn(),
+                            console=console, transient=True)
         self.task: Any = None
 
     def __enter__(self) -> RichProgress:
@@ -78,7 +80,7 @@ class RichProgress:
         self.bar.stop()
 
     def message(self, text: str) -> None:
-        console.print(f"[dim]{text}[/dim]")
+        console.print(Text(text, style="dim"))
 
     def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None:
         console.print(f"campaign {campaign_id}: {total} runs ({done} already stored)")
@@ -99,7 +101,7 @@ class RichProgress:
             console.print(f"  run {spec.idx + 1}: {spec.label()}: {t.tps:,.1f} TPS, {t.qps:,.0f} QPS, "
                           f"avg {t.latency_avg_ms or 0:.2f} ms")
         else:
-            console.print(f"  [red]run {spec.idx + 1}: {spec.label()}: failed: {record.error}[/red]")
+            console.print(Text(f"  run {spec.idx + 1}: {spec.label()}: failed: {record.error}", style="red"))
 
 
 def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
@@ -114,6 +116,12 @@ def on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (a closed terminal) stop a campaign as Ctrl-C does: everything started is taken down."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_sigterm)
+
+
 @app.command()
 def run(
     campaign: Annotated[Path | None, typer.Argument(help="campaign YAML; none: the bundled default")] = None,
@@ -121,13 +129,18 @@ def run(
     smoke: Annotated[bool, typer.Option(help="tiny data, 2 repetitions of 3 s: check it runs, not numbers")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="overrides the campaign's output")] = None,
     max_failures: Annotated[int | None, typer.Option(min=0, help="stop after more failed runs than this")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="check all that run checks, print the plan, create "
+                                          "nothing (as validate)")] = False,
 ) -> None:
     """Run a campaign: every variant x workload x threads x repetition, then write its report."""
     parsed, source = load(campaign)
     parsed = smoke_version(parsed) if smoke else parsed
     parsed = parsed.model_copy(update={"output": str(output)}) if output else parsed
     parsed = parsed.model_copy(update={"max_failures": max_failures}) if max_failures is not None else parsed
-    signal.signal(signal.SIGTERM, on_sigterm)
+    if dry_run:
+        check_and_plan(parsed, source or "the default campaign")
+        return
+    stop_on_signals()
     with Store(db or Path(parsed.output) / "layerbench.db") as store, RichProgress() as progress:
         outcome = run_campaign(parsed, store, progress=progress, source_path=source)
     with Store(db or Path(parsed.output) / "layerbench.db") as store:
@@ -140,7 +153,7 @@ def run(
 def resume(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
            db: DbOption = None) -> None:
     """Continue an interrupted campaign: runs already stored are kept, the rest are run."""
-    signal.signal(signal.SIGTERM, on_sigterm)
+    stop_on_signals()
     with Store(db or default_db_path()) as store, RichProgress() as progress:
         outcome = resume_campaign(store, ref, progress=progress)
     with Store(db or default_db_path()) as store:
@@ -151,11 +164,18 @@ def resume(ref: Annotated[str, typer.Argument(help="campaign id, name or `latest
 @app.command()
 def validate(campaign: Annotated[Path, typer.Argument(help="campaign YAML")]) -> None:
     """Check a campaign file without running it: what it would create and how long it would take."""
-    from layerbench.plan import make_plan
-
     parsed, _ = load(campaign)
+    check_and_plan(parsed, str(campaign))
+
+
+def check_and_plan(parsed: Campaign, name: str) -> None:
+    """Everything run checks before it starts (preflight.py), creating nothing; then the plan."""
+    from layerbench.plan import make_plan
+    from layerbench.preflight import preflight
+
+    preflight(parsed)
     plan = make_plan(parsed)
-    out.print(f"{campaign}: valid; {len(parsed.variants)} variants, {plan.runs} runs, about "
+    out.print(f"{name}: valid; {len(parsed.variants)} variants, {plan.runs} runs, about "
               f"{plan.seconds / 60:.0f} min", highlight=False)
     for line in plan.lines:
         out.print(f"  {line}", highlight=False)
@@ -168,7 +188,7 @@ def list_campaigns(db: DbOption = None) -> None:
         table = Table("id", "name", "status", "started", "runs ok", "failed", "planned")
         for row in store.campaigns():
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started_at"]))
-            table.add_row(str(row["id"]), row["name"], row["status"], started, str(row["ok_runs"]),
+            table.add_row(str(row["id"]), Text(str(row["name"])), row["status"], started, str(row["ok_runs"]),
                           str(row["failed_runs"]), str(row["planned_runs"]))
         out.print(table)
 
@@ -255,7 +275,7 @@ def doctor() -> None:
 
     problems = 0
     for ok, line in diagnose():
-        out.print(("[green]ok[/green]   " if ok else "[red]fail[/red] ") + line, highlight=False)
+        out.print(Text.assemble(("ok   ", "green") if ok else ("fail ", "red"), line), highlight=False)
         problems += 0 if ok else 1
     if problems:
         raise typer.Exit(1)
@@ -273,7 +293,7 @@ def image_build() -> None:
     from layerbench.server.image import ensure_docker_image
 
     started = time.monotonic()
-    tag = ensure_docker_image(docker_client(), lambda text: console.print(f"[dim]{text}[/dim]"))
+    tag = ensure_docker_image(docker_client(), lambda text: console.print(Text(text, style="dim")))
     out.print(f"image: {tag} (ready in {time.monotonic() - started:.0f} s)")
 
 
@@ -343,6 +363,12 @@ def init(
     out.print(f"wrote {target}; check it with `layerbench validate {target}`, run it with `layerbench run {target}`")
 
 
+def one_line(text: str, limit: int = 1000) -> str:
+    """An error message as one line (user text never adds lines), cut at limit characters."""
+    text = " ".join(text.split("\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to a one-line message and its exit code."""
     code = 0
@@ -352,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
     except LayerbenchError as error:
         if STATE["debug"]:
             console.print_exception()
-        console.print(f"[red]error:[/red] {error}", markup=True, highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("error: ", "red"), one_line(str(error))), highlight=False, soft_wrap=True)
         code = error.exit_code
     except typer.Exit as done:
         code = done.exit_code
@@ -367,7 +393,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # a bug: one line for the user, the traceback with --debug
         if STATE["debug"]:
             console.print_exception()
-        console.print(f"[red]error:[/red] internal error: {type(error).__name__}: {error} (run with --debug for "
-                      "the traceback, and please report it)", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("error: ", "red"), f"internal error: {type(error).__name__}: "
+                                    f"{one_line(str(error))} (run with --debug for the traceback, and please "
+                                    "report it)"), highlight=False, soft_wrap=True)
         code = 1
     sys.exit(code)

@@ -18,8 +18,9 @@ from layerbench import cleanup, environment
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
-from layerbench.errors import BadInput, Interrupted, LayerbenchError, RunFailed
-from layerbench.procs import require_program, stop_all
+from layerbench.errors import Interrupted, LayerbenchError, RunFailed
+from layerbench.preflight import preflight
+from layerbench.procs import stop_all
 from layerbench.resources import ResourceSampler
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
@@ -110,18 +111,8 @@ class Orchestrator:
     # --- preflight -----------------------------------------------------------------------------------------
 
     def preflight(self) -> None:
-        """Everything that can be checked before any server starts: programs, backends, files."""
-        require_program("sysbench", "install sysbench (scripts/setup does it)")
-        for workload in self.campaign.workloads:
-            if workload.is_lua_path and not Path(workload.test).expanduser().is_file():
-                raise BadInput(f"workloads.{workload.name}.test: {workload.test} is not a file; fix the path")
-            if not workload.is_lua_path and not Path(f"/usr/share/sysbench/{workload.test}.lua").is_file():
-                raise BadInput(f"workloads.{workload.name}.test: {workload.test!r} is not a sysbench test; use "
-                               "oltp_read_write, oltp_read_only, ... or a path to a .lua script")
-        backends = [(variant, make_backend(variant)) for variant in self.campaign.variants]
-        for variant, backend in backends:
-            backend.check(variant)
-        for variant, backend in backends:
+        """Everything `validate` checks (preflight.py), then each backend's one-time work (an image build)."""
+        for variant, backend in preflight(self.campaign):
             backend.prepare(variant, self.progress.message)
 
     # --- campaign ------------------------------------------------------------------------------------------
