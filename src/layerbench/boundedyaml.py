@@ -1,4 +1,5 @@
-"""Bounded reading of a campaign file: regular files only, a size limit, and a YAML loader that refuses
+"""Bounded reading of a user's file (a campaign, an imported CSV): regular files only, a size limit, and for
+YAML a loader that refuses
 duplicate keys, nesting beyond a sane depth and alias/merge expansion beyond a small budget (so a
 "billion laughs" or merge-key bomb is refused before it is expanded).
 
@@ -125,24 +126,27 @@ def _problem(error: yaml.YAMLError) -> str:
 
 
 def read_campaign_text(path: Path) -> str:
-    """The file's text: a regular file (never a FIFO, device or directory) of at most MAX_FILE_BYTES."""
+    return read_bounded_text(path, "campaign file", "check the path or run `layerbench init`")
+
+
+def read_bounded_text(path: Path, kind: str, fix: str, limit: int = MAX_FILE_BYTES, encoding: str = "utf-8") -> str:
+    """The file's text: a regular file (never a FIFO, device or directory) of at most `limit` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise BadInput(f"{shown(str(path))}: no such campaign file; check the path or run `layerbench init`") from None
+        raise BadInput(f"{shown(str(path))}: no such {kind}; {fix}") from None
     except OSError as error:
         raise BadInput(f"{shown(str(path))}: cannot be opened ({error.strerror}); check the path") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise BadInput(f"{shown(str(path))}: not a regular file; give the path of a campaign YAML file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise BadInput(f"{shown(str(path))}: {info.st_size:,} bytes; a campaign file is at most "
-                           f"{MAX_FILE_BYTES:,} bytes")
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise BadInput(f"{shown(str(path))}: larger than {MAX_FILE_BYTES:,} bytes; a campaign file is smaller")
+            raise BadInput(f"{shown(str(path))}: not a regular file; give the path of a {kind}")
+        if info.st_size > limit:
+            raise BadInput(f"{shown(str(path))}: {info.st_size:,} bytes; a {kind} is at most {limit:,} bytes")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput(f"{shown(str(path))}: larger than {limit:,} bytes; a {kind} is smaller")
     try:
-        return data.decode("utf-8")
+        return data.decode(encoding)
     except UnicodeDecodeError as error:
         raise BadInput(f"{shown(str(path))}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
