@@ -72,5 +72,5 @@ def test_report_into_a_file_is_one_line_bad_input(tmp_path: Path) -> None:
 
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    with pytest.raises(BadInput, match="--output: .* cannot hold the report"):
+    with pytest.raises(BadInput, match=r"--output: .* cannot hold the report"):
         write_report(analysis(tmp_path), "md", blocker)
