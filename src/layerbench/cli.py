@@ -20,6 +20,7 @@ from layerbench.analysis.aggregate import analyze
 from layerbench.campaign import Campaign, load_campaign, parse_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, LayerbenchError
 from layerbench.orchestrator import Outcome, default_db_path, resume_campaign, run_campaign, slug
+from layerbench.procs import stop_all
 from layerbench.report import write_report
 from layerbench.schedule import RunSpec
 from layerbench.store import RunRecord, Store
@@ -397,4 +398,6 @@ def main(argv: list[str] | None = None) -> None:
                                     f"{one_line(str(error))} (run with --debug for the traceback, and please "
                                     "report it)"), highlight=False, soft_wrap=True)
         code = 1
+    if code == EXIT_INTERRUPTED:
+        stop_all()  # a process whose own cleanup a signal cut short: none outlives the command
     sys.exit(code)

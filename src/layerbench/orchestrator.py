@@ -18,6 +18,7 @@ from layerbench import cleanup, environment
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
+from layerbench.critical import signals_deferred
 from layerbench.errors import Interrupted, LayerbenchError, RunFailed
 from layerbench.preflight import preflight
 from layerbench.procs import stop_all
@@ -119,9 +120,11 @@ class Orchestrator:
 
     def start(self) -> int:
         definition = campaign_as_dict(self.campaign)
-        campaign_id = self.store.create_campaign(self.campaign.name, definition, self.campaign.baseline,
-                                                 self.campaign.output, self.source_path)
-        self.store.save_schedule(campaign_id, [s.as_row() for s in build_schedule(self.campaign)])
+        schedule = [s.as_row() for s in build_schedule(self.campaign)]
+        with signals_deferred():  # a stored campaign always has its schedule, so `resume` can finish it
+            campaign_id = self.store.create_campaign(self.campaign.name, definition, self.campaign.baseline,
+                                                     self.campaign.output, self.source_path)
+            self.store.save_schedule(campaign_id, schedule)
         return campaign_id
 
     def output_dir(self, campaign_id: int) -> Path:
@@ -141,13 +144,15 @@ class Orchestrator:
         try:
             self._run_all(todo, len(specs), len(done), outcome)
         except KeyboardInterrupt:
-            stop_all()
-            self.store.finish_campaign(campaign_id, "interrupted", "interrupted by the user")
+            with signals_deferred():  # a second signal does not cut the cleanup short
+                stop_all()
+                self.store.finish_campaign(campaign_id, "interrupted", "interrupted by the user")
             raise Interrupted(f"interrupted; {outcome.ok} runs stored. Continue with "
                               f"`layerbench resume {campaign_id}`") from None
         except LayerbenchError as error:
-            stop_all()
-            self.store.finish_campaign(campaign_id, "failed", str(error))
+            with signals_deferred():
+                stop_all()
+                self.store.finish_campaign(campaign_id, "failed", str(error))
             raise
         status = "finished" if outcome.failed == 0 else "finished with failures"
         self.store.finish_campaign(campaign_id, status)
@@ -157,7 +162,8 @@ class Orchestrator:
         for position, spec in enumerate(todo, start=done + 1):
             self.progress.run_started(spec, position, total)
             record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir)
-            self.store.save_run(record)
+            with signals_deferred():  # a finished run is stored whole, or (interrupted before) run again
+                self.store.save_run(record)
             self.progress.run_finished(spec, record)
             if record.status == "ok":
                 outcome.ok += 1
@@ -206,11 +212,13 @@ class Orchestrator:
                            round=spec.round, started_at=time.time(), percentile=workload.percentile,
                            run_dir=str(run_dir), warmup_seconds=float(workload.warmup))
         backend = make_backend(variant)
-        private = Path(tempfile.mkdtemp(prefix="lb-private-"))
         owner = f"lb{campaign_id}-{self.token}-{spec.idx + 1}-private"
-        cleanup.record(owner, pid=None, marker="", paths=[private])  # holds password files: `clean` removes it
         password = generate_password()
+        private: Path | None = None
         try:
+            with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it
+                private = Path(tempfile.mkdtemp(prefix="lb-private-"))
+                cleanup.record(owner, pid=None, marker="", paths=[private])
             self._measure(backend, spec, variant, workload, run_dir, private, password, record)
         except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
             record.details["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
@@ -222,11 +230,13 @@ class Orchestrator:
             record.error = redact(cause, [password])
             record.details["server_log_tail"] = redact(safe_log_tail(backend), [password])
         finally:
-            try:
-                backend.down()
-            finally:
-                shutil.rmtree(private, ignore_errors=True)
-                cleanup.forget(owner)
+            with signals_deferred():  # a cleanup, once begun, runs to its end
+                try:
+                    backend.down()
+                finally:
+                    if private is not None:
+                        shutil.rmtree(private, ignore_errors=True)
+                    cleanup.forget(owner)
         record.finished_at = time.time()
         return record
 
