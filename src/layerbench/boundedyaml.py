@@ -71,6 +71,14 @@ class BoundedLoader(yaml.SafeLoader):
         return node
 
 
+def _refuse_tag(loader: BoundedLoader, node: Node) -> None:
+    raise _Refused(f"the tag {node.tag.rsplit(':', 1)[-1]} has no place in a campaign; write a plain value", node)
+
+
+for _tag in ("binary", "set", "omap", "pairs"):
+    BoundedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+
+
 def expanded_size(root: Node | None) -> int:
     """How many nodes the document has once every alias and merge is expanded (aliases are shared nodes, so
     a bomb is a small DAG with a huge expansion); raises _Refused past MAX_NODES, and on a recursive alias."""

@@ -59,6 +59,24 @@ def check_test(workload: Workload) -> None:
         raise BadInput(f"{where}: {shown(workload.test)} is not a readable regular file; fix the path")
     if info.st_size > MAX_LUA_BYTES:
         raise BadInput(f"{where}: {shown(workload.test)} has {info.st_size:,} bytes; a test script is under 1 MiB")
+    problem = lua_compile_error(path)
+    if problem:
+        raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
+                       f"({shown(problem, 120, quote=False)}); fix the script or the path")
+
+
+def lua_compile_error(path: Path) -> str | None:
+    """Compile (never run) the script with sysbench's own LuaJIT; the error text, or None when it loads."""
+    from layerbench.sysbench import lua_string
+
+    probe = f"local f, err = loadfile({lua_string(str(path.resolve()))})\nif not f then io.write('LUAERR ', err) end\n"
+    try:
+        done = subprocess.run(["sysbench", "/dev/stdin"], input=probe, capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None  # sysbench itself is checked above; run reports a script error as the run's cause
+    errors = [line.removeprefix("LUAERR ") for line in done.stdout.splitlines() if line.startswith("LUAERR ")]
+    return errors[0] if errors else None
 
 
 def builtin_tests() -> list[str]:
@@ -155,7 +173,7 @@ def server_options(binary: str) -> frozenset[str]:
         return frozenset()
     names = set()
     for line in done.stdout.splitlines():
-        match = re.match(r"\s*--([a-z0-9][a-z0-9_-]*)", line)
+        match = re.match(r"\s*(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", line)
         if match:
             name = canonical_option(match.group(1))
             names.add(name)
