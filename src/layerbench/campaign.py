@@ -7,36 +7,82 @@ Unknown keys are errors everywhere (a typo must never be silently ignored).
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from layerbench.errors import BadInput
+from layerbench.boundedyaml import load_text, read_campaign_text
+from layerbench.errors import BadInput, shown
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 ConfigValue = str | int | float | bool | None
 SIZE_RE = re.compile(r"^\d+(\.\d+)?\s*[KMGT]?i?B?$", re.IGNORECASE)
 
+# Bounds on what one campaign may ask for (docs/campaign.md, "Limits").
+MAX_RUNS = 20_000  # runs in one plan: 20,000 runs of 10 s are more than two days
+MAX_VARIANTS = 100
+MAX_WORKLOADS = 50
+MAX_THREAD_POINTS = 64
+MAX_THREADS = 4096
+MAX_SECONDS = 86_400  # a duration or warm-up of one run: a day
+MAX_CPU = 4095  # the highest CPU number a CPU list may name
+MAX_TEXT = 2000  # a description
+MAX_VALUE = 1000  # a my.cnf or sysbench option value
+# Set by layerbench for every backend, so the variant cannot move them (the backend owns where things live).
+OWNED_BY_LAYERBENCH = frozenset(
+    {"port", "socket", "datadir", "bind-address", "pid-file", "log-error", "user", "init-file", "basedir"}
+)
+# Names that carry a secret: never in a campaign file, which is stored with the results.
+SECRET_NAME = re.compile(r"(^|[-_])(password|passwd|pwd|pass|secret|token|api-?key|credentials?)$", re.IGNORECASE)
+NOT_SECRETS = frozenset({"disconnect-on-expired-password"})  # a real server option: a boolean
+OPTION_NAME = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
+
+
+def canonical_option(key: str) -> str:
+    return key.replace("_", "-").lower()
+
+
+def refuse_secret_names(keys: Any, fix: str) -> None:
+    for key in keys:
+        if SECRET_NAME.search(key) and canonical_option(key) not in NOT_SECRETS:
+            raise ValueError(f"{shown(key)} looks like a password; a campaign file is stored with its results, so "
+                             f"{fix}")
+
+
+def check_option_value(key: str, value: Any) -> None:
+    """No newline, control character or overlong text: a value must never add lines to a config file."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{key}: {shown(value)} is not a finite number")
+    if isinstance(value, str):
+        if len(value) > MAX_VALUE:
+            raise ValueError(f"{key}: a value of {len(value):,} characters; the limit is {MAX_VALUE}")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError(f"{key}: {shown(value)} contains a newline or control character; write it on one line")
+
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ServerSettings(Strict):
     """How the server itself is configured: a my.cnf overlay for the [mysqld] section."""
 
-    config: dict[str, ConfigValue] = Field(default_factory=dict)
+    config: dict[str, ConfigValue] = Field(default_factory=dict, max_length=500)
 
     @field_validator("config")
     @classmethod
     def _keys_are_options(cls, value: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
-        for key in value:
-            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", key):
-                raise ValueError(f"{key!r} is not a server option name (letters, digits, _ and -)")
+        for key, item in value.items():
+            if not re.fullmatch(OPTION_NAME, key):
+                raise ValueError(f"{shown(key)} is not a server option name (letters, digits, _ and -)")
+            if canonical_option(key) in OWNED_BY_LAYERBENCH:
+                raise ValueError(f"{key}: set by layerbench for each run; remove it")
+            check_option_value(key, item)
+        refuse_secret_names(value, "remove it (the server's passwords are generated for each run)")
         return value
 
 
@@ -45,8 +91,8 @@ class VariantBase(Strict):
     server: ServerSettings = Field(default_factory=ServerSettings)
     cpus: str | None = Field(default=None, description="CPU list for the server (taskset syntax: 0,1 or 0-1)")
     client_cpus: str | None = Field(default=None, description="CPU list for sysbench")
-    cost_per_month: float | None = Field(default=None, ge=0)
-    description: str = ""
+    cost_per_month: float | None = Field(default=None, ge=0, le=1e12)
+    description: str = Field(default="", max_length=MAX_TEXT)
     extends: str | None = None
 
     @field_validator("cpus", "client_cpus", mode="before")
@@ -54,25 +100,32 @@ class VariantBase(Strict):
     def _cpu_list(cls, value: Any) -> Any:
         if value is None:
             return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
         text = str(value).replace(" ", "")
-        if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text):
-            raise ValueError(f"{value!r} is not a CPU list; write it like 0 or 0,1 or 0-3")
+        if len(text) > 200 or not re.fullmatch(r"\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*", text):
+            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            if int(high or low) > MAX_CPU or int(high or low) < int(low):
+                raise ValueError(f"{shown(part)} is not a CPU range; write low-high with CPUs up to {MAX_CPU}")
         return text
 
 
 class HostVariant(VariantBase):
     backend: Literal["host"]
-    mysqld: str | None = Field(default=None, description="server binary; default: mariadbd on PATH")
+    mysqld: str | None = Field(default=None, max_length=4096, description="server binary; default: mariadbd on PATH")
 
 
 class ExternalVariant(VariantBase):
     backend: Literal["external"]
-    host: str = "127.0.0.1"
+    host: str = Field(default="127.0.0.1", pattern=r"^[A-Za-z0-9_.:-]{1,253}$")
     port: int = Field(default=3306, ge=1, le=65535)
-    user: str = "sbtest"
-    database: str = "sbtest"
-    password_env: str | None = Field(default=None, description="environment variable holding the password")
-    password_file: str | None = Field(default=None, description="file holding the password")
+    user: str = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f]{1,80}$")
+    database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
+    password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+                                     description="environment variable holding the password")
+    password_file: str | None = Field(default=None, max_length=4096, description="file holding the password")
 
     @model_validator(mode="after")
     def _one_password_source(self) -> ExternalVariant:
@@ -82,9 +135,9 @@ class ExternalVariant(VariantBase):
 
 
 class DockerResources(Strict):
-    cpus: float | None = Field(default=None, gt=0)
+    cpus: float | None = Field(default=None, gt=0, le=MAX_CPU + 1)
     cpuset: str | None = None
-    cpu_shares: int | None = Field(default=None, ge=2)
+    cpu_shares: int | None = Field(default=None, ge=2, le=262_144)
     memory: str | None = None
 
     @field_validator("cpuset", mode="before")
@@ -95,14 +148,20 @@ class DockerResources(Strict):
     @field_validator("memory")
     @classmethod
     def _memory(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d+(\.\d+)?[bkmgBKMG]?", value.strip()):
-            raise ValueError(f"{value!r} is not a memory size; write it like 512m or 2g")
+        if value is not None and not re.fullmatch(r"\d{1,12}(\.\d{1,6})?[bkmgBKMG]?", value.strip()):
+            raise ValueError(f"{shown(value)} is not a memory size; write it like 512m or 2g")
         return value
+
+
+# A Docker image reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
+IMAGE_RE = (r"^(?:[A-Za-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
+            r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
 
 
 class DockerVariant(VariantBase):
     backend: Literal["docker"]
-    image: str | None = Field(default=None, description="default: the locally built layerbench image")
+    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE,
+                              description="default: the locally built layerbench image")
     network: Literal["bridge", "bridge-direct", "host"] = "bridge"
     storage: Literal["volume", "bind", "data-container", "container-fs", "tmpfs"] = "volume"
     resources: DockerResources = Field(default_factory=DockerResources)
@@ -112,30 +171,41 @@ class DockerVariant(VariantBase):
 
 class VMVariant(VariantBase):
     backend: Literal["vm"]
-    vcpus: int = Field(default=1, ge=1)
-    memory: str = "2G"
+    vcpus: int = Field(default=1, ge=1, le=256)
+    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$")
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     disk_cache: Literal["none", "writeback"] = "none"
     network: Literal["tap", "user"] = "user"
-    boot_timeout: int = Field(default=300, ge=5)
+    boot_timeout: int = Field(default=300, ge=5, le=MAX_SECONDS)
 
 
 class KubernetesVariant(VariantBase):
     backend: Literal["kubernetes"]
-    context: str | None = None
-    kubeconfig: str | None = None
-    image: str | None = None
+    context: str | None = Field(default=None, max_length=253)
+    kubeconfig: str | None = Field(default=None, max_length=4096)
+    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE)
     qos: Literal["besteffort", "burstable", "guaranteed"] = "guaranteed"
-    requests: dict[str, str] = Field(default_factory=dict)
-    limits: dict[str, str] = Field(default_factory=dict)
+    requests: dict[str, str] = Field(default_factory=dict, max_length=8)
+    limits: dict[str, str] = Field(default_factory=dict, max_length=8)
     kind: Literal["statefulset", "pod"] = "statefulset"
     storage: Literal["pvc", "emptydir", "hostpath"] = "emptydir"
-    storage_class: str | None = None
-    storage_size: str = "2Gi"
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    storage_class: str | None = Field(default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+    storage_size: str = Field(default="2Gi", pattern=r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+    node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
     client: Literal["host", "job", "port-forward"] = "host"
     cpu_manager_static: bool = False
-    ready_timeout: int = Field(default=180, ge=5)
+    ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
+
+    @model_validator(mode="after")
+    def _qos_rules(self) -> KubernetesVariant:
+        """The kubelet's QoS rules, checked here so validate says what run would refuse."""
+        from layerbench.backends.kubernetes_manifests import resources_for
+
+        try:
+            resources_for(self)
+        except BadInput as error:
+            raise ValueError(str(error)) from None
+        return self
 
 
 Variant = Annotated[
@@ -147,45 +217,63 @@ BACKENDS = ("host", "external", "docker", "vm", "kubernetes")
 
 class Workload(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = "default"
-    test: str = "oltp_read_write"
+    test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f]{1,4096}$")
     tables: int = Field(default=4, ge=1, le=10_000)
-    table_size: int = Field(default=10_000, ge=1)
+    table_size: int = Field(default=10_000, ge=1, le=1_000_000_000)
     threads: list[int] = Field(default_factory=lambda: [2])
-    duration: int = Field(default=10, ge=1, description="seconds of measured run")
-    warmup: int = Field(default=5, ge=0, description="seconds of unmeasured run before it")
-    report_interval: int = Field(default=1, ge=1)
+    duration: int = Field(default=10, ge=1, le=MAX_SECONDS, description="seconds of measured run")
+    warmup: int = Field(default=5, ge=0, le=MAX_SECONDS, description="seconds of unmeasured run before it")
+    report_interval: int = Field(default=1, ge=1, le=MAX_SECONDS)
     percentile: int = Field(default=95, ge=1, le=100)
     rand_type: Literal["uniform", "gaussian", "special", "pareto", "zipfian"] | None = None
-    rand_seed: int | None = Field(default=0, ge=0)
+    rand_seed: int | None = Field(default=0, ge=0, le=2**32 - 1)
     buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
     reset: Literal["snapshot", "reprepare", "none"] = "snapshot"
-    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
 
     @field_validator("threads", mode="before")
     @classmethod
     def _threads_list(cls, value: Any) -> Any:
         values = value if isinstance(value, list) else [value]
         for item in values:
-            if isinstance(item, bool) or not isinstance(item, int) or item <= 0:
-                raise ValueError(f"threads must be whole numbers > 0, got {item!r}")
+            if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= MAX_THREADS:
+                raise ValueError(f"threads must be whole numbers from 1 to {MAX_THREADS}, got {shown(item)}")
         if not values:
             raise ValueError("threads needs at least one value")
+        if len(values) > MAX_THREAD_POINTS:
+            raise ValueError(f"{len(values)} thread counts; a sweep has at most {MAX_THREAD_POINTS}")
+        repeated = sorted({t for t in values if values.count(t) > 1})
+        if repeated:
+            raise ValueError(f"thread count {repeated[0]} is listed twice; list each count once "
+                             "(repetitions repeats every point)")
         return values
 
     @field_validator("buffer_pool")
     @classmethod
     def _percent(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d+(\.\d+)?%", value.strip()):
-            raise ValueError(f"{value!r} is not a percentage of the data size; write it like 10% or 150%")
+        if value is not None and not re.fullmatch(r"\d{1,4}(\.\d{1,3})?%", value.strip()):
+            raise ValueError(f"{shown(value)} is not a percentage of the data size; write it like 10% or 150%")
         return value
 
     @field_validator("options")
     @classmethod
     def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for key in value:
+        for key, item in value.items():
+            if not re.fullmatch(OPTION_NAME, key):
+                raise ValueError(f"{shown(key)} is not a sysbench option name (letters, digits, _ and -)")
             if key.replace("_", "-") in {"mysql-password", "pgsql-password", "mysql-user", "mysql-host"}:
                 raise ValueError(f"{key!r} is set by layerbench from the variant; remove it from options")
+            check_option_value(key, item)
+        refuse_secret_names(value, "set the password with the variant's password_env or password_file "
+                                   "(backend external); layerbench passes it to sysbench in a private file")
         return value
+
+    @model_validator(mode="after")
+    def _interval_fits(self) -> Workload:
+        if self.report_interval > self.warmup + self.duration:
+            raise ValueError(f"report_interval: {self.report_interval} s is longer than the run "
+                             f"({self.warmup + self.duration} s); use at most the duration")
+        return self
 
     @property
     def is_lua_path(self) -> bool:
@@ -194,20 +282,34 @@ class Workload(Strict):
 
 class Campaign(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)]
-    description: str = ""
-    baseline: str
-    variants: list[Variant] = Field(min_length=1)
-    workloads: list[Workload] = Field(min_length=1)
+    description: str = Field(default="", max_length=MAX_TEXT)
+    baseline: str = Field(max_length=63)
+    variants: list[Variant] = Field(min_length=1, max_length=MAX_VARIANTS)
+    workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     repetitions: int = Field(default=10, ge=1, le=1000)
     order: Literal["rounds", "sequential"] = "rounds"
-    seed: int = 1
-    output: str = "results"
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
+    output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
     formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: ["md", "html"])
     noise_threshold: float = Field(default=0.02, ge=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    min_runs: int = Field(default=6, ge=2)
-    unstable_ratio: float = Field(default=1.5, gt=1, description="flag a run whose interval TPS swings wider")
-    max_failures: int | None = Field(default=None, ge=0)
+    min_runs: int = Field(default=6, ge=2, le=1000)
+    unstable_ratio: float = Field(default=1.5, gt=1, le=1000, description="flag a run whose interval TPS swings wider")
+    max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
+
+    @model_validator(mode="after")
+    def _bounded_plan(self) -> Campaign:
+        """The number of runs, computed without building the schedule."""
+        points = sum(len(w.threads) for w in self.workloads)
+        runs = len(self.variants) * points * self.repetitions
+        if runs > MAX_RUNS:
+            raise ValueError(f"repetitions: the plan holds {runs:,} runs ({len(self.variants)} variants x {points} "
+                             f"points x {self.repetitions} repetitions), more than the limit of {MAX_RUNS:,}; "
+                             "split it into several campaigns")
+        if "min_runs" in self.model_fields_set and self.min_runs > self.repetitions:
+            raise ValueError(f"min_runs: {self.min_runs} is more than repetitions ({self.repetitions}), so no "
+                             f"verdict could ever be given; set repetitions: {self.min_runs} or more")
+        return self
 
     @model_validator(mode="after")
     def _names(self) -> Campaign:
@@ -269,7 +371,7 @@ def deep_merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
 
 def resolve_extends(variants: list[Any]) -> list[Any]:
     """Replace each variant that `extends` another by the merge of its ancestors and itself."""
-    by_name = {v.get("name"): v for v in variants if isinstance(v, dict)}
+    by_name = {v["name"]: v for v in variants if isinstance(v, dict) and isinstance(v.get("name"), str)}
     resolved: dict[str, dict[str, Any]] = {}
 
     def resolve(name: str, chain: tuple[str, ...], index: int) -> dict[str, Any]:
@@ -279,10 +381,14 @@ def resolve_extends(variants: list[Any]) -> list[Any]:
         parent = raw.get("extends")
         if parent is None:
             result = dict(raw)
+        elif not isinstance(parent, str):
+            raise BadInput(f"variants[{index}].extends: {shown(parent)} is not a variant name; give one name")
         elif parent in chain:
-            raise BadInput(f"variants[{index}].extends: cycle {' -> '.join((*chain, parent))}; remove one link")
+            raise BadInput(f"variants[{index}].extends: cycle {shown(' -> '.join((*chain, parent)), 200, False)}; "
+                           "remove one link")
         elif parent not in by_name:
-            raise BadInput(f"variants[{index}].extends: {parent!r} names no variant; use one of {sorted(by_name)}")
+            names = shown(", ".join(sorted(by_name)), 120, quote=False)
+            raise BadInput(f"variants[{index}].extends: {shown(parent)} names no variant; use one of: {names}")
         else:
             base = {k: v for k, v in resolve(parent, (*chain, name), index).items() if k != "description"}
             result = deep_merge(base, raw)
@@ -309,6 +415,8 @@ def normalise(data: Any) -> Any:
             raise BadInput("workload: give `workload` (one) or `workloads` (a list), not both")
         data["workloads"] = [data.pop("workload")]
     variants = data.get("variants")
+    if isinstance(variants, list) and len(variants) > MAX_VARIANTS:
+        raise BadInput(f"variants: {len(variants)} variants; a campaign has at most {MAX_VARIANTS}, split it")
     if isinstance(variants, list):
         data["variants"] = resolve_extends(variants)
     return data
@@ -322,7 +430,7 @@ def _location(loc: tuple[Any, ...], data: Any) -> str:
         elif item in BACKENDS and parts and parts[-1].endswith("]"):
             continue  # pydantic names the union member; the user never wrote it
         else:
-            name = str(item) if re.fullmatch(r"[\w.-]+", str(item)) else repr(item)
+            name = str(item) if re.fullmatch(r"[\w.-]{1,64}", str(item)) else shown(item, 40)
             parts.append(("." if parts else "") + name)
     return "".join(parts) or "campaign"
 
@@ -352,15 +460,15 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
         return f"{where}: required but missing; add it (see docs/campaign.md)"
     if kind == "union_tag_invalid":
         value = _value_at((*loc, "backend"), data)
-        return f"{where}.backend: {value!r} is not a backend; use one of: {', '.join(BACKENDS)}"
+        return f"{where}.backend: {shown(value)} is not a backend; use one of: {', '.join(BACKENDS)}"
     if kind == "union_tag_not_found":
         return f"{where}.backend: missing; add backend: one of {', '.join(BACKENDS)}"
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
-    shown = "" if value is None or isinstance(value, dict | list) else f" (got {value!r})"
-    if not loc and re.match(r"(variants|workloads)\.[\w.-]+: ", message):
+    got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
+    if re.match(r"(variants|workloads)\.[\w.-]+: |(repetitions|min_runs): ", message):
         return message  # a cross-field check names its own field
-    return f"{where}: {message}{shown}"
+    return f"{where}: {shown(message, 300, quote=False)}{got}"
 
 
 def parse_campaign(data: Any) -> Campaign:
@@ -372,25 +480,14 @@ def parse_campaign(data: Any) -> Campaign:
 
 
 def load_campaign(path: str | os.PathLike[str]) -> Campaign:
-    """Read and validate a campaign file; every problem becomes a one-line BadInput."""
+    """Read and validate a campaign file within bounds (boundedyaml); every problem is a one-line BadInput."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{file}: no such campaign file; check the path or run `layerbench init`") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"{file}: cannot be read ({error.__class__.__name__}); check the file") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or "not valid YAML"
-        raise BadInput(f"{file}: malformed YAML{where}: {problem}; fix the syntax") from None
+    name = shown(str(file), 80, quote=False)
+    data = load_text(read_campaign_text(file), name)
     try:
         return parse_campaign(data)
     except BadInput as error:
-        raise BadInput(f"{file}: {error}") from None
+        raise BadInput(f"{name}: {error}") from None
 
 
 def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from layerbench.campaign import Campaign, load_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, LayerbenchError
 from layerbench.orchestrator import Outcome, resume_campaign, run_campaign, slug
 from layerbench.paths import existing_store, store_path, where
+from layerbench.procs import stop_all
 from layerbench.report import write_report
 from layerbench.schedule import RunSpec
 from layerbench.store import RunRecord, Store
@@ -46,8 +47,9 @@ Where things live (every command uses this rule):
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None, help=HELP)
-console = Console(stderr=True, soft_wrap=True)
-out = Console(soft_wrap=True)
+# markup=False: user text (file names, variant names, imported campaign names) is never read as Rich markup
+console = Console(stderr=True, soft_wrap=True, markup=False)
+out = Console(soft_wrap=True, markup=False)
 STATE: dict[str, Any] = {"debug": False}
 
 DbOption = Annotated[Path | None, typer.Option(
@@ -104,8 +106,9 @@ class RichProgress:
     """Draws run i of n, the variant, live TPS and time left; prints one line per finished run."""
 
     def __init__(self) -> None:
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[tps]}"), TimeLeftColumn(), console=console, transient=True)
+        self.bar = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                            MofNCompleteColumn(), TextColumn("{task.fields[tps]}", markup=False), TimeLeftColumn(),
+                            console=console, transient=True)
         self.task: Any = None
 
     def __enter__(self) -> RichProgress:
@@ -116,7 +119,7 @@ class RichProgress:
         self.bar.stop()
 
     def message(self, text: str) -> None:
-        console.print(f"[dim]{text}[/dim]")
+        console.print(Text(text, style="dim"))
 
     def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None:
         console.print(f"campaign {campaign_id}: {total} runs ({done} already stored)")
@@ -137,7 +140,7 @@ class RichProgress:
             console.print(f"  run {spec.idx + 1}: {spec.label()}: {t.tps:,.1f} TPS, {t.qps:,.0f} QPS, "
                           f"avg {t.latency_avg_ms or 0:.2f} ms")
         else:
-            console.print(f"  [red]run {spec.idx + 1}: {spec.label()}: failed: {record.error}[/red]")
+            console.print(Text(f"  run {spec.idx + 1}: {spec.label()}: failed: {record.error}", style="red"))
 
 
 def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
@@ -152,6 +155,12 @@ def on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (a closed terminal) stop a campaign as Ctrl-C does: everything started is taken down."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_sigterm)
+
+
 @app.command()
 def run(
     ctx: typer.Context,
@@ -162,6 +171,8 @@ def run(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the store and the reports [default: the campaign's output:]")] = None,
     max_failures: Annotated[int | None, typer.Option(min=0, help="stop after more failed runs than this")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="check all that run checks, print the plan, create "
+                                          "nothing (as validate)")] = False,
 ) -> None:
     """Run a campaign, store every run, then write its report.
 
@@ -175,7 +186,10 @@ def run(
     parsed = smoke_version(parsed) if smoke else parsed
     parsed = parsed.model_copy(update={"output": str(output)}) if output else parsed
     parsed = parsed.model_copy(update={"max_failures": max_failures}) if max_failures is not None else parsed
-    signal.signal(signal.SIGTERM, on_sigterm)
+    if dry_run:
+        check_and_plan(parsed, str(campaign), store_path(db, parsed.output))
+        return
+    stop_on_signals()
     path = store_path(db, parsed.output)
     with Store(path) as store, RichProgress() as progress:
         outcome = run_campaign(parsed, store, progress=progress, source_path=source)
@@ -190,7 +204,7 @@ def run(
 @app.command()
 def resume(ref: RefArgument = "latest", db: DbOption = None) -> None:
     """Continue an interrupted campaign: runs already stored are kept, the rest are run."""
-    signal.signal(signal.SIGTERM, on_sigterm)
+    stop_on_signals()
     path = existing_store(db)
     with Store(path) as store, RichProgress() as progress:
         outcome = resume_campaign(store, ref, progress=progress)
@@ -207,14 +221,22 @@ def validate(
 ) -> None:
     """Check a campaign file and print its plan, without running anything.
 
-    Per variant what will be created, per workload the threads x repetitions, the datasets, what is built the
-    first time, where the results go, and how long it takes: estimated from this machine's past runs in the
-    store when it has them, else a rough estimate."""
-    from layerbench.plan import make_plan
-
+    Everything run checks before it starts, creating nothing; then per variant what will be created, per
+    workload the threads x repetitions, the datasets, what is built the first time, where the results go, and
+    how long it takes: estimated from this machine's past runs in the store when it has them, else a rough
+    estimate."""
     parsed, _ = load(campaign)
-    plan = make_plan(parsed, store_path(db, parsed.output))
-    out.print(f"{campaign}: valid; {len(parsed.variants)} variants, {plan.runs} runs, {plan.estimate_text()}",
+    check_and_plan(parsed, str(campaign), store_path(db, parsed.output))
+
+
+def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
+    """Everything run checks before it starts (preflight.py), creating nothing; then the plan."""
+    from layerbench.plan import make_plan
+    from layerbench.preflight import preflight
+
+    preflight(parsed)
+    plan = make_plan(parsed, db)
+    out.print(f"{name}: valid; {len(parsed.variants)} variants, {plan.runs} runs, {plan.estimate_text()}",
               highlight=False, markup=False)
     for line in plan.lines:
         out.print(f"  {line}", highlight=False, markup=False)
@@ -232,7 +254,7 @@ def list_campaigns(db: DbOption = None) -> None:
         table = Table("id", "name", "status", "started", "runs ok", "failed", "planned")
         for row in store.campaigns():
             started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started_at"]))
-            table.add_row(str(row["id"]), row["name"], row["status"], started, str(row["ok_runs"]),
+            table.add_row(str(row["id"]), Text(str(row["name"])), row["status"], started, str(row["ok_runs"]),
                           str(row["failed_runs"]), str(row["planned_runs"]))
         out.print(table)
 
@@ -339,7 +361,7 @@ def doctor() -> None:
 
     problems = 0
     for ok, line in diagnose():
-        out.print(("[green]ok[/green]   " if ok else "[red]fail[/red] ") + line, highlight=False)
+        out.print(Text.assemble(("ok   ", "green") if ok else ("fail ", "red"), line), highlight=False)
         problems += 0 if ok else 1
     if problems:
         raise typer.Exit(1)
@@ -357,7 +379,7 @@ def image_build() -> None:
     from layerbench.server.image import ensure_docker_image
 
     started = time.monotonic()
-    tag = ensure_docker_image(docker_client(), lambda text: console.print(f"[dim]{text}[/dim]"))
+    tag = ensure_docker_image(docker_client(), lambda text: console.print(Text(text, style="dim")))
     out.print(f"image: {tag} (ready in {time.monotonic() - started:.0f} s)")
 
 
@@ -472,6 +494,12 @@ def command_context(args: list[str]) -> Any:
     return ctx
 
 
+def one_line(text: str, limit: int = 1000) -> str:
+    """An error message as one line (user text never adds lines), cut at limit characters."""
+    text = " ".join(text.split("\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to a one-line message and its exit code."""
     code, args = 0, []
@@ -482,7 +510,7 @@ def main(argv: list[str] | None = None) -> None:
     except LayerbenchError as error:
         if STATE["debug"]:
             console.print_exception()
-        console.print(f"[red]error:[/red] {error}", markup=True, highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("error: ", "red"), one_line(str(error))), highlight=False, soft_wrap=True)
         code = error.exit_code
     except typer.Exit as done:
         code = done.exit_code
@@ -503,7 +531,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # a bug: one line for the user, the traceback with --debug
         if STATE["debug"]:
             console.print_exception()
-        console.print(f"[red]error:[/red] internal error: {type(error).__name__}: {error} (run with --debug for "
-                      "the traceback, and please report it)", highlight=False, soft_wrap=True)
+        console.print(Text.assemble(("error: ", "red"), f"internal error: {type(error).__name__}: "
+                                    f"{one_line(str(error))} (run with --debug for the traceback, and please "
+                                    "report it)"), highlight=False, soft_wrap=True)
         code = 1
+    if code == EXIT_INTERRUPTED:
+        stop_all()  # a process whose own cleanup a signal cut short: none outlives the command
     sys.exit(code)

@@ -34,3 +34,17 @@ class Interrupted(LayerbenchError):
     """The user pressed Ctrl-C (or the process got SIGTERM)."""
 
     exit_code = EXIT_INTERRUPTED
+
+
+def shown(value: object, limit: int = 60, quote: bool = True) -> str:
+    """A user's value as it goes into a one-line message: control characters escaped, at most `limit`
+    characters (longer values end in an ellipsis); a string is quoted unless `quote` is False."""
+    try:
+        text = value if isinstance(value, str) else repr(value)
+    except ValueError:  # an int too long to print
+        text = f"<a number of {value.bit_length() if isinstance(value, int) else '?'} bits>"
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"'{text}'" if quote and isinstance(value, str) else text

@@ -17,8 +17,10 @@ from layerbench import cleanup, environment
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
-from layerbench.errors import BadInput, Interrupted, LayerbenchError, RunFailed
-from layerbench.procs import require_program, stop_all
+from layerbench.critical import signals_deferred
+from layerbench.errors import Interrupted, LayerbenchError, RunFailed
+from layerbench.preflight import preflight
+from layerbench.procs import stop_all
 from layerbench.resources import ResourceSampler
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
@@ -109,27 +111,19 @@ class Orchestrator:
     # --- preflight -----------------------------------------------------------------------------------------
 
     def preflight(self) -> None:
-        """Everything that can be checked before any server starts: programs, backends, files."""
-        require_program("sysbench", "install sysbench (scripts/setup does it)")
-        for workload in self.campaign.workloads:
-            if workload.is_lua_path and not Path(workload.test).expanduser().is_file():
-                raise BadInput(f"workloads.{workload.name}.test: {workload.test} is not a file; fix the path")
-            if not workload.is_lua_path and not Path(f"/usr/share/sysbench/{workload.test}.lua").is_file():
-                raise BadInput(f"workloads.{workload.name}.test: {workload.test!r} is not a sysbench test; use "
-                               "oltp_read_write, oltp_read_only, ... or a path to a .lua script")
-        backends = [(variant, make_backend(variant)) for variant in self.campaign.variants]
-        for variant, backend in backends:
-            backend.check(variant)
-        for variant, backend in backends:
+        """Everything `validate` checks (preflight.py), then each backend's one-time work (an image build)."""
+        for variant, backend in preflight(self.campaign):
             backend.prepare(variant, self.progress.message)
 
     # --- campaign ------------------------------------------------------------------------------------------
 
     def start(self) -> int:
         definition = campaign_as_dict(self.campaign)
-        campaign_id = self.store.create_campaign(self.campaign.name, definition, self.campaign.baseline,
-                                                 self.campaign.output, self.source_path)
-        self.store.save_schedule(campaign_id, [s.as_row() for s in build_schedule(self.campaign)])
+        schedule = [s.as_row() for s in build_schedule(self.campaign)]
+        with signals_deferred():  # a stored campaign always has its schedule, so `resume` can finish it
+            campaign_id = self.store.create_campaign(self.campaign.name, definition, self.campaign.baseline,
+                                                     self.campaign.output, self.source_path)
+            self.store.save_schedule(campaign_id, schedule)
         return campaign_id
 
     def output_dir(self, campaign_id: int) -> Path:
@@ -149,13 +143,15 @@ class Orchestrator:
         try:
             self._run_all(todo, len(specs), len(done), outcome)
         except KeyboardInterrupt:
-            stop_all()
-            self.store.finish_campaign(campaign_id, "interrupted", "interrupted by the user")
+            with signals_deferred():  # a second signal does not cut the cleanup short
+                stop_all()
+                self.store.finish_campaign(campaign_id, "interrupted", "interrupted by the user")
             raise Interrupted(f"interrupted; {outcome.ok} runs stored. Continue with "
                               f"`layerbench resume {campaign_id}`") from None
         except LayerbenchError as error:
-            stop_all()
-            self.store.finish_campaign(campaign_id, "failed", str(error))
+            with signals_deferred():
+                stop_all()
+                self.store.finish_campaign(campaign_id, "failed", str(error))
             raise
         status = "finished" if outcome.failed == 0 else "finished with failures"
         self.store.finish_campaign(campaign_id, status)
@@ -165,7 +161,8 @@ class Orchestrator:
         for position, spec in enumerate(todo, start=done + 1):
             self.progress.run_started(spec, position, total)
             record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir)
-            self.store.save_run(record)
+            with signals_deferred():  # a finished run is stored whole, or (interrupted before) run again
+                self.store.save_run(record)
             self.progress.run_finished(spec, record)
             if record.status == "ok":
                 outcome.ok += 1
@@ -214,11 +211,13 @@ class Orchestrator:
                            round=spec.round, started_at=time.time(), percentile=workload.percentile,
                            run_dir=str(run_dir), warmup_seconds=float(workload.warmup))
         backend = make_backend(variant)
-        private = Path(tempfile.mkdtemp(prefix="lb-private-"))
         owner = f"lb{campaign_id}-{self.token}-{spec.idx + 1}-private"
-        cleanup.record(owner, pid=None, marker="", paths=[private])  # holds password files: `clean` removes it
         password = generate_password()
+        private: Path | None = None
         try:
+            with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it
+                private = Path(tempfile.mkdtemp(prefix="lb-private-"))
+                cleanup.record(owner, pid=None, marker="", paths=[private])
             self._measure(backend, spec, variant, workload, run_dir, private, password, record)
         except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
             record.details["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
@@ -230,11 +229,13 @@ class Orchestrator:
             record.error = redact(cause, [password])
             record.details["server_log_tail"] = redact(safe_log_tail(backend), [password])
         finally:
-            try:
-                backend.down()
-            finally:
-                shutil.rmtree(private, ignore_errors=True)
-                cleanup.forget(owner)
+            with signals_deferred():  # a cleanup, once begun, runs to its end
+                try:
+                    backend.down()
+                finally:
+                    if private is not None:
+                        shutil.rmtree(private, ignore_errors=True)
+                    cleanup.forget(owner)
         record.finished_at = time.time()
         return record
 

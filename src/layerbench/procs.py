@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from layerbench.critical import signals_deferred
 from layerbench.errors import PrerequisiteMissing, RunFailed
 from layerbench.secrets import Secret, redact
 
@@ -106,18 +107,19 @@ def start(
     record_command(log_path.parent if log_path else None, cmd, secrets)
     out = log_path.open("ab") if log_path else subprocess.DEVNULL
     try:
-        popen = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, cwd=cwd, start_new_session=True,
-        )
+        with signals_deferred():  # started and known to stop_all() together
+            popen = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, cwd=cwd, start_new_session=True,
+            )
+            proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
+            with _live_lock:
+                _live.add(proc)
     except OSError as error:
         raise RunFailed(f"{name}: cannot start {cmd[0]} ({error.strerror})") from None
     finally:
         if log_path:
             out.close()  # type: ignore[union-attr]
-    proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
-    with _live_lock:
-        _live.add(proc)
     return proc
 
 
@@ -146,16 +148,17 @@ def run(
     cmd = [str(c) for c in cmd]
     record_command(log_path.parent if log_path else None, cmd, secrets)
     try:
-        popen = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            env=env, cwd=cwd, start_new_session=True,
-        )
+        with signals_deferred():  # started and known to stop_all() together
+            popen = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                env=env, cwd=cwd, start_new_session=True,
+            )
+            proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
+            with _live_lock:
+                _live.add(proc)
     except OSError as error:
         raise RunFailed(f"{name}: cannot start {cmd[0]} ({error.strerror})") from None
-    proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
-    with _live_lock:
-        _live.add(proc)
     try:
         return _collect(proc, timeout, input_text, on_line)
     finally:

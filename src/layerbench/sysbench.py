@@ -21,8 +21,8 @@ MARK = "LAYERBENCH "
 SYSBENCH_SHARE = "/usr/share/sysbench"
 
 HOOK_LUA = r"""-- written by layerbench: runs the test below and reports each interval as one JSON line
-package.path = "{share}/?.lua;" .. package.path
-dofile("{script}")
+package.path = {share} .. "/?.lua;" .. package.path
+dofile({script})
 
 local function lb_num(x, scale)
   if x == nil then return "null" end
@@ -136,8 +136,19 @@ def test_script(workload: Workload) -> str:
     return f"{SYSBENCH_SHARE}/{workload.test}.lua"
 
 
+def lua_string(text: str) -> str:
+    """text as a Lua long string literal ([==[...]==]) whose level no part of text can close early; nothing in
+    it is interpreted (no escapes), so any path is embedded as it is."""
+    if "\n" in text or "\r" in text:
+        raise ValueError("a Lua long string would change its line breaks")  # the campaign refuses them
+    level = 0
+    while f"]{'=' * level}]" in text or text.endswith(f"]{'=' * level}"):
+        level += 1
+    return f"[{'=' * level}[{text}]{'=' * level}]"
+
+
 def hook_script(workload: Workload) -> str:
-    return HOOK_LUA.format(share=SYSBENCH_SHARE, script=test_script(workload))
+    return HOOK_LUA.format(share=lua_string(SYSBENCH_SHARE), script=lua_string(test_script(workload)))
 
 
 def config_file_text(endpoint: Endpoint) -> str:

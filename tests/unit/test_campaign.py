@@ -44,7 +44,7 @@ def test_single_thread_value_becomes_list() -> None:
     [
         ({"baseline": "nope"}, "baseline 'nope' names no variant"),
         ({"colour": "red"}, "colour: unknown key"),
-        ({"workload": {"threads": 0}}, "workloads[0].threads: threads must be whole numbers > 0, got 0"),
+        ({"workload": {"threads": 0}}, "workloads[0].threads: threads must be whole numbers from 1 to 4096, got 0"),
         ({"workload": {"threads": [2, -1]}}, "got -1"),
         ({"workload": {"duration": "long"}}, "workloads[0].duration"),
         ({"repetitions": 0}, "repetitions"),

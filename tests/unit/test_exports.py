@@ -47,3 +47,30 @@ def test_every_format_writes_a_file(tmp_path: Path) -> None:
         path = write_report(a, fmt, tmp_path / "out")
         assert path.exists() and path.stat().st_size > 100
     assert "<script>" in (tmp_path / "out" / "report.html").read_text()[:5_000_000]
+
+
+def test_csv_cells_a_spreadsheet_would_evaluate_are_inert(tmp_path: Path) -> None:
+    """OWASP CSV injection: a text cell starting with = + - @ (or tab/CR) gets a leading quote; numbers stay."""
+    from layerbench.importer import import_csv
+
+    source = tmp_path / "hostile.csv"
+    source.write_text('variant,iteration,tps\n"=HYPERLINK(""http://x"")",1,10\n+cmd,1,11\n-2+3,1,12\n@SUM(A1),1,13\n'
+                      "plain,1,14\n", encoding="utf-8")
+    with Store(tmp_path / "lb.db") as store:
+        cid = import_csv(store, source, "hostile", "plain")
+        rows = list(csv.DictReader(io.StringIO(csv_export.render(analyze(store, cid)))))
+    variants = {r["variant"] for r in rows}
+    assert variants == {"'=HYPERLINK(\"http://x\")", "'+cmd", "'-2+3", "'@SUM(A1)", "plain"}
+    assert all(not r["variant"].startswith(("=", "+", "-", "@")) for r in rows)
+    assert sorted(float(r["tps"]) for r in rows) == [10, 11, 12, 13, 14]
+
+
+def test_report_into_a_file_is_one_line_bad_input(tmp_path: Path) -> None:
+    import pytest
+
+    from layerbench.errors import BadInput
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(BadInput, match=r"--output: .* cannot hold the report"):
+        write_report(analysis(tmp_path), "md", blocker)

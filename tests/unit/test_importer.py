@@ -47,7 +47,7 @@ def test_import_and_report(tmp_path: Path) -> None:
         ("variant,iteration,tps,colour\nhost,1,2,red\n", "unknown column 'colour'"),
         ("variant,iteration,tps\nhost,one,5\n", "line 2, column iteration"),
         ("variant,iteration,tps\nhost,1,fast\n", "line 2, column tps: 'fast' is not a number"),
-        ("variant,iteration,tps\nhost,1,-3\n", ">= 0"),
+        ("variant,iteration,tps\nhost,1,-3\n", "must be a number from 0 to"),
         ("variant,iteration,tps\nhost,1,5\nhost,1,6\n", "appears twice"),
         ("variant,iteration,tps\n,1,5\n", "column variant: empty"),
         ("variant,iteration,tps\n", "no data rows"),

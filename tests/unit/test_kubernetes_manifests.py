@@ -14,7 +14,20 @@ from layerbench.errors import BadInput
 
 
 def variant(**kw) -> KubernetesVariant:
-    return KubernetesVariant(name="pod", backend="kubernetes", **kw)
+    """Built without the model's own QoS check, so resources_for's messages can be tested directly (the
+    campaign's validation calls the same function: see test_qos_rules_are_checked_at_validation)."""
+    defaults = {k: f.get_default(call_default_factory=True) for k, f in KubernetesVariant.model_fields.items()
+                if not f.is_required()}
+    return KubernetesVariant.model_construct(**{**defaults, "name": "pod", "backend": "kubernetes", **kw})
+
+
+def test_qos_rules_are_checked_at_validation() -> None:
+    from layerbench.campaign import parse_campaign
+
+    data = {"name": "q", "baseline": "pod", "workload": {}, "variants": [
+        {"name": "pod", "backend": "kubernetes", "qos": "besteffort", "limits": {"cpu": "1"}}]}
+    with pytest.raises(BadInput, match=r"variants\.pod\.qos: a BestEffort pod has no requests or limits"):
+        parse_campaign(data)
 
 
 def kubelet_qos(resources: dict) -> str:

@@ -1,14 +1,23 @@
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.backends.base import Endpoint
 from layerbench.campaign import Workload
 from layerbench.secrets import Secret
-from layerbench.sysbench import config_file_text, parse_human, parse_output, prepare_command, run_command
+from layerbench.sysbench import (
+    config_file_text,
+    hook_script,
+    lua_string,
+    parse_human,
+    parse_output,
+    prepare_command,
+    run_command,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -101,3 +110,25 @@ def test_totals_fall_back_to_the_human_summary() -> None:
     text = "\n".join(line for line in read("run_hook.txt").splitlines() if '"kind":"total"' not in line)
     parsed = parse_output(text)
     assert parsed.totals is not None and parsed.totals.transactions > 0 and len(parsed.intervals) == 7
+
+
+PATH_TEXT = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(PATH_TEXT | st.sampled_from(['"); os.exit(1) --', "]]", "a]=", "]==]]=]", "\\", "%q"]),
+                min_size=1, max_size=30))
+def test_lua_strings_embed_any_path_as_it_is(tmp_path_factory, texts: list[str]) -> None:
+    """Real LuaJIT (sysbench's) reads every literal back as the exact text: a path can never end the string
+    early and run code of its own."""
+    script = tmp_path_factory.mktemp("lua") / "echo.lua"
+    script.write_text("".join(f'io.write({lua_string(t)}, "\\0")\n' for t in texts), encoding="utf-8")
+    done = subprocess.run(["sysbench", str(script)], capture_output=True, check=False)
+    printed = done.stdout.decode("utf-8").split("\n", 2)[-1]  # after sysbench's banner and blank line
+    assert printed.split("\0")[:-1] == texts
+
+
+def test_the_hook_quotes_the_users_script_path(tmp_path: Path) -> None:
+    odd = tmp_path / 'my "test"]].lua'
+    text = hook_script(Workload(test=str(odd)))
+    assert f"dofile([==[{odd}]==])" in text or f"dofile([=[{odd}]=])" in text

@@ -18,6 +18,7 @@ from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
 from layerbench.backends.docker_qos import check_resources, resource_options
 from layerbench.backends.host import free_port
 from layerbench.campaign import DockerVariant, VariantBase
+from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.secrets import write_private
 from layerbench.server import bootstrap
@@ -132,10 +133,9 @@ class DockerBackend:
         self.port = free_port() if variant.network == "host" else 3306
         self._write_config(spec)
         kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
-        self.container = self.docker.containers.create(
+        self.container = self._create("container", lambda: self.docker.containers.create(
             self.image, server_command(spec.snapshot is not None, variant.storage), name=spec.label,
-            labels=labels(spec, "server"), detach=True, **kwargs)
-        self.created.append(("container", self.container))
+            labels=labels(spec, "server"), detach=True, **kwargs))
         self.container.start()
         self.container.reload()
         return Endpoint(self._address(variant), self._published_port(variant), spec.user, spec.password,
@@ -148,9 +148,17 @@ class DockerBackend:
             return {"network_mode": "host"}
         if variant.network == "bridge" and variant.client == "host":
             return {"ports": {"3306/tcp": ("127.0.0.1", free_port())}}  # the docker-proxy path
-        net = self.docker.networks.create(f"{spec.label}-net", driver="bridge", labels=labels(spec, "network"))
-        self.created.append(("network", net))
+        net = self._create("network", lambda: self.docker.networks.create(
+            f"{spec.label}-net", driver="bridge", labels=labels(spec, "network")))
         return {"network": net.name}
+
+    def _create(self, kind: str, create: Any) -> Any:
+        """Create a Docker object and note it for down() with no signal in between (a Ctrl-C while the daemon
+        creates it waits until the object is noted, so down() always removes it)."""
+        with signals_deferred():
+            obj = create()
+            self.created.append((kind, obj))
+        return obj
 
     def _address(self, variant: DockerVariant) -> str:
         if variant.network == "host" or (variant.network == "bridge" and variant.client == "host"):
@@ -206,16 +214,13 @@ class DockerBackend:
         return self.bind_dir
 
     def _volume(self, spec: ServerSpec, name: str) -> Any:
-        volume = self.docker.volumes.create(name=name, labels=labels(spec, "volume"))
-        self.created.append(("volume", volume))
-        return volume
+        return self._create("volume", lambda: self.docker.volumes.create(name=name, labels=labels(spec, "volume")))
 
     def _data_container(self, spec: ServerSpec) -> str:
         volume = self._volume(spec, f"{spec.label}-data")
-        holder = self.docker.containers.create(self.image, ["true"], name=f"{spec.label}-data",
-                                               labels=labels(spec, "data"),
-                                               volumes={volume.name: {"bind": DATADIR, "mode": "rw"}})
-        self.created.append(("container", holder))
+        holder = self._create("container", lambda: self.docker.containers.create(
+            self.image, ["true"], name=f"{spec.label}-data", labels=labels(spec, "data"),
+            volumes={volume.name: {"bind": DATADIR, "mode": "rw"}}))
         return str(holder.name)
 
     def _alive(self) -> bool:
@@ -226,6 +231,10 @@ class DockerBackend:
         return bool(self.container.status in ("created", "running"))
 
     def down(self) -> None:
+        with signals_deferred():
+            self._remove_all()
+
+    def _remove_all(self) -> None:
         for kind, obj in reversed(self.created):
             with contextlib.suppress(Exception):
                 obj.remove(force=True) if kind == "container" else obj.remove()

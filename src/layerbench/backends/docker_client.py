@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
+from layerbench.critical import signals_deferred
 from layerbench.errors import RunFailed
 from layerbench.procs import Completed, record_command
 from layerbench.secrets import Secret, redact, write_private
@@ -44,14 +45,16 @@ class ContainerClient:
             write_private(folder / name, text)
         args = rewrite(cmd, files)
         record_command(log_path.parent, ["docker run", self.image, *args], secrets or [])
-        container = self.client.containers.create(
-            self.image, args, name=f"{self.spec.label}-client", detach=True,
-            labels={"layerbench": "1", "layerbench.label": self.spec.label, "layerbench.role": "client",
-                    "layerbench.harness": str(os.getpid())},
-            volumes={str(folder.resolve()): {"bind": CLIENT_DIR, "mode": "ro"}},
-            **({"network_mode": "host"} if self.network == "host" else {"network": self.network}),
-            **({"cpuset_cpus": self.cpus} if self.cpus else {}))
+        container = None
         try:
+            with signals_deferred():  # created and known to the finally below, with no signal in between
+                container = self.client.containers.create(
+                    self.image, args, name=f"{self.spec.label}-client", detach=True,
+                    labels={"layerbench": "1", "layerbench.label": self.spec.label, "layerbench.role": "client",
+                            "layerbench.harness": str(os.getpid())},
+                    volumes={str(folder.resolve()): {"bind": CLIENT_DIR, "mode": "ro"}},
+                    **({"network_mode": "host"} if self.network == "host" else {"network": self.network}),
+                    **({"cpuset_cpus": self.cpus} if self.cpus else {}))
             container.start()
             output = self._stream(container, log_path, on_line, secrets or [])
             code = int(container.wait(timeout=timeout).get("StatusCode", 1))
@@ -59,8 +62,9 @@ class ContainerClient:
             message = redact(str(error), secrets or [])
             raise RunFailed(f"sysbench container failed: {type(error).__name__}: {message}") from None
         finally:
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
+            with signals_deferred(), contextlib.suppress(Exception):
+                if container is not None:
+                    container.remove(force=True)
             shutil.rmtree(folder, ignore_errors=True)
         return Completed(code, output)
 

@@ -13,6 +13,7 @@ from typing import Any
 from layerbench import cleanup
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
 from layerbench.campaign import HostVariant, VariantBase
+from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, RunFailed
 from layerbench.procs import ManagedProcess, require_program, start, with_cpus
 from layerbench.secrets import write_private
@@ -79,10 +80,11 @@ class HostBackend:
     def up(self, spec: ServerSpec) -> Endpoint:
         assert isinstance(spec.variant, HostVariant)
         self.check(spec.variant)
-        self.datadir = spec.work_dir / "datadirs" / spec.label
-        self.label = spec.label
         mycnf = spec.run_dir / "my.cnf"
-        cleanup.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
+        with signals_deferred():  # noted for down() and `clean` before anything exists
+            self.datadir = spec.work_dir / "datadirs" / spec.label
+            self.label = spec.label
+            cleanup.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         prepare_datadir(self.datadir, spec)
         port = free_port()
         sock = spec.private_dir / "mysqld.sock"
@@ -96,8 +98,10 @@ class HostBackend:
         self.log_path = spec.run_dir / "server.log"
         cmd = with_cpus([self.binary or "mariadbd", f"--defaults-file={mycnf}", f"--init-file={init_file}",
                          f"--log-error={self.log_path}"], spec.variant.cpus)
-        self.process = start("mariadbd", cmd, log_path=spec.run_dir / "server.stdout.log", secrets=[spec.password])
-        cleanup.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
+        with signals_deferred():  # the server and the note of its PID come into being together
+            self.process = start("mariadbd", cmd, log_path=spec.run_dir / "server.stdout.log",
+                                 secrets=[spec.password])
+            cleanup.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         endpoint = Endpoint("127.0.0.1", port, spec.user, spec.password, spec.database, str(sock))
         wait_until_ready(endpoint, alive=self.process.alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
         with contextlib.suppress(FileNotFoundError):
@@ -105,6 +109,10 @@ class HostBackend:
         return endpoint
 
     def down(self) -> None:
+        with signals_deferred():
+            self._stop_and_remove()
+
+    def _stop_and_remove(self) -> None:
         if self.process is not None:
             self.process.stop(timeout=60)
             self.process = None

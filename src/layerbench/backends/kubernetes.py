@@ -25,6 +25,7 @@ from layerbench.backends import kubernetes_manifests as manifests
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
 from layerbench.backends.host import free_port
 from layerbench.campaign import KubernetesVariant, VariantBase
+from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, RunFailed
 from layerbench.procs import ManagedProcess, start
 from layerbench.server import bootstrap
@@ -100,9 +101,10 @@ class KubernetesBackend:
 
         self.variant, self.spec = variant, spec
         self.image = variant.image or image_tag()
-        self.ns = manifests.dns_name(spec.label)
-        work = spec.work_dir / "k8s" / self.ns
-        cleanup.record(spec.label, pid=None, marker="", paths=[work])
+        with signals_deferred():  # the namespace is noted for down() before it is created
+            self.ns = manifests.dns_name(spec.label)
+            work = spec.work_dir / "k8s" / self.ns
+            cleanup.record(spec.label, pid=None, marker="", paths=[work])
         self._create_base(spec)
         snapshot, host_datadir = self._data(spec, work)
         for body in manifests.server_objects(variant, self.image, self.ns, self._labels("server"),
@@ -122,7 +124,8 @@ class KubernetesBackend:
 
     def _create_base(self, spec: ServerSpec) -> None:
         assert self.ns is not None
-        self.core.create_namespace(manifests.namespace(self.ns, self._labels("namespace")))
+        with signals_deferred():  # no Ctrl-C between the request and the API server's creation
+            self.core.create_namespace(manifests.namespace(self.ns, self._labels("namespace")))
         owned = {"datadir": manifests.DATADIR, "port": manifests.PORT, "socket": manifests.SOCKET,
                  "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
         text = render_mycnf(merged_settings(owned, spec.config))
@@ -241,6 +244,10 @@ class KubernetesBackend:
         return False
 
     def down(self) -> None:
+        with signals_deferred():
+            self._delete_all()
+
+    def _delete_all(self) -> None:
         if self.forward is not None:
             self.forward.stop(timeout=5)
             self.forward = None

@@ -30,6 +30,7 @@ from layerbench.backends.vm_qemu import (
     wait_for_guest,
 )
 from layerbench.campaign import VariantBase, VMVariant
+from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput
 from layerbench.procs import ManagedProcess, require_program, run, start, with_cpus
 from layerbench.secrets import write_private
@@ -87,9 +88,10 @@ class VMBackend:
         assert isinstance(variant, VMVariant)
         self.variant, self.spec = variant, spec
         self.boot = self.boot or ensure_boot_files(lambda _t: None)
-        self.work = spec.work_dir / "vm" / spec.label
+        with signals_deferred():  # noted for down() and `clean` before it exists
+            self.work = spec.work_dir / "vm" / spec.label
+            cleanup.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
         self.work.mkdir(parents=True, exist_ok=True)
-        cleanup.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
         disks = self._disks(spec)
         netdev, guest_ip, gateway, endpoint = self._network(spec)
         started = time.monotonic()
@@ -152,7 +154,8 @@ class VMBackend:
             self.facts["network_path"] = f"QEMU user networking, 127.0.0.1:{port} forwarded to the guest"
             return (user_netdev(port), "10.0.2.15/24", "10.0.2.2",
                     Endpoint("127.0.0.1", port, spec.user, spec.password, spec.database))
-        self.tap = vm_net.create_tap(run_number(spec.label))
+        with signals_deferred():  # created and noted for down() together (clean finds it by name as well)
+            self.tap = vm_net.create_tap(run_number(spec.label))
         self.facts["network_path"] = (f"tap {self.tap.tap} on bridge {self.tap.bridge}, virtio-net"
                                       f"{' with vhost' if self.tap.vhost else ' without vhost (no /dev/vhost-net)'}")
         return (tap_netdev(self.tap.tap, self.tap.vhost), f"{self.tap.guest_ip}/24", self.tap.host_ip,
@@ -167,8 +170,9 @@ class VMBackend:
                            cache=self.variant.disk_cache, netdev=netdev, guest_ip=guest_ip, gateway=gateway,
                            qmp=self.work / "qmp.sock", console=self.work / "console.log",
                            pidfile=self.work / "qemu.pid", marker=str(self.work))
-        self.qemu = start("qemu", with_cpus(cmd, self.variant.cpus), log_path=self.spec.run_dir / "qemu.log")
-        cleanup.record(self.spec.label, pid=self.qemu.pid, marker=str(self.work), paths=[self.work])
+        with signals_deferred():
+            self.qemu = start("qemu", with_cpus(cmd, self.variant.cpus), log_path=self.spec.run_dir / "qemu.log")
+            cleanup.record(self.spec.label, pid=self.qemu.pid, marker=str(self.work), paths=[self.work])
 
     def _console(self) -> str:
         path = self.work / "console.log" if self.work else None
@@ -180,6 +184,10 @@ class VMBackend:
             self.qemu = None
 
     def down(self) -> None:
+        with signals_deferred():
+            self._stop_and_remove()
+
+    def _stop_and_remove(self) -> None:
         if self.qemu is not None and self.qemu.alive():
             self._graceful_stop()
         self._kill()

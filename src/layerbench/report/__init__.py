@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 
 from layerbench.analysis.aggregate import Analysis
-from layerbench.errors import BadInput
+from layerbench.errors import BadInput, shown
 
 FORMATS = {"md": "markdown", "html": "html", "json": "json_export", "csv": "csv_export"}
 EXTENSIONS = {"md": "md", "html": "html", "json": "json", "csv": "csv"}
@@ -15,9 +15,13 @@ EXTENSIONS = {"md": "md", "html": "html", "json": "json", "csv": "csv"}
 def write_report(analysis: Analysis, fmt: str, directory: Path) -> Path:
     """Render one format into directory/report.<ext> and return the path."""
     if fmt not in FORMATS:
-        raise BadInput(f"--format: {fmt!r} is not a report format; use one of: {', '.join(FORMATS)}")
+        raise BadInput(f"--format: {shown(fmt)} is not a report format; use one of: {', '.join(FORMATS)}")
     module = importlib.import_module(f"layerbench.report.{FORMATS[fmt]}")
-    directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"report.{EXTENSIONS[fmt]}"
-    path.write_text(module.render(analysis), encoding="utf-8")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        path.write_text(module.render(analysis), encoding="utf-8")
+    except (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
+        raise BadInput(f"--output: {shown(str(directory), 120)} cannot hold the report ({type(error).__name__}: "
+                       f"{error.strerror}); give a folder") from None
     return path

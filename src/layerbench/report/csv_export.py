@@ -1,5 +1,8 @@
 """One row per run, ready for pandas (`pd.read_csv`): identifiers, status, the values the statistics used,
-the steady window and the dataset reset."""
+the steady window and the dataset reset.
+
+Text cells that a spreadsheet would read as a formula (starting with =, +, -, @, tab or carriage return) get a
+leading single quote (OWASP, "CSV Injection"); numbers stay numbers."""
 
 from __future__ import annotations
 
@@ -25,10 +28,20 @@ def row(analysis: Analysis, r: RunRow) -> list[object]:
             reset.get("method", ""), reset.get("seconds", "")]
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralised(value: object) -> object:
+    """A text cell a spreadsheet would evaluate, made inert; any other value unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def render(analysis: Analysis) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for r in analysis.runs:
-        writer.writerow(["" if v is None else v for v in row(analysis, r)])
+        writer.writerow(["" if v is None else neutralised(v) for v in row(analysis, r)])
     return out.getvalue()

@@ -124,12 +124,33 @@ def build_snapshot(
     workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, *, log_dir: Path,
     on_line: Callable[[str], None] | None,
 ) -> Snapshot:
-    from layerbench.backends.host import HostBackend
+    from layerbench import cleanup
+    from layerbench.critical import signals_deferred
 
     target = datasets_dir() / key
     target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=target.parent))
-    private = Path(tempfile.mkdtemp(prefix="lb-prepare-"))
+    folders: list[Path] = []
+    owner = f"prepare-{key}-{os.getpid()}"
+    try:
+        with signals_deferred():  # the build's folders exist only with the note that lets `clean` remove them
+            folders.append(Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=target.parent)))
+            folders.append(Path(tempfile.mkdtemp(prefix="lb-prepare-")))
+            cleanup.record(owner, pid=None, marker="", paths=folders)
+        return _build_in(workload, key, inputs, page_size, *folders, log_dir=log_dir, on_line=on_line)
+    finally:
+        with signals_deferred():
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
+            cleanup.forget(owner)
+
+
+def _build_in(
+    workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, scratch: Path, private: Path, *,
+    log_dir: Path, on_line: Callable[[str], None] | None,
+) -> Snapshot:
+    from layerbench.backends.host import HostBackend
+
+    target = datasets_dir() / key
     backend = HostBackend()
     config: dict[str, Any] = {"innodb_buffer_pool_size": "1G", "innodb_flush_log_at_trx_commit": 2}
     if page_size:
@@ -157,9 +178,6 @@ def build_snapshot(
         return find_snapshot(key) or Snapshot(key, scratch / "datadir", meta)
     finally:
         backend.down()
-        shutil.rmtree(private, ignore_errors=True)
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 class PrepareProgress:

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from layerbench.campaign import ConfigValue
+from layerbench.campaign import OWNED_BY_LAYERBENCH, ConfigValue, check_option_value
 from layerbench.errors import BadInput
 
-# Set by layerbench for every backend, so the variant cannot move them (the backend owns where things live).
-OWNED_BY_LAYERBENCH = frozenset(
-    {"port", "socket", "datadir", "bind-address", "pid-file", "log-error", "user", "init-file", "basedir"}
-)
 # Defaults every variant shares, chosen for benchmarking (documented in docs/campaign.md).
 BENCHMARK_DEFAULTS: dict[str, ConfigValue] = {
     "skip-name-resolve": True,
@@ -54,8 +50,14 @@ def render_value(value: ConfigValue) -> str | None:
 
 
 def render_mycnf(settings: Mapping[str, ConfigValue]) -> str:
+    """The [mysqld] section; a key or value that could add a line (a section, an !include) is refused."""
     lines = ["# written by layerbench", "[mysqld]"]
     for key, value in settings.items():
+        try:
+            check_option_value(str(key), value)
+            check_option_value("key", str(key))
+        except ValueError as error:
+            raise BadInput(f"server.config.{error}") from None
         text = render_value(value)
         lines.append(key if text is None else f"{key} = {text}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,182 @@
+"""Preflight: everything `run` checks before its first server starts, creating nothing. `validate`,
+`run --dry-run` and `run` itself call `preflight()`, so validate never says "valid" to what run refuses.
+
+Order: checks of the campaign alone (tests, my.cnf option names, limits against this machine, disk space),
+then each backend's own `check()` (programs, daemon, cluster, image), all read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from layerbench.backends import Backend, make_backend
+from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload, canonical_option
+from layerbench.errors import BadInput, shown
+from layerbench.procs import require_program
+
+SYSBENCH_SHARE = Path("/usr/share/sysbench")
+MAX_LUA_BYTES = 1 << 20
+BYTES_PER_ROW = 260  # a sysbench row with its secondary index in InnoDB, measured on 10.11 (~230) + margin
+
+
+def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
+    """Check everything; returns each variant with its checked backend (run goes on with prepare())."""
+    require_program("sysbench", "install sysbench (scripts/setup does it)")
+    for workload in campaign.workloads:
+        check_test(workload)
+    for variant in campaign.variants:
+        check_machine_fits(variant)
+        if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
+            check_option_names(variant)  # the server of this host, or an image built from its package
+    check_disk_space(campaign)
+    backends = [(variant, make_backend(variant)) for variant in campaign.variants]
+    for variant, backend in backends:
+        backend.check(variant)
+    return backends
+
+
+def check_test(workload: Workload) -> None:
+    """A built-in sysbench test by name, or a readable regular Lua file of at most 1 MiB."""
+    where = f"workloads.{workload.name}.test"
+    if not workload.is_lua_path:
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not (
+                SYSBENCH_SHARE / f"{workload.test}.lua").is_file():
+            raise BadInput(f"{where}: {shown(workload.test)} is not a sysbench test; use one of "
+                           f"{', '.join(builtin_tests()[:8])}, ... or a path to a .lua script")
+        return
+    path = Path(workload.test).expanduser()
+    try:
+        info = path.stat()
+    except OSError:
+        raise BadInput(f"{where}: {shown(workload.test)} is not a file; fix the path") from None
+    if not stat.S_ISREG(info.st_mode) or not os.access(path, os.R_OK):
+        raise BadInput(f"{where}: {shown(workload.test)} is not a readable regular file; fix the path")
+    if info.st_size > MAX_LUA_BYTES:
+        raise BadInput(f"{where}: {shown(workload.test)} has {info.st_size:,} bytes; a test script is under 1 MiB")
+    problem = lua_compile_error(path)
+    if problem:
+        raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
+                       f"({shown(problem, 120, quote=False)}); fix the script or the path")
+
+
+def lua_compile_error(path: Path) -> str | None:
+    """Compile (never run) the script with sysbench's own LuaJIT; the error text, or None when it loads."""
+    from layerbench.sysbench import lua_string
+
+    probe = f"local f, err = loadfile({lua_string(str(path.resolve()))})\nif not f then io.write('LUAERR ', err) end\n"
+    try:
+        done = subprocess.run(["sysbench", "/dev/stdin"], input=probe, capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None  # sysbench itself is checked above; run reports a script error as the run's cause
+    errors = [line.removeprefix("LUAERR ") for line in done.stdout.splitlines() if line.startswith("LUAERR ")]
+    return errors[0] if errors else None
+
+
+def builtin_tests() -> list[str]:
+    found = sorted(p.stem for p in SYSBENCH_SHARE.glob("*.lua") if p.stem.startswith(("oltp_", "select_")))
+    return found or ["oltp_read_write", "oltp_read_only", "oltp_write_only"]
+
+
+def check_machine_fits(variant: VariantBase) -> None:
+    """CPU lists name CPUs this process may use; memory limits fit in this machine's memory."""
+    from layerbench.backends.host import check_cpus
+
+    where = f"variants.{variant.name}"
+    check_cpus(variant.cpus, f"{where}.cpus")
+    check_cpus(variant.client_cpus, f"{where}.client_cpus")
+    memory = getattr(getattr(variant, "resources", None), "memory", None) or (
+        getattr(variant, "memory", None) if getattr(variant, "backend", "") == "vm" else None)
+    if memory:
+        wanted, total = size_bytes(str(memory)), total_memory()
+        if total and wanted > total:
+            field = "resources.memory" if hasattr(variant, "resources") else "memory"
+            raise BadInput(f"{where}.{field}: {memory} is more than this machine's {total / 2**30:.1f} GiB of "
+                           "memory; use less")
+
+
+def size_bytes(text: str) -> float:
+    """512m, 2g, 1536M, 2G as bytes (Docker and QEMU both read the suffix as a power of 1024)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgtBKMGT]?)\s*", text)
+    if not match:
+        return 0.0
+    return float(match.group(1)) * 1024 ** "bkmgt".index(match.group(2).lower() or "b")
+
+
+def total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+def check_disk_space(campaign: Campaign) -> None:
+    """The datasets not cached yet, plus one run's copy of the largest, fit on the work and cache disks."""
+    from layerbench.server.dataset import datasets_dir, work_root
+
+    needed = max(w.tables * w.table_size for w in campaign.workloads) * BYTES_PER_ROW
+    needed += sum(w.tables * w.table_size * BYTES_PER_ROW for w in campaign.workloads
+                  if w.reset == "snapshot" and not cached(w))
+    for folder in {existing_parent(work_root()), existing_parent(datasets_dir())}:
+        free = shutil.disk_usage(folder).free
+        if needed > free:
+            raise BadInput(f"workloads: the datasets need about {needed / 2**30:.1f} GiB and {folder} has "
+                           f"{free / 2**30:.1f} GiB free; use fewer tables or a smaller table_size, or free space")
+
+
+def cached(workload: Workload) -> bool:
+    from layerbench.server.dataset import dataset_key, datasets_dir, server_version
+
+    try:
+        key, _ = dataset_key(workload, server_version(), None)
+    except OSError:
+        return False
+    return (datasets_dir() / key / "meta.json").is_file()
+
+
+def existing_parent(path: Path) -> Path:
+    path = path.resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_option_names(variant: VariantBase) -> None:
+    """server.config names against the options the local server binary knows (`mariadbd --help --verbose`)."""
+    if not variant.server.config:
+        return
+    wanted = getattr(variant, "mysqld", None) or "mariadbd"
+    binary = shutil.which(wanted) or shutil.which(wanted, path="/usr/sbin:/sbin")
+    known = server_options(binary) if binary else frozenset()
+    if not known:
+        return  # no local binary to ask: the server itself refuses an unknown option at start
+    for key in variant.server.config:
+        name = canonical_option(key)
+        # mariadbd takes `loose-` options it does not know, and an unambiguous prefix of a name
+        if not name.startswith("loose-") and not any(option.startswith(name) for option in known):
+            raise BadInput(f"variants.{variant.name}.server.config.{key}: the server ({Path(binary or '').name}) "
+                           "has no such option; check its spelling (mariadbd --verbose --help lists them)")
+
+
+@lru_cache(maxsize=4)
+def server_options(binary: str) -> frozenset[str]:
+    try:
+        done = subprocess.run([binary, "--no-defaults", "--verbose", "--help"], capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    names = set()
+    for line in done.stdout.splitlines():
+        match = re.match(r"\s*(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", line)
+        if match:
+            name = canonical_option(match.group(1))
+            names.add(name)
+            names.add(name.removeprefix("skip-"))
+            names.add(name.removeprefix("enable-"))
+    return frozenset(names)
