@@ -1,0 +1,106 @@
+"""Calibration of the verdicts by simulation (issue #23): how often each verdict is given for a known true effect
+(the power table) and how often the delta interval covers the true effect (the coverage table).
+
+Every simulated campaign goes through the project's own `analysis.stats.compare`, exactly as a report does. The
+model is multiplicative, as throughput is: variant = (1 + effect) x a draw from the baseline's distribution, so the
+true delta is `effect` for the ratio of means, of medians and for the shift of the log values alike.
+
+    .venv/bin/python bench/verdict_calibration.py [--campaigns 1000] [--seed 23] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from layerbench.analysis.stats import compare
+
+KINDS = ["slower", "slower?", "faster", "faster?", "~", "within noise", "need more runs"]
+CV = 0.05
+
+
+def normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return 500 * rng.normal(1.0, CV, shape)
+
+
+def lognormal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return 500 * rng.lognormal(0.0, 0.25, shape)  # skewed: skewness 0.8, CV 25 %
+
+
+def contaminated(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Normal with CV 5 %, but one run in ten is a bad run at 70 % of the others (a hiccup of the machine)."""
+    return normal(rng, shape) * np.where(rng.random(shape) < 0.1, 0.7, 1.0)
+
+
+DISTRIBUTIONS: dict[str, Callable[[np.random.Generator, tuple[int, ...]], np.ndarray]] = {
+    "normal (CV 5 %)": normal, "lognormal (sigma 0.25)": lognormal, "normal + 10 % outliers at -30 %": contaminated}
+
+
+def campaigns(draw: Callable, n: int, effect: float, count: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    return draw(rng, (count, n)), (1 + effect) * draw(rng, (count, n))
+
+
+def run_compare(base: np.ndarray, variant: np.ndarray, seed: int) -> object:
+    """One campaign through `compare`; the bootstrap of layerbench <= 0.1 (commit 7ad4f3a) with 2,000 resamples."""
+    extra = {"resamples": 2000, "seed": seed} if "resamples" in inspect.signature(compare).parameters else {}
+    return compare(base, {"v": variant}, **extra)[0]
+
+
+def power_row(n: int, effect: float, count: int, rng: np.random.Generator) -> Counter:
+    bases, variants = campaigns(normal, n, effect, count, rng)
+    return Counter(run_compare(b, v, i).verdict.kind for i, (b, v) in enumerate(zip(bases, variants, strict=True)))
+
+
+def coverage(draw: Callable, n: int, effect: float, count: int, rng: np.random.Generator) -> tuple[float, float]:
+    """Share of campaigns whose interval holds the true effect, and the median interval width (points of %)."""
+    bases, variants = campaigns(draw, n, effect, count, rng)
+    found = [run_compare(b, v, i).delta for i, (b, v) in enumerate(zip(bases, variants, strict=True))]
+    hits = [d.low <= effect <= d.high for d in found]
+    return float(np.mean(hits)), float(np.median([(d.high - d.low) * 100 for d in found]))
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def power_table(count: int, seed: int) -> str:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in (6, 10, 20):
+        for effect in (0.0, -0.01, -0.03, -0.10):
+            counts = power_row(n, effect, count, rng)
+            rows.append([str(n), f"{effect * 100:+.0f} %", *(str(counts.get(k, 0)) for k in KINDS)])
+    return table(["runs per side", "true effect", *KINDS], rows)
+
+
+def coverage_table(count: int, seed: int, effect: float = -0.05) -> str:
+    rng = np.random.default_rng(seed)
+    sizes = (4, 6, 10, 20)
+    rows = []
+    for name, draw in DISTRIBUTIONS.items():
+        cells = [coverage(draw, n, effect, count, rng) for n in sizes]
+        rows.append([name, *(f"{c * 100:.1f} % (width {w:.1f})" for c, w in cells)])
+    return table(["distribution", *(f"n = {n}" for n in sizes)], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--campaigns", type=int, default=1000, help="simulated campaigns per line")
+    parser.add_argument("--seed", type=int, default=23)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    print(f"Verdicts of {args.campaigns} simulated campaigns per line (normal, CV 5 %, threshold 2 %, alpha 0.05):")
+    print(power_table(args.campaigns, args.seed))
+    print(f"\nCoverage of the 95 % delta interval for a true effect of -5 % ({args.campaigns} campaigns per cell):")
+    print(coverage_table(args.campaigns, args.seed + 1))
+    print(f"\n({time.perf_counter() - started:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
