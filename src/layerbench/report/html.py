@@ -79,8 +79,9 @@ def answer(analysis: Analysis) -> str:
                          esc(found.verdict.text if found else "-"), ci_bar(v),
                          esc(f"{lat.verdict.kind}: {lat.verdict.text}" if lat else "-")])
     s = analysis.settings
-    intro = (f"<p>{esc(method_line(analysis))} The bar: the interval, ±50 % full width, tick at 0; at least "
-             f"{s.min_runs} runs per side.</p>")
+    method = method_line(analysis).replace("`", "")
+    intro = (f"<p>{esc(method)} The bar: the interval, ±50 % full width, tick at 0; at least {s.min_runs} runs "
+             "per side.</p>")
     if not rows:
         return "<h2>The answer</h2>" + intro + "<p>Only the baseline was measured.</p>"
     notes = "".join(f"<li>{esc(note)}</li>" for note in verdict_notes(analysis))
