@@ -166,3 +166,24 @@ def test_compare_applies_holm_across_variants() -> None:
     assert by["none"].verdict.kind == "need more runs" and by["none"].delta is None
     raw = [by["same"].p, by["slow"].p]
     assert [by["same"].p_adjusted, by["slow"].p_adjusted] == pytest.approx(holm(raw))
+
+
+def test_many_runs_find_the_same_interval_by_bisection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PAIRWISE_MAX pairs the interval ends come from bisection instead of sorting every pair: same values."""
+    import layerbench.analysis.stats as stats
+
+    rng = np.random.default_rng(8)
+    base, variant = rng.normal(100, 5, 300), rng.normal(97, 5, 250)
+    by_sorting = stats.shift_delta(base, variant)
+    monkeypatch.setattr(stats, "PAIRWISE_MAX", 1000)
+    by_bisection = stats.shift_delta(base, variant)
+    assert by_bisection[0].delta == pytest.approx(by_sorting[0].delta, rel=1e-12)
+    assert (by_bisection[0].low, by_bisection[0].high) == pytest.approx((by_sorting[0].low, by_sorting[0].high),
+                                                                        rel=1e-12)
+
+
+def test_a_large_sample_gets_a_t_interval_of_the_mean() -> None:
+    values = np.random.default_rng(2).normal(500, 20, 5000)
+    s = summarize(values)
+    ref = sp.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=sp.sem(values))
+    assert (s.ci_low, s.ci_high) == pytest.approx(ref)

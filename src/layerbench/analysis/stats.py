@@ -32,6 +32,8 @@ import numpy as np
 from scipy import stats as sp
 
 RESAMPLES = 10_000
+BOOTSTRAP_MAX_N = 200  # above this many runs the interval of the mean is Student's t (the bootstrap adds nothing)
+PAIRWISE_MAX = 250_000  # above this many pairs the interval's ends are found by bisection, not by sorting all pairs
 EXACT_MAX = 20  # runs per side up to which the exact distribution of U is used (without ties)
 
 
@@ -79,7 +81,7 @@ def _rng(seed: int) -> np.random.Generator:
 
 
 def bootstrap_means(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    picks = rng.integers(0, len(values), size=(resamples, len(values)))
+    picks = rng.integers(0, len(values), size=(resamples, len(values)), dtype=np.int32)
     return values[picks].mean(axis=1)
 
 
@@ -96,8 +98,13 @@ def summarize(values: Sequence[float], *, seed: int = 1, resamples: int = RESAMP
         raise ValueError("summarize needs at least one value")
     mean = float(data.mean())
     sd = float(data.std(ddof=1)) if data.size > 1 else 0.0
-    low, high = (mean, mean) if data.size == 1 else percentile_interval(
-        bootstrap_means(data, _rng(seed), resamples), confidence)
+    if data.size == 1:
+        low, high = mean, mean
+    elif data.size > BOOTSTRAP_MAX_N:
+        half = float(sp.t.ppf((1 + confidence) / 2, data.size - 1)) * sd / math.sqrt(data.size)
+        low, high = mean - half, mean + half
+    else:
+        low, high = percentile_interval(bootstrap_means(data, _rng(seed), resamples), confidence)
     cv = sd / mean if mean else math.inf
     return Summary(int(data.size), mean, float(np.median(data)), sd, cv, float(data.min()), float(data.max()),
                    low, high)
@@ -167,11 +174,11 @@ def mann_whitney_pvalues(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Two-sided Mann-Whitney p per row (last axis the runs): exact without ties and n <= 20 per side, else
     SciPy's normal approximation with tie and continuity corrections."""
     n1, n2 = x.shape[-1], y.shape[-1]
-    u = u_statistic(x, y)
     exact = ~has_ties(np.concatenate([x, y], axis=-1)) & (n1 <= EXACT_MAX) & (n2 <= EXACT_MAX)
-    p = np.empty(u.shape)
+    p = np.empty(exact.shape)
     if exact.any():
-        smaller = np.minimum(u[exact], n1 * n2 - u[exact]).astype(int)
+        u = u_statistic(x[exact], y[exact])
+        smaller = np.minimum(u, n1 * n2 - u).astype(int)
         p[exact] = np.minimum(1.0, 2 * u_cdf(n1, n2)[smaller])
     if (~exact).any():
         approx = sp.mannwhitneyu(y[~exact], x[~exact], axis=-1, method="asymptotic", use_continuity=True).pvalue
@@ -198,18 +205,39 @@ class Shifts:
     p: np.ndarray
 
 
-def pairwise_shifts(base: np.ndarray, variant: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted pairwise shifts per row and the scale back to a relative delta: log ratios when every value is
-    positive (a multiplicative effect, as throughput and latency have), else raw differences over the
-    baseline's median."""
+def on_scale(base: np.ndarray, variant: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The values the shift is measured on, and the scale back to a relative delta: logarithms when every value
+    is positive (a multiplicative effect, as throughput and latency have; scale NaN), else the raw values, whose
+    shift is divided by the baseline's median."""
     if (base > 0).all() and (variant > 0).all():
-        diff = np.log(variant)[..., None, :] - np.log(base)[..., :, None]
-        return np.sort(diff.reshape(*diff.shape[:-2], -1), axis=-1), np.array(np.nan)
-    diff = variant[..., None, :] - base[..., :, None]
+        return np.log(base), np.log(variant), np.array(np.nan)
     scale = np.abs(np.median(base, axis=-1))
     if (scale == 0).any():
         raise ValueError("a delta needs a baseline median other than 0")
-    return np.sort(diff.reshape(*diff.shape[:-2], -1), axis=-1), scale
+    return base, variant, scale
+
+
+def kth_difference(xs: np.ndarray, ys: np.ndarray, k: int) -> float:
+    """The k-th smallest (0-based) of all ys_j - xs_i without forming the pairs: bisection on the value, counting
+    the pairs at or below it with a binary search (sorted xs and ys; O((n1 + n2) log n) per step)."""
+    low, high = float(ys[0] - xs[-1]), float(ys[-1] - xs[0])
+    def at_most(d: float) -> int:
+        return int((len(xs) - np.searchsorted(xs, ys - d, side="left")).sum())
+    if at_most(low) >= k + 1:
+        return low
+    while (middle := (low + high) / 2) not in (low, high):
+        low, high = (low, middle) if at_most(middle) >= k + 1 else (middle, high)
+    return high
+
+
+def pair_order_statistics(x: np.ndarray, y: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Per row, the ks-th smallest pairwise differences y_j - x_i (ks: one row of 0-based ranks per row)."""
+    if x.shape[-1] * y.shape[-1] <= PAIRWISE_MAX:
+        diff = y[..., None, :] - x[..., :, None]
+        ordered = np.sort(diff.reshape(*diff.shape[:-2], -1), axis=-1)
+        return np.take_along_axis(ordered, ks, axis=-1)
+    xs, ys = np.sort(x, axis=-1), np.sort(y, axis=-1)
+    return np.array([[kth_difference(xs[row], ys[row], int(k)) for k in ks[row]] for row in range(len(ks))])
 
 
 def relative(shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -234,13 +262,14 @@ def shift_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 0.05) 
     """Hodges-Lehmann delta with its Mann-Whitney-inverted (1 - alpha) interval, per row: one simulated campaign
     per row of 2-D arrays (a 1-D pair is one row)."""
     base, variant = np.atleast_2d(np.asarray(base, dtype=float)), np.atleast_2d(np.asarray(variant, dtype=float))
-    shifts, scale = pairwise_shifts(base, variant)
-    m = shifts.shape[-1]
+    x, y, scale = on_scale(base, variant)
+    m = x.shape[-1] * y.shape[-1]
     c, confidence = cuts(base, variant, alpha)
-    ends = np.take_along_axis(shifts, np.clip(np.stack([c, m - 1 - c], axis=-1), 0, m - 1), axis=-1)
-    low = np.where(c < 0, -np.inf, ends[:, 0])
-    high = np.where(c < 0, np.inf, ends[:, 1])
-    return Shifts(relative(np.median(shifts, axis=-1), scale), relative(low, scale), relative(high, scale),
+    ks = np.clip(np.stack([c, m - 1 - c, np.full_like(c, (m - 1) // 2), np.full_like(c, m // 2)], axis=-1), 0, m - 1)
+    found = pair_order_statistics(x, y, ks)
+    low = np.where(c < 0, -np.inf, found[:, 0])
+    high = np.where(c < 0, np.inf, found[:, 1])
+    return Shifts(relative((found[:, 2] + found[:, 3]) / 2, scale), relative(low, scale), relative(high, scale),
                   confidence, mann_whitney_pvalues(base, variant))
 
 
