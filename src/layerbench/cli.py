@@ -413,7 +413,7 @@ def compare_cmd(
 ) -> None:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
     from layerbench.analysis.campaigns import compare_campaigns
-    from layerbench.report.markdown import fmt, table
+    from layerbench.report.markdown import fmt, legend, table
 
     with Store(existing_store(db)) as store:
         first, second = analyze(store, a), analyze(store, b)
@@ -432,7 +432,8 @@ def compare_cmd(
             for r in rows]
     header = ["variant", "point", "metric", f"A ({first.campaign_id})", f"B ({second.campaign_id})", "verdict",
               "B vs A"]
-    out.print("\n".join(table(header, body, "lllrrll")), markup=False, highlight=False)
+    out.print("\n".join([*table(header, body, "lllrrll"), "", legend(first.settings)]), markup=False,
+              highlight=False)
 
 
 def study_description(name: str) -> str:

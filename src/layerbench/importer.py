@@ -123,7 +123,8 @@ COLUMN_IN_STORE = {"total_queries": "queries", "qps": "qps", "tps": "tps", "lat_
 
 
 def import_csv(store: Store, path: Path, name: str, baseline: str) -> int:
-    """Store the CSV as a campaign with status `imported`; returns its id."""
+    """Store the CSV as a campaign with status `imported`, in one transaction (a failure leaves nothing);
+    returns its id."""
     check_name(name, "--name")
     text = read_bounded_text(path, "CSV file", "check the path", MAX_CSV_BYTES, encoding="utf-8-sig")
     rows = parse_csv(text)
@@ -136,10 +137,10 @@ def import_csv(store: Store, path: Path, name: str, baseline: str) -> int:
                   "repetitions": max(r.iteration for r in rows),
                   "variants": [{"name": v, "backend": "imported"} for v in variants],
                   "workloads": [{"name": "imported", "test": "imported", "threads": threads, "percentile": 95}]}
-    campaign_id = store.create_campaign(name, definition, baseline, str(path.parent), str(path), status="imported")
+    records = []
     for row in rows:
-        record = RunRecord(campaign_id, row.variant, "imported", row.threads, row.iteration, percentile=95,
+        record = RunRecord(0, row.variant, "imported", row.threads, row.iteration, percentile=95,
                            imported={COLUMN_IN_STORE[k]: v for k, v in row.metrics.items()})
         record.details = {"imported": {"line": row.line, **row.metrics}}
-        store.save_run(record)
-    return campaign_id
+        records.append(record)
+    return store.import_campaign(name, definition, baseline, str(path.parent), str(path), records)

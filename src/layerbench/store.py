@@ -160,12 +160,17 @@ class Store:
     def create_campaign(self, name: str, definition: dict[str, Any], baseline: str, output_dir: str,
                         source_path: str | None = None, status: str = "running") -> int:
         with self.transaction() as db:
-            cur = db.execute(
-                "INSERT INTO campaigns (name, status, started_at, definition, source_path, output_dir, baseline)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, status, time.time(), json.dumps(definition), source_path, output_dir, baseline),
-            )
-            return int(cur.lastrowid or 0)
+            return _insert_campaign(db, name, definition, baseline, output_dir, source_path, status)
+
+    def import_campaign(self, name: str, definition: dict[str, Any], baseline: str, output_dir: str,
+                        source_path: str, runs: list[RunRecord]) -> int:
+        """A campaign with status `imported` and all its runs, in one transaction: all or nothing."""
+        with self.transaction() as db:
+            campaign_id = _insert_campaign(db, name, definition, baseline, output_dir, source_path, "imported")
+            for run in runs:
+                run.campaign_id = campaign_id
+                _insert_run(db, run)
+        return campaign_id
 
     def finish_campaign(self, campaign_id: int, status: str, message: str | None = None) -> None:
         with self.transaction() as db:
@@ -215,20 +220,8 @@ class Store:
 
     def save_run(self, run: RunRecord) -> int:
         """Write a run and its intervals in one transaction."""
-        columns = ("campaign_id", "idx", "variant", "workload", "threads", "repetition", "round", "status",
-                   "error", "started_at", "finished_at", *RUN_METRIC_COLUMNS, "percentile", "run_dir", "details")
-        values = [run.campaign_id, run.idx, run.variant, run.workload, run.threads, run.repetition, run.round,
-                  run.status, run.error, run.started_at, run.finished_at, *run.metric_values(),
-                  run.percentile, run.run_dir, json.dumps(run.details, default=str)]
         with self.transaction() as db:
-            cur = db.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                             values)
-            run_id = int(cur.lastrowid or 0)
-            db.executemany("INSERT INTO intervals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                (run_id, seq, i.time, i.threads, i.tps, i.qps, i.reads_ps, i.writes_ps, i.other_ps,
-                 i.latency_pct_ms, i.errors_ps, i.reconnects_ps, int(i.time <= run.warmup_seconds + 1e-6))
-                for seq, i in enumerate(run.intervals)])
-        return run_id
+            return _insert_run(db, run)
 
     def runs(self, campaign_id: int) -> list[sqlite3.Row]:
         return list(self.db.execute("SELECT * FROM runs WHERE campaign_id=? ORDER BY COALESCE(idx, id), id",
@@ -245,3 +238,29 @@ class Store:
         ):
             out.setdefault(int(row["run_id"]), []).append(row)
         return out
+
+
+def _insert_campaign(db: sqlite3.Connection, name: str, definition: dict[str, Any], baseline: str, output_dir: str,
+                     source_path: str | None, status: str) -> int:
+    cur = db.execute(
+        "INSERT INTO campaigns (name, status, started_at, definition, source_path, output_dir, baseline)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (name, status, time.time(), json.dumps(definition), source_path, output_dir, baseline),
+    )
+    return int(cur.lastrowid or 0)
+
+
+def _insert_run(db: sqlite3.Connection, run: RunRecord) -> int:
+    """A run and its intervals, inside the caller's transaction."""
+    columns = ("campaign_id", "idx", "variant", "workload", "threads", "repetition", "round", "status",
+               "error", "started_at", "finished_at", *RUN_METRIC_COLUMNS, "percentile", "run_dir", "details")
+    values = [run.campaign_id, run.idx, run.variant, run.workload, run.threads, run.repetition, run.round,
+              run.status, run.error, run.started_at, run.finished_at, *run.metric_values(),
+              run.percentile, run.run_dir, json.dumps(run.details, default=str)]
+    cur = db.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)
+    run_id = int(cur.lastrowid or 0)
+    db.executemany("INSERT INTO intervals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        (run_id, seq, i.time, i.threads, i.tps, i.qps, i.reads_ps, i.writes_ps, i.other_ps,
+         i.latency_pct_ms, i.errors_ps, i.reconnects_ps, int(i.time <= run.warmup_seconds + 1e-6))
+        for seq, i in enumerate(run.intervals)])
+    return run_id

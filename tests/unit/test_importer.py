@@ -81,3 +81,18 @@ def test_parser_only_ever_raises_bad_input(text: str) -> None:
 def test_parser_survives_any_text(text: str) -> None:
     with contextlib.suppress(BadInput):
         parse_csv("variant,iteration,tps\n" + text)
+
+
+def test_an_import_that_fails_half_way_leaves_nothing(tmp_path: Path) -> None:
+    """The 300th of 400 runs breaks a NOT NULL constraint of the real schema: neither the campaign nor the 299
+    runs before it are stored."""
+    import sqlite3
+
+    from layerbench.store import RunRecord
+
+    runs = [RunRecord(0, "host", "imported", 2, i + 1, imported={"tps": 500.0 + i}) for i in range(400)]
+    runs[299].variant = None  # type: ignore[assignment]
+    with Store(tmp_path / "lb.db") as store:
+        with pytest.raises(sqlite3.IntegrityError):
+            store.import_campaign("half", {"name": "half"}, "host", str(tmp_path), "x.csv", runs)
+        assert store.campaigns() == [] and store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0

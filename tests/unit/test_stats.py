@@ -10,11 +10,12 @@ from scipy import stats as sp
 
 from layerbench.analysis.stats import (
     DeltaCI,
-    bootstrap_delta,
     compare,
     format_delta,
     holm,
     mann_whitney_p,
+    mann_whitney_pvalues,
+    shift_delta,
     summarize,
     verdict,
 )
@@ -80,21 +81,43 @@ def test_bootstrap_ci_contains_the_point_estimate(values: list[float], seed: int
     assert s.ci_low - 1e-9 * s.mean <= s.mean <= s.ci_high + 1e-9 * s.mean
 
 
-def test_null_delta_ci_covers_zero_at_about_the_nominal_rate() -> None:
-    rng = np.random.default_rng(11)
-    covered = 0
-    trials = 200
-    for trial in range(trials):
-        a, b = rng.normal(500, 25, 10), rng.normal(500, 25, 10)
-        d = bootstrap_delta(a, b, seed=trial, resamples=2000)
-        covered += d.low <= 0 <= d.high
-    assert 0.85 <= covered / trials <= 0.99
+def test_delta_is_the_median_pairwise_ratio() -> None:
+    d, p = shift_delta(A, B)
+    ratios = sorted(b / a for a in A for b in B)  # 64 of them: the geometric mean of the middle two
+    assert d.delta == pytest.approx(np.sqrt(ratios[31] * ratios[32]) - 1, abs=1e-12)
+    assert d.low < d.delta < d.high < 0 and p == pytest.approx(mann_whitney_p(A, B))
 
 
-def test_delta_ci_brackets_a_real_difference() -> None:
-    d = bootstrap_delta(A, B)
-    assert d.delta == pytest.approx(np.mean(B) / np.mean(A) - 1)
-    assert d.low < d.delta < d.high < 0
+@pytest.mark.parametrize(("a", "b"), [(A, B), (A[:6], B[:6]), (A[:4], B), ([3.0, 1.0, 2.5, 4.0, 2.0, 3.3], A[:7])])
+def test_interval_is_the_set_of_ratios_scipys_exact_test_does_not_reject(a: list[float], b: list[float]) -> None:
+    """Inverting the test by brute force: the interval ends are the smallest and largest ratio (on a fine grid)
+    at which SciPy's exact Mann-Whitney test does not reject variant / ratio against the baseline."""
+    d, _ = shift_delta(a, b)
+    grid = np.exp(np.linspace(np.log(1 + d.low) - 0.05, np.log(1 + d.high) + 0.05, 1501))
+    accepted = [r for r in grid if sp.mannwhitneyu(np.asarray(b) / r, a, method="exact").pvalue >= 0.05]
+    step = grid[1] / grid[0]
+    assert min(accepted) / step <= 1 + d.low <= min(accepted) * step
+    assert max(accepted) / step <= 1 + d.high <= max(accepted) * step
+
+
+def test_too_few_runs_give_an_unbounded_interval() -> None:
+    d, p = shift_delta([1, 2, 3], [4, 5, 6])  # the exact test cannot reach p < 0.05 with 3 a side
+    assert (d.low, d.high, d.confidence, p) == (-1.0, np.inf, 1.0, pytest.approx(0.1))
+    assert format_delta(d, p, 3, True) == "+150.00% [-100.0, +inf] (p=0.100 n=3)"
+
+
+def test_values_at_or_below_zero_use_the_raw_shift_over_the_baseline_median() -> None:
+    d, _ = shift_delta([0.0, 2, 3, 1, 2, 2.5], [4, 5, 6, 0.5, 4.5, 5.5])
+    diffs = [b - a for a in [0.0, 2, 3, 1, 2, 2.5] for b in [4, 5, 6, 0.5, 4.5, 5.5]]
+    assert d.delta == pytest.approx(np.median(diffs) / 2.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(1, 1e6), min_size=2, max_size=25), st.lists(st.floats(1, 1e6), min_size=2, max_size=25))
+def test_batch_p_values_match_scipy(a: list[float], b: list[float]) -> None:
+    exact = len(set(a + b)) == len(a + b) and max(len(a), len(b)) <= 20
+    ref = sp.mannwhitneyu(b, a, method="exact" if exact else "asymptotic").pvalue
+    assert mann_whitney_pvalues(np.asarray(a)[None], np.asarray(b)[None])[0] == pytest.approx(ref, abs=1e-9)
 
 
 def test_verdicts() -> None:
@@ -103,7 +126,11 @@ def test_verdicts() -> None:
     assert verdict(slower, 0.002, 10, 10, higher_is_better=False).kind == "faster"
     assert verdict(DeltaCI(0.05, 0.03, 0.07), 0.01, 8, 8).kind == "faster"
     assert verdict(DeltaCI(-0.015, -0.019, -0.011), 0.01, 8, 8).kind == "within noise"
-    assert verdict(DeltaCI(-0.03, -0.05, -0.01), 0.01, 8, 8).kind == "within noise"  # CI reaches into ±2 %
+    # significant, but the interval reaches into ±2 %: slower, by an amount not shown to exceed the threshold
+    assert verdict(DeltaCI(-0.03, -0.05, -0.01), 0.01, 8, 8).kind == "slower?"
+    assert verdict(DeltaCI(0.03, 0.01, 0.05), 0.01, 8, 8).kind == "faster?"
+    assert verdict(DeltaCI(0.03, 0.01, 0.05), 0.01, 8, 8, higher_is_better=False).kind == "slower?"
+    assert verdict(DeltaCI(-0.03, -0.05, -0.01), 0.01, 8, 8).text == "-3.00% [-5.0, -1.0] (p=0.010 n=8)"
     assert verdict(slower, 0.45, 10, 10).kind == "~"
     small = verdict(DeltaCI(0.004, -0.012, 0.015), 0.6, 10, 10)  # shown to be smaller than ±2 %, p aside
     assert small.kind == "within noise" and small.text.startswith("+0.40% [-1.2, +1.5]")
@@ -122,6 +149,14 @@ def test_benchstat_formatting() -> None:
     assert format_delta(DeltaCI(0.1, 0.05, 0.15), 0.0001, 12, True).endswith("(p<0.001 n=12)")
 
 
+def test_the_report_says_when_holm_makes_the_interval_and_the_verdict_differ() -> None:
+    judged = verdict(DeltaCI(-0.03, -0.05, -0.01), 0.08, 8, 8, p_raw=0.03)
+    assert judged.kind == "~" and "not after Holm's correction" in judged.warnings[0]
+    assert verdict(DeltaCI(-0.03, -0.05, -0.01), 0.01, 8, 8, p_raw=0.01).warnings == ()
+    assert verdict(DeltaCI(-0.03, -0.05, 0.0), 0.03, 8, 8).warnings == ()  # an end on 0 with ties: open end
+    assert "disagree" in verdict(DeltaCI(-0.03, -0.05, 0.01), 0.03, 8, 8).warnings[0]
+
+
 def test_compare_applies_holm_across_variants() -> None:
     base = A
     out = compare(base, {"same": [x + 0.5 for x in A], "slow": B, "none": []})
@@ -131,3 +166,24 @@ def test_compare_applies_holm_across_variants() -> None:
     assert by["none"].verdict.kind == "need more runs" and by["none"].delta is None
     raw = [by["same"].p, by["slow"].p]
     assert [by["same"].p_adjusted, by["slow"].p_adjusted] == pytest.approx(holm(raw))
+
+
+def test_many_runs_find_the_same_interval_by_bisection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PAIRWISE_MAX pairs the interval ends come from bisection instead of sorting every pair: same values."""
+    import layerbench.analysis.stats as stats
+
+    rng = np.random.default_rng(8)
+    base, variant = rng.normal(100, 5, 300), rng.normal(97, 5, 250)
+    by_sorting = stats.shift_delta(base, variant)
+    monkeypatch.setattr(stats, "PAIRWISE_MAX", 1000)
+    by_bisection = stats.shift_delta(base, variant)
+    assert by_bisection[0].delta == pytest.approx(by_sorting[0].delta, rel=1e-12)
+    assert (by_bisection[0].low, by_bisection[0].high) == pytest.approx((by_sorting[0].low, by_sorting[0].high),
+                                                                        rel=1e-12)
+
+
+def test_a_large_sample_gets_a_t_interval_of_the_mean() -> None:
+    values = np.random.default_rng(2).normal(500, 20, 5000)
+    s = summarize(values)
+    ref = sp.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=sp.sem(values))
+    assert (s.ci_low, s.ci_high) == pytest.approx(ref)

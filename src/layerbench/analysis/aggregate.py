@@ -145,10 +145,8 @@ def metric_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str
             for n in names}
 
 
-def with_statistics(point: VariantPoint, runs: list[RunRow], names: list[str], baseline: str,
-                    settings: Settings) -> VariantPoint:
-    stats_by_metric = {m: summaries(metric_values(runs, names, m), settings.seed) for m in METRICS}
-    compared = {m: comparisons(baseline, metric_values(runs, names, m), METRICS[m][1], settings) for m in METRICS}
+def with_statistics(point: VariantPoint, stats_by_metric: dict[str, dict[str, Summary]],
+                    compared: dict[str, dict[str, Comparison]]) -> VariantPoint:
     return VariantPoint(point.variant, point.n, point.failed, point.means, point.deltas,
                         {m: s[point.variant] for m, s in stats_by_metric.items() if point.variant in s},
                         {m: c[point.variant] for m, c in compared.items() if point.variant in c})
@@ -156,21 +154,28 @@ def with_statistics(point: VariantPoint, runs: list[RunRow], names: list[str], b
 
 def build_point(workload: str, threads: int | None, here: list[RunRow], variants: list[str], baseline: str,
                 settings: Settings) -> Point:
+    """One point's statistics, computed once for all its variants."""
     base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
     base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
     names = [v for v in variants if any(r.variant == v for r in here)]
-    plain = [variant_point(v, [r for r in here if r.variant == v], base_means) for v in names]
-    full = [with_statistics(p, here, names, baseline, settings) for p in plain]
+    by_variant = {v: [r for r in here if r.variant == v] for v in names}
+    plain = [variant_point(v, by_variant[v], base_means) for v in names]
+    values = {m: metric_values(here, names, m) for m in METRICS}
+    stats_by_metric = {m: summaries(values[m], settings.seed) for m in METRICS}
+    compared = {m: comparisons(baseline, values[m], METRICS[m][1], settings) for m in METRICS}
+    full = [with_statistics(p, stats_by_metric, compared) for p in plain]
     where = workload if threads is None else f"{workload} / {threads} threads"
-    tps = metric_values(here, names, "tps")
-    warnings = [w for p in full for w in variant_warnings(where, p.variant, tps[p.variant], p.summaries.get("tps"))]
+    warnings = [w for p in full for w in variant_warnings(where, p.variant, values["tps"][p.variant],
+                                                          p.summaries.get("tps"))]
     return Point(workload, threads, full, tuple(warnings))
 
 
 def build_points(runs: list[RunRow], variants: list[str], baseline: str, settings: Settings) -> list[Point]:
-    keys = sorted({(r.workload, r.threads) for r in runs}, key=lambda k: (k[0], k[1] or 0))
-    return [build_point(w, t, [r for r in runs if r.workload == w and r.threads == t], variants, baseline, settings)
-            for w, t in keys]
+    grouped: dict[tuple[str, int | None], list[RunRow]] = {}
+    for r in runs:
+        grouped.setdefault((r.workload, r.threads), []).append(r)
+    keys = sorted(grouped, key=lambda k: (k[0], k[1] or 0))
+    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings) for w, t in keys]
 
 
 def run_warnings(runs: list[RunRow]) -> list[str]:

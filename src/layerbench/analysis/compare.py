@@ -31,7 +31,7 @@ def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher
     if not base or not others:
         return {}
     found = compare(base, others, higher_is_better=higher_is_better, threshold=settings.threshold,
-                    alpha=settings.alpha, min_runs=settings.min_runs, seed=settings.seed)
+                    alpha=settings.alpha, min_runs=settings.min_runs)
     return {c.variant: c for c in found}
 
 

@@ -1,12 +1,24 @@
-"""Statistics of runs: summaries with bootstrap confidence intervals, deltas against the baseline, the
-Mann-Whitney U test, Holm's correction, and verdicts printed the way benchstat prints them.
+"""Statistics of runs: summaries with bootstrap confidence intervals, the delta of a variant against the baseline
+with an interval that agrees with its test, Holm's correction, and verdicts printed the way benchstat prints them.
 
-The unit is the run (intervals within a run are correlated). Methods: percentile bootstrap (Efron &
-Tibshirani, "An Introduction to the Bootstrap", 1993), 10,000 seeded resamples; ratio of means - 1 for the
-delta, each side resampled independently; two-sided Mann-Whitney U (exact distribution without ties and n <= 20
-per side, else the normal approximation with tie and continuity corrections, as scipy.stats.mannwhitneyu);
-Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6, 1979. Verdict rules
-follow benchstat (golang.org/x/perf): a difference is only reported when the test rejects at alpha.
+The unit is the run (intervals within a run are correlated). Methods:
+- Summary of one variant: mean, median, sd, CV and a percentile bootstrap CI of the mean (Efron & Tibshirani,
+  "An Introduction to the Bootstrap", 1993), 10,000 seeded resamples, vectorised.
+- Delta against the baseline: the Hodges-Lehmann estimate of the shift of log(values) (the median of the
+  pairwise log ratios variant_j / baseline_i), reported as a relative delta exp(shift) - 1, with the interval
+  obtained by inverting the Mann-Whitney test (Hodges & Lehmann, Ann. Math. Statist. 34, 1963; Bauer, JASA 67,
+  1972; Hollander, Wolfe & Chicken, "Nonparametric Statistical Methods", 3rd ed., 2014, section 4.3): the
+  interval holds every shift the test does not reject, so it excludes 0 exactly when p < alpha (no ties), and
+  it covers the true shift with probability >= 1 - alpha at any n whatever the distribution (exact
+  distribution; the normal approximation with ties or more than 20 runs a side). Metrics with values <= 0 use
+  the shift of the raw values divided by the baseline's median instead of logs.
+- Two-sided Mann-Whitney U: exact null distribution without ties and n <= 20 per side, else SciPy's normal
+  approximation with tie and continuity corrections (scipy.stats.mannwhitneyu).
+- Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6, 1979.
+- Verdicts (docs/statistics.md has the table of regions): `slower` / `faster` when p < alpha and the whole
+  interval lies beyond the noise threshold; `slower?` / `faster?` when p < alpha but the interval reaches into
+  the band (a real difference whose size is not shown to exceed the threshold); `within noise` when the whole
+  interval lies inside the band; `~` when p >= alpha otherwise (no detectable difference).
 """
 
 from __future__ import annotations
@@ -17,8 +29,12 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+from scipy import stats as sp
 
 RESAMPLES = 10_000
+BOOTSTRAP_MAX_N = 200  # above this many runs the interval of the mean is Student's t (the bootstrap adds nothing)
+PAIRWISE_MAX = 250_000  # above this many pairs the interval's ends are found by bisection, not by sorting all pairs
+EXACT_MAX = 20  # runs per side up to which the exact distribution of U is used (without ties)
 
 
 @dataclass(frozen=True)
@@ -36,16 +52,17 @@ class Summary:
 
 @dataclass(frozen=True)
 class DeltaCI:
-    delta: float  # mean(variant) / mean(baseline) - 1
+    delta: float  # Hodges-Lehmann estimate of variant / baseline - 1 (median of the pairwise ratios, minus 1)
     low: float
     high: float
+    confidence: float = 0.95  # the interval's attained confidence (the exact distribution is discrete)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # "slower" | "faster" | "within noise" | "~" | "need more runs"
+    kind: str  # "slower" | "slower?" | "faster" | "faster?" | "within noise" | "~" | "need more runs"
     text: str  # benchstat-style, e.g. "-4.90% [-6.1, -3.7] (p=0.002 n=10)"
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # when the interval and the test say different things, and why
 
 
 @dataclass(frozen=True)
@@ -64,7 +81,7 @@ def _rng(seed: int) -> np.random.Generator:
 
 
 def bootstrap_means(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    picks = rng.integers(0, len(values), size=(resamples, len(values)))
+    picks = rng.integers(0, len(values), size=(resamples, len(values)), dtype=np.int32)
     return values[picks].mean(axis=1)
 
 
@@ -81,25 +98,19 @@ def summarize(values: Sequence[float], *, seed: int = 1, resamples: int = RESAMP
         raise ValueError("summarize needs at least one value")
     mean = float(data.mean())
     sd = float(data.std(ddof=1)) if data.size > 1 else 0.0
-    low, high = (mean, mean) if data.size == 1 else percentile_interval(
-        bootstrap_means(data, _rng(seed), resamples), confidence)
+    if data.size == 1:
+        low, high = mean, mean
+    elif data.size > BOOTSTRAP_MAX_N:
+        half = float(sp.t.ppf((1 + confidence) / 2, data.size - 1)) * sd / math.sqrt(data.size)
+        low, high = mean - half, mean + half
+    else:
+        low, high = percentile_interval(bootstrap_means(data, _rng(seed), resamples), confidence)
     cv = sd / mean if mean else math.inf
     return Summary(int(data.size), mean, float(np.median(data)), sd, cv, float(data.min()), float(data.max()),
                    low, high)
 
 
-def bootstrap_delta(baseline: Sequence[float], variant: Sequence[float], *, seed: int = 1,
-                    resamples: int = RESAMPLES, confidence: float = 0.95) -> DeltaCI:
-    base, other = np.asarray(baseline, dtype=float), np.asarray(variant, dtype=float)
-    if base.size == 0 or other.size == 0 or base.mean() == 0:
-        raise ValueError("a delta needs values on both sides and a baseline mean other than 0")
-    rng = _rng(seed)
-    ratios = bootstrap_means(other, rng, resamples) / bootstrap_means(base, rng, resamples) - 1
-    low, high = percentile_interval(ratios[np.isfinite(ratios)], confidence)
-    return DeltaCI(float(other.mean() / base.mean() - 1), low, high)
-
-
-# --- Mann-Whitney U ---------------------------------------------------------------------------------------
+# --- Mann-Whitney U and the Hodges-Lehmann shift --------------------------------------------------------------
 
 
 @cache
@@ -117,48 +128,159 @@ def u_counts(n1: int, n2: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def ranks(values: np.ndarray) -> np.ndarray:
-    """Mid-ranks (ties share the mean of their ranks), 1-based."""
-    order = np.argsort(values, kind="mergesort")
-    sorted_values = values[order]
-    result = np.empty(len(values))
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        result[order[i: j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return result
+@cache
+def u_cdf(n1: int, n2: int) -> np.ndarray:
+    """P(U <= u) for u = 0 .. n1*n2 under the null hypothesis, exact (no ties)."""
+    counts = u_counts(n1, n2)
+    total = sum(counts)
+    running, out = 0, []
+    for count in counts:
+        running += count
+        out.append(running / total)
+    return np.array(out)
+
+
+def exact_cut(n1: int, n2: int, alpha: float) -> tuple[int, float]:
+    """c, the largest U with P(U <= c) < alpha / 2 (-1 when none), and the attained confidence 1 - 2 P(U <= c).
+    The two-sided exact test rejects at alpha exactly when min(U, n1 n2 - U) <= c."""
+    cdf = u_cdf(n1, n2)
+    c = int(np.searchsorted(cdf, alpha / 2, side="left")) - 1
+    return c, 1.0 - (2 * float(cdf[c]) if c >= 0 else 0.0)
+
+
+def normal_cut(n1: int, n2: int, alpha: float, joined: np.ndarray) -> tuple[int, float]:
+    """The same cut from the normal approximation of U with tie and continuity corrections."""
+    n = n1 + n2
+    _, tie_sizes = np.unique(joined, return_counts=True)
+    tie_term = float((tie_sizes ** 3 - tie_sizes).sum()) / (n * (n - 1))
+    sd = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term))
+    edge = n1 * n2 / 2 - 0.5 - float(sp.norm.isf(alpha / 2)) * sd
+    return math.ceil(edge) - 1, 1.0 - alpha
+
+
+def has_ties(joined: np.ndarray) -> np.ndarray:
+    """Per row (last axis): does any value occur twice?"""
+    ordered = np.sort(joined, axis=-1)
+    return (np.diff(ordered, axis=-1) == 0).any(axis=-1)
+
+
+def u_statistic(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """U of y against x per row: pairs with y > x, ties counting one half."""
+    diff = y[..., None, :] - x[..., :, None]
+    return (diff > 0).sum(axis=(-2, -1)) + 0.5 * (diff == 0).sum(axis=(-2, -1))
+
+
+def mann_whitney_pvalues(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Two-sided Mann-Whitney p per row (last axis the runs): exact without ties and n <= 20 per side, else
+    SciPy's normal approximation with tie and continuity corrections."""
+    n1, n2 = x.shape[-1], y.shape[-1]
+    exact = ~has_ties(np.concatenate([x, y], axis=-1)) & (n1 <= EXACT_MAX) & (n2 <= EXACT_MAX)
+    p = np.empty(exact.shape)
+    if exact.any():
+        u = u_statistic(x[exact], y[exact])
+        smaller = np.minimum(u, n1 * n2 - u).astype(int)
+        p[exact] = np.minimum(1.0, 2 * u_cdf(n1, n2)[smaller])
+    if (~exact).any():
+        approx = sp.mannwhitneyu(y[~exact], x[~exact], axis=-1, method="asymptotic", use_continuity=True).pvalue
+        p[~exact] = np.nan_to_num(approx, nan=1.0)  # all values equal: no evidence of a difference
+    return p
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided p-value of the Mann-Whitney U test."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n1, n2 = len(x), len(y)
-    if n1 == 0 or n2 == 0:
+    if len(x) == 0 or len(y) == 0:
         raise ValueError("the Mann-Whitney test needs values on both sides")
-    joined = np.concatenate([x, y])
-    r = ranks(joined)
-    u1 = float(r[:n1].sum() - n1 * (n1 + 1) / 2)
-    u = max(u1, n1 * n2 - u1)
-    ties = len(np.unique(joined)) < len(joined)
-    if not ties and n1 <= 20 and n2 <= 20:
-        counts = u_counts(n1, n2)
-        upper = sum(counts[round(u):]) / sum(counts)
-        return min(1.0, 2 * upper)
-    return asymptotic_p(u, n1, n2, joined)
+    return float(mann_whitney_pvalues(x[None, :], y[None, :])[0])
 
 
-def asymptotic_p(u: float, n1: int, n2: int, joined: np.ndarray) -> float:
-    n = n1 + n2
-    _, tie_sizes = np.unique(joined, return_counts=True)
-    tie_term = float((tie_sizes ** 3 - tie_sizes).sum()) / (n * (n - 1))
-    sd = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term))
-    if sd == 0:
-        return 1.0
-    z = (u - n1 * n2 / 2 - 0.5) / sd
-    return min(1.0, math.erfc(z / math.sqrt(2)))  # 2 * normal survival function
+@dataclass(frozen=True)
+class Shifts:
+    """Per row: the Hodges-Lehmann relative delta, its interval, its attained confidence and the test's p."""
+
+    delta: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    confidence: np.ndarray
+    p: np.ndarray
+
+
+def on_scale(base: np.ndarray, variant: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The values the shift is measured on, and the scale back to a relative delta: logarithms when every value
+    is positive (a multiplicative effect, as throughput and latency have; scale NaN), else the raw values, whose
+    shift is divided by the baseline's median."""
+    if (base > 0).all() and (variant > 0).all():
+        return np.log(base), np.log(variant), np.array(np.nan)
+    scale = np.abs(np.median(base, axis=-1))
+    if (scale == 0).any():
+        raise ValueError("a delta needs a baseline median other than 0")
+    return base, variant, scale
+
+
+def kth_difference(xs: np.ndarray, ys: np.ndarray, k: int) -> float:
+    """The k-th smallest (0-based) of all ys_j - xs_i without forming the pairs: bisection on the value, counting
+    the pairs at or below it with a binary search (sorted xs and ys; O((n1 + n2) log n) per step)."""
+    low, high = float(ys[0] - xs[-1]), float(ys[-1] - xs[0])
+    def at_most(d: float) -> int:
+        return int((len(xs) - np.searchsorted(xs, ys - d, side="left")).sum())
+    if at_most(low) >= k + 1:
+        return low
+    while (middle := (low + high) / 2) not in (low, high):
+        low, high = (low, middle) if at_most(middle) >= k + 1 else (middle, high)
+    return high
+
+
+def pair_order_statistics(x: np.ndarray, y: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Per row, the ks-th smallest pairwise differences y_j - x_i (ks: one row of 0-based ranks per row)."""
+    if x.shape[-1] * y.shape[-1] <= PAIRWISE_MAX:
+        diff = y[..., None, :] - x[..., :, None]
+        ordered = np.sort(diff.reshape(*diff.shape[:-2], -1), axis=-1)
+        return np.take_along_axis(ordered, ks, axis=-1)
+    xs, ys = np.sort(x, axis=-1), np.sort(y, axis=-1)
+    return np.array([[kth_difference(xs[row], ys[row], int(k)) for k in ks[row]] for row in range(len(ks))])
+
+
+def relative(shift: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return np.expm1(shift) if np.isnan(scale).all() else shift / scale
+
+
+def cuts(base: np.ndarray, variant: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per row (2-D arrays), how many pairwise shifts the interval leaves out on each side, and its attained
+    confidence: from the exact distribution of U, or from its normal approximation (ties, or more runs)."""
+    n1, n2 = base.shape[-1], variant.shape[-1]
+    joined = np.concatenate([base, variant], axis=-1)
+    tied = has_ties(joined)
+    small = n1 <= EXACT_MAX and n2 <= EXACT_MAX
+    c, conf = exact_cut(n1, n2, alpha) if small else normal_cut(n1, n2, alpha, np.arange(n1 + n2))
+    out_c, out_conf = np.full(tied.shape, c), np.full(tied.shape, conf)
+    for row in np.flatnonzero(tied):
+        out_c[row], out_conf[row] = normal_cut(n1, n2, alpha, joined[row])
+    return out_c, out_conf
+
+
+def shift_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 0.05) -> Shifts:
+    """Hodges-Lehmann delta with its Mann-Whitney-inverted (1 - alpha) interval, per row: one simulated campaign
+    per row of 2-D arrays (a 1-D pair is one row)."""
+    base, variant = np.atleast_2d(np.asarray(base, dtype=float)), np.atleast_2d(np.asarray(variant, dtype=float))
+    x, y, scale = on_scale(base, variant)
+    m = x.shape[-1] * y.shape[-1]
+    c, confidence = cuts(base, variant, alpha)
+    ks = np.clip(np.stack([c, m - 1 - c, np.full_like(c, (m - 1) // 2), np.full_like(c, m // 2)], axis=-1), 0, m - 1)
+    found = pair_order_statistics(x, y, ks)
+    low = np.where(c < 0, -np.inf, found[:, 0])
+    high = np.where(c < 0, np.inf, found[:, 1])
+    return Shifts(relative((found[:, 2] + found[:, 3]) / 2, scale), relative(low, scale), relative(high, scale),
+                  confidence, mann_whitney_pvalues(base, variant))
+
+
+def shift_delta(baseline: Sequence[float], variant: Sequence[float], *, alpha: float = 0.05) -> tuple[DeltaCI, float]:
+    """One comparison: the relative Hodges-Lehmann delta with its (1 - alpha) interval, and the test's p."""
+    base, other = np.asarray(baseline, dtype=float), np.asarray(variant, dtype=float)
+    if base.size == 0 or other.size == 0:
+        raise ValueError("a delta needs values on both sides")
+    found = shift_intervals(base, other, alpha)
+    return (DeltaCI(float(found.delta[0]), float(found.low[0]), float(found.high[0]), float(found.confidence[0])),
+            float(found.p[0]))
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -175,53 +297,93 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 
 # --- verdicts ---------------------------------------------------------------------------------------------
 
+KINDS = ("slower", "slower?", "faster", "faster?", "within noise", "~", "need more runs")
+
+
+def meanings(threshold: float) -> dict[str, str]:
+    """What each verdict word says, for the legends of every report and of `compare` (docs/statistics.md)."""
+    band = f"±{threshold * 100:g} %"
+    return {
+        "slower / faster": f"a real difference (p < alpha) and the whole interval beyond {band}",
+        "slower? / faster?": f"a real difference (p < alpha), but its interval reaches into {band}: the size is "
+                             "not shown to exceed the threshold",
+        "within noise": f"the whole interval inside {band}: shown to differ by less than the threshold",
+        "~": "no detectable difference (p >= alpha), and the interval too wide to show it is small",
+        "need more runs": "too few runs per side for a verdict",
+    }
+
 
 def format_p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3f}"
 
 
+def format_bound(value: float) -> str:
+    return f"{value * 100:+.1f}" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
+
+
 def format_delta(delta: DeltaCI, p: float, n: int, significant: bool) -> str:
     if not significant:
         return f"~ ({format_p(p)} n={n})"
-    return f"{delta.delta * 100:+.2f}% [{delta.low * 100:+.1f}, {delta.high * 100:+.1f}] ({format_p(p)} n={n})"
+    return (f"{delta.delta * 100:+.2f}% [{format_bound(delta.low)}, {format_bound(delta.high)}] "
+            f"({format_p(p)} n={n})")
+
+
+def disagreement(delta: DeltaCI, p_adjusted: float, p_raw: float | None, alpha: float) -> tuple[str, ...]:
+    """Why the interval and the verdict's test say different things, when they do. An end sitting exactly on 0
+    while the test rejects is no disagreement: with tied values the test at that very shift counts ties as
+    halves, so that end is open."""
+    excludes_zero, holds_zero = delta.low > 0 or delta.high < 0, delta.low < 0 < delta.high
+    if excludes_zero and p_adjusted >= alpha and p_raw is not None and p_raw < alpha:
+        return (f"the interval excludes 0 ({format_p(p_raw)} for this comparison alone) but not after Holm's "
+                "correction across the variants, which the verdict uses",)
+    if (excludes_zero and p_adjusted >= alpha) or (holds_zero and p_adjusted < alpha):
+        return ("the interval and the test disagree at the margin (tied values: the test and the interval use "
+                "the normal approximation differently); the verdict follows the test",)
+    return ()
+
+
+def direction(delta: DeltaCI, threshold: float) -> tuple[int, bool]:
+    """The side of the difference (+1 up, -1 down) and whether the whole interval lies beyond the threshold."""
+    if delta.low > 0 or (delta.high >= 0 and delta.delta >= 0):
+        return 1, delta.low > threshold
+    return -1, delta.high < -threshold
 
 
 def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, *, threshold: float = 0.02,
-            alpha: float = 0.05, min_runs: int = 6, higher_is_better: bool = True) -> Verdict:
-    """need more runs: too few; within noise: the whole CI inside ±threshold (shown to cost less than the
-    threshold, whatever p says); ~: no detectable difference (p >= alpha); slower / faster: p < alpha and the
-    whole CI beyond the threshold on one side; otherwise within noise."""
+            alpha: float = 0.05, min_runs: int = 6, higher_is_better: bool = True,
+            p_raw: float | None = None) -> Verdict:
+    """need more runs: too few; within noise: the whole interval inside ±threshold (shown to differ by less than
+    the threshold, whatever p says); ~: p >= alpha (no detectable difference); slower / faster: p < alpha and
+    the whole interval beyond the threshold on one side; slower? / faster?: p < alpha, but the interval reaches
+    into the band (a real difference, not shown to exceed the threshold)."""
     n = min(n_base, n_variant)
     if n < min_runs:
         return Verdict("need more runs", f"need >= {min_runs} runs per side (have {n_base} and {n_variant})")
-    text = format_delta(delta, p_adjusted, n, True)
+    notes = disagreement(delta, p_adjusted, p_raw, alpha)
     if -threshold <= delta.low and delta.high <= threshold:
-        return Verdict("within noise", text)
+        return Verdict("within noise", format_delta(delta, p_adjusted, n, True), notes)
     if p_adjusted >= alpha:
-        return Verdict("~", format_delta(delta, p_adjusted, n, False))
-    if delta.low > threshold:
-        return Verdict("faster" if higher_is_better else "slower", text)
-    if delta.high < -threshold:
-        return Verdict("slower" if higher_is_better else "faster", text)
-    return Verdict("within noise", text)
+        return Verdict("~", format_delta(delta, p_adjusted, n, False), notes)
+    side, beyond = direction(delta, threshold)
+    word = "faster" if (side > 0) == higher_is_better else "slower"
+    return Verdict(word if beyond else f"{word}?", format_delta(delta, p_adjusted, n, True), notes)
 
 
 def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], *, higher_is_better: bool = True,
-            threshold: float = 0.02, alpha: float = 0.05, min_runs: int = 6, seed: int = 1,
-            resamples: int = RESAMPLES) -> list[Comparison]:
-    """Each variant against the baseline for one metric, Holm-corrected across the variants."""
-    names = [name for name, values in variants.items() if len(values) and len(baseline)]
-    raw = [mann_whitney_p(baseline, variants[name]) for name in names]
-    adjusted = dict(zip(names, holm(raw), strict=True))
+            threshold: float = 0.02, alpha: float = 0.05, min_runs: int = 6) -> list[Comparison]:
+    """Each variant against the baseline for one metric, Holm-corrected across the variants. The interval is
+    the (1 - alpha) Hodges-Lehmann interval of each comparison alone."""
+    names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
+    found = {name: shift_delta(baseline, variants[name], alpha=alpha) for name in names}
+    adjusted = dict(zip(names, holm([found[name][1] for name in names]), strict=True))
     out = []
     for name, values in variants.items():
-        if name not in adjusted or not np.mean(baseline):
+        if name not in adjusted:
             out.append(Comparison(name, None, None, None, Verdict("need more runs", "no successful runs on one side"),
                                   len(baseline), len(values)))
             continue
-        delta = bootstrap_delta(baseline, values, seed=seed, resamples=resamples)
+        delta, p = found[name]
         judged = verdict(delta, adjusted[name], len(baseline), len(values), threshold=threshold, alpha=alpha,
-                         min_runs=min_runs, higher_is_better=higher_is_better)
-        out.append(Comparison(name, delta, raw[names.index(name)], adjusted[name], judged, len(baseline),
-                              len(values)))
+                         min_runs=min_runs, higher_is_better=higher_is_better, p_raw=p)
+        out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values)))
     return out

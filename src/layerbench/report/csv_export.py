@@ -1,5 +1,6 @@
 """One row per run, ready for pandas (`pd.read_csv`): identifiers, status, the values the statistics used,
-the steady window and the dataset reset.
+the steady window, the dataset reset, and the verdicts of the run's variant at its point (TPS and percentile
+latency against the baseline, the same words as every report; empty for the baseline).
 
 Text cells that a spreadsheet would read as a formula (starting with =, +, -, @, tab or carriage return) get a
 leading single quote (OWASP, "CSV Injection"); numbers stay numbers."""
@@ -13,7 +14,21 @@ from layerbench.analysis.aggregate import Analysis, RunRow
 
 COLUMNS = ["campaign_id", "run", "round", "variant", "workload", "threads", "repetition", "status", "error",
            "total_queries", "qps", "tps", "lat_avg_ms", "lat_pct_ms", "percentile", "steady_cut_intervals",
-           "steady_intervals", "steady_state", "unstable", "swing_ratio", "reset_method", "reset_seconds"]
+           "steady_intervals", "steady_state", "unstable", "swing_ratio", "reset_method", "reset_seconds",
+           "tps_verdict", "tps_delta", "lat_pct_verdict", "lat_pct_delta"]
+
+
+def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]:
+    """(variant, workload, threads) -> TPS verdict word and text, percentile latency verdict word and text."""
+    out = {}
+    for point in analysis.points:
+        for v in point.variants:
+            cells = []
+            for metric in ("tps", "lat_pct_ms"):
+                found = v.verdict(metric)
+                cells += [found.verdict.kind, found.verdict.text] if found else ["", ""]
+            out[(v.variant, point.workload, point.threads)] = cells
+    return out
 
 
 def row(analysis: Analysis, r: RunRow) -> list[object]:
@@ -42,6 +57,8 @@ def render(analysis: Analysis) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
+    judged = verdicts(analysis)
     for r in analysis.runs:
-        writer.writerow(["" if v is None else neutralised(v) for v in row(analysis, r)])
+        extra = judged.get((r.variant, r.workload, r.threads), ["", "", "", ""])
+        writer.writerow(["" if v is None else neutralised(v) for v in [*row(analysis, r), *extra]])
     return out.getvalue()

@@ -12,7 +12,7 @@ from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.aggregate import Analysis, VariantPoint, overhead_rows, price_performance
 from layerbench.report import charts
-from layerbench.report.markdown import fmt, point_title, window_text
+from layerbench.report.markdown import fmt, legend, method_line, point_title, verdict_notes, window_text
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:24px;
@@ -21,13 +21,16 @@ h1{font-size:1.6em;margin-bottom:0}h2{border-bottom:1px solid #ddd;padding-botto
 table{border-collapse:collapse;margin:12px 0;font-size:.9em}td,th{border:1px solid #ddd;padding:4px 8px}
 th{background:#f5f5f5;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{font-weight:600;padding:1px 6px;border-radius:3px}.slower{background:#fde2e1;color:#a61b1b}
-.faster{background:#dff3e3;color:#1b6b2f}.noise,.same{background:#eef;color:#333}.need{background:#fff4d6}
+.faster{background:#dff3e3;color:#1b6b2f}
+.slower-maybe{background:#fff;color:#a61b1b;border:1px dashed #a61b1b}.faster-maybe{background:#fff;color:#1b6b2f;
+border:1px dashed #1b6b2f}.noise,.same{background:#eef;color:#333}.need{background:#fff4d6}
 .ci{position:relative;width:220px;height:14px;background:#f3f3f3}.ci span{position:absolute;top:2px;height:10px;
 background:#888}.ci i{position:absolute;top:0;width:1px;height:14px;background:#000}
 .warn li{color:#8a4b00}.muted{color:#777}pre{background:#f7f7f7;padding:10px;overflow:auto;font-size:.85em}
 """
 
-KIND_CLASS = {"slower": "slower", "faster": "faster", "within noise": "noise", "~": "same",
+KIND_CLASS = {"slower": "slower", "faster": "faster", "slower?": "slower-maybe", "faster?": "faster-maybe",
+              "within noise": "noise", "~": "same",
               "need more runs": "need", "-": "need"}
 
 
@@ -51,7 +54,7 @@ def ci_bar(v: VariantPoint, scale: float = 0.5) -> str:
     def pos(x: float) -> float:
         return max(0.0, min(100.0, 50 + x / scale * 50))
     low, high = pos(found.delta.low), pos(found.delta.high)
-    return (f"<div class='ci' title='95 % CI {found.delta.low * 100:+.1f} % to {found.delta.high * 100:+.1f} %'>"
+    return (f"<div class='ci' title='interval {found.delta.low * 100:+.1f} % to {found.delta.high * 100:+.1f} %'>"
             f"<i style='left:50%'></i><span style='left:{low:.1f}%;width:{max(high - low, 0.5):.1f}%'></span></div>")
 
 
@@ -76,12 +79,15 @@ def answer(analysis: Analysis) -> str:
                          esc(found.verdict.text if found else "-"), ci_bar(v),
                          esc(f"{lat.verdict.kind}: {lat.verdict.text}" if lat else "-")])
     s = analysis.settings
-    intro = (f"<p>Each variant against <b>{esc(analysis.baseline)}</b>: TPS delta with its 95 % bootstrap CI "
-             f"(the bar: ±50 % full width, tick at 0), Mann-Whitney p Holm-corrected, noise threshold "
-             f"±{s.threshold * 100:g} %, alpha {s.alpha:g}, at least {s.min_runs} runs per side.</p>")
-    body = table(["variant", "point", "verdict", "TPS delta", "CI", f"p{analysis.percentile} latency"], rows) \
-        if rows else f"<p>{esc(analysis.nothing_to_compare())}</p>"
-    return "<h2>The answer</h2>" + intro + body
+    method = method_line(analysis).replace("`", "")
+    intro = (f"<p>{esc(method)} The bar: the interval, ±50 % full width, tick at 0; at least {s.min_runs} runs "
+             "per side.</p>")
+    if not rows:
+        return "<h2>The answer</h2>" + intro + f"<p>{esc(analysis.nothing_to_compare())}</p>"
+    notes = "".join(f"<li>{esc(note)}</li>" for note in verdict_notes(analysis))
+    return ("<h2>The answer</h2>" + intro
+            + table(["variant", "point", "verdict", "TPS delta", "CI", f"p{analysis.percentile} latency"], rows)
+            + f"<p class='muted'>{esc(legend(s))}</p>" + (f"<ul class='warn'>{notes}</ul>" if notes else ""))
 
 
 def warnings(analysis: Analysis) -> str:

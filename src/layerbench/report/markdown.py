@@ -12,6 +12,8 @@ from layerbench.analysis.aggregate import (
     price_performance,
     sweeps,
 )
+from layerbench.analysis.compare import Settings
+from layerbench.analysis.stats import meanings
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -74,12 +76,29 @@ def verdict_cells(variant: VariantPoint, metric: str) -> tuple[str, str]:
     return (found.verdict.text, found.verdict.kind) if found else ("-", "-")
 
 
-def answer_section(analysis: Analysis) -> list[str]:
-    """The question and the answer: one line per variant and point, the TPS verdict with its CI."""
+def method_line(analysis: Analysis) -> str:
+    """How the answer was computed, in one sentence (shared by the Markdown and HTML reports)."""
     s = analysis.settings
-    lines = ["## The answer", "",
-             f"Each variant against `{analysis.baseline}`: TPS delta with its 95 % bootstrap CI, Mann-Whitney p "
-             f"(Holm-corrected), noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.", ""]
+    return (f"Each variant against `{analysis.baseline}`: delta = Hodges-Lehmann ratio - 1 (median of the pairwise "
+            f"ratios variant/baseline) with its {(1 - s.alpha) * 100:g} % interval from the exact Mann-Whitney test, "
+            f"p Holm-corrected across the variants, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+
+
+def legend(settings: Settings) -> str:
+    """The verdict words, the same in every report and in `compare` (docs/statistics.md)."""
+    return "Verdicts: " + "; ".join(f"{words}: {meaning}" for words, meaning in meanings(settings.threshold).items())
+
+
+def verdict_notes(analysis: Analysis) -> list[str]:
+    """Where a verdict's interval and test say different things, and why."""
+    return [f"`{v.variant}`, {point_title(point)}, {analysis.metric_label(metric)}: {note}"
+            for point in analysis.points for v in point.variants for metric, c in v.comparisons.items()
+            for note in c.verdict.warnings]
+
+
+def answer_section(analysis: Analysis) -> list[str]:
+    """The question and the answer: one line per variant and point, the TPS verdict with its interval."""
+    lines = ["## The answer", "", method_line(analysis), ""]
     rows = []
     for point in analysis.points:
         for v in point.variants:
@@ -91,7 +110,8 @@ def answer_section(analysis: Analysis) -> list[str]:
     if not rows:
         return [*lines, analysis.nothing_to_compare(), ""]
     header = ["variant", "point", "verdict", "TPS delta", f"p{analysis.percentile} latency", "latency delta"]
-    return [*lines, *table(header, rows, "llllll"), ""]
+    notes = [f"- {note}" for note in verdict_notes(analysis)]
+    return [*lines, *table(header, rows, "llllll"), "", legend(analysis.settings), "", *notes, *([""] if notes else [])]
 
 
 def summary_section(analysis: Analysis) -> list[str]:

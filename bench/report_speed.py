@@ -1,0 +1,78 @@
+"""Speed of `layerbench import` and of the reports on many runs (issue #17): a synthetic CSV of N runs
+(4 variants x 5 thread counts x N/20 iterations, TPS and latencies with noise) is imported into a fresh store,
+analysed, and rendered in each format. Goals: import of 100,000 runs < 10 s, report of 100,000 runs < 30 s.
+
+    .venv/bin/python bench/report_speed.py [--runs 100000] [--formats md,json,csv,html] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from layerbench.analysis.aggregate import analyze
+from layerbench.importer import import_csv
+from layerbench.report import FORMATS
+from layerbench.store import Store
+
+VARIANTS = {"host": 1.0, "docker": 0.97, "vm": 0.9, "k8s": 0.95}
+THREADS = (1, 2, 4, 8, 16)
+
+
+def write_csv(path: Path, runs: int, seed: int = 17) -> None:
+    rng = np.random.default_rng(seed)
+    per_point = max(1, runs // (len(VARIANTS) * len(THREADS)))
+    lines = ["variant,iteration,threads,total_queries,qps,tps,lat_avg_ms,lat_p95_ms"]
+    for name, factor in VARIANTS.items():
+        for threads in THREADS:
+            tps = 500 * factor * threads ** 0.8 * rng.normal(1, 0.05, per_point)
+            lat = 1000 * threads / tps
+            lines += [f"{name},{i + 1},{threads},{t * 200:.0f},{t * 20:.2f},{t:.2f},{la:.3f},{la * 1.4:.3f}"
+                      for i, (t, la) in enumerate(zip(tps, lat, strict=True))]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def timed(action) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = action()
+    return time.perf_counter() - started, result
+
+
+def one_round(folder: Path, source: Path, formats: list[str], index: int) -> dict[str, float]:
+    out = {}
+    with Store(folder / f"bench-{index}.db") as store:
+        out["import"], campaign_id = timed(lambda: import_csv(store, source, "speed", "host"))
+        out["analyse"], analysis = timed(lambda: analyze(store, campaign_id))
+    for fmt in formats:
+        module = importlib.import_module(f"layerbench.report.{FORMATS[fmt]}")
+        out[fmt], _ = timed(lambda module=module: module.render(analysis))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--formats", default="md,json,csv")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    formats = [f for f in args.formats.split(",") if f]
+    with tempfile.TemporaryDirectory(prefix="lb-bench-speed-") as tmp:
+        folder = Path(tmp)
+        source = folder / "runs.csv"
+        write_csv(source, args.runs)
+        rounds = [one_round(folder, source, formats, i) for i in range(args.repeat)]
+    print(f"{args.runs:,} runs, median of {args.repeat} rounds:")
+    for step in rounds[0]:
+        print(f"  {step:<8} {statistics.median(r[step] for r in rounds):7.2f} s")
+    report = [sum(r[s] for s in ("analyse", *formats)) for r in rounds]
+    print(f"  {'report':<8} {statistics.median(report):7.2f} s  (analyse + {', '.join(formats)})")
+
+
+if __name__ == "__main__":
+    main()
