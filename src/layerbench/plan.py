@@ -141,7 +141,7 @@ def past_overheads(store: Path) -> dict[str, list[float]]:
     if not store.is_file():
         return {}
     try:
-        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
         try:
             campaigns = dict(db.execute("SELECT id, definition FROM campaigns").fetchall())
             rows = db.execute("SELECT campaign_id, variant, workload, finished_at FROM runs WHERE status='ok' AND "
