@@ -134,6 +134,9 @@ class KubernetesVariant(VariantBase):
     storage_size: str = "2Gi"
     node_selector: dict[str, str] = Field(default_factory=dict)
     client: Literal["host", "job", "port-forward"] = "host"
+    client_node_selector: dict[str, str] | None = Field(
+        default=None, description="node labels for the sysbench Job (client: job); default: node_selector")
+    client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
     cpu_manager_static: bool = False
     ready_timeout: int = Field(default=180, ge=5)
 
@@ -244,6 +247,18 @@ class Campaign(Strict):
                     raise ValueError(
                         f"variants.{name}.client: {client} runs sysbench where workloads.{workload.name}.test "
                         f"({workload.test}, a file on this host) cannot be read; use client: host")
+        return self
+
+    @model_validator(mode="after")
+    def _client_placement_needs_a_job(self) -> Campaign:
+        """Only a Job is placed by the scheduler: placement options for any other client would be ignored."""
+        for v in self.variants:
+            if not isinstance(v, KubernetesVariant) or v.client == "job":
+                continue
+            for key in ("client_node_selector", "client_anti_affinity"):
+                if getattr(v, key) not in (None, False):
+                    raise ValueError(f"variants.{v.name}.{key}: places the sysbench Job, but client is "
+                                     f"{v.client!r}; set client: job or remove {key}")
         return self
 
     def variant(self, name: str) -> VariantBase:
