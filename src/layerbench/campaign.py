@@ -208,7 +208,8 @@ class Campaign(Strict):
     formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: ["md", "html"])
     noise_threshold: float = Field(default=0.02, ge=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    min_runs: int = Field(default=6, ge=2)
+    min_runs: int | None = Field(default=None, ge=2, description="an optional floor of runs per side for a "
+                                 "verdict, on top of what alpha needs (docs/import.md)")
     unstable_ratio: float = Field(default=1.5, gt=1, description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0)
 

@@ -26,7 +26,7 @@ def test_markdown_report_golden(tmp_path: Path) -> None:
     with Store(db) as store:
         text = render(analyze(store, cid))
     assert "`docker-bridge` vs `host`" in text and "failed: sysbench was killed by signal 9" in text
-    assert "| `docker-bridge` | default, 2 threads | **slower** | -9.91% [-11.0, -8.8] (p=0.002 n=6)" in text
+    assert "| `docker-bridge` | default, 2 threads | **slower** | -9.91% [-11.0, -8.8] (p=0.002, n=6+7)" in text
     assert "| `docker-host` | default, 2 threads | **~** |" in text or "**within noise**" in text
     check("report_basic.md", text)
 

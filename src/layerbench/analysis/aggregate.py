@@ -186,11 +186,11 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
         if not any(v.variant == analysis.baseline and v.n > 0 for v in point.variants):
             warnings.append(f"{point.workload} / {point.threads} threads: no successful baseline run, no deltas")
         warnings += point.warnings
-        fewest = min((v.n for v in point.variants), default=0)
-        if 0 < fewest < analysis.settings.min_runs:
-            warnings.append(f"{point.workload} / {point.threads} threads: {fewest} run(s) on a side; a verdict needs "
-                            f">= {analysis.settings.min_runs} per side (set repetitions: "
-                            f"{analysis.settings.min_runs} or more)")
+        short = next((c.verdict.text for v in point.variants for c in v.comparisons.values()
+                      if c.verdict.kind == "need more runs"), None)
+        if short:
+            warnings.append(f"{point.workload} / {point.threads} threads: too few runs for a verdict: {short}; "
+                            "the evidence is shown, the verdict is not")
     warnings += run_warnings(analysis.runs)
     warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
@@ -231,7 +231,7 @@ def asked_keys(definition: dict[str, Any]) -> dict[str, set[str]]:
 
 def settings_of(definition: dict[str, Any]) -> Settings:
     return Settings(float(definition.get("noise_threshold", 0.02)), float(definition.get("alpha", 0.05)),
-                    int(definition.get("min_runs", 6)), int(definition.get("seed", 1)))
+                    int(definition.get("min_runs") or 0), int(definition.get("seed", 1)))  # 0: no floor of the user's
 
 
 def analyze(store: Store, ref: str | int) -> Analysis:
@@ -263,6 +263,7 @@ class SweepRow:
     latency_delta_pct: float | None  # of the percentile latency
     verdict: str = "-"  # the TPS verdict at this thread count
     verdict_text: str = ""
+    comparison: Comparison | None = None  # the TPS comparison: its evidence for the reports
 
 
 @dataclass(frozen=True)
@@ -286,7 +287,7 @@ def sweep_table(analysis: Analysis, workload: str, variant: str) -> list[SweepRo
         found = mine.verdict("tps")
         rows.append(SweepRow(int(point.threads or 0), base.means["tps"], mine.means["tps"], deltas["tps"],
                              deltas["lat_pct_ms"], found.verdict.kind if found else "-",
-                             found.verdict.text if found else ""))
+                             found.verdict.text if found else "", found))
     return rows
 
 

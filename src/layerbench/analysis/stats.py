@@ -18,6 +18,8 @@ from functools import cache
 
 import numpy as np
 
+from layerbench.analysis.attainable import gate
+
 RESAMPLES = 10_000
 
 
@@ -220,8 +222,10 @@ def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], 
                                   len(baseline), len(values)))
             continue
         delta = bootstrap_delta(baseline, values, seed=seed, resamples=resamples)
-        judged = verdict(delta, adjusted[name], len(baseline), len(values), threshold=threshold, alpha=alpha,
-                         min_runs=min_runs, higher_is_better=higher_is_better)
+        short = gate(len(baseline), len(values), comparisons=len(names), alpha=alpha, min_runs=min_runs)
+        judged = Verdict("need more runs", short) if short else verdict(
+            delta, adjusted[name], len(baseline), len(values), threshold=threshold, alpha=alpha, min_runs=1,
+            higher_is_better=higher_is_better)
         out.append(Comparison(name, delta, raw[names.index(name)], adjusted[name], judged, len(baseline),
                               len(values)))
     return out
