@@ -32,6 +32,12 @@ out = Console(soft_wrap=True)
 STATE: dict[str, Any] = {"debug": False}
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="SQLite store [default: results/layerbench.db]")]
+AlphaOption = Annotated[float | None, typer.Option("--alpha", help="significance level of the verdicts "
+                                                                  "(default 0.05)")]
+MinRunsOption = Annotated[int | None, typer.Option("--min-runs", help="a floor of runs per side for a verdict, on "
+                                                                      "top of what alpha needs (default none)")]
+ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction "
+                                                                          "(default 0.02 = 2 %)")]
 
 
 @app.callback()
@@ -188,13 +194,17 @@ def report(
     ref: Annotated[str, typer.Argument(help="campaign id, name or `latest`")] = "latest",
     fmt: Annotated[list[str] | None, typer.Option("--format", "-f", help="md, html, json or csv (repeatable)")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="folder for the report files")] = None,
+    alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
     db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; works for interrupted campaigns too)."""
+    from layerbench.importer import statistics_options
+
+    overrides = statistics_options(alpha, min_runs, threshold)
     with Store(db or default_db_path()) as store:
         row = store.campaign(ref)
         formats = fmt or json.loads(row["definition"]).get("formats", ["md", "html"])
-        analysis = analyze(store, int(row["id"]))
+        analysis = analyze(store, int(row["id"]), overrides)
         folder = output or Path(row["output_dir"]) / f"{row['id']}-{slug(row['name'])}"
         for one in formats:
             out.print(f"report: {write_report(analysis, one, folder)}")
@@ -279,16 +289,23 @@ def image_build() -> None:
 
 @app.command("import")
 def import_results(
-    file: Annotated[Path, typer.Argument(help="CSV: variant, iteration, [threads], total_queries/qps/tps/...")],
+    source: Annotated[str, typer.Argument(help="a .csv with the columns variant, iteration, threads (optional), "
+                                               "total_queries, qps, tps, lat_avg_ms, lat_max_ms, lat_p<N>_ms "
+                                               "(lat_p95_ms, lat_p99_ms, lat_p99.9_ms: any percentile), at least "
+                                               "one metric; or raw sysbench output files (0.4, 0.5, 1.0, 1.1): a "
+                                               "folder, a quoted glob, or a YAML mapping file (docs/import.md)")],
     name: Annotated[str, typer.Option(help="name of the new campaign")],
     baseline: Annotated[str, typer.Option(help="the variant the others are compared with")],
+    alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
     db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
-    from layerbench.importer import import_csv
+    from layerbench.importer import import_results as import_any
+    from layerbench.importer import statistics_options
 
+    options = statistics_options(alpha, min_runs, threshold)
     with Store(db or default_db_path()) as store:
-        campaign_id = import_csv(store, file, name, baseline)
+        campaign_id = import_any(store, source, name, baseline, options)
         runs = len(store.runs(campaign_id))
     out.print(f"imported {runs} runs as campaign {campaign_id}; report it with: layerbench report {campaign_id}")
 

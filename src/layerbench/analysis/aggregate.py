@@ -81,7 +81,7 @@ class Analysis:
     name: str
     status: str
     baseline: str
-    percentile: int
+    percentile: int | float
     definition: dict[str, Any]
     runs: list[RunRow]
     points: list[Point]
@@ -234,15 +234,22 @@ def settings_of(definition: dict[str, Any]) -> Settings:
                     int(definition.get("min_runs") or 0), int(definition.get("seed", 1)))  # 0: no floor of the user's
 
 
-def analyze(store: Store, ref: str | int) -> Analysis:
+def label_number(value: float) -> int | float:
+    """95 for 95.0 (labels read p95), 99.9 stays 99.9."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def analyze(store: Store, ref: str | int, overrides: dict[str, Any] | None = None) -> Analysis:
+    """`overrides`: statistics settings for this analysis only (noise_threshold, alpha, min_runs), as
+    `report --alpha ...` gives them; the stored campaign keeps its own."""
     row = store.campaign(ref)
-    definition = json.loads(row["definition"])
+    definition = {**json.loads(row["definition"]), **(overrides or {})}
     campaign_id = int(row["id"])
     settings = settings_of(definition)
     runs = run_rows(store, campaign_id, float(definition.get("unstable_ratio", 1.5)))
     variants = [v["name"] for v in definition.get("variants", [])] or sorted({r.variant for r in runs})
     workloads = definition.get("workloads", [{}])
-    percentile = int(workloads[0].get("percentile", 95)) if workloads else 95
+    percentile = label_number((workloads[0].get("percentile") if workloads else None) or 95)
     planned = len(store.schedule(campaign_id)) or len(runs)
     points = build_points(runs, variants, row["baseline"], settings)
     analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
