@@ -13,6 +13,7 @@ line (BadInput), never read as empty.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -122,8 +123,9 @@ def required(doc: Lines, start: int, key: str, pattern: str) -> float:
 def totals_of(doc: Lines, start: int) -> tuple[Totals, float | None]:
     transactions = int(required(doc, start, "transactions:", r"transactions:\s+(\d+)\s*\("))
     duration = required(doc, start, "total time:", rf"(?:total time|time elapsed):\s+{NUM}s$")
-    if duration <= 0:
-        raise doc.refuse(start + 1, "total time is 0 s: no rate can be computed")
+    if not 0 < duration < math.inf or not transactions / duration < math.inf:
+        raise doc.refuse(start + 1, f"total time {duration:g} s with {transactions} transactions gives no finite "
+                                    "rate; the file is damaged")
     reads, writes, other = (count(doc, k, start) or 0 for k in ("read", "write", "other"))
     queries = count(doc, "queries", start) or count(doc, "total", start) or reads + writes + other
     pct, pct_ms = percentile_line(doc, start)
@@ -143,11 +145,11 @@ def totals_of(doc: Lines, start: int) -> tuple[Totals, float | None]:
 
 INTERVAL_START = re.compile(r"^\[\s*" + NUM + r"s\s*\]\s*(.*)$")
 FIELDS = {
-    "threads": r"(?:thds|threads):\s*(\d+)", "tps": r"tps:\s*" + NUM, "qps": r"qps:\s*" + NUM,
-    "rwo": r"\(r/w/o:\s*" + NUM + "/" + NUM + "/" + NUM + r"\)", "reads": r"reads(?:/s)?:\s*" + NUM,
-    "writes": r"writes(?:/s)?:\s*" + NUM, "lat10": r"lat\s*\(ms,\s*" + NUM + r"%\):\s*" + NUM,
+    "threads": r"(?:thds|threads):\s*(\d+)", "tps": r"\btps:\s*" + NUM, "qps": r"\bqps:\s*" + NUM,
+    "rwo": r"\(r/w/o:\s*" + NUM + "/" + NUM + "/" + NUM + r"\)", "reads": r"\breads(?:/s)?:\s*" + NUM,
+    "writes": r"\bwrites(?:/s)?:\s*" + NUM, "lat10": r"lat\s*\(ms,\s*" + NUM + r"%\):\s*" + NUM,
     "lat05": r"response time:\s*" + NUM + r"\s*(ms|s|us)?\s*\(" + NUM + r"%\)",
-    "errors": r"(?:err/s:?|errors:)\s*" + NUM, "reconnects": r"(?:reconn/s|reconnects):\s*" + NUM,
+    "errors": r"(?:\berr/s:?|\berrors:)\s*" + NUM, "reconnects": r"(?:reconn/s|reconnects):\s*" + NUM,
 }
 FIELD_RE = {k: re.compile(v) for k, v in FIELDS.items()}
 
