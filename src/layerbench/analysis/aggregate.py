@@ -189,8 +189,9 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
         short = next((c.verdict.text for v in point.variants for c in v.comparisons.values()
                       if c.verdict.kind == "need more runs"), None)
         if short:
-            warnings.append(f"{point.workload} / {point.threads} threads: too few runs for a verdict: {short}; "
-                            "the evidence is shown, the verdict is not")
+            where = point.workload if point.threads is None else f"{point.workload} / {point.threads} threads"
+            warnings.append(f"{where}: too few runs for a verdict: {short}; the evidence is shown, the verdict "
+                            "is not")
     warnings += run_warnings(analysis.runs)
     warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
