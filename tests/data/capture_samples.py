@@ -81,8 +81,8 @@ def main() -> None:
 
 
 def capture_logs() -> None:
-    """Raw 1.0.20 outputs for the importer: tests/data/logs/captured-1.0.20/{unlimited,rate300}/run-N.txt (four
-    runs each, the second variant held to 300 transactions/s by sysbench's --rate: a real, separated TPS), and
+    """Raw 1.0.20 outputs for the importer: tests/data/logs/captured-1.0.20/{unlimited,rate40}/run-N.txt (four
+    runs each, the second variant held to 40 transactions/s by sysbench's --rate: a real, separated TPS), and
     single runs with the 99th and 100th percentile."""
     tmp = Path(tempfile.mkdtemp(prefix="lb-capture-"))
     (tmp / "run").mkdir()
@@ -101,8 +101,8 @@ def capture_logs() -> None:
         for i in range(1, 5):
             outputs[f"{folder}/unlimited/run-{i}.txt"] = sysbench(cfg, *common, "--time=3", "--report-interval=1",
                                                                   "run")
-            outputs[f"{folder}/rate300/run-{i}.txt"] = sysbench(cfg, *common, "--time=3", "--report-interval=1",
-                                                                "--rate=300", "run")
+            outputs[f"{folder}/rate40/run-{i}.txt"] = sysbench(cfg, *common, "--time=3", "--report-interval=1",
+                                                                "--rate=40", "run")
         for pct in (99, 100):
             outputs[f"logs/sysbench-1.0.20-p{pct}.txt"] = sysbench(cfg, *common, "--time=2", "--report-interval=1",
                                                                    f"--percentile={pct}", "run")

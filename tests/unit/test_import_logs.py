@@ -30,7 +30,7 @@ def test_a_folder_with_a_sub_folder_per_variant(tmp_path: Path) -> None:
         analysis = analyze(store, cid)
         row = store.campaign(cid)
     assert sorted((r["variant"], r["repetition"]) for r in runs) == sorted(
-        (v, i) for v in ("rate300", "unlimited") for i in range(1, 5))
+        (v, i) for v in ("rate40", "unlimited") for i in range(1, 5))
     assert {r["percentile"] for r in runs} == {95} and {r["threads"] for r in runs} == {2}
     assert all(len(intervals[int(r["id"])]) == 3 for r in runs)
     assert row["source_path"] == str(CAPTURED.resolve()) and row["output_dir"] == str(CAPTURED.resolve())
@@ -41,7 +41,7 @@ def test_a_folder_with_a_sub_folder_per_variant(tmp_path: Path) -> None:
 def test_a_glob_and_names_that_carry_variant_and_iteration(tmp_path: Path) -> None:
     flat = tmp_path / "flat"
     flat.mkdir()
-    for variant in ("unlimited", "rate300"):
+    for variant in ("unlimited", "rate40"):
         for i in (1, 2):
             shutil.copy(CAPTURED / variant / f"run-{i}.txt", flat / f"{variant}-{i}.log")
     cid, store = imported(tmp_path, str(flat / "*.log"))
@@ -49,7 +49,7 @@ def test_a_glob_and_names_that_carry_variant_and_iteration(tmp_path: Path) -> No
         assert len(store.runs(cid)) == 4
     nested, store = imported(tmp_path, str(CAPTURED / "*" / "run-[12].txt"))
     with store:
-        assert {r["variant"] for r in store.runs(nested)} == {"unlimited", "rate300"}
+        assert {r["variant"] for r in store.runs(nested)} == {"unlimited", "rate40"}
 
 
 def test_a_mapping_file(tmp_path: Path) -> None:
