@@ -39,16 +39,21 @@ def killer(endpoint, stop: threading.Event) -> None:
     conn.close()
 
 
-def main() -> None:
+def start_server(label: str):
+    """A host server of our own in a fresh temporary folder: (folder, password, backend, endpoint, config)."""
     tmp = Path(tempfile.mkdtemp(prefix="lb-capture-"))
     (tmp / "run").mkdir()
     (tmp / "priv").mkdir(mode=0o700)
     password = generate_password()
-    spec = ServerSpec("capture", "lb-capture", HostVariant(name="h", backend="host"), tmp / "run",
+    spec = ServerSpec("capture", label, HostVariant(name="h", backend="host"), tmp / "run",
                       tmp / "priv", tmp / "work", password=password)
     backend = HostBackend()
     endpoint = backend.up(spec)
-    cfg = write_private(tmp / "priv" / "sb.cfg", config_file_text(endpoint))
+    return tmp, password, backend, endpoint, write_private(tmp / "priv" / "sb.cfg", config_file_text(endpoint))
+
+
+def main() -> None:
+    tmp, password, backend, endpoint, cfg = start_server("lb-capture")
     hook = tmp / "hook.lua"
     hook.write_text(hook_script(Workload(test="oltp_read_write")))
     common = ["--tables=2", "--table-size=2000", "--threads=2"]
@@ -84,15 +89,7 @@ def capture_logs() -> None:
     """Raw 1.0.20 outputs for the importer: tests/data/logs/captured-1.0.20/{unlimited,rate40}/run-N.txt (four
     runs each, the second variant held to 40 transactions/s by sysbench's --rate: a real, separated TPS), and
     single runs with the 99th and 100th percentile."""
-    tmp = Path(tempfile.mkdtemp(prefix="lb-capture-"))
-    (tmp / "run").mkdir()
-    (tmp / "priv").mkdir(mode=0o700)
-    password = generate_password()
-    spec = ServerSpec("capture", "lb-capture-logs", HostVariant(name="h", backend="host"), tmp / "run",
-                      tmp / "priv", tmp / "work", password=password)
-    backend = HostBackend()
-    endpoint = backend.up(spec)
-    cfg = write_private(tmp / "priv" / "sb.cfg", config_file_text(endpoint))
+    tmp, password, backend, _, cfg = start_server("lb-capture-logs")
     common = ["oltp_read_write", "--tables=2", "--table-size=2000", "--threads=2"]
     outputs: dict[str, str] = {}
     folder = "logs/captured-1.0.20"

@@ -80,11 +80,17 @@ def test_bad_mapping_files(tmp_path: Path, mapping: str, expected: str) -> None:
         imported(tmp_path, str(tmp_path / "m.yaml"), baseline="x")
 
 
-def test_percentiles_are_never_mixed(tmp_path: Path) -> None:
-    folder = tmp_path / "mixed"
+def folder_of(folder: Path, files: dict[str, str]) -> Path:
+    """`folder` holding copies of fixtures: {new name: fixture name}."""
     folder.mkdir()
-    shutil.copy(LOGS / "sysbench-1.0.20-p99.txt", folder / "a-1.txt")
-    shutil.copy(LOGS / "sysbench-1.0.20-p100.txt", folder / "b-1.txt")
+    for name, fixture in files.items():
+        shutil.copy(LOGS / fixture, folder / name)
+    return folder
+
+
+def test_percentiles_are_never_mixed(tmp_path: Path) -> None:
+    folder = folder_of(tmp_path / "mixed", {"a-1.txt": "sysbench-1.0.20-p99.txt",
+                                            "b-1.txt": "sysbench-1.0.20-p100.txt"})
     with pytest.raises(BadInput, match=r"reports the 100th latency percentile, .*a-1.txt the 99th; a comparison never"):
         imported(tmp_path, str(folder), baseline="a")
 
@@ -107,10 +113,7 @@ def test_missing_sources_and_duplicates(tmp_path: Path) -> None:
         imported(tmp_path, str(tmp_path / "none"))
     with pytest.raises(BadInput, match="matches no file"):
         imported(tmp_path, str(tmp_path / "*.log"))
-    folder = tmp_path / "dup"
-    folder.mkdir()
-    shutil.copy(LOGS / "sysbench-1.0.20-p99.txt", folder / "a-1.txt")
-    shutil.copy(LOGS / "sysbench-1.0.20-p99.txt", folder / "a_1.log")
+    folder = folder_of(tmp_path / "dup", {"a-1.txt": "sysbench-1.0.20-p99.txt", "a_1.log": "sysbench-1.0.20-p99.txt"})
     with pytest.raises(BadInput, match=r"iteration 1 .* is also"):
         imported(tmp_path, str(folder), baseline="a")
     with pytest.raises(BadInput, match="--baseline: 'zzz' is not a variant"):
