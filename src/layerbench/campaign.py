@@ -193,6 +193,10 @@ class KubernetesVariant(VariantBase):
     storage_size: str = Field(default="2Gi", pattern=r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$")
     node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
     client: Literal["host", "job", "port-forward"] = "host"
+    client_node_selector: dict[str, str] | None = Field(
+        default=None, max_length=20,
+        description="node labels for the sysbench Job (client: job); default: node_selector")
+    client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
     cpu_manager_static: bool = False
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
 
@@ -293,7 +297,8 @@ class Campaign(Strict):
     formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: ["md", "html"])
     noise_threshold: float = Field(default=0.02, ge=0, lt=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    min_runs: int = Field(default=6, ge=2, le=1000)
+    min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
+                                 "a verdict, on top of what alpha needs (docs/import.md)")
     unstable_ratio: float = Field(default=1.5, gt=1, le=1000, description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
 
@@ -306,7 +311,7 @@ class Campaign(Strict):
             raise ValueError(f"repetitions: the plan holds {runs:,} runs ({len(self.variants)} variants x {points} "
                              f"points x {self.repetitions} repetitions), more than the limit of {MAX_RUNS:,}; "
                              "split it into several campaigns")
-        if "min_runs" in self.model_fields_set and self.min_runs > self.repetitions:
+        if self.min_runs is not None and self.min_runs > self.repetitions:
             raise ValueError(f"min_runs: {self.min_runs} is more than repetitions ({self.repetitions}), so no "
                              f"verdict could ever be given; set repetitions: {self.min_runs} or more")
         return self
@@ -346,6 +351,18 @@ class Campaign(Strict):
                     raise ValueError(
                         f"variants.{name}.client: {client} runs sysbench where workloads.{workload.name}.test "
                         f"({workload.test}, a file on this host) cannot be read; use client: host")
+        return self
+
+    @model_validator(mode="after")
+    def _client_placement_needs_a_job(self) -> Campaign:
+        """Only a Job is placed by the scheduler: placement options for any other client would be ignored."""
+        for v in self.variants:
+            if not isinstance(v, KubernetesVariant) or v.client == "job":
+                continue
+            for key in ("client_node_selector", "client_anti_affinity"):
+                if getattr(v, key) not in (None, False):
+                    raise ValueError(f"variants.{v.name}.{key}: places the sysbench Job, but client is "
+                                     f"{v.client!r}; set client: job or remove {key}")
         return self
 
     def variant(self, name: str) -> VariantBase:

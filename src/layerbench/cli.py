@@ -54,6 +54,12 @@ STATE: dict[str, Any] = {"debug": False}
 
 DbOption = Annotated[Path | None, typer.Option(
     "--db", help="SQLite store [default: $LAYERBENCH_DB, else results/layerbench.db]")]
+AlphaOption = Annotated[float | None, typer.Option("--alpha", help="significance level of the verdicts "
+                                                                  "(default 0.05)")]
+MinRunsOption = Annotated[int | None, typer.Option("--min-runs", help="a floor of runs per side for a verdict, on "
+                                                                      "top of what alpha needs (default none)")]
+ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction "
+                                                                          "(default 0.02 = 2 %)")]
 RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`")]
 
 
@@ -275,13 +281,17 @@ def report(
         "--format", "-f", help="md, html, json or csv (repeatable) [default: the campaign's formats:]")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the report files [default: <output>/<id>-<name>/]")] = None,
+    alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
     db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
+    from layerbench.importer import statistics_options
+
+    overrides = statistics_options(alpha, min_runs, threshold)
     with Store(existing_store(db)) as store:
         row = store.campaign(ref)
         formats = fmt or json.loads(row["definition"]).get("formats", ["md", "html"])
-        analysis = analyze(store, int(row["id"]))
+        analysis = analyze(store, int(row["id"]), overrides)
     if not analysis.runs:
         console.print(f"campaign {analysis.campaign_id} ({analysis.name}, {analysis.status}) has no stored run: "
                       "the report says so and holds no numbers", highlight=False, markup=False)
@@ -385,17 +395,23 @@ def image_build() -> None:
 
 @app.command("import")
 def import_results(
-    file: Annotated[Path, typer.Argument(
-        help="CSV with columns variant, iteration, [threads], and metrics (total_queries, qps, tps, ...)")],
+    source: Annotated[str, typer.Argument(help="a .csv with the columns variant, iteration, [threads], "
+                                               "total_queries, qps, tps, lat_avg_ms, lat_max_ms, lat_p<N>_ms "
+                                               "(lat_p95_ms, lat_p99_ms, lat_p99.9_ms: any percentile), at least "
+                                               "one metric; or raw sysbench output files (0.4, 0.5, 1.0, 1.1): a "
+                                               "folder, a quoted glob, or a YAML mapping file (docs/import.md)")],
     name: Annotated[str, typer.Option(help="name of the new campaign")],
     baseline: Annotated[str, typer.Option(help="the variant the others are compared with")],
+    alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
     db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
-    from layerbench.importer import import_csv
+    from layerbench.importer import import_results as import_any
+    from layerbench.importer import statistics_options
 
+    options = statistics_options(alpha, min_runs, threshold)
     with Store(store_path(db)) as store:
-        campaign_id = import_csv(store, file, name, baseline)
+        campaign_id = import_any(store, source, name, baseline, options)
         runs = len(store.runs(campaign_id))
     out.print(f"imported {runs} runs as campaign {campaign_id}; report it with: layerbench report {campaign_id}")
 

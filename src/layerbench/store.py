@@ -98,7 +98,7 @@ class RunRecord:
     started_at: float | None = None
     finished_at: float | None = None
     totals: Totals | None = None
-    percentile: int | None = None
+    percentile: float | None = None  # which latency percentile totals.latency_pct_ms is (95, 99, 99.9, 100)
     run_dir: str | None = None
     intervals: list[Interval] = field(default_factory=list)
     warmup_seconds: float = 0.0

@@ -1,6 +1,7 @@
 """Re-capture the real sysbench outputs under tests/data (run as root on a machine with mariadbd + sysbench).
 
-    PYTHONPATH=src python tests/data/capture_samples.py
+    PYTHONPATH=src python tests/data/capture_samples.py        # the samples of test_sysbench
+    PYTHONPATH=src python tests/data/capture_samples.py logs   # raw 1.0.20 logs for the importer's tests
 """
 
 from __future__ import annotations
@@ -38,16 +39,21 @@ def killer(endpoint, stop: threading.Event) -> None:
     conn.close()
 
 
-def main() -> None:
+def start_server(label: str):
+    """A host server of our own in a fresh temporary folder: (folder, password, backend, endpoint, config)."""
     tmp = Path(tempfile.mkdtemp(prefix="lb-capture-"))
     (tmp / "run").mkdir()
     (tmp / "priv").mkdir(mode=0o700)
     password = generate_password()
-    spec = ServerSpec("capture", "lb-capture", HostVariant(name="h", backend="host"), tmp / "run",
+    spec = ServerSpec("capture", label, HostVariant(name="h", backend="host"), tmp / "run",
                       tmp / "priv", tmp / "work", password=password)
     backend = HostBackend()
     endpoint = backend.up(spec)
-    cfg = write_private(tmp / "priv" / "sb.cfg", config_file_text(endpoint))
+    return tmp, password, backend, endpoint, write_private(tmp / "priv" / "sb.cfg", config_file_text(endpoint))
+
+
+def main() -> None:
+    tmp, password, backend, endpoint, cfg = start_server("lb-capture")
     hook = tmp / "hook.lua"
     hook.write_text(hook_script(Workload(test="oltp_read_write")))
     common = ["--tables=2", "--table-size=2000", "--threads=2"]
@@ -79,5 +85,33 @@ def main() -> None:
         print(name, len(text))
 
 
+def capture_logs() -> None:
+    """Raw 1.0.20 outputs for the importer: tests/data/logs/captured-1.0.20/{unlimited,rate40}/run-N.txt (four
+    runs each, the second variant held to 40 transactions/s by sysbench's --rate: a real, separated TPS), and
+    single runs with the 99th and 100th percentile."""
+    tmp, password, backend, _, cfg = start_server("lb-capture-logs")
+    common = ["oltp_read_write", "--tables=2", "--table-size=2000", "--threads=2"]
+    outputs: dict[str, str] = {}
+    folder = "logs/captured-1.0.20"
+    try:
+        sysbench(cfg, *common, "prepare")
+        for i in range(1, 5):
+            outputs[f"{folder}/unlimited/run-{i}.txt"] = sysbench(cfg, *common, "--time=3", "--report-interval=1",
+                                                                  "run")
+            outputs[f"{folder}/rate40/run-{i}.txt"] = sysbench(cfg, *common, "--time=3", "--report-interval=1",
+                                                                "--rate=40", "run")
+        for pct in (99, 100):
+            outputs[f"logs/sysbench-1.0.20-p{pct}.txt"] = sysbench(cfg, *common, "--time=2", "--report-interval=1",
+                                                                   f"--percentile={pct}", "run")
+    finally:
+        backend.down()
+    for name, text in outputs.items():
+        (HERE / name).parent.mkdir(parents=True, exist_ok=True)
+        (HERE / name).write_text(redact(text, [password]).replace(str(tmp), "/tmp/capture"))
+        print(name, len(text))
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    capture_logs() if sys.argv[1:] == ["logs"] else main()

@@ -99,6 +99,41 @@ def test_reprepare_as_jobs_needs_no_route_from_this_host(tmp_path: Path, monkeyp
     assert namespaces() == []
 
 
+def node_names() -> list[str]:
+    core = _kubernetes_core()
+    assert core is not None, "the cluster does not answer"
+    return [node.metadata.name for node in core.list_node().items]
+
+
+def test_client_job_placement_records_both_nodes_as_the_api_reports_them(tmp_path: Path) -> None:
+    """client_node_selector by hostname: the Job lands where asked, and the run records the server pod's node and
+    each Job pod's node (spec.nodeName read back from the API). The local cluster has one node: both match it."""
+    node = node_names()[0]
+    runs = run_campaign(tmp_path, [{"name": "placed", "backend": "kubernetes", "qos": "burstable", "kind": "pod",
+                                    "client": "job", "client_node_selector": {"kubernetes.io/hostname": node}}],
+                        workload={**TINY, "reset": "reprepare"})
+    assert runs[0]["status"] == "ok", runs[0]["error"]
+    placement = backend_facts(runs[0])["placement"]
+    assert placement["server_node"] == node and placement["client_node"] == node
+    assert placement["client_nodes"] == {"sysbench-cleanup": node, "sysbench-prepare": node, "sysbench-run": node}
+    assert namespaces() == []
+
+
+def test_a_job_no_node_can_take_fails_the_run_at_once_with_the_schedulers_reason(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The preflight refuses such a selector (see test_bad_input...); here the check is skipped, as when the node's
+    labels change between the check and the run: the run fails on the scheduler's own verdict, not on the Job's
+    deadline, and its namespace is gone."""
+    monkeypatch.setattr(kubernetes_cluster, "check_client_placement", lambda *args: None)
+    runs = run_campaign(tmp_path, [{"name": "nowhere", "backend": "kubernetes", "qos": "burstable", "kind": "pod",
+                                    "client": "job", "client_node_selector": {"layerbench-test": "no-such-node"}}],
+                        workload={**TINY, "duration": 600})
+    assert runs[0]["status"] == "failed"
+    assert "sysbench job pod cannot be scheduled" in runs[0]["error"], runs[0]["error"]
+    assert "node affinity/selector" in runs[0]["error"] and "client_node_selector" in runs[0]["error"]
+    assert namespaces() == []
+
+
 def test_port_forward_works_and_warns(tmp_path: Path) -> None:
     runs = run_campaign(tmp_path, [{"name": "fwd", "backend": "kubernetes", "qos": "burstable", "kind": "pod",
                                     "client": "port-forward"}])
@@ -122,6 +157,10 @@ def test_sigint_deletes_the_namespace(tmp_path: Path) -> None:
     ({"requests": {"cpu": "64"}, "qos": "burstable"}, "requests.cpu: 64 is more than any node can give"),
     ({"qos": "besteffort", "cpu_manager_static": True}, "cpu_manager_static: exclusive cores need qos: guaranteed"),
     ({"node_selector": {"disk": "nvme"}}, "node_selector: {'disk': 'nvme'} matches no node"),
+    ({"client": "job", "client_node_selector": {"disk": "nvme"}},
+     "client_node_selector: {'disk': 'nvme'} matches no node"),
+    ({"client": "job", "client_anti_affinity": True}, "client_anti_affinity: the server and the sysbench Job can "
+                                                      "only run on node"),
 ])
 def test_bad_input_before_anything_is_created(tmp_path: Path, variant: dict, expected: str) -> None:
     path = campaign_file(tmp_path, repetitions=1, baseline="k", variants=[

@@ -35,7 +35,7 @@ def test_import_and_report(tmp_path: Path) -> None:
     tps = next(d for d in docker.deltas if d.metric == "tps")
     assert tps.deviation_pct == pytest.approx((114.2666667 / 121.1333333 - 1) * 100, abs=1e-4)
     text = render(analysis)
-    assert "Imported from `published.csv`" in text and "`docker` vs `host`" in text
+    assert f"Imported from `{path.resolve()}`" in text and "`docker` vs `host`" in text
 
 
 @pytest.mark.parametrize(
@@ -96,3 +96,37 @@ def test_an_import_that_fails_half_way_leaves_nothing(tmp_path: Path) -> None:
         with pytest.raises(sqlite3.IntegrityError):
             store.import_campaign("half", {"name": "half"}, "host", str(tmp_path), "x.csv", runs)
         assert store.campaigns() == [] and store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("variant,iteration,tps\nhost,1,\"121,5\"\n", "line 2, column tps: '121,5' holds a comma"),
+        ("variant;iteration;tps\nhost;1;121,5\n", "line 1, column 1: unknown column 'variant;iteration;tps'"),
+        ("variant,iteration,tps\nhost,1,121.5,7\n", "line 2: 4 fields, the header has 3"),
+        ("variant,iteration,tps,qps\nhost,1,121.5\n", "line 2: 3 fields, the header has 4"),
+        ("variant,iteration,tps,TPS\nhost,1,1,1\n", r"line 1, column 4 \('TPS'\): repeats column 3"),
+        ("variant,iteration,lat_p101_ms\nhost,1,5\n", r"line 1, column 3 \(lat_p101_ms\): not a percentile"),
+        ("variant,iteration,lat_pmax_ms\nhost,1,5\n", r"column 3 \(lat_pmax_ms\): not a percentile"),
+    ],
+)
+def test_strict_csv_refuses_with_line_and_column(text: str, expected: str) -> None:
+    with pytest.raises(BadInput, match=expected):
+        parse_csv(text)
+
+
+def test_percentile_columns_are_labelled_and_the_95th_is_compared(tmp_path: Path) -> None:
+    path = tmp_path / "pct.csv"
+    path.write_text("\ufeffvariant,iteration,tps,lat_p99_ms,lat_p95_ms\r\nhost,1,100,9,5\r\ndocker,1,90,12,6\r\n")
+    with Store(tmp_path / "lb.db") as store:
+        cid = import_csv(store, path, "pct", "host")
+        runs = store.runs(cid)
+        analysis = analyze(store, cid)
+    assert [r["percentile"] for r in runs] == [95, 95] and [r["lat_pct_ms"] for r in runs] == [5, 6]
+    assert analysis.metric_label("lat_pct_ms") == "p95 latency (ms)"
+    only99 = tmp_path / "p99.csv"
+    only99.write_text("variant,iteration,tps,lat_p99.9_ms\nhost,1,100,9\ndocker,1,90,12\n")
+    with Store(tmp_path / "lb.db") as store:
+        analysis = analyze(store, import_csv(store, only99, "p99", "host"))
+    assert analysis.metric_label("lat_pct_ms") == "p99.9 latency (ms)"
+    assert analysis.definition["imported_from"] == str(only99.resolve())

@@ -167,3 +167,58 @@ def test_a_job_waits_for_the_service_then_runs_sysbench(monkeypatch) -> None:
     started = time.monotonic()
     done = subprocess.run(kubernetes_job.wait_for_server("127.0.0.1", port, ["sh", "-c", "exit 3"]), timeout=30)
     assert done.returncode == 3 and 0.9 < time.monotonic() - started < 10
+
+
+def _matches(selector: dict, pod_labels: dict) -> bool:
+    return all(pod_labels.get(k) == v for k, v in selector["matchLabels"].items())
+
+
+def test_client_job_follows_the_server_selector_unless_told_otherwise() -> None:
+    server = m.labels("c", "lb1-run", "server")
+    same = m.client_job("img", "ns", ["sysbench"], {}, placement=m.client_placement(
+        variant(client="job", node_selector={"disk": "ssd"}), server))["spec"]["template"]["spec"]
+    assert same["nodeSelector"] == {"disk": "ssd"} and "affinity" not in same
+    own = m.client_placement(variant(client="job", node_selector={"disk": "ssd"},
+                                     client_node_selector={"role": "load"}), server)
+    assert own == {"nodeSelector": {"role": "load"}}
+    assert m.client_placement(variant(client="job", node_selector={"disk": "ssd"}, client_node_selector={}),
+                              server) == {}
+
+
+def test_client_anti_affinity_keeps_the_job_off_the_server_pods_node() -> None:
+    server_labels = m.labels("c", "lb1-run", "server")
+    other_run = m.labels("c", "lb2-run", "server")
+    placement = m.client_placement(variant(client="job", client_anti_affinity=True), server_labels)
+    terms = placement["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert len(terms) == 1 and terms[0]["topologyKey"] == "kubernetes.io/hostname"
+    pod = m.server_objects(variant(client="job"), "img", "ns", server_labels, snapshot_path=None,
+                           host_datadir=None)[0]["spec"]["template"]
+    assert _matches(terms[0]["labelSelector"], pod["metadata"]["labels"])
+    assert not _matches(terms[0]["labelSelector"], other_run)
+    assert not _matches(terms[0]["labelSelector"], m.labels("c", "lb1-run", "client"))
+
+
+@pytest.mark.parametrize("key", [{"client_node_selector": {"a": "b"}}, {"client_anti_affinity": True}])
+@pytest.mark.parametrize("client", ["host", "port-forward"])
+def test_client_placement_without_a_job_is_refused(key: dict, client: str) -> None:
+    from layerbench.campaign import parse_campaign
+
+    variants = [{"name": "k", "backend": "kubernetes", "client": client, **key}]
+    data = {"name": "c", "baseline": "k", "workloads": [{}], "variants": variants}
+    with pytest.raises(BadInput, match=f"variants.k.*{next(iter(key))}.*set client: job"):
+        parse_campaign(data)
+
+
+def test_an_unschedulable_pod_is_named_with_the_schedulers_message() -> None:
+    from types import SimpleNamespace as NS
+
+    from layerbench.backends.kubernetes_job import unschedulable_reason
+
+    message = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+    pending = NS(status=NS(conditions=[NS(type="PodScheduled", status="False", reason="Unschedulable",
+                                          message=message)]))
+    assert unschedulable_reason(pending) == message
+    assert unschedulable_reason(NS(status=NS(conditions=None))) is None
+    assert unschedulable_reason(None) is None
+    scheduled = NS(status=NS(conditions=[NS(type="PodScheduled", status="True", reason=None, message=None)]))
+    assert unschedulable_reason(scheduled) is None

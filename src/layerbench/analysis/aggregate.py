@@ -81,7 +81,7 @@ class Analysis:
     name: str
     status: str
     baseline: str
-    percentile: int
+    percentile: int | float
     definition: dict[str, Any]
     runs: list[RunRow]
     points: list[Point]
@@ -202,11 +202,12 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
         if not any(v.variant == analysis.baseline and v.n > 0 for v in point.variants):
             warnings.append(f"{point.workload} / {point.threads} threads: no successful baseline run, no deltas")
         warnings += point.warnings
-        fewest = min((v.n for v in point.variants), default=0)
-        if 0 < fewest < analysis.settings.min_runs:
-            warnings.append(f"{point.workload} / {point.threads} threads: {fewest} run(s) on a side; a verdict needs "
-                            f">= {analysis.settings.min_runs} per side (set repetitions: "
-                            f"{analysis.settings.min_runs} or more)")
+        short = next((c.verdict.text for v in point.variants for c in v.comparisons.values()
+                      if c.verdict.kind == "need more runs"), None)
+        if short:
+            where = point.workload if point.threads is None else f"{point.workload} / {point.threads} threads"
+            warnings.append(f"{where}: too few runs for a verdict: {short}; the evidence is shown, the verdict "
+                            "is not")
     warnings += run_warnings(analysis.runs)
     warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
@@ -247,18 +248,25 @@ def asked_keys(definition: dict[str, Any]) -> dict[str, set[str]]:
 
 def settings_of(definition: dict[str, Any]) -> Settings:
     return Settings(float(definition.get("noise_threshold", 0.02)), float(definition.get("alpha", 0.05)),
-                    int(definition.get("min_runs", 6)), int(definition.get("seed", 1)))
+                    int(definition.get("min_runs") or 0), int(definition.get("seed", 1)))  # 0: no floor of the user's
 
 
-def analyze(store: Store, ref: str | int) -> Analysis:
+def label_number(value: float) -> int | float:
+    """95 for 95.0 (labels read p95), 99.9 stays 99.9."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def analyze(store: Store, ref: str | int, overrides: dict[str, Any] | None = None) -> Analysis:
+    """`overrides`: statistics settings for this analysis only (noise_threshold, alpha, min_runs), as
+    `report --alpha ...` gives them; the stored campaign keeps its own."""
     row = store.campaign(ref)
-    definition = json.loads(row["definition"])
+    definition = {**json.loads(row["definition"]), **(overrides or {})}
     campaign_id = int(row["id"])
     settings = settings_of(definition)
     runs = run_rows(store, campaign_id, float(definition.get("unstable_ratio", 1.5)))
     variants = [v["name"] for v in definition.get("variants", [])] or sorted({r.variant for r in runs})
     workloads = definition.get("workloads", [{}])
-    percentile = int(workloads[0].get("percentile", 95)) if workloads else 95
+    percentile = label_number((workloads[0].get("percentile") if workloads else None) or 95)
     planned = len(store.schedule(campaign_id)) or len(runs)
     points = build_points(runs, variants, row["baseline"], settings)
     analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
@@ -279,6 +287,7 @@ class SweepRow:
     latency_delta_pct: float | None  # of the percentile latency
     verdict: str = "-"  # the TPS verdict at this thread count
     verdict_text: str = ""
+    comparison: Comparison | None = None  # the TPS comparison: its evidence for the reports
 
 
 @dataclass(frozen=True)
@@ -302,7 +311,7 @@ def sweep_table(analysis: Analysis, workload: str, variant: str) -> list[SweepRo
         found = mine.verdict("tps")
         rows.append(SweepRow(int(point.threads or 0), base.means["tps"], mine.means["tps"], deltas["tps"],
                              deltas["lat_pct_ms"], found.verdict.kind if found else "-",
-                             found.verdict.text if found else ""))
+                             found.verdict.text if found else "", found))
     return rows
 
 

@@ -31,6 +31,8 @@ from functools import cache
 import numpy as np
 from scipy import stats as sp
 
+from layerbench.analysis.attainable import gate
+
 RESAMPLES = 10_000
 BOOTSTRAP_MAX_N = 200  # above this many runs the interval of the mean is Student's t (the bootstrap adds nothing)
 PAIRWISE_MAX = 250_000  # above this many pairs the interval's ends are found by bisection, not by sorting all pairs
@@ -370,7 +372,7 @@ def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, *, t
 
 
 def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], *, higher_is_better: bool = True,
-            threshold: float = 0.02, alpha: float = 0.05, min_runs: int = 6) -> list[Comparison]:
+            threshold: float = 0.02, alpha: float = 0.05, min_runs: int | None = None) -> list[Comparison]:
     """Each variant against the baseline for one metric, Holm-corrected across the variants. The interval is
     the (1 - alpha) Hodges-Lehmann interval of each comparison alone."""
     names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
@@ -383,7 +385,9 @@ def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], 
                                   len(baseline), len(values)))
             continue
         delta, p = found[name]
-        judged = verdict(delta, adjusted[name], len(baseline), len(values), threshold=threshold, alpha=alpha,
-                         min_runs=min_runs, higher_is_better=higher_is_better, p_raw=p)
+        short = gate(len(baseline), len(values), comparisons=len(names), alpha=alpha, min_runs=min_runs)
+        judged = Verdict("need more runs", short) if short else verdict(
+            delta, adjusted[name], len(baseline), len(values), threshold=threshold, alpha=alpha, min_runs=1,
+            higher_is_better=higher_is_better, p_raw=p)
         out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values)))
     return out

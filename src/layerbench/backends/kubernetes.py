@@ -50,6 +50,7 @@ class KubernetesBackend:
         self.server_pids: list[int] = []
         self.forward: ManagedProcess | None = None
         self.nodes: list[Any] = []
+        self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -62,6 +63,7 @@ class KubernetesBackend:
         self.api = cluster.api_client(variant)
         self.core = client.CoreV1Api(self.api)
         self.nodes = cluster.nodes_for(self.core, variant)
+        cluster.check_client_placement(self.core, self.nodes, variant)
         cluster.check_capacity(self.nodes, resources, variant)
         cluster.check_storage_class(client.StorageV1Api(self.api), variant)
         self.facts["cpu_manager_policy"] = cluster.check_cpu_manager(
@@ -200,6 +202,7 @@ class KubernetesBackend:
         got = self.pod.status.qos_class
         wanted = manifests.QOS_CLASS[variant.qos]
         self.facts |= {"qos_class": got, "node": self.pod.spec.node_name, "pod_ip": self.pod.status.pod_ip}
+        self.placement = {"server_node": self.pod.spec.node_name}
         if got != wanted:
             raise RunFailed(f"variants.{variant.name}.qos: asked for {wanted}, the pod is {got}; check "
                             "requests/limits (a LimitRange in the namespace may add some)")
@@ -257,6 +260,7 @@ class KubernetesBackend:
             shutil.rmtree(self.spec.work_dir / "k8s" / (self.ns or ""), ignore_errors=True)
             cleanup.forget(self.spec.label)
         self.ns, self.spec, self.pod, self.server_pids = None, None, None, []
+        self.placement = {}
 
     def exit_cause(self) -> str | None:
         pod = self._server_pod() if self.ns else None
@@ -292,6 +296,8 @@ class KubernetesBackend:
         v = self.variant
         info: dict[str, Any] = {"backend": "kubernetes", "image": self.image, **self.facts}
         if v is not None:
+            # the same dict the Job client fills as its pods are scheduled: the stored record has both nodes
+            info["placement"] = self.placement
             info |= {"qos_asked": v.qos, "kind": v.kind, "storage": v.storage, "client": v.client,
                      "resources": manifests.resources_for(v), "cpu_manager_static": v.cpu_manager_static}
         if not self.server_pids and self.pod is not None:
@@ -316,7 +322,7 @@ class KubernetesBackend:
 
         assert self.spec is not None and self.ns is not None
         return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant,
-                         server=(str(self.facts.get("service_ip")), manifests.PORT))
+                         server=(str(self.facts.get("service_ip")), manifests.PORT), placement=self.placement)
 
     def server_log_tail(self, lines: int = 20) -> str:
         with contextlib.suppress(Exception):

@@ -68,6 +68,27 @@ def nodes_for(core: Any, variant: KubernetesVariant) -> list[Any]:
     return list(nodes)
 
 
+def check_client_placement(core: Any, server_nodes: list[Any], variant: KubernetesVariant) -> None:
+    """A sysbench Job the scheduler can never place would fail every run: refuse, before anything is created,
+    a client_node_selector that matches no node, and client_anti_affinity when the server and the client can
+    only go to one and the same node."""
+    if variant.client != "job":
+        return
+    where = f"variants.{variant.name}"
+    clients = server_nodes
+    if variant.client_node_selector is not None:
+        selector = ",".join(f"{k}={v}" for k, v in variant.client_node_selector.items())
+        clients = core.list_node(label_selector=selector or None, _request_timeout=TIMEOUT).items
+        if not clients:
+            raise BadInput(f"{where}.client_node_selector: {variant.client_node_selector} matches no node of the "
+                           "cluster; fix the labels or remove client_node_selector")
+    names = {n.metadata.name for n in server_nodes} | {n.metadata.name for n in clients}
+    if variant.client_anti_affinity and len(names) < 2:
+        raise BadInput(f"{where}.client_anti_affinity: the server and the sysbench Job can only run on node "
+                       f"{names.pop()}, so the Job could never be placed; widen client_node_selector or set "
+                       "client_anti_affinity: false")
+
+
 def check_capacity(nodes: list[Any], resources: dict[str, dict[str, str]], variant: KubernetesVariant) -> None:
     """Requests no node can hold would leave the pod Pending forever: refuse them before anything is created."""
     for key, asked in resources.get("requests", {}).items():

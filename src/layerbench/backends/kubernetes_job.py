@@ -22,12 +22,13 @@ class JobClient:
     where = "a Job in the cluster"
 
     def __init__(self, api: Any, ns: str, image: str, spec: ServerSpec, variant: KubernetesVariant, *,
-                 server: tuple[str, int]) -> None:
+                 server: tuple[str, int], placement: dict[str, Any] | None = None) -> None:
         from kubernetes import client
 
         self.core, self.batch = client.CoreV1Api(api), client.BatchV1Api(api)
         self.ns, self.image, self.spec, self.variant, self.server = ns, image, spec, variant, server
         self.name = "sysbench"
+        self.placement = placement if placement is not None else {}  # the backend's record: nodes, read back
 
     def run_client(self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
                    on_line: Any = None, secrets: list[Secret] | None = None) -> Completed:
@@ -40,10 +41,12 @@ class JobClient:
         self.core.create_namespaced_secret(self.ns, manifests.secret(secret, self.ns, files, labels))
         self.batch.create_namespaced_job(self.ns, manifests.client_job(
             self.image, self.ns, wait_for_server(*self.server, args), labels, name=self.name, secret=secret,
-            node_selector=self.variant.node_selector or None))
+            placement=manifests.client_placement(self.variant, manifests.labels(
+                self.spec.campaign, self.spec.label, "server"))))
         deadline = time.monotonic() + timeout
         try:
             pod = self._wait_started(deadline)
+            self._record_node(pod)
             output = self._stream(pod, log_path, on_line, secrets)
             return Completed(self._exit_code(pod, deadline), output)
         except RunFailed:
@@ -55,11 +58,22 @@ class JobClient:
         pods = self.core.list_namespaced_pod(self.ns, label_selector=f"job-name={self.name}").items
         return pods[0] if pods else None
 
+    def _record_node(self, pod: str) -> None:
+        """The node the scheduler chose for this step's pod, as the API reports it (spec.nodeName)."""
+        node = self.core.read_namespaced_pod(pod, self.ns).spec.node_name
+        self.placement.setdefault("client_nodes", {})[self.name] = node
+        if self.name == "sysbench-run":
+            self.placement["client_node"] = node
+
     def _wait_started(self, deadline: float) -> str:
         while time.monotonic() < deadline:
             pod = self._pod()
             if pod is not None and pod.status.phase in ("Running", "Succeeded", "Failed"):
                 return str(pod.metadata.name)
+            unschedulable = unschedulable_reason(pod)
+            if unschedulable:
+                raise RunFailed(f"sysbench job pod cannot be scheduled: {unschedulable}; check "
+                                f"variants.{self.variant.name}.client_node_selector and client_anti_affinity")
             for status in (pod.status.container_statuses or []) if pod else []:
                 waiting = status.state.waiting if status.state else None
                 if waiting and waiting.reason not in (None, "ContainerCreating", "PodInitializing"):
@@ -83,6 +97,17 @@ class JobClient:
                     return int(status.state.terminated.exit_code)
             time.sleep(0.3)
         raise RunFailed("sysbench job did not finish before its deadline")
+
+
+def unschedulable_reason(pod: Any) -> str | None:
+    """The scheduler's own message when it found no node for the pod (condition PodScheduled=False,
+    reason Unschedulable): a node selector or anti-affinity no node satisfies. Failing on it at once beats
+    waiting for the run's deadline; the scheduler re-tries only when nodes change, which a benchmark should not
+    wait for."""
+    for condition in (pod.status.conditions or []) if pod is not None and pod.status else []:
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
+            return str(condition.message or "no node fits")
+    return None
 
 
 def job_name(cmd: list[str]) -> str:

@@ -206,15 +206,29 @@ def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels:
     return objects
 
 
+def client_placement(variant: KubernetesVariant, server_labels: dict[str, str]) -> dict[str, Any]:
+    """Where the scheduler may put a sysbench Job's pod: `client_node_selector` (default: the server's
+    `node_selector`) and, with `client_anti_affinity`, a required anti-affinity to the run's server pod per node
+    (topology key kubernetes.io/hostname), so client and server never share a node."""
+    selector = variant.node_selector if variant.client_node_selector is None else variant.client_node_selector
+    placement: dict[str, Any] = {"nodeSelector": dict(selector)} if selector else {}
+    if variant.client_anti_affinity:
+        server = {"layerbench.label": server_labels["layerbench.label"], "layerbench.role": "server"}
+        term = {"labelSelector": {"matchLabels": server}, "topologyKey": "kubernetes.io/hostname"}
+        placement["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return placement
+
+
 def client_job(image: str, ns: str, args: list[str], meta_labels: dict[str, str], *, name: str = "sysbench",
-               secret: str = "sysbench-client", node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    """sysbench as a Job (no retries: a failed benchmark is a failed run), its files from the Secret `secret`."""
+               secret: str = "sysbench-client", placement: dict[str, Any] | None = None) -> dict[str, Any]:
+    """sysbench as a Job (no retries: a failed benchmark is a failed run), its files from the Secret `secret`,
+    placed as `placement` (from client_placement) says."""
     container = {"name": "sysbench", "image": image, "imagePullPolicy": "IfNotPresent", "command": args,
                  "volumeMounts": [{"name": "client", "mountPath": CLIENT_DIR, "readOnly": True}]}
     spec = {"restartPolicy": "Never", "containers": [container], "enableServiceLinks": False,
             "automountServiceAccountToken": False,
             "volumes": [{"name": "client", "secret": {"secretName": secret, "defaultMode": 0o400}}],
-            **({"nodeSelector": node_selector} if node_selector else {})}
+            **(placement or {})}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns,
             "labels": meta_labels}, "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": meta_labels},
                                                                                "spec": spec}}}

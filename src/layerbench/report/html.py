@@ -11,7 +11,7 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.aggregate import Analysis, VariantPoint, overhead_rows, price_performance
-from layerbench.report import charts
+from layerbench.report import charts, evidence
 from layerbench.report.markdown import fmt, legend, method_line, point_title, verdict_notes, window_text
 
 STYLE = """
@@ -49,7 +49,7 @@ def table(header: list[str], rows: list[list[str]], numeric: set[int] | None = N
 def ci_bar(v: VariantPoint, scale: float = 0.5) -> str:
     """The delta's CI as a small bar around 0 (the black tick); ±scale fills the box."""
     found = v.verdict("tps")
-    if not found or not found.delta:
+    if not found or not found.delta or evidence.single(found):
         return ""
     def pos(x: float) -> float:
         return max(0.0, min(100.0, 50 + x / scale * 50))
@@ -71,22 +71,22 @@ def answer(analysis: Analysis) -> str:
         for v in point.variants:
             if v.variant == analysis.baseline:
                 continue
-            found = v.verdict("tps")
-            kind = found.verdict.kind if found else "-"
-            lat = v.verdict("lat_pct_ms")
+            found, lat = v.verdict("tps"), v.verdict("lat_pct_ms")
+            kind = evidence.verdict_word(found)
             rows.append([f"<b>{esc(v.variant)}</b>", esc(point_title(point)),
                          f"<span class='verdict {KIND_CLASS.get(kind, 'need')}'>{esc(kind)}</span>",
-                         esc(found.verdict.text if found else "-"), ci_bar(v),
-                         esc(f"{lat.verdict.kind}: {lat.verdict.text}" if lat else "-")])
+                         esc(evidence.evidence_with_note(found)), ci_bar(v),
+                         esc(f"{evidence.verdict_word(lat)}: {evidence.evidence_with_note(lat)}" if lat else "-")])
     s = analysis.settings
     method = method_line(analysis).replace("`", "")
-    intro = (f"<p>{esc(method)} The bar: the interval, ±50 % full width, tick at 0; at least {s.min_runs} runs "
-             "per side.</p>")
+    intro = (f"<p>{esc(method)} The bar: the interval, ±50 % full width, tick at 0.</p>"
+             f"<p>{esc(evidence.rule(analysis))}</p>")
     if not rows:
         return "<h2>The answer</h2>" + intro + f"<p>{esc(analysis.nothing_to_compare())}</p>"
+    header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", "CI",
+              f"{analysis.metric_label('lat_pct_ms')}: verdict, delta [CI] (p, n)"]
     notes = "".join(f"<li>{esc(note)}</li>" for note in verdict_notes(analysis))
-    return ("<h2>The answer</h2>" + intro
-            + table(["variant", "point", "verdict", "TPS delta", "CI", f"p{analysis.percentile} latency"], rows)
+    return ("<h2>The answer</h2>" + intro + table(header, rows)
             + f"<p class='muted'>{esc(legend(s))}</p>" + (f"<ul class='warn'>{notes}</ul>" if notes else ""))
 
 
@@ -102,8 +102,8 @@ def per_variant(analysis: Analysis) -> str:
         parts.append(chart(charts.runs_figure(analysis, point, "tps", "TPS"), f"tps-{point_title(point)}"))
         parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", f"p{analysis.percentile} latency (ms)"),
                            f"latency-{point_title(point)}"))
-        rows = [[esc(v.variant), str(s.n), fmt(s.mean), fmt(s.median), fmt(s.sd), f"{s.cv * 100:.1f} %",
-                 f"[{fmt(s.ci_low)}, {fmt(s.ci_high)}]"] for v in point.variants if (s := v.summaries.get("tps"))]
+        rows = [[esc(v.variant), str(s.n), fmt(s.mean), fmt(s.median), *evidence.summary_cells(s, fmt)]
+                for v in point.variants if (s := v.summaries.get("tps"))]
         parts.append(table(["variant", "n", "mean TPS", "median", "sd", "CV", "95 % CI"], rows, {1, 2, 3, 4, 5}))
     return "".join(parts)
 

@@ -9,8 +9,10 @@ import math
 from typing import Any
 
 from layerbench.analysis.aggregate import Analysis, price_performance, sweeps
+from layerbench.report import evidence
 
 SCHEMA = "layerbench.analysis/1"
+UNDEFINED_WHY = "a single value (n=1) has no spread: sd, CV, intervals and p-values are undefined"
 
 
 def plain(value: Any) -> Any:
@@ -37,6 +39,35 @@ def run_entry(r: Any) -> dict[str, Any]:
             "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series]}
 
 
+def summary_entry(summary: Any) -> dict[str, Any]:
+    entry = plain(summary)
+    if summary.n < 2:  # a single value has no spread: undefined, not zero
+        entry |= {"sd": None, "cv": None, "ci_low": None, "ci_high": None, "undefined": UNDEFINED_WHY}
+    return dict(entry)
+
+
+def comparison_entry(comparison: Any) -> dict[str, Any]:
+    entry = plain(comparison) | {"evidence": evidence.evidence(comparison),
+                                 "annotation": evidence.annotation(comparison) or None}
+    if evidence.single(comparison):
+        entry |= {"p": None, "p_adjusted": None, "undefined": UNDEFINED_WHY}
+        if entry.get("delta"):
+            entry["delta"] |= {"low": None, "high": None}
+    return dict(entry)
+
+
+def points_entry(analysis: Analysis) -> list[dict[str, Any]]:
+    """The points with every comparison's evidence as text, and n = 1 shown as undefined."""
+    out = []
+    for point in analysis.points:
+        entry = plain(point)
+        for shown, variant in zip(entry["variants"], point.variants, strict=True):
+            shown["summaries"] = {m: summary_entry(s) for m, s in variant.summaries.items()}
+            shown["comparisons"] = {m: comparison_entry(c) for m, c in variant.comparisons.items()}
+        out.append(entry)
+    return out
+
+
 def document(analysis: Analysis) -> dict[str, Any]:
     return plain({
         "schema": SCHEMA,
@@ -44,7 +75,8 @@ def document(analysis: Analysis) -> dict[str, Any]:
                      "baseline": analysis.baseline, "planned_runs": analysis.planned_runs,
                      "definition": analysis.definition},
         "settings": analysis.settings,
-        "points": analysis.points,
+        "points": points_entry(analysis),
+        "verdict_rule": evidence.rule(analysis),
         "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in sweeps(analysis).items()],
         "price_performance": price_performance(analysis),
         "warnings": analysis.warnings,

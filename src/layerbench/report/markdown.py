@@ -7,13 +7,13 @@ from layerbench.analysis.aggregate import (
     Analysis,
     Point,
     RunRow,
-    VariantPoint,
     overhead_rows,
     price_performance,
     sweeps,
 )
 from layerbench.analysis.compare import Settings
 from layerbench.analysis.stats import meanings
+from layerbench.report import evidence
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -71,11 +71,6 @@ def point_title(point: Point) -> str:
     return point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
 
 
-def verdict_cells(variant: VariantPoint, metric: str) -> tuple[str, str]:
-    found = variant.verdict(metric)
-    return (found.verdict.text, found.verdict.kind) if found else ("-", "-")
-
-
 def method_line(analysis: Analysis) -> str:
     """How the answer was computed, in one sentence (shared by the Markdown and HTML reports)."""
     s = analysis.settings
@@ -97,19 +92,23 @@ def verdict_notes(analysis: Analysis) -> list[str]:
 
 
 def answer_section(analysis: Analysis) -> list[str]:
-    """The question and the answer: one line per variant and point, the TPS verdict with its interval."""
-    lines = ["## The answer", "", method_line(analysis), ""]
+    """The question and the answer: per variant and point, each metric's verdict next to its evidence (the
+    estimate, its interval, p and n per side), also when there are too few runs for a verdict."""
+    lines = ["## The answer", "", method_line(analysis), "", evidence.rule(analysis), ""]
     rows = []
     for point in analysis.points:
         for v in point.variants:
             if v.variant == analysis.baseline:
                 continue
-            tps_text, tps_kind = verdict_cells(v, "tps")
-            lat_text, lat_kind = verdict_cells(v, "lat_pct_ms")
-            rows.append([f"`{v.variant}`", point_title(point), f"**{tps_kind}**", tps_text, lat_kind, lat_text])
+            tps, lat = v.verdict("tps"), v.verdict("lat_pct_ms")
+            rows.append([f"`{v.variant}`", point_title(point), f"**{evidence.verdict_word(tps)}**",
+                         evidence.evidence_with_note(tps), evidence.verdict_word(lat),
+                         evidence.evidence_with_note(lat)])
     if not rows:
         return [*lines, analysis.nothing_to_compare(), ""]
-    header = ["variant", "point", "verdict", "TPS delta", f"p{analysis.percentile} latency", "latency delta"]
+    label = analysis.metric_label("lat_pct_ms")
+    header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", f"{label} verdict",
+              f"{label} delta [CI] (p, n)"]
     notes = [f"- {note}" for note in verdict_notes(analysis)]
     return [*lines, *table(header, rows, "llllll"), "", legend(analysis.settings), "", *notes, *([""] if notes else [])]
 
@@ -121,8 +120,9 @@ def summary_section(analysis: Analysis) -> list[str]:
         for v in point.variants:
             s = v.summaries.get("tps")
             if s:
-                rows.append([f"`{v.variant}`", point_title(point), str(s.n), fmt(s.mean), fmt(s.median), fmt(s.sd),
-                             f"{s.cv * 100:.1f} %", fmt(s.min), fmt(s.max), f"[{fmt(s.ci_low)}, {fmt(s.ci_high)}]"])
+                sd, cv, ci = evidence.summary_cells(s, fmt)
+                rows.append([f"`{v.variant}`", point_title(point), str(s.n), fmt(s.mean), fmt(s.median), sd, cv,
+                             fmt(s.min), fmt(s.max), ci])
     header = ["variant", "point", "n", "mean", "median", "sd", "CV", "min", "max", "95 % CI of the mean"]
     return [*lines, *table(header, rows, "llrrrrrrrr"), ""]
 
@@ -215,7 +215,8 @@ def sweep_section(analysis: Analysis) -> list[str]:
         header = ["threads", "baseline TPS", "variant TPS", "TPS delta", f"p{analysis.percentile} latency delta",
                   "verdict"]
         lines += table(header, [[str(r.threads), fmt(r.baseline_tps), fmt(r.variant_tps), pct(r.tps_delta_pct),
-                                 pct(r.latency_delta_pct), f"{r.verdict}: {r.verdict_text}"] for r in rows],
+                                 pct(r.latency_delta_pct), f"{r.verdict}: {evidence.evidence_with_note(r.comparison)}"]
+                                for r in rows],
                        "rrrrrl")
         lines.append("")
     return lines
