@@ -172,8 +172,8 @@ class Host:
 class Hosts:
     """The campaign's machines by name; `local` is always this machine."""
 
-    def __init__(self, entries: dict[str, HostEntry]) -> None:
-        self.by_name = {LOCAL: Host(LOCAL), **{n: Host(n, e) for n, e in entries.items()}}
+    def __init__(self, entries: dict[str, HostEntry] | None) -> None:
+        self.by_name = {LOCAL: Host(LOCAL), **{n: Host(n, e) for n, e in (entries or {}).items()}}
 
     def __getitem__(self, name: str) -> Host:
         return self.by_name[name]

@@ -19,10 +19,10 @@ from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
 from layerbench.critical import signals_deferred
 from layerbench.errors import Interrupted, LayerbenchError, RunFailed
-from layerbench.preflight import preflight
-from layerbench.procs import stop_all
 from layerbench.hosts import Hosts
 from layerbench.placement import network_path, placement_of
+from layerbench.preflight import preflight
+from layerbench.procs import stop_all
 from layerbench.resources import ResourceSampler
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
@@ -337,11 +337,12 @@ class Orchestrator:
 
     def _placed_client(self, variant: VariantBase, label: str) -> ClientRunner | None:
         """sysbench on the variant's client_host when that is another host than its server's; else None."""
-        if variant.client_host == variant.server_host:
+        place = placement_of(self.campaign.hosts, variant)
+        if not place.remote_client:
             return None
         from layerbench.remote import SSHClient
 
-        return SSHClient(self.hosts[variant.client_host], label, variant.client_cpus)
+        return SSHClient(self.hosts[place.client_host], label, variant.client_cpus)
 
     def _placement(self, variant: VariantBase, endpoint: Endpoint) -> dict[str, Any]:
         """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
@@ -376,7 +377,7 @@ class Orchestrator:
 
 
 def spec_host(campaign: Campaign, spec: RunSpec) -> str:
-    return campaign.variant(spec.variant).server_host
+    return placement_of(campaign.hosts, campaign.variant(spec.variant)).server_host
 
 
 def client_pids(hook: Path) -> Callable[[], list[int]]:

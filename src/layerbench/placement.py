@@ -23,25 +23,34 @@ class Placement:
         return self.server_host != self.client_host
 
 
-def _entry(hosts: dict[str, HostEntry], name: str) -> HostEntry:
-    return hosts.get(name) or HostEntry(local=True)
+def _entry(hosts: dict[str, HostEntry] | None, name: str) -> HostEntry:
+    return (hosts or {}).get(name) or HostEntry(local=True)
 
 
-def check_placement(hosts: dict[str, HostEntry], variants: Sequence[Any]) -> None:
+def server_of(variant: Any) -> str:
+    return variant.server_host or LOCAL
+
+
+def client_of(variant: Any) -> str:
+    return variant.client_host or LOCAL
+
+
+def check_placement(hosts: dict[str, HostEntry] | None, variants: Sequence[Any]) -> None:
     """Raise ValueError (a one-line message naming the field) for a placement layerbench cannot run."""
+    hosts = hosts or {}
     if LOCAL in hosts:
         raise ValueError(f"hosts.{LOCAL}: the name is taken by this machine; give the host another name")
     known = sorted({LOCAL, *hosts})
     for v in variants:
         for field in ("server_host", "client_host"):
-            name = getattr(v, field)
+            name = getattr(v, field) or LOCAL
             if name not in known:
                 raise ValueError(f"variants.{v.name}.{field}: {name!r} names no host; use one of {', '.join(known)} "
                                  "(add it under hosts:)")
-        if not _entry(hosts, v.server_host).local:
-            raise ValueError(f"variants.{v.name}.server_host: {v.server_host} is an ssh: host; servers run on a "
+        if not _entry(hosts, server_of(v)).local:
+            raise ValueError(f"variants.{v.name}.server_host: {server_of(v)} is an ssh: host; servers run on a "
                              "local: true host so far (docs/topology.md); put sysbench there with client_host instead")
-        if v.server_host != v.client_host:
+        if server_of(v) != client_of(v):
             _check_remote_client(hosts, v)
 
 
@@ -55,13 +64,13 @@ def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
     if getattr(v, "network", None) == "bridge-direct":
         raise ValueError(f"{where}: network bridge-direct gives the container an address only this machine "
                          "routes; use network: bridge (published port) or host")
-    if _entry(hosts, v.server_host).reach_address() is None:
-        raise ValueError(f"{where}: the client needs the address it reaches {v.server_host} at; set "
-                         f"hosts.{v.server_host}.address")
+    if _entry(hosts, server_of(v)).reach_address() is None:
+        raise ValueError(f"{where}: the client needs the address it reaches {server_of(v)} at; set "
+                         f"hosts.{server_of(v)}.address")
 
 
-def placement_of(hosts: dict[str, HostEntry], variant: Any) -> Placement:
-    server, client = variant.server_host, variant.client_host
+def placement_of(hosts: dict[str, HostEntry] | None, variant: Any) -> Placement:
+    server, client = server_of(variant), client_of(variant)
     address = "127.0.0.1" if server == client else _entry(hosts, server).reach_address() or "127.0.0.1"
     return Placement(server, client, address)
 

@@ -145,14 +145,17 @@ def leftover_folders(host: Host, prefix: str) -> list[str]:
 
 
 def used_hosts(variants: list[Any]) -> set[str]:
-    return {v.server_host for v in variants} | {v.client_host for v in variants}
+    from layerbench.placement import placement_of
+
+    return {name for v in variants for name in (placement_of(None, v).server_host, placement_of(None, v).client_host)}
 
 
 def client_peers(variants: list[Any], hosts: dict[str, Any]) -> dict[str, str]:
     """Each host that runs sysbench for a server elsewhere -> that server's address (for its NIC and MTU)."""
     from layerbench.placement import placement_of
 
-    return {v.client_host: placement_of(hosts, v).listen_address for v in variants if v.client_host != v.server_host}
+    places = [placement_of(hosts, v) for v in variants]
+    return {p.client_host: p.listen_address for p in places if p.remote_client}
 
 
 def survey_hosts(campaign: Any, hosts: Any) -> dict[str, Any]:
@@ -168,15 +171,15 @@ def survey_hosts(campaign: Any, hosts: Any) -> dict[str, Any]:
     for name in sorted(used_hosts(campaign.variants)):
         hosts[name].check()
         facts[name] = host_facts(hosts[name], peers.get(name))
-    for v in campaign.variants:
-        if not facts[v.client_host].get("sysbench_version"):
-            raise PrerequisiteMissing(f"variants.{v.name}.client_host: sysbench is not on host {v.client_host}; "
-                                      "install it there (Debian: apt-get install sysbench)")
     rtt = {}
     for v in campaign.variants:
         place = placement_of(campaign.hosts, v)
+        if not facts[place.client_host].get("sysbench_version"):
+            raise PrerequisiteMissing(f"variants.{v.name}.client_host: sysbench is not on host {place.client_host}; "
+                                      "install it there (Debian: apt-get install sysbench)")
         if place.remote_client:
-            rtt[f"{v.client_host}->{v.server_host}"] = round_trip_ms(hosts[v.client_host], place.listen_address)
+            rtt[f"{place.client_host}->{place.server_host}"] = round_trip_ms(hosts[place.client_host],
+                                                                           place.listen_address)
     return {"facts": facts, "rtt_ms": rtt}
 
 
