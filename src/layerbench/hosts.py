@@ -10,6 +10,7 @@ would cost more than a short sysbench step). BatchMode: never a prompt; host-key
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shlex
 import subprocess
@@ -102,8 +103,11 @@ class Host:
 
     def ssh_command(self) -> list[str]:
         e = self.entry
+        # the connection is shared only by commands with the same entry: one checked against other known_hosts
+        # or another key never rides on it
+        digest = hashlib.sha256(e.model_dump_json().encode()).hexdigest()[:10]
         cmd = ["ssh", "-o", "BatchMode=yes", "-o", "ControlMaster=auto", "-o",
-               f"ControlPath={control_dir()}/%C", "-o", "ControlPersist=120", "-o", "ConnectTimeout=10",
+               f"ControlPath={control_dir()}/{digest}-%C", "-o", "ControlPersist=120", "-o", "ConnectTimeout=10",
                "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=3"]
         if e.identity_file:
             cmd += ["-i", str(Path(e.identity_file).expanduser()), "-o", "IdentitiesOnly=yes"]

@@ -100,6 +100,7 @@ class SSHClient:
     def __init__(self, host: Host, label: str, cpus: str | None) -> None:
         self.host, self.label, self.cpus = host, label, cpus
         self.folder = f"/tmp/{label}-client"
+        self.owner = f"{label}-client@{host.name}"
         self.where = f"host {host.name} ({host.target})"
         self.cpu_seconds = 0.0
 
@@ -112,8 +113,13 @@ class SSHClient:
 
     def run_client(self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
                    on_line: Any = None, secrets: list[Secret] | None = None) -> Completed:
-        self.host.shell(f"umask 077 && mkdir -p {shlex.quote(self.folder)}", name=f"mkdir on {self.host.name}")
+        from layerbench import cleanup
+
+        remote = {"host": self.host.name, "entry": self.host.entry.model_dump(exclude_none=True),
+                  "folder": self.folder}
+        cleanup.record(self.owner, pid=None, marker="", paths=[], remote=remote)  # for `clean` after a crash
         try:
+            self.host.shell(f"umask 077 && mkdir -p {shlex.quote(self.folder)}", name=f"mkdir on {self.host.name}")
             for name, text in files.items():
                 self.host.write_private(f"{self.folder}/{name}", text)
             args = rewrite_paths(cmd, files, self.folder)
@@ -121,18 +127,41 @@ class SSHClient:
             done = self.host.shell(self.wrapper(args), name=name, log_path=log_path, timeout=timeout,
                                    on_line=on_line, secrets=secrets or [])
         finally:
-            self.remove()
+            if self.remove():
+                cleanup.forget(self.owner)
         output, seconds = split_cpu_mark(done.output)
         self.cpu_seconds += seconds or 0.0
         return Completed(done.returncode, output)
 
-    def remove(self) -> None:
-        """Stop a sysbench still running (after Ctrl-C) and remove the folder; best effort, never raises."""
-        folder = shlex.quote(self.folder)
-        script = (f"[ -f {folder}/sysbench.pid ] && kill $(cat {folder}/sysbench.pid) 2>/dev/null; "
-                  f"rm -rf {folder}; true")
-        with contextlib.suppress(RunFailed, OSError):
-            self.host.shell(script, name=f"cleanup on {self.host.name}", timeout=30)
+    def remove(self) -> bool:
+        """Stop a sysbench still running (after Ctrl-C) and remove the folder; True when the host confirmed it
+        (a host that does not answer keeps the owner record, for `layerbench clean`). Never raises."""
+        return remove_client_folder(self.host, self.folder)
+
+
+def remove_client_folder(host: Host, folder: str) -> bool:
+    quoted = shlex.quote(folder)
+    script = (f"[ -f {quoted}/sysbench.pid ] && kill $(cat {quoted}/sysbench.pid) 2>/dev/null; "
+              f"rm -rf {quoted}; echo removed")
+    try:
+        done = host.shell(script, name=f"cleanup on {host.name}", timeout=30)
+    except (RunFailed, OSError):
+        return False
+    return "removed" in done.output
+
+
+def clean_remote(remote: dict[str, Any]) -> list[str]:
+    """`layerbench clean` for a client folder a killed harness left on a host of its inventory."""
+    from layerbench.hosts import HostEntry
+
+    try:
+        host = Host(str(remote["host"]), HostEntry(**remote["entry"]))
+        folder = str(remote["folder"])
+    except (KeyError, TypeError, ValueError):
+        return []
+    if remove_client_folder(host, folder):
+        return [f"removed {folder} (and stopped its sysbench) on host {host.name}"]
+    return [f"host {host.name} did not answer; {folder} may remain there"]
 
 
 def leftover_folders(host: Host, prefix: str) -> list[str]:
