@@ -108,7 +108,10 @@ def clean_recorded(include_live: bool = False) -> list[str]:
         if owned.remote:
             from layerbench.remote import clean_remote
 
-            done += clean_remote(owned.remote)
+            said, removed = clean_remote(owned.remote)
+            done += said
+            if not removed:
+                continue  # the host did not answer: keep the record for the next `clean`
         forget(owned.label)
     return done
 

@@ -150,18 +150,19 @@ def remove_client_folder(host: Host, folder: str) -> bool:
     return "removed" in done.output
 
 
-def clean_remote(remote: dict[str, Any]) -> list[str]:
-    """`layerbench clean` for a client folder a killed harness left on a host of its inventory."""
+def clean_remote(remote: dict[str, Any]) -> tuple[list[str], bool]:
+    """`layerbench clean` for a client folder a killed harness left on a host of its inventory: what it did, and
+    whether the host confirmed (an unreadable record counts as done: there is nothing to reach)."""
     from layerbench.hosts import HostEntry
 
     try:
         host = Host(str(remote["host"]), HostEntry(**remote["entry"]))
         folder = str(remote["folder"])
     except (KeyError, TypeError, ValueError):
-        return []
+        return [], True
     if remove_client_folder(host, folder):
-        return [f"removed {folder} (and stopped its sysbench) on host {host.name}"]
-    return [f"host {host.name} did not answer; {folder} may remain there"]
+        return [f"removed {folder} (and stopped its sysbench) on host {host.name}"], True
+    return [f"host {host.name} did not answer; {folder} may remain there (run `layerbench clean` again)"], False
 
 
 def leftover_folders(host: Host, prefix: str) -> list[str]:
