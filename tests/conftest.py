@@ -48,3 +48,26 @@ def k8s_cluster():
     finally:
         if not running:
             subprocess.run([str(K8S_SCRIPT), "down"], env=env, capture_output=True, text=True, timeout=600)
+
+
+LAB_SCRIPT = ROOT / "scripts" / "lab-hosts"
+
+
+@pytest.fixture(scope="session")
+def lab_hosts():
+    """The two-host lab of scripts/lab-hosts (db: this machine at 10.231.77.1, app: namespace lblab-app), shared by
+    every test of the session: brought up when it is not up, and taken down at the end only if this fixture
+    brought it up. Yields the inventory (`hosts:` of a campaign)."""
+    import subprocess
+
+    import yaml
+
+    started = subprocess.run([str(LAB_SCRIPT), "status"], capture_output=True, check=False).returncode != 0
+    if started:
+        subprocess.run([str(LAB_SCRIPT), "up"], capture_output=True, check=True, timeout=120)
+    try:
+        inventory = subprocess.run([str(LAB_SCRIPT), "inventory"], capture_output=True, text=True, check=True)
+        yield yaml.safe_load(inventory.stdout)["hosts"]
+    finally:
+        if started:
+            subprocess.run([str(LAB_SCRIPT), "down"], capture_output=True, check=False, timeout=120)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from layerbench.boundedyaml import load_text, read_campaign_text
 from layerbench.errors import BadInput, shown
+from layerbench.hosts import HostEntry
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 ConfigValue = str | int | float | bool | None
@@ -94,6 +95,8 @@ class VariantBase(Strict):
     cost_per_month: float | None = Field(default=None, ge=0, le=1e12)
     description: str = Field(default="", max_length=MAX_TEXT)
     extends: str | None = None
+    server_host: str | None = Field(default=None, description="the host of `hosts:` the server runs on")
+    client_host: str | None = Field(default=None, description="the host of `hosts:` sysbench runs on")
 
     @field_validator("cpus", "client_cpus", mode="before")
     @classmethod
@@ -301,6 +304,14 @@ class Campaign(Strict):
                                  "a verdict, on top of what alpha needs (docs/import.md)")
     unstable_ratio: float = Field(default=1.5, gt=1, le=1000, description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
+    hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
+
+    @model_validator(mode="after")
+    def _placement(self) -> Campaign:
+        from layerbench.placement import check_placement
+
+        check_placement(self.hosts, self.variants)
+        return self
 
     @model_validator(mode="after")
     def _bounded_plan(self) -> Campaign:

@@ -29,14 +29,15 @@ class Owned:
     pid: int | None
     marker: str  # a string the process's command line must contain (so a reused PID is never killed)
     paths: tuple[str, ...]
+    remote: dict | None = None  # {"host": name, "entry": inventory entry, "folder": path} on a host over SSH
 
     @property
     def file(self) -> Path:
         return owners_dir() / f"{self.label}.json"
 
 
-def record(label: str, *, pid: int | None, marker: str, paths: list[Path]) -> Owned:
-    owned = Owned(label, os.getpid(), pid, marker, tuple(str(p) for p in paths))
+def record(label: str, *, pid: int | None, marker: str, paths: list[Path], remote: dict | None = None) -> Owned:
+    owned = Owned(label, os.getpid(), pid, marker, tuple(str(p) for p in paths), remote)
     owners_dir().mkdir(parents=True, exist_ok=True)
     owned.file.write_text(json.dumps(owned.__dict__))
     return owned
@@ -53,7 +54,7 @@ def recorded() -> list[Owned]:
         try:
             data = json.loads(file.read_text())
             out.append(Owned(data["label"], int(data["harness_pid"]), data.get("pid"), data["marker"],
-                             tuple(data.get("paths", ()))))
+                             tuple(data.get("paths", ())), data.get("remote")))
         except (ValueError, KeyError, TypeError, OSError):
             file.unlink(missing_ok=True)
     return out
@@ -104,6 +105,13 @@ def clean_recorded(include_live: bool = False) -> list[str]:
             if Path(path).exists():
                 shutil.rmtree(path, ignore_errors=True)
                 done.append(f"removed {path}")
+        if owned.remote:
+            from layerbench.remote import clean_remote
+
+            said, removed = clean_remote(owned.remote)
+            done += said
+            if not removed:
+                continue  # the host did not answer: keep the record for the next `clean`
         forget(owned.label)
     return done
 

@@ -19,6 +19,8 @@ from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
 from layerbench.critical import signals_deferred
 from layerbench.errors import Interrupted, LayerbenchError, RunFailed
+from layerbench.hosts import Hosts
+from layerbench.placement import network_path, placement_of
 from layerbench.preflight import preflight
 from layerbench.procs import stop_all
 from layerbench.resources import ResourceSampler
@@ -107,6 +109,8 @@ class Orchestrator:
         self.token = secrets.token_hex(3)
         self.snapshots: dict[tuple[str, str | None], Snapshot] = {}
         self.smoke = smoke
+        self.hosts = Hosts(campaign.hosts)  # where each variant's server and sysbench run (docs/topology.md)
+        self.survey: dict[str, Any] = {}
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -114,6 +118,11 @@ class Orchestrator:
         """Everything `validate` checks (preflight.py), then each backend's one-time work (an image build)."""
         for variant, backend in preflight(self.campaign):
             backend.prepare(variant, self.progress.message)
+        from layerbench.remote import survey_hosts, version_warnings
+
+        self.survey = survey_hosts(self.campaign, self.hosts)
+        for warning in version_warnings(self.survey):
+            self.progress.message(f"warning: {warning}")
 
     # --- campaign ------------------------------------------------------------------------------------------
 
@@ -153,6 +162,8 @@ class Orchestrator:
                 stop_all()
                 self.store.finish_campaign(campaign_id, "failed", str(error))
             raise
+        finally:
+            self.hosts.close()
         status = "finished" if outcome.failed == 0 else "finished with failures"
         self.store.finish_campaign(campaign_id, status)
         return outcome
@@ -246,13 +257,16 @@ class Orchestrator:
             self.campaign.name, f"lb{record.campaign_id}-{self.token}-{spec.idx + 1}-{slug(variant.name)}",
             variant, run_dir, private, work_root() / "work", config=self.server_config(variant, workload, snapshot),
             password=password, snapshot=snapshot.path if snapshot else None,
+            listen_address=placement_of(self.campaign.hosts, variant).listen_address,
         )
         started = time.monotonic()
         endpoint = backend.up(server_spec)
         record.details["server_start_seconds"] = round(time.monotonic() - started, 3)
-        remote = backend.client()  # after up(): a client container or Job, or None for this host
+        remote = backend.client() or self._placed_client(variant, server_spec.label)  # after up()
         record.details["reset"] = self._reset(workload, endpoint, snapshot, private, run_dir, remote)
         record.details["environment"] = self._environment(backend, endpoint)
+        if self.campaign.hosts:
+            record.details["environment"] |= self._placement(variant, endpoint)
         if snapshot is not None and workload.buffer_pool:
             record.details["buffer_pool_ratio"] = workload.buffer_pool
             record.details["data_bytes"] = snapshot.data_bytes
@@ -312,8 +326,39 @@ class Orchestrator:
         self._record_output(done.returncode, done.output, workload, record)
         warm_tx = sum(i.tps for i in record.intervals if i.time <= workload.warmup + 1e-6) * workload.report_interval
         measured = record.totals.transactions if record.totals else 0
+        if self.campaign.hosts:
+            from layerbench.remote import SSHClient, placed_usage
+
+            remote = client if isinstance(client, SSHClient) else None
+            usage.cpu_seconds = placed_usage(usage.cpu_seconds, spec_host(self.campaign, spec), remote,
+                                             self._same_kernel(remote))
         usage.per_1000_transactions = usage.per_1000(int(measured + warm_tx))  # the sampler covers the warm-up too
         record.details["resources"] = usage.as_dict()
+
+    def _placed_client(self, variant: VariantBase, label: str) -> ClientRunner | None:
+        """sysbench on the variant's client_host when that is another host than its server's; else None."""
+        place = placement_of(self.campaign.hosts, variant)
+        if not place.remote_client:
+            return None
+        from layerbench.remote import SSHClient
+
+        return SSHClient(self.hosts[place.client_host], label, variant.client_cpus)
+
+    def _placement(self, variant: VariantBase, endpoint: Endpoint) -> dict[str, Any]:
+        """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
+        place = placement_of(self.campaign.hosts, variant)
+        facts = self.survey.get("facts", {})
+        return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
+                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": network_path(variant, place),
+                              "rtt_ms": self.survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
+                "hosts": facts, "client_host": facts.get(place.client_host, {})}
+
+    def _same_kernel(self, client: Any) -> bool:
+        facts = self.survey.get("facts", {})
+        if client is None:
+            return False
+        mine = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return bool(facts.get(client.host.name, {}).get("boot_id") == mine)
 
     def _record_output(self, returncode: int, output: str, workload: Workload, record: RunRecord) -> None:
         parsed = parse_output(output)
@@ -329,6 +374,10 @@ class Orchestrator:
         record.totals = parsed.totals
         warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]
         record.details["warmup_intervals"] = len(warm)
+
+
+def spec_host(campaign: Campaign, spec: RunSpec) -> str:
+    return placement_of(campaign.hosts, campaign.variant(spec.variant)).server_host
 
 
 def client_pids(hook: Path) -> Callable[[], list[int]]:

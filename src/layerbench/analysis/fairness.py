@@ -68,6 +68,17 @@ def host_differences(variant: str, base: dict[str, Any], other: dict[str, Any]) 
             for k in HOST_FACTS if base.get(k) != other.get(k)]
 
 
+CLIENT_HOST_FACTS = ("kernel", "cpus", "cpu_model", "memory_kb", "sysbench_version")
+
+
+def client_host_differences(variant: str, base: dict[str, Any], other: dict[str, Any]) -> list[Difference]:
+    """The machine sysbench ran on (campaigns with `hosts:`): another kernel or sysbench there is a difference."""
+    if not base or not other:
+        return []
+    return [Difference(variant, f"client host fact {k}", str(base.get(k)), str(other.get(k)))
+            for k in CLIENT_HOST_FACTS if base.get(k) != other.get(k)]
+
+
 def fairness_differences(baseline: str, environments: dict[str, dict[str, Any]],
                          asked: dict[str, set[str]]) -> list[Difference]:
     """Differences of each variant from the baseline; `asked[v]` are the config keys either side set."""
@@ -82,6 +93,7 @@ def fairness_differences(baseline: str, environments: dict[str, dict[str, Any]],
         out += variable_differences(variant, base.get("server_variables", {}), env.get("server_variables", {}),
                                     keys)
         out += host_differences(variant, base.get("host", {}), env.get("host", {}))
+        out += client_host_differences(variant, base.get("client_host", {}), env.get("client_host", {}))
     return out
 
 

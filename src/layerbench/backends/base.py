@@ -41,6 +41,7 @@ class ServerSpec:
     user: str = "layerbench"
     database: str = "sbtest"
     snapshot: Path | None = None  # a prepared datadir to restore; None: a fresh, empty datadir
+    listen_address: str = "127.0.0.1"  # where the server listens / publishes; a remote client's address for it
 
 
 class ClientRunner(Protocol):

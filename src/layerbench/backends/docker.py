@@ -130,7 +130,7 @@ class DockerBackend:
         variant = spec.variant
         assert isinstance(variant, DockerVariant)
         network = self._network(spec)
-        self.port = free_port() if variant.network == "host" else 3306
+        self.port = free_port(spec.listen_address) if variant.network == "host" else 3306
         self._write_config(spec)
         kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
         self.container = self._create("container", lambda: self.docker.containers.create(
@@ -138,7 +138,7 @@ class DockerBackend:
             labels=labels(spec, "server"), detach=True, **kwargs))
         self.container.start()
         self.container.reload()
-        return Endpoint(self._address(variant), self._published_port(variant), spec.user, spec.password,
+        return Endpoint(self._address(variant, spec), self._published_port(variant), spec.user, spec.password,
                         spec.database)
 
     def _network(self, spec: ServerSpec) -> dict[str, Any]:
@@ -147,7 +147,8 @@ class DockerBackend:
         if variant.network == "host":
             return {"network_mode": "host"}
         if variant.network == "bridge" and variant.client == "host":
-            return {"ports": {"3306/tcp": ("127.0.0.1", free_port())}}  # the docker-proxy path
+            address = spec.listen_address  # loopback: docker-proxy; another host's client: kernel NAT
+            return {"ports": {"3306/tcp": (address, free_port(address))}}
         net = self._create("network", lambda: self.docker.networks.create(
             f"{spec.label}-net", driver="bridge", labels=labels(spec, "network")))
         return {"network": net.name}
@@ -160,9 +161,9 @@ class DockerBackend:
             self.created.append((kind, obj))
         return obj
 
-    def _address(self, variant: DockerVariant) -> str:
+    def _address(self, variant: DockerVariant, spec: ServerSpec) -> str:
         if variant.network == "host" or (variant.network == "bridge" and variant.client == "host"):
-            return "127.0.0.1"
+            return spec.listen_address
         networks = self.container.attrs["NetworkSettings"]["Networks"]
         return next(iter(networks.values()))["IPAddress"]
 
@@ -175,7 +176,7 @@ class DockerBackend:
         variant = spec.variant
         assert isinstance(variant, DockerVariant)
         owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
-                 "bind-address": "127.0.0.1" if variant.network == "host" else "0.0.0.0",
+                 "bind-address": spec.listen_address if variant.network == "host" else "0.0.0.0",
                  "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
         conf = spec.private_dir / "conf"
         conf.mkdir(mode=0o700, exist_ok=True)

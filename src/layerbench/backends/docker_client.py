@@ -20,14 +20,15 @@ from layerbench.secrets import Secret, redact, write_private
 CLIENT_DIR = "/etc/layerbench-client"
 
 
-def rewrite(cmd: list[str], files: dict[str, str]) -> list[str]:
-    """Point the command's file arguments (host paths) at the copies mounted in the client container."""
+def rewrite(cmd: list[str], files: dict[str, str], to: str = CLIENT_DIR) -> list[str]:
+    """Point the command's file arguments (this host's paths) at the copies in folder `to` (where the client
+    runs: the client container's mount, or a folder on another host)."""
     out = []
     for arg in cmd:
         for name in files:
             if arg.endswith("/" + name):
                 prefix = arg.split("=", 1)[0] + "=" if arg.startswith("--") and "=" in arg else ""
-                arg = f"{prefix}{CLIENT_DIR}/{name}"
+                arg = f"{prefix}{to}/{name}"
         out.append(arg)
     return out
 

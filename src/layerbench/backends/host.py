@@ -24,10 +24,10 @@ from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
 START_TIMEOUT = 120.0
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+def free_port(address: str = "127.0.0.1") -> int:
+    """A TCP port on `address` (one of this machine's) that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((address, 0))
         return int(probe.getsockname()[1])
 
 
@@ -86,10 +86,10 @@ class HostBackend:
             self.label = spec.label
             cleanup.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         prepare_datadir(self.datadir, spec)
-        port = free_port()
+        port = free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"
         owned = {
-            "datadir": str(self.datadir), "port": port, "bind-address": "127.0.0.1", "socket": str(sock),
+            "datadir": str(self.datadir), "port": port, "bind-address": spec.listen_address, "socket": str(sock),
             "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root",
         }
         mycnf.write_text(render_mycnf(merged_settings(owned, spec.config)), encoding="utf-8")
@@ -102,7 +102,7 @@ class HostBackend:
             self.process = start("mariadbd", cmd, log_path=spec.run_dir / "server.stdout.log",
                                  secrets=[spec.password])
             cleanup.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
-        endpoint = Endpoint("127.0.0.1", port, spec.user, spec.password, spec.database, str(sock))
+        endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database, str(sock))
         wait_until_ready(endpoint, alive=self.process.alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
         with contextlib.suppress(FileNotFoundError):
             init_file.unlink()  # the server has read it; the password lives on only in memory

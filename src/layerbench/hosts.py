@@ -1,0 +1,187 @@
+"""Where a command runs: this machine, or a host of the campaign's inventory reached with OpenSSH.
+
+Every command, file and probe meant for a host goes through `Host`, so callers never care whether the host is
+local. Remote hosts use the system's `ssh` client (not a Python SSH library) because it honours everything the
+user already set up: ~/.ssh/config aliases, ProxyJump, the agent, known_hosts and its hashing, certificates.
+One ControlMaster connection per host is shared by every command of a campaign (an SSH handshake per command
+would cost more than a short sysbench step). BatchMode: never a prompt; host-key checking is never turned off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from layerbench.errors import BadInput, RunFailed
+from layerbench.procs import Completed, run
+from layerbench.secrets import Secret
+
+LOCAL = "local"  # the implicit name of this machine in every campaign
+HOST_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+SSH_TARGET_RE = r"^[A-Za-z0-9_.@:\[\]%-]{1,255}$"  # user@host, host, an ~/.ssh/config alias; no options
+SSH_FAILED = 255
+
+
+class HostEntry(BaseModel):
+    """One machine of the inventory: `local: true` (this machine) or `ssh: user@host` (or a config alias)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ssh: Annotated[str, Field(pattern=SSH_TARGET_RE)] | None = None
+    local: bool = False
+    address: str | None = Field(default=None, description="the address other hosts reach this one at")
+    identity_file: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    known_hosts: str | None = Field(default=None, description="a known_hosts file to use besides the user's")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> HostEntry:
+        if bool(self.ssh) == self.local:
+            raise ValueError("give either ssh: user@host (a machine reached over SSH) or local: true (this one)")
+        if self.local and (self.identity_file or self.port or self.known_hosts):
+            raise ValueError("identity_file, port and known_hosts belong to an ssh: host, not local: true")
+        if self.ssh and self.ssh.startswith("-"):
+            raise ValueError(f"{self.ssh!r} is not an SSH destination; write it like user@host")
+        return self
+
+    def reach_address(self) -> str | None:
+        """The address a client on another host connects to: `address:`, else the SSH destination's host."""
+        if self.address:
+            return self.address
+        if self.ssh:
+            return self.ssh.rsplit("@", 1)[-1]
+        return None
+
+
+def control_dir() -> Path:
+    """Short (sockets have a 108-byte path limit), private, one per user."""
+    path = Path(tempfile.gettempdir()) / f"lb-ssh-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def explain_ssh_failure(name: str, target: str, output: str, known_hosts: str | None) -> str:
+    """One line from ssh's stderr: host key changed or unknown, key refused, host not answering."""
+    text = output.strip()
+    where = f"hosts.{name} ({target})"
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or "Host key verification failed" in text:
+        hostname = target.rsplit("@", 1)[-1]
+        files = f"{known_hosts} or ~/.ssh/known_hosts" if known_hosts else "~/.ssh/known_hosts"
+        changed = "does not match its entry" if "HAS CHANGED" in text or "mismatch" in text else \
+            "is unknown or does not match its entry"
+        return (f"{where}: the host key {changed} in {files}; refused (host-key checking stays on). Check the "
+                f"host's key fingerprint, then replace the entry (ssh-keygen -R {hostname}; ssh {target} once)")
+    if "Permission denied" in text:
+        return f"{where}: the host refused our key; check identity_file, the agent (ssh-add -l) and authorized_keys"
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), "no output from ssh")
+    return f"{where} does not answer over SSH: {last.strip()[:200]}"
+
+
+class Host:
+    """A machine commands run on. `run` takes an argv; on an SSH host it is quoted into one remote command."""
+
+    def __init__(self, name: str, entry: HostEntry | None = None) -> None:
+        self.name = name
+        self.entry = entry or HostEntry(local=True)
+
+    @property
+    def is_local(self) -> bool:
+        return self.entry.local
+
+    @property
+    def target(self) -> str:
+        return self.entry.ssh or "this machine"
+
+    def ssh_command(self) -> list[str]:
+        e = self.entry
+        # the connection is shared only by commands with the same entry: one checked against other known_hosts
+        # or another key never rides on it
+        digest = hashlib.sha256(e.model_dump_json().encode()).hexdigest()[:10]
+        cmd = ["ssh", "-o", "BatchMode=yes", "-o", "ControlMaster=auto", "-o",
+               f"ControlPath={control_dir()}/{digest}-%C", "-o", "ControlPersist=120", "-o", "ConnectTimeout=10",
+               "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=3"]
+        if e.identity_file:
+            cmd += ["-i", str(Path(e.identity_file).expanduser()), "-o", "IdentitiesOnly=yes"]
+        if e.port:
+            cmd += ["-p", str(e.port)]
+        if e.known_hosts:
+            user_file = Path("~/.ssh/known_hosts").expanduser()
+            cmd += ["-o", f"UserKnownHostsFile={Path(e.known_hosts).expanduser()} {user_file}",
+                    "-o", "StrictHostKeyChecking=yes"]
+        return [*cmd, "--", str(e.ssh)]
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        if self.is_local:
+            return [str(a) for a in argv]
+        return [*self.ssh_command(), shlex.join(str(a) for a in argv)]
+
+    def run(self, argv: Sequence[str], *, name: str | None = None, log_path: Path | None = None,
+            timeout: float | None = 60, input_text: str | None = None, secrets: Sequence[Secret] = (),
+            on_line: Callable[[str], None] | None = None) -> Completed:
+        """Run to the end; an SSH failure (ssh's own exit 255) raises RunFailed naming the host and the cause."""
+        done = run(name or str(argv[0]), self.command(argv), log_path=log_path, timeout=timeout,
+                   input_text=input_text, secrets=secrets, on_line=on_line)
+        if not self.is_local and done.returncode == SSH_FAILED and self._ssh_said_no(done.output):
+            raise RunFailed(self.explain(done.output))
+        return done
+
+    @staticmethod
+    def _ssh_said_no(output: str) -> bool:
+        markers = ("ssh:", "Host key", "HOST IDENTIFICATION", "Permission denied", "Connection", "Timeout",
+                   "timed out", "port ", "Broken pipe", "client_loop", "Could not resolve")
+        return any(m in output for m in markers) or not output.strip()
+
+    def explain(self, output: str) -> str:
+        return explain_ssh_failure(self.name, self.target, output, self.entry.known_hosts)
+
+    def shell(self, script: str, **kwargs: object) -> Completed:
+        """A small POSIX sh script on the host (local: sh -c as well, so both paths run the same text)."""
+        return self.run(["sh", "-c", script], name=str(kwargs.pop("name", f"sh on {self.name}")), **kwargs)  # type: ignore[arg-type]
+
+    def write_private(self, path: str, text: str) -> None:
+        """A 0600 file on the host, its content sent on stdin (never on a command line)."""
+        done = self.shell(f"umask 077 && cat > {shlex.quote(path)}", input_text=text, name=f"write on {self.name}")
+        if done.returncode != 0:
+            raise RunFailed(f"hosts.{self.name}: cannot write {path}: {done.output.strip()[:200]}")
+
+    def check(self) -> None:
+        """Preflight: the host answers; a refusal or silence is a one-line BadInput naming the host."""
+        if self.is_local:
+            return
+        try:
+            done = self.run(["true"], name=f"ssh {self.name}", timeout=30)
+        except RunFailed as error:
+            raise BadInput(str(error)) from None
+        if done.returncode != 0:
+            raise BadInput(self.explain(done.output))
+
+    def close(self) -> None:
+        """End the shared connection (ControlPersist would end it two minutes later anyway)."""
+        if self.is_local:
+            return
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([*self.ssh_command()[:-2], "-O", "exit", "--", str(self.entry.ssh)],
+                           capture_output=True, timeout=10, check=False)
+
+
+class Hosts:
+    """The campaign's machines by name; `local` is always this machine."""
+
+    def __init__(self, entries: dict[str, HostEntry] | None) -> None:
+        self.by_name = {LOCAL: Host(LOCAL), **{n: Host(n, e) for n, e in (entries or {}).items()}}
+
+    def __getitem__(self, name: str) -> Host:
+        return self.by_name[name]
+
+    def close(self) -> None:
+        for host in self.by_name.values():
+            host.close()

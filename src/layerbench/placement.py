@@ -1,0 +1,91 @@
+"""Placement: which host of the inventory runs a variant's server and its sysbench, the address the client is
+given, and the network path its traffic takes (recorded with every run)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from layerbench.hosts import LOCAL, HostEntry
+
+REMOTE_CLIENT_BACKENDS = ("host", "docker")
+
+
+@dataclass(frozen=True)
+class Placement:
+    server_host: str
+    client_host: str
+    listen_address: str  # what the server binds / publishes on, and the address sysbench connects to
+
+    @property
+    def remote_client(self) -> bool:
+        return self.server_host != self.client_host
+
+
+def _entry(hosts: dict[str, HostEntry] | None, name: str) -> HostEntry:
+    return (hosts or {}).get(name) or HostEntry(local=True)
+
+
+def server_of(variant: Any) -> str:
+    return variant.server_host or LOCAL
+
+
+def client_of(variant: Any) -> str:
+    return variant.client_host or LOCAL
+
+
+def check_placement(hosts: dict[str, HostEntry] | None, variants: Sequence[Any]) -> None:
+    """Raise ValueError (a one-line message naming the field) for a placement layerbench cannot run."""
+    hosts = hosts or {}
+    if LOCAL in hosts:
+        raise ValueError(f"hosts.{LOCAL}: the name is taken by this machine; give the host another name")
+    known = sorted({LOCAL, *hosts})
+    for v in variants:
+        for field in ("server_host", "client_host"):
+            name = getattr(v, field) or LOCAL
+            if name not in known:
+                raise ValueError(f"variants.{v.name}.{field}: {name!r} names no host; use one of {', '.join(known)} "
+                                 "(add it under hosts:)")
+        if not _entry(hosts, server_of(v)).local:
+            raise ValueError(f"variants.{v.name}.server_host: {server_of(v)} is an ssh: host; servers run on a "
+                             "local: true host so far (docs/topology.md); put sysbench there with client_host instead")
+        if server_of(v) != client_of(v):
+            _check_remote_client(hosts, v)
+
+
+def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
+    where = f"variants.{v.name}.client_host"
+    if v.backend not in REMOTE_CLIENT_BACKENDS:
+        raise ValueError(f"{where}: sysbench on another host works with backends {', '.join(REMOTE_CLIENT_BACKENDS)}"
+                         f", not {v.backend}; remove client_host")
+    if getattr(v, "client", "host") != "host":
+        raise ValueError(f"{where}: client: {v.client} already places sysbench; remove one of the two")
+    if getattr(v, "network", None) == "bridge-direct":
+        raise ValueError(f"{where}: network bridge-direct gives the container an address only this machine "
+                         "routes; use network: bridge (published port) or host")
+    if _entry(hosts, server_of(v)).reach_address() is None:
+        raise ValueError(f"{where}: the client needs the address it reaches {server_of(v)} at; set "
+                         f"hosts.{server_of(v)}.address")
+
+
+def placement_of(hosts: dict[str, HostEntry] | None, variant: Any) -> Placement:
+    server, client = server_of(variant), client_of(variant)
+    address = "127.0.0.1" if server == client else _entry(hosts, server).reach_address() or "127.0.0.1"
+    return Placement(server, client, address)
+
+
+def network_path(variant: Any, placement: Placement) -> str:
+    """The way sysbench's packets reach the server, in words (what the report's reader needs to know)."""
+    remote = placement.remote_client
+    over = f"TCP from {placement.client_host} to {placement.server_host} over the network" if remote else \
+        "TCP over loopback"
+    if variant.backend == "docker":
+        network = getattr(variant, "network", "bridge")
+        if network == "bridge" and getattr(variant, "client", "host") == "host":
+            return ("published port from another host: kernel NAT (iptables DNAT), no docker-proxy" if remote
+                    else "published port on loopback: docker-proxy (a userland copy)")
+        if network == "host":
+            return f"host network: {over}"
+        return f"container network ({network})"
+    return over
