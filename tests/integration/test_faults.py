@@ -19,6 +19,8 @@ from layerbench.campaign import parse_campaign
 from layerbench.errors import RunFailed
 from layerbench.store import Store
 
+OWN = f"it-faults-{os.getpid()}"  # the Docker tests' campaign name: they check and kill only what it created
+
 pytestmark = pytest.mark.integration
 
 
@@ -138,12 +140,13 @@ def test_docker_kill_of_the_server_container_fails_that_run_only(tmp_path: Path)
 
         def interval(self, spec, tps: float, elapsed: float) -> None:
             if not self.killed and elapsed >= 2:
-                for c in docker.from_env().containers.list(filters={"label": "layerbench.role=server"}):
+                ours = ["layerbench.role=server", f"layerbench.campaign={OWN}"]
+                for c in docker.from_env().containers.list(filters={"label": ours}):
                     if str(tmp_path) in str(c.attrs["Mounts"]):
                         c.kill()
                         self.killed = True
 
-    path = campaign_file(tmp_path, repetitions=1, order="sequential", baseline="box", variants=[
+    path = campaign_file(tmp_path, name=OWN, repetitions=1, order="sequential", baseline="box", variants=[
         {"name": "box", "backend": "docker", "network": "bridge-direct"}, {"name": "host", "backend": "host"}],
         workload={"tables": 1, "table_size": 1000, "threads": 2, "duration": 4, "warmup": 0})
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
@@ -153,7 +156,7 @@ def test_docker_kill_of_the_server_container_fails_that_run_only(tmp_path: Path)
         runs = store.runs(outcome.campaign_id)
     assert spy.killed
     assert [(r["variant"], r["status"]) for r in runs] == [("box", "failed"), ("host", "ok")]
-    assert docker.from_env().containers.list(all=True, filters={"label": "layerbench=1"}) == []
+    assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign={OWN}"}) == []
 
 
 def test_two_campaigns_at_once_do_not_collide(tmp_path: Path) -> None:
@@ -186,7 +189,7 @@ def test_max_failures_flag(tmp_path: Path) -> None:
 def test_an_oom_killed_container_fails_the_run_with_that_cause(tmp_path: Path) -> None:
     import docker
 
-    path = campaign_file(tmp_path, repetitions=1, baseline="box", variants=[
+    path = campaign_file(tmp_path, name=OWN, repetitions=1, baseline="box", variants=[
         {"name": "box", "backend": "docker", "network": "bridge-direct", "resources": {"memory": "120m"},
          "server": {"config": {"innodb_buffer_pool_size": "1G"}}}],
         workload={"tables": 4, "table_size": 100000, "threads": 2, "duration": 8, "warmup": 0,
@@ -196,4 +199,4 @@ def test_an_oom_killed_container_fails_the_run_with_that_cause(tmp_path: Path) -
         outcome = orchestrator.run_campaign(campaign, store)
         (run,) = store.runs(outcome.campaign_id)
     assert run["status"] == "failed" and "OOM-killed" in run["error"] and "resources.memory" in run["error"]
-    assert docker.from_env().containers.list(all=True, filters={"label": "layerbench=1"}) == []
+    assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign={OWN}"}) == []

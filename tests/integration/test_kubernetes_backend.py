@@ -5,6 +5,7 @@ bad input is refused before anything is created. A cluster that does not start f
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -28,14 +29,17 @@ def cluster(k8s_cluster) -> None:
     return None
 
 
+OWN = f"it-k8s-{os.getpid()}"  # this module's campaign name: it checks only the namespaces it created
+
+
 def namespaces() -> list[str]:
     core = _kubernetes_core()
     assert core is not None, "the cluster does not answer"
-    return [ns.metadata.name for ns in core.list_namespace(label_selector="layerbench=1").items]
+    return [ns.metadata.name for ns in core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items]
 
 
 def run_campaign(tmp_path: Path, variants: list[dict], workload: dict | None = None) -> list[dict]:
-    path = campaign_file(tmp_path, repetitions=1, baseline=variants[0]["name"], variants=variants,
+    path = campaign_file(tmp_path, name=OWN, repetitions=1, baseline=variants[0]["name"], variants=variants,
                          workload=workload or TINY)
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
@@ -82,7 +86,7 @@ def test_reprepare_as_jobs_needs_no_route_from_this_host(tmp_path: Path, monkeyp
     """As on a cluster whose node is elsewhere (the image already there): no snapshot through hostPath and no
     login from this host; cleanup, prepare and run are Jobs, each waiting for the Service from inside."""
     variant = {"name": "job", "backend": "kubernetes", "qos": "burstable", "client": "job", "storage": "emptydir"}
-    parsed = parse_campaign(yaml.safe_load(campaign_file(tmp_path, baseline="job", variants=[variant],
+    parsed = parse_campaign(yaml.safe_load(campaign_file(tmp_path, name=OWN, baseline="job", variants=[variant],
                                                          workload=TINY).read_text())).variants[0]
     backend = KubernetesBackend()
     backend.check(parsed)
@@ -144,7 +148,7 @@ def test_port_forward_works_and_warns(tmp_path: Path) -> None:
 
 
 def test_sigint_deletes_the_namespace(tmp_path: Path) -> None:
-    path = campaign_file(tmp_path, repetitions=2, baseline="k", variants=[
+    path = campaign_file(tmp_path, name=OWN, repetitions=2, baseline="k", variants=[
         {"name": "k", "backend": "kubernetes", "qos": "guaranteed", "limits": {"cpu": "1", "memory": "1Gi"}}],
         workload={**TINY, "duration": 60})
     code, out = interrupt_campaign(path, lambda: bool(namespaces()), settle=3)
@@ -163,7 +167,7 @@ def test_sigint_deletes_the_namespace(tmp_path: Path) -> None:
                                                       "only run on node"),
 ])
 def test_bad_input_before_anything_is_created(tmp_path: Path, variant: dict, expected: str) -> None:
-    path = campaign_file(tmp_path, repetitions=1, baseline="k", variants=[
+    path = campaign_file(tmp_path, name=OWN, repetitions=1, baseline="k", variants=[
         {"name": "k", "backend": "kubernetes", **variant}], workload=TINY)
     done = run_cli(["run", str(path)])
     lines = [line for line in done.stderr.splitlines() if line.strip()]
@@ -177,7 +181,7 @@ def test_unreachable_api_server_is_one_line(tmp_path: Path) -> None:
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
         "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
-    path = campaign_file(tmp_path, repetitions=1, baseline="k", variants=[
+    path = campaign_file(tmp_path, name=OWN, repetitions=1, baseline="k", variants=[
         {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig)}], workload=TINY)
     done = run_cli(["run", str(path)])
     lines = [line for line in done.stderr.splitlines() if line.strip()]
