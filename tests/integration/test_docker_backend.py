@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import docker
 import pytest
 import yaml
 from test_faults import stored_runs
-from test_host_campaign import campaign_file, run_cli
+from test_host_campaign import campaign_file as host_campaign_file
+from test_host_campaign import run_cli
 
 from layerbench import orchestrator
 from layerbench.backends.base import ServerSpec
@@ -27,11 +29,17 @@ from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 TINY = {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0}
+NAME = f"it-docker-{os.getpid()}"  # this test session's campaigns: labelled() looks at nothing else
 
 
-def labelled(campaign: str | None = None) -> list[str]:
+def campaign_file(tmp_path: Path, **changes) -> Path:
+    return host_campaign_file(tmp_path, **{"name": NAME, **changes})
+
+
+def labelled(campaign: str = NAME) -> list[str]:
+    """What this session's campaigns left in Docker (other sessions' campaigns may run at the same time)."""
     client = docker.from_env()
-    label = "layerbench=1"
+    label = f"layerbench.campaign={campaign}"
     found = [f"container {c.name}" for c in client.containers.list(all=True, filters={"label": label})]
     found += [f"volume {v.name}" for v in client.volumes.list(filters={"label": label})]
     found += [f"network {n.name}" for n in client.networks.list(filters={"label": label})]
@@ -94,7 +102,7 @@ def test_rows_and_server_version_through_the_endpoint(tmp_path: Path) -> None:
     backend = DockerBackend()
     variant = DockerVariant(name="v", backend="docker", network="bridge-direct", storage="volume")
     backend.check(variant)
-    spec = ServerSpec("t", f"lbtest-{int(time.time())}", variant, tmp_path / "run", tmp_path / "priv",
+    spec = ServerSpec(NAME, f"lbtest-{int(time.time())}", variant, tmp_path / "run", tmp_path / "priv",
                       Path(tempfile.mkdtemp()), password=generate_password(), snapshot=snapshot.path)
     try:
         endpoint = backend.up(spec)
