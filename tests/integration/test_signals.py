@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_host_campaign import all_cmdlines
 
 pytestmark = pytest.mark.integration
 
@@ -106,16 +107,7 @@ class Harness:
 
 
 def processes_mentioning(text: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if text in cmd and "pytest" not in cmd:
-                found.append(cmd)
-    return found
+    return [cmd.replace("\0", " ") for cmd in all_cmdlines().split("\n") if text in cmd and "pytest" not in cmd]
 
 
 def docker_leftovers(campaign: str) -> list[str]:
