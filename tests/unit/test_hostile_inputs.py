@@ -29,8 +29,8 @@ def validate(path: Path | str) -> tuple[int, str]:
     err = io.StringIO()
     from layerbench import cli
 
-    old_file = cli.console.file
-    cli.console.file = err
+    old_file, old_debug = cli.console.file, cli.STATE["debug"]
+    cli.console.file, cli.STATE["debug"] = err, False  # another test may have left --debug on
     previous = signal.signal(signal.SIGALRM, _hung)
     signal.alarm(HANG_GUARD_SECONDS)
     try:
@@ -39,7 +39,7 @@ def validate(path: Path | str) -> tuple[int, str]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-        cli.console.file = old_file
+        cli.console.file, cli.STATE["debug"] = old_file, old_debug
     return int(done.value.code or 0), err.getvalue()
 
 
