@@ -139,22 +139,24 @@ def read_campaign_text(path: Path) -> str:
 
 def read_bounded_text(path: Path, kind: str, fix: str, limit: int = MAX_FILE_BYTES, encoding: str = "utf-8") -> str:
     """The file's text: a regular file (never a FIFO, device or directory) of at most `limit` bytes."""
+    where = shown(str(path), 100, keep_end=True)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise BadInput(f"{shown(str(path))}: no such {kind}; {fix}") from None
+        raise BadInput(f"{where}: no such {kind}; {fix}") from None
     except OSError as error:
-        raise BadInput(f"{shown(str(path))}: cannot be opened ({error.strerror}); check the path") from None
+        raise BadInput(f"{where}: cannot be opened ({error.strerror}); check the path") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise BadInput(f"{where}: not a regular file; give the path of a {kind}")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise BadInput(f"{shown(str(path))}: not a regular file; give the path of a {kind}")
         if info.st_size > limit:
-            raise BadInput(f"{shown(str(path))}: {info.st_size:,} bytes; a {kind} is at most {limit:,} bytes")
+            raise BadInput(f"{where}: {info.st_size:,} bytes; a {kind} is at most {limit:,} bytes")
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise BadInput(f"{shown(str(path))}: larger than {limit:,} bytes; a {kind} is smaller")
+        raise BadInput(f"{where}: larger than {limit:,} bytes; a {kind} is smaller")
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as error:
-        raise BadInput(f"{shown(str(path))}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
+        raise BadInput(f"{where}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None

@@ -510,7 +510,7 @@ def parse_campaign(data: Any) -> Campaign:
 def load_campaign(path: str | os.PathLike[str]) -> Campaign:
     """Read and validate a campaign file within bounds (boundedyaml); every problem is a one-line BadInput."""
     file = Path(path)
-    name = shown(str(file), 80, quote=False)
+    name = shown(str(file), 100, quote=False, keep_end=True)
     data = load_text(read_campaign_text(file), name)
     try:
         return parse_campaign(data)

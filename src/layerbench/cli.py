@@ -520,6 +520,8 @@ def one_line(text: str, limit: int = 1000) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to a one-line message and its exit code."""
     code, args = 0, []
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, then exit 130
+    stop_on_signals()  # SIGTERM and SIGHUP alike, from the first moment a command can start anything
     try:
         args = without_debug(list(sys.argv[1:] if argv is None else argv))
         result = app(args=args, prog_name="layerbench", standalone_mode=False)

@@ -36,7 +36,7 @@ class Interrupted(LayerbenchError):
     exit_code = EXIT_INTERRUPTED
 
 
-def shown(value: object, limit: int = 60, quote: bool = True) -> str:
+def shown(value: object, limit: int = 60, quote: bool = True, keep_end: bool = False) -> str:
     """A user's value as it goes into a one-line message: control characters escaped, at most `limit`
     characters (longer values end in an ellipsis); a string is quoted unless `quote` is False."""
     try:
@@ -45,6 +45,6 @@ def shown(value: object, limit: int = 60, quote: bool = True) -> str:
         text = f"<a number of {value.bit_length() if isinstance(value, int) else '?'} bits>"
     if not text.isprintable():
         text = repr(text)[1:-1]
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if len(text) > limit:  # a path keeps its end: the file name
+        text = "…" + text[-(limit - 1):] if keep_end else text[: limit - 1] + "…"
     return f"'{text}'" if quote and isinstance(value, str) else text

@@ -29,19 +29,17 @@ from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 TINY = {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0}
-
-
-CAMPAIGN = f"it-docker-{os.getpid()}"  # this module's own campaign name: it checks only what it created
+NAME = f"it-docker-{os.getpid()}"  # this test session's campaigns: labelled() looks at nothing else
 
 
 def campaign_file(tmp_path: Path, **changes) -> Path:
-    return host_campaign_file(tmp_path, **{"name": CAMPAIGN, **changes})
+    return host_campaign_file(tmp_path, **{"name": NAME, **changes})
 
 
-def labelled() -> list[str]:
-    """What this module's campaigns left behind (other tests' or users' resources are not its business)."""
+def labelled(campaign: str = NAME) -> list[str]:
+    """What this session's campaigns left in Docker (other sessions' campaigns may run at the same time)."""
     client = docker.from_env()
-    label = f"layerbench.campaign={CAMPAIGN}"
+    label = f"layerbench.campaign={campaign}"
     found = [f"container {c.name}" for c in client.containers.list(all=True, filters={"label": label})]
     found += [f"volume {v.name}" for v in client.volumes.list(filters={"label": label})]
     found += [f"network {n.name}" for n in client.networks.list(filters={"label": label})]
@@ -104,7 +102,7 @@ def test_rows_and_server_version_through_the_endpoint(tmp_path: Path) -> None:
     backend = DockerBackend()
     variant = DockerVariant(name="v", backend="docker", network="bridge-direct", storage="volume")
     backend.check(variant)
-    spec = ServerSpec(CAMPAIGN, f"lbtest-{int(time.time())}", variant, tmp_path / "run", tmp_path / "priv",
+    spec = ServerSpec(NAME, f"lbtest-{int(time.time())}", variant, tmp_path / "run", tmp_path / "priv",
                       Path(tempfile.mkdtemp()), password=generate_password(), snapshot=snapshot.path)
     try:
         endpoint = backend.up(spec)

@@ -114,7 +114,7 @@ class HostBackend:
 
     def _stop_and_remove(self) -> None:
         if self.process is not None:
-            self.process.stop(timeout=60)
+            self.process.stop(timeout=5)  # the datadir is removed next: no clean shutdown is needed
             self.process = None
         if self.datadir is not None:
             shutil.rmtree(self.datadir, ignore_errors=True)
