@@ -518,6 +518,17 @@ def load_campaign(path: str | os.PathLike[str]) -> Campaign:
         raise BadInput(f"{name}: {error}") from None
 
 
+def stored_campaign(definition: dict[str, Any]) -> Campaign:
+    """A campaign as a store holds it, for `resume`. Versions before 0.2 stored the then-default `min_runs: 6`
+    with every campaign; a rule that now refuses a `min_runs` above `repetitions` must not stop such a campaign
+    from being resumed, so that stale default is dropped (its report keeps the stored floor)."""
+    data = dict(definition)
+    floor, repetitions = data.get("min_runs"), data.get("repetitions")
+    if isinstance(floor, int) and isinstance(repetitions, int) and floor > repetitions:
+        data.pop("min_runs")
+    return parse_campaign(data)
+
+
 def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
     return campaign.model_dump(mode="json", exclude_none=True)
 

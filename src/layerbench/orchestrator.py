@@ -16,7 +16,14 @@ from typing import Any, Protocol
 from layerbench import cleanup, environment
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient
-from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, campaign_as_dict, parse_campaign
+from layerbench.campaign import (
+    Campaign,
+    ConfigValue,
+    VariantBase,
+    Workload,
+    campaign_as_dict,
+    stored_campaign,
+)
 from layerbench.critical import signals_deferred
 from layerbench.errors import Interrupted, LayerbenchError, RunFailed
 from layerbench.hosts import Hosts
@@ -418,7 +425,7 @@ def resume_campaign(store: Store, ref: str | int, *, progress: Progress | None =
     row = store.campaign(ref)
     import json
 
-    campaign = parse_campaign(json.loads(row["definition"]))
+    campaign = stored_campaign(json.loads(row["definition"]))
     orchestrator = Orchestrator(campaign, store, progress=progress, source_path=row["source_path"])
     orchestrator.preflight()
     store.set_campaign_status(int(row["id"]), "running")

@@ -95,7 +95,7 @@ def test_server_killed_mid_run_fails_that_run_only(tmp_path: Path) -> None:
 
 def test_max_failures_stops_the_campaign(tmp_path: Path) -> None:
     path = campaign_file(tmp_path, repetitions=2, max_failures=0, order="sequential", variants=[
-        {"name": "base", "backend": "host", "server": {"config": {"no_such_option_at_all": 1}}}])
+        {"name": "base", "backend": "host", "server": {"config": {"character_set_server": "no_such_charset"}}}])
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store, pytest.raises(RunFailed, match="max_failures=0"):
         orchestrator.run_campaign(campaign, store)
@@ -179,7 +179,7 @@ def test_two_campaigns_at_once_do_not_collide(tmp_path: Path) -> None:
 
 def test_max_failures_flag(tmp_path: Path) -> None:
     path = campaign_file(tmp_path, repetitions=3, variants=[
-        {"name": "base", "backend": "host", "server": {"config": {"no_such_option_at_all": 1}}}])
+        {"name": "base", "backend": "host", "server": {"config": {"character_set_server": "no_such_charset"}}}])
     done = run_cli(["run", str(path), "--max-failures", "1"])
     assert done.returncode == 1 and "max_failures=1" in done.stderr
     assert stored_runs(tmp_path / "out" / "layerbench.db") == 2

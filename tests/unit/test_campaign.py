@@ -163,3 +163,19 @@ def test_a_script_of_the_users_only_with_sysbench_on_this_host(variant: dict, re
     assert str(error.value).startswith(f"variants.v.client: {variant['client']} runs sysbench where ")
     assert "use client: host" in str(error.value) and "\n" not in str(error.value)
     assert parse_campaign({**data, "workload": {"test": "oltp_read_only"}}).variants[0].name == "v"
+
+
+def test_a_campaign_stored_by_an_older_version_can_be_resumed() -> None:
+    """Older stores hold the then-default min_runs: 6 even for 2 repetitions; resume must still accept them,
+    while a campaign file that asks for it is refused."""
+    import pytest as _pytest
+
+    from layerbench.campaign import stored_campaign
+    from layerbench.errors import BadInput
+
+    old = {"name": "old", "baseline": "a", "repetitions": 2, "min_runs": 6,
+           "variants": [{"name": "a", "backend": "host"}, {"name": "b", "backend": "host"}],
+           "workload": {"tables": 1, "table_size": 1000}}
+    assert stored_campaign(old).repetitions == 2
+    with _pytest.raises(BadInput, match="min_runs: 6 is more than repetitions"):
+        parse_campaign(old)
