@@ -74,7 +74,11 @@ class Plan:
 
 
 def placement(variant: VariantBase) -> str:
-    parts = [f"server CPUs {variant.cpus}" if variant.cpus else "",
+    """Where the server and sysbench run: their hosts of the inventory (when not this machine) and CPUs."""
+    server_host, client_host = getattr(variant, "server_host", None), getattr(variant, "client_host", None)
+    parts = [f"server on host {server_host}" if server_host else "",
+             f"sysbench on host {client_host} (over SSH)" if client_host else "",
+             f"server CPUs {variant.cpus}" if variant.cpus else "",
              f"sysbench CPUs {variant.client_cpus}" if variant.client_cpus else ""]
     return "; ".join(p for p in parts if p)
 

@@ -90,3 +90,17 @@ def test_a_pause_between_runs_is_not_a_run_cost(empty_cache: Path) -> None:
     db = empty_cache / "lb.db"
     store_past_runs(db, overhead=5000.0)
     assert past_overheads(db) == {}
+
+
+def test_the_plan_names_the_hosts_of_a_placed_variant() -> None:
+    from layerbench.campaign import parse_campaign
+    from layerbench.plan import variant_line
+
+    campaign = parse_campaign({
+        "name": "placed", "baseline": "near",
+        "hosts": {"db": {"local": True, "address": "10.231.77.1"}, "app": {"ssh": "root@10.231.77.2"}},
+        "variants": [{"name": "near", "backend": "host"},
+                     {"name": "far", "backend": "host", "server_host": "db", "client_host": "app"}],
+        "workload": {"tables": 1, "table_size": 1000}})
+    near, far = (variant_line(v) for v in campaign.variants)
+    assert "server on host db; sysbench on host app (over SSH)" in far and "on host" not in near
