@@ -287,13 +287,38 @@ class Workload(Strict):
         return self.test.endswith(".lua") or "/" in self.test
 
 
+class Adaptive(Strict):
+    """`repetitions: {auto: true, min: 6, max: 30, budget: 30m}`: rounds go on until every comparison is decided
+    (analysis/sequential.py), `max` rounds are done, or the budget of wall time would be passed."""
+
+    auto: Literal[True]
+    min: int = Field(default=6, ge=2, le=1000)
+    max: int = Field(default=30, ge=2, le=1000)
+    budget: str | None = Field(default=None, pattern=r"^\d{1,6}(\.\d{1,3})?\s?[smh]$",
+                               description="wall time, like 90s, 30m or 2h")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Adaptive:
+        if self.max < self.min:
+            raise ValueError(f"repetitions: max {self.max} is below min {self.min}; set max >= min")
+        if self.budget_seconds is not None and not 0 < self.budget_seconds <= 30 * MAX_SECONDS:
+            raise ValueError(f"repetitions: budget {self.budget} is not between 1 s and 30 days")
+        return self
+
+    @property
+    def budget_seconds(self) -> float | None:
+        if self.budget is None:
+            return None
+        return float(self.budget.strip()[:-1]) * {"s": 1, "m": 60, "h": 3600}[self.budget.strip()[-1]]
+
+
 class Campaign(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)]
     description: str = Field(default="", max_length=MAX_TEXT)
     baseline: str = Field(max_length=63)
     variants: list[Variant] = Field(min_length=1, max_length=MAX_VARIANTS)
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
-    repetitions: int = Field(default=10, ge=1, le=1000)
+    repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
     order: Literal["rounds", "sequential"] = "rounds"
     seed: int = Field(default=1, ge=0, le=2**63 - 1)
     output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
@@ -313,19 +338,44 @@ class Campaign(Strict):
         check_placement(self.hosts, self.variants)
         return self
 
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, value: Any) -> Any:
+        """A whole number, `auto`, or a mapping with auto: true; each error one line naming the key."""
+        if value == "auto":
+            value = {"auto": True}
+        if not isinstance(value, dict):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+                raise ValueError(f"repetitions: {shown(value)} is not a number of rounds; give 1 to 1000, or auto")
+            return value
+        try:
+            return Adaptive.model_validate(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = "".join(f".{p}" for p in first["loc"])
+            problem = {"extra_forbidden": "unknown key (use auto, min, max, budget)",
+                       "string_pattern_mismatch": "not a wall time; write it like 90s, 30m or 2h"}.get(
+                first["type"], first["msg"].removeprefix("Value error, ").removeprefix("repetitions: "))
+            raise ValueError(f"repetitions{key}: {shown(problem, 200, quote=False)}") from None
+
     @model_validator(mode="after")
     def _bounded_plan(self) -> Campaign:
         """The number of runs, computed without building the schedule."""
         points = sum(len(w.threads) for w in self.workloads)
-        runs = len(self.variants) * points * self.repetitions
+        runs = len(self.variants) * points * self.rounds
         if runs > MAX_RUNS:
             raise ValueError(f"repetitions: the plan holds {runs:,} runs ({len(self.variants)} variants x {points} "
-                             f"points x {self.repetitions} repetitions), more than the limit of {MAX_RUNS:,}; "
+                             f"points x {self.rounds} repetitions), more than the limit of {MAX_RUNS:,}; "
                              "split it into several campaigns")
-        if self.min_runs is not None and self.min_runs > self.repetitions:
-            raise ValueError(f"min_runs: {self.min_runs} is more than repetitions ({self.repetitions}), so no "
+        if self.min_runs is not None and self.min_runs > self.rounds:
+            raise ValueError(f"min_runs: {self.min_runs} is more than repetitions ({self.rounds}), so no "
                              f"verdict could ever be given; set repetitions: {self.min_runs} or more")
         return self
+
+    @property
+    def rounds(self) -> int:
+        """Rounds planned: the fixed repetitions, or the most an adaptive campaign may run."""
+        return self.repetitions.max if isinstance(self.repetitions, Adaptive) else self.repetitions
 
     @model_validator(mode="after")
     def _names(self) -> Campaign:
@@ -494,7 +544,7 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
     got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
-    if re.match(r"(variants|workloads)\.[\w.-]+: |(repetitions|min_runs): ", message):
+    if re.match(r"(variants|workloads|repetitions)\.[\w.-]+: |(repetitions|min_runs): ", message):
         return message  # a cross-field check names its own field
     return f"{where}: {shown(message, 300, quote=False)}{got}"
 

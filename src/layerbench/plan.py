@@ -131,9 +131,9 @@ def variant_line(variant: VariantBase) -> str:
 
 def workload_line(campaign: Campaign, workload: Workload) -> str:
     threads = ", ".join(str(t) for t in workload.threads)
-    runs = len(workload.threads) * campaign.repetitions * len(campaign.variants)
+    runs = len(workload.threads) * campaign.rounds * len(campaign.variants)
     return (f"workload {workload.name}: {workload.test}, {workload.tables} x {workload.table_size:,} rows, threads "
-            f"{threads} x {campaign.repetitions} repetitions x {len(campaign.variants)} variants = {runs} runs of "
+            f"{threads} x {campaign.rounds} repetitions x {len(campaign.variants)} variants = {runs} runs of "
             f"{workload.warmup} s warm-up + {workload.duration} s; reset {workload.reset}")
 
 
@@ -222,7 +222,7 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
     for w in campaign.workloads:
         prepare = w.tables * w.table_size / PREPARE_ROWS_PER_SECOND
         if w.reset == "reprepare":
-            runs = len(w.threads) * campaign.repetitions * len(campaign.variants)
+            runs = len(w.threads) * campaign.rounds * len(campaign.variants)
             lines.append(f"dataset {w.name}: prepared again before every run (reset: reprepare), ~{prepare:.0f} s each")
             seconds += prepare * runs
         elif w.reset == "none":

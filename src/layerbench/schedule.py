@@ -35,7 +35,7 @@ def points(campaign: Campaign) -> list[tuple[str, int]]:
 
 
 def build_schedule(campaign: Campaign, repetitions: int | None = None) -> list[RunSpec]:
-    reps = repetitions if repetitions is not None else campaign.repetitions
+    reps = repetitions if repetitions is not None else campaign.rounds
     names = [v.name for v in campaign.variants]
     order: list[tuple[int, str, str, int]] = []
     if campaign.order == "sequential":

@@ -1,0 +1,128 @@
+"""Adaptive repetitions: when to stop adding rounds, with a controlled error rate.
+
+The method is a group-sequential design with a Bonferroni split of alpha over the planned looks (the simplest
+alpha-spending function: an equal share per look; Jennison & Turnbull, "Group Sequential Methods with
+Applications to Clinical Trials", 2000, ch. 7; Dmitrienko et al., "Multiple Testing Problems in Pharmaceutical
+Statistics", 2009). An adaptive campaign looks at its data after every round from `min` to `max`, so it plans
+K = max - min + 1 looks; each look tests and builds its interval at level alpha / K. By the union bound the
+chance that any look of an A/A comparison shows a difference is at most K * alpha / K = alpha, whatever the
+correlation between looks and whatever the distribution of the runs (the Mann-Whitney test and its
+Hodges-Lehmann interval are exact and distribution-free). Stopping early, or at a budget, only spends less.
+
+A comparison is decided when its interval lies wholly beyond the noise threshold (`slower` / `faster`) or
+wholly inside it (`within noise`); the campaign stops when every TPS comparison of every point is decided.
+`simulate_rounds` replays the rule on thousands of synthetic campaigns at once (tests/unit and bench/).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from layerbench.analysis.stats import shift_intervals
+
+DECIDED = ("slower", "faster", "within noise")
+
+
+def looks(rounds_min: int, rounds_max: int) -> int:
+    return max(1, rounds_max - rounds_min + 1)
+
+
+def look_alpha(alpha: float, adaptive: dict[str, Any]) -> float:
+    """Each look's share of alpha, for an adaptive `repetitions` mapping as stored with the campaign."""
+    return alpha / looks(int(adaptive.get("min", 6)), int(adaptive.get("max", 30)))
+
+
+@dataclass(frozen=True)
+class Decision:
+    where: str  # "workload / N threads"
+    variant: str
+    kind: str  # the TPS verdict word at the last look
+
+    @property
+    def decided(self) -> bool:
+        return self.kind in DECIDED
+
+
+@dataclass(frozen=True)
+class AdaptiveState:
+    rounds: int  # complete rounds stored
+    rounds_min: int
+    rounds_max: int
+    budget: str | None
+    alpha_per_look: float
+    decisions: tuple[Decision, ...]
+    reason: str  # "all decided" | "max rounds" | "budget" | "not finished"
+
+    @property
+    def all_decided(self) -> bool:
+        return bool(self.decisions) and all(d.decided for d in self.decisions)
+
+
+def stop_reason(all_decided: bool, rounds: int, rounds_min: int, rounds_max: int, over_budget: bool) -> str | None:
+    """Why an adaptive campaign stops after `rounds` complete rounds, or None to run another round."""
+    if rounds >= rounds_max:
+        return "all decided" if all_decided else "max rounds"
+    if rounds < rounds_min:
+        return None
+    if all_decided:
+        return "all decided"
+    return "budget" if over_budget else None
+
+
+def over_budget(budget_seconds: float | None, elapsed: float, rounds: int) -> bool:
+    """True when another round of the mean length so far would end past the budget."""
+    if budget_seconds is None or rounds < 1:
+        return False
+    return elapsed + elapsed / rounds > budget_seconds
+
+
+# --- simulation of the rule (vectorised: one row per simulated campaign) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Simulated:
+    effect: float
+    rounds: np.ndarray  # rounds used per campaign
+    kinds: np.ndarray  # final verdict per campaign: "slower" | "faster" | "within noise" | "undecided"
+    ever_rejected: np.ndarray  # the test rejected 0 at some look (the stronger error for an A/A campaign)
+
+    def share(self, kind: str) -> float:
+        return float((self.kinds == kind).mean())
+
+
+def classify(low: np.ndarray, high: np.ndarray, p: np.ndarray, alpha: float, threshold: float) -> np.ndarray:
+    """The decided verdicts of stats.verdict, per row (higher is better), else 'undecided'."""
+    inside = (low >= -threshold) & (high <= threshold)
+    out = np.full(low.shape, "undecided", dtype=object)
+    out[(p < alpha) & (low > threshold)] = "faster"
+    out[(p < alpha) & (high < -threshold)] = "slower"
+    out[inside] = "within noise"
+    return out
+
+
+def simulate_rounds(effect: float, *, campaigns: int = 2000, cv: float = 0.05, rounds_min: int = 4,
+                    rounds_max: int = 20, alpha: float = 0.05, threshold: float = 0.02, seed: int = 1) -> Simulated:
+    """Campaigns of one baseline and one variant with log-normal runs (sd `cv`) whose true ratio is 1 + effect,
+    stopped by the rule above. Each look uses only the rounds so far, as a real campaign does."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    base = 1000 * np.exp(rng.normal(0, cv, (campaigns, rounds_max)))
+    variant = 1000 * (1 + effect) * np.exp(rng.normal(0, cv, (campaigns, rounds_max)))
+    per_look = alpha / looks(rounds_min, rounds_max)
+    kinds = np.full(campaigns, "undecided", dtype=object)
+    rounds = np.full(campaigns, rounds_max)
+    rejected = np.zeros(campaigns, dtype=bool)
+    open_ = np.ones(campaigns, dtype=bool)
+    for n in range(rounds_min, rounds_max + 1):
+        rows = np.flatnonzero(open_)
+        if rows.size == 0:
+            break
+        found = shift_intervals(base[rows, :n], variant[rows, :n], per_look)
+        rejected[rows] |= found.p < per_look
+        now = classify(found.low, found.high, found.p, per_look, threshold)
+        done = rows[now != "undecided"]
+        kinds[done], rounds[done] = now[now != "undecided"], n
+        open_[done] = False
+    return Simulated(effect, rounds, kinds, rejected)
