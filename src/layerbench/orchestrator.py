@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from layerbench import cleanup, environment
+from layerbench.analysis.sequential import over_budget, stop_reason
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import (
+    Adaptive,
     Campaign,
     ConfigValue,
     VariantBase,
@@ -176,7 +178,11 @@ class Orchestrator:
         return outcome
 
     def _run_all(self, todo: list[RunSpec], total: int, done: int, outcome: Outcome) -> None:
+        last_round: int | None = None
         for position, spec in enumerate(todo, start=done + 1):
+            if spec.round != last_round and self._enough_rounds(outcome.campaign_id, spec.round - 1):
+                return
+            last_round = spec.round
             self.progress.run_started(spec, position, total)
             record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir)
             with signals_deferred():  # a finished run is stored whole, or (interrupted before) run again
@@ -191,6 +197,23 @@ class Orchestrator:
                 if limit is not None and outcome.failed > limit:
                     raise RunFailed(f"{outcome.failed} runs failed, more than max_failures={limit}; last: "
                                     f"{record.error}")
+
+    def _enough_rounds(self, campaign_id: int, rounds: int) -> bool:
+        """repetitions: auto: after each complete round from `min` on, stop when every comparison is decided or
+        another round would pass the budget (analysis/sequential.py); the reason is kept with the campaign."""
+        spec = self.campaign.repetitions
+        if not isinstance(spec, Adaptive) or rounds < spec.min:
+            return False
+        from layerbench.analysis.aggregate import analyze
+
+        state = analyze(self.store, campaign_id).adaptive
+        starts = [r["started_at"] for r in self.store.runs(campaign_id) if r["started_at"] is not None]
+        elapsed = time.time() - min(starts) if starts else 0.0
+        reason = stop_reason(bool(state and state.all_decided), rounds, spec.min, spec.max,
+                             over_budget(spec.budget_seconds, elapsed, rounds))
+        if reason:
+            self.progress.message(f"adaptive repetitions: stopping after {rounds} rounds ({reason})")
+        return reason is not None
 
     # --- one run -------------------------------------------------------------------------------------------
 

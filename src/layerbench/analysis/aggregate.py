@@ -12,6 +12,7 @@ from typing import Any
 from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
 from layerbench.analysis.runs import Window, run_values, steady_window
+from layerbench.analysis.sequential import AdaptiveState, Decision, look_alpha, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
 from layerbench.store import Store
 
@@ -90,6 +91,7 @@ class Analysis:
     differences: list[Difference] = field(default_factory=list)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)  # variant -> environment of a run
     settings: Settings = field(default_factory=Settings)
+    adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
 
     def metric_label(self, metric: str) -> str:
         return METRICS[metric][0].format(pct=self.percentile)
@@ -247,8 +249,35 @@ def asked_keys(definition: dict[str, Any]) -> dict[str, set[str]]:
 
 
 def settings_of(definition: dict[str, Any]) -> Settings:
-    return Settings(float(definition.get("noise_threshold", 0.02)), float(definition.get("alpha", 0.05)),
+    """An adaptive campaign tests at each look's share of alpha (analysis/sequential.py)."""
+    alpha, adaptive = float(definition.get("alpha", 0.05)), definition.get("repetitions")
+    if isinstance(adaptive, dict):
+        alpha = look_alpha(alpha, adaptive)
+    return Settings(float(definition.get("noise_threshold", 0.02)), alpha,
                     int(definition.get("min_runs") or 0), int(definition.get("seed", 1)))  # 0: no floor of the user's
+
+
+def complete_rounds(runs: list[RunRow], per_round: int) -> int:
+    """Rounds whose every run is stored (runs of a round are stored before the next round starts)."""
+    counts: dict[int, int] = {}
+    for r in runs:
+        counts[r.round or 0] = counts.get(r.round or 0, 0) + 1
+    return sum(1 for n in counts.values() if n >= per_round)
+
+
+def adaptive_state(analysis: Analysis, per_round: int) -> AdaptiveState | None:
+    """For repetitions: auto, the TPS verdict of every comparison at the last look and why the rounds stopped."""
+    spec = analysis.definition.get("repetitions")
+    if not isinstance(spec, dict):
+        return None
+    decisions = tuple(Decision(p.workload if p.threads is None else f"{p.workload} / {p.threads} threads",
+                               v.variant, c.verdict.kind)
+                      for p in analysis.points for v in p.variants if (c := v.verdict("tps")) is not None)
+    rounds, low, high = complete_rounds(analysis.runs, per_round), int(spec.get("min", 6)), int(spec.get("max", 30))
+    done = bool(decisions) and all(d.decided for d in decisions)
+    reason = stop_reason(done, rounds, low, high, analysis.status.startswith("finished"))
+    return AdaptiveState(rounds, low, high, spec.get("budget"), analysis.settings.alpha, decisions,
+                         reason or "not finished")
 
 
 def label_number(value: float) -> int | float:
@@ -267,13 +296,18 @@ def analyze(store: Store, ref: str | int, overrides: dict[str, Any] | None = Non
     variants = [v["name"] for v in definition.get("variants", [])] or sorted({r.variant for r in runs})
     workloads = definition.get("workloads", [{}])
     percentile = label_number((workloads[0].get("percentile") if workloads else None) or 95)
-    planned = len(store.schedule(campaign_id)) or len(runs)
+    schedule = store.schedule(campaign_id)
+    planned = len(schedule) or len(runs)
     points = build_points(runs, variants, row["baseline"], settings)
     analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
                         points, planned, settings=settings)
     analysis.environments = environments(runs)
     analysis.differences = fairness_differences(row["baseline"], analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row["baseline"], definition, analysis.environments)
+    analysis.adaptive = adaptive_state(analysis, max(1, len(variants) * len({(s["workload"], s["threads"])
+                                                                             for s in schedule})))
+    if analysis.adaptive and analysis.adaptive.reason != "not finished":
+        analysis.planned_runs = len(runs)  # the rounds it needed were the plan; the rest were never wanted
     analysis.warnings = analysis_warnings(analysis)
     return analysis
 

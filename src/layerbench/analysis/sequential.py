@@ -126,3 +126,26 @@ def simulate_rounds(effect: float, *, campaigns: int = 2000, cv: float = 0.05, r
         kinds[done], rounds[done] = now[now != "undecided"], n
         open_[done] = False
     return Simulated(effect, rounds, kinds, rejected)
+
+
+REASONS = {
+    "all decided": "every comparison was decided",
+    "max rounds": "it reached max rounds with comparisons still open",
+    "budget": "another round would have passed the time budget, with comparisons still open",
+    "not finished": "the campaign has not finished",
+}
+
+
+def headline(state: AdaptiveState) -> str:
+    """One sentence for every report: how many rounds, why they stopped, and the test level used."""
+    budget = f", budget {state.budget}" if state.budget else ""
+    return (f"Adaptive repetitions (min {state.rounds_min}, max {state.rounds_max}{budget}): stopped after "
+            f"{state.rounds} rounds because {REASONS[state.reason]}. Each look tests at alpha / "
+            f"{looks(state.rounds_min, state.rounds_max)} = {state.alpha_per_look:.4g} (a Bonferroni split over the "
+            "planned looks), so stopping early does not raise the error rate; intervals are at that level.")
+
+
+def decision_rows(state: AdaptiveState) -> list[list[str]]:
+    """Point, variant, TPS verdict at the last look, decided or still open."""
+    return [[d.where, d.variant, d.kind, "decided" if d.decided else f"open after {state.rounds} rounds"]
+            for d in state.decisions]

@@ -11,6 +11,7 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.aggregate import Analysis, VariantPoint, overhead_rows, price_performance
+from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.report import charts, evidence
 from layerbench.report.markdown import fmt, legend, method_line, point_title, verdict_notes, window_text
 
@@ -88,6 +89,15 @@ def answer(analysis: Analysis) -> str:
     notes = "".join(f"<li>{esc(note)}</li>" for note in verdict_notes(analysis))
     return ("<h2>The answer</h2>" + intro + table(header, rows)
             + f"<p class='muted'>{esc(legend(s))}</p>" + (f"<ul class='warn'>{notes}</ul>" if notes else ""))
+
+
+def adaptive(analysis: Analysis) -> str:
+    state = analysis.adaptive
+    if state is None:
+        return ""
+    rows = [[esc(cell) for cell in row] for row in decision_rows(state)]
+    return (f"<h2>Adaptive repetitions</h2><p>{esc(headline(state))}</p>"
+            + table(["point", "variant", "TPS verdict", "status"], rows))
 
 
 def warnings(analysis: Analysis) -> str:
@@ -181,7 +191,7 @@ def render(analysis: Analysis) -> str:
     sections = [
         f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
         f"{esc(analysis.status)}</p><p>{esc(d.get('description', ''))}</p>", state,
-        answer(analysis), warnings(analysis), per_variant(analysis),
+        answer(analysis), adaptive(analysis), warnings(analysis), per_variant(analysis),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
         titled("Thread sweep", chart(charts.sweep_figure(analysis), "sweep")), overhead(analysis),
         titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(analysis),

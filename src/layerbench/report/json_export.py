@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from layerbench.analysis.aggregate import Analysis, price_performance, sweeps
+from layerbench.analysis.sequential import headline
 from layerbench.report import evidence
 
 SCHEMA = "layerbench.analysis/1"
@@ -68,6 +69,16 @@ def points_entry(analysis: Analysis) -> list[dict[str, Any]]:
     return out
 
 
+def adaptive_entry(analysis: Analysis) -> dict[str, Any]:
+    """repetitions: auto: rounds, why they stopped, and each comparison's verdict with decided true/false."""
+    state = analysis.adaptive
+    assert state is not None
+    entry = dataclasses.asdict(state)
+    for shown, decision in zip(entry["decisions"], state.decisions, strict=True):
+        shown["decided"] = decision.decided
+    return {**entry, "headline": headline(state)}
+
+
 def document(analysis: Analysis) -> dict[str, Any]:
     return plain({
         "schema": SCHEMA,
@@ -77,6 +88,7 @@ def document(analysis: Analysis) -> dict[str, Any]:
         "settings": analysis.settings,
         "points": points_entry(analysis),
         "verdict_rule": evidence.rule(analysis),
+        **({"adaptive": adaptive_entry(analysis)} if analysis.adaptive else {}),  # repetitions: auto only
         "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in sweeps(analysis).items()],
         "price_performance": price_performance(analysis),
         "warnings": analysis.warnings,

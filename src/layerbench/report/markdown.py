@@ -12,6 +12,7 @@ from layerbench.analysis.aggregate import (
     sweeps,
 )
 from layerbench.analysis.compare import Settings
+from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import meanings
 from layerbench.report import evidence
 
@@ -50,7 +51,7 @@ def heading(analysis: Analysis) -> list[str]:
         threads = "/".join(str(t) for t in w.get("threads", []))
         lines.append(f"- Workload `{w['name']}`: sysbench {w['test']}, {w['tables']} x {w['table_size']} rows, "
                      f"threads {threads}, {w['duration']} s after {w['warmup']} s warm-up, "
-                     f"{d.get('repetitions')} repetitions, order {d.get('order')}{buffer_pool_note(analysis, w)}")
+                     f"{repetitions_text(d.get('repetitions'))}, order {d.get('order')}{buffer_pool_note(analysis, w)}")
     return [*lines, ""]
 
 
@@ -172,6 +173,21 @@ def run_cells(r: RunRow) -> list[str]:
             window_text(r), status]
 
 
+def repetitions_text(value: object) -> str:
+    if isinstance(value, dict):
+        return f"adaptive repetitions ({value.get('min')} to {value.get('max')} rounds)"
+    return f"{value} repetitions"
+
+
+def adaptive_section(analysis: Analysis) -> list[str]:
+    state = analysis.adaptive
+    if state is None:
+        return []
+    rows = [f"| {' | '.join(row)} |" for row in decision_rows(state)]
+    return ["## Adaptive repetitions", "", headline(state), "",
+            "| point | variant | TPS verdict | status |", "|---|---|---|---|", *rows, ""]
+
+
 def warnings_section(analysis: Analysis) -> list[str]:
     if not analysis.warnings:
         return []
@@ -247,7 +263,8 @@ def price_section(analysis: Analysis) -> list[str]:
 
 
 def render(analysis: Analysis) -> str:
-    lines = heading(analysis) + answer_section(analysis) + warnings_section(analysis) + summary_section(analysis)
+    lines = heading(analysis) + answer_section(analysis) + adaptive_section(analysis) + warnings_section(analysis)
+    lines += summary_section(analysis)
     lines += aggregate_section(analysis)
     lines += sweep_section(analysis) + overhead_section(analysis) + price_section(analysis)
     lines += fairness_section(analysis) + run_table(analysis)

@@ -1,0 +1,61 @@
+"""repetitions: auto on real runs: a clear injected cost is decided before max rounds; an A/A comparison runs
+until its budget (or max) ends without a false slower/faster verdict. Host backend, a tiny dataset, 4 s runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from test_host_campaign import campaign_file
+
+from layerbench import orchestrator
+from layerbench.analysis.aggregate import analyze
+from layerbench.campaign import parse_campaign
+from layerbench.report import json_export
+from layerbench.report.markdown import render
+from layerbench.store import Store
+
+pytestmark = pytest.mark.integration
+WORKLOAD = {"tables": 4, "table_size": 25000, "threads": 2, "duration": 3, "warmup": 1}
+BASE = {"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1"}
+
+
+def run(tmp_path: Path, name: str, variant: dict, repetitions: dict):
+    path = campaign_file(tmp_path, name=name, noise_threshold=0.05, repetitions=repetitions,
+                         variants=[BASE, variant], workload=WORKLOAD)
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(parse_campaign(yaml.safe_load(path.read_text())), store)
+        return outcome, analyze(store, outcome.campaign_id)
+
+
+def test_a_clear_cost_is_decided_before_max_rounds(tmp_path: Path) -> None:
+    # a real, large cost: a buffer pool far below the data, on the core sysbench uses too
+    starved = {"name": "starved", "extends": "base", "cpus": "1",
+               "server": {"config": {"innodb_buffer_pool_size": "6M"}}}
+    outcome, analysis = run(tmp_path, "it-adaptive-cost", starved, {"auto": True, "min": 4, "max": 14})
+    state = analysis.adaptive
+    assert outcome.failed == 0 and state is not None, render(analysis)
+    assert state.reason == "all decided" and state.rounds < 14, render(analysis)
+    print(f"injected cost: {state.decisions[0].kind} after {state.rounds} of max 14 rounds")
+    assert [d.kind for d in state.decisions] == ["slower"]
+    assert len(analysis.runs) == 2 * state.rounds and analysis.planned_runs == len(analysis.runs)
+    text = render(analysis)
+    assert "## Adaptive repetitions" in text and f"stopped after {state.rounds} rounds" in text
+    assert "campaign is" not in text  # no "x of y planned runs" warning: the rounds it needed were the plan
+    document = json.loads(json_export.render(analysis))
+    assert document["adaptive"]["decisions"][0]["decided"] is True
+
+
+def test_an_identical_variant_runs_out_without_a_false_verdict(tmp_path: Path) -> None:
+    same = {"name": "same-again", "extends": "base"}
+    outcome, analysis = run(tmp_path, "it-adaptive-aa", same, {"auto": True, "min": 4, "max": 8, "budget": "40s"})
+    state = analysis.adaptive
+    assert outcome.failed == 0 and state is not None, render(analysis)
+    (decision,) = state.decisions
+    print(f"A/A: {decision.kind} after {state.rounds} rounds ({state.reason})")
+    assert decision.kind in {"~", "within noise", "need more runs"}, render(analysis)
+    assert state.reason in {"budget", "max rounds", "all decided"}
+    if state.reason != "all decided":
+        assert "open after" in render(analysis)
