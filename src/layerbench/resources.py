@@ -22,6 +22,7 @@ class ProcStat:
     ppid: int
     ticks: int  # utime + stime, all threads
     start: int  # starttime in ticks since boot (detects PID reuse)
+    name: str = ""  # the command name (comm), kept so a process that ended can still be named
 
 
 def parse_proc_stat_line(text: str) -> ProcStat:
@@ -33,8 +34,8 @@ def parse_proc_stat_line(text: str) -> ProcStat:
     if len(fields) < 20:
         raise ValueError("too few fields in /proc/<pid>/stat")
     try:
-        return ProcStat(int(head.split("(", 1)[0]), int(fields[1]), int(fields[11]) + int(fields[12]),
-                        int(fields[19]))
+        pid, _, name = head.partition("(")
+        return ProcStat(int(pid), int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19]), name[:40])
     except ValueError:
         raise ValueError("non-numeric field in /proc/<pid>/stat") from None
 
@@ -53,6 +54,28 @@ def parse_machine_stat(text: str) -> tuple[int, int]:
             idle = values[3] + values[4]
             return sum(values) - idle, idle
     raise ValueError("no cpu line in /proc/stat")
+
+
+def parse_steal(text: str) -> int:
+    """Steal ticks of all CPUs (time a hypervisor gave this VM's CPUs to others) from /proc/stat's `cpu` line."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            return int(parts[8]) if len(parts) > 8 and parts[8].isdigit() else 0
+    return 0
+
+
+def top_processes(first: dict[int, ProcStat], last: dict[int, ProcStat], exclude: set[int],
+                  count: int = 3) -> list[dict[str, Any]]:
+    """The processes outside the run that used the most CPU between two full scans: pid, name, CPU seconds."""
+    used = []
+    for pid, stat in last.items():
+        before = first.get(pid)
+        ticks = stat.ticks - (before.ticks if before and before.start == stat.start else 0)
+        if pid not in exclude and ticks > 0:
+            used.append((ticks, pid))
+    return [{"pid": pid, "name": last[pid].name or f"pid {pid}", "cpu_seconds": round(ticks / TICKS, 2)}
+            for ticks, pid in sorted(used, reverse=True)[:count]]
 
 
 def parse_status(text: str) -> tuple[int, int]:
@@ -177,6 +200,8 @@ class ResourceUsage:
     ctx_involuntary: dict[str, int] = field(default_factory=dict)
     throttling: dict[str, dict[str, float]] = field(default_factory=dict)  # cgroup -> deltas
     sampler_cpu_seconds: float = 0.0
+    steal_seconds: float = 0.0  # CPU time the hypervisor gave to other guests (/proc/stat), part of "other"
+    top_other: list[dict[str, Any]] = field(default_factory=list)  # busiest processes outside the run
     per_1000_transactions: dict[str, float] = field(default_factory=dict)
 
     def per_1000(self, transactions: int) -> dict[str, float]:
@@ -208,11 +233,13 @@ class ResourceSampler:
         self.thread = threading.Thread(target=self._loop, name="layerbench-sampler", daemon=True)
         self.usage = ResourceUsage()
         self.thread_cpu = 0.0
+        self.scans: list[dict[int, ProcStat]] = []  # the first and the latest full scan, for the top others
 
     def start(self) -> None:
         self.started = time.monotonic()
         self.boot_ticks_at_start = self._uptime_ticks()
-        self.machine_start = parse_machine_stat(read("/proc/stat") or "")
+        text = read("/proc/stat") or ""
+        self.machine_start, self.steal_start = parse_machine_stat(text), parse_steal(text)
         self.cgroups_start = cgroup_stats(self.cgroups)
         self.thread.start()
 
@@ -249,6 +276,7 @@ class ResourceSampler:
         if self.usage.samples % FULL_SCAN_EVERY == 0 or ctx:
             procs = all_processes()
             owner = self._members(procs)
+            self.scans = [*self.scans[:1], procs]
         else:
             procs = some_processes(list(self.owner))
             owner = {pid: self.owner[pid] for pid in procs}
@@ -271,7 +299,11 @@ class ResourceSampler:
             ticks = self.last[pid].ticks - self.first[pid].ticks
             u.cpu_seconds[name] = u.cpu_seconds.get(name, 0.0) + max(ticks, 0) / TICKS
         busy0, idle0 = self.machine_start
-        busy1, idle1 = parse_machine_stat(read("/proc/stat") or "")
+        text = read("/proc/stat") or ""
+        busy1, idle1 = parse_machine_stat(text)
+        u.steal_seconds = max(0, parse_steal(text) - self.steal_start) / TICKS
+        if self.scans:
+            u.top_other = top_processes(self.scans[0], self.scans[-1], set(self.owner) | {os.getpid()})
         named = sum(u.cpu_seconds.values())
         u.cpu_seconds["other"] = max(0.0, (busy1 - busy0) / TICKS - named)
         u.cpu_seconds["idle"] = (idle1 - idle0) / TICKS

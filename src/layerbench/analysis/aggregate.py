@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from layerbench.analysis.busy import busy_run, busy_warning
 from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
 from layerbench.analysis.runs import Window, run_values, steady_window
@@ -211,6 +212,9 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
             warnings.append(f"{where}: too few runs for a verdict: {short}; the evidence is shown, the verdict "
                             "is not")
     warnings += run_warnings(analysis.runs)
+    busy = [(f"run {(r.idx or 0) + 1}", b) for r in analysis.runs
+            if r.status == "ok" and (b := busy_run(r.details.get("resources") or {}))]
+    warnings += [w for w in [busy_warning(busy, len(analysis.runs))] if w]
     warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
         warnings.append(f"{len(analysis.differences)} difference(s) between variants that the campaign did not ask "

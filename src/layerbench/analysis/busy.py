@@ -1,0 +1,49 @@
+"""A busy machine: runs during which processes outside the run (the sampler's "other" CPU, which includes a
+hypervisor's steal time) took more than a set share of the machine's CPUs, and what those processes were.
+
+The share is other / (all CPU time of the window: busy + idle, every CPU); with 2 CPUs, 0.15 is 0.3 of a CPU
+taken by something else for the whole run. Read from each run's stored resource record, so old campaigns and
+rebuilt reports get the same warning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+BUSY_SHARE = 0.15
+
+
+@dataclass(frozen=True)
+class Busy:
+    share: float  # of all CPU time in the window, used by other processes (steal included)
+    steal_share: float
+    top: tuple[tuple[str, float], ...]  # (process name, CPU seconds), busiest first
+
+
+def busy_run(usage: dict[str, Any], threshold: float = BUSY_SHARE) -> Busy | None:
+    """The run's busy facts when other processes and steal took more than `threshold` of the machine."""
+    cpu = usage.get("cpu_seconds") or {}
+    total = sum(float(v) for v in cpu.values())
+    other = float(cpu.get("other", 0.0))
+    if total <= 0 or other / total <= threshold:
+        return None
+    top = tuple((str(p.get("name", "?")), float(p.get("cpu_seconds", 0.0))) for p in usage.get("top_other", []))
+    return Busy(other / total, float(usage.get("steal_seconds", 0.0)) / total, top)
+
+
+def busy_warning(flagged: list[tuple[str, Busy]], total_runs: int, threshold: float = BUSY_SHARE) -> str | None:
+    """One warning for the report: which runs, how busy, and the busiest other processes over them."""
+    if not flagged:
+        return None
+    worst = max(b.share for _, b in flagged)
+    steal = max(b.steal_share for _, b in flagged)
+    by_name: dict[str, float] = {}
+    for _, b in flagged:
+        for name, seconds in b.top:
+            by_name[name] = by_name.get(name, 0.0) + seconds
+    names = ", ".join(f"{n} ({s:.1f} CPU-s)" for n, s in sorted(by_name.items(), key=lambda x: -x[1])[:3])
+    runs = ", ".join(label for label, _ in flagged[:8]) + (" ..." if len(flagged) > 8 else "")
+    steal_text = f"; hypervisor steal up to {steal * 100:.0f} %" if steal >= 0.01 else ""
+    return (f"the machine was busy during {len(flagged)} of {total_runs} runs ({runs}): processes outside the runs "
+            f"took up to {worst * 100:.0f} % of the CPUs (threshold {threshold * 100:.0f} %){steal_text}"
+            f"{'; busiest: ' + names if names else ''}. Their numbers may swing; rerun them on a quiet machine")
