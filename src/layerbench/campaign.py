@@ -287,6 +287,13 @@ class Workload(Strict):
         return self.test.endswith(".lua") or "/" in self.test
 
 
+WALL_TIME = r"^\d{1,6}(\.\d{1,3})?\s?[smh]$"  # 90s, 30m, 2h
+
+
+def seconds_of(text: str) -> float:
+    return float(text.strip()[:-1]) * {"s": 1, "m": 60, "h": 3600}[text.strip()[-1]]
+
+
 class Adaptive(Strict):
     """`repetitions: {auto: true, min: 6, max: 30, budget: 30m}`: rounds go on until every comparison is decided
     (analysis/sequential.py), `max` rounds are done, or the budget of wall time would be passed."""
@@ -294,8 +301,7 @@ class Adaptive(Strict):
     auto: Literal[True]
     min: int = Field(default=6, ge=2, le=1000)
     max: int = Field(default=30, ge=2, le=1000)
-    budget: str | None = Field(default=None, pattern=r"^\d{1,6}(\.\d{1,3})?\s?[smh]$",
-                               description="wall time, like 90s, 30m or 2h")
+    budget: str | None = Field(default=None, pattern=WALL_TIME, description="wall time, like 90s, 30m or 2h")
 
     @model_validator(mode="after")
     def _ordered(self) -> Adaptive:
@@ -307,9 +313,7 @@ class Adaptive(Strict):
 
     @property
     def budget_seconds(self) -> float | None:
-        if self.budget is None:
-            return None
-        return float(self.budget.strip()[:-1]) * {"s": 1, "m": 60, "h": 3600}[self.budget.strip()[-1]]
+        return None if self.budget is None else seconds_of(self.budget)
 
 
 class Campaign(Strict):
@@ -330,6 +334,8 @@ class Campaign(Strict):
     unstable_ratio: float = Field(default=1.5, gt=1, le=1000, description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
     hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
+    wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "
+                                       "this long (at most 1 h) for other processes to leave the CPUs idle")
 
     @model_validator(mode="after")
     def _placement(self) -> Campaign:
@@ -337,6 +343,13 @@ class Campaign(Strict):
 
         check_placement(self.hosts, self.variants)
         return self
+
+    @field_validator("wait_for_quiet")
+    @classmethod
+    def _bounded_wait(cls, value: str | None) -> str | None:
+        if value is not None and not (re.fullmatch(WALL_TIME, value) and 0 < seconds_of(value) <= 3600):
+            raise ValueError(f"{shown(value)} is not a wait from 1 s to 1 h; write it like 30s or 5m")
+        return value
 
     @field_validator("repetitions", mode="before")
     @classmethod

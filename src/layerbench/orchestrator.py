@@ -24,6 +24,7 @@ from layerbench.campaign import (
     VariantBase,
     Workload,
     campaign_as_dict,
+    seconds_of,
     stored_campaign,
 )
 from layerbench.critical import signals_deferred
@@ -32,7 +33,7 @@ from layerbench.hosts import Hosts
 from layerbench.placement import network_path, placement_of
 from layerbench.preflight import preflight
 from layerbench.procs import stop_all
-from layerbench.resources import ResourceSampler
+from layerbench.resources import ResourceSampler, wait_for_quiet
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
 from layerbench.server.dataset import (
@@ -251,6 +252,8 @@ class Orchestrator:
         record = RunRecord(campaign_id, spec.variant, spec.workload, spec.threads, spec.repetition, idx=spec.idx,
                            round=spec.round, started_at=time.time(), percentile=workload.percentile,
                            run_dir=str(run_dir), warmup_seconds=float(workload.warmup))
+        if self.campaign.wait_for_quiet:  # before anything of this run starts, so only others' work is seen
+            record.details["quiet_wait"] = wait_for_quiet(seconds_of(self.campaign.wait_for_quiet))
         backend = make_backend(variant)
         owner = f"lb{campaign_id}-{self.token}-{spec.idx + 1}-private"
         password = generate_password()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 TICKS = os.sysconf("SC_CLK_TCK")
+BUSY_SHARE = 0.15  # other processes above this share of all CPUs make a machine busy (analysis/busy.py)
 FULL_SCAN_EVERY = 5
 
 
@@ -186,6 +187,26 @@ def cgroup_stats(dirs: list[Path]) -> dict[str, dict[str, float]]:
             except ValueError:
                 continue
     return out
+
+
+def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of all CPUs' time that was busy between two readings of /proc/stat."""
+    busy, idle = after[0] - before[0], after[1] - before[1]
+    return busy / (busy + idle) if busy + idle > 0 else 0.0
+
+
+def wait_for_quiet(max_seconds: float, threshold: float = BUSY_SHARE, step: float = 1.0) -> dict[str, Any]:
+    """Before a run (nothing of the campaign's is running): wait, at most `max_seconds`, until the machine was
+    busy for at most `threshold` of its CPU time during one `step`. Returns what happened, for the run's record."""
+    started = time.monotonic()
+    while True:
+        before = parse_machine_stat(read("/proc/stat") or "")
+        time.sleep(step)
+        share = busy_share(before, parse_machine_stat(read("/proc/stat") or ""))
+        waited = time.monotonic() - started
+        if share <= threshold or waited >= max_seconds:
+            return {"waited_seconds": round(waited, 1), "quiet": share <= threshold, "busy_share": round(share, 3),
+                    "max_seconds": max_seconds}
 
 
 # --- the result -------------------------------------------------------------------------------------------

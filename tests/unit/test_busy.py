@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from layerbench.analysis.busy import busy_run, busy_warning
-from layerbench.resources import ProcStat, ResourceSampler, parse_steal, top_processes
+from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
+from layerbench.resources import ProcStat, ResourceSampler, busy_share, parse_steal, top_processes, wait_for_quiet
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "proc"
 
@@ -61,3 +61,14 @@ def test_the_sampler_names_a_real_busy_process_outside_the_run() -> None:
     assert usage.cpu_seconds["other"] > 0.5
     assert all(p["pid"] != sleeper.pid for p in usage.top_other)
     assert usage.top_other and usage.top_other[0]["cpu_seconds"] > 0
+
+
+def test_wait_for_quiet_is_bounded_and_recorded() -> None:
+    never = wait_for_quiet(0.4, threshold=-1.0, step=0.2)  # no machine is ever below -1: the wait runs out
+    assert never["quiet"] is False and never["waited_seconds"] >= 0.4 and never["max_seconds"] == 0.4
+    always = wait_for_quiet(60, threshold=1.0, step=0.1)  # every machine is at most 100 % busy: no wait
+    assert always["quiet"] is True and 0 <= always["busy_share"] <= 1
+    assert busy_share((100, 300), (150, 350)) == 0.5
+    text = quiet_wait_warning([("run 1", never), ("run 2", always)])
+    assert text is not None and text.startswith("wait_for_quiet: 1 of 2 runs started on a busy machine")
+    assert quiet_wait_warning([("run 2", always)]) is None

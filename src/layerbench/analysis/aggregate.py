@@ -9,7 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from layerbench.analysis.busy import busy_run, busy_warning
+from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
 from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
 from layerbench.analysis.runs import Window, run_values, steady_window
@@ -214,7 +214,8 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
     warnings += run_warnings(analysis.runs)
     busy = [(f"run {(r.idx or 0) + 1}", b) for r in analysis.runs
             if r.status == "ok" and (b := busy_run(r.details.get("resources") or {}))]
-    warnings += [w for w in [busy_warning(busy, len(analysis.runs))] if w]
+    waits = [(f"run {(r.idx or 0) + 1}", r.details["quiet_wait"]) for r in analysis.runs if "quiet_wait" in r.details]
+    warnings += [w for w in [busy_warning(busy, len(analysis.runs)), quiet_wait_warning(waits)] if w]
     warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
         warnings.append(f"{len(analysis.differences)} difference(s) between variants that the campaign did not ask "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-BUSY_SHARE = 0.15
+from layerbench.resources import BUSY_SHARE
 
 
 @dataclass(frozen=True)
@@ -47,3 +47,15 @@ def busy_warning(flagged: list[tuple[str, Busy]], total_runs: int, threshold: fl
     return (f"the machine was busy during {len(flagged)} of {total_runs} runs ({runs}): processes outside the runs "
             f"took up to {worst * 100:.0f} % of the CPUs (threshold {threshold * 100:.0f} %){steal_text}"
             f"{'; busiest: ' + names if names else ''}. Their numbers may swing; rerun them on a quiet machine")
+
+
+def quiet_wait_warning(waits: list[tuple[str, dict[str, Any]]]) -> str | None:
+    """wait_for_quiet: the runs that started on a busy machine because the wait ran out, and the time waited."""
+    if not waits:
+        return None
+    total = sum(float(w.get("waited_seconds", 0.0)) for _, w in waits)
+    loud = [label for label, w in waits if not w.get("quiet", True)]
+    if not loud:
+        return None
+    return (f"wait_for_quiet: {len(loud)} of {len(waits)} runs started on a busy machine after waiting the "
+            f"longest allowed ({', '.join(loud[:8])}{' ...' if len(loud) > 8 else ''}); {total:.0f} s waited in all")
