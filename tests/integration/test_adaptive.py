@@ -50,12 +50,12 @@ def test_a_clear_cost_is_decided_before_max_rounds(tmp_path: Path) -> None:
 
 def test_an_identical_variant_runs_out_without_a_false_verdict(tmp_path: Path) -> None:
     same = {"name": "same-again", "extends": "base"}
-    _, analysis = run(tmp_path, "it-adaptive-aa", same, {"auto": True, "min": 4, "max": 8, "budget": "40s"})
+    _, analysis = run(tmp_path, "it-adaptive-aa", same, {"auto": True, "min": 6, "max": 9, "budget": "75s"})
     state = analysis.adaptive
     assert state is not None, render(analysis)
     (decision,) = state.decisions
     print(f"A/A: {decision.kind} after {state.rounds} rounds ({state.reason})")
-    assert decision.kind in {"~", "within noise", "need more runs"}, render(analysis)
+    assert decision.kind in {"~", "within noise"}, render(analysis)  # a verdict, and not slower/faster
     assert state.reason in {"budget", "max rounds", "all decided"}
     if state.reason != "all decided":
         assert "open after" in render(analysis)
