@@ -129,11 +129,20 @@ def variant_line(variant: VariantBase) -> str:
     return f"variant {variant.name} ({kind}): {text}{'; ' + extra if extra else ''}"
 
 
+def rounds_text(campaign: Campaign) -> str:
+    """`10 repetitions`, or for repetitions: auto the most it may run."""
+    spec = campaign.repetitions
+    if isinstance(spec, int):
+        return f"{spec} repetitions"
+    budget = f", budget {spec.budget}" if spec.budget else ""
+    return f"up to {spec.max} repetitions (auto: from {spec.min}, stops when all are decided{budget})"
+
+
 def workload_line(campaign: Campaign, workload: Workload) -> str:
     threads = ", ".join(str(t) for t in workload.threads)
     runs = len(workload.threads) * campaign.rounds * len(campaign.variants)
     return (f"workload {workload.name}: {workload.test}, {workload.tables} x {workload.table_size:,} rows, threads "
-            f"{threads} x {campaign.rounds} repetitions x {len(campaign.variants)} variants = {runs} runs of "
+            f"{threads} x {rounds_text(campaign)} x {len(campaign.variants)} variants = {runs} runs of "
             f"{workload.warmup} s warm-up + {workload.duration} s; reset {workload.reset}")
 
 
