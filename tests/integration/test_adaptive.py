@@ -13,7 +13,7 @@ from test_host_campaign import campaign_file
 from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
 from layerbench.campaign import parse_campaign
-from layerbench.report import json_export
+from layerbench.report import html, json_export
 from layerbench.report.markdown import render
 from layerbench.store import Store
 
@@ -44,6 +44,7 @@ def test_a_clear_cost_is_decided_before_max_rounds(tmp_path: Path) -> None:
     text = render(analysis)
     assert "## Adaptive repetitions" in text and f"stopped after {state.rounds} rounds" in text
     assert "campaign is" not in text  # no "x of y planned runs" warning: the rounds it needed were the plan
+    assert "<h2>Adaptive repetitions</h2>" in html.render(analysis)
     document = json.loads(json_export.render(analysis))
     assert document["adaptive"]["decisions"][0]["decided"] is True
 
