@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from layerbench.analysis.sequential import over_budget, simulate_rounds, stop_reason
 from layerbench.campaign import Adaptive, parse_campaign
@@ -67,3 +69,19 @@ def test_bad_repetitions_are_one_line(value: object, message: str) -> None:
     with pytest.raises(BadInput) as caught:
         parse_campaign({**BASE, "repetitions": value})
     assert str(caught.value) == message
+
+
+VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
+                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                          st.sampled_from(["auto", "min", "max", "budget", "x"]), inner, max_size=4), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES)
+def test_any_repetitions_value_parses_or_is_one_line(value: object) -> None:
+    try:
+        campaign = parse_campaign({**BASE, "repetitions": value})
+    except BadInput as error:
+        assert "\n" not in str(error) and str(error).startswith("repetitions")
+    else:
+        assert 1 <= campaign.rounds <= 1000
