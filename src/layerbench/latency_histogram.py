@@ -6,7 +6,8 @@ it at the end of the warm-up (`--report-checkpoints`) and asks for `--histogram`
 the measured window just before the final report. The percentiles here follow sysbench's own rule
 (get_pct_cumulative: the first bucket whose running count reaches floor(n * p / 100 + 0.5)), so the one that
 sysbench reports (`--percentile`) is reproduced exactly; their resolution is one bucket (about 1.8 %). The
-maximum is sysbench's exact timer maximum, not a bucket.
+maximum is sysbench's exact timer maximum, not a bucket. sysbench prints a bucket's value with 3 decimals,
+which names the bucket exactly from 0.054 ms up; below that, neighbouring buckets print alike and merge.
 """
 
 from __future__ import annotations
