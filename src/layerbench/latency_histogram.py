@@ -6,8 +6,10 @@ it at the end of the warm-up (`--report-checkpoints`) and asks for `--histogram`
 the measured window just before the final report. The percentiles here follow sysbench's own rule
 (get_pct_cumulative: the first bucket whose running count reaches floor(n * p / 100 + 0.5)), so the one that
 sysbench reports (`--percentile`) is reproduced exactly; their resolution is one bucket (about 1.8 %). The
-maximum is sysbench's exact timer maximum, not a bucket. sysbench prints a bucket's value with 3 decimals,
-which names the bucket exactly from 0.054 ms up; below that, neighbouring buckets print alike and merge.
+maximum is sysbench's exact timer maximum, not a bucket, and no percentile is shown above it (the middle of the
+top bucket can lie above the real maximum: then the maximum is the better bound). sysbench prints a bucket's
+value with 3 decimals, which names the bucket exactly from 0.054 ms up; below that, neighbouring buckets print
+alike and merge.
 """
 
 from __future__ import annotations
@@ -71,8 +73,8 @@ def distribution(counts: dict[int, int], max_ms: float | None) -> dict[float, fl
     if not counts or sum(counts.values()) == 0:
         return {}
     out = {p: value for p in PERCENTILES if (value := percentile_ms(counts, p)) is not None}
-    if max_ms is not None:
-        out[100.0] = float(max_ms)
+    if max_ms is not None:  # a bucket's value is its middle: in the maximum's bucket it can exceed the maximum
+        out = {p: min(value, float(max_ms)) for p, value in out.items()} | {100.0: float(max_ms)}
     return out
 
 

@@ -51,6 +51,8 @@ def test_bucket_round_trip_and_rule() -> None:
     assert percentile_ms(counts, 95) == pytest.approx(bucket_value(bucket_of(2.0)))  # rank floor(95.5) = 95
     assert percentile_ms(counts, 99) == pytest.approx(bucket_value(bucket_of(10.0)))
     assert distribution({}, 3.0) == {} and percentile_ms({}, 95) is None
+    top = {bucket_of(1.0): 10, bucket_of(10.0): 1}  # the maximum, 9.95 ms, lies below its bucket's middle
+    assert bucket_value(bucket_of(10.0)) > 9.95 and distribution(top, 9.95)[99.9] == 9.95
 
 
 def test_output_without_histogram_records_no_distribution() -> None:
