@@ -222,6 +222,21 @@ Variant = Annotated[
 BACKENDS = ("host", "external", "docker", "vm", "kubernetes")
 
 
+def recorded_percentiles(value: Any) -> list[float]:
+    """compare_percentiles: a list of the percentiles each run records, each once."""
+    from layerbench.latency_histogram import PERCENTILES
+
+    allowed = (*PERCENTILES, 100.0)
+    values = value if isinstance(value, list) else [value]
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, int | float) or float(item) not in allowed:
+            raise ValueError(f"{shown(item)} is not a recorded percentile; choose from "
+                             f"{', '.join(f'{p:g}' for p in allowed)} (100 is the maximum)")
+    if len(set(values)) < len(values):
+        raise ValueError("a percentile is listed twice; list each once")
+    return [float(v) for v in values]
+
+
 class Workload(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = "default"
     test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f]{1,4096}$")
@@ -232,6 +247,8 @@ class Workload(Strict):
     warmup: int = Field(default=5, ge=0, le=MAX_SECONDS, description="seconds of unmeasured run before it")
     report_interval: int = Field(default=1, ge=1, le=MAX_SECONDS)
     percentile: int = Field(default=95, ge=1, le=100)
+    compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
+                                             "besides `percentile`: 50, 90, 95, 99, 99.9 or 100 (the maximum)")
     rand_type: Literal["uniform", "gaussian", "special", "pareto", "zipfian"] | None = None
     rand_seed: int | None = Field(default=0, ge=0, le=2**32 - 1)
     buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
@@ -254,6 +271,18 @@ class Workload(Strict):
             raise ValueError(f"thread count {repeated[0]} is listed twice; list each count once "
                              "(repetitions repeats every point)")
         return values
+
+    @field_validator("compare_percentiles", mode="before")
+    @classmethod
+    def _recorded_percentiles(cls, value: Any) -> Any:
+        return recorded_percentiles(value)
+
+    @model_validator(mode="after")
+    def _not_the_main_percentile(self) -> Workload:
+        if self.percentile in self.compare_percentiles:
+            raise ValueError(f"compare_percentiles: {self.percentile:g} is already the workload's `percentile`; "
+                             "list only the others")
+        return self
 
     @field_validator("buffer_pool")
     @classmethod
@@ -331,11 +360,18 @@ class Campaign(Strict):
     alpha: float = Field(default=0.05, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
                                  "a verdict, on top of what alpha needs (docs/import.md)")
+    compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
+                                             "in every workload besides its `percentile` (docs/campaign.md)")
     unstable_ratio: float = Field(default=1.5, gt=1, le=1000, description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
     hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
     wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "
                                        "this long (at most 1 h) for other processes to leave the CPUs idle")
+
+    @field_validator("compare_percentiles", mode="before")
+    @classmethod
+    def _recorded_percentiles(cls, value: Any) -> Any:
+        return recorded_percentiles(value)
 
     @model_validator(mode="after")
     def _placement(self) -> Campaign:

@@ -405,6 +405,7 @@ class Orchestrator:
                           "as an emulated VM does: use fewer threads)")
             raise RunFailed(cause)
         record.totals = parsed.totals
+        record.latency = parsed.latency
         warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]
         record.details["warmup_intervals"] = len(warm)
 

@@ -18,7 +18,7 @@ from typing import Any
 from layerbench.errors import BadInput
 from layerbench.sysbench import Interval, Totals
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: run_latency (the measured window's latency distribution); a v1 store gains it empty
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -74,6 +74,12 @@ CREATE TABLE IF NOT EXISTS intervals (
   warmup INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS run_latency (  -- the measured window's distribution, from sysbench's histogram
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  percentile REAL NOT NULL,            -- 50, 90, 95, 99, 99.9; 100 is the exact maximum
+  value_ms REAL NOT NULL,
+  PRIMARY KEY (run_id, percentile)
+);
 """
 
 RUN_METRIC_COLUMNS = (
@@ -104,6 +110,7 @@ class RunRecord:
     warmup_seconds: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
     imported: dict[str, float] | None = None  # metric column -> value, for results measured elsewhere
+    latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
 
     def metric_values(self) -> list[Any]:
         if self.imported is not None:
@@ -149,6 +156,8 @@ class Store:
             elif int(row[0]) > SCHEMA_VERSION:
                 raise BadInput(f"{self.path}: schema version {row[0]} is newer than this layerbench "
                                f"({SCHEMA_VERSION}); upgrade layerbench or use another --db")
+            elif int(row[0]) < SCHEMA_VERSION:  # the new tables came with SCHEMA; older runs have no rows there
+                self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -230,6 +239,14 @@ class Store:
     def intervals(self, run_id: int) -> list[sqlite3.Row]:
         return list(self.db.execute("SELECT * FROM intervals WHERE run_id=? ORDER BY seq", (run_id,)))
 
+    def latency_by_run(self, campaign_id: int) -> dict[int, dict[float, float]]:
+        """run id -> percentile -> ms, for the runs that recorded their distribution (none before schema 2)."""
+        out: dict[int, dict[float, float]] = {}
+        for row in self.db.execute("SELECT l.* FROM run_latency l JOIN runs r ON r.id=l.run_id WHERE r.campaign_id=?"
+                                   " ORDER BY l.run_id, l.percentile", (campaign_id,)):
+            out.setdefault(int(row["run_id"]), {})[float(row["percentile"])] = float(row["value_ms"])
+        return out
+
     def intervals_by_run(self, campaign_id: int) -> dict[int, list[sqlite3.Row]]:
         out: dict[int, list[sqlite3.Row]] = {}
         for row in self.db.execute(
@@ -263,4 +280,6 @@ def _insert_run(db: sqlite3.Connection, run: RunRecord) -> int:
         (run_id, seq, i.time, i.threads, i.tps, i.qps, i.reads_ps, i.writes_ps, i.other_ps,
          i.latency_pct_ms, i.errors_ps, i.reconnects_ps, int(i.time <= run.warmup_seconds + 1e-6))
         for seq, i in enumerate(run.intervals)])
+    db.executemany("INSERT INTO run_latency VALUES (?, ?, ?)",
+                   [(run_id, float(p), float(v)) for p, v in run.latency.items()])
     return run_id

@@ -16,6 +16,7 @@ from typing import Any
 
 from layerbench.backends.base import Endpoint
 from layerbench.campaign import Workload
+from layerbench.latency_histogram import distribution, parse_histogram
 
 MARK = "LAYERBENCH "
 SYSBENCH_SHARE = "/usr/share/sysbench"
@@ -124,6 +125,7 @@ class ParsedOutput:
     intervals: list[Interval] = field(default_factory=list)
     totals: Totals | None = None
     errors: list[str] = field(default_factory=list)  # FATAL/ALERT lines sysbench printed
+    latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
 
 
 # --- command lines ----------------------------------------------------------------------------------------
@@ -197,11 +199,13 @@ def run_command(workload: Workload, config_file: Path, hook_file: Path, threads:
     """The measured run, warm-up included in the same process and connections.
 
     sysbench 1.0 has no --warmup-time; `--report-checkpoints=W` dumps and resets every counter W seconds in,
-    so the last cumulative report covers exactly the `duration` seconds after the warm-up.
+    so the last cumulative report covers exactly the `duration` seconds after the warm-up; `--histogram`
+    prints that window's latency histogram (latency_histogram.py) just before it.
     """
     cmd = ["sysbench", f"--config-file={config_file}", str(hook_file), *workload_args(workload, threads),
            f"--time={workload.warmup + workload.duration}", "--events=0",
-           f"--report-interval={workload.report_interval}", f"--percentile={workload.percentile}"]
+           f"--report-interval={workload.report_interval}", f"--percentile={workload.percentile}",
+           "--histogram=on"]
     if workload.warmup > 0:
         cmd.append(f"--report-checkpoints={workload.warmup}")
     return [*cmd, "run"]
@@ -282,6 +286,9 @@ def parse_output(text: str) -> ParsedOutput:
         human = parse_human(text)
         parsed.totals = human.totals
         parsed.intervals = parsed.intervals or human.intervals
+    counts = parse_histogram(text)
+    if counts and parsed.totals is not None:
+        parsed.latency = distribution(counts, parsed.totals.latency_max_ms)
     return parsed
 
 

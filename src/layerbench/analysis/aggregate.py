@@ -15,6 +15,7 @@ from layerbench.analysis.fairness import Difference, fairness_differences, vm_si
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.sequential import AdaptiveState, Decision, look_alpha, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
+from layerbench.latency_histogram import percentile_key
 from layerbench.store import Store
 
 # metric key -> (label, higher is better)
@@ -43,6 +44,7 @@ class RunRow:
     window: Window | None = None
     series: tuple[tuple[float, float, bool], ...] = ()  # (time, tps, warm-up) per interval
     transactions: int | None = None  # of the measured part (after the warm-up)
+    latency: dict[float, float] = field(default_factory=dict, compare=False)  # percentile -> ms (schema 2 runs)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,12 @@ class Analysis:
     adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
 
     def metric_label(self, metric: str) -> str:
+        if metric not in METRICS:
+            return latency_label(metric)
         return METRICS[metric][0].format(pct=self.percentile)
+
+    def compared_percentiles(self, workload: str) -> dict[str, tuple[str, bool]]:
+        return extra_metrics(self.definition, workload)
 
     def nothing_to_compare(self) -> str:
         """Why the answer has no variant row: no run stored yet, none succeeded, or only the baseline ran."""
@@ -109,18 +116,38 @@ class Analysis:
         return "Only the baseline was measured."
 
 
+def latency_metric(percentile: float) -> str:
+    """The metric key of a recorded percentile: lat_p99_ms, lat_p99.9_ms, lat_max_ms."""
+    return f"lat_{percentile_key(percentile)}_ms"
+
+
+def latency_label(metric: str) -> str:
+    return f"{metric.removeprefix('lat_').removesuffix('_ms')} latency (ms)"
+
+
+def extra_metrics(definition: dict[str, Any], workload: str) -> dict[str, tuple[str, bool]]:
+    """The latency percentiles a campaign compares at a workload besides its `percentile` (compare_percentiles of
+    the campaign and of the workload): metric key -> (label, higher is better)."""
+    spec = next((w for w in definition.get("workloads", []) if w.get("name") == workload), {})
+    asked = [float(p) for p in [*definition.get("compare_percentiles", []), *spec.get("compare_percentiles", [])]]
+    main = float(spec.get("percentile") or 95)
+    return {latency_metric(p): (latency_label(latency_metric(p)), False) for p in dict.fromkeys(asked) if p != main}
+
+
 def run_rows(store: Store, campaign_id: int, unstable_ratio: float) -> list[RunRow]:
-    intervals = store.intervals_by_run(campaign_id)
+    intervals, latency = store.intervals_by_run(campaign_id), store.latency_by_run(campaign_id)
     rows = []
     for r in store.runs(campaign_id):
         series = intervals.get(int(r["id"]), [])
         window = steady_window(series, unstable_ratio) if r["status"] == "ok" else None
         values = run_values(r, window) if window else {m: (float(r[m]) if r[m] is not None else None)
                                                        for m in METRICS}
+        dist = latency.get(int(r["id"]), {})
+        values |= {latency_metric(p): v for p, v in dist.items()}
         rows.append(RunRow(int(r["id"]), r["idx"], r["round"], r["variant"], r["workload"], r["threads"],
                            int(r["repetition"]), r["status"], r["error"], values, json.loads(r["details"] or "{}"),
                            window, tuple((float(i["time"]), float(i["tps"]), bool(i["warmup"])) for i in series),
-                           int(r["transactions"]) if r["transactions"] is not None else None))
+                           int(r["transactions"]) if r["transactions"] is not None else None, dist))
     return rows
 
 
@@ -144,7 +171,7 @@ def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | N
 
 
 def metric_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[float]]:
-    return {n: [v for r in runs if r.variant == n and r.status == "ok" and (v := r.values[metric]) is not None]
+    return {n: [v for r in runs if r.variant == n and r.status == "ok" and (v := r.values.get(metric)) is not None]
             for n in names}
 
 
@@ -156,8 +183,9 @@ def with_statistics(point: VariantPoint, stats_by_metric: dict[str, dict[str, Su
 
 
 def build_point(workload: str, threads: int | None, here: list[RunRow], variants: list[str], baseline: str,
-                settings: Settings) -> Point:
-    """One point's statistics, computed once for all its variants."""
+                settings: Settings, extra: dict[str, tuple[str, bool]] | None = None) -> Point:
+    """One point's statistics, computed once for all its variants; `extra`: the other latency percentiles the
+    campaign compares here (each compared on its own, never mixed with the campaign's `percentile`)."""
     base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
     base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
     names = [v for v in variants if any(r.variant == v for r in here)]
@@ -166,6 +194,10 @@ def build_point(workload: str, threads: int | None, here: list[RunRow], variants
     values = {m: metric_values(here, names, m) for m in METRICS}
     stats_by_metric = {m: summaries(values[m], settings.seed) for m in METRICS}
     compared = {m: comparisons(baseline, values[m], METRICS[m][1], settings) for m in METRICS}
+    for metric, (_, higher) in (extra or {}).items():
+        found = {n: v for n, v in metric_values(here, names, metric).items() if v}
+        stats_by_metric[metric] = summaries(found, settings.seed)
+        compared[metric] = comparisons(baseline, found, higher, settings)
     full = [with_statistics(p, stats_by_metric, compared) for p in plain]
     where = workload if threads is None else f"{workload} / {threads} threads"
     warnings = [w for p in full for w in variant_warnings(where, p.variant, values["tps"][p.variant],
@@ -173,12 +205,14 @@ def build_point(workload: str, threads: int | None, here: list[RunRow], variants
     return Point(workload, threads, full, tuple(warnings))
 
 
-def build_points(runs: list[RunRow], variants: list[str], baseline: str, settings: Settings) -> list[Point]:
+def build_points(runs: list[RunRow], variants: list[str], baseline: str, settings: Settings,
+                 definition: dict[str, Any] | None = None) -> list[Point]:
     grouped: dict[tuple[str, int | None], list[RunRow]] = {}
     for r in runs:
         grouped.setdefault((r.workload, r.threads), []).append(r)
     keys = sorted(grouped, key=lambda k: (k[0], k[1] or 0))
-    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings) for w, t in keys]
+    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings, extra_metrics(definition or {}, w))
+            for w, t in keys]
 
 
 def run_warnings(runs: list[RunRow]) -> list[str]:
@@ -303,7 +337,7 @@ def analyze(store: Store, ref: str | int, overrides: dict[str, Any] | None = Non
     percentile = label_number((workloads[0].get("percentile") if workloads else None) or 95)
     schedule = store.schedule(campaign_id)
     planned = len(schedule) or len(runs)
-    points = build_points(runs, variants, row["baseline"], settings)
+    points = build_points(runs, variants, row["baseline"], settings, definition)
     analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
                         points, planned, settings=settings)
     analysis.environments = environments(runs)

@@ -11,11 +11,14 @@ import csv
 import io
 
 from layerbench.analysis.aggregate import Analysis, RunRow
+from layerbench.analysis.latency import SHOWN
+from layerbench.latency_histogram import percentile_key
 
 COLUMNS = ["campaign_id", "run", "round", "variant", "workload", "threads", "repetition", "status", "error",
            "total_queries", "qps", "tps", "lat_avg_ms", "lat_pct_ms", "percentile", "steady_cut_intervals",
            "steady_intervals", "steady_state", "unstable", "swing_ratio", "reset_method", "reset_seconds",
-           "tps_verdict", "tps_delta", "lat_pct_verdict", "lat_pct_delta"]
+           "tps_verdict", "tps_delta", "lat_pct_verdict", "lat_pct_delta",
+           *[f"lat_{percentile_key(p)}_ms" for p in SHOWN]]  # the measured window's distribution (empty: none)
 
 
 def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]:
@@ -60,5 +63,6 @@ def render(analysis: Analysis) -> str:
     judged = verdicts(analysis)
     for r in analysis.runs:
         extra = judged.get((r.variant, r.workload, r.threads), ["", "", "", ""])
-        writer.writerow(["" if v is None else neutralised(v) for v in [*row(analysis, r), *extra]])
+        dist = [r.latency.get(p) for p in SHOWN]
+        writer.writerow(["" if v is None else neutralised(v) for v in [*row(analysis, r), *extra, *dist]])
     return out.getvalue()

@@ -1,6 +1,6 @@
 """The HTML report: ONE self-contained file (styles and plotly.js inlined, no network needed to open it), in the
-order a reader needs it: the answer, warnings, runs, time series, sweeps, overhead, ladder, price,
-environment, the campaign as run, the run table."""
+order a reader needs it: the answer, warnings, runs, the latency distribution, time series, sweeps, overhead, ladder,
+price, environment, the campaign as run, the run table."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.aggregate import Analysis, VariantPoint, overhead_rows, price_performance
+from layerbench.analysis.latency import SHOWN, distribution_rows, missing_percentiles, percentile_comparisons
 from layerbench.analysis.sequential import decision_rows, headline
+from layerbench.latency_histogram import percentile_key
 from layerbench.report import charts, evidence
 from layerbench.report.markdown import fmt, legend, method_line, point_title, verdict_notes, window_text
 
@@ -118,6 +120,23 @@ def per_variant(analysis: Analysis) -> str:
     return "".join(parts)
 
 
+def latency_distribution(analysis: Analysis) -> str:
+    """p50 ... max of the measured window per variant (median over runs), and the other percentiles compared."""
+    rows = distribution_rows(analysis)
+    keys = [percentile_key(p) for p in SHOWN]
+    body = [[esc(r.variant), esc(r.point), str(r.runs), *[fmt(r.median_ms.get(k)) for k in keys]] for r in rows]
+    parts = [table(["variant", "point", "runs", *[f"{k} (ms)" for k in keys]], body, set(range(2, 3 + len(keys))))
+             if body else "<p class='muted'>These runs recorded no latency distribution (imported, or measured "
+             "before layerbench recorded it).</p>"]
+    found = [[esc(c.variant), esc(c.point), esc(c.label), esc(evidence.verdict_word(c.comparison)),
+              esc(evidence.evidence_with_note(c.comparison))] for c in percentile_comparisons(analysis)]
+    if found:
+        parts.append(table(["variant", "point", "metric", "verdict", "delta [CI] (p, n)"], found))
+    parts += [f"<p class='warn'>{esc(m)}</p>" for m in missing_percentiles(analysis)]
+    return ("<h2>Latency distribution</h2><p>Percentiles of each run's measured window (sysbench's histogram, one "
+            "bucket of resolution, about 1.8 %; max exact), median over the runs.</p>" + "".join(parts))
+
+
 def overhead(analysis: Analysis) -> str:
     rows = overhead_rows(analysis)
     if not rows:
@@ -191,7 +210,7 @@ def render(analysis: Analysis) -> str:
     sections = [
         f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
         f"{esc(analysis.status)}</p><p>{esc(d.get('description', ''))}</p>", state,
-        answer(analysis), adaptive(analysis), warnings(analysis), per_variant(analysis),
+        answer(analysis), adaptive(analysis), warnings(analysis), per_variant(analysis), latency_distribution(analysis),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
         titled("Thread sweep", chart(charts.sweep_figure(analysis), "sweep")), overhead(analysis),
         titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(analysis),

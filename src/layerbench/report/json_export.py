@@ -9,7 +9,9 @@ import math
 from typing import Any
 
 from layerbench.analysis.aggregate import Analysis, price_performance, sweeps
+from layerbench.analysis.latency import distribution_rows, percentile_comparisons
 from layerbench.analysis.sequential import headline
+from layerbench.latency_histogram import percentile_key
 from layerbench.report import evidence
 
 SCHEMA = "layerbench.analysis/1"
@@ -37,6 +39,7 @@ def run_entry(r: Any) -> dict[str, Any]:
             "workload": r.workload, "threads": r.threads, "repetition": r.repetition, "status": r.status,
             "error": r.error, "values": r.values, "window": r.window, "reset": r.details.get("reset"),
             "resources": r.details.get("resources"),
+            "latency_ms": {percentile_key(p): v for p, v in r.latency.items()} or None,
             "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series]}
 
 
@@ -89,6 +92,10 @@ def document(analysis: Analysis) -> dict[str, Any]:
         "points": points_entry(analysis),
         "verdict_rule": evidence.rule(analysis),
         **({"adaptive": adaptive_entry(analysis)} if analysis.adaptive else {}),  # repetitions: auto only
+        "latency_distribution": distribution_rows(analysis),
+        "percentile_comparisons": [{"variant": c.variant, "point": c.point, "metric": c.metric, "label": c.label,
+                                    "comparison": comparison_entry(c.comparison)}
+                                   for c in percentile_comparisons(analysis)],
         "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in sweeps(analysis).items()],
         "price_performance": price_performance(analysis),
         "warnings": analysis.warnings,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from layerbench.analysis.aggregate import (
     METRICS,
     Analysis,
-    Point,
     RunRow,
     overhead_rows,
     price_performance,
     sweeps,
 )
 from layerbench.analysis.compare import Settings
+from layerbench.analysis.latency import missing_percentiles, percentile_comparisons, point_title
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import meanings
 from layerbench.report import evidence
@@ -66,10 +66,6 @@ def buffer_pool_note(analysis: Analysis, workload: dict) -> str:
     pool = run.details.get("environment", {}).get("server_variables", {}).get("innodb_buffer_pool_size")
     applied = f" = {int(pool) / 2**20:.0f} MiB" if pool else ""
     return f"; buffer pool {workload['buffer_pool']} of {size:.0f} MiB of data{applied}"
-
-
-def point_title(point: Point) -> str:
-    return point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
 
 
 def method_line(analysis: Analysis) -> str:
@@ -251,6 +247,19 @@ def overhead_section(analysis: Analysis) -> list[str]:
     return [*lines, *table(header, body, "ll" + "r" * (len(header) - 2)), ""]
 
 
+def percentiles_section(analysis: Analysis) -> list[str]:
+    """The comparisons at the other percentiles the campaign asked for, each against the same percentile."""
+    found, missing = percentile_comparisons(analysis), missing_percentiles(analysis)
+    if not found and not missing:
+        return []
+    lines = ["## Latency at other percentiles (compare_percentiles; each against the baseline's same percentile)", ""]
+    rows = [[f"`{c.variant}`", c.point, c.label, f"**{evidence.verdict_word(c.comparison)}**",
+             evidence.evidence_with_note(c.comparison)] for c in found]
+    if rows:
+        lines += [*table(["variant", "point", "metric", "verdict", "delta [CI] (p, n)"], rows, "lllll"), ""]
+    return [*lines, *[f"- {m}" for m in missing], *([""] if missing else [])]
+
+
 def price_section(analysis: Analysis) -> list[str]:
     rows = price_performance(analysis)
     if not rows:
@@ -265,7 +274,7 @@ def price_section(analysis: Analysis) -> list[str]:
 def render(analysis: Analysis) -> str:
     lines = heading(analysis) + answer_section(analysis) + adaptive_section(analysis) + warnings_section(analysis)
     lines += summary_section(analysis)
-    lines += aggregate_section(analysis)
+    lines += aggregate_section(analysis) + percentiles_section(analysis)
     lines += sweep_section(analysis) + overhead_section(analysis) + price_section(analysis)
     lines += fairness_section(analysis) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
