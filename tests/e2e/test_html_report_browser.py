@@ -61,7 +61,7 @@ def test_report_opens_offline_and_every_chart_renders(report: Path, artifacts: P
             assert box and box["width"] > 200 and box["height"] > 200, f"chart {i} did not render"
             traces = charts.nth(i).locator(".scatterlayer .trace, .boxlayer .trace, .barlayer .trace")
             assert traces.count() > 0, f"chart {i} ({charts.nth(i).get_attribute('data-chart')}) is empty"
-        answer = page.locator("h2:has-text('The answer') + p + table").inner_text()
+        answer = page.locator("h2:has-text('The answer') ~ table").first.inner_text()  # after the method and rule
         assert "tiny-bp" in answer and answer.count("tiny-bp") == 2  # one row per thread count
         page.screenshot(path=str(artifacts / "report-html.png"), full_page=True)
         browser.close()
