@@ -518,7 +518,22 @@ def one_line(text: str, limit: int = 1000) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: maps every error to a one-line message and its exit code."""
+    """Entry point: runs the command, then exits with its code. Once the command is over, a late signal (Ctrl-C
+    just as a campaign finishes) is ignored, so it cannot turn a finished command into a kill status."""
+    try:
+        code = run_command(argv)
+    except KeyboardInterrupt:  # a signal while an error was being reported
+        code = EXIT_INTERRUPTED
+    if argv is None:  # the process's own command line: it exits next (an in-process caller keeps its handlers)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+    if code == EXIT_INTERRUPTED:
+        stop_all()  # a process whose own cleanup a signal cut short: none outlives the command
+    sys.exit(code)
+
+
+def run_command(argv: list[str] | None) -> int:
+    """Runs one command; maps every error to a one-line message and returns the exit code."""
     code, args = 0, []
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, then exit 130
     stop_on_signals()  # SIGTERM and SIGHUP alike, from the first moment a command can start anything
@@ -554,6 +569,4 @@ def main(argv: list[str] | None = None) -> None:
                                     f"{one_line(str(error))} (run with --debug for the traceback, and please "
                                     "report it)"), highlight=False, soft_wrap=True)
         code = 1
-    if code == EXIT_INTERRUPTED:
-        stop_all()  # a process whose own cleanup a signal cut short: none outlives the command
-    sys.exit(code)
+    return code

@@ -89,6 +89,7 @@ def test_reprepare_still_works(tmp_path: Path, own_cache: Path) -> None:
 
 def test_buffer_pool_sized_from_the_data(tmp_path: Path, own_cache: Path) -> None:
     runs = run(tmp_path, repetitions=1, workload={**SMALL, "buffer_pool": "150%"})
+    assert {r["status"] for r in runs} == {"ok"}, [r["error"] for r in runs]
     for r in runs:
         variables = r["environment"]["server_variables"]
         bp, chunk = int(variables["innodb_buffer_pool_size"]), int(variables["innodb_buffer_pool_chunk_size"])
