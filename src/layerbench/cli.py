@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -410,10 +412,29 @@ def import_results(
     from layerbench.importer import statistics_options
 
     options = statistics_options(alpha, min_runs, threshold)
-    with Store(store_path(db)) as store:
+    path = store_path(db)
+    with removed_if_new_on_error(path), Store(path) as store:
         campaign_id = import_any(store, source, name, baseline, options)
         runs = len(store.runs(campaign_id))
     out.print(f"imported {runs} runs as campaign {campaign_id}; report it with: layerbench report {campaign_id}")
+
+
+@contextlib.contextmanager
+def removed_if_new_on_error(path: Path) -> Iterator[None]:
+    """A store (and its folder) that this command creates is removed again if the command fails: bad input
+    leaves nothing behind."""
+    folder_existed, store_existed = path.parent.exists(), path.exists()
+    try:
+        yield
+    except BaseException:
+        if not store_existed:
+            for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"),
+                             path.with_name(path.name + "-journal")):
+                leftover.unlink(missing_ok=True)
+            if not folder_existed:
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()
+        raise
 
 
 def study_names() -> list[str]:

@@ -154,3 +154,15 @@ def test_report_of_a_campaign_with_no_run_says_so(tmp_path: Path, capsys) -> Non
     assert "Only the baseline" not in text and "No run is stored" in (tmp_path / "r" / "report.html").read_text()
     assert cli(["compare", str(cid), str(fill_store(db, {"a": 1.0, "b": 1.0}, reps=3)), "--db", str(db)],
                capsys)[0] == 2
+
+
+@pytest.mark.parametrize("source", ["no-such-folder", "bad.csv"])
+def test_an_import_of_bad_input_leaves_no_store_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        source: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LAYERBENCH_DB", raising=False)
+    (tmp_path / "bad.csv").write_text("variant,iteration,tps\nhost,1,\"1,5\"\n")
+    with pytest.raises(SystemExit) as done:
+        main(["import", source, "--name", "x", "--baseline", "host"])
+    assert done.value.code == 2
+    assert not (tmp_path / "results").exists()
