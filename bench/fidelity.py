@@ -38,7 +38,7 @@ def by_layerbench(duration: int, work: Path) -> tuple[float, float, float]:
     before, started = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
     with Store(work / "lb.db") as store:
         outcome = run_campaign(campaign(duration, work), store)
-        tps = float(store.runs(outcome.campaign_id)[-1]["tps"])
+        tps = float(store.runs(outcome.campaign_id)[-1].metrics.tps or 0.0)
     after, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - started
     return tps, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 

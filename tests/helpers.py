@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 from layerbench.campaign import campaign_as_dict, parse_campaign
+from layerbench.records import CampaignRecord
 from layerbench.schedule import build_schedule
 from layerbench.store import RunRecord, Store
 from layerbench.sysbench import Interval, Totals
@@ -28,7 +29,7 @@ def fill_store(path: Path, variants: dict[str, float], reps: int = 6, seed: int 
     rng = random.Random(seed)
     campaign = parse_campaign(synthetic_campaign(variants, reps, threads, costs))
     with Store(path) as store:
-        cid = store.create_campaign("golden", campaign_as_dict(campaign), campaign.baseline, "results", None)
+        cid = store.create_campaign(CampaignRecord.from_json(campaign_as_dict(campaign)), "results", None)
         specs = build_schedule(campaign)
         store.save_schedule(cid, [s.as_row() for s in specs])
         for spec in specs:
@@ -71,3 +72,10 @@ def interrupt_campaign(path: Path, started, settle: float = 3.0, wait: float = 2
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=300)
     return proc.returncode, out
+
+
+def stored_rows(store: Store, campaign_id: int) -> list[dict]:
+    """The runs table's rows of a campaign as stored (columns by name; `details` the JSON text), for tests that
+    check what a campaign wrote."""
+    return [dict(row) for row in store.db.execute(
+        "SELECT * FROM runs WHERE campaign_id=? ORDER BY COALESCE(idx, id), id", (campaign_id,))]

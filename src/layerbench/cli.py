@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import sys
 import time
@@ -217,8 +216,7 @@ def resume(ref: RefArgument = "latest", db: DbOption = None) -> None:
     with Store(path) as store, RichProgress() as progress:
         outcome = resume_campaign(store, ref, progress=progress)
     with Store(path) as store:
-        formats = json.loads(store.campaign(outcome.campaign_id)["definition"]).get("formats", ["md"])
-        finish(store, outcome, formats)
+        finish(store, outcome, list(store.campaign(outcome.campaign_id).definition.report_formats))
 
 
 @app.command()
@@ -261,9 +259,10 @@ def list_campaigns(db: DbOption = None) -> None:
     with Store(store_path(db)) as store:
         table = Table("id", "name", "status", "started", "runs ok", "failed", "planned")
         for row in store.campaigns():
-            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["started_at"]))
-            table.add_row(str(row["id"]), Text(str(row["name"])), row["status"], started, str(row["ok_runs"]),
-                          str(row["failed_runs"]), str(row["planned_runs"]))
+            c = row.campaign
+            started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.started_at))
+            table.add_row(str(c.id), Text(c.name), c.status, started, str(row.ok_runs), str(row.failed_runs),
+                          str(row.planned_runs))
         out.print(table)
 
 
@@ -292,12 +291,12 @@ def report(
     overrides = statistics_options(alpha, min_runs, threshold)
     with Store(existing_store(db)) as store:
         row = store.campaign(ref)
-        formats = fmt or json.loads(row["definition"]).get("formats", ["md", "html"])
-        analysis = analyze(store, int(row["id"]), overrides)
+        formats = fmt or list(row.definition.report_formats)
+        analysis = analyze(store, row.id, overrides)
     if not analysis.runs:
         console.print(f"campaign {analysis.campaign_id} ({analysis.name}, {analysis.status}) has no stored run: "
                       "the report says so and holds no numbers", highlight=False, markup=False)
-    folder = output or Path(row["output_dir"]) / f"{row['id']}-{slug(row['name'])}"
+    folder = output or Path(row.output_dir) / f"{row.id}-{slug(row.name)}"
     for one in formats:
         out.print(f"report: {write_report(analysis, one, folder)}", highlight=False, markup=False)
 
@@ -360,10 +359,10 @@ def unfinished_campaigns(path: Path) -> list[str]:
     if not path.is_file():
         return []
     with Store(path) as store:
-        rows = [r for r in store.campaigns() if r["status"] in ("running", "interrupted", "failed")
-                and r["ok_runs"] + r["failed_runs"] < r["planned_runs"]]
-    return [f"campaign {r['id']} ({r['name']}, {r['status']}) in {path}: {r['ok_runs'] + r['failed_runs']} of "
-            f"{r['planned_runs']} runs stored; continue it with `layerbench resume {r['id']}`" for r in rows]
+        rows = [r for r in store.campaigns() if r.unfinished]
+    return [f"campaign {r.campaign.id} ({r.campaign.name}, {r.campaign.status}) in {path}: "
+            f"{r.ok_runs + r.failed_runs} of {r.planned_runs} runs stored; continue it with "
+            f"`layerbench resume {r.campaign.id}`" for r in rows]
 
 
 @app.command()

@@ -23,6 +23,8 @@ from layerbench.boundedyaml import load_text, read_bounded_text
 from layerbench.campaign import MAX_RUNS
 from layerbench.errors import BadInput, shown
 from layerbench.importer import check_name
+from layerbench.records import CampaignRecord
+from layerbench.settings import Overrides
 from layerbench.store import RunRecord, Store
 from layerbench.sysbench_logs import LogRun, parse_log
 
@@ -146,7 +148,7 @@ def checked_runs(entries: list[LogFile]) -> list[tuple[LogFile, LogRun, int | No
     return out
 
 
-def import_logs(store: Store, source: str, name: str, baseline: str, options: dict[str, Any]) -> int:
+def import_logs(store: Store, source: str, name: str, baseline: str, options: Overrides) -> int:
     """Store the files as a campaign with status `imported`; returns its id."""
     check_name(name, "--name")
     entries = log_files(source)
@@ -163,18 +165,15 @@ def import_logs(store: Store, source: str, name: str, baseline: str, options: di
     percentile = next((run.percentile for _, run, _ in runs if run.percentile is not None), None)
     origin = Path(source).resolve() if not any(c in source for c in "*?[") else Path(source).absolute()
     threads = sorted({t for _, _, t in runs if t is not None})
-    definition = {"name": name, "baseline": baseline, "imported_from": str(origin), "order": "imported",
-                  "repetitions": max(entry.iteration for entry, _, _ in runs), **options,
-                  "imported_layouts": sorted({run.layout for _, run, _ in runs}),
-                  "variants": [{"name": v, "backend": "imported"} for v in variants],
-                  "workloads": [{"name": "imported", "test": "imported", "threads": threads,
-                                 "percentile": percentile}]}
+    extra = {**options.campaign_keys(), "imported_layouts": sorted({run.layout for _, run, _ in runs})}
+    definition = CampaignRecord.imported(name, baseline, str(origin), variants, threads, percentile,
+                                         max(entry.iteration for entry, _, _ in runs), extra)
     folder = origin if origin.is_dir() else origin.parent
     records = []
     for entry, run, t in runs:
         record = RunRecord(0, entry.variant, "imported", t, entry.iteration, totals=run.totals,
                            percentile=run.percentile, intervals=run.intervals)
-        record.details = {"imported": {"file": str(entry.path.resolve()), "layout": run.layout,
-                                       "sysbench": run.version, "percentile": run.percentile}}
+        record.facts.other["imported"] = {"file": str(entry.path.resolve()), "layout": run.layout,
+                                          "sysbench": run.version, "percentile": run.percentile}
         records.append(record)
-    return store.import_campaign(name, definition, baseline, str(folder), str(origin), records)
+    return store.import_campaign(definition, str(folder), str(origin), records)

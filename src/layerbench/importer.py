@@ -21,6 +21,8 @@ from typing import Any
 from layerbench.boundedyaml import read_bounded_text
 from layerbench.campaign import MAX_RUNS, MAX_THREADS
 from layerbench.errors import BadInput, shown
+from layerbench.records import CampaignRecord
+from layerbench.settings import Overrides
 from layerbench.store import RunRecord, Store
 
 METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_max_ms")
@@ -163,25 +165,23 @@ def compared_percentile(rows: list[ImportedRow]) -> tuple[str | None, float | No
     return chosen, (percentile_of(chosen, 0) if chosen else None)
 
 
-def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None) -> dict[str, Any]:
-    """--alpha, --min-runs, --threshold as campaign-definition keys; one-line errors for values out of range."""
+def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None) -> Overrides:
+    """--alpha, --min-runs, --threshold, checked; one-line errors for values out of range."""
     if alpha is not None and not 0 < alpha < 1:
         raise BadInput(f"--alpha: {alpha:g} is not a significance level; use a number between 0 and 1, like 0.05")
     if min_runs is not None and min_runs < 2:
         raise BadInput(f"--min-runs: {min_runs} runs cannot carry a verdict; use 2 or more, or leave it out")
     if threshold is not None and not 0 <= threshold < 1:
         raise BadInput(f"--threshold: {threshold:g} is not a noise threshold; use a fraction like 0.02 (2 %)")
-    given = {"alpha": alpha, "min_runs": min_runs, "noise_threshold": threshold}
-    return {k: v for k, v in given.items() if v is not None}
+    return Overrides(threshold, alpha, min_runs)
 
 
-def import_csv(store: Store, path: Path, name: str, baseline: str, options: dict[str, Any] | None = None) -> int:
+def import_csv(store: Store, path: Path, name: str, baseline: str, options: Overrides | None = None) -> int:
     """Store the CSV as a campaign with status `imported`, in one transaction (a failure leaves nothing);
     returns its id."""
     check_name(name, "--name")
     text = read_bounded_text(path, "CSV file", "check the path", MAX_CSV_BYTES, encoding="utf-8-sig")
     rows = parse_csv(text)
-    options = options or {}
     variants = list(dict.fromkeys(r.variant for r in rows))
     if baseline not in variants:
         raise BadInput(f"--baseline: {shown(baseline)} is not a variant in {shown(path.name, quote=False)}; use one "
@@ -189,11 +189,8 @@ def import_csv(store: Store, path: Path, name: str, baseline: str, options: dict
     threads = sorted({r.threads for r in rows if r.threads is not None})
     origin = path.resolve()
     column, percentile = compared_percentile(rows)
-    definition = {"name": name, "baseline": baseline, "imported_from": str(origin), "order": "imported", **options,
-                  "repetitions": max(r.iteration for r in rows),
-                  "variants": [{"name": v, "backend": "imported"} for v in variants],
-                  "workloads": [{"name": "imported", "test": "imported", "threads": threads,
-                                 "percentile": percentile}]}
+    definition = CampaignRecord.imported(name, baseline, str(origin), variants, threads, percentile,
+                                         max(r.iteration for r in rows), (options or Overrides()).campaign_keys())
     records = []
     for row in rows:
         values = {COLUMN_IN_STORE[k]: v for k, v in row.metrics.items() if k in COLUMN_IN_STORE}
@@ -201,16 +198,16 @@ def import_csv(store: Store, path: Path, name: str, baseline: str, options: dict
             values["lat_pct_ms"] = row.metrics[column]
         record = RunRecord(0, row.variant, "imported", row.threads, row.iteration, percentile=percentile,
                            imported=values)
-        record.details = {"imported": {"file": str(origin), "line": row.line, **row.metrics}}
+        record.facts.other["imported"] = {"file": str(origin), "line": row.line, **row.metrics}
         records.append(record)
-    return store.import_campaign(name, definition, baseline, str(origin.parent), str(origin), records)
+    return store.import_campaign(definition, str(origin.parent), str(origin), records)
 
 
 def is_csv(source: str) -> bool:
     return Path(source).suffix.lower() == ".csv" and Path(source).is_file()
 
 
-def import_results(store: Store, source: str, name: str, baseline: str, options: dict[str, Any]) -> int:
+def import_results(store: Store, source: str, name: str, baseline: str, options: Overrides) -> int:
     """A CSV table, or raw sysbench output files (a folder, a glob, a YAML mapping file, or one file)."""
     if is_csv(source):
         return import_csv(store, Path(source), name, baseline, options)

@@ -33,6 +33,7 @@ from layerbench.hosts import Hosts
 from layerbench.placement import network_path, placement_of
 from layerbench.preflight import preflight
 from layerbench.procs import stop_all
+from layerbench.records import CampaignRecord
 from layerbench.resources import ResourceSampler, wait_for_quiet
 from layerbench.schedule import RunSpec, build_schedule
 from layerbench.secrets import Secret, generate_password, redact, write_private
@@ -137,11 +138,10 @@ class Orchestrator:
     # --- campaign ------------------------------------------------------------------------------------------
 
     def start(self) -> int:
-        definition = campaign_as_dict(self.campaign)
+        definition = CampaignRecord.from_json(campaign_as_dict(self.campaign))
         schedule = [s.as_row() for s in build_schedule(self.campaign)]
         with signals_deferred():  # a stored campaign always has its schedule, so `resume` can finish it
-            campaign_id = self.store.create_campaign(self.campaign.name, definition, self.campaign.baseline,
-                                                     self.campaign.output, self.source_path)
+            campaign_id = self.store.create_campaign(definition, self.campaign.output, self.source_path)
             self.store.save_schedule(campaign_id, schedule)
         return campaign_id
 
@@ -152,8 +152,7 @@ class Orchestrator:
     def execute(self, campaign_id: int) -> Outcome:
         """Run every scheduled run not stored yet. Ctrl-C stops the current run and raises Interrupted."""
         rows = self.store.schedule(campaign_id)
-        specs = [RunSpec(r["idx"], r["round"], r["variant"], r["workload"], r["threads"], r["repetition"])
-                 for r in rows]
+        specs = [RunSpec(r.idx, r.round, r.variant, r.workload, r.threads, r.repetition) for r in rows]
         done = self.store.done_indexes(campaign_id)
         todo = [s for s in specs if s.idx not in done]
         outcome = Outcome(campaign_id, self.output_dir(campaign_id))
@@ -208,7 +207,7 @@ class Orchestrator:
         from layerbench.analysis.aggregate import analyze
 
         state = analyze(self.store, campaign_id).adaptive
-        starts = [r["started_at"] for r in self.store.runs(campaign_id) if r["started_at"] is not None]
+        starts = [r.started_at for r in self.store.runs(campaign_id) if r.started_at is not None]
         elapsed = time.time() - min(starts) if starts else 0.0
         reason = stop_reason(bool(state and state.all_decided), rounds, spec.min, spec.max,
                              over_budget(spec.budget_seconds, elapsed, rounds))
@@ -237,7 +236,7 @@ class Orchestrator:
     def execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:
         """One run; a corrupt dataset snapshot is rebuilt and the run tried once more."""
         record = self._execute_run(campaign_id, spec, out)
-        if record.details.pop("snapshot_corrupt", False):
+        if record.facts.other.pop("snapshot_corrupt", False):
             self.progress.message(f"run {spec.idx + 1}: {record.error}")
             self.snapshots.clear()
             record = self._execute_run(campaign_id, spec, out)
@@ -253,7 +252,7 @@ class Orchestrator:
                            round=spec.round, started_at=time.time(), percentile=workload.percentile,
                            run_dir=str(run_dir), warmup_seconds=float(workload.warmup))
         if self.campaign.wait_for_quiet:  # before anything of this run starts, so only others' work is seen
-            record.details["quiet_wait"] = wait_for_quiet(seconds_of(self.campaign.wait_for_quiet))
+            record.facts.quiet_wait = wait_for_quiet(seconds_of(self.campaign.wait_for_quiet))
         backend = make_backend(variant)
         owner = f"lb{campaign_id}-{self.token}-{spec.idx + 1}-private"
         password = generate_password()
@@ -264,14 +263,14 @@ class Orchestrator:
                 cleanup.record(owner, pid=None, marker="", paths=[private])
             self._measure(backend, spec, variant, workload, run_dir, private, password, record)
         except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
-            record.details["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
+            record.facts.other["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
             record.status = "failed"
             cause = str(error) if isinstance(error, RunFailed) else f"internal error: {type(error).__name__}: {error}"
             server = exit_cause(backend)
             if server and server not in cause:
                 cause += f"; the server {server}"
             record.error = redact(cause, [password])
-            record.details["server_log_tail"] = redact(safe_log_tail(backend), [password])
+            record.facts.other["server_log_tail"] = redact(safe_log_tail(backend), [password])
         finally:
             with signals_deferred():  # a cleanup, once begun, runs to its end
                 try:
@@ -294,15 +293,15 @@ class Orchestrator:
         )
         started = time.monotonic()
         endpoint = backend.up(server_spec)
-        record.details["server_start_seconds"] = round(time.monotonic() - started, 3)
+        record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
         remote = backend.client() or self._placed_client(variant, server_spec.label)  # after up()
-        record.details["reset"] = self._reset(workload, endpoint, snapshot, private, run_dir, remote)
-        record.details["environment"] = self._environment(backend, endpoint)
+        record.facts.reset = self._reset(workload, endpoint, snapshot, private, run_dir, remote)
+        record.facts.environment = self._environment(backend, endpoint)
         if self.campaign.hosts:
-            record.details["environment"] |= self._placement(variant, endpoint)
+            record.facts.environment |= self._placement(variant, endpoint)
         if snapshot is not None and workload.buffer_pool:
-            record.details["buffer_pool_ratio"] = workload.buffer_pool
-            record.details["data_bytes"] = snapshot.data_bytes
+            record.facts.buffer_pool_ratio = workload.buffer_pool
+            record.facts.data_bytes = snapshot.data_bytes
         self._benchmark(backend, spec, workload, endpoint, run_dir, private, record,
                         remote or HostClient(variant.client_cpus))
 
@@ -366,7 +365,7 @@ class Orchestrator:
             usage.cpu_seconds = placed_usage(usage.cpu_seconds, spec_host(self.campaign, spec), remote,
                                              self._same_kernel(remote))
         usage.per_1000_transactions = usage.per_1000(int(measured + warm_tx))  # the sampler covers the warm-up too
-        record.details["resources"] = usage.as_dict()
+        record.facts.resources = usage.as_dict()
 
     def _placed_client(self, variant: VariantBase, label: str) -> ClientRunner | None:
         """sysbench on the variant's client_host when that is another host than its server's; else None."""
@@ -407,7 +406,7 @@ class Orchestrator:
         record.totals = parsed.totals
         record.latency = parsed.latency
         warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]
-        record.details["warmup_intervals"] = len(warm)
+        record.facts.other["warmup_intervals"] = len(warm)
 
 
 def spec_host(campaign: Campaign, spec: RunSpec) -> str:
@@ -450,10 +449,8 @@ def run_campaign(campaign: Campaign, store: Store, *, progress: Progress | None 
 def resume_campaign(store: Store, ref: str | int, *, progress: Progress | None = None) -> Outcome:
     """Continue a stored campaign from the runs it has; a run that was in flight was never stored."""
     row = store.campaign(ref)
-    import json
-
-    campaign = stored_campaign(json.loads(row["definition"]))
-    orchestrator = Orchestrator(campaign, store, progress=progress, source_path=row["source_path"])
+    campaign = stored_campaign(row.definition.to_json())
+    orchestrator = Orchestrator(campaign, store, progress=progress, source_path=row.source_path)
     orchestrator.preflight()
-    store.set_campaign_status(int(row["id"]), "running")
-    return orchestrator.execute(int(row["id"]))
+    store.set_campaign_status(row.id, "running")
+    return orchestrator.execute(row.id)

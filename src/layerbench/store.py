@@ -16,6 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.errors import BadInput
+from layerbench.records import (
+    CampaignListing,
+    CampaignRecord,
+    RunFacts,
+    RunMetrics,
+    ScheduledRun,
+    StoredCampaign,
+    StoredFacts,
+    StoredInterval,
+    StoredRun,
+)
 from layerbench.sysbench import Interval, Totals
 
 SCHEMA_VERSION = 2  # 2: run_latency (the measured window's latency distribution); a v1 store gains it empty
@@ -108,7 +119,7 @@ class RunRecord:
     run_dir: str | None = None
     intervals: list[Interval] = field(default_factory=list)
     warmup_seconds: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
+    facts: RunFacts = field(default_factory=RunFacts)
     imported: dict[str, float] | None = None  # metric column -> value, for results measured elsewhere
     latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
 
@@ -166,16 +177,16 @@ class Store:
 
     # --- campaigns -----------------------------------------------------------------------------------------
 
-    def create_campaign(self, name: str, definition: dict[str, Any], baseline: str, output_dir: str,
-                        source_path: str | None = None, status: str = "running") -> int:
+    def create_campaign(self, definition: CampaignRecord, output_dir: str, source_path: str | None = None,
+                        status: str = "running") -> int:
         with self.transaction() as db:
-            return _insert_campaign(db, name, definition, baseline, output_dir, source_path, status)
+            return _insert_campaign(db, definition, output_dir, source_path, status)
 
-    def import_campaign(self, name: str, definition: dict[str, Any], baseline: str, output_dir: str,
-                        source_path: str, runs: list[RunRecord]) -> int:
+    def import_campaign(self, definition: CampaignRecord, output_dir: str, source_path: str,
+                        runs: list[RunRecord]) -> int:
         """A campaign with status `imported` and all its runs, in one transaction: all or nothing."""
         with self.transaction() as db:
-            campaign_id = _insert_campaign(db, name, definition, baseline, output_dir, source_path, "imported")
+            campaign_id = _insert_campaign(db, definition, output_dir, source_path, "imported")
             for run in runs:
                 run.campaign_id = campaign_id
                 _insert_run(db, run)
@@ -191,7 +202,7 @@ class Store:
             db.execute("UPDATE campaigns SET status=?, finished_at=NULL, message=NULL WHERE id=?",
                        (status, campaign_id))
 
-    def campaign(self, ref: str | int) -> sqlite3.Row:
+    def campaign(self, ref: str | int) -> StoredCampaign:
         """A campaign by id, by `latest`, or by name (the newest of that name)."""
         if str(ref) == "latest":
             row = self.db.execute("SELECT * FROM campaigns ORDER BY id DESC LIMIT 1").fetchone()
@@ -202,14 +213,15 @@ class Store:
                                   (str(ref),)).fetchone()
         if row is None:
             raise BadInput(f"campaign {ref!r}: not in {self.path}; see `layerbench list`")
-        return row
+        return _campaign(row)
 
-    def campaigns(self) -> list[sqlite3.Row]:
-        return list(self.db.execute(
+    def campaigns(self) -> list[CampaignListing]:
+        rows = self.db.execute(
             "SELECT c.*, (SELECT COUNT(*) FROM runs r WHERE r.campaign_id=c.id AND r.status='ok') AS ok_runs,"
             " (SELECT COUNT(*) FROM runs r WHERE r.campaign_id=c.id AND r.status='failed') AS failed_runs,"
             " (SELECT COUNT(*) FROM schedule s WHERE s.campaign_id=c.id) AS planned_runs"
-            " FROM campaigns c ORDER BY c.id"))
+            " FROM campaigns c ORDER BY c.id")
+        return [CampaignListing(_campaign(r), r["ok_runs"], r["failed_runs"], r["planned_runs"]) for r in rows]
 
     # --- schedule ------------------------------------------------------------------------------------------
 
@@ -218,8 +230,9 @@ class Store:
             db.executemany("INSERT INTO schedule VALUES (?, ?, ?, ?, ?, ?, ?)",
                            [(campaign_id, *row) for row in rows])
 
-    def schedule(self, campaign_id: int) -> list[sqlite3.Row]:
-        return list(self.db.execute("SELECT * FROM schedule WHERE campaign_id=? ORDER BY idx", (campaign_id,)))
+    def schedule(self, campaign_id: int) -> list[ScheduledRun]:
+        return [ScheduledRun(r["idx"], r["round"], r["variant"], r["workload"], r["threads"], r["repetition"])
+                for r in self.db.execute("SELECT * FROM schedule WHERE campaign_id=? ORDER BY idx", (campaign_id,))]
 
     def done_indexes(self, campaign_id: int) -> set[int]:
         rows = self.db.execute("SELECT idx FROM runs WHERE campaign_id=? AND idx IS NOT NULL", (campaign_id,))
@@ -232,14 +245,13 @@ class Store:
         with self.transaction() as db:
             return _insert_run(db, run)
 
-    def runs(self, campaign_id: int) -> list[sqlite3.Row]:
-        return list(self.db.execute("SELECT * FROM runs WHERE campaign_id=? ORDER BY COALESCE(idx, id), id",
-                                    (campaign_id,)))
+    def runs(self, campaign_id: int) -> list[StoredRun]:
+        """The campaign's runs in schedule order, each with its intervals, latency distribution and facts."""
+        intervals, latency = self._intervals_by_run(campaign_id), self._latency_by_run(campaign_id)
+        rows = self.db.execute("SELECT * FROM runs WHERE campaign_id=? ORDER BY COALESCE(idx, id), id", (campaign_id,))
+        return [_run(r, tuple(intervals.get(r["id"], ())), latency.get(r["id"], {})) for r in rows]
 
-    def intervals(self, run_id: int) -> list[sqlite3.Row]:
-        return list(self.db.execute("SELECT * FROM intervals WHERE run_id=? ORDER BY seq", (run_id,)))
-
-    def latency_by_run(self, campaign_id: int) -> dict[int, dict[float, float]]:
+    def _latency_by_run(self, campaign_id: int) -> dict[int, dict[float, float]]:
         """run id -> percentile -> ms, for the runs that recorded their distribution (none before schema 2)."""
         out: dict[int, dict[float, float]] = {}
         for row in self.db.execute("SELECT l.* FROM run_latency l JOIN runs r ON r.id=l.run_id WHERE r.campaign_id=?"
@@ -247,22 +259,43 @@ class Store:
             out.setdefault(int(row["run_id"]), {})[float(row["percentile"])] = float(row["value_ms"])
         return out
 
-    def intervals_by_run(self, campaign_id: int) -> dict[int, list[sqlite3.Row]]:
-        out: dict[int, list[sqlite3.Row]] = {}
+    def _intervals_by_run(self, campaign_id: int) -> dict[int, list[StoredInterval]]:
+        out: dict[int, list[StoredInterval]] = {}
         for row in self.db.execute(
-            "SELECT i.* FROM intervals i JOIN runs r ON r.id=i.run_id WHERE r.campaign_id=? ORDER BY i.run_id, i.seq",
-            (campaign_id,),
+            "SELECT i.run_id, i.time, i.tps, i.qps, i.warmup FROM intervals i JOIN runs r ON r.id=i.run_id"
+            " WHERE r.campaign_id=? ORDER BY i.run_id, i.seq", (campaign_id,),
         ):
-            out.setdefault(int(row["run_id"]), []).append(row)
+            out.setdefault(int(row[0]), []).append(StoredInterval(float(row[1]), float(row[2]), float(row[3]),
+                                                                  bool(row[4])))
         return out
 
 
-def _insert_campaign(db: sqlite3.Connection, name: str, definition: dict[str, Any], baseline: str, output_dir: str,
-                     source_path: str | None, status: str) -> int:
+def _campaign(row: sqlite3.Row) -> StoredCampaign:
+    definition = CampaignRecord.from_json(json.loads(row["definition"]))
+    return StoredCampaign(int(row["id"]), row["name"], row["status"], row["started_at"], row["finished_at"],
+                          definition, row["source_path"], row["output_dir"], row["baseline"], row["message"])
+
+
+def _opt(value: object, kind: type) -> object:
+    return None if value is None else kind(value)
+
+
+def _run(row: sqlite3.Row, intervals: tuple[StoredInterval, ...], latency: dict[float, float]) -> StoredRun:
+    metrics = RunMetrics(*(_opt(row[c], float) for c in ("duration",)), _opt(row["transactions"], int),
+                         *(_opt(row[c], float) for c in ("queries", "tps", "qps", "lat_avg_ms", "lat_pct_ms")))
+    facts = StoredFacts.from_json(json.loads(row["details"] or "{}"))
+    return StoredRun(int(row["id"]), row["idx"], row["round"], row["variant"], row["workload"], row["threads"],
+                     int(row["repetition"]), row["status"], row["error"], row["started_at"], metrics,
+                     row["percentile"], facts, intervals, latency)
+
+
+def _insert_campaign(db: sqlite3.Connection, definition: CampaignRecord, output_dir: str, source_path: str | None,
+                     status: str) -> int:
     cur = db.execute(
         "INSERT INTO campaigns (name, status, started_at, definition, source_path, output_dir, baseline)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (name, status, time.time(), json.dumps(definition), source_path, output_dir, baseline),
+        (definition.name, status, time.time(), json.dumps(definition.to_json()), source_path, output_dir,
+         definition.baseline),
     )
     return int(cur.lastrowid or 0)
 
@@ -273,7 +306,7 @@ def _insert_run(db: sqlite3.Connection, run: RunRecord) -> int:
                "error", "started_at", "finished_at", *RUN_METRIC_COLUMNS, "percentile", "run_dir", "details")
     values = [run.campaign_id, run.idx, run.variant, run.workload, run.threads, run.repetition, run.round,
               run.status, run.error, run.started_at, run.finished_at, *run.metric_values(),
-              run.percentile, run.run_dir, json.dumps(run.details, default=str)]
+              run.percentile, run.run_dir, json.dumps(run.facts.to_json(), default=str)]
     cur = db.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)
     run_id = int(cur.lastrowid or 0)
     db.executemany("INSERT INTO intervals VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [

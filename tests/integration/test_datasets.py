@@ -13,6 +13,7 @@ import yaml
 from test_faults import server_pids, sigkill_during_a_run
 from test_host_campaign import campaign_file, our_servers, run_cli
 
+from helpers import stored_rows
 from layerbench import orchestrator
 from layerbench.campaign import parse_campaign
 from layerbench.server.dataset import datasets_dir, list_snapshots
@@ -35,7 +36,7 @@ def run(tmp_path: Path, **changes) -> list[dict]:
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
         return [json.loads(r["details"]) | {"status": r["status"], "error": r["error"]}
-                for r in store.runs(outcome.campaign_id)]
+                for r in stored_rows(store, outcome.campaign_id)]
 
 
 def test_every_run_starts_from_identical_data(tmp_path: Path, own_cache: Path) -> None:

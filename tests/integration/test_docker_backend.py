@@ -18,6 +18,7 @@ from test_faults import stored_runs
 from test_host_campaign import campaign_file as host_campaign_file
 from test_host_campaign import run_cli
 
+from helpers import stored_rows
 from layerbench import orchestrator
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.docker import DockerBackend
@@ -57,7 +58,7 @@ def run_one(tmp_path: Path, variant: dict, workload: dict | None = None) -> list
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
-        return store.runs(outcome.campaign_id)
+        return stored_rows(store, outcome.campaign_id)
 
 
 @pytest.mark.parametrize("network", ["bridge", "bridge-direct", "host"])

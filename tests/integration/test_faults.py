@@ -14,6 +14,7 @@ import pytest
 import yaml
 from test_host_campaign import campaign_file, our_servers, run_cli
 
+from helpers import stored_rows
 from layerbench import orchestrator
 from layerbench.campaign import parse_campaign
 from layerbench.errors import RunFailed
@@ -78,13 +79,13 @@ def test_server_killed_mid_run_fails_that_run_only(tmp_path: Path) -> None:
     spy = KillServerOnce(tmp_path)
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store, progress=spy)
-        runs = store.runs(outcome.campaign_id)
+        runs = stored_rows(store, outcome.campaign_id)
         assert spy.killed
         assert [r["status"] for r in runs] == ["failed", "ok"]
         first = runs[0]
         assert "FATAL" in first["error"] or "signal" in first["error"] or "exited" in first["error"]
         assert "server_log_tail" in first["details"]
-        assert store.campaign(outcome.campaign_id)["status"] == "finished with failures"
+        assert store.campaign(outcome.campaign_id).status == "finished with failures"
     report = subprocess.run([sys.executable, "-m", "layerbench", "report", "latest", "--db",
                              str(tmp_path / "out" / "layerbench.db")], capture_output=True, text=True)
     assert report.returncode == 0
@@ -100,7 +101,7 @@ def test_max_failures_stops_the_campaign(tmp_path: Path) -> None:
     with Store(tmp_path / "out" / "layerbench.db") as store, pytest.raises(RunFailed, match="max_failures=0"):
         orchestrator.run_campaign(campaign, store)
     with Store(tmp_path / "out" / "layerbench.db") as store:
-        assert len(store.runs(1)) == 1 and store.campaign(1)["status"] == "failed"
+        assert len(store.runs(1)) == 1 and store.campaign(1).status == "failed"
     assert our_servers(tmp_path) == []
 
 
@@ -153,7 +154,7 @@ def test_docker_kill_of_the_server_container_fails_that_run_only(tmp_path: Path)
     spy = KillContainerOnce()
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store, progress=spy)
-        runs = store.runs(outcome.campaign_id)
+        runs = stored_rows(store, outcome.campaign_id)
     assert spy.killed
     assert [(r["variant"], r["status"]) for r in runs] == [("box", "failed"), ("host", "ok")]
     assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign={OWN}"}) == []
@@ -197,6 +198,6 @@ def test_an_oom_killed_container_fails_the_run_with_that_cause(tmp_path: Path) -
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
-        (run,) = store.runs(outcome.campaign_id)
+        (run,) = stored_rows(store, outcome.campaign_id)
     assert run["status"] == "failed" and "OOM-killed" in run["error"] and "resources.memory" in run["error"]
     assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign={OWN}"}) == []

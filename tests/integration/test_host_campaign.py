@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import stored_rows
 from layerbench import orchestrator
 from layerbench.campaign import parse_campaign
 from layerbench.cli import main
@@ -133,7 +134,7 @@ def test_server_that_does_not_come_up_fails_the_run_cleanly(tmp_path: Path) -> N
         main(["run", str(path)])
     assert done.value.code == 1
     with Store(tmp_path / "out" / "layerbench.db") as store:
-        runs = {r["variant"]: r for r in store.runs(1)}
+        runs = {r["variant"]: r for r in stored_rows(store, 1)}
     assert runs["base"]["status"] == "ok"
     assert runs["broken"]["status"] == "failed"
     assert "server exited during start-up" in runs["broken"]["error"]
@@ -256,7 +257,7 @@ def run_external(tmp_path: Path, variants: list[dict], workload: dict, repetitio
     with Store(tmp_path / "ext.db") as store:
         latest = store.campaign("latest")
         return [{"status": r["status"], "error": r["error"], "reset": json.loads(r["details"]).get("reset") or {}}
-                for r in store.runs(latest["id"])]
+                for r in stored_rows(store, latest.id)]
 
 
 def test_unknown_campaign_reference(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from test_host_campaign import campaign_file, run_cli
 
-from helpers import interrupt_campaign
+from helpers import interrupt_campaign, stored_rows
 from layerbench import orchestrator
 from layerbench.backends import kubernetes, kubernetes_cluster
 from layerbench.backends.kubernetes import KubernetesBackend
@@ -44,7 +44,7 @@ def run_campaign(tmp_path: Path, variants: list[dict], workload: dict | None = N
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
-        rows = store.runs(outcome.campaign_id)
+        rows = stored_rows(store, outcome.campaign_id)
         return [{**dict(r), "details": json.loads(r["details"])} for r in rows]
 
 

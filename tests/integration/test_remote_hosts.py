@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers import stored_rows
 from layerbench import orchestrator
 from layerbench.campaign import parse_campaign
 from layerbench.errors import BadInput
@@ -60,7 +61,7 @@ def run_campaign(data: dict, tmp_path: Path, progress: orchestrator.Progress | N
     campaign = parse_campaign(data)
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store, progress=progress)
-        return [dict(row) for row in store.runs(outcome.campaign_id)]
+        return stored_rows(store, outcome.campaign_id)
 
 
 def test_host_and_docker_servers_on_db_with_sysbench_on_app(lab_hosts: dict, tmp_path: Path) -> None:

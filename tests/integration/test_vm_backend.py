@@ -11,7 +11,7 @@ import pytest
 import yaml
 from test_host_campaign import campaign_file
 
-from helpers import interrupt_campaign
+from helpers import interrupt_campaign, stored_rows
 from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
 from layerbench.backends.vm_net import leftover_devices
@@ -45,7 +45,8 @@ def test_vm_runs_through_both_network_modes_and_is_marked_emulated(tmp_path: Pat
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
-        runs = {r["variant"]: {**dict(r), "details": json.loads(r["details"])} for r in store.runs(outcome.campaign_id)}
+        runs = {r["variant"]: {**r, "details": json.loads(r["details"])}
+                for r in stored_rows(store, outcome.campaign_id)}
         report = render(analyze(store, outcome.campaign_id))
     assert {v: r["status"] for v, r in runs.items()} == dict.fromkeys(runs, "ok"), [r["error"] for r in runs.values()]
     for name in ("vm-user", "vm-tap"):

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
+from layerbench.records import QuietWait, Usage
 from layerbench.resources import ProcStat, ResourceSampler, busy_share, parse_steal, top_processes, wait_for_quiet
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "proc"
@@ -18,7 +19,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "proc"
 
 def test_a_recorded_busy_run_is_flagged_with_its_busiest_processes() -> None:
     usage = json.loads((DATA / "usage_busy.json").read_text())
-    found = busy_run(usage)
+    found = busy_run(Usage.from_json(usage))
     assert found is not None and found.share > 0.5
     assert found.top[0][0] == "python"
     text = busy_warning([("run 3", found)], 10)
@@ -30,10 +31,10 @@ def test_a_recorded_busy_run_is_flagged_with_its_busiest_processes() -> None:
 
 def test_a_quiet_run_is_not_flagged_and_old_records_are_read() -> None:
     quiet = {"cpu_seconds": {"server": 3.1, "client": 2.2, "other": 0.3, "idle": 6.4}}
-    assert busy_run(quiet) is None  # 2.5 % of the machine: no steal or top list needed
-    assert busy_run({}) is None and busy_warning([], 5) is None
+    assert busy_run(Usage.from_json(quiet)) is None  # 2.5 % of the machine: no steal or top list needed
+    assert busy_run(Usage.from_json({})) is None and busy_warning([], 5) is None
     steal = {"cpu_seconds": {"server": 1.0, "other": 4.0, "idle": 5.0}, "steal_seconds": 3.0}
-    found = busy_run(steal)
+    found = busy_run(Usage.from_json(steal))
     assert found is not None and round(found.steal_share, 2) == 0.3
     assert "hypervisor steal up to 30 %" in (busy_warning([("run 1", found)], 1) or "")
 
@@ -69,6 +70,6 @@ def test_wait_for_quiet_is_bounded_and_recorded() -> None:
     always = wait_for_quiet(60, threshold=1.0, step=0.1)  # every machine is at most 100 % busy: no wait
     assert always["quiet"] is True and 0 <= always["busy_share"] <= 1
     assert busy_share((100, 300), (150, 350)) == 0.5
-    text = quiet_wait_warning([("run 1", never), ("run 2", always)])
+    text = quiet_wait_warning([("run 1", QuietWait.from_json(never)), ("run 2", QuietWait.from_json(always))])
     assert text is not None and text.startswith("wait_for_quiet: 1 of 2 runs started on a busy machine")
-    assert quiet_wait_warning([("run 2", always)]) is None
+    assert quiet_wait_warning([("run 2", QuietWait.from_json(always))]) is None

@@ -16,6 +16,7 @@ from helpers import fill_store, synthetic_campaign
 from layerbench.campaign import campaign_as_dict, parse_campaign
 from layerbench.cli import main, without_debug
 from layerbench.paths import store_path
+from layerbench.records import CampaignRecord
 from layerbench.schedule import build_schedule
 from layerbench.store import Store
 
@@ -137,7 +138,7 @@ def empty_campaign(db: Path) -> int:
     """A campaign interrupted before its first run ended: scheduled, nothing stored."""
     campaign = parse_campaign({**synthetic_campaign({"a": 1.0, "b": 1.0}, reps=1), "name": "never-ran"})
     with Store(db) as store:
-        cid = store.create_campaign("never-ran", campaign_as_dict(campaign), "a", str(db.parent))
+        cid = store.create_campaign(CampaignRecord.from_json(campaign_as_dict(campaign)), str(db.parent))
         store.save_schedule(cid, [s.as_row() for s in build_schedule(campaign)])
         store.finish_campaign(cid, "interrupted")
     return cid

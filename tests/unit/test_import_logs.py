@@ -11,6 +11,7 @@ import pytest
 from layerbench.analysis.aggregate import analyze
 from layerbench.errors import BadInput
 from layerbench.importer import import_results
+from layerbench.settings import Overrides
 from layerbench.store import Store
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -19,22 +20,21 @@ CAPTURED = LOGS / "captured-1.0.20"
 
 def imported(tmp_path: Path, source: str, baseline: str = "unlimited") -> tuple[int, Store]:
     store = Store(tmp_path / "lb.db")
-    return import_results(store, source, "logs", baseline, {}), store
+    return import_results(store, source, "logs", baseline, Overrides()), store
 
 
 def test_a_folder_with_a_sub_folder_per_variant(tmp_path: Path) -> None:
     cid, store = imported(tmp_path, str(CAPTURED))
     with store:
         runs = store.runs(cid)
-        intervals = store.intervals_by_run(cid)
         analysis = analyze(store, cid)
         row = store.campaign(cid)
-    assert sorted((r["variant"], r["repetition"]) for r in runs) == sorted(
+    assert sorted((r.variant, r.repetition) for r in runs) == sorted(
         (v, i) for v in ("rate40", "unlimited") for i in range(1, 5))
-    assert {r["percentile"] for r in runs} == {95} and {r["threads"] for r in runs} == {2}
-    assert all(len(intervals[int(r["id"])]) == 3 for r in runs)
-    assert row["source_path"] == str(CAPTURED.resolve()) and row["output_dir"] == str(CAPTURED.resolve())
-    assert analysis.definition["imported_layouts"] == ["1.0"]
+    assert {r.percentile for r in runs} == {95} and {r.threads for r in runs} == {2}
+    assert all(len(r.intervals) == 3 for r in runs)
+    assert row.source_path == str(CAPTURED.resolve()) and row.output_dir == str(CAPTURED.resolve())
+    assert analysis.definition.imported_layouts == ("1.0",)
     assert analysis.metric_label("lat_pct_ms") == "p95 latency (ms)"
 
 
@@ -49,7 +49,7 @@ def test_a_glob_and_names_that_carry_variant_and_iteration(tmp_path: Path) -> No
         assert len(store.runs(cid)) == 4
     nested, store = imported(tmp_path, str(CAPTURED / "*" / "run-[12].txt"))
     with store:
-        assert {r["variant"] for r in store.runs(nested)} == {"unlimited", "rate40"}
+        assert {r.variant for r in store.runs(nested)} == {"unlimited", "rate40"}
 
 
 def test_a_mapping_file(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_a_mapping_file(tmp_path: Path) -> None:
     cid, store = imported(tmp_path, str(mapping), baseline="old")
     with store:
         runs = store.runs(cid)
-    assert [(r["variant"], r["threads"], r["percentile"]) for r in runs] == [("old", 4, 99), ("new", 4, 99)]
+    assert [(r.variant, r.threads, r.percentile) for r in runs] == [("old", 4, 99), ("new", 4, 99)]
 
 
 @pytest.mark.parametrize(("mapping", "expected"), [

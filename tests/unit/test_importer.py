@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from layerbench.analysis.aggregate import analyze
 from layerbench.errors import BadInput
 from layerbench.importer import import_csv, parse_csv
+from layerbench.records import CampaignRecord
 from layerbench.report.markdown import render
 from layerbench.store import Store
 
@@ -94,7 +95,8 @@ def test_an_import_that_fails_half_way_leaves_nothing(tmp_path: Path) -> None:
     runs[299].variant = None  # type: ignore[assignment]
     with Store(tmp_path / "lb.db") as store:
         with pytest.raises(sqlite3.IntegrityError):
-            store.import_campaign("half", {"name": "half"}, "host", str(tmp_path), "x.csv", runs)
+            store.import_campaign(CampaignRecord.from_json({"name": "half", "baseline": "host"}), str(tmp_path),
+                                      "x.csv", runs)
         assert store.campaigns() == [] and store.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
@@ -122,11 +124,11 @@ def test_percentile_columns_are_labelled_and_the_95th_is_compared(tmp_path: Path
         cid = import_csv(store, path, "pct", "host")
         runs = store.runs(cid)
         analysis = analyze(store, cid)
-    assert [r["percentile"] for r in runs] == [95, 95] and [r["lat_pct_ms"] for r in runs] == [5, 6]
+    assert [r.percentile for r in runs] == [95, 95] and [r.metrics.lat_pct_ms for r in runs] == [5, 6]
     assert analysis.metric_label("lat_pct_ms") == "p95 latency (ms)"
     only99 = tmp_path / "p99.csv"
     only99.write_text("variant,iteration,tps,lat_p99.9_ms\nhost,1,100,9\ndocker,1,90,12\n")
     with Store(tmp_path / "lb.db") as store:
         analysis = analyze(store, import_csv(store, only99, "p99", "host"))
     assert analysis.metric_label("lat_pct_ms") == "p99.9 latency (ms)"
-    assert analysis.definition["imported_from"] == str(only99.resolve())
+    assert analysis.definition.imported_from == str(only99.resolve())

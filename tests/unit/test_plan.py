@@ -10,6 +10,7 @@ import yaml
 
 from layerbench.campaign import campaign_as_dict, parse_campaign
 from layerbench.plan import IMAGE_BUILD_SECONDS, RUN_OVERHEAD, make_plan, past_overheads
+from layerbench.records import CampaignRecord
 from layerbench.schedule import build_schedule
 from layerbench.store import RunRecord, Store
 
@@ -62,7 +63,7 @@ def store_past_runs(db: Path, overhead: float, runs: int = 8) -> None:
     """A finished campaign on this 'machine': each run ends `warmup + duration + overhead` after the one before."""
     campaign = parse_campaign({**DATA, "repetitions": runs // 2, "workload": {"duration": 10, "warmup": 2}})
     with Store(db) as store:
-        cid = store.create_campaign("past", campaign_as_dict(campaign), "h", "results")
+        cid = store.create_campaign(CampaignRecord.from_json(campaign_as_dict(campaign)), "results")
         for i, spec in enumerate(build_schedule(campaign)):
             end = 1_700_000_000.0 + i * (12 + overhead)
             store.save_run(RunRecord(cid, spec.variant, spec.workload, spec.threads, spec.repetition, idx=spec.idx,

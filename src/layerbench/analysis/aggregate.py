@@ -4,18 +4,18 @@ store only, so any report can be rebuilt offline."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
 from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
 from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
 from layerbench.analysis.runs import Window, run_values, steady_window
-from layerbench.analysis.sequential import AdaptiveState, Decision, look_alpha, stop_reason
+from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
 from layerbench.latency_histogram import percentile_key
+from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
+from layerbench.settings import Overrides
 from layerbench.store import Store
 
 # metric key -> (label, higher is better)
@@ -40,7 +40,7 @@ class RunRow:
     status: str
     error: str | None
     values: dict[str, float | None]
-    details: dict[str, Any] = field(default_factory=dict, compare=False)
+    facts: StoredFacts = field(default_factory=StoredFacts, compare=False)
     window: Window | None = None
     series: tuple[tuple[float, float, bool], ...] = ()  # (time, tps, warm-up) per interval
     transactions: int | None = None  # of the measured part (after the warm-up)
@@ -86,13 +86,13 @@ class Analysis:
     status: str
     baseline: str
     percentile: int | float
-    definition: dict[str, Any]
+    definition: CampaignRecord
     runs: list[RunRow]
     points: list[Point]
     planned_runs: int
     warnings: list[str] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
-    environments: dict[str, dict[str, Any]] = field(default_factory=dict)  # variant -> environment of a run
+    environments: dict[str, Environment] = field(default_factory=dict)  # variant -> environment of a run
     settings: Settings = field(default_factory=Settings)
     adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
 
@@ -125,30 +125,28 @@ def latency_label(metric: str) -> str:
     return f"{metric.removeprefix('lat_').removesuffix('_ms')} latency (ms)"
 
 
-def extra_metrics(definition: dict[str, Any], workload: str) -> dict[str, tuple[str, bool]]:
+def extra_metrics(definition: CampaignRecord | None, workload: str) -> dict[str, tuple[str, bool]]:
     """The latency percentiles a campaign compares at a workload besides its `percentile` (compare_percentiles of
     the campaign and of the workload): metric key -> (label, higher is better)."""
-    spec = next((w for w in definition.get("workloads", []) if w.get("name") == workload), {})
-    asked = [float(p) for p in [*definition.get("compare_percentiles", []), *spec.get("compare_percentiles", [])]]
-    main = float(spec.get("percentile") or 95)
+    if definition is None:
+        return {}
+    spec = definition.workload(workload)
+    asked = [*definition.compare_percentiles, *(spec.compare_percentiles if spec else ())]
+    main = float((spec.percentile if spec else None) or 95)
     return {latency_metric(p): (latency_label(latency_metric(p)), False) for p in dict.fromkeys(asked) if p != main}
 
 
+def run_row(r: StoredRun, unstable_ratio: float) -> RunRow:
+    window = steady_window(r.intervals, unstable_ratio) if r.status == "ok" else None
+    values = run_values(r.metrics, window) if window else {m: r.metrics.value(m) for m in METRICS}
+    values |= {latency_metric(p): v for p, v in r.latency.items()}
+    return RunRow(r.id, r.idx, r.round, r.variant, r.workload, r.threads, r.repetition, r.status, r.error, values,
+                  r.facts, window, tuple((i.time, i.tps, i.warmup) for i in r.intervals), r.metrics.transactions,
+                  r.latency)
+
+
 def run_rows(store: Store, campaign_id: int, unstable_ratio: float) -> list[RunRow]:
-    intervals, latency = store.intervals_by_run(campaign_id), store.latency_by_run(campaign_id)
-    rows = []
-    for r in store.runs(campaign_id):
-        series = intervals.get(int(r["id"]), [])
-        window = steady_window(series, unstable_ratio) if r["status"] == "ok" else None
-        values = run_values(r, window) if window else {m: (float(r[m]) if r[m] is not None else None)
-                                                       for m in METRICS}
-        dist = latency.get(int(r["id"]), {})
-        values |= {latency_metric(p): v for p, v in dist.items()}
-        rows.append(RunRow(int(r["id"]), r["idx"], r["round"], r["variant"], r["workload"], r["threads"],
-                           int(r["repetition"]), r["status"], r["error"], values, json.loads(r["details"] or "{}"),
-                           window, tuple((float(i["time"]), float(i["tps"]), bool(i["warmup"])) for i in series),
-                           int(r["transactions"]) if r["transactions"] is not None else None, dist))
-    return rows
+    return [run_row(r, unstable_ratio) for r in store.runs(campaign_id)]
 
 
 def mean_of(values: list[float | None]) -> float | None:
@@ -206,12 +204,12 @@ def build_point(workload: str, threads: int | None, here: list[RunRow], variants
 
 
 def build_points(runs: list[RunRow], variants: list[str], baseline: str, settings: Settings,
-                 definition: dict[str, Any] | None = None) -> list[Point]:
+                 definition: CampaignRecord | None = None) -> list[Point]:
     grouped: dict[tuple[str, int | None], list[RunRow]] = {}
     for r in runs:
         grouped.setdefault((r.workload, r.threads), []).append(r)
     keys = sorted(grouped, key=lambda k: (k[0], k[1] or 0))
-    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings, extra_metrics(definition or {}, w))
+    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings, extra_metrics(definition, w))
             for w, t in keys]
 
 
@@ -247,8 +245,8 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
                             "is not")
     warnings += run_warnings(analysis.runs)
     busy = [(f"run {(r.idx or 0) + 1}", b) for r in analysis.runs
-            if r.status == "ok" and (b := busy_run(r.details.get("resources") or {}))]
-    waits = [(f"run {(r.idx or 0) + 1}", r.details["quiet_wait"]) for r in analysis.runs if "quiet_wait" in r.details]
+            if r.status == "ok" and r.facts.usage and (b := busy_run(r.facts.usage))]
+    waits = [(f"run {(r.idx or 0) + 1}", r.facts.quiet_wait) for r in analysis.runs if r.facts.quiet_wait]
     warnings += [w for w in [busy_warning(busy, len(analysis.runs)), quiet_wait_warning(waits)] if w]
     warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
@@ -257,43 +255,26 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
     return warnings
 
 
-def backend_warnings(envs: dict[str, dict[str, Any]]) -> list[str]:
+def backend_warnings(envs: dict[str, Environment]) -> list[str]:
     """What a backend said about a variant's setup that a reader must know (emulation, a slow client path,
     exclusive cores nobody asked for), from the variant's environment record."""
-    out = []
-    for variant, env in envs.items():
-        for text in (env.get("backend") or {}).get("warnings", []):
-            out.append(f"`{variant}`: {text}")
-    return out
+    return [f"`{variant}`: {text}" for variant, env in envs.items() for text in env.backend.warnings]
 
 
-def environments(runs: list[RunRow]) -> dict[str, dict[str, Any]]:
+def environments(runs: list[RunRow]) -> dict[str, Environment]:
     """Each variant's environment, from its first successful run that recorded one."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Environment] = {}
     for r in runs:
-        env = r.details.get("environment")
+        env = r.facts.environment
         if r.status == "ok" and env and r.variant not in out:
             out[r.variant] = env
     return out
 
 
-def asked_keys(definition: dict[str, Any]) -> dict[str, set[str]]:
+def asked_keys(definition: CampaignRecord) -> dict[str, set[str]]:
     """Per variant, the server settings the campaign sets on purpose (its config, sized buffer pools)."""
-    sized = any(w.get("buffer_pool") for w in definition.get("workloads", []))
-    out = {}
-    for v in definition.get("variants", []):
-        keys = set((v.get("server") or {}).get("config", {}))
-        out[v["name"]] = keys | ({"innodb_buffer_pool_size"} if sized else set())
-    return out
-
-
-def settings_of(definition: dict[str, Any]) -> Settings:
-    """An adaptive campaign tests at each look's share of alpha (analysis/sequential.py)."""
-    alpha, adaptive = float(definition.get("alpha", 0.05)), definition.get("repetitions")
-    if isinstance(adaptive, dict):
-        alpha = look_alpha(alpha, adaptive)
-    return Settings(float(definition.get("noise_threshold", 0.02)), alpha,
-                    int(definition.get("min_runs") or 0), int(definition.get("seed", 1)))  # 0: no floor of the user's
+    sized = any(w.buffer_pool for w in definition.workloads)
+    return {v.name: set(v.config_keys) | ({"innodb_buffer_pool_size"} if sized else set()) for v in definition.variants}
 
 
 def complete_rounds(runs: list[RunRow], per_round: int) -> int:
@@ -306,17 +287,16 @@ def complete_rounds(runs: list[RunRow], per_round: int) -> int:
 
 def adaptive_state(analysis: Analysis, per_round: int) -> AdaptiveState | None:
     """For repetitions: auto, the TPS verdict of every comparison at the last look and why the rounds stopped."""
-    spec = analysis.definition.get("repetitions")
-    if not isinstance(spec, dict):
+    spec = analysis.definition.repetitions
+    if not isinstance(spec, AdaptiveRepetitions):
         return None
     decisions = tuple(Decision(p.workload if p.threads is None else f"{p.workload} / {p.threads} threads",
                                v.variant, c.verdict.kind)
                       for p in analysis.points for v in p.variants if (c := v.verdict("tps")) is not None)
-    rounds, low, high = complete_rounds(analysis.runs, per_round), int(spec.get("min", 6)), int(spec.get("max", 30))
+    rounds, low, high = complete_rounds(analysis.runs, per_round), spec.rounds_min, spec.rounds_max
     done = bool(decisions) and all(d.decided for d in decisions)
     reason = stop_reason(done, rounds, low, high, analysis.status.startswith("finished"))
-    return AdaptiveState(rounds, low, high, spec.get("budget"), analysis.settings.alpha, decisions,
-                         reason or "not finished")
+    return AdaptiveState(rounds, low, high, spec.budget, analysis.settings.alpha, decisions, reason or "not finished")
 
 
 def label_number(value: float) -> int | float:
@@ -324,26 +304,23 @@ def label_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def analyze(store: Store, ref: str | int, overrides: dict[str, Any] | None = None) -> Analysis:
-    """`overrides`: statistics settings for this analysis only (noise_threshold, alpha, min_runs), as
-    `report --alpha ...` gives them; the stored campaign keeps its own."""
+def analyze(store: Store, ref: str | int, overrides: Overrides | None = None) -> Analysis:
+    """`overrides`: statistics settings for this analysis only, as `report --alpha ...` gives them; the stored
+    campaign keeps its own."""
     row = store.campaign(ref)
-    definition = {**json.loads(row["definition"]), **(overrides or {})}
-    campaign_id = int(row["id"])
-    settings = settings_of(definition)
-    runs = run_rows(store, campaign_id, float(definition.get("unstable_ratio", 1.5)))
-    variants = [v["name"] for v in definition.get("variants", [])] or sorted({r.variant for r in runs})
-    workloads = definition.get("workloads", [{}])
-    percentile = label_number((workloads[0].get("percentile") if workloads else None) or 95)
-    schedule = store.schedule(campaign_id)
-    planned = len(schedule) or len(runs)
-    points = build_points(runs, variants, row["baseline"], settings, definition)
-    analysis = Analysis(campaign_id, row["name"], row["status"], row["baseline"], percentile, definition, runs,
-                        points, planned, settings=settings)
+    definition = row.definition.with_statistics(overrides) if overrides else row.definition
+    settings = definition.settings()
+    runs = run_rows(store, row.id, definition.unstable_ratio)
+    variants = definition.variant_names or sorted({r.variant for r in runs})
+    percentile = label_number((definition.workloads[0].percentile if definition.workloads else None) or 95)
+    schedule = store.schedule(row.id)
+    points = build_points(runs, variants, row.baseline, settings, definition)
+    analysis = Analysis(row.id, row.name, row.status, row.baseline, percentile, definition, runs, points,
+                        len(schedule) or len(runs), settings=settings)
     analysis.environments = environments(runs)
-    analysis.differences = fairness_differences(row["baseline"], analysis.environments, asked_keys(definition))
-    analysis.differences += vm_size_differences(row["baseline"], definition, analysis.environments)
-    analysis.adaptive = adaptive_state(analysis, max(1, len(variants) * len({(s["workload"], s["threads"])
+    analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
+    analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)
+    analysis.adaptive = adaptive_state(analysis, max(1, len(variants) * len({(s.workload, s.threads)
                                                                              for s in schedule})))
     if analysis.adaptive and analysis.adaptive.reason != "not finished":
         analysis.planned_runs = len(runs)  # the rounds it needed were the plan; the rest were never wanted
@@ -394,7 +371,7 @@ def sweeps(analysis: Analysis) -> dict[tuple[str, str], list[SweepRow]]:
     for workload in dict.fromkeys(p.workload for p in analysis.points):
         if sum(1 for p in analysis.points if p.workload == workload) < 2:
             continue
-        for variant in [v["name"] for v in analysis.definition.get("variants", [])]:
+        for variant in analysis.definition.variant_names:
             if variant != analysis.baseline:
                 out[(workload, variant)] = sweep_table(analysis, workload, variant)
     return out
@@ -402,7 +379,7 @@ def sweeps(analysis: Analysis) -> dict[tuple[str, str], list[SweepRow]]:
 
 def price_performance(analysis: Analysis) -> list[PricePerformance]:
     """TPS per currency unit and the cost of the baseline's throughput, for variants with a cost_per_month."""
-    costs = {v["name"]: v.get("cost_per_month") for v in analysis.definition.get("variants", [])}
+    costs = {v.name: v.cost_per_month for v in analysis.definition.variants}
     if not any(costs.values()):
         return []
     tps = {name: mean_of([r.values["tps"] for r in analysis.runs if r.variant == name and r.status == "ok"])
@@ -430,11 +407,9 @@ class Overhead:
     throttled_seconds: float | None  # per run
 
 
-def throttling_of(usage: dict[str, Any]) -> tuple[float, float, float]:
-    periods = sum(t.get("nr_periods", 0) for t in usage.get("throttling", {}).values())
-    throttled = sum(t.get("nr_throttled", 0) for t in usage.get("throttling", {}).values())
-    seconds = sum(t.get("throttled_seconds", 0.0) for t in usage.get("throttling", {}).values())
-    return periods, throttled, seconds
+def throttling_of(usage: Usage) -> tuple[float, float, float]:
+    found = usage.throttling.values()
+    return sum(t.periods for t in found), sum(t.throttled for t in found), sum(t.seconds for t in found)
 
 
 def sampled_transactions(r: RunRow, report_interval: float) -> int:
@@ -443,28 +418,28 @@ def sampled_transactions(r: RunRow, report_interval: float) -> int:
     return int((r.transactions or 0) + warm)
 
 
-def per_1000(r: RunRow, report_interval: float) -> dict[str, float]:
+def per_1000(usage: Usage, r: RunRow, report_interval: float) -> dict[str, float]:
     """CPU seconds per 1,000 transactions by component, over the same window as the sampler's."""
-    usage, count = r.details["resources"], sampled_transactions(r, report_interval)
+    count = sampled_transactions(r, report_interval)
     if count <= 0:
         return {}
-    return {k: v * 1000 / count for k, v in usage.get("cpu_seconds", {}).items() if k != "idle"}
+    return {k: v * 1000 / count for k, v in usage.cpu_seconds.items() if k != "idle"}
 
 
 def overhead_rows(analysis: Analysis) -> list[Overhead]:
     out = []
-    intervals = {w["name"]: float(w.get("report_interval", 1)) for w in analysis.definition.get("workloads", [])}
+    intervals = {w.name: w.report_interval for w in analysis.definition.workloads}
     for point in analysis.points:
         title = point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
         for v in point.variants:
-            runs = [r for r in analysis.runs if r.variant == v.variant and r.status == "ok" and
-                    r.workload == point.workload and r.threads == point.threads and r.details.get("resources")]
-            if not runs:
+            measured = [(r, r.facts.usage) for r in analysis.runs if r.variant == v.variant and r.status == "ok" and
+                        r.workload == point.workload and r.threads == point.threads and r.facts.usage]
+            if not measured:
                 continue
-            shares = [per_1000(r, intervals.get(point.workload, 1.0)) for r in runs]
+            shares = [per_1000(u, r, intervals.get(point.workload, 1.0)) for r, u in measured if u]
             components = sorted({k for share in shares for k in share})
             cpu = {c: statistics.fmean(share.get(c, 0.0) for share in shares) for c in components}
-            usages = [r.details["resources"] for r in runs]
+            usages, runs = [u for _, u in measured if u], measured
             periods, throttled, seconds = (sum(x) for x in zip(*(throttling_of(u) for u in usages), strict=True))
             out.append(Overhead(v.variant, title, len(runs), cpu, throttled / periods if periods else None,
                                 seconds / len(runs) if periods else None))

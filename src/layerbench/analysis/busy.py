@@ -8,8 +8,8 @@ rebuilt reports get the same warning."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from layerbench.records import QuietWait, Usage
 from layerbench.resources import BUSY_SHARE
 
 
@@ -20,15 +20,13 @@ class Busy:
     top: tuple[tuple[str, float], ...]  # (process name, CPU seconds), busiest first
 
 
-def busy_run(usage: dict[str, Any], threshold: float = BUSY_SHARE) -> Busy | None:
+def busy_run(usage: Usage, threshold: float = BUSY_SHARE) -> Busy | None:
     """The run's busy facts when other processes and steal took more than `threshold` of the machine."""
-    cpu = usage.get("cpu_seconds") or {}
-    total = sum(float(v) for v in cpu.values())
-    other = float(cpu.get("other", 0.0))
+    total = sum(usage.cpu_seconds.values())
+    other = usage.cpu_seconds.get("other", 0.0)
     if total <= 0 or other / total <= threshold:
         return None
-    top = tuple((str(p.get("name", "?")), float(p.get("cpu_seconds", 0.0))) for p in usage.get("top_other", []))
-    return Busy(other / total, float(usage.get("steal_seconds", 0.0)) / total, top)
+    return Busy(other / total, usage.steal_seconds / total, usage.top_other)
 
 
 def busy_warning(flagged: list[tuple[str, Busy]], total_runs: int, threshold: float = BUSY_SHARE) -> str | None:
@@ -49,12 +47,12 @@ def busy_warning(flagged: list[tuple[str, Busy]], total_runs: int, threshold: fl
             f"{'; busiest: ' + names if names else ''}. Their numbers may swing; rerun them on a quiet machine")
 
 
-def quiet_wait_warning(waits: list[tuple[str, dict[str, Any]]]) -> str | None:
+def quiet_wait_warning(waits: list[tuple[str, QuietWait]]) -> str | None:
     """wait_for_quiet: the runs that started on a busy machine because the wait ran out, and the time waited."""
     if not waits:
         return None
-    total = sum(float(w.get("waited_seconds", 0.0)) for _, w in waits)
-    loud = [label for label, w in waits if not w.get("quiet", True)]
+    total = sum(w.waited_seconds for _, w in waits)
+    loud = [label for label, w in waits if not w.quiet]
     if not loud:
         return None
     return (f"wait_for_quiet: {len(loud)} of {len(waits)} runs started on a busy machine after waiting the "

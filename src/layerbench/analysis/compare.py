@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from layerbench.analysis.stats import Comparison, Summary, compare, summarize
+from layerbench.settings import Settings
 
 CV_WARNING = 0.10
 
-
-@dataclass(frozen=True)
-class Settings:
-    threshold: float = 0.02
-    alpha: float = 0.05
-    min_runs: int = 6
-    seed: int = 1
+__all__ = ["Settings", "comparisons", "first_run_outlier", "summaries", "variant_warnings"]
 
 
 def summaries(values_by_variant: dict[str, list[float]], seed: int) -> dict[str, Summary]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+
+from layerbench.records import CampaignRecord, Environment, HostFacts, VariantRecord
+from layerbench.records.run import FactMap
 
 # Variables that differ between runs by construction and say nothing about fairness.
 VOLATILE = re.compile(
@@ -63,15 +65,15 @@ def variable_differences(variant: str, base: dict[str, str], other: dict[str, st
     return out
 
 
-def host_differences(variant: str, base: dict[str, Any], other: dict[str, Any]) -> list[Difference]:
-    return [Difference(variant, f"machine fact {k}", str(base.get(k)), str(other.get(k)))
-            for k in HOST_FACTS if base.get(k) != other.get(k)]
+def host_differences(variant: str, base: HostFacts, other: HostFacts) -> list[Difference]:
+    return [Difference(variant, f"machine fact {k}", str(getattr(base, k)), str(getattr(other, k)))
+            for k in HOST_FACTS if getattr(base, k) != getattr(other, k)]
 
 
 CLIENT_HOST_FACTS = ("kernel", "cpus", "cpu_model", "memory_kb", "sysbench_version")
 
 
-def client_host_differences(variant: str, base: dict[str, Any], other: dict[str, Any]) -> list[Difference]:
+def client_host_differences(variant: str, base: FactMap, other: FactMap) -> list[Difference]:
     """The machine sysbench ran on (campaigns with `hosts:`): another kernel or sysbench there is a difference."""
     if not base or not other:
         return []
@@ -79,7 +81,7 @@ def client_host_differences(variant: str, base: dict[str, Any], other: dict[str,
             for k in CLIENT_HOST_FACTS if base.get(k) != other.get(k)]
 
 
-def fairness_differences(baseline: str, environments: dict[str, dict[str, Any]],
+def fairness_differences(baseline: str, environments: dict[str, Environment],
                          asked: dict[str, set[str]]) -> list[Difference]:
     """Differences of each variant from the baseline; `asked[v]` are the config keys either side set."""
     base = environments.get(baseline)
@@ -90,10 +92,9 @@ def fairness_differences(baseline: str, environments: dict[str, dict[str, Any]],
         if variant == baseline:
             continue
         keys = asked_variables(asked.get(variant, set()) | asked.get(baseline, set()))
-        out += variable_differences(variant, base.get("server_variables", {}), env.get("server_variables", {}),
-                                    keys)
-        out += host_differences(variant, base.get("host", {}), env.get("host", {}))
-        out += client_host_differences(variant, base.get("client_host", {}), env.get("client_host", {}))
+        out += variable_differences(variant, base.server_variables, env.server_variables, keys)
+        out += host_differences(variant, base.host, env.host)
+        out += client_host_differences(variant, base.client_host, env.client_host)
     return out
 
 
@@ -106,33 +107,31 @@ def cpu_list_size(cpus: str) -> int:
     return count
 
 
-def baseline_size(variant: dict[str, Any], env: dict[str, Any]) -> tuple[int | None, str | None]:
+def baseline_size(variant: VariantRecord, env: Environment | None) -> tuple[int | None, str | None]:
     """The baseline's CPU count (its pinning, else the machine's) and memory limit (None: the machine's)."""
-    if variant.get("backend") == "vm":
-        return int(variant.get("vcpus", 1)), str(variant.get("memory", "2G"))
-    cpus = variant.get("cpus")
-    count = cpu_list_size(cpus) if cpus else env.get("host", {}).get("cpu_count")
-    memory = (variant.get("resources") or {}).get("memory") or (variant.get("limits") or {}).get("memory")
-    return count, memory
+    if variant.backend == "vm":
+        return variant.vcpus, variant.vm_memory
+    count = cpu_list_size(variant.cpus) if variant.cpus else (env.host.cpu_count if env else None)
+    return count, variant.memory_limit
 
 
-def vm_size_differences(baseline: str, definition: dict[str, Any],
-                        environments: dict[str, dict[str, Any]]) -> list[Difference]:
+def vm_size_differences(baseline: str, definition: CampaignRecord,
+                        environments: dict[str, Environment]) -> list[Difference]:
     """A VM whose vCPUs or memory differ from the baseline's CPUs / memory limit: the classic study matches
     them (it disables host CPUs to the VM's count), or the delta measures the size, not the layer."""
-    variants = {v.get("name"): v for v in definition.get("variants", [])}
+    variants = {v.name: v for v in definition.variants}
     if baseline not in variants:
         return []
-    cpus, memory = baseline_size(variants[baseline], environments.get(baseline, {}))
+    cpus, memory = baseline_size(variants[baseline], environments.get(baseline))
     out = []
     for name, variant in variants.items():
-        if name == baseline or variant.get("backend") != "vm":
+        if name == baseline or variant.backend != "vm":
             continue
-        vcpus = int(variant.get("vcpus", 1))
+        vcpus = variant.vcpus
         if cpus is not None and vcpus != cpus:
             out.append(Difference(name, "CPUs (VM vCPUs vs the baseline's CPUs; pin the baseline with cpus)",
                                   str(cpus), str(vcpus)))
-        vm_memory = str(variant.get("memory", "2G"))
+        vm_memory = variant.vm_memory
         if memory is not None and vm_memory.upper().rstrip("B") != str(memory).upper().rstrip("B"):
             out.append(Difference(name, "memory (VM vs the baseline's limit)", str(memory), vm_memory))
     return out

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
 
 from layerbench.analysis.steady_state import SteadyState, is_unstable, mser5, swing_ratio
+from layerbench.records import RunMetrics, StoredInterval
 
 MIN_INTERVALS_FOR_WINDOW = 3
 
@@ -24,29 +24,26 @@ class Window:
     unstable: bool
 
 
-def steady_window(intervals: list[Any], unstable_ratio: float) -> Window:
-    """intervals: rows with tps, qps and warmup columns, in time order."""
-    warm = sum(1 for i in intervals if i["warmup"])
-    measured = [i for i in intervals if not i["warmup"]]
+def steady_window(intervals: tuple[StoredInterval, ...] | list[StoredInterval], unstable_ratio: float) -> Window:
+    """intervals: the run's samples in time order."""
+    warm = sum(1 for i in intervals if i.warmup)
+    measured = [i for i in intervals if not i.warmup]
     if len(measured) < MIN_INTERVALS_FOR_WINDOW:
         return Window(warm, None, None, None, None, False)
-    tps = [float(i["tps"]) for i in measured]
+    tps = [i.tps for i in measured]
     state = mser5(tps)
     kept = measured[state.cut:]
-    kept_tps = [float(i["tps"]) for i in kept]
-    return Window(warm, state, statistics.fmean(kept_tps), statistics.fmean(float(i["qps"]) for i in kept),
+    kept_tps = [i.tps for i in kept]
+    return Window(warm, state, statistics.fmean(kept_tps), statistics.fmean(i.qps for i in kept),
                   swing_ratio(kept_tps), is_unstable(kept_tps, unstable_ratio))
 
 
-def run_values(row: Any, window: Window) -> dict[str, float | None]:
+def run_values(metrics: RunMetrics, window: Window) -> dict[str, float | None]:
     """The values a run contributes to the statistics."""
-    def col(name: str) -> float | None:
-        return float(row[name]) if row[name] is not None else None
-
     return {
-        "queries": col("queries"),
-        "qps": window.qps if window.qps is not None else col("qps"),
-        "tps": window.tps if window.tps is not None else col("tps"),
-        "lat_avg_ms": col("lat_avg_ms"),
-        "lat_pct_ms": col("lat_pct_ms"),
+        "queries": metrics.value("queries"),
+        "qps": window.qps if window.qps is not None else metrics.value("qps"),
+        "tps": window.tps if window.tps is not None else metrics.value("tps"),
+        "lat_avg_ms": metrics.value("lat_avg_ms"),
+        "lat_pct_ms": metrics.value("lat_pct_ms"),
     }

@@ -10,7 +10,7 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 
 
 def colour(analysis: Analysis, variant: str) -> str:
-    names = [v["name"] for v in analysis.definition.get("variants", [])]
+    names = analysis.definition.variant_names
     index = names.index(variant) if variant in names else len(names)
     return PALETTE[index % len(PALETTE)]
 
@@ -44,7 +44,7 @@ def timeline_figure(analysis: Analysis) -> go.Figure:
     """TPS per interval of every run: warm-up shaded, the MSER-5 cut marked, unstable runs dashed."""
     fig = go.Figure()
     shown: set[str] = set()
-    warmup = max((float(w.get("warmup", 0)) for w in analysis.definition.get("workloads", [])), default=0.0)
+    warmup = max((float(w.warmup) for w in analysis.definition.workloads), default=0.0)
     for r in analysis.runs:
         if not r.series:
             continue
@@ -81,13 +81,13 @@ def sweep_figure(analysis: Analysis) -> go.Figure | None:
 
 def ladder_figure(analysis: Analysis) -> go.Figure | None:
     """Cumulative gain of each step when variants extend each other (a tuning ladder)."""
-    variants = analysis.definition.get("variants", [])
-    if not any(v.get("extends") for v in variants) or not analysis.points:
+    variants = analysis.definition.variants
+    if not any(v.extends for v in variants) or not analysis.points:
         return None
     point = analysis.points[0]
     means = {v.variant: v.means.get("tps") for v in point.variants}
     base = means.get(analysis.baseline)
-    steps = [v["name"] for v in variants if means.get(v["name"]) is not None]
+    steps = [v.name for v in variants if means.get(v.name) is not None]
     if not base or len(steps) < 2:
         return None
     gains = [(means[s] / base - 1) * 100 for s in steps]  # type: ignore[operator]

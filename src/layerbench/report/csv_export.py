@@ -37,13 +37,13 @@ def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]
 def row(analysis: Analysis, r: RunRow) -> list[object]:
     w = r.window
     steady = w.steady if w else None
-    reset = r.details.get("reset") or {}
+    reset = r.facts.reset
     return [analysis.campaign_id, (r.idx or 0) + 1, r.round, r.variant, r.workload, r.threads, r.repetition,
             r.status, r.error or "", r.values["queries"], r.values["qps"], r.values["tps"], r.values["lat_avg_ms"],
             r.values["lat_pct_ms"], analysis.percentile, steady.cut if steady else "",
             steady.kept if steady else "", (steady.steady if steady else ""), (w.unstable if w else ""),
             (round(w.swing, 4) if w and w.swing not in (None, float("inf")) else ""),
-            reset.get("method", ""), reset.get("seconds", "")]
+            reset.method if reset else "", (reset.seconds if reset and reset.seconds is not None else "")]
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -164,9 +164,8 @@ def price(analysis: Analysis) -> str:
 
 def environment(analysis: Analysis) -> str:
     parts = ["<h2>Environment and fairness</h2>"]
-    env = analysis.environments.get(analysis.baseline, {})
-    facts = {**env.get("host", {}), **{f"storage {k}": v for k, v in env.get("storage", {}).items()},
-             **env.get("tuning", {})}
+    env = analysis.environments.get(analysis.baseline)
+    facts = {**env.host.all, **{f"storage {k}": v for k, v in env.storage.items()}, **env.tuning} if env else {}
     if facts:
         parts.append(table(["fact (baseline)", "value"], [[esc(k), esc(v)] for k, v in facts.items()]))
     if analysis.differences:
@@ -179,7 +178,7 @@ def environment(analysis: Analysis) -> str:
 
 
 def campaign_as_run(analysis: Analysis) -> str:
-    text = yaml.safe_dump(analysis.definition, sort_keys=False)
+    text = yaml.safe_dump(analysis.definition.to_json(), sort_keys=False)
     order = ", ".join(f"{(r.idx or 0) + 1}:{r.variant}" for r in sorted(analysis.runs, key=lambda r: r.idx or 0))
     return (f"<h2>The campaign as run</h2><pre>{esc(text)}</pre><p class='muted'>Schedule (run: variant): "
             f"{esc(order)}</p>")
@@ -203,13 +202,12 @@ def titled(title: str, body: str) -> str:
 
 
 def render(analysis: Analysis) -> str:
-    d = analysis.definition
     state = "" if analysis.status in ("finished", "imported") else (
         f"<p class='warn'><b>This campaign is {esc(analysis.status)}</b>: {len(analysis.runs)} of "
         f"{analysis.planned_runs} runs are stored; everything below covers those only.</p>")
     sections = [
         f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
-        f"{esc(analysis.status)}</p><p>{esc(d.get('description', ''))}</p>", state,
+        f"{esc(analysis.status)}</p><p>{esc(analysis.definition.description or '')}</p>", state,
         answer(analysis), adaptive(analysis), warnings(analysis), per_variant(analysis), latency_distribution(analysis),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
         titled("Thread sweep", chart(charts.sweep_figure(analysis), "sweep")), overhead(analysis),

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from layerbench.analysis.aggregate import Analysis, price_performance, sweeps
+from layerbench.analysis.aggregate import Analysis, RunRow, price_performance, sweeps
 from layerbench.analysis.latency import distribution_rows, percentile_comparisons
 from layerbench.analysis.sequential import headline
 from layerbench.latency_histogram import percentile_key
@@ -34,11 +34,12 @@ def plain(value: Any) -> Any:
     return value
 
 
-def run_entry(r: Any) -> dict[str, Any]:
+def run_entry(r: RunRow) -> dict[str, Any]:
     return {"run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
             "workload": r.workload, "threads": r.threads, "repetition": r.repetition, "status": r.status,
-            "error": r.error, "values": r.values, "window": r.window, "reset": r.details.get("reset"),
-            "resources": r.details.get("resources"),
+            "error": r.error, "values": r.values, "window": r.window,
+            "reset": r.facts.reset.document if r.facts.reset else None,
+            "resources": r.facts.usage.document if r.facts.usage else None,
             "latency_ms": {percentile_key(p): v for p, v in r.latency.items()} or None,
             "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series]}
 
@@ -87,7 +88,7 @@ def document(analysis: Analysis) -> dict[str, Any]:
         "schema": SCHEMA,
         "campaign": {"id": analysis.campaign_id, "name": analysis.name, "status": analysis.status,
                      "baseline": analysis.baseline, "planned_runs": analysis.planned_runs,
-                     "definition": analysis.definition},
+                     "definition": analysis.definition.to_json()},
         "settings": analysis.settings,
         "points": points_entry(analysis),
         "verdict_rule": evidence.rule(analysis),
@@ -100,7 +101,7 @@ def document(analysis: Analysis) -> dict[str, Any]:
         "price_performance": price_performance(analysis),
         "warnings": analysis.warnings,
         "differences": analysis.differences,
-        "environments": {k: {n: e.get(n) for n in ("host", "backend", "storage", "tuning")}
+        "environments": {k: {n: e.document.get(n) for n in ("host", "backend", "storage", "tuning")}
                          for k, e in analysis.environments.items()},
         "runs": [run_entry(r) for r in analysis.runs],
     })

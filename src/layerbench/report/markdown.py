@@ -14,6 +14,7 @@ from layerbench.analysis.compare import Settings
 from layerbench.analysis.latency import missing_percentiles, percentile_comparisons, point_title
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import meanings
+from layerbench.records import AdaptiveRepetitions, WorkloadRecord
 from layerbench.report import evidence
 
 
@@ -39,33 +40,34 @@ def table(header: list[str], rows: list[list[str]], align: str | None = None) ->
 
 def heading(analysis: Analysis) -> list[str]:
     d = analysis.definition
-    variants = ", ".join(f"`{v['name']}` ({v['backend']})" for v in d.get("variants", []))
+    variants = ", ".join(f"`{v.name}` ({v.backend})" for v in d.variants)
     lines = [f"# layerbench report: {analysis.name} (campaign {analysis.campaign_id})", ""]
-    if d.get("description"):
-        lines += [d["description"].strip(), ""]
+    if d.description:
+        lines += [d.description.strip(), ""]
     lines += [f"- Status: {analysis.status}; runs stored: {len(analysis.runs)} of {analysis.planned_runs}",
               f"- Baseline: `{analysis.baseline}`; variants: {variants}"]
-    if d.get("imported_from"):
-        lines.append(f"- Imported from `{d['imported_from']}`: results measured elsewhere, analysed here")
-    for w in d.get("workloads", []) if not d.get("imported_from") else []:
-        threads = "/".join(str(t) for t in w.get("threads", []))
-        lines.append(f"- Workload `{w['name']}`: sysbench {w['test']}, {w['tables']} x {w['table_size']} rows, "
-                     f"threads {threads}, {w['duration']} s after {w['warmup']} s warm-up, "
-                     f"{repetitions_text(d.get('repetitions'))}, order {d.get('order')}{buffer_pool_note(analysis, w)}")
+    if d.imported_from:
+        lines.append(f"- Imported from `{d.imported_from}`: results measured elsewhere, analysed here")
+    for w in d.workloads if not d.imported_from else ():
+        threads = "/".join(str(t) for t in w.threads)
+        lines.append(f"- Workload `{w.name}`: sysbench {w.test}, {w.tables} x {w.table_size} rows, "
+                     f"threads {threads}, {w.duration} s after {w.warmup} s warm-up, "
+                     f"{repetitions_text(d.repetitions)}, order {d.order}{buffer_pool_note(analysis, w)}")
     return [*lines, ""]
 
 
-def buffer_pool_note(analysis: Analysis, workload: dict) -> str:
+def buffer_pool_note(analysis: Analysis, workload: WorkloadRecord) -> str:
     """The buffer pool sized from the data, as it was applied (workload `buffer_pool`)."""
-    if not workload.get("buffer_pool"):
+    if not workload.buffer_pool:
         return ""
-    run = next((r for r in analysis.runs if r.workload == workload["name"] and r.details.get("data_bytes")), None)
-    if run is None:
-        return f"; buffer pool {workload['buffer_pool']} of the data"
-    size = run.details["data_bytes"] / 2**20
-    pool = run.details.get("environment", {}).get("server_variables", {}).get("innodb_buffer_pool_size")
+    run = next((r for r in analysis.runs if r.workload == workload.name and r.facts.data_bytes), None)
+    if run is None or run.facts.data_bytes is None:
+        return f"; buffer pool {workload.buffer_pool} of the data"
+    size = run.facts.data_bytes / 2**20
+    env = run.facts.environment
+    pool = env.server_variables.get("innodb_buffer_pool_size") if env else None
     applied = f" = {int(pool) / 2**20:.0f} MiB" if pool else ""
-    return f"; buffer pool {workload['buffer_pool']} of {size:.0f} MiB of data{applied}"
+    return f"; buffer pool {workload.buffer_pool} of {size:.0f} MiB of data{applied}"
 
 
 def method_line(analysis: Analysis) -> str:
@@ -169,9 +171,9 @@ def run_cells(r: RunRow) -> list[str]:
             window_text(r), status]
 
 
-def repetitions_text(value: object) -> str:
-    if isinstance(value, dict):
-        return f"adaptive repetitions ({value.get('min')} to {value.get('max')} rounds)"
+def repetitions_text(value: int | AdaptiveRepetitions) -> str:
+    if isinstance(value, AdaptiveRepetitions):
+        return f"adaptive repetitions ({value.rounds_min} to {value.rounds_max} rounds)"
     return f"{value} repetitions"
 
 
@@ -194,13 +196,12 @@ def environment_lines(analysis: Analysis) -> list[str]:
     env = analysis.environments.get(analysis.baseline)
     if not env:
         return []
-    host, storage, tuning = env.get("host", {}), env.get("storage", {}), env.get("tuning", {})
-    server = env.get("server_variables", {})
+    host, storage, tuning, server = env.host, env.storage, env.tuning, env.server_variables
     facts = [
-        ("machine", f"{host.get('cpu_model')} x {host.get('cpu_count')}, "
-                    f"{(host.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {host.get('kernel')}"),
+        ("machine", f"{host.cpu_model} x {host.cpu_count}, "
+                    f"{(host.memory_bytes or 0) / 2**30:.1f} GiB, kernel {host.kernel}"),
         ("software", f"{server.get('version_comment', 'server')} {server.get('version', '?')}, "
-                     f"{host.get('sysbench_version')}"),
+                     f"{host.sysbench_version}"),
         ("datadir storage", f"{storage.get('fstype')} on {storage.get('device')} ({storage.get('options')}), "
                             f"I/O scheduler {storage.get('io_scheduler')}"),
         ("host tuning", ", ".join(f"{k} {v}" for k, v in tuning.items() if v is not None)),

@@ -1,0 +1,28 @@
+"""Typed, versioned records: the contract between a run, the store and the report (see records/run.py for the
+format history). The store writes and returns these types; the analysis never indexes a raw row or dict."""
+
+from layerbench.records.campaign import AdaptiveRepetitions, CampaignRecord, VariantRecord, WorkloadRecord
+from layerbench.records.run import (
+    FORMAT,
+    BackendFacts,
+    Environment,
+    HostFacts,
+    QuietWait,
+    Reset,
+    RunFacts,
+    StoredFacts,
+    Throttling,
+    Usage,
+)
+from layerbench.records.stored import (
+    CampaignListing,
+    RunMetrics,
+    ScheduledRun,
+    StoredCampaign,
+    StoredInterval,
+    StoredRun,
+)
+
+__all__ = ["FORMAT", "AdaptiveRepetitions", "BackendFacts", "CampaignListing", "CampaignRecord", "Environment",
+           "HostFacts", "QuietWait", "Reset", "RunFacts", "RunMetrics", "ScheduledRun", "StoredCampaign",
+           "StoredFacts", "StoredInterval", "StoredRun", "Throttling", "Usage", "VariantRecord", "WorkloadRecord"]

@@ -1,0 +1,192 @@
+"""What one run recorded besides its numbers: the dataset reset, the environment (machine, server variables,
+the backend's facts and warnings), the resource usage, the quiet-machine wait, the buffer pool sizing. Written
+by the orchestrator, stored as JSON in `runs.details` with a format number, read back by the analysis.
+
+Format history: none (before layerbench 0.3): the same keys without a number; 1: `format` added. A later
+format must read every earlier one (tests/unit/test_records.py reads a store written before format 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from layerbench.records.json import (
+    JSONObject,
+    as_bool,
+    as_float,
+    as_int,
+    as_list,
+    as_object,
+    as_str,
+    opt_float,
+    opt_int,
+    opt_str,
+)
+
+FORMAT = 1
+Scalar = str | int | float | bool | None
+FactMap = dict[str, Scalar]  # named facts shown as they are (host, storage, tuning)
+
+
+def facts(value: object) -> FactMap:
+    return {str(k): v if isinstance(v, str | int | float | bool) or v is None else str(v)
+            for k, v in as_object(value).items()}
+
+
+@dataclass(frozen=True)
+class Reset:
+    """How the run's dataset was restored: snapshot (with its checksum check), reprepare or none."""
+
+    method: str
+    seconds: float | None
+    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> Reset:
+        return cls(as_str(data.get("method")), opt_float(data.get("seconds")), dict(data))
+
+
+@dataclass(frozen=True)
+class QuietWait:
+    """wait_for_quiet before the run: how long it waited and whether the machine was quiet at the end."""
+
+    waited_seconds: float
+    quiet: bool
+    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> QuietWait:
+        return cls(as_float(data.get("waited_seconds")), as_bool(data.get("quiet"), True), dict(data))
+
+
+@dataclass(frozen=True)
+class Throttling:
+    periods: int
+    throttled: int
+    seconds: float
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> Throttling:
+        return cls(as_int(data.get("nr_periods")), as_int(data.get("nr_throttled")),
+                   as_float(data.get("throttled_seconds")))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The sampler's record (resources.ResourceUsage as stored): CPU seconds per component, "other" and "idle"
+    included; cgroup throttling; hypervisor steal; the busiest processes outside the run."""
+
+    cpu_seconds: dict[str, float]
+    throttling: dict[str, Throttling]
+    steal_seconds: float
+    top_other: tuple[tuple[str, float], ...]  # (process name, CPU seconds)
+    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> Usage:
+        cpu = {str(k): as_float(v) for k, v in as_object(data.get("cpu_seconds")).items()}
+        throttling = {str(k): Throttling.from_json(as_object(v)) for k, v in as_object(data.get("throttling")).items()}
+        top = tuple((as_str(as_object(p).get("name"), "?"), as_float(as_object(p).get("cpu_seconds")))
+                    for p in as_list(data.get("top_other")))
+        return cls(cpu, throttling, as_float(data.get("steal_seconds")), top, dict(data))
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """The machine a server ran on (environment.host_facts)."""
+
+    kernel: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+    memory_bytes: int | None = None
+    sysbench_version: str | None = None
+    all: FactMap = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> HostFacts:
+        return cls(opt_str(data.get("kernel")), opt_str(data.get("cpu_model")), opt_int(data.get("cpu_count")),
+                   opt_int(data.get("memory_bytes")), opt_str(data.get("sysbench_version")), facts(data))
+
+
+@dataclass(frozen=True)
+class BackendFacts:
+    """What a backend's describe() said: its kind, its warnings for the reader, and its other facts as given."""
+
+    kind: str | None = None
+    warnings: tuple[str, ...] = ()
+    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> BackendFacts:
+        return cls(opt_str(data.get("backend")), tuple(as_str(w) for w in as_list(data.get("warnings"))), dict(data))
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A run's environment: machine, backend, the server's effective variables, storage and host tuning; with
+    `hosts:`, where client and server ran and the client machine's facts."""
+
+    host: HostFacts
+    backend: BackendFacts
+    server_variables: dict[str, str]
+    storage: FactMap
+    tuning: FactMap
+    client_host: FactMap
+    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> Environment:
+        variables = {str(k): str(v) for k, v in as_object(data.get("server_variables")).items()}
+        return cls(HostFacts.from_json(as_object(data.get("host"))),
+                   BackendFacts.from_json(as_object(data.get("backend"))), variables, facts(data.get("storage")),
+                   facts(data.get("tuning")), facts(data.get("client_host")), dict(data))
+
+    def to_json(self) -> JSONObject:
+        return dict(self.document)
+
+
+@dataclass
+class RunFacts:
+    """Everything a run recorded besides totals, intervals and latency; the orchestrator fills it as the run
+    goes (`document` is the JSON form, kept whole for exports)."""
+
+    reset: JSONObject | None = None
+    environment: JSONObject | None = None
+    resources: JSONObject | None = None
+    quiet_wait: JSONObject | None = None
+    data_bytes: int | None = None
+    buffer_pool_ratio: str | None = None
+    other: JSONObject = field(default_factory=dict)  # server_start_seconds, warmup_intervals, imported, ...
+
+    def to_json(self) -> JSONObject:
+        named = {"reset": self.reset, "environment": self.environment, "resources": self.resources,
+                 "quiet_wait": self.quiet_wait, "data_bytes": self.data_bytes,
+                 "buffer_pool_ratio": self.buffer_pool_ratio}
+        return {"format": FORMAT, **self.other, **{k: v for k, v in named.items() if v is not None}}
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> RunFacts:
+        named = ("reset", "environment", "resources", "quiet_wait")
+        other = {k: v for k, v in data.items() if k not in (*named, "format", "data_bytes", "buffer_pool_ratio")}
+        return cls(*(as_object(data[k]) if isinstance(data.get(k), dict) else None for k in named),
+                   opt_int(data.get("data_bytes")), opt_str(data.get("buffer_pool_ratio")), other)
+
+
+@dataclass(frozen=True)
+class StoredFacts:
+    """A stored run's facts, typed for the analysis (read from any format)."""
+
+    reset: Reset | None = None
+    environment: Environment | None = None
+    usage: Usage | None = None
+    quiet_wait: QuietWait | None = None
+    data_bytes: int | None = None
+    buffer_pool_ratio: str | None = None
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> StoredFacts:
+        raw = RunFacts.from_json(data)
+        return cls(Reset.from_json(raw.reset) if raw.reset is not None else None,
+                   Environment.from_json(raw.environment) if raw.environment else None,
+                   Usage.from_json(raw.resources) if raw.resources else None,
+                   QuietWait.from_json(raw.quiet_wait) if raw.quiet_wait is not None else None,
+                   raw.data_bytes, raw.buffer_pool_ratio)

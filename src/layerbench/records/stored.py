@@ -1,0 +1,94 @@
+"""The rows of a store as the analysis and the commands read them: a campaign with its typed definition, its
+schedule, its runs (numbers, facts, latency distribution) and their interval samples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from layerbench.records.campaign import CampaignRecord
+from layerbench.records.run import StoredFacts
+
+
+@dataclass(frozen=True)
+class StoredCampaign:
+    id: int
+    name: str
+    status: str  # running | finished | finished with failures | interrupted | failed | imported
+    started_at: float
+    finished_at: float | None
+    definition: CampaignRecord
+    source_path: str | None
+    output_dir: str
+    baseline: str
+    message: str | None
+
+
+@dataclass(frozen=True)
+class CampaignListing:
+    """A campaign with its run counts, for `list` and `resume`."""
+
+    campaign: StoredCampaign
+    ok_runs: int
+    failed_runs: int
+    planned_runs: int
+
+    @property
+    def unfinished(self) -> bool:
+        return (self.campaign.status in ("running", "interrupted", "failed")
+                and self.ok_runs + self.failed_runs < self.planned_runs)
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    idx: int
+    round: int
+    variant: str
+    workload: str
+    threads: int
+    repetition: int
+
+
+@dataclass(frozen=True)
+class StoredInterval:
+    time: float
+    tps: float
+    qps: float
+    warmup: bool
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """The run's totals as sysbench reported them for the measured part (None: not recorded or failed)."""
+
+    duration: float | None = None
+    transactions: int | None = None
+    queries: float | None = None
+    tps: float | None = None
+    qps: float | None = None
+    lat_avg_ms: float | None = None
+    lat_pct_ms: float | None = None
+
+    def value(self, metric: str) -> float | None:
+        """A metric the statistics use by its key (queries, qps, tps, lat_avg_ms, lat_pct_ms)."""
+        found = {"queries": self.queries, "qps": self.qps, "tps": self.tps, "lat_avg_ms": self.lat_avg_ms,
+                 "lat_pct_ms": self.lat_pct_ms}[metric]
+        return None if found is None else float(found)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    id: int
+    idx: int | None
+    round: int | None
+    variant: str
+    workload: str
+    threads: int | None
+    repetition: int
+    status: str  # ok | failed
+    error: str | None
+    started_at: float | None
+    metrics: RunMetrics
+    percentile: float | None
+    facts: StoredFacts = field(default_factory=StoredFacts)
+    intervals: tuple[StoredInterval, ...] = ()
+    latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window

@@ -1,0 +1,38 @@
+"""The statistics settings of an analysis and their defaults, in one place: the campaign file's defaults, the
+import options, `report --alpha ...`, `compare` and the analysis all read them from here (docs/statistics.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NOISE_THRESHOLD = 0.02  # a delta inside +-2 % is "within noise" (benchstat's default is 5 %, ours is stricter)
+ALPHA = 0.05  # significance level of the verdicts
+MIN_RUNS = 0  # no floor of the user's on top of what alpha needs (0: none)
+SEED = 1  # of the bootstrap resamples
+REPORT_FORMATS = ("md", "html")  # written at the end of `run` and `resume`, and by `report`, unless the campaign says
+UNSTABLE_RATIO = 1.5  # interval TPS swinging wider than this inside a run's steady window flags the run
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The rule a verdict follows: noise threshold, alpha (per look, for adaptive campaigns), the runs per side
+    a verdict needs at least (0: only what alpha needs), and the bootstrap seed."""
+
+    threshold: float = NOISE_THRESHOLD
+    alpha: float = ALPHA
+    min_runs: int = MIN_RUNS
+    seed: int = SEED
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Statistics settings given on a command line (`import`, `report --alpha ...`): None keeps the campaign's."""
+
+    threshold: float | None = None
+    alpha: float | None = None
+    min_runs: int | None = None
+
+    def campaign_keys(self) -> dict[str, float | int]:
+        """As the keys of a campaign file (noise_threshold, alpha, min_runs), only those given."""
+        given = {"alpha": self.alpha, "min_runs": self.min_runs, "noise_threshold": self.threshold}
+        return {k: v for k, v in given.items() if v is not None}
