@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from layerbench import settings
 from layerbench.boundedyaml import load_text, read_campaign_text
 from layerbench.errors import BadInput, shown
 from layerbench.hosts import HostEntry
@@ -353,16 +354,17 @@ class Campaign(Strict):
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
     order: Literal["rounds", "sequential"] = "rounds"
-    seed: int = Field(default=1, ge=0, le=2**63 - 1)
+    seed: int = Field(default=settings.SEED, ge=0, le=2**63 - 1)
     output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
-    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: ["md", "html"])
-    noise_threshold: float = Field(default=0.02, ge=0, lt=1)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
+    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: list(settings.REPORT_FORMATS))
+    noise_threshold: float = Field(default=settings.NOISE_THRESHOLD, ge=0, lt=1)
+    alpha: float = Field(default=settings.ALPHA, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
                                  "a verdict, on top of what alpha needs (docs/import.md)")
     compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
                                              "in every workload besides its `percentile` (docs/campaign.md)")
-    unstable_ratio: float = Field(default=1.5, gt=1, le=1000, description="flag a run whose interval TPS swings wider")
+    unstable_ratio: float = Field(default=settings.UNSTABLE_RATIO, gt=1, le=1000,
+                                  description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
     hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
     wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "

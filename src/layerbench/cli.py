@@ -19,7 +19,7 @@ from rich.text import Text
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.campaign import Campaign, load_campaign, smoke_version
-from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, LayerbenchError
+from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError
 from layerbench.orchestrator import Outcome, resume_campaign, run_campaign, slug
 from layerbench.paths import existing_store, store_path, where
 from layerbench.procs import stop_all
@@ -61,7 +61,8 @@ MinRunsOption = Annotated[int | None, typer.Option("--min-runs", help="a floor o
                                                                       "top of what alpha needs (default none)")]
 ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction "
                                                                           "(default 0.02 = 2 %)")]
-RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`")]
+RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`; or the campaign's YAML file, "
+                                             "which also finds the store in its output:")]
 
 
 def show_versions(value: bool) -> None:
@@ -96,6 +97,16 @@ class CampaignMissing(typer.BadParameter):
 
 def load(path: Path) -> tuple[Campaign, str]:
     return load_campaign(path), str(path)
+
+
+def located(ref: str, db: Path | None) -> tuple[Path, str]:
+    """The store and the campaign a REF names (paths.py): a campaign file means the store in its `output:` and
+    the newest campaign of its name; an id, a name or `latest` means the store of --db, $LAYERBENCH_DB or
+    results/."""
+    if ref.endswith((".yaml", ".yml")) and Path(ref).is_file():
+        parsed, _ = load(Path(ref))
+        return existing_store(db, parsed.output), parsed.name
+    return existing_store(db), ref
 
 
 class TimeLeftColumn(ProgressColumn):
@@ -198,8 +209,12 @@ def run(
         return
     stop_on_signals()
     path = store_path(db, parsed.output)
-    with Store(path) as store, RichProgress() as progress:
-        outcome = run_campaign(parsed, store, progress=progress, source_path=source)
+    try:
+        with Store(path) as store, RichProgress() as progress:
+            outcome = run_campaign(parsed, store, progress=progress, source_path=source)
+    except Interrupted as error:  # `resume <the campaign file>` finds this store whatever its output: is
+        again = f"layerbench resume {source}" + (f" --db {path}" if db is not None else "")
+        raise Interrupted(f"{error}, or `{again}` (store: {path})") from None
     with Store(path) as store:
         finish(store, outcome, list(parsed.formats))
     if path != store_path() and db is None:
@@ -212,7 +227,7 @@ def run(
 def resume(ref: RefArgument = "latest", db: DbOption = None) -> None:
     """Continue an interrupted campaign: runs already stored are kept, the rest are run."""
     stop_on_signals()
-    path = existing_store(db)
+    path, ref = located(ref, db)
     with Store(path) as store, RichProgress() as progress:
         outcome = resume_campaign(store, ref, progress=progress)
     with Store(path) as store:
@@ -269,7 +284,8 @@ def list_campaigns(db: DbOption = None) -> None:
 @app.command()
 def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
     """One campaign's runs and aggregates, in the terminal."""
-    with Store(existing_store(db)) as store:
+    path, ref = located(ref, db)
+    with Store(path) as store:
         from layerbench.report.markdown import render
 
         out.print(render(analyze(store, ref)), markup=False, highlight=False)
@@ -289,7 +305,8 @@ def report(
     from layerbench.importer import statistics_options
 
     overrides = statistics_options(alpha, min_runs, threshold)
-    with Store(existing_store(db)) as store:
+    path, ref = located(ref, db)
+    with Store(path) as store:
         row = store.campaign(ref)
         formats = fmt or list(row.definition.report_formats)
         analysis = analyze(store, row.id, overrides)

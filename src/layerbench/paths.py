@@ -3,8 +3,9 @@
 The store (one SQLite file holding every campaign) is the first of:
   1. `--db PATH` on the command line,
   2. the environment variable `LAYERBENCH_DB`,
-  3. `<output>/layerbench.db`, where `<output>` is, for `run`: `--output`, else the campaign's `output:` key;
-     for every other command: `results` (the default `output:`), relative to the current folder.
+  3. `<output>/layerbench.db`, where `<output>` is the campaign's `output:` key when the command is given the
+     campaign file (`run` and `validate` always; `resume`, `show` and `report` when their REF is the YAML
+     file; `run --output` overrides it), else `results` (the default `output:`), relative to the current folder.
 A campaign's reports go to `<output>/<id>-<name>/` (`report --output` writes them elsewhere).
 Commands that only read (list, show, report, compare, validate, clean) never create a store.
 """
@@ -20,8 +21,9 @@ DEFAULT_OUTPUT = "results"
 STORE_NAME = "layerbench.db"
 DB_ENV = "LAYERBENCH_DB"
 
-RULE = ("store: --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db (run: the campaign's output: or "
-        "--output; other commands: results/ in the current folder); reports: <output>/<id>-<name>/")
+RULE = ("store: --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db (<output>: the campaign's output: when "
+        "a command is given the campaign file, as run and validate are and resume, show and report can be; else "
+        "results/ in the current folder); reports: <output>/<id>-<name>/")
 
 
 def store_path(db: Path | None = None, output: str | Path | None = None) -> Path:
