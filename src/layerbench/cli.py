@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign import Campaign, load_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError
 from layerbench.orchestrator import Outcome, resume_campaign, run_campaign, slug
@@ -162,9 +163,9 @@ class RichProgress:
 
 
 def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
-    analysis = analyze(store, outcome.campaign_id)
+    report = report_model(analyze(store, outcome.campaign_id))  # computed once, rendered in every format
     for fmt in formats:
-        path = write_report(analysis, fmt, outcome.output_dir)
+        path = write_report(report, fmt, outcome.output_dir)
         out.print(f"report: {path}")
     console.print(f"{outcome.ok} runs ok, {outcome.failed} failed; campaign {outcome.campaign_id} in {store.path}")
 
@@ -314,8 +315,9 @@ def report(
         console.print(f"campaign {analysis.campaign_id} ({analysis.name}, {analysis.status}) has no stored run: "
                       "the report says so and holds no numbers", highlight=False, markup=False)
     folder = output or Path(row.output_dir) / f"{row.id}-{slug(row.name)}"
+    model = report_model(analysis)
     for one in formats:
-        out.print(f"report: {write_report(analysis, one, folder)}", highlight=False, markup=False)
+        out.print(f"report: {write_report(model, one, folder)}", highlight=False, markup=False)
 
 
 cache_app = typer.Typer(help="The dataset cache: snapshots prepared once and restored for every run.",
@@ -466,7 +468,9 @@ def compare_cmd(
 ) -> None:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
     from layerbench.analysis.campaigns import compare_campaigns
-    from layerbench.report.markdown import fmt, legend, table
+    from layerbench.analysis.report_model import legend
+    from layerbench.report.text import fmt
+    from layerbench.report.text import pipe_table as table
 
     with Store(existing_store(db)) as store:
         first, second = analyze(store, a), analyze(store, b)

@@ -167,3 +167,18 @@ def test_an_import_of_bad_input_leaves_no_store_behind(tmp_path: Path, monkeypat
         main(["import", source, "--name", "x", "--baseline", "host"])
     assert done.value.code == 2
     assert not (tmp_path / "results").exists()
+
+
+def test_a_campaign_file_as_ref_finds_the_store_in_its_output(empty_folder: Path, capsys) -> None:
+    """A campaign with its own `output:` is reported (and resumed) by naming its file, without --db."""
+    import yaml
+
+    out = empty_folder / "elsewhere"
+    cid = fill_store(out / "layerbench.db", {"host": 1.0, "docker": 0.9}, reps=3)
+    path = empty_folder / "c.yaml"
+    path.write_text(yaml.safe_dump({**synthetic_campaign({"host": 1.0, "docker": 0.9}, reps=3), "output": str(out)}))
+    code, _, err = cli(["report", str(path), "-f", "md", "-o", str(empty_folder / "r")], capsys)
+    assert code == 0, err
+    assert f"# layerbench report: golden (campaign {cid})" in (empty_folder / "r" / "report.md").read_text()
+    code, _, err = cli(["report", str(cid), "-f", "md"], capsys)  # by id: the default store, which is not there
+    assert code == 2 and "no store at results/layerbench.db" in err

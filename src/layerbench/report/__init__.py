@@ -1,4 +1,5 @@
-"""Reports: one module per format, each formatting an Analysis (never computing one), all with `render()`."""
+"""Reports: one module per format, each rendering the one Report the analysis makes (analysis/report_model.py),
+never computing one; all with `render()`."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import importlib
 from pathlib import Path
 
 from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.report_model import Report
 from layerbench.errors import BadInput, shown
 
 FORMATS = {"md": "markdown", "html": "html", "json": "json_export", "csv": "csv_export"}
 EXTENSIONS = {"md": "md", "html": "html", "json": "json", "csv": "csv"}
 
 
-def write_report(analysis: Analysis, fmt: str, directory: Path) -> Path:
+def write_report(report: Analysis | Report, fmt: str, directory: Path) -> Path:
     """Render one format into directory/report.<ext> and return the path."""
     if fmt not in FORMATS:
         raise BadInput(f"--format: {shown(fmt)} is not a report format; use one of: {', '.join(FORMATS)}")
@@ -20,7 +22,7 @@ def write_report(analysis: Analysis, fmt: str, directory: Path) -> Path:
     path = directory / f"report.{EXTENSIONS[fmt]}"
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path.write_text(module.render(analysis), encoding="utf-8")
+        path.write_text(module.render(report), encoding="utf-8")
     except (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
         raise BadInput(f"--output: {shown(str(directory), 120)} cannot hold the report ({type(error).__name__}: "
                        f"{error.strerror}); give a folder") from None

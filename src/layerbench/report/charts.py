@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from layerbench.analysis.aggregate import Analysis, Point, sweeps
+from layerbench.analysis.aggregate import Analysis, Overhead, Point
+from layerbench.analysis.report_model import Report
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
@@ -61,8 +62,8 @@ def timeline_figure(analysis: Analysis) -> go.Figure:
     return layout(fig, "TPS over time, every run (dashed: unstable)", "TPS", "seconds since start")
 
 
-def sweep_figure(analysis: Analysis) -> go.Figure | None:
-    tables = sweeps(analysis)
+def sweep_figure(report: Report) -> go.Figure | None:
+    analysis, tables = report.analysis, report.sweeps
     if not tables:
         return None
     fig = go.Figure()
@@ -97,10 +98,8 @@ def ladder_figure(analysis: Analysis) -> go.Figure | None:
                   "gain (%)", "step")
 
 
-def price_figure(analysis: Analysis) -> go.Figure | None:
-    from layerbench.analysis.aggregate import price_performance
-
-    rows = price_performance(analysis)
+def price_figure(report: Report) -> go.Figure | None:
+    analysis, rows = report.analysis, report.price
     if not rows:
         return None
     fig = go.Figure(go.Bar(x=[r.variant for r in rows], y=[r.tps_per_cost for r in rows],
@@ -108,11 +107,10 @@ def price_figure(analysis: Analysis) -> go.Figure | None:
     return layout(fig, "Price-performance: TPS per currency unit per month", "TPS per unit")
 
 
-def overhead_figure(rows: list) -> go.Figure | None:
+def overhead_figure(rows: tuple[Overhead, ...], components: list[str]) -> go.Figure | None:
     """Stacked CPU seconds per 1,000 transactions by component, one bar per variant and point."""
     if not rows:
         return None
-    components = sorted({c for r in rows for c in r.cpu_per_1000_tx}, key=lambda c: (c == "other", c))
     labels = [f"{r.variant} ({r.point})" for r in rows]
     fig = go.Figure([go.Bar(name=c, x=labels, y=[r.cpu_per_1000_tx.get(c, 0.0) for r in rows]) for c in components])
     fig.update_layout(barmode="stack")

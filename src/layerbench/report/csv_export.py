@@ -12,6 +12,7 @@ import io
 
 from layerbench.analysis.aggregate import Analysis, RunRow
 from layerbench.analysis.latency import SHOWN
+from layerbench.analysis.report_model import Report, as_report
 from layerbench.latency_histogram import percentile_key
 
 COLUMNS = ["campaign_id", "run", "round", "variant", "workload", "threads", "repetition", "status", "error",
@@ -56,7 +57,8 @@ def neutralised(value: object) -> object:
     return value
 
 
-def render(analysis: Analysis) -> str:
+def render(source: Analysis | Report) -> str:
+    analysis = as_report(source).analysis
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)

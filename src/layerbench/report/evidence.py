@@ -4,8 +4,6 @@ replacement), and 'undefined' (with why) for what a single value cannot give: sd
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import Analysis, VariantPoint
-from layerbench.analysis.attainable import rule_text
 from layerbench.analysis.stats import Comparison, Summary, format_bound, format_p
 
 UNDEFINED = "undefined (n=1)"
@@ -49,18 +47,3 @@ def summary_cells(s: Summary, fmt: object) -> tuple[str, str, str]:
         return UNDEFINED, UNDEFINED, UNDEFINED
     show = fmt if callable(fmt) else str
     return show(s.sd), f"{s.cv * 100:.1f} %", f"[{show(s.ci_low)}, {show(s.ci_high)}]"
-
-
-def comparisons_at(analysis: Analysis) -> int:
-    """How many variants each point compares with the baseline (the Holm family size)."""
-    return max((sum(1 for v in p.variants if v.variant != analysis.baseline) for p in analysis.points), default=1)
-
-
-def rule(analysis: Analysis) -> str:
-    s = analysis.settings
-    return rule_text(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha, min_runs=s.min_runs or None)
-
-
-def undecided(analysis: Analysis) -> list[VariantPoint]:
-    return [v for p in analysis.points for v in p.variants
-            if any(c.verdict.kind == "need more runs" for c in v.comparisons.values())]

@@ -10,12 +10,13 @@ from typing import Any
 import yaml
 from plotly.offline import get_plotlyjs
 
-from layerbench.analysis.aggregate import Analysis, VariantPoint, overhead_rows, price_performance
-from layerbench.analysis.latency import SHOWN, distribution_rows, missing_percentiles, percentile_comparisons
-from layerbench.analysis.sequential import decision_rows, headline
+from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.latency import SHOWN, point_title
+from layerbench.analysis.report_model import AnswerRow, Report, as_report
+from layerbench.analysis.stats import Comparison
 from layerbench.latency_histogram import percentile_key
 from layerbench.report import charts, evidence
-from layerbench.report.markdown import fmt, legend, method_line, point_title, verdict_notes, window_text
+from layerbench.report.text import fmt, run_numbers, window_text
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:24px;
@@ -49,9 +50,8 @@ def table(header: list[str], rows: list[list[str]], numeric: set[int] | None = N
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def ci_bar(v: VariantPoint, scale: float = 0.5) -> str:
+def ci_bar(found: Comparison | None, scale: float = 0.5) -> str:
     """The delta's CI as a small bar around 0 (the black tick); ±scale fills the box."""
-    found = v.verdict("tps")
     if not found or not found.delta or evidence.single(found):
         return ""
     def pos(x: float) -> float:
@@ -68,37 +68,35 @@ def chart(fig: Any, name: str) -> str:
         full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}) + "</div>"
 
 
-def answer(analysis: Analysis) -> str:
-    rows = []
-    for point in analysis.points:
-        for v in point.variants:
-            if v.variant == analysis.baseline:
-                continue
-            found, lat = v.verdict("tps"), v.verdict("lat_pct_ms")
-            kind = evidence.verdict_word(found)
-            rows.append([f"<b>{esc(v.variant)}</b>", esc(point_title(point)),
-                         f"<span class='verdict {KIND_CLASS.get(kind, 'need')}'>{esc(kind)}</span>",
-                         esc(evidence.evidence_with_note(found)), ci_bar(v),
-                         esc(f"{evidence.verdict_word(lat)}: {evidence.evidence_with_note(lat)}" if lat else "-")])
-    s = analysis.settings
-    method = method_line(analysis).replace("`", "")
+def answer_row(a: AnswerRow) -> list[str]:
+    kind = evidence.verdict_word(a.tps)
+    return [f"<b>{esc(a.variant)}</b>", esc(a.point),
+            f"<span class='verdict {KIND_CLASS.get(kind, 'need')}'>{esc(kind)}</span>",
+            esc(evidence.evidence_with_note(a.tps)), ci_bar(a.tps),
+            esc(f"{evidence.verdict_word(a.latency)}: {evidence.evidence_with_note(a.latency)}" if a.latency else "-")]
+
+
+def answer(report: Report) -> str:
+    analysis = report.analysis
+    rows = [answer_row(a) for a in report.answer]
+    method = report.method.replace("`", "")
     intro = (f"<p>{esc(method)} The bar: the interval, ±50 % full width, tick at 0.</p>"
-             f"<p>{esc(evidence.rule(analysis))}</p>")
+             f"<p>{esc(report.rule)}</p>")
     if not rows:
         return "<h2>The answer</h2>" + intro + f"<p>{esc(analysis.nothing_to_compare())}</p>"
     header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", "CI",
               f"{analysis.metric_label('lat_pct_ms')}: verdict, delta [CI] (p, n)"]
-    notes = "".join(f"<li>{esc(note)}</li>" for note in verdict_notes(analysis))
+    notes = "".join(f"<li>{esc(note)}</li>" for note in report.verdict_notes)
     return ("<h2>The answer</h2>" + intro + table(header, rows)
-            + f"<p class='muted'>{esc(legend(s))}</p>" + (f"<ul class='warn'>{notes}</ul>" if notes else ""))
+            + f"<p class='muted'>{esc(report.legend)}</p>" + (f"<ul class='warn'>{notes}</ul>" if notes else ""))
 
 
-def adaptive(analysis: Analysis) -> str:
-    state = analysis.adaptive
-    if state is None:
+def adaptive(report: Report) -> str:
+    if report.adaptive is None:
         return ""
-    rows = [[esc(cell) for cell in row] for row in decision_rows(state)]
-    return (f"<h2>Adaptive repetitions</h2><p>{esc(headline(state))}</p>"
+    said, decisions = report.adaptive
+    rows = [[esc(cell) for cell in row] for row in decisions]
+    return (f"<h2>Adaptive repetitions</h2><p>{esc(said)}</p>"
             + table(["point", "variant", "TPS verdict", "status"], rows))
 
 
@@ -120,57 +118,57 @@ def per_variant(analysis: Analysis) -> str:
     return "".join(parts)
 
 
-def latency_distribution(analysis: Analysis) -> str:
+def latency_distribution(report: Report) -> str:
     """p50 ... max of the measured window per variant (median over runs), and the other percentiles compared."""
-    rows = distribution_rows(analysis)
+    rows = report.distribution
     keys = [percentile_key(p) for p in SHOWN]
     body = [[esc(r.variant), esc(r.point), str(r.runs), *[fmt(r.median_ms.get(k)) for k in keys]] for r in rows]
     parts = [table(["variant", "point", "runs", *[f"{k} (ms)" for k in keys]], body, set(range(2, 3 + len(keys))))
              if body else "<p class='muted'>These runs recorded no latency distribution (imported, or measured "
              "before layerbench recorded it).</p>"]
     found = [[esc(c.variant), esc(c.point), esc(c.label), esc(evidence.verdict_word(c.comparison)),
-              esc(evidence.evidence_with_note(c.comparison))] for c in percentile_comparisons(analysis)]
+              esc(evidence.evidence_with_note(c.comparison))] for c in report.percentiles]
     if found:
         parts.append(table(["variant", "point", "metric", "verdict", "delta [CI] (p, n)"], found))
-    parts += [f"<p class='warn'>{esc(m)}</p>" for m in missing_percentiles(analysis)]
+    parts += [f"<p class='warn'>{esc(m)}</p>" for m in report.missing_percentiles]
     return ("<h2>Latency distribution</h2><p>Percentiles of each run's measured window (sysbench's histogram, one "
             "bucket of resolution, about 1.8 %; max exact), median over the runs.</p>" + "".join(parts))
 
 
-def overhead(analysis: Analysis) -> str:
-    rows = overhead_rows(analysis)
+def overhead(report: Report) -> str:
+    rows = report.overhead
     if not rows:
         return ("<h2>Where the overhead went</h2><p class='muted'>No resource samples were recorded for these "
                 "runs.</p>")
-    components = sorted({c for r in rows for c in r.cpu_per_1000_tx}, key=lambda c: (c == "other", c))
+    components = list(report.overhead_components)
     body = [[esc(r.variant), esc(r.point), *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
              "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %", fmt(r.throttled_seconds)]
             for r in rows]
     header = ["variant", "point", *components, "throttled periods", "throttled s / run"]
     return ("<h2>Where the overhead went</h2><p>CPU seconds per 1,000 transactions by component (mean of runs), "
-            "and cgroup CPU throttling.</p>" + chart(charts.overhead_figure(rows), "overhead")
+            "and cgroup CPU throttling.</p>" + chart(charts.overhead_figure(rows, components), "overhead")
             + table(header, body, set(range(2, len(header)))))
 
 
-def price(analysis: Analysis) -> str:
-    rows = price_performance(analysis)
+def price(report: Report) -> str:
+    rows = report.price
     if not rows:
         return ""
     body = table(["variant", "cost / month", "mean TPS", "TPS per unit", "cost of the baseline's TPS"],
                  [[esc(r.variant), fmt(r.cost_per_month), fmt(r.mean_tps), fmt(r.tps_per_cost, 3),
                    fmt(r.cost_for_baseline_tps)] for r in rows], {1, 2, 3, 4})
-    return "<h2>Price-performance</h2>" + chart(charts.price_figure(analysis), "price") + body
+    return "<h2>Price-performance</h2>" + chart(charts.price_figure(report), "price") + body
 
 
-def environment(analysis: Analysis) -> str:
+def environment(report: Report) -> str:
+    analysis = report.analysis
     parts = ["<h2>Environment and fairness</h2>"]
     env = analysis.environments.get(analysis.baseline)
     facts = {**env.host.all, **{f"storage {k}": v for k, v in env.storage.items()}, **env.tuning} if env else {}
     if facts:
         parts.append(table(["fact (baseline)", "value"], [[esc(k), esc(v)] for k, v in facts.items()]))
-    if analysis.differences:
-        parts.append("<ul class='warn'>" + "".join(f"<li>{esc(d.text(analysis.baseline))}</li>"
-                                                   for d in analysis.differences) + "</ul>")
+    if report.differences:
+        parts.append("<ul class='warn'>" + "".join(f"<li>{esc(d)}</li>" for d in report.differences) + "</ul>")
     else:
         parts.append("<p>No difference between the variants' servers or machines beyond what the campaign asked "
                      "for.</p>")
@@ -187,11 +185,9 @@ def campaign_as_run(analysis: Analysis) -> str:
 def run_table(analysis: Analysis) -> str:
     rows = []
     for r in analysis.runs:
-        v = r.values
         status = "ok" if r.status == "ok" else f"failed: {esc(r.error or '')}"
         rows.append([str((r.idx or 0) + 1), esc(r.variant), esc(r.workload), str(r.threads), str(r.repetition),
-                     fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"]),
-                     esc(window_text(r)), status])
+                     *run_numbers(r), esc(window_text(r)), status])
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS", "avg lat (ms)",
               f"p{analysis.percentile} lat (ms)", "steady window", "status"]
     return "<h2>Runs</h2>" + table(header, rows, {5, 6, 7, 8, 9})
@@ -201,18 +197,20 @@ def titled(title: str, body: str) -> str:
     return f"<h2>{esc(title)}</h2>{body}" if body else ""
 
 
-def render(analysis: Analysis) -> str:
+def render(source: Analysis | Report) -> str:
+    report = as_report(source)
+    analysis = report.analysis
     state = "" if analysis.status in ("finished", "imported") else (
         f"<p class='warn'><b>This campaign is {esc(analysis.status)}</b>: {len(analysis.runs)} of "
         f"{analysis.planned_runs} runs are stored; everything below covers those only.</p>")
     sections = [
         f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
         f"{esc(analysis.status)}</p><p>{esc(analysis.definition.description or '')}</p>", state,
-        answer(analysis), adaptive(analysis), warnings(analysis), per_variant(analysis), latency_distribution(analysis),
+        answer(report), adaptive(report), warnings(analysis), per_variant(analysis), latency_distribution(report),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
-        titled("Thread sweep", chart(charts.sweep_figure(analysis), "sweep")), overhead(analysis),
-        titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(analysis),
-        environment(analysis),
+        titled("Thread sweep", chart(charts.sweep_figure(report), "sweep")), overhead(report),
+        titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(report),
+        environment(report),
         campaign_as_run(analysis), run_table(analysis),
     ]
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(analysis.name)} - layerbench"

@@ -8,9 +8,8 @@ import json
 import math
 from typing import Any
 
-from layerbench.analysis.aggregate import Analysis, RunRow, price_performance, sweeps
-from layerbench.analysis.latency import distribution_rows, percentile_comparisons
-from layerbench.analysis.sequential import headline
+from layerbench.analysis.aggregate import Analysis, RunRow
+from layerbench.analysis.report_model import Report, as_report
 from layerbench.latency_histogram import percentile_key
 from layerbench.report import evidence
 
@@ -73,17 +72,20 @@ def points_entry(analysis: Analysis) -> list[dict[str, Any]]:
     return out
 
 
-def adaptive_entry(analysis: Analysis) -> dict[str, Any]:
+def adaptive_entry(report: Report) -> dict[str, Any]:
     """repetitions: auto: rounds, why they stopped, and each comparison's verdict with decided true/false."""
-    state = analysis.adaptive
-    assert state is not None
+    state = report.analysis.adaptive
+    if state is None or report.adaptive is None:
+        return {}
     entry = dataclasses.asdict(state)
     for shown, decision in zip(entry["decisions"], state.decisions, strict=True):
         shown["decided"] = decision.decided
-    return {**entry, "headline": headline(state)}
+    return {**entry, "headline": report.adaptive[0]}
 
 
-def document(analysis: Analysis) -> dict[str, Any]:
+def document(source: Analysis | Report) -> dict[str, Any]:
+    report = as_report(source)
+    analysis = report.analysis
     return plain({
         "schema": SCHEMA,
         "campaign": {"id": analysis.campaign_id, "name": analysis.name, "status": analysis.status,
@@ -91,14 +93,14 @@ def document(analysis: Analysis) -> dict[str, Any]:
                      "definition": analysis.definition.to_json()},
         "settings": analysis.settings,
         "points": points_entry(analysis),
-        "verdict_rule": evidence.rule(analysis),
-        **({"adaptive": adaptive_entry(analysis)} if analysis.adaptive else {}),  # repetitions: auto only
-        "latency_distribution": distribution_rows(analysis),
+        "verdict_rule": report.rule,
+        **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
+        "latency_distribution": report.distribution,
         "percentile_comparisons": [{"variant": c.variant, "point": c.point, "metric": c.metric, "label": c.label,
                                     "comparison": comparison_entry(c.comparison)}
-                                   for c in percentile_comparisons(analysis)],
-        "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in sweeps(analysis).items()],
-        "price_performance": price_performance(analysis),
+                                   for c in report.percentiles],
+        "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in report.sweeps.items()],
+        "price_performance": report.price,
         "warnings": analysis.warnings,
         "differences": analysis.differences,
         "environments": {k: {n: e.document.get(n) for n in ("host", "backend", "storage", "tuning")}
@@ -107,5 +109,5 @@ def document(analysis: Analysis) -> dict[str, Any]:
     })
 
 
-def render(analysis: Analysis) -> str:
-    return json.dumps(document(analysis), indent=2, sort_keys=False) + "\n"
+def render(source: Analysis | Report) -> str:
+    return json.dumps(document(source), indent=2, sort_keys=False) + "\n"

@@ -1,45 +1,18 @@
-"""The Markdown report, in the shape published studies use: a per-run table and per-metric aggregates."""
+"""The Markdown report, in the shape published studies use: a per-run table and per-metric aggregates. Renders
+a Report (analysis/report_model.py); computes nothing."""
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import (
-    METRICS,
-    Analysis,
-    RunRow,
-    overhead_rows,
-    price_performance,
-    sweeps,
-)
-from layerbench.analysis.compare import Settings
-from layerbench.analysis.latency import missing_percentiles, percentile_comparisons, point_title
-from layerbench.analysis.sequential import decision_rows, headline
-from layerbench.analysis.stats import meanings
-from layerbench.records import AdaptiveRepetitions, WorkloadRecord
+from layerbench.analysis.aggregate import METRICS, Analysis, RunRow
+from layerbench.analysis.latency import point_title
+from layerbench.analysis.report_model import Report, as_report
 from layerbench.report import evidence
+from layerbench.report.text import fmt, pct, run_numbers, window_text
+from layerbench.report.text import pipe_table as table
 
 
-def fmt(value: float | None, digits: int = 2) -> str:
-    if value is None:
-        return "-"
-    if abs(value) >= 1000 and digits <= 2:
-        return f"{value:,.0f}"
-    return f"{value:,.{digits}f}"
-
-
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.2f} %"
-
-
-def table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
-    align = align or "l" + "r" * (len(header) - 1)
-    marks = ["---:" if a == "r" else ":---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
-def heading(analysis: Analysis) -> list[str]:
-    d = analysis.definition
+def heading(report: Report) -> list[str]:
+    analysis, d = report.analysis, report.analysis.definition
     variants = ", ".join(f"`{v.name}` ({v.backend})" for v in d.variants)
     lines = [f"# layerbench report: {analysis.name} (campaign {analysis.campaign_id})", ""]
     if d.description:
@@ -48,68 +21,24 @@ def heading(analysis: Analysis) -> list[str]:
               f"- Baseline: `{analysis.baseline}`; variants: {variants}"]
     if d.imported_from:
         lines.append(f"- Imported from `{d.imported_from}`: results measured elsewhere, analysed here")
-    for w in d.workloads if not d.imported_from else ():
-        threads = "/".join(str(t) for t in w.threads)
-        lines.append(f"- Workload `{w.name}`: sysbench {w.test}, {w.tables} x {w.table_size} rows, "
-                     f"threads {threads}, {w.duration} s after {w.warmup} s warm-up, "
-                     f"{repetitions_text(d.repetitions)}, order {d.order}{buffer_pool_note(analysis, w)}")
+    lines += [f"- {line}" for line in (report.workloads if not d.imported_from else ())]
     return [*lines, ""]
 
 
-def buffer_pool_note(analysis: Analysis, workload: WorkloadRecord) -> str:
-    """The buffer pool sized from the data, as it was applied (workload `buffer_pool`)."""
-    if not workload.buffer_pool:
-        return ""
-    run = next((r for r in analysis.runs if r.workload == workload.name and r.facts.data_bytes), None)
-    if run is None or run.facts.data_bytes is None:
-        return f"; buffer pool {workload.buffer_pool} of the data"
-    size = run.facts.data_bytes / 2**20
-    env = run.facts.environment
-    pool = env.server_variables.get("innodb_buffer_pool_size") if env else None
-    applied = f" = {int(pool) / 2**20:.0f} MiB" if pool else ""
-    return f"; buffer pool {workload.buffer_pool} of {size:.0f} MiB of data{applied}"
-
-
-def method_line(analysis: Analysis) -> str:
-    """How the answer was computed, in one sentence (shared by the Markdown and HTML reports)."""
-    s = analysis.settings
-    return (f"Each variant against `{analysis.baseline}`: delta = Hodges-Lehmann ratio - 1 (median of the pairwise "
-            f"ratios variant/baseline) with its {(1 - s.alpha) * 100:g} % interval from the exact Mann-Whitney test, "
-            f"p Holm-corrected across the variants, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
-
-
-def legend(settings: Settings) -> str:
-    """The verdict words, the same in every report and in `compare` (docs/statistics.md)."""
-    return "Verdicts: " + "; ".join(f"{words}: {meaning}" for words, meaning in meanings(settings.threshold).items())
-
-
-def verdict_notes(analysis: Analysis) -> list[str]:
-    """Where a verdict's interval and test say different things, and why."""
-    return [f"`{v.variant}`, {point_title(point)}, {analysis.metric_label(metric)}: {note}"
-            for point in analysis.points for v in point.variants for metric, c in v.comparisons.items()
-            for note in c.verdict.warnings]
-
-
-def answer_section(analysis: Analysis) -> list[str]:
+def answer_section(report: Report) -> list[str]:
     """The question and the answer: per variant and point, each metric's verdict next to its evidence (the
     estimate, its interval, p and n per side), also when there are too few runs for a verdict."""
-    lines = ["## The answer", "", method_line(analysis), "", evidence.rule(analysis), ""]
-    rows = []
-    for point in analysis.points:
-        for v in point.variants:
-            if v.variant == analysis.baseline:
-                continue
-            tps, lat = v.verdict("tps"), v.verdict("lat_pct_ms")
-            rows.append([f"`{v.variant}`", point_title(point), f"**{evidence.verdict_word(tps)}**",
-                         evidence.evidence_with_note(tps), evidence.verdict_word(lat),
-                         evidence.evidence_with_note(lat)])
+    analysis = report.analysis
+    lines = ["## The answer", "", report.method, "", report.rule, ""]
+    rows = [[f"`{a.variant}`", a.point, f"**{evidence.verdict_word(a.tps)}**", evidence.evidence_with_note(a.tps),
+             evidence.verdict_word(a.latency), evidence.evidence_with_note(a.latency)] for a in report.answer]
     if not rows:
         return [*lines, analysis.nothing_to_compare(), ""]
     label = analysis.metric_label("lat_pct_ms")
     header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", f"{label} verdict",
               f"{label} delta [CI] (p, n)"]
-    notes = [f"- {note}" for note in verdict_notes(analysis)]
-    return [*lines, *table(header, rows, "llllll"), "", legend(analysis.settings), "", *notes, *([""] if notes else [])]
+    notes = [f"- {note}" for note in report.verdict_notes]
+    return [*lines, *table(header, rows, "llllll"), "", report.legend, "", *notes, *([""] if notes else [])]
 
 
 def summary_section(analysis: Analysis) -> list[str]:
@@ -155,35 +84,19 @@ def run_table(analysis: Analysis) -> list[str]:
             *table(header, rows, "lllrrrrrrrrl"), ""]
 
 
-def window_text(r: RunRow) -> str:
-    w = r.window
-    if w is None or w.steady is None:
-        return "-"
-    flags = ("" if w.steady.steady else " no steady state") + (f" unstable {w.swing:.2f}x" if w.unstable else "")
-    return f"{w.steady.kept} of {w.steady.n} s" + flags
-
-
 def run_cells(r: RunRow) -> list[str]:
-    v = r.values
     status = "ok" if r.status == "ok" else f"failed: {(r.error or '').replace('|', '/')[:120]}"
-    return [str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition),
-            fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"]),
+    return [str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition), *run_numbers(r),
             window_text(r), status]
 
 
-def repetitions_text(value: int | AdaptiveRepetitions) -> str:
-    if isinstance(value, AdaptiveRepetitions):
-        return f"adaptive repetitions ({value.rounds_min} to {value.rounds_max} rounds)"
-    return f"{value} repetitions"
-
-
-def adaptive_section(analysis: Analysis) -> list[str]:
-    state = analysis.adaptive
-    if state is None:
+def adaptive_section(report: Report) -> list[str]:
+    if report.adaptive is None:
         return []
-    rows = [f"| {' | '.join(row)} |" for row in decision_rows(state)]
-    return ["## Adaptive repetitions", "", headline(state), "",
-            "| point | variant | TPS verdict | status |", "|---|---|---|---|", *rows, ""]
+    said, decisions = report.adaptive
+    rows = [f"| {' | '.join(row)} |" for row in decisions]
+    return ["## Adaptive repetitions", "", said, "", "| point | variant | TPS verdict | status |", "|---|---|---|---|",
+            *rows, ""]
 
 
 def warnings_section(analysis: Analysis) -> list[str]:
@@ -210,20 +123,19 @@ def environment_lines(analysis: Analysis) -> list[str]:
             *table(["", ""], [[k, str(v).replace("|", "/")] for k, v in facts], "ll"), ""]
 
 
-def fairness_section(analysis: Analysis) -> list[str]:
-    lines = ["## Environment and fairness", "", *environment_lines(analysis)]
-    if not analysis.differences:
+def fairness_section(report: Report) -> list[str]:
+    lines = ["## Environment and fairness", "", *environment_lines(report.analysis)]
+    if not report.differences:
         return [*lines, "No difference between the variants' servers or machines beyond what the campaign asked for.",
                 ""]
-    return [*lines, *[f"- {d.text(analysis.baseline)}" for d in analysis.differences], ""]
+    return [*lines, *[f"- {d}" for d in report.differences], ""]
 
 
-def sweep_section(analysis: Analysis) -> list[str]:
-    tables = sweeps(analysis)
-    if not tables:
+def sweep_section(report: Report) -> list[str]:
+    if not report.sweeps:
         return []
-    lines = ["## Thread sweep", ""]
-    for (workload, variant), rows in tables.items():
+    analysis, lines = report.analysis, ["## Thread sweep", ""]
+    for (workload, variant), rows in report.sweeps.items():
         lines += [f"`{variant}` vs `{analysis.baseline}`, {workload}", ""]
         header = ["threads", "baseline TPS", "variant TPS", "TPS delta", f"p{analysis.percentile} latency delta",
                   "verdict"]
@@ -235,49 +147,49 @@ def sweep_section(analysis: Analysis) -> list[str]:
     return lines
 
 
-def overhead_section(analysis: Analysis) -> list[str]:
-    rows = overhead_rows(analysis)
-    if not rows:
+def overhead_section(report: Report) -> list[str]:
+    if not report.overhead:
         return []
-    components = sorted({c for r in rows for c in r.cpu_per_1000_tx}, key=lambda c: (c == "other", c))
+    components = list(report.overhead_components)
     lines = ["## Where the overhead went (CPU seconds per 1,000 transactions, mean of runs)", ""]
     header = ["variant", "point", *components, "throttled periods", "throttled s / run"]
     body = [[f"`{r.variant}`", r.point, *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
              "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %", fmt(r.throttled_seconds)]
-            for r in rows]
+            for r in report.overhead]
     return [*lines, *table(header, body, "ll" + "r" * (len(header) - 2)), ""]
 
 
-def percentiles_section(analysis: Analysis) -> list[str]:
+def percentiles_section(report: Report) -> list[str]:
     """The comparisons at the other percentiles the campaign asked for, each against the same percentile."""
-    found, missing = percentile_comparisons(analysis), missing_percentiles(analysis)
-    if not found and not missing:
+    if not report.percentiles and not report.missing_percentiles:
         return []
     lines = ["## Latency at other percentiles (compare_percentiles; each against the baseline's same percentile)", ""]
     rows = [[f"`{c.variant}`", c.point, c.label, f"**{evidence.verdict_word(c.comparison)}**",
-             evidence.evidence_with_note(c.comparison)] for c in found]
+             evidence.evidence_with_note(c.comparison)] for c in report.percentiles]
     if rows:
         lines += [*table(["variant", "point", "metric", "verdict", "delta [CI] (p, n)"], rows, "lllll"), ""]
+    missing = report.missing_percentiles
     return [*lines, *[f"- {m}" for m in missing], *([""] if missing else [])]
 
 
-def price_section(analysis: Analysis) -> list[str]:
-    rows = price_performance(analysis)
-    if not rows:
+def price_section(report: Report) -> list[str]:
+    if not report.price:
         return []
     lines = ["## Price-performance (cost_per_month from the campaign; all thread counts pooled)", ""]
     lines += table(["variant", "cost / month", "mean TPS", "TPS per unit", "cost of the baseline's TPS"],
                    [[r.variant, fmt(r.cost_per_month), fmt(r.mean_tps), fmt(r.tps_per_cost, 3),
-                     fmt(r.cost_for_baseline_tps)] for r in rows])
+                     fmt(r.cost_for_baseline_tps)] for r in report.price])
     return [*lines, ""]
 
 
-def render(analysis: Analysis) -> str:
-    lines = heading(analysis) + answer_section(analysis) + adaptive_section(analysis) + warnings_section(analysis)
+def render(source: Analysis | Report) -> str:
+    report = as_report(source)
+    analysis = report.analysis
+    lines = heading(report) + answer_section(report) + adaptive_section(report) + warnings_section(analysis)
     lines += summary_section(analysis)
-    lines += aggregate_section(analysis) + percentiles_section(analysis)
-    lines += sweep_section(analysis) + overhead_section(analysis) + price_section(analysis)
-    lines += fairness_section(analysis) + run_table(analysis)
+    lines += aggregate_section(analysis) + percentiles_section(report)
+    lines += sweep_section(report) + overhead_section(report) + price_section(report)
+    lines += fairness_section(report) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
     return "\n".join(lines) + "\n"

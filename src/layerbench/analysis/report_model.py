@@ -1,0 +1,137 @@
+"""The report's content, computed once from an Analysis: every table, note and warning the formats show, as
+values (the shape of benchstat's table model: group -> statistics -> one table model -> renderers). Markdown,
+HTML, JSON and CSV only render a Report; none of them computes a row of its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from layerbench.analysis.aggregate import (
+    Analysis,
+    Overhead,
+    PricePerformance,
+    SweepRow,
+    overhead_rows,
+    price_performance,
+    sweeps,
+)
+from layerbench.analysis.attainable import rule_text
+from layerbench.analysis.latency import (
+    DistributionRow,
+    PercentileComparison,
+    distribution_rows,
+    missing_percentiles,
+    percentile_comparisons,
+    point_title,
+)
+from layerbench.analysis.sequential import decision_rows, headline
+from layerbench.analysis.stats import Comparison, meanings
+from layerbench.records import AdaptiveRepetitions, WorkloadRecord
+from layerbench.settings import Settings
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One variant at one point against the baseline: its TPS and percentile-latency comparisons."""
+
+    variant: str
+    point: str
+    tps: Comparison | None
+    latency: Comparison | None
+
+
+@dataclass(frozen=True)
+class Report:
+    analysis: Analysis
+    workloads: tuple[str, ...]  # one line per workload: test, data, threads, durations, repetitions, buffer pool
+    method: str  # how the answer was computed, in one sentence
+    rule: str  # the verdict rule at this campaign's alpha and family size
+    legend: str  # the verdict words
+    answer: tuple[AnswerRow, ...]
+    verdict_notes: tuple[str, ...]  # where a verdict's interval and test say different things
+    adaptive: tuple[str, tuple[tuple[str, ...], ...]] | None  # headline, decision rows (repetitions: auto)
+    sweeps: dict[tuple[str, str], list[SweepRow]]  # (workload, variant) -> rows
+    overhead: tuple[Overhead, ...]
+    overhead_components: tuple[str, ...]
+    price: tuple[PricePerformance, ...]
+    distribution: tuple[DistributionRow, ...]
+    percentiles: tuple[PercentileComparison, ...]
+    missing_percentiles: tuple[str, ...]
+    differences: tuple[str, ...]  # unasked differences from the baseline, as sentences
+
+
+def report_model(analysis: Analysis) -> Report:
+    overhead = tuple(overhead_rows(analysis))
+    components = sorted({c for r in overhead for c in r.cpu_per_1000_tx}, key=lambda c: (c == "other", c))
+    adaptive = analysis.adaptive
+    return Report(
+        analysis, tuple(workload_line(analysis, w) for w in analysis.definition.workloads), method_line(analysis),
+        rule(analysis), legend(analysis.settings), answer_rows(analysis), tuple(verdict_notes(analysis)),
+        (headline(adaptive), tuple(tuple(r) for r in decision_rows(adaptive))) if adaptive else None,
+        sweeps(analysis), overhead, tuple(components), tuple(price_performance(analysis)),
+        tuple(distribution_rows(analysis)), tuple(percentile_comparisons(analysis)),
+        tuple(missing_percentiles(analysis)), tuple(d.text(analysis.baseline) for d in analysis.differences))
+
+
+def as_report(source: Analysis | Report) -> Report:
+    return source if isinstance(source, Report) else report_model(source)
+
+
+def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
+    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"))
+                 for point in analysis.points for v in point.variants if v.variant != analysis.baseline)
+
+
+def method_line(analysis: Analysis) -> str:
+    s = analysis.settings
+    return (f"Each variant against `{analysis.baseline}`: delta = Hodges-Lehmann ratio - 1 (median of the pairwise "
+            f"ratios variant/baseline) with its {(1 - s.alpha) * 100:g} % interval from the exact Mann-Whitney test, "
+            f"p Holm-corrected across the variants, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+
+
+def legend(settings: Settings) -> str:
+    """The verdict words, the same in every report and in `compare` (docs/statistics.md)."""
+    return "Verdicts: " + "; ".join(f"{words}: {meaning}" for words, meaning in meanings(settings.threshold).items())
+
+
+def comparisons_at(analysis: Analysis) -> int:
+    """How many variants each point compares with the baseline (the Holm family size)."""
+    return max((sum(1 for v in p.variants if v.variant != analysis.baseline) for p in analysis.points), default=1)
+
+
+def rule(analysis: Analysis) -> str:
+    s = analysis.settings
+    return rule_text(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha, min_runs=s.min_runs or None)
+
+
+def verdict_notes(analysis: Analysis) -> list[str]:
+    return [f"`{v.variant}`, {point_title(point)}, {analysis.metric_label(metric)}: {note}"
+            for point in analysis.points for v in point.variants for metric, c in v.comparisons.items()
+            for note in c.verdict.warnings]
+
+
+def workload_line(analysis: Analysis, w: WorkloadRecord) -> str:
+    d = analysis.definition
+    threads = "/".join(str(t) for t in w.threads)
+    return (f"Workload `{w.name}`: sysbench {w.test}, {w.tables} x {w.table_size} rows, threads {threads}, "
+            f"{w.duration} s after {w.warmup} s warm-up, {repetitions_text(d.repetitions)}, order {d.order}"
+            f"{buffer_pool_note(analysis, w)}")
+
+
+def repetitions_text(value: int | AdaptiveRepetitions) -> str:
+    if isinstance(value, AdaptiveRepetitions):
+        return f"adaptive repetitions ({value.rounds_min} to {value.rounds_max} rounds)"
+    return f"{value} repetitions"
+
+
+def buffer_pool_note(analysis: Analysis, workload: WorkloadRecord) -> str:
+    """The buffer pool sized from the data, as it was applied (workload `buffer_pool`)."""
+    if not workload.buffer_pool:
+        return ""
+    run = next((r for r in analysis.runs if r.workload == workload.name and r.facts.data_bytes), None)
+    if run is None or run.facts.data_bytes is None:
+        return f"; buffer pool {workload.buffer_pool} of the data"
+    env = run.facts.environment
+    pool = env.server_variables.get("innodb_buffer_pool_size") if env else None
+    applied = f" = {int(pool) / 2**20:.0f} MiB" if pool else ""
+    return f"; buffer pool {workload.buffer_pool} of {run.facts.data_bytes / 2**20:.0f} MiB of data{applied}"

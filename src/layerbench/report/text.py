@@ -1,0 +1,41 @@
+"""Values as text, the same in every format and in the terminal: numbers, deviations, a run's steady window,
+a pipe table (Markdown and `compare`)."""
+
+from __future__ import annotations
+
+from layerbench.analysis.aggregate import RunRow
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1000 and digits <= 2:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f} %"
+
+
+def pipe_table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
+    """A Markdown table; `align`: one l or r per column (default: the first left, the rest right)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = ["---:" if a == "r" else ":---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def window_text(r: RunRow) -> str:
+    w = r.window
+    if w is None or w.steady is None:
+        return "-"
+    flags = ("" if w.steady.steady else " no steady state") + (f" unstable {w.swing:.2f}x" if w.unstable else "")
+    return f"{w.steady.kept} of {w.steady.n} s" + flags
+
+
+def run_numbers(r: RunRow) -> list[str]:
+    """A run's total queries, QPS, TPS, avg and percentile latency as the run tables show them."""
+    v = r.values
+    return [fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"])]
