@@ -426,8 +426,8 @@ def import_results(
     db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
-    from layerbench.importer import import_results as import_any
     from layerbench.importer import statistics_options
+    from layerbench.imports import import_results as import_any
 
     options = statistics_options(alpha, min_runs, threshold)
     path = store_path(db)

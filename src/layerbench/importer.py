@@ -201,16 +201,3 @@ def import_csv(store: Store, path: Path, name: str, baseline: str, options: Over
         record.facts.other["imported"] = {"file": str(origin), "line": row.line, **row.metrics}
         records.append(record)
     return store.import_campaign(definition, str(origin.parent), str(origin), records)
-
-
-def is_csv(source: str) -> bool:
-    return Path(source).suffix.lower() == ".csv" and Path(source).is_file()
-
-
-def import_results(store: Store, source: str, name: str, baseline: str, options: Overrides) -> int:
-    """A CSV table, or raw sysbench output files (a folder, a glob, a YAML mapping file, or one file)."""
-    if is_csv(source):
-        return import_csv(store, Path(source), name, baseline, options)
-    from layerbench.import_logs import import_logs
-
-    return import_logs(store, source, name, baseline, options)

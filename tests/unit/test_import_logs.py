@@ -10,7 +10,7 @@ import pytest
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.errors import BadInput
-from layerbench.importer import import_results
+from layerbench.imports import import_results
 from layerbench.settings import Overrides
 from layerbench.store import Store
 

@@ -17,22 +17,18 @@ wholly inside it (`within noise`); the campaign stops when every TPS comparison 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from layerbench.analysis.stats import shift_intervals
+from layerbench.records import AdaptiveRepetitions
 
 DECIDED = ("slower", "faster", "within noise")
 
 
 def looks(rounds_min: int, rounds_max: int) -> int:
-    return max(1, rounds_max - rounds_min + 1)
-
-
-def look_alpha(alpha: float, adaptive: dict[str, Any]) -> float:
-    """Each look's share of alpha, for an adaptive `repetitions` mapping as stored with the campaign."""
-    return alpha / looks(int(adaptive.get("min", 6)), int(adaptive.get("max", 30)))
+    """The planned looks of an adaptive campaign (records/campaign.py owns the rule)."""
+    return AdaptiveRepetitions(rounds_min, rounds_max).looks
 
 
 @dataclass(frozen=True)
