@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts
@@ -81,3 +83,19 @@ def test_hostile_stored_values_read_as_defaults_not_crashes() -> None:
                                    "resources": {"cpu_seconds": {"server": "n/a"}}})
     assert facts.reset is None and facts.environment is not None and facts.environment.server_variables == {"a": "1"}
     assert facts.usage is not None and facts.usage.cpu_seconds == {"server": 0.0}
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                       max_size=4), max_leaves=20)
+KEYS = st.sampled_from(["name", "baseline", "variants", "workloads", "repetitions", "alpha", "min_runs", "seed",
+                        "reset", "environment", "resources", "quiet_wait", "data_bytes", "host", "backend",
+                        "server_variables", "cpu_seconds", "throttling", "top_other", "format", "threads"])
+
+
+@given(st.dictionaries(KEYS, JSON_VALUES, max_size=8))
+def test_any_stored_json_reads_without_a_crash(document: dict) -> None:
+    """A store edited by hand or damaged: every record reads (unknown shapes become defaults), never raises."""
+    CampaignRecord.from_json(document).settings()
+    StoredFacts.from_json(document)
+    assert RunFacts.from_json(document).to_json()["format"] == FORMAT
