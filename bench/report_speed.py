@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.importer import import_csv
 from layerbench.report import FORMATS
 from layerbench.store import Store
@@ -49,9 +50,10 @@ def one_round(folder: Path, source: Path, formats: list[str], index: int) -> dic
     with Store(folder / f"bench-{index}.db") as store:
         out["import"], campaign_id = timed(lambda: import_csv(store, source, "speed", "host"))
         out["analyse"], analysis = timed(lambda: analyze(store, campaign_id))
+    out["model"], model = timed(lambda: report_model(analysis))  # once, as the CLI does, for every format
     for fmt in formats:
         module = importlib.import_module(f"layerbench.report.{FORMATS[fmt]}")
-        out[fmt], _ = timed(lambda module=module: module.render(analysis))
+        out[fmt], _ = timed(lambda module=module: module.render(model))
     return out
 
 
@@ -70,8 +72,8 @@ def main() -> None:
     print(f"{args.runs:,} runs, median of {args.repeat} rounds:")
     for step in rounds[0]:
         print(f"  {step:<8} {statistics.median(r[step] for r in rounds):7.2f} s")
-    report = [sum(r[s] for s in ("analyse", *formats)) for r in rounds]
-    print(f"  {'report':<8} {statistics.median(report):7.2f} s  (analyse + {', '.join(formats)})")
+    report = [sum(r[s] for s in ("analyse", "model", *formats)) for r in rounds]
+    print(f"  {'report':<8} {statistics.median(report):7.2f} s  (analyse + model + {', '.join(formats)})")
 
 
 if __name__ == "__main__":
