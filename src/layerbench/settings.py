@@ -3,6 +3,7 @@ import options, `report --alpha ...`, `compare` and the analysis all read them f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 NOISE_THRESHOLD = 0.02  # a delta inside +-2 % is "within noise" (benchstat's default is 5 %, ours is stricter)
@@ -31,6 +32,13 @@ class Overrides:
     threshold: float | None = None
     alpha: float | None = None
     min_runs: int | None = None
+
+    @classmethod
+    def from_campaign_keys(cls, given: Mapping[str, float | int]) -> Overrides:
+        """From the keys of a campaign file (noise_threshold, alpha, min_runs); others are not statistics."""
+        threshold, alpha, floor = (given.get(k) for k in ("noise_threshold", "alpha", "min_runs"))
+        return cls(None if threshold is None else float(threshold), None if alpha is None else float(alpha),
+                   None if floor is None else int(floor))
 
     def campaign_keys(self) -> dict[str, float | int]:
         """As the keys of a campaign file (noise_threshold, alpha, min_runs), only those given."""

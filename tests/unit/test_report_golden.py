@@ -10,7 +10,6 @@ import pytest
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
 from layerbench.report.markdown import render
-from layerbench.settings import Overrides
 from layerbench.store import Store
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
@@ -105,8 +104,8 @@ def test_report_options_change_the_verdict_without_touching_the_store(tmp_path: 
     shutil.copy(IMPORTS / "study-4v4.csv", tmp_path / "s.csv")
     with Store(tmp_path / "lb.db") as store:
         cid = import_csv(store, tmp_path / "s.csv", "study", "study-host")
-        strict = analyze(store, cid, Overrides(alpha=0.01))
-        floor = analyze(store, cid, Overrides(min_runs=6))
+        strict = analyze(store, cid, {"alpha": 0.01})
+        floor = analyze(store, cid, {"min_runs": 6})
         plain = analyze(store, cid)
     kinds = [a.points[0].variants[1].verdict("tps").verdict for a in (strict, floor, plain)]
     assert kinds[0].text.startswith("need >= 5 runs per side (have 4 and 4: smallest attainable p = 0.0286")

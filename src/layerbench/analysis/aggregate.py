@@ -5,6 +5,7 @@ store only, so any report can be rebuilt offline."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
@@ -304,9 +305,11 @@ def label_number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else float(value)
 
 
-def analyze(store: Store, ref: str | int, overrides: Overrides | None = None) -> Analysis:
-    """`overrides`: statistics settings for this analysis only, as `report --alpha ...` gives them; the stored
-    campaign keeps its own."""
+def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, float] | None = None) -> Analysis:
+    """`overrides`: statistics settings for this analysis only, as `report --alpha ...` gives them (or as campaign
+    keys: {"alpha": 0.01}); the stored campaign keeps its own."""
+    if overrides is not None and not isinstance(overrides, Overrides):
+        overrides = Overrides.from_campaign_keys(overrides)
     row = store.campaign(ref)
     definition = row.definition.with_statistics(overrides) if overrides else row.definition
     settings = definition.settings()
