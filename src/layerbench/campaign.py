@@ -207,7 +207,7 @@ class KubernetesVariant(VariantBase):
     @model_validator(mode="after")
     def _qos_rules(self) -> KubernetesVariant:
         """The kubelet's QoS rules, checked here so validate says what run would refuse."""
-        from layerbench.backends.kubernetes_manifests import resources_for
+        from layerbench.kubernetes_qos import resources_for
 
         try:
             resources_for(self)

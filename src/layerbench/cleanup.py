@@ -1,81 +1,20 @@
-"""Leftovers: a record of every server process and work folder layerbench starts, so that after a crash
-(even SIGKILL of the harness) `layerbench clean` removes exactly those, and nothing else."""
+"""The `clean` command's work: remove what the owner records (owners.py) name, and the Docker objects and
+Kubernetes namespaces labelled by layerbench, whose harness is gone (or all of them), and nothing else."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from layerbench.backends.kubernetes import delete_namespace
+from layerbench.backends.kubernetes_cluster import local_kubeconfig
+from layerbench.backends.kubernetes_manifests import host_label
+from layerbench.owners import Owned, cmdline, forget, processes_with, recorded
 from layerbench.procs import pid_alive
-from layerbench.server.dataset import work_root
-
-
-def owners_dir() -> Path:
-    return work_root() / "owners"
-
-
-@dataclass(frozen=True)
-class Owned:
-    """One resource layerbench created: a process and/or a folder, and the harness that owns it."""
-
-    label: str
-    harness_pid: int
-    pid: int | None
-    marker: str  # a string the process's command line must contain (so a reused PID is never killed)
-    paths: tuple[str, ...]
-    remote: dict | None = None  # {"host": name, "entry": inventory entry, "folder": path} on a host over SSH
-
-    @property
-    def file(self) -> Path:
-        return owners_dir() / f"{self.label}.json"
-
-
-def record(label: str, *, pid: int | None, marker: str, paths: list[Path], remote: dict | None = None) -> Owned:
-    owned = Owned(label, os.getpid(), pid, marker, tuple(str(p) for p in paths), remote)
-    owners_dir().mkdir(parents=True, exist_ok=True)
-    owned.file.write_text(json.dumps(owned.__dict__))
-    return owned
-
-
-def forget(label: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (owners_dir() / f"{label}.json").unlink()
-
-
-def recorded() -> list[Owned]:
-    out = []
-    for file in sorted(owners_dir().glob("*.json")) if owners_dir().exists() else []:
-        try:
-            data = json.loads(file.read_text())
-            out.append(Owned(data["label"], int(data["harness_pid"]), data.get("pid"), data["marker"],
-                             tuple(data.get("paths", ())), data.get("remote")))
-        except (ValueError, KeyError, TypeError, OSError):
-            file.unlink(missing_ok=True)
-    return out
-
-
-def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def processes_with(marker: str) -> list[int]:
-    """PIDs whose command line contains marker (a path unique to one server: its my.cnf)."""
-    if not marker:
-        return []
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid() and marker in cmdline(int(proc.name)):
-            found.append(int(proc.name))
-    return found
+from layerbench.remote import clean_remote
 
 
 def stop_process(pid: int, marker: str, timeout: float = 30.0) -> bool:
@@ -106,8 +45,6 @@ def clean_recorded(include_live: bool = False) -> list[str]:
                 shutil.rmtree(path, ignore_errors=True)
                 done.append(f"removed {path}")
         if owned.remote:
-            from layerbench.remote import clean_remote
-
             said, removed = clean_remote(owned.remote)
             done += said
             if not removed:
@@ -151,8 +88,6 @@ def kubernetes_namespaces(include_live: bool = False) -> list[str]:
     core = _kubernetes_core()
     if core is None:
         return []
-    from layerbench.backends.kubernetes_manifests import host_label
-
     found = []
     for ns in core.list_namespace(label_selector="layerbench=1", _request_timeout=10).items:
         meta = ns.metadata.labels or {}
@@ -170,8 +105,6 @@ def clean_kubernetes(include_live: bool = False) -> list[str]:
     names = kubernetes_namespaces(include_live)
     if not names:
         return []
-    from layerbench.backends.kubernetes import delete_namespace
-
     core = _kubernetes_core()
     for name in names:
         delete_namespace(core, name)
@@ -181,8 +114,6 @@ def clean_kubernetes(include_live: bool = False) -> list[str]:
 def _kubernetes_core() -> object | None:
     try:
         from kubernetes import client, config
-
-        from layerbench.backends.kubernetes_cluster import local_kubeconfig
 
         paths = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(":") if p]
         paths += [Path.home() / ".kube" / "config", local_kubeconfig()]
@@ -194,3 +125,7 @@ def _kubernetes_core() -> object | None:
         return core
     except Exception:  # no cluster answers: nothing of ours can be running in it
         return None
+
+
+__all__ = ["Owned", "clean_docker", "clean_kubernetes", "clean_recorded", "kubernetes_namespaces", "leftovers",
+           "processes_with", "stop_process"]

@@ -405,7 +405,7 @@ app.add_typer(image_app, name="image")
 @image_app.command("build")
 def image_build() -> None:
     """Build (or find cached) the server image: debootstrap + the host's exact MariaDB, imported into Docker."""
-    from layerbench.backends.docker import docker_client
+    from layerbench.backends.docker_daemon import docker_client
     from layerbench.server.image import ensure_docker_image
 
     started = time.monotonic()

@@ -6,7 +6,8 @@ import shutil
 import subprocess
 
 from layerbench.cleanup import leftovers
-from layerbench.server.dataset import cache_dir, server_version, work_root
+from layerbench.server.dataset import server_version
+from layerbench.workdirs import cache_dir, work_root
 
 PROGRAMS = {
     "sysbench": "apt-get install sysbench (scripts/setup does it)",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from layerbench import cleanup, environment
+from layerbench import environment, owners
 from layerbench.analysis.sequential import over_budget, stop_reason
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient
@@ -260,7 +260,7 @@ class Orchestrator:
         try:
             with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it
                 private = Path(tempfile.mkdtemp(prefix="lb-private-"))
-                cleanup.record(owner, pid=None, marker="", paths=[private])
+                owners.record(owner, pid=None, marker="", paths=[private])
             self._measure(backend, spec, variant, workload, run_dir, private, password, record)
         except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
             record.facts.other["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
@@ -278,7 +278,7 @@ class Orchestrator:
                 finally:
                     if private is not None:
                         shutil.rmtree(private, ignore_errors=True)
-                    cleanup.forget(owner)
+                    owners.forget(owner)
         record.finished_at = time.time()
         return record
 
@@ -416,7 +416,7 @@ def spec_host(campaign: Campaign, spec: RunSpec) -> str:
 def client_pids(hook: Path) -> Callable[[], list[int]]:
     """sysbench of this run: on the host its command line names this run's hook; in a container, the client's."""
     from layerbench.backends.docker_client import CLIENT_DIR
-    from layerbench.cleanup import processes_with
+    from layerbench.owners import processes_with
 
     return lambda: processes_with(str(hook)) + processes_with(f"{CLIENT_DIR}/hook.lua")
 

@@ -214,7 +214,7 @@ def vm_boot_files_cached() -> bool:
 
 
 def local_cluster_built() -> bool:
-    from layerbench.server.dataset import cache_dir
+    from layerbench.workdirs import cache_dir
 
     folder = cache_dir() / "k8s"
     return folder.is_dir() and any(folder.iterdir())

@@ -86,7 +86,7 @@ def builtin_tests() -> list[str]:
 
 def check_machine_fits(variant: VariantBase) -> None:
     """CPU lists name CPUs this process may use; memory limits fit in this machine's memory."""
-    from layerbench.backends.host import check_cpus
+    from layerbench.machine import check_cpus
 
     where = f"variants.{variant.name}"
     check_cpus(variant.cpus, f"{where}.cpus")

@@ -113,11 +113,11 @@ class SSHClient:
 
     def run_client(self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
                    on_line: Any = None, secrets: list[Secret] | None = None) -> Completed:
-        from layerbench import cleanup
+        from layerbench import owners
 
         remote = {"host": self.host.name, "entry": self.host.entry.model_dump(exclude_none=True),
                   "folder": self.folder}
-        cleanup.record(self.owner, pid=None, marker="", paths=[], remote=remote)  # for `clean` after a crash
+        owners.record(self.owner, pid=None, marker="", paths=[], remote=remote)  # for `clean` after a crash
         try:
             self.host.shell(f"umask 077 && mkdir -p {shlex.quote(self.folder)}", name=f"mkdir on {self.host.name}")
             for name, text in files.items():
@@ -128,7 +128,7 @@ class SSHClient:
                                    on_line=on_line, secrets=secrets or [])
         finally:
             if self.remove():
-                cleanup.forget(self.owner)
+                owners.forget(self.owner)
         output, seconds = split_cpu_mark(done.output)
         self.cpu_seconds += seconds or 0.0
         return Completed(done.returncode, output)

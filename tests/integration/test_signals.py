@@ -128,7 +128,7 @@ def schedule_table_exists(db: Path) -> bool:
 @pytest.mark.parametrize("backend", ["host", pytest.param("docker", marks=pytest.mark.docker)])
 def test_signals_at_random_moments_leave_nothing_and_resume_exactly(backend: str, tmp_path: Path) -> None:
     if backend == "docker":  # the image is built before, so no trial interrupts a build of minutes
-        from layerbench.backends.docker import docker_client
+        from layerbench.backends.docker_daemon import docker_client
         from layerbench.server.image import ensure_docker_image
 
         ensure_docker_image(docker_client(), lambda _text: None)

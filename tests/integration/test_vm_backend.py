@@ -18,8 +18,8 @@ from layerbench.backends.vm_net import leftover_devices
 from layerbench.campaign import parse_campaign
 from layerbench.cleanup import cmdline
 from layerbench.report.markdown import render
-from layerbench.server.dataset import work_root
 from layerbench.store import Store
+from layerbench.workdirs import work_root
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]
 TINY = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}

@@ -13,13 +13,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from layerbench import cleanup
+from layerbench import owners
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
+from layerbench.backends.docker_daemon import docker_client
 from layerbench.backends.docker_qos import check_resources, resource_options
-from layerbench.backends.host import free_port
 from layerbench.campaign import DockerVariant, VariantBase
 from layerbench.critical import signals_deferred
-from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
+from layerbench.errors import BadInput, RunFailed
+from layerbench.machine import free_port
 from layerbench.secrets import write_private
 from layerbench.server import bootstrap
 from layerbench.server.datadir import copy_tree, wait_until_ready
@@ -30,21 +31,6 @@ DATADIR = "/var/lib/mysql"
 CONF = "/etc/layerbench"
 LOGS = "/var/log/layerbench"
 SNAPSHOT = "/snapshot"
-
-
-def docker_client() -> Any:
-    """A client for the daemon of DOCKER_HOST (or the local socket), or a one-line BadInput."""
-    import docker
-    import docker.errors
-
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except (docker.errors.DockerException, OSError) as error:
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise PrerequisiteMissing(f"no Docker daemon answers at {where} ({type(error).__name__}); start it with "
-                                  "scripts/setup (or `dockerd &`), or set DOCKER_HOST") from None
-    return client
 
 
 def labels(spec: ServerSpec, role: str) -> dict[str, str]:
@@ -115,7 +101,7 @@ class DockerBackend:
         from layerbench.server.image import image_tag
 
         self.image = spec.variant.image or image_tag()
-        cleanup.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
+        owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
         try:
             wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
@@ -243,7 +229,7 @@ class DockerBackend:
         self.container = None
         if self.spec is not None:
             shutil.rmtree(self.spec.work_dir / "docker" / self.spec.label, ignore_errors=True)
-            cleanup.forget(self.spec.label)
+            owners.forget(self.spec.label)
             self.spec = None
 
     def exit_cause(self) -> str | None:

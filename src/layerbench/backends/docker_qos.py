@@ -18,6 +18,7 @@ from typing import Any
 
 from layerbench.campaign import DockerVariant
 from layerbench.errors import BadInput
+from layerbench.machine import check_cpus
 
 DEFAULT_CPUS = 1.0
 DEFAULT_MEMORY = "2g"
@@ -66,8 +67,6 @@ def check_resources(variant: DockerVariant) -> None:
         raise BadInput(f"{where}.cpus: {variant.resources.cpus:g} is more than the {count} CPUs of this machine; "
                        f"use at most {count}")
     if variant.resources.cpuset:
-        from layerbench.backends.host import check_cpus
-
         check_cpus(variant.resources.cpuset, f"{where}.cpuset")
     if variant.qos == "guaranteed-pinned" and (variant.resources.cpus or DEFAULT_CPUS) > count:
         raise BadInput(f"{where}.cpus: guaranteed-pinned needs whole CPUs this machine has ({count})")

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import socket
 import time
 from pathlib import Path
 from typing import Any
 
-from layerbench import cleanup
+from layerbench import owners
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
 from layerbench.campaign import HostVariant, VariantBase
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, RunFailed
+from layerbench.machine import check_cpus, free_port
 from layerbench.procs import ManagedProcess, require_program, start, with_cpus
 from layerbench.secrets import write_private
 from layerbench.server import bootstrap
@@ -22,27 +21,6 @@ from layerbench.server.datadir import copy_tree, wait_until_ready
 from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
 
 START_TIMEOUT = 120.0
-
-
-def free_port(address: str = "127.0.0.1") -> int:
-    """A TCP port on `address` (one of this machine's) that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((address, 0))
-        return int(probe.getsockname()[1])
-
-
-def check_cpus(cpus: str | None, where: str) -> None:
-    if not cpus:
-        return
-    available = os.sched_getaffinity(0)
-    for part in cpus.split(","):
-        low, _, high = part.partition("-")
-        wanted = set(range(int(low), int(high or low) + 1))
-        missing = sorted(wanted - available)
-        if missing:
-            raise BadInput(
-                f"{where}: CPU {missing[0]} does not exist here; use CPUs among {sorted(available)}"
-            )
 
 
 def server_binary(variant: HostVariant) -> str:
@@ -84,7 +62,7 @@ class HostBackend:
         with signals_deferred():  # noted for down() and `clean` before anything exists
             self.datadir = spec.work_dir / "datadirs" / spec.label
             self.label = spec.label
-            cleanup.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
+            owners.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         prepare_datadir(self.datadir, spec)
         port = free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"
@@ -101,7 +79,7 @@ class HostBackend:
         with signals_deferred():  # the server and the note of its PID come into being together
             self.process = start("mariadbd", cmd, log_path=spec.run_dir / "server.stdout.log",
                                  secrets=[spec.password])
-            cleanup.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
+            owners.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database, str(sock))
         wait_until_ready(endpoint, alive=self.process.alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
         with contextlib.suppress(FileNotFoundError):
@@ -120,7 +98,7 @@ class HostBackend:
             shutil.rmtree(self.datadir, ignore_errors=True)
             self.datadir = None
         if self.label is not None:
-            cleanup.forget(self.label)
+            owners.forget(self.label)
             self.label = None
 
     def components(self) -> dict[str, list[int]]:

@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from layerbench import cleanup
+from layerbench import owners
 from layerbench.backends import kubernetes_cluster as cluster
 from layerbench.backends import kubernetes_manifests as manifests
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
-from layerbench.backends.host import free_port
 from layerbench.campaign import KubernetesVariant, VariantBase
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, RunFailed
+from layerbench.machine import free_port
 from layerbench.procs import ManagedProcess, start
 from layerbench.server import bootstrap
 from layerbench.server.datadir import copy_tree, wait_until_ready
@@ -77,7 +77,7 @@ class KubernetesBackend:
         assert isinstance(variant, KubernetesVariant)
         if variant.image is not None:
             return
-        from layerbench.backends.docker import docker_client
+        from layerbench.backends.docker_daemon import docker_client
         from layerbench.server.image import ensure_docker_image
 
         tag = ensure_docker_image(docker_client(), say)
@@ -106,7 +106,7 @@ class KubernetesBackend:
         with signals_deferred():  # the namespace is noted for down() before it is created
             self.ns = manifests.dns_name(spec.label)
             work = spec.work_dir / "k8s" / self.ns
-            cleanup.record(spec.label, pid=None, marker="", paths=[work])
+            owners.record(spec.label, pid=None, marker="", paths=[work])
         self._create_base(spec)
         snapshot, host_datadir = self._data(spec, work)
         for body in manifests.server_objects(variant, self.image, self.ns, self._labels("server"),
@@ -258,7 +258,7 @@ class KubernetesBackend:
             delete_namespace(self.core, self.ns)
         if self.spec is not None:
             shutil.rmtree(self.spec.work_dir / "k8s" / (self.ns or ""), ignore_errors=True)
-            cleanup.forget(self.spec.label)
+            owners.forget(self.spec.label)
         self.ns, self.spec, self.pod, self.server_pids = None, None, None, []
         self.placement = {}
 

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from layerbench import cleanup
+from layerbench import owners
 from layerbench.backends import vm_net
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
-from layerbench.backends.host import check_cpus, free_port
 from layerbench.backends.vm_qemu import (
     QMP,
     Disks,
@@ -32,6 +31,7 @@ from layerbench.backends.vm_qemu import (
 from layerbench.campaign import VariantBase, VMVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput
+from layerbench.machine import check_cpus, free_port
 from layerbench.procs import ManagedProcess, require_program, run, start, with_cpus
 from layerbench.secrets import write_private
 from layerbench.server import bootstrap
@@ -90,7 +90,7 @@ class VMBackend:
         self.boot = self.boot or ensure_boot_files(lambda _t: None)
         with signals_deferred():  # noted for down() and `clean` before it exists
             self.work = spec.work_dir / "vm" / spec.label
-            cleanup.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
+            owners.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
         self.work.mkdir(parents=True, exist_ok=True)
         disks = self._disks(spec)
         netdev, guest_ip, gateway, endpoint = self._network(spec)
@@ -172,7 +172,7 @@ class VMBackend:
                            pidfile=self.work / "qemu.pid", marker=str(self.work))
         with signals_deferred():
             self.qemu = start("qemu", with_cpus(cmd, self.variant.cpus), log_path=self.spec.run_dir / "qemu.log")
-            cleanup.record(self.spec.label, pid=self.qemu.pid, marker=str(self.work), paths=[self.work])
+            owners.record(self.spec.label, pid=self.qemu.pid, marker=str(self.work), paths=[self.work])
 
     def _console(self) -> str:
         path = self.work / "console.log" if self.work else None
@@ -198,7 +198,7 @@ class VMBackend:
         if self.work is not None:
             shutil.rmtree(self.work, ignore_errors=True)
         if self.spec is not None:
-            cleanup.forget(self.spec.label)
+            owners.forget(self.spec.label)
         self.spec, self.work = None, None
 
     def _graceful_stop(self) -> None:

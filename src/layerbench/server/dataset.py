@@ -27,20 +27,13 @@ from layerbench.errors import RunFailed
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
 from layerbench.sysbench import cleanup_command, config_file_text, prepare_command, test_script
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("LAYERBENCH_CACHE_DIR", "/var/cache/layerbench"))
+from layerbench.workdirs import cache_dir, work_root  # noqa: F401 - work_root: still importable from here
 
 
 def datasets_dir() -> Path:
     """Where dataset snapshots live: LAYERBENCH_DATASET_DIR, else <cache>/datasets."""
     override = os.environ.get("LAYERBENCH_DATASET_DIR")
     return Path(override) if override else cache_dir() / "datasets"
-
-
-def work_root() -> Path:
-    return Path(os.environ.get("LAYERBENCH_WORK_DIR", "/var/tmp/layerbench"))
 
 
 def server_version(binary: str = "mariadbd") -> str:
@@ -124,7 +117,7 @@ def build_snapshot(
     workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, *, log_dir: Path,
     on_line: Callable[[str], None] | None,
 ) -> Snapshot:
-    from layerbench import cleanup
+    from layerbench import owners
     from layerbench.critical import signals_deferred
 
     target = datasets_dir() / key
@@ -135,13 +128,13 @@ def build_snapshot(
         with signals_deferred():  # the build's folders exist only with the note that lets `clean` remove them
             folders.append(Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=target.parent)))
             folders.append(Path(tempfile.mkdtemp(prefix="lb-prepare-")))
-            cleanup.record(owner, pid=None, marker="", paths=folders)
+            owners.record(owner, pid=None, marker="", paths=folders)
         return _build_in(workload, key, inputs, page_size, *folders, log_dir=log_dir, on_line=on_line)
     finally:
         with signals_deferred():
             for folder in folders:
                 shutil.rmtree(folder, ignore_errors=True)
-            cleanup.forget(owner)
+            owners.forget(owner)
 
 
 def _build_in(

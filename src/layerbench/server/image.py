@@ -16,7 +16,7 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteMissing, RunFailed
 from layerbench.procs import require_program, run
-from layerbench.server.dataset import cache_dir
+from layerbench.workdirs import cache_dir
 
 RECIPE_VERSION = 1
 SUITE = "bookworm"

@@ -1,0 +1,23 @@
+"""The connection to the Docker daemon, shared by every backend that uses Docker (docker, kubernetes images)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from layerbench.errors import PrerequisiteMissing
+
+
+def docker_client() -> Any:
+    """A client for the daemon of DOCKER_HOST (or the local socket), or a one-line PrerequisiteMissing."""
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except (docker.errors.DockerException, OSError) as error:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise PrerequisiteMissing(f"no Docker daemon answers at {where} ({type(error).__name__}); start it with "
+                                  "scripts/setup (or `dockerd &`), or set DOCKER_HOST") from None
+    return client
