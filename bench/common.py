@@ -29,9 +29,9 @@ def host_server(name: str, snapshot: Path | None = None, cpus: str | None = None
     root = Path(tempfile.mkdtemp(prefix=f"lb-bench-{name}-"))
     (root / "run").mkdir()
     (root / "private").mkdir(mode=0o700)
-    spec = ServerSpec("bench", f"bench-{name}", HostVariant(name=name, backend="host", cpus=cpus), root / "run",
+    spec = ServerSpec("bench", f"bench-{name}", root / "run",
                       root / "private", root / "work", password=generate_password(), snapshot=snapshot)
-    backend = HostBackend()
+    backend = HostBackend(HostVariant(name=name, backend="host", cpus=cpus))
     try:
         yield backend.up(spec)
     finally:

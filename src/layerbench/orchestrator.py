@@ -1,70 +1,28 @@
-"""The orchestrator: executes a campaign's schedule run by run, saves each run the moment it ends, resumes
-an interrupted campaign, and always takes down what it started (also on errors and Ctrl-C)."""
+"""The orchestrator: the campaign loop. It checks and prepares the backends, stores the schedule, executes it
+run by run (each run is a RunExecution, execution.py), saves each run the moment it ends, stops an adaptive
+campaign when it is decided, resumes an interrupted campaign, and always takes down what it started (also on
+errors and Ctrl-C)."""
 
 from __future__ import annotations
 
-import re
 import secrets
-import shutil
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from layerbench import environment, owners
 from layerbench.analysis.sequential import over_budget, stop_reason
-from layerbench.backends import Backend, ServerSpec, make_backend
-from layerbench.backends.base import ClientRunner, Endpoint, HostClient
-from layerbench.campaign import (
-    Adaptive,
-    Campaign,
-    ConfigValue,
-    VariantBase,
-    Workload,
-    campaign_as_dict,
-    seconds_of,
-    stored_campaign,
-)
+from layerbench.campaign import Adaptive, Campaign, VariantBase, Workload, campaign_as_dict, stored_campaign
 from layerbench.critical import signals_deferred
 from layerbench.errors import Interrupted, LayerbenchError, RunFailed
+from layerbench.execution import Progress, RunContext, RunExecution, buffer_pool_bytes, slug
 from layerbench.hosts import Hosts
-from layerbench.placement import network_path, placement_of
 from layerbench.preflight import preflight
 from layerbench.procs import stop_all
 from layerbench.records import CampaignRecord
-from layerbench.resources import ResourceSampler, wait_for_quiet
 from layerbench.schedule import RunSpec, build_schedule
-from layerbench.secrets import Secret, generate_password, redact, write_private
-from layerbench.server.dataset import (
-    PrepareProgress,
-    Snapshot,
-    SnapshotCorrupt,
-    ensure_snapshot,
-    existing_tables,
-    prepare_tables,
-    verify_data,
-    work_root,
-)
+from layerbench.server.dataset import PrepareProgress, Snapshot, ensure_snapshot
 from layerbench.store import RunRecord, Store
-from layerbench.sysbench import (
-    config_file_text,
-    hook_script,
-    parse_mark_line,
-    parse_output,
-    run_command,
-)
-
-
-class Progress(Protocol):
-    """What the orchestrator tells whoever watches (the CLI draws it with Rich; tests ignore it)."""
-
-    def message(self, text: str) -> None: ...
-    def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None: ...
-    def run_started(self, spec: RunSpec, position: int, total: int) -> None: ...
-    def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None: ...
-    def run_finished(self, spec: RunSpec, record: RunRecord) -> None: ...
 
 
 class SilentProgress:
@@ -93,21 +51,11 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
 
 
-def buffer_pool_bytes(percent: str, data_bytes: int) -> int:
-    """A buffer pool as a share of the measured data size, in whole MiB, at least 8 MiB."""
-    wanted = float(percent.strip().rstrip("%")) / 100.0 * data_bytes
-    return max(8, round(wanted / 2**20)) * 2**20
-
-
 def page_size_of(variant: VariantBase) -> str | None:
     for key, value in variant.server.config.items():
         if key.replace("-", "_").lower() == "innodb_page_size":
             return str(value)
     return None
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
 
 
 class Orchestrator:
@@ -127,8 +75,8 @@ class Orchestrator:
 
     def preflight(self) -> None:
         """Everything `validate` checks (preflight.py), then each backend's one-time work (an image build)."""
-        for variant, backend in preflight(self.campaign):
-            backend.prepare(variant, self.progress.message)
+        for _, backend in preflight(self.campaign):
+            backend.prepare(self.progress.message)
         from layerbench.remote import survey_hosts, version_warnings
 
         self.survey = survey_hosts(self.campaign, self.hosts)
@@ -226,215 +174,17 @@ class Orchestrator:
                                                   on_line=PrepareProgress(workload.tables, self.progress.message))
         return self.snapshots[key]
 
-    def server_config(self, variant: VariantBase, workload: Workload,
-                      snapshot: Snapshot | None) -> dict[str, ConfigValue]:
-        config: dict[str, ConfigValue] = dict(variant.server.config)
-        if workload.buffer_pool and snapshot is not None:
-            config["innodb_buffer_pool_size"] = buffer_pool_bytes(workload.buffer_pool, snapshot.data_bytes)
-        return config
-
     def execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:
         """One run; a corrupt dataset snapshot is rebuilt and the run tried once more."""
-        record = self._execute_run(campaign_id, spec, out)
-        if record.facts.other.pop("snapshot_corrupt", False):
+        context = RunContext(self.campaign, campaign_id, out, self.token, self.hosts, self.progress,
+                             self.snapshot_for, self.survey)
+        run = RunExecution(context, spec)
+        record = run.execute()
+        if run.snapshot_corrupt:
             self.progress.message(f"run {spec.idx + 1}: {record.error}")
             self.snapshots.clear()
-            record = self._execute_run(campaign_id, spec, out)
+            record = RunExecution(context, spec).execute()
         return record
-
-    def _execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:
-        variant = self.campaign.variant(spec.variant)
-        workload = self.campaign.workload(spec.workload)
-        name = f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}"
-        run_dir = out / "runs" / name
-        run_dir.mkdir(parents=True, exist_ok=True)
-        record = RunRecord(campaign_id, spec.variant, spec.workload, spec.threads, spec.repetition, idx=spec.idx,
-                           round=spec.round, started_at=time.time(), percentile=workload.percentile,
-                           run_dir=str(run_dir), warmup_seconds=float(workload.warmup))
-        if self.campaign.wait_for_quiet:  # before anything of this run starts, so only others' work is seen
-            record.facts.quiet_wait = wait_for_quiet(seconds_of(self.campaign.wait_for_quiet))
-        backend = make_backend(variant)
-        owner = f"lb{campaign_id}-{self.token}-{spec.idx + 1}-private"
-        password = generate_password()
-        private: Path | None = None
-        try:
-            with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it
-                private = Path(tempfile.mkdtemp(prefix="lb-private-"))
-                owners.record(owner, pid=None, marker="", paths=[private])
-            self._measure(backend, spec, variant, workload, run_dir, private, password, record)
-        except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
-            record.facts.other["snapshot_corrupt"] = isinstance(error, SnapshotCorrupt)
-            record.status = "failed"
-            cause = str(error) if isinstance(error, RunFailed) else f"internal error: {type(error).__name__}: {error}"
-            server = exit_cause(backend)
-            if server and server not in cause:
-                cause += f"; the server {server}"
-            record.error = redact(cause, [password])
-            record.facts.other["server_log_tail"] = redact(safe_log_tail(backend), [password])
-        finally:
-            with signals_deferred():  # a cleanup, once begun, runs to its end
-                try:
-                    backend.down()
-                finally:
-                    if private is not None:
-                        shutil.rmtree(private, ignore_errors=True)
-                    owners.forget(owner)
-        record.finished_at = time.time()
-        return record
-
-    def _measure(self, backend: Backend, spec: RunSpec, variant: VariantBase, workload: Workload, run_dir: Path,
-                 private: Path, password: Secret, record: RunRecord) -> None:
-        snapshot = self.snapshot_for(workload, variant, run_dir) if workload.reset == "snapshot" else None
-        server_spec = ServerSpec(
-            self.campaign.name, f"lb{record.campaign_id}-{self.token}-{spec.idx + 1}-{slug(variant.name)}",
-            variant, run_dir, private, work_root() / "work", config=self.server_config(variant, workload, snapshot),
-            password=password, snapshot=snapshot.path if snapshot else None,
-            listen_address=placement_of(self.campaign.hosts, variant).listen_address,
-        )
-        started = time.monotonic()
-        endpoint = backend.up(server_spec)
-        record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
-        remote = backend.client() or self._placed_client(variant, server_spec.label)  # after up()
-        record.facts.reset = self._reset(workload, endpoint, snapshot, private, run_dir, remote)
-        record.facts.environment = self._environment(backend, endpoint)
-        if self.campaign.hosts:
-            record.facts.environment |= self._placement(variant, endpoint)
-        if snapshot is not None and workload.buffer_pool:
-            record.facts.buffer_pool_ratio = workload.buffer_pool
-            record.facts.data_bytes = snapshot.data_bytes
-        self._benchmark(backend, spec, workload, endpoint, run_dir, private, record,
-                        remote or HostClient(variant.client_cpus))
-
-    def _reset(self, workload: Workload, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
-               run_dir: Path, remote: ClientRunner | None) -> dict[str, Any]:
-        started = time.monotonic()
-        if workload.reset == "none":
-            tables = existing_tables(endpoint, workload)
-            missing = [f"sbtest{i}" for i in range(1, workload.tables + 1) if f"sbtest{i}" not in tables]
-            if missing and not workload.is_lua_path:  # a script of the user's may make its own tables
-                raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {workload.tables} "
-                                f"tables (missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}); "
-                                "prepare them with sysbench, or set reset: reprepare")
-            return {"method": "none", "tables": tables, "seconds": round(time.monotonic() - started, 3)}
-        if snapshot is None:
-            # on this host unpinned: prepare uses one thread per table, up to every CPU
-            prepare_tables(workload, endpoint, private, run_dir, None, cleanup_first=True, client=remote)
-            seconds = round(time.monotonic() - started, 3)
-            return {"method": "reprepare", "prepared_by": (remote or HostClient()).where, "seconds": seconds}
-        check = verify_data(endpoint, snapshot, workload)
-        return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3),
-                **check}
-
-    def _environment(self, backend: Backend, endpoint: Endpoint) -> dict[str, Any]:
-        try:
-            variables = environment.server_variables(endpoint)
-        except Exception as error:  # e.g. a Job client on a cluster this host has no route to
-            variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
-        return {"host": environment.host_facts(), "backend": backend.describe(), "server_variables": variables,
-                "storage": environment.storage_facts(str(work_root())), "tuning": environment.tuning_facts()}
-
-    def _benchmark(self, backend: Backend, spec: RunSpec, workload: Workload, endpoint: Endpoint, run_dir: Path,
-                   private: Path, record: RunRecord, client: ClientRunner) -> None:
-        hook = run_dir / "hook.lua"
-        hook.write_text(hook_script(workload), encoding="utf-8")
-        config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
-        cmd = run_command(workload, config, hook, spec.threads)
-        timeout = workload.warmup + workload.duration + 120
-
-        def on_line(line: str) -> None:
-            rec = parse_mark_line(line)
-            if rec and rec["kind"] == "interval" and rec["interval"] > 0:
-                self.progress.interval(spec, rec["events"] / rec["interval"], float(rec["time"]))
-
-        log_path = run_dir / "sysbench.log"
-        files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
-        sampler = ResourceSampler(backend.components, backend.cgroups(), client_pids(hook), interval=1.0)
-        sampler.start()
-        try:
-            done = client.run_client(cmd, files, log_path=log_path, timeout=timeout, on_line=on_line,
-                                     secrets=[endpoint.password])
-        finally:
-            usage = sampler.stop()
-        self._record_output(done.returncode, done.output, workload, record)
-        warm_tx = sum(i.tps for i in record.intervals if i.time <= workload.warmup + 1e-6) * workload.report_interval
-        measured = record.totals.transactions if record.totals else 0
-        if self.campaign.hosts:
-            from layerbench.remote import SSHClient, placed_usage
-
-            remote = client if isinstance(client, SSHClient) else None
-            usage.cpu_seconds = placed_usage(usage.cpu_seconds, spec_host(self.campaign, spec), remote,
-                                             self._same_kernel(remote))
-        usage.per_1000_transactions = usage.per_1000(int(measured + warm_tx))  # the sampler covers the warm-up too
-        record.facts.resources = usage.as_dict()
-
-    def _placed_client(self, variant: VariantBase, label: str) -> ClientRunner | None:
-        """sysbench on the variant's client_host when that is another host than its server's; else None."""
-        place = placement_of(self.campaign.hosts, variant)
-        if not place.remote_client:
-            return None
-        from layerbench.remote import SSHClient
-
-        return SSHClient(self.hosts[place.client_host], label, variant.client_cpus)
-
-    def _placement(self, variant: VariantBase, endpoint: Endpoint) -> dict[str, Any]:
-        """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
-        place = placement_of(self.campaign.hosts, variant)
-        facts = self.survey.get("facts", {})
-        return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
-                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": network_path(variant, place),
-                              "rtt_ms": self.survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
-                "hosts": facts, "client_host": facts.get(place.client_host, {})}
-
-    def _same_kernel(self, client: Any) -> bool:
-        facts = self.survey.get("facts", {})
-        if client is None:
-            return False
-        mine = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        return bool(facts.get(client.host.name, {}).get("boot_id") == mine)
-
-    def _record_output(self, returncode: int, output: str, workload: Workload, record: RunRecord) -> None:
-        parsed = parse_output(output)
-        record.intervals = parsed.intervals
-        if returncode != 0 or parsed.totals is None:
-            cause = parsed.errors[0] if parsed.errors else f"sysbench exited with code {returncode}"
-            if returncode < 0:
-                cause = f"sysbench was killed by signal {-returncode}" + (f" ({cause})" if parsed.errors else "")
-            if "failed to initialize within" in cause:
-                cause += (" (sysbench 1.0 gives all threads 30 s to connect, fixed; the server answered too slowly, "
-                          "as an emulated VM does: use fewer threads)")
-            raise RunFailed(cause)
-        record.totals = parsed.totals
-        record.latency = parsed.latency
-        warm = [i for i in parsed.intervals if i.time <= workload.warmup + 1e-6]
-        record.facts.other["warmup_intervals"] = len(warm)
-
-
-def spec_host(campaign: Campaign, spec: RunSpec) -> str:
-    return placement_of(campaign.hosts, campaign.variant(spec.variant)).server_host
-
-
-def client_pids(hook: Path) -> Callable[[], list[int]]:
-    """sysbench of this run: on the host its command line names this run's hook; in a container, the client's."""
-    from layerbench.backends.docker_client import CLIENT_DIR
-    from layerbench.owners import processes_with
-
-    return lambda: processes_with(str(hook)) + processes_with(f"{CLIENT_DIR}/hook.lua")
-
-
-def exit_cause(backend: Backend) -> str | None:
-    """A backend that can tell why its server stopped (a container OOM-killed, say) adds that to a failure."""
-    probe = getattr(backend, "exit_cause", None)
-    try:
-        return probe() if probe else None
-    except Exception:
-        return None
-
-
-def safe_log_tail(backend: Backend) -> str:
-    try:
-        return backend.server_log_tail(15)
-    except Exception as error:
-        return f"(no server log: {type(error).__name__})"
 
 
 def run_campaign(campaign: Campaign, store: Store, *, progress: Progress | None = None,
@@ -454,3 +204,7 @@ def resume_campaign(store: Store, ref: str | int, *, progress: Progress | None =
     orchestrator.preflight()
     store.set_campaign_status(row.id, "running")
     return orchestrator.execute(row.id)
+
+
+__all__ = ["Orchestrator", "Outcome", "Progress", "SilentProgress", "buffer_pool_bytes", "resume_campaign",
+           "run_campaign"]

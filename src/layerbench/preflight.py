@@ -16,9 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
+from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload, canonical_option
 from layerbench.errors import BadInput, shown
 from layerbench.procs import require_program
+from layerbench.server.flavour import Flavour
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
@@ -31,14 +33,25 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     for workload in campaign.workloads:
         check_test(workload)
     for variant in campaign.variants:
+        if isinstance(variant, HostVariant):  # first: a binary that is no server layerbench knows is refused
+            check_snapshot_flavour(campaign, variant, host_flavour(variant)[1])
         check_machine_fits(variant)
         if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
     backends = [(variant, make_backend(variant)) for variant in campaign.variants]
-    for variant, backend in backends:
-        backend.check(variant)
+    for _, backend in backends:
+        backend.check()
     return backends
+
+
+def check_snapshot_flavour(campaign: Campaign, variant: HostVariant, flavour: Flavour) -> None:
+    """Dataset snapshots are made by this host's mariadbd: a MySQL or Percona server cannot start on them."""
+    snapshot = next((w for w in campaign.workloads if w.reset == "snapshot"), None)
+    if not flavour.is_mariadb and snapshot is not None:
+        raise BadInput(f"variants.{variant.name}.mysqld: a {flavour.name} {flavour.version} server cannot start on "
+                       f"the MariaDB dataset snapshot of workload {snapshot.name}; set that workload's reset: "
+                       "reprepare")
 
 
 def check_test(workload: Workload) -> None:

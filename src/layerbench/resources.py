@@ -223,12 +223,8 @@ class ResourceUsage:
     sampler_cpu_seconds: float = 0.0
     steal_seconds: float = 0.0  # CPU time the hypervisor gave to other guests (/proc/stat), part of "other"
     top_other: list[dict[str, Any]] = field(default_factory=list)  # busiest processes outside the run
-    per_1000_transactions: dict[str, float] = field(default_factory=dict)
-
-    def per_1000(self, transactions: int) -> dict[str, float]:
-        if transactions <= 0:
-            return {}
-        return {k: v * 1000 / transactions for k, v in self.cpu_seconds.items() if k != "idle"}
+    # CPU per 1,000 transactions is computed by the analysis only (analysis/aggregate.py per_1000); stores of
+    # earlier versions also hold a copy under "per_1000_transactions", which from_dict ignores
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -45,9 +45,9 @@ def start_server(label: str):
     (tmp / "run").mkdir()
     (tmp / "priv").mkdir(mode=0o700)
     password = generate_password()
-    spec = ServerSpec("capture", label, HostVariant(name="h", backend="host"), tmp / "run",
+    spec = ServerSpec("capture", label, tmp / "run",
                       tmp / "priv", tmp / "work", password=password)
-    backend = HostBackend()
+    backend = HostBackend(HostVariant(name="h", backend="host"))
     endpoint = backend.up(spec)
     return tmp, password, backend, endpoint, write_private(tmp / "priv" / "sb.cfg", config_file_text(endpoint))
 

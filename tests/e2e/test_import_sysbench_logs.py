@@ -67,9 +67,9 @@ def make_logs(folder: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lb-e2e-logs-", dir=folder.parent))
     (tmp / "run").mkdir()
     (tmp / "priv").mkdir(mode=0o700)
-    spec = ServerSpec("e2e-logs", f"lb-e2e-logs-{tmp.name[-8:]}", HostVariant(name="h", backend="host"),
-                      tmp / "run", tmp / "priv", tmp / "work", password=generate_password())
-    backend = HostBackend()
+    spec = ServerSpec("e2e-logs", f"lb-e2e-logs-{tmp.name[-8:]}", tmp / "run", tmp / "priv", tmp / "work",
+                      password=generate_password())
+    backend = HostBackend(HostVariant(name="h", backend="host"))
     try:
         cfg = write_private(tmp / "priv" / "sb.cfg", config_file_text(backend.up(spec)))
         common = ["sysbench", f"--config-file={cfg}", "oltp_read_only", "--tables=1", "--table-size=1000"]

@@ -100,10 +100,10 @@ def test_rows_and_server_version_through_the_endpoint(tmp_path: Path) -> None:
     snapshot = ensure_snapshot(workload, None, log_dir=tmp_path / "prep")
     (tmp_path / "run").mkdir()
     (tmp_path / "priv").mkdir(mode=0o700)
-    backend = DockerBackend()
     variant = DockerVariant(name="v", backend="docker", network="bridge-direct", storage="volume")
-    backend.check(variant)
-    spec = ServerSpec(NAME, f"lbtest-{int(time.time())}", variant, tmp_path / "run", tmp_path / "priv",
+    backend = DockerBackend(variant)
+    backend.check()
+    spec = ServerSpec(NAME, f"lbtest-{int(time.time())}", tmp_path / "run", tmp_path / "priv",
                       Path(tempfile.mkdtemp()), password=generate_password(), snapshot=snapshot.path)
     try:
         endpoint = backend.up(spec)

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from helpers import stored_rows
-from layerbench import orchestrator
+from layerbench import execution, orchestrator
 from layerbench.campaign import parse_campaign
 from layerbench.cli import main
 from layerbench.errors import BadInput
@@ -83,14 +83,14 @@ class SpyProgress(orchestrator.SilentProgress):
 
 def test_two_variant_campaign_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     passwords: list[Secret] = []
-    real = orchestrator.generate_password
+    real = execution.generate_password
 
     def recording() -> Secret:
         secret = real()
         passwords.append(secret)
         return secret
 
-    monkeypatch.setattr(orchestrator, "generate_password", recording)
+    monkeypatch.setattr(execution, "generate_password", recording)
     path = campaign_file(tmp_path)
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     spy = SpyProgress(passwords)
@@ -223,8 +223,9 @@ def test_external_backend_against_a_server_we_started(tmp_path: Path, monkeypatc
     (tmp_path / "run").mkdir()
     (tmp_path / "priv").mkdir(mode=0o700)
     password = generate_password()
-    host = HostBackend()
-    spec = ServerSpec("ext", "lb-ext-test", HostVariant(name="x", backend="host"), tmp_path / "run",
+    variant = HostVariant(name="x", backend="host")
+    host = HostBackend(variant)
+    spec = ServerSpec("ext", "lb-ext-test", tmp_path / "run",
                       tmp_path / "priv", tmp_path / "work", password=password, user="sbtest")
     endpoint = host.up(spec)
     try:

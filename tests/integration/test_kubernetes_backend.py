@@ -88,9 +88,9 @@ def test_reprepare_as_jobs_needs_no_route_from_this_host(tmp_path: Path, monkeyp
     variant = {"name": "job", "backend": "kubernetes", "qos": "burstable", "client": "job", "storage": "emptydir"}
     parsed = parse_campaign(yaml.safe_load(campaign_file(tmp_path, name=OWN, baseline="job", variants=[variant],
                                                          workload=TINY).read_text())).variants[0]
-    backend = KubernetesBackend()
-    backend.check(parsed)
-    backend.prepare(parsed, print)  # the image on the node, as a registry would have it there
+    backend = KubernetesBackend(parsed)
+    backend.check()
+    backend.prepare(print)  # the image on the node, as a registry would have it there
     monkeypatch.setattr(kubernetes_cluster, "node_is_this_machine", lambda nodes: False)
     monkeypatch.setattr(kubernetes, "wait_until_ready", lambda *a, **k: pytest.fail("logged in from this host"))
     runs = run_campaign(tmp_path, [variant], {**TINY, "reset": "reprepare"})

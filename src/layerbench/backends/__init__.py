@@ -25,7 +25,7 @@ def make_backend(variant: VariantBase) -> Backend:
         from layerbench.errors import BadInput
 
         raise BadInput(f"variants.{variant.name}.backend: {kind!r} is not available in this build ({error})") from None
-    backend: Backend = getattr(module, class_name)()
+    backend: Backend = getattr(module, class_name)(variant)  # each class takes its own variant type
     return backend
 
 

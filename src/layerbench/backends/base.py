@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from layerbench.campaign import ConfigValue, VariantBase
+from layerbench.campaign import ConfigValue
+from layerbench.owners import processes_with
 from layerbench.procs import Completed, run, with_cpus
 from layerbench.secrets import Secret
 
@@ -28,11 +30,10 @@ class Endpoint:
 
 @dataclass
 class ServerSpec:
-    """Everything a backend needs to bring up one server for one run."""
+    """Everything a backend needs to bring up one server for one run (the variant is the backend's own)."""
 
     campaign: str
     label: str  # resource name prefix: every container/VM/dir created carries it, so `clean` finds it
-    variant: VariantBase
     run_dir: Path  # this run's log folder (inside the output folder: nothing secret goes here)
     private_dir: Path  # 0700 folder outside the output folder for password files; removed after the run
     work_dir: Path  # campaign work folder for datadirs and images
@@ -75,14 +76,18 @@ class HostClient:
 
 
 class Backend(Protocol):
-    """A deployment model. `up` returns an endpoint; `down` is idempotent and always safe to call."""
+    """A deployment model for one variant, given to its constructor (each backend takes its own variant type).
+
+    `check` is pure: it reads (programs, the daemon, the cluster) and creates nothing, not even state of its own;
+    `up` returns an endpoint and connects to whatever it needs itself; `down` is idempotent and always safe;
+    `describe` only reports what up() saw (no calls, no changes)."""
 
     kind: str
 
-    def check(self, variant: VariantBase) -> None:
+    def check(self) -> None:
         """Preflight before any run: raise BadInput / PrerequisiteMissing with a one-line fix."""
 
-    def prepare(self, variant: VariantBase, say: Any) -> None:
+    def prepare(self, say: Callable[[str], None]) -> None:
         """Once per campaign after every check passed: slow one-time work (building an image), with progress."""
 
     def up(self, spec: ServerSpec) -> Endpoint:
@@ -91,17 +96,28 @@ class Backend(Protocol):
     def down(self) -> None:
         """Stop the server and remove everything up() created for this run."""
 
+    def exit_cause(self) -> str | None:
+        """Why the server stopped ("was OOM-killed ..."), when it did and the backend can tell; else None."""
+
     def components(self) -> dict[str, list[int]]:
         """Host PIDs per component (server, docker-proxy, qemu, containerd-shim) for CPU accounting."""
+
+    def client_processes(self, hook: Path) -> list[int]:
+        """Host PIDs of this run's sysbench (found by its report hook), for CPU accounting."""
 
     def cgroups(self) -> list[Path]:
         """cgroup directories whose limits and throttling belong to this variant."""
 
     def describe(self) -> dict[str, Any]:
-        """Facts for the environment record (versions, image id, limits); no secrets."""
+        """Facts for the environment record (versions, image id, limits, warnings); no secrets, no side effects."""
 
     def client(self) -> ClientRunner | None:
         """Where sysbench runs: None for this host."""
 
     def server_log_tail(self, lines: int = 20) -> str:
         """The server's last log lines, for the cause of a failed run."""
+
+
+def host_client_processes(hook: Path) -> list[int]:
+    """sysbench started on this host for this run: its command line names the run's own hook file."""
+    return processes_with(str(hook))

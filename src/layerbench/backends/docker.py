@@ -10,21 +10,26 @@ import contextlib
 import os
 import shlex
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from layerbench import owners
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.docker_client import CLIENT_DIR, ContainerClient
 from layerbench.backends.docker_daemon import docker_client
+from layerbench.backends.docker_procs import docker_components
 from layerbench.backends.docker_qos import check_resources, resource_options
-from layerbench.campaign import DockerVariant, VariantBase
+from layerbench.backends.procfs import cgroup_dirs
+from layerbench.campaign import DockerVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, RunFailed
 from layerbench.machine import free_port
-from layerbench.secrets import write_private
+from layerbench.owners import processes_with
 from layerbench.server import bootstrap
+from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import copy_tree, wait_until_ready
-from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+from layerbench.server.mycnf import check_overlay
 
 START_TIMEOUT = 180.0
 DATADIR = "/var/lib/mysql"
@@ -53,9 +58,10 @@ def server_command(snapshot: bool, storage: str) -> list[str]:
 class DockerBackend:
     kind = "docker"
 
-    def __init__(self) -> None:
+    def __init__(self, variant: DockerVariant) -> None:
         self.docker: Any = None
-        self.variant: DockerVariant | None = None
+        self.variant = variant
+        self.facts: dict[str, Any] = {}
         self.spec: ServerSpec | None = None
         self.container: Any = None
         self.created: list[tuple[str, Any]] = []  # (kind, object) in creation order
@@ -65,42 +71,30 @@ class DockerBackend:
 
     # --- preflight -----------------------------------------------------------------------------------------
 
-    def check(self, variant: VariantBase) -> None:
-        assert isinstance(variant, DockerVariant)
-        self.docker = docker_client()
+    def check(self) -> None:
+        variant = self.variant
+        client = docker_client()  # the daemon answers (a check's own client, kept nowhere)
         check_resources(variant)
         check_overlay(variant.server.config, f"variants.{variant.name}")
         if variant.qos and (variant.resources.cpu_shares or variant.resources.cpuset):
             raise BadInput(f"variants.{variant.name}.qos: a QoS preset sets shares and cpuset itself; remove "
                            "resources.cpu_shares / resources.cpuset or the preset")
         if variant.image:
-            self._check_image(variant)
+            check_image(client, variant)
 
-    def _check_image(self, variant: DockerVariant) -> None:
-        import docker.errors
-
-        try:
-            self.docker.images.get(variant.image)
-        except docker.errors.ImageNotFound:
-            raise BadInput(f"variants.{variant.name}.image: {variant.image} is not on this Docker host; pull it "
-                           "(`docker pull`) or remove `image:` to use the locally built one") from None
-
-    def prepare(self, variant: VariantBase, say: Any) -> None:
-        assert isinstance(variant, DockerVariant)
-        if variant.image is None:
+    def prepare(self, say: Callable[[str], None]) -> None:
+        if self.variant.image is None:
             from layerbench.server.image import ensure_docker_image
 
-            ensure_docker_image(self.docker or docker_client(), say)
+            ensure_docker_image(docker_client(), say)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
-        assert isinstance(spec.variant, DockerVariant)
-        self.check(spec.variant)
-        self.variant, self.spec = spec.variant, spec
+        self.docker, self.spec = docker_client(), spec
         from layerbench.server.image import image_tag
 
-        self.image = spec.variant.image or image_tag()
+        self.image = self.variant.image or image_tag()
         owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
         try:
@@ -109,12 +103,12 @@ class DockerBackend:
             cause = self.exit_cause()
             raise RunFailed(f"server container {cause}" if cause else str(error)) from None
         with contextlib.suppress(FileNotFoundError):
-            (spec.private_dir / "init.sql").unlink()
+            (spec.private_dir / "conf" / "init.sql").unlink()
+        self.facts = daemon_facts(self.docker, self.image)
         return endpoint
 
     def _start(self, spec: ServerSpec) -> Endpoint:
-        variant = spec.variant
-        assert isinstance(variant, DockerVariant)
+        variant = self.variant
         network = self._network(spec)
         self.port = free_port(spec.listen_address) if variant.network == "host" else 3306
         self._write_config(spec)
@@ -128,8 +122,7 @@ class DockerBackend:
                         spec.database)
 
     def _network(self, spec: ServerSpec) -> dict[str, Any]:
-        variant = spec.variant
-        assert isinstance(variant, DockerVariant)
+        variant = self.variant
         if variant.network == "host":
             return {"network_mode": "host"}
         if variant.network == "bridge" and variant.client == "host":
@@ -159,22 +152,13 @@ class DockerBackend:
         return int(self.port or 3306)
 
     def _write_config(self, spec: ServerSpec) -> None:
-        variant = spec.variant
-        assert isinstance(variant, DockerVariant)
         owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
-                 "bind-address": spec.listen_address if variant.network == "host" else "0.0.0.0",
+                 "bind-address": spec.listen_address if self.variant.network == "host" else "0.0.0.0",
                  "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
-        conf = spec.private_dir / "conf"
-        conf.mkdir(mode=0o700, exist_ok=True)
-        text = render_mycnf(merged_settings(owned, spec.config))
-        (spec.run_dir / "my.cnf").write_text(text, encoding="utf-8")
-        (conf / "my.cnf").write_text(text, encoding="utf-8")
-        write_private(conf / "init.sql", bootstrap.init_sql(spec.user, spec.password, spec.database))
-        spec.run_dir.mkdir(parents=True, exist_ok=True)
+        write_server_files(server_files(spec, owned), spec.private_dir / "conf")
 
     def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
-        variant = spec.variant
-        assert isinstance(variant, DockerVariant)
+        variant = self.variant
         volumes = {str((spec.private_dir / "conf").resolve()): {"bind": CONF, "mode": "ro"},
                    str(spec.run_dir.resolve()): {"bind": LOGS, "mode": "rw"}}
         if spec.snapshot is not None and variant.storage != "bind":
@@ -242,7 +226,7 @@ class DockerBackend:
         if state.get("Running"):
             return None
         if state.get("OOMKilled"):
-            limit = self.variant.resources.memory if self.variant else None
+            limit = self.variant.resources.memory
             return f"was OOM-killed (memory limit {limit or 'of the container'}; raise resources.memory)"
         return f"exited with code {state.get('ExitCode')}"
 
@@ -256,8 +240,6 @@ class DockerBackend:
             return None
 
     def components(self) -> dict[str, list[int]]:
-        from layerbench.backends.docker_procs import docker_components
-
         return docker_components(self.server_pid(), self._host_port())
 
     def _host_port(self) -> int | None:
@@ -266,28 +248,22 @@ class DockerBackend:
         except (KeyError, TypeError, IndexError, AttributeError):
             return None
 
-    def cgroups(self) -> list[Path]:
-        from layerbench.backends.docker_procs import cgroup_dirs
+    def client_processes(self, hook: Path) -> list[int]:
+        """sysbench on this host (client: host) or in its client container (its hook under CLIENT_DIR)."""
+        return host_client_processes(hook) + processes_with(f"{CLIENT_DIR}/hook.lua")
 
+    def cgroups(self) -> list[Path]:
         pid = self.server_pid()
         return cgroup_dirs(pid) if pid else []
 
     def describe(self) -> dict[str, Any]:
         v = self.variant
-        info = {"backend": "docker", "image": self.image, "network": v.network if v else None,
-                "storage": v.storage if v else None, "qos": v.qos if v else None,
-                "limits": resource_options(v) if v else {}, "client": v.client if v else None}
-        with contextlib.suppress(Exception):
-            version = self.docker.version()
-            info |= {"docker_version": version.get("Version"), "storage_driver": self.docker.info().get("Driver")}
-            info["image_id"] = self.docker.images.get(self.image).id
-        return info
+        return {"backend": "docker", "image": self.image, "network": v.network, "storage": v.storage, "qos": v.qos,
+                "limits": resource_options(v), "client": v.client, **self.facts}
 
     def client(self) -> ClientRunner | None:
-        if self.variant is None or self.variant.client == "host":
+        if self.variant.client == "host":
             return None
-        from layerbench.backends.docker_client import ContainerClient
-
         assert self.spec is not None
         network = "host" if self.variant.network == "host" else f"{self.spec.label}-net"
         return ContainerClient(self.docker, self.image or "", network, self.spec, self.variant.client_cpus)
@@ -299,3 +275,22 @@ class DockerBackend:
             with contextlib.suppress(Exception):
                 text = self.container.logs(tail=lines).decode(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
+
+
+def check_image(client: Any, variant: DockerVariant) -> None:
+    import docker.errors
+
+    try:
+        client.images.get(variant.image)
+    except docker.errors.ImageNotFound:
+        raise BadInput(f"variants.{variant.name}.image: {variant.image} is not on this Docker host; pull it "
+                       "(`docker pull`) or remove `image:` to use the locally built one") from None
+
+
+def daemon_facts(client: Any, image: str) -> dict[str, Any]:
+    """The daemon's version, storage driver and the image's id, read once the server is up."""
+    info: dict[str, Any] = {}
+    with contextlib.suppress(Exception):
+        info |= {"docker_version": client.version().get("Version"), "storage_driver": client.info().get("Driver")}
+        info["image_id"] = client.images.get(image).id
+    return info

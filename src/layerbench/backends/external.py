@@ -3,13 +3,14 @@ environment variable or a file named in the campaign, never from the campaign it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pymysql
 
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
-from layerbench.campaign import ExternalVariant, VariantBase
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.campaign import ExternalVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.secrets import Secret, read_secret_from
 from layerbench.server.datadir import connect
@@ -18,23 +19,21 @@ from layerbench.server.datadir import connect
 class ExternalBackend:
     kind = "external"
 
-    def __init__(self) -> None:
-        self.variant: ExternalVariant | None = None
+    def __init__(self, variant: ExternalVariant) -> None:
+        self.variant = variant
 
-    def check(self, variant: VariantBase) -> None:
-        assert isinstance(variant, ExternalVariant)
+    def check(self) -> None:
+        variant = self.variant
         read_secret_from(variant.password_env, variant.password_file)
         if variant.server.config:
             raise BadInput(f"variants.{variant.name}.server.config: an external server is not configured by "
                            "layerbench; remove server.config and configure the server yourself")
 
-    def prepare(self, variant: VariantBase, say: Any) -> None:
+    def prepare(self, say: Callable[[str], None]) -> None:
         """Nothing to build."""
 
     def up(self, spec: ServerSpec) -> Endpoint:
-        variant = spec.variant
-        assert isinstance(variant, ExternalVariant)
-        self.variant = variant
+        variant = self.variant
         password = read_secret_from(variant.password_env, variant.password_file) or Secret("")
         endpoint = Endpoint(variant.host, variant.port, variant.user, password, variant.database)
         try:
@@ -47,15 +46,21 @@ class ExternalBackend:
     def down(self) -> None:
         """Nothing to stop: the server is not ours."""
 
+    def exit_cause(self) -> str | None:
+        """The server is not ours to watch."""
+        return None
+
     def components(self) -> dict[str, list[int]]:
         return {}
+
+    def client_processes(self, hook: Path) -> list[int]:
+        return host_client_processes(hook)
 
     def cgroups(self) -> list[Path]:
         return []
 
     def describe(self) -> dict[str, Any]:
-        v = self.variant
-        return {"backend": "external", "host": v.host if v else None, "port": v.port if v else None}
+        return {"backend": "external", "host": self.variant.host, "port": self.variant.port}
 
     def client(self) -> ClientRunner | None:
         return None

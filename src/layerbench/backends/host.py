@@ -1,24 +1,27 @@
-"""The host backend: a private mariadbd on 127.0.0.1, its own datadir, socket and port, CPU-pinned."""
+"""The host backend: a private server (MariaDB by default, or the MySQL / Percona / MariaDB build the variant's
+`mysqld:` names) on 127.0.0.1, its own datadir, socket and port, CPU-pinned."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from layerbench import owners
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
-from layerbench.campaign import HostVariant, VariantBase
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.campaign import HostVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, RunFailed
 from layerbench.machine import check_cpus, free_port
-from layerbench.procs import ManagedProcess, require_program, start, with_cpus
+from layerbench.procs import ManagedProcess, require_program, run, start, with_cpus
 from layerbench.secrets import write_private
-from layerbench.server import bootstrap
+from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import copy_tree, wait_until_ready
-from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+from layerbench.server.flavour import Flavour, detect_flavour
+from layerbench.server.mycnf import check_overlay
 
 START_TIMEOUT = 120.0
 
@@ -32,52 +35,59 @@ def server_binary(variant: HostVariant) -> str:
     return require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
 
 
+def host_flavour(variant: HostVariant) -> tuple[str, Flavour]:
+    """The variant's server binary and its flavour (from `--version`), or a one-line BadInput."""
+    binary = server_binary(variant)
+    return binary, detect_flavour(binary, f"variants.{variant.name}.mysqld")
+
+
 class HostBackend:
-    """Starts `mariadbd --defaults-file=<generated my.cnf>` under taskset; stops it cleanly; reaps it."""
+    """Starts `<server> --defaults-file=<generated my.cnf>` under taskset; stops it cleanly; reaps it."""
 
     kind = "host"
 
-    def __init__(self) -> None:
+    def __init__(self, variant: HostVariant) -> None:
+        self.variant = variant
         self.process: ManagedProcess | None = None
         self.datadir: Path | None = None
         self.binary: str | None = None
+        self.flavour: Flavour | None = None
         self.log_path: Path | None = None
         self.label: str | None = None
 
-    def check(self, variant: VariantBase) -> None:
-        assert isinstance(variant, HostVariant)
-        self.binary = server_binary(variant)
-        require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
+    def check(self) -> None:
+        variant = self.variant
+        _, flavour = host_flavour(variant)
+        if flavour.is_mariadb:
+            require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
         check_cpus(variant.cpus, f"variants.{variant.name}.cpus")
         check_cpus(variant.client_cpus, f"variants.{variant.name}.client_cpus")
         check_overlay(variant.server.config, f"variants.{variant.name}")
 
-    def prepare(self, variant: VariantBase, say: Any) -> None:
+    def prepare(self, say: Callable[[str], None]) -> None:
         """Nothing to build."""
 
     def up(self, spec: ServerSpec) -> Endpoint:
-        assert isinstance(spec.variant, HostVariant)
-        self.check(spec.variant)
+        self.binary, self.flavour = host_flavour(self.variant)
         mycnf = spec.run_dir / "my.cnf"
         with signals_deferred():  # noted for down() and `clean` before anything exists
             self.datadir = spec.work_dir / "datadirs" / spec.label
             self.label = spec.label
             owners.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
-        prepare_datadir(self.datadir, spec)
+        prepare_datadir(self.datadir, spec, self.binary, self.flavour)
         port = free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"
         owned = {
             "datadir": str(self.datadir), "port": port, "bind-address": spec.listen_address, "socket": str(sock),
             "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root",
         }
-        mycnf.write_text(render_mycnf(merged_settings(owned, spec.config)), encoding="utf-8")
-        init_sql = bootstrap.init_sql(spec.user, spec.password, spec.database)
-        init_file = write_private(spec.private_dir / "init.sql", init_sql)
+        files = server_files(spec, owned, self.flavour)
+        init_file = write_private(spec.private_dir / "init.sql", files.init_sql)
         self.log_path = spec.run_dir / "server.log"
-        cmd = with_cpus([self.binary or "mariadbd", f"--defaults-file={mycnf}", f"--init-file={init_file}",
-                         f"--log-error={self.log_path}"], spec.variant.cpus)
+        cmd = with_cpus([self.binary, f"--defaults-file={mycnf}", f"--init-file={init_file}",
+                         f"--log-error={self.log_path}"], self.variant.cpus)
         with signals_deferred():  # the server and the note of its PID come into being together
-            self.process = start("mariadbd", cmd, log_path=spec.run_dir / "server.stdout.log",
+            self.process = start(Path(self.binary).name, cmd, log_path=spec.run_dir / "server.stdout.log",
                                  secrets=[spec.password])
             owners.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database, str(sock))
@@ -101,14 +111,21 @@ class HostBackend:
             owners.forget(self.label)
             self.label = None
 
+    def exit_cause(self) -> str | None:
+        """A process of this host tells nothing beyond its log (server_log_tail)."""
+        return None
+
     def components(self) -> dict[str, list[int]]:
         return {"server": [self.process.pid]} if self.process and self.process.alive() else {}
+
+    def client_processes(self, hook: Path) -> list[int]:
+        return host_client_processes(hook)
 
     def cgroups(self) -> list[Path]:
         return []
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "host", "server_binary": self.binary}
+        return {"backend": "host", "server_binary": self.binary, **(self.flavour.facts() if self.flavour else {})}
 
     def client(self) -> ClientRunner | None:
         return None
@@ -119,23 +136,23 @@ class HostBackend:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def prepare_datadir(datadir: Path, spec: ServerSpec) -> None:
-    """Restore the snapshot into datadir, or initialise an empty one with mariadb-install-db."""
+def page_size_option(config: dict[str, Any]) -> list[str]:
+    page = next((v for k, v in config.items() if k.replace("-", "_").lower() == "innodb_page_size"), None)
+    return [f"--innodb-page-size={page}"] if page is not None else []
+
+
+def prepare_datadir(datadir: Path, spec: ServerSpec, binary: str, flavour: Flavour) -> None:
+    """Restore the snapshot into datadir, or initialise an empty one the flavour's way."""
     if datadir.exists():
         shutil.rmtree(datadir)
     datadir.parent.mkdir(parents=True, exist_ok=True)
     if spec.snapshot is not None:
         copy_tree(spec.snapshot, datadir)
         return
-    install = require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
-    from layerbench.procs import run
-
-    page = next((v for k, v in spec.config.items() if k.replace("-", "_").lower() == "innodb_page_size"), None)
-    extra = [f"--innodb-page-size={page}"] if page is not None else []
+    cmd = flavour.init_command(binary, datadir, page_size_option(spec.config))
     started = time.monotonic()
-    done = run("mariadb-install-db", bootstrap.install_db_command(install, datadir, extra),
-               log_path=spec.run_dir / "install-db.log", timeout=300)
+    done = run(Path(cmd[0]).name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300)
     if done.returncode != 0:
         shutil.rmtree(datadir, ignore_errors=True)
         last = done.output.strip().splitlines()[-1:] or ["no output"]
-        raise RunFailed(f"mariadb-install-db failed after {time.monotonic() - started:.0f} s: {last[0]}")
+        raise RunFailed(f"{Path(cmd[0]).name} failed after {time.monotonic() - started:.0f} s: {last[0]}")

@@ -16,21 +16,26 @@ import contextlib
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from layerbench import owners
 from layerbench.backends import kubernetes_cluster as cluster
 from layerbench.backends import kubernetes_manifests as manifests
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
-from layerbench.campaign import KubernetesVariant, VariantBase
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.kubernetes_job import JobClient
+from layerbench.backends.kubernetes_procs import pod_components
+from layerbench.backends.procfs import cgroup_dirs
+from layerbench.campaign import KubernetesVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, RunFailed
 from layerbench.machine import free_port
+from layerbench.owners import processes_with
 from layerbench.procs import ManagedProcess, start
-from layerbench.server import bootstrap
+from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import copy_tree, wait_until_ready
-from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+from layerbench.server.mycnf import check_overlay
 
 DELETE_TIMEOUT = 180.0
 
@@ -38,10 +43,10 @@ DELETE_TIMEOUT = 180.0
 class KubernetesBackend:
     kind = "kubernetes"
 
-    def __init__(self) -> None:
+    def __init__(self, variant: KubernetesVariant) -> None:
         self.api: Any = None
         self.core: Any = None
-        self.variant: KubernetesVariant | None = None
+        self.variant = variant
         self.spec: ServerSpec | None = None
         self.ns: str | None = None
         self.image: str | None = None
@@ -54,37 +59,36 @@ class KubernetesBackend:
 
     # --- preflight -----------------------------------------------------------------------------------------
 
-    def check(self, variant: VariantBase) -> None:
-        assert isinstance(variant, KubernetesVariant)
+    def check(self) -> None:
+        """The cluster answers and can hold the pod as asked; reads only, keeps nothing."""
         from kubernetes import client
 
+        variant = self.variant
         check_overlay(variant.server.config, f"variants.{variant.name}")
         resources = manifests.resources_for(variant)
-        self.api = cluster.api_client(variant)
-        self.core = client.CoreV1Api(self.api)
-        self.nodes = cluster.nodes_for(self.core, variant)
-        cluster.check_client_placement(self.core, self.nodes, variant)
-        cluster.check_capacity(self.nodes, resources, variant)
-        cluster.check_storage_class(client.StorageV1Api(self.api), variant)
-        self.facts["cpu_manager_policy"] = cluster.check_cpu_manager(
-            self.core, self.nodes, variant, manifests.exclusive_cpus(resources))
-        if variant.storage == "hostpath" and not cluster.node_is_this_machine(self.nodes):
+        api, core, nodes = connect(variant)
+        cluster.check_client_placement(core, nodes, variant)
+        cluster.check_capacity(nodes, resources, variant)
+        cluster.check_storage_class(client.StorageV1Api(api), variant)
+        cluster.check_cpu_manager(core, nodes, variant, manifests.exclusive_cpus(resources))
+        if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
             raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
                            "machine, which is not the cluster's node; use emptydir or pvc")
 
-    def prepare(self, variant: VariantBase, say: Any) -> None:
+    def prepare(self, say: Callable[[str], None]) -> None:
         """Make sure the nodes have the locally built image (imported into the local cluster's containerd)."""
-        assert isinstance(variant, KubernetesVariant)
+        variant = self.variant
         if variant.image is not None:
             return
         from layerbench.backends.docker_daemon import docker_client
         from layerbench.server.image import ensure_docker_image
 
         tag = ensure_docker_image(docker_client(), say)
-        if cluster.image_on_nodes(self.nodes, tag):
+        _, _, nodes = connect(variant)
+        if cluster.image_on_nodes(nodes, tag):
             return
         script = cluster.k8s_local_script()
-        if script is None or not cluster.node_is_this_machine(self.nodes):
+        if script is None or not cluster.node_is_this_machine(nodes):
             raise BadInput(f"variants.{variant.name}.image: the cluster's nodes do not have {tag}; push it to a "
                            "registry they can pull from and set image:")
         say(f"importing {tag} into the local cluster's containerd")
@@ -95,13 +99,13 @@ class KubernetesBackend:
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
-        variant = spec.variant
-        assert isinstance(variant, KubernetesVariant)
-        if self.core is None:
-            self.check(variant)
+        variant = self.variant
+        self.api, self.core, self.nodes = connect(variant)
+        self.facts["cpu_manager_policy"] = cluster.check_cpu_manager(
+            self.core, self.nodes, variant, manifests.exclusive_cpus(manifests.resources_for(variant)))
         from layerbench.server.image import image_tag
 
-        self.variant, self.spec = variant, spec
+        self.spec = spec
         self.image = variant.image or image_tag()
         with signals_deferred():  # the namespace is noted for down() before it is created
             self.ns = manifests.dns_name(spec.label)
@@ -114,6 +118,7 @@ class KubernetesBackend:
             self._create(body)
         self.pod = self._wait_ready(variant)
         self._check_qos(variant)
+        self._record_pod_facts()
         endpoint = self._endpoint(spec, variant)
         if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
             wait_until_ready(endpoint, alive=self._alive, timeout=60, log_tail=self.server_log_tail)
@@ -130,18 +135,14 @@ class KubernetesBackend:
             self.core.create_namespace(manifests.namespace(self.ns, self._labels("namespace")))
         owned = {"datadir": manifests.DATADIR, "port": manifests.PORT, "socket": manifests.SOCKET,
                  "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
-        text = render_mycnf(merged_settings(owned, spec.config))
-        spec.run_dir.mkdir(parents=True, exist_ok=True)
-        (spec.run_dir / "my.cnf").write_text(text, encoding="utf-8")
-        self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": text}, self._labels("config")))
-        init = bootstrap.init_sql(spec.user, spec.password, spec.database)
-        self._create(manifests.secret("server-init", self.ns, {"init.sql": init}, self._labels("secret")))
+        files = server_files(spec, owned)
+        self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": files.mycnf}, self._labels("config")))
+        self._create(manifests.secret("server-init", self.ns, {"init.sql": files.init_sql}, self._labels("secret")))
 
     def _data(self, spec: ServerSpec, work: Path) -> tuple[str | None, str | None]:
         """Where the pod finds the dataset: the snapshot through hostPath (copied into its volume), a hostPath
         copy used in place, or nothing (an empty datadir for reset: reprepare)."""
-        variant = spec.variant
-        assert isinstance(variant, KubernetesVariant)
+        variant = self.variant
         if spec.snapshot is None:
             where = "by sysbench Jobs in the cluster" if variant.client == "job" else "by sysbench on this host"
             self.facts["data"] = f"empty datadir (tables prepared {where}: reset reprepare)"
@@ -226,7 +227,6 @@ class KubernetesBackend:
         if not Path(kubectl).is_file():
             raise RunFailed("client: port-forward needs kubectl on PATH; install it or use client: host or job")
         port = free_port()
-        assert self.variant is not None
         cmd = [kubectl, f"--kubeconfig={cluster.kubeconfig_path(self.variant)}", "-n", str(self.ns),
                "port-forward", f"svc/{manifests.SERVER}", f"{port}:{manifests.PORT}", "--address=127.0.0.1"]
         self.forward = start("kubectl port-forward", cmd, log_path=spec.run_dir / "port-forward.log")
@@ -268,7 +268,7 @@ class KubernetesBackend:
             term = (status.state.terminated if status.state else None) or (
                 status.last_state.terminated if status.last_state else None)
             if term and term.reason == "OOMKilled":
-                limit = (self.variant.limits.get("memory") if self.variant else None) or "of the pod"
+                limit = self.variant.limits.get("memory") or "of the pod"
                 return f"was OOM-killed (memory limit {limit}; raise limits.memory)"
             if term:
                 return f"exited with code {term.exit_code} ({term.reason})"
@@ -277,49 +277,47 @@ class KubernetesBackend:
     # --- accounting and description ------------------------------------------------------------------------
 
     def components(self) -> dict[str, list[int]]:
-        from layerbench.backends.kubernetes_procs import pod_components
-
         if self.pod is None:
             return {}
         found = pod_components(str(self.pod.metadata.uid))
         self.server_pids = found.get("server", self.server_pids)
         return found
 
-    def cgroups(self) -> list[Path]:
-        from layerbench.backends.docker_procs import cgroup_dirs
+    def client_processes(self, hook: Path) -> list[int]:
+        """sysbench on this host (client: host, port-forward) or in a Job's pod on this machine (its hook under
+        CLIENT_DIR)."""
+        return host_client_processes(hook) + processes_with(f"{manifests.CLIENT_DIR}/hook.lua")
 
+    def cgroups(self) -> list[Path]:
         if not self.server_pids:
             self.components()
         return cgroup_dirs(self.server_pids[0]) if self.server_pids else []
 
-    def describe(self) -> dict[str, Any]:
+    def _record_pod_facts(self) -> None:
+        """What describe() reports about the running pod: its CPUs, its node's versions, a CPU manager warning."""
         v = self.variant
-        info: dict[str, Any] = {"backend": "kubernetes", "image": self.image, **self.facts}
-        if v is not None:
-            # the same dict the Job client fills as its pods are scheduled: the stored record has both nodes
-            info["placement"] = self.placement
-            info |= {"qos_asked": v.qos, "kind": v.kind, "storage": v.storage, "client": v.client,
-                     "resources": manifests.resources_for(v), "cpu_manager_static": v.cpu_manager_static}
-        if not self.server_pids and self.pod is not None:
-            self.components()
-        if self.server_pids:
-            info["server_cpus_allowed"] = cpus_allowed(self.server_pids[0])
-        if v is not None and not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
+        if self.components().get("server"):
+            self.facts["server_cpus_allowed"] = cpus_allowed(self.server_pids[0])
+        if not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
                 manifests.exclusive_cpus(manifests.resources_for(v)):
             self.warn("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although "
                       "cpu_manager_static is false (a whole CPU count); use a fractional cpu limit (like 999m) "
                       "for a pod on the shared cores")
         with contextlib.suppress(Exception):
             node = next(n for n in self.nodes if n.metadata.name == self.facts.get("node"))
-            info["kubelet_version"] = node.status.node_info.kubelet_version
-            info["container_runtime"] = node.status.node_info.container_runtime_version
-        return info
+            self.facts["kubelet_version"] = node.status.node_info.kubelet_version
+            self.facts["container_runtime"] = node.status.node_info.container_runtime_version
+
+    def describe(self) -> dict[str, Any]:
+        v = self.variant
+        # placement: the same dict the Job client fills as its pods are scheduled: the record has both nodes
+        return {"backend": "kubernetes", "image": self.image, **self.facts, "placement": self.placement,
+                "qos_asked": v.qos, "kind": v.kind, "storage": v.storage, "client": v.client,
+                "resources": manifests.resources_for(v), "cpu_manager_static": v.cpu_manager_static}
 
     def client(self) -> ClientRunner | None:
-        if self.variant is None or self.variant.client != "job":
+        if self.variant.client != "job":
             return None
-        from layerbench.backends.kubernetes_job import JobClient
-
         assert self.spec is not None and self.ns is not None
         return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant,
                          server=(str(self.facts.get("service_ip")), manifests.PORT), placement=self.placement)
@@ -331,6 +329,15 @@ class KubernetesBackend:
                 return str(self.core.read_namespaced_pod_log(pod.metadata.name, self.ns, container=manifests.SERVER,
                                                              tail_lines=lines, _request_timeout=cluster.TIMEOUT))
         return ""
+
+
+def connect(variant: KubernetesVariant) -> tuple[Any, Any, list[Any]]:
+    """An API client for the variant's cluster, its core API, and the nodes the server may run on."""
+    from kubernetes import client
+
+    api = cluster.api_client(variant)
+    core = client.CoreV1Api(api)
+    return api, core, cluster.nodes_for(core, variant)
 
 
 def cpus_allowed(pid: int) -> str | None:

@@ -12,12 +12,13 @@ import contextlib
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from layerbench import owners
 from layerbench.backends import vm_net
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.backends.vm_qemu import (
     QMP,
     Disks,
@@ -28,15 +29,14 @@ from layerbench.backends.vm_qemu import (
     user_netdev,
     wait_for_guest,
 )
-from layerbench.campaign import VariantBase, VMVariant
+from layerbench.campaign import VMVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput
 from layerbench.machine import check_cpus, free_port
 from layerbench.procs import ManagedProcess, require_program, run, start, with_cpus
-from layerbench.secrets import write_private
-from layerbench.server import bootstrap
+from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import connect, wait_until_ready
-from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+from layerbench.server.mycnf import check_overlay
 from layerbench.server.vmimage import BootFiles, ensure_boot_files, make_ext4, tree_bytes
 
 EMULATED = ("emulated: QEMU ran this VM under TCG (software emulation, no hardware virtualisation), so its "
@@ -52,8 +52,8 @@ def run_number(label: str) -> int:
 class VMBackend:
     kind = "vm"
 
-    def __init__(self) -> None:
-        self.variant: VMVariant | None = None
+    def __init__(self, variant: VMVariant) -> None:
+        self.variant = variant
         self.spec: ServerSpec | None = None
         self.boot: BootFiles | None = None
         self.qemu: ManagedProcess | None = None
@@ -64,8 +64,8 @@ class VMBackend:
 
     # --- preflight -----------------------------------------------------------------------------------------
 
-    def check(self, variant: VariantBase) -> None:
-        assert isinstance(variant, VMVariant)
+    def check(self) -> None:
+        variant = self.variant
         where = f"variants.{variant.name}"
         require_program("qemu-system-x86_64", "apt-get install qemu-system-x86 (scripts/setup does it)")
         require_program("qemu-img", "apt-get install qemu-utils (scripts/setup does it)")
@@ -78,16 +78,14 @@ class VMBackend:
         if variant.network == "tap" and not Path("/dev/net/tun").exists():
             raise BadInput(f"{where}.network: tap needs /dev/net/tun; use network: user")
 
-    def prepare(self, variant: VariantBase, say: Any) -> None:
-        self.boot = ensure_boot_files(say)
+    def prepare(self, say: Callable[[str], None]) -> None:
+        ensure_boot_files(say)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
-        variant = spec.variant
-        assert isinstance(variant, VMVariant)
-        self.variant, self.spec = variant, spec
-        self.boot = self.boot or ensure_boot_files(lambda _t: None)
+        variant, self.spec = self.variant, spec
+        self.boot = ensure_boot_files(lambda _t: None)
         with signals_deferred():  # noted for down() and `clean` before it exists
             self.work = spec.work_dir / "vm" / spec.label
             owners.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
@@ -107,7 +105,8 @@ class VMBackend:
         accel, uptime, reason = boot_with_fallback(variant.accel, boot, self._kill, kvm_ok=kvm_usable(),
                                                    boot_timeout=variant.boot_timeout)
         self.facts |= {"accel": accel, "accel_reason": reason, "boot_seconds": round(time.monotonic() - started, 1),
-                       "guest_uptime_at_ready": uptime}
+                       "guest_uptime_at_ready": uptime, "guest_kernel": self.boot.kernel_version,
+                       **qemu_version()}
         if accel == "tcg":
             self.facts["warnings"] = [EMULATED + (f" ({reason})" if reason else "")]
         wait_until_ready(endpoint, alive=lambda: bool(self.qemu and self.qemu.alive()), timeout=120,
@@ -132,13 +131,8 @@ class VMBackend:
     def _config_disk(self, spec: ServerSpec) -> Path:
         owned = {"datadir": "/var/lib/mysql", "port": 3306, "socket": "/run/mysqld/mysqld.sock",
                  "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
-        text = render_mycnf(merged_settings(owned, spec.config))
-        spec.run_dir.mkdir(parents=True, exist_ok=True)
-        (spec.run_dir / "my.cnf").write_text(text, encoding="utf-8")
         folder = spec.private_dir / "vm-config"
-        folder.mkdir(mode=0o700, exist_ok=True)
-        (folder / "my.cnf").write_text(text, encoding="utf-8")
-        write_private(folder / "init.sql", bootstrap.init_sql(spec.user, spec.password, spec.database))
+        write_server_files(server_files(spec, owned), folder)
         if spec.snapshot is None:
             (folder / "fresh").write_text("")
         image = spec.private_dir / "config.img"
@@ -147,8 +141,7 @@ class VMBackend:
         return image
 
     def _network(self, spec: ServerSpec) -> tuple[str, str, str, Endpoint]:
-        variant = spec.variant
-        assert isinstance(variant, VMVariant)
+        variant = self.variant
         if variant.network == "user":
             port = free_port()
             self.facts["network_path"] = f"QEMU user networking, 127.0.0.1:{port} forwarded to the guest"
@@ -162,7 +155,7 @@ class VMBackend:
                 Endpoint(self.tap.guest_ip, 3306, spec.user, spec.password, spec.database))
 
     def _start_qemu(self, accel: str, disks: Disks, netdev: str, guest_ip: str, gateway: str) -> None:
-        assert self.work is not None and self.boot is not None and self.variant is not None and self.spec
+        assert self.work is not None and self.boot is not None and self.spec
         for name in ("console.log", "qmp.sock", "qemu.pid"):
             (self.work / name).unlink(missing_ok=True)
         cmd = qemu_command(accel=accel, vcpus=self.variant.vcpus, memory=self.variant.memory,
@@ -240,21 +233,16 @@ class VMBackend:
     def components(self) -> dict[str, list[int]]:
         return {"qemu": [self.qemu.pid]} if self.qemu is not None and self.qemu.alive() else {}
 
+    def client_processes(self, hook: Path) -> list[int]:
+        return host_client_processes(hook)
+
     def cgroups(self) -> list[Path]:
         return []
 
     def describe(self) -> dict[str, Any]:
         v = self.variant
-        info: dict[str, Any] = {"backend": "vm", **self.facts}
-        if v is not None:
-            info |= {"vcpus": v.vcpus, "memory": v.memory, "disk_cache": v.disk_cache, "network": v.network,
-                     "accel_asked": v.accel, "qemu_cpus": v.cpus}
-        if self.boot is not None:
-            info["guest_kernel"] = self.boot.kernel_version
-        with contextlib.suppress(Exception):
-            out = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True, check=False)
-            info["qemu_version"] = out.stdout.splitlines()[0]
-        return info
+        return {"backend": "vm", **self.facts, "vcpus": v.vcpus, "memory": v.memory, "disk_cache": v.disk_cache,
+                "network": v.network, "accel_asked": v.accel, "qemu_cpus": v.cpus}
 
     def client(self) -> ClientRunner | None:
         return None
@@ -265,3 +253,9 @@ class VMBackend:
             text = (self.spec.run_dir / "console.log").read_text(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
 
+
+def qemu_version() -> dict[str, str]:
+    with contextlib.suppress(Exception):
+        out = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True, check=False)
+        return {"qemu_version": out.stdout.splitlines()[0]}
+    return {}

@@ -144,12 +144,13 @@ def _build_in(
     from layerbench.backends.host import HostBackend
 
     target = datasets_dir() / key
-    backend = HostBackend()
+    variant = HostVariant(name="prepare", backend="host")
+    backend = HostBackend(variant)
     config: dict[str, Any] = {"innodb_buffer_pool_size": "1G", "innodb_flush_log_at_trx_commit": 2}
     if page_size:
         config["innodb_page_size"] = page_size
-    spec = ServerSpec("prepare", f"prepare-{key}", HostVariant(name="prepare", backend="host"), log_dir,
-                      private, scratch, config=config, password=generate_password())
+    spec = ServerSpec("prepare", f"prepare-{key}", log_dir, private, scratch, config=config,
+                      password=generate_password())
     log_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:

@@ -26,12 +26,14 @@ def check_overlay(config: Mapping[str, ConfigValue], where: str) -> None:
 
 
 def merged_settings(
-    owned: Mapping[str, ConfigValue], overlay: Mapping[str, ConfigValue]
+    owned: Mapping[str, ConfigValue], overlay: Mapping[str, ConfigValue],
+    flavour_defaults: Mapping[str, ConfigValue] | None = None,
 ) -> dict[str, ConfigValue]:
-    """Defaults, then the variant's overlay, then the settings layerbench owns (which always win)."""
+    """Defaults (shared, then the server flavour's), then the variant's overlay, then the settings layerbench
+    owns (which always win)."""
     result: dict[str, ConfigValue] = {}
     by_canonical: dict[str, str] = {}
-    for source in (BENCHMARK_DEFAULTS, overlay, owned):
+    for source in (BENCHMARK_DEFAULTS, flavour_defaults or {}, overlay, owned):
         for key, value in source.items():
             old = by_canonical.pop(_canonical(key), None)
             if old is not None:

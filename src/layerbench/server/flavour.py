@@ -1,0 +1,132 @@
+"""Server flavours: which server a binary is (MariaDB, MySQL 8.0/8.4, Percona Server 8), read from its
+`--version`, and what differs between them for layerbench: how an empty datadir is made, the account SQL
+(kept to statements both accept), and the my.cnf defaults a flavour needs on top of the shared ones.
+
+| `--version` says                                   | flavour  | datadir made by                      |
+|----------------------------------------------------|----------|--------------------------------------|
+| `Ver 10.11.6-MariaDB-...`, `Ver 11.4.2-MariaDB...`  | mariadb  | mariadb-install-db (or mysql_install_db) |
+| `Ver 8.0.36 for Linux ... (MySQL Community Server` | mysql    | mysqld --initialize-insecure         |
+| `Ver 8.4.0 for Linux ...`                          | mysql    | mysqld --initialize-insecure         |
+| `Ver 8.0.36-28 for Linux ... (Percona Server`      | percona  | mysqld --initialize-insecure         |
+| anything else (MySQL 5.7, no `Ver`, no answer)     | refused at validate time (BadInput, exit 2)     |
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from layerbench.campaign import ConfigValue
+from layerbench.errors import BadInput, shown
+from layerbench.secrets import Secret
+
+VERSION_TIMEOUT = 10.0
+_VERSION = re.compile(r"\bVer\s+(?P<version>(?P<major>\d+)\.(?P<minor>\d+)\.\d+)(?P<suffix>\S*)")
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """One server family at one version, and what layerbench does differently for it."""
+
+    name: str  # "mariadb", "mysql" or "percona"
+    version: str  # "10.11.6", "8.0.36"
+    defaults: dict[str, ConfigValue] = field(default_factory=dict)  # my.cnf settings on top of the shared ones
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.name == "mariadb"
+
+    def init_command(self, server: str, datadir: Path, extra: list[str] | None = None) -> list[str]:
+        """The command that makes an empty datadir with only a root account (no password over TCP)."""
+        if self.is_mariadb:
+            return install_db_command(install_db_program(server), datadir, extra)
+        return [server, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", "--user=root",
+                *(extra or [])]
+
+    def facts(self) -> dict[str, str]:
+        return {"server_flavour": self.name, "server_version": self.version}
+
+
+MARIADB = Flavour("mariadb", "")
+
+# MySQL 8 starts the X Plugin on port 33060 by default: two servers of two runs (or two helpers) would fight
+# for it. layerbench's own servers speak the classic protocol only.
+MYSQL_DEFAULTS: dict[str, ConfigValue] = {"mysqlx": "OFF"}
+
+
+def parse_version(text: str) -> Flavour | None:
+    """The flavour a `--version` line names, or None when it is not a server layerbench knows."""
+    match = _VERSION.search(text)
+    if match is None:
+        return None
+    version, major = match.group("version"), int(match.group("major"))
+    if "mariadb" in text.lower():
+        return Flavour("mariadb", version)
+    if major != 8:
+        return None
+    name = "percona" if "percona" in text.lower() else "mysql"
+    return Flavour(name, version, dict(MYSQL_DEFAULTS))
+
+
+@lru_cache(maxsize=16)
+def detect_flavour(binary: str, where: str) -> Flavour:
+    """Run `binary --version` (bounded in time) and name its flavour, or a one-line BadInput naming `where`."""
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT,
+                              check=False)
+        said = (done.stdout or done.stderr).strip()
+    except subprocess.TimeoutExpired:
+        raise BadInput(f"{where}: {binary} --version did not answer within {VERSION_TIMEOUT:.0f} s; give a "
+                       "MariaDB, MySQL 8.0/8.4 or Percona Server 8 server binary") from None
+    except OSError as error:
+        raise BadInput(f"{where}: {binary} cannot be run ({error.strerror}); fix the path") from None
+    flavour = parse_version(said)
+    if flavour is None:
+        first = said.splitlines()[0] if said else "nothing"
+        raise BadInput(f"{where}: {binary} is not a server layerbench knows (--version says {shown(first, 120)}); "
+                       "give a MariaDB, MySQL 8.0/8.4 or Percona Server 8 server binary")
+    return flavour
+
+
+def install_db_program(server: str) -> str:
+    """mariadb-install-db next to the server binary (a build of its own), else the one on PATH."""
+    folder = Path(server).resolve().parent
+    for candidate in (folder / "mariadb-install-db", folder.parent / "scripts" / "mariadb-install-db",
+                      folder / "mysql_install_db"):
+        if candidate.is_file():
+            return str(candidate)
+    return shutil.which("mariadb-install-db") or shutil.which("mysql_install_db") or "mariadb-install-db"
+
+
+def install_db_command(install_db: str, datadir: Path, extra: list[str] | None = None) -> list[str]:
+    """mariadb-install-db for a private datadir: no test db, root only through the unix socket."""
+    return [
+        install_db, "--no-defaults", f"--datadir={datadir}", "--user=root",
+        "--auth-root-authentication-method=socket", "--skip-test-db", *(extra or []),
+    ]
+
+
+def sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def init_sql(user: str, password: Secret, database: str) -> str:
+    """SQL run by the server at start (--init-file): the benchmark database and account, password fresh.
+
+    Statements MariaDB and MySQL 8 both accept (no `CREATE OR REPLACE USER`, a MariaDB extension). The account is
+    re-created at every start, so a cached dataset snapshot never carries a usable password.
+    """
+    account = f"{sql_string(user)}@'%'"
+    return "\n".join(
+        [
+            f"CREATE DATABASE IF NOT EXISTS `{database}`;",
+            f"DROP USER IF EXISTS {account};",
+            f"CREATE USER {account} IDENTIFIED BY {sql_string(password.reveal())};",
+            f"GRANT ALL PRIVILEGES ON *.* TO {account};",
+            "",
+        ]
+    )
