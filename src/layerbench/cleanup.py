@@ -9,9 +9,9 @@ import signal
 import time
 from pathlib import Path
 
-from layerbench.backends.kubernetes import delete_namespace
 from layerbench.backends.kubernetes_cluster import local_kubeconfig
 from layerbench.backends.kubernetes_manifests import host_label
+from layerbench.backends.kubernetes_pod import delete_namespace
 from layerbench.owners import Owned, cmdline, forget, processes_with, recorded
 from layerbench.procs import pid_alive
 from layerbench.remote import clean_remote

@@ -1,4 +1,5 @@
-"""Architecture rules checked on the source: no import circle (function-local imports included)."""
+"""Architecture rules checked on the source: no import circle (function-local imports included) and no
+class over 200 lines."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "layerbench"
+MAX_CLASS_LINES = 200
 
 
 def module_name(path: Path) -> str:
@@ -71,3 +73,12 @@ def test_the_import_graph_sees_imports_inside_functions() -> None:
 
 def test_no_import_circle() -> None:
     assert first_circle(import_graph()) == []
+
+
+def test_no_class_over_200_lines() -> None:
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and (node.end_lineno or 0) - node.lineno + 1 > MAX_CLASS_LINES:
+                long.append(f"{module_name(path)}.{node.name}: {(node.end_lineno or 0) - node.lineno + 1} lines")
+    assert long == [], f"classes over {MAX_CLASS_LINES} lines: {long}"

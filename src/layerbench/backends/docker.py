@@ -195,11 +195,7 @@ class DockerBackend:
         return str(holder.name)
 
     def _alive(self) -> bool:
-        try:
-            self.container.reload()
-        except Exception:
-            return False
-        return bool(self.container.status in ("created", "running"))
+        return container_alive(self.container)
 
     def down(self) -> None:
         with signals_deferred():
@@ -217,36 +213,15 @@ class DockerBackend:
             self.spec = None
 
     def exit_cause(self) -> str | None:
-        """Why the server container stopped, when it did: OOM-killed by its memory limit, or its exit code."""
-        try:
-            self.container.reload()
-            state = self.container.attrs["State"]
-        except Exception:
-            return None
-        if state.get("Running"):
-            return None
-        if state.get("OOMKilled"):
-            limit = self.variant.resources.memory
-            return f"was OOM-killed (memory limit {limit or 'of the container'}; raise resources.memory)"
-        return f"exited with code {state.get('ExitCode')}"
+        return container_exit_cause(self.container, self.variant.resources.memory)
 
     # --- accounting and description ------------------------------------------------------------------------
 
     def server_pid(self) -> int | None:
-        try:
-            self.container.reload()
-            return int(self.container.attrs["State"]["Pid"]) or None
-        except Exception:
-            return None
+        return container_pid(self.container)
 
     def components(self) -> dict[str, list[int]]:
-        return docker_components(self.server_pid(), self._host_port())
-
-    def _host_port(self) -> int | None:
-        try:
-            return int(self.container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
-        except (KeyError, TypeError, IndexError, AttributeError):
-            return None
+        return docker_components(self.server_pid(), published_host_port(self.container))
 
     def client_processes(self, hook: Path) -> list[int]:
         """sysbench on this host (client: host) or in its client container (its hook under CLIENT_DIR)."""
@@ -294,3 +269,40 @@ def daemon_facts(client: Any, image: str) -> dict[str, Any]:
         info |= {"docker_version": client.version().get("Version"), "storage_driver": client.info().get("Driver")}
         info["image_id"] = client.images.get(image).id
     return info
+
+
+def container_alive(container: Any) -> bool:
+    try:
+        container.reload()
+    except Exception:
+        return False
+    return bool(container.status in ("created", "running"))
+
+
+def container_exit_cause(container: Any, memory_limit: str | None) -> str | None:
+    """Why the server container stopped, when it did: OOM-killed by its memory limit, or its exit code."""
+    try:
+        container.reload()
+        state = container.attrs["State"]
+    except Exception:
+        return None
+    if state.get("Running"):
+        return None
+    if state.get("OOMKilled"):
+        return f"was OOM-killed (memory limit {memory_limit or 'of the container'}; raise resources.memory)"
+    return f"exited with code {state.get('ExitCode')}"
+
+
+def container_pid(container: Any) -> int | None:
+    try:
+        container.reload()
+        return int(container.attrs["State"]["Pid"]) or None
+    except Exception:
+        return None
+
+
+def published_host_port(container: Any) -> int | None:
+    try:
+        return int(container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return None

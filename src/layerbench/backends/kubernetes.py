@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,21 +21,19 @@ from typing import Any
 from layerbench import owners
 from layerbench.backends import kubernetes_cluster as cluster
 from layerbench.backends import kubernetes_manifests as manifests
+from layerbench.backends import kubernetes_pod as pod
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.backends.kubernetes_job import JobClient
 from layerbench.backends.kubernetes_procs import pod_components
 from layerbench.backends.procfs import cgroup_dirs
 from layerbench.campaign import KubernetesVariant
 from layerbench.critical import signals_deferred
-from layerbench.errors import BadInput, RunFailed
-from layerbench.machine import free_port
+from layerbench.errors import RunFailed
 from layerbench.owners import processes_with
-from layerbench.procs import ManagedProcess, start
+from layerbench.procs import ManagedProcess
 from layerbench.server.bootstrap import server_files
-from layerbench.server.datadir import copy_tree, wait_until_ready
+from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
-
-DELETE_TIMEOUT = 180.0
 
 
 class KubernetesBackend:
@@ -61,46 +57,19 @@ class KubernetesBackend:
 
     def check(self) -> None:
         """The cluster answers and can hold the pod as asked; reads only, keeps nothing."""
-        from kubernetes import client
-
-        variant = self.variant
-        check_overlay(variant.server.config, f"variants.{variant.name}")
-        resources = manifests.resources_for(variant)
-        api, core, nodes = connect(variant)
-        cluster.check_client_placement(core, nodes, variant)
-        cluster.check_capacity(nodes, resources, variant)
-        cluster.check_storage_class(client.StorageV1Api(api), variant)
-        cluster.check_cpu_manager(core, nodes, variant, manifests.exclusive_cpus(resources))
-        if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
-            raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
-                           "machine, which is not the cluster's node; use emptydir or pvc")
+        check_overlay(self.variant.server.config, f"variants.{self.variant.name}")
+        pod.check_cluster(self.variant)
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """Make sure the nodes have the locally built image (imported into the local cluster's containerd)."""
-        variant = self.variant
-        if variant.image is not None:
-            return
-        from layerbench.backends.docker_daemon import docker_client
-        from layerbench.server.image import ensure_docker_image
-
-        tag = ensure_docker_image(docker_client(), say)
-        _, _, nodes = connect(variant)
-        if cluster.image_on_nodes(nodes, tag):
-            return
-        script = cluster.k8s_local_script()
-        if script is None or not cluster.node_is_this_machine(nodes):
-            raise BadInput(f"variants.{variant.name}.image: the cluster's nodes do not have {tag}; push it to a "
-                           "registry they can pull from and set image:")
-        say(f"importing {tag} into the local cluster's containerd")
-        done = subprocess.run([str(script), "image-import", tag], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RunFailed(f"scripts/k8s-local image-import {tag} failed: {done.stderr.strip()[-300:]}")
+        if self.variant.image is None:
+            pod.ensure_image_on_nodes(self.variant, say)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
         variant = self.variant
-        self.api, self.core, self.nodes = connect(variant)
+        self.api, self.core, self.nodes = pod.connect(variant)
         self.facts["cpu_manager_policy"] = cluster.check_cpu_manager(
             self.core, self.nodes, variant, manifests.exclusive_cpus(manifests.resources_for(variant)))
         from layerbench.server.image import image_tag
@@ -112,7 +81,7 @@ class KubernetesBackend:
             work = spec.work_dir / "k8s" / self.ns
             owners.record(spec.label, pid=None, marker="", paths=[work])
         self._create_base(spec)
-        snapshot, host_datadir = self._data(spec, work)
+        snapshot, host_datadir, self.facts["data"] = pod.data_source(self.variant, spec, work, self.nodes)
         for body in manifests.server_objects(variant, self.image, self.ns, self._labels("server"),
                                              snapshot_path=snapshot, host_datadir=host_datadir):
             self._create(body)
@@ -139,60 +108,14 @@ class KubernetesBackend:
         self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": files.mycnf}, self._labels("config")))
         self._create(manifests.secret("server-init", self.ns, {"init.sql": files.init_sql}, self._labels("secret")))
 
-    def _data(self, spec: ServerSpec, work: Path) -> tuple[str | None, str | None]:
-        """Where the pod finds the dataset: the snapshot through hostPath (copied into its volume), a hostPath
-        copy used in place, or nothing (an empty datadir for reset: reprepare)."""
-        variant = self.variant
-        if spec.snapshot is None:
-            where = "by sysbench Jobs in the cluster" if variant.client == "job" else "by sysbench on this host"
-            self.facts["data"] = f"empty datadir (tables prepared {where}: reset reprepare)"
-            return None, None
-        if not cluster.node_is_this_machine(self.nodes):
-            raise RunFailed("the dataset snapshot reaches a pod through hostPath, which needs the cluster's node to "
-                            "be this machine; with a remote cluster set the workload's reset: reprepare")
-        if variant.storage == "hostpath":
-            target = work / "datadir"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            copy_tree(spec.snapshot, target)
-            self.facts["data"] = "snapshot copied on the host into the hostPath datadir"
-            return str(spec.snapshot.resolve()), str(target.resolve())
-        self.facts["data"] = f"snapshot copied from a read-only hostPath into the {variant.storage} datadir"
-        return str(spec.snapshot.resolve()), None
-
     def _create(self, body: dict[str, Any]) -> None:
-        from kubernetes import client
-
-        ns = body["metadata"].get("namespace")
-        kind = body["kind"]
-        if kind == "StatefulSet":
-            client.AppsV1Api(self.api).create_namespaced_stateful_set(ns, body)
-        elif kind == "Job":
-            client.BatchV1Api(self.api).create_namespaced_job(ns, body)
-        else:
-            method = {"Pod": "pod", "Service": "service", "Secret": "secret", "ConfigMap": "config_map",
-                      "PersistentVolumeClaim": "persistent_volume_claim"}[kind]
-            getattr(self.core, f"create_namespaced_{method}")(ns, body)
+        pod.create_object(self.api, self.core, body)
 
     def _server_pod(self) -> Any:
-        pods = self.core.list_namespaced_pod(self.ns, label_selector="layerbench.role=server",
-                                             _request_timeout=cluster.TIMEOUT).items
-        return pods[0] if pods else None
+        return pod.server_pod(self.core, str(self.ns))
 
     def _wait_ready(self, variant: KubernetesVariant) -> Any:
-        deadline = time.monotonic() + variant.ready_timeout
-        pod = None
-        while time.monotonic() < deadline:
-            pod = self._server_pod()
-            if pod is not None:
-                if any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []):
-                    return pod
-                trouble = cluster.pod_trouble(self.core, self.ns, pod)
-                if trouble:
-                    raise RunFailed(self._failure(f"server pod {pod.metadata.name}: {trouble}"))
-            time.sleep(0.5)
-        phase = pod.status.phase if pod is not None else "not created"
-        raise RunFailed(self._failure(f"server pod not Ready within {variant.ready_timeout} s (phase {phase}); "
-                                      "raise ready_timeout or see the events"))
+        return pod.wait_ready(self.core, str(self.ns), variant.ready_timeout, self._failure)
 
     def _failure(self, text: str) -> str:
         events = cluster.recent_events(self.core, self.ns or "")
@@ -220,16 +143,7 @@ class KubernetesBackend:
         return Endpoint(host, port, spec.user, spec.password, spec.database)
 
     def _port_forward(self, spec: ServerSpec) -> int:
-        kubectl = shutil.which("kubectl") or str(cluster.local_kubeconfig().parent / "kubectl")
-        local = sorted(Path("/var/cache/layerbench/k8s").glob("*/bin/kubectl"))
-        if not Path(kubectl).is_file() and local:
-            kubectl = str(local[-1])
-        if not Path(kubectl).is_file():
-            raise RunFailed("client: port-forward needs kubectl on PATH; install it or use client: host or job")
-        port = free_port()
-        cmd = [kubectl, f"--kubeconfig={cluster.kubeconfig_path(self.variant)}", "-n", str(self.ns),
-               "port-forward", f"svc/{manifests.SERVER}", f"{port}:{manifests.PORT}", "--address=127.0.0.1"]
-        self.forward = start("kubectl port-forward", cmd, log_path=spec.run_dir / "port-forward.log")
+        self.forward, port = pod.port_forward(self.variant, str(self.ns), spec.run_dir)
         self.warn("sysbench reaches the server through kubectl port-forward: a slow path that swamps the "
                   "measurement; use client: host or job where the network allows")
         return port
@@ -242,8 +156,8 @@ class KubernetesBackend:
 
     def _alive(self) -> bool:
         with contextlib.suppress(Exception):
-            pod = self._server_pod()
-            return pod is not None and pod.status.phase in ("Pending", "Running")
+            found = self._server_pod()
+            return found is not None and found.status.phase in ("Pending", "Running")
         return False
 
     def down(self) -> None:
@@ -255,7 +169,7 @@ class KubernetesBackend:
             self.forward.stop(timeout=5)
             self.forward = None
         if self.ns is not None and self.core is not None:
-            delete_namespace(self.core, self.ns)
+            pod.delete_namespace(self.core, self.ns)
         if self.spec is not None:
             shutil.rmtree(self.spec.work_dir / "k8s" / (self.ns or ""), ignore_errors=True)
             owners.forget(self.spec.label)
@@ -263,16 +177,7 @@ class KubernetesBackend:
         self.placement = {}
 
     def exit_cause(self) -> str | None:
-        pod = self._server_pod() if self.ns else None
-        for status in (pod.status.container_statuses or []) if pod else []:
-            term = (status.state.terminated if status.state else None) or (
-                status.last_state.terminated if status.last_state else None)
-            if term and term.reason == "OOMKilled":
-                limit = self.variant.limits.get("memory") or "of the pod"
-                return f"was OOM-killed (memory limit {limit}; raise limits.memory)"
-            if term:
-                return f"exited with code {term.exit_code} ({term.reason})"
-        return None
+        return pod.pod_exit_cause(self._server_pod() if self.ns else None, self.variant.limits.get("memory"))
 
     # --- accounting and description ------------------------------------------------------------------------
 
@@ -297,16 +202,13 @@ class KubernetesBackend:
         """What describe() reports about the running pod: its CPUs, its node's versions, a CPU manager warning."""
         v = self.variant
         if self.components().get("server"):
-            self.facts["server_cpus_allowed"] = cpus_allowed(self.server_pids[0])
+            self.facts["server_cpus_allowed"] = pod.cpus_allowed(self.server_pids[0])
+        self.facts |= pod.node_versions(self.nodes, self.facts.get("node"))
         if not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
                 manifests.exclusive_cpus(manifests.resources_for(v)):
             self.warn("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although "
                       "cpu_manager_static is false (a whole CPU count); use a fractional cpu limit (like 999m) "
                       "for a pod on the shared cores")
-        with contextlib.suppress(Exception):
-            node = next(n for n in self.nodes if n.metadata.name == self.facts.get("node"))
-            self.facts["kubelet_version"] = node.status.node_info.kubelet_version
-            self.facts["container_runtime"] = node.status.node_info.container_runtime_version
 
     def describe(self) -> dict[str, Any]:
         v = self.variant
@@ -324,47 +226,8 @@ class KubernetesBackend:
 
     def server_log_tail(self, lines: int = 20) -> str:
         with contextlib.suppress(Exception):
-            pod = self._server_pod()
-            if pod is not None:
-                return str(self.core.read_namespaced_pod_log(pod.metadata.name, self.ns, container=manifests.SERVER,
+            found = self._server_pod()
+            if found is not None:
+                return str(self.core.read_namespaced_pod_log(found.metadata.name, self.ns, container=manifests.SERVER,
                                                              tail_lines=lines, _request_timeout=cluster.TIMEOUT))
         return ""
-
-
-def connect(variant: KubernetesVariant) -> tuple[Any, Any, list[Any]]:
-    """An API client for the variant's cluster, its core API, and the nodes the server may run on."""
-    from kubernetes import client
-
-    api = cluster.api_client(variant)
-    core = client.CoreV1Api(api)
-    return api, core, cluster.nodes_for(core, variant)
-
-
-def cpus_allowed(pid: int) -> str | None:
-    """The CPUs the server may run on (its cpuset): shows whether the static CPU manager gave it exclusive ones."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                return line.split(":", 1)[1].strip()
-    return None
-
-
-def delete_namespace(core: Any, ns: str, timeout: float = DELETE_TIMEOUT) -> None:
-    """Delete a namespace and wait until it is gone (its pods' cores and memory are free again)."""
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        core.delete_namespace(ns, propagation_policy="Foreground", _request_timeout=cluster.TIMEOUT)
-    except ApiException as error:
-        if error.status == 404:
-            return
-        raise
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            core.read_namespace(ns, _request_timeout=cluster.TIMEOUT)
-        except ApiException as error:
-            if error.status == 404:
-                return
-        time.sleep(0.5)
-    raise RunFailed(f"namespace {ns} still exists {timeout:.0f} s after its deletion; see `kubectl get ns {ns}`")

@@ -129,16 +129,7 @@ class VMBackend:
         return Disks(overlay, data, self._config_disk(spec))
 
     def _config_disk(self, spec: ServerSpec) -> Path:
-        owned = {"datadir": "/var/lib/mysql", "port": 3306, "socket": "/run/mysqld/mysqld.sock",
-                 "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
-        folder = spec.private_dir / "vm-config"
-        write_server_files(server_files(spec, owned), folder)
-        if spec.snapshot is None:
-            (folder / "fresh").write_text("")
-        image = spec.private_dir / "config.img"
-        make_ext4(folder, image, extra_mib=4, min_mib=8, label="config")
-        image.chmod(0o600)
-        return image
+        return config_disk(spec)
 
     def _network(self, spec: ServerSpec) -> tuple[str, str, str, Endpoint]:
         variant = self.variant
@@ -259,3 +250,17 @@ def qemu_version() -> dict[str, str]:
         out = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True, check=False)
         return {"qemu_version": out.stdout.splitlines()[0]}
     return {}
+
+
+def config_disk(spec: ServerSpec) -> Path:
+    """The guest's config disk: my.cnf, init SQL, and a `fresh` mark when the datadir is to be made."""
+    owned = {"datadir": "/var/lib/mysql", "port": 3306, "socket": "/run/mysqld/mysqld.sock",
+             "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+    folder = spec.private_dir / "vm-config"
+    write_server_files(server_files(spec, owned), folder)
+    if spec.snapshot is None:
+        (folder / "fresh").write_text("")
+    image = spec.private_dir / "config.img"
+    make_ext4(folder, image, extra_mib=4, min_mib=8, label="config")
+    image.chmod(0o600)
+    return image
