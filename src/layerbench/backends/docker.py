@@ -16,7 +16,8 @@ from typing import Any
 
 from layerbench import owners
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.docker_client import CLIENT_DIR, ContainerClient
+from layerbench.backends.client_files import CLIENT_DIR
+from layerbench.backends.docker_client import ContainerClient
 from layerbench.backends.docker_daemon import docker_client
 from layerbench.backends.docker_procs import docker_components
 from layerbench.backends.docker_qos import check_resources, resource_options

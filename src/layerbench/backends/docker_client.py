@@ -7,30 +7,15 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
+from layerbench.backends.client_files import CLIENT_DIR, collect_stream, rewrite
 from layerbench.critical import signals_deferred
 from layerbench.errors import RunFailed
 from layerbench.procs import Completed, record_command
 from layerbench.secrets import Secret, redact, write_private
-
-CLIENT_DIR = "/etc/layerbench-client"
-
-
-def rewrite(cmd: list[str], files: dict[str, str], to: str = CLIENT_DIR) -> list[str]:
-    """Point the command's file arguments (this host's paths) at the copies in folder `to` (where the client
-    runs: the client container's mount, or a folder on another host)."""
-    out = []
-    for arg in cmd:
-        for name in files:
-            if arg.endswith("/" + name):
-                prefix = arg.split("=", 1)[0] + "=" if arg.startswith("--") and "=" in arg else ""
-                arg = f"{prefix}{to}/{name}"
-        out.append(arg)
-    return out
 
 
 class ContainerClient:
@@ -75,19 +60,4 @@ class ContainerClient:
         return collect_stream(container.logs(stream=True, follow=True), log_path, on_line, secrets)
 
 
-def collect_stream(chunks: Iterable[bytes], log_path: Path, on_line: Any, secrets: list[Secret]) -> str:
-    """A client's output as it arrives in chunks (a container's or a pod's log): split into lines, redacted,
-    appended to the run's log and handed to on_line (live TPS); returns the whole output."""
-    lines = []
-    pending = b""
-    with log_path.open("a", encoding="utf-8") as log:
-        for chunk in chunks:
-            pending += chunk
-            while b"\n" in pending:
-                raw, pending = pending.split(b"\n", 1)
-                line = redact(raw.decode(errors="replace"), secrets)
-                lines.append(line + "\n")
-                log.write(line + "\n")
-                if on_line:
-                    on_line(line)
-    return "".join(lines) + redact(pending.decode(errors="replace"), secrets)
+__all__ = ["CLIENT_DIR", "ContainerClient", "rewrite"]

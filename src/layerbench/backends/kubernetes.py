@@ -23,6 +23,7 @@ from layerbench.backends import kubernetes_cluster as cluster
 from layerbench.backends import kubernetes_manifests as manifests
 from layerbench.backends import kubernetes_pod as pod
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.kubernetes_job import JobClient
 from layerbench.backends.kubernetes_procs import pod_components
 from layerbench.backends.procfs import cgroup_dirs
@@ -191,7 +192,7 @@ class KubernetesBackend:
     def client_processes(self, hook: Path) -> list[int]:
         """sysbench on this host (client: host, port-forward) or in a Job's pod on this machine (its hook under
         CLIENT_DIR)."""
-        return host_client_processes(hook) + processes_with(f"{manifests.CLIENT_DIR}/hook.lua")
+        return host_client_processes(hook) + processes_with(f"{CLIENT_DIR}/hook.lua")
 
     def cgroups(self) -> list[Path]:
         if not self.server_pids:

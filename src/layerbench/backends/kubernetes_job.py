@@ -11,7 +11,7 @@ from typing import Any
 
 from layerbench.backends import kubernetes_manifests as manifests
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.docker_client import collect_stream, rewrite
+from layerbench.backends.client_files import collect_stream, rewrite
 from layerbench.campaign import KubernetesVariant
 from layerbench.errors import RunFailed
 from layerbench.procs import Completed, record_command

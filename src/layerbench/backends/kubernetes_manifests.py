@@ -15,6 +15,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.campaign import KubernetesVariant
 from layerbench.kubernetes_qos import (  # noqa: F401 - part of this module's vocabulary
     BURSTABLE_DEFAULT,
@@ -29,7 +30,6 @@ DATADIR = "/var/lib/mysql"
 CONF = "/etc/layerbench"
 SECRET_DIR = "/etc/layerbench-secret"
 SNAPSHOT = "/snapshot"
-CLIENT_DIR = "/etc/layerbench-client"  # as docker_client.CLIENT_DIR: the same command rewriting
 SOCKET = "/run/mysqld/mysqld.sock"
 PORT = 3306
 SERVER = "mariadb"
