@@ -82,3 +82,21 @@ def test_no_class_over_200_lines() -> None:
             if isinstance(node, ast.ClassDef) and (node.end_lineno or 0) - node.lineno + 1 > MAX_CLASS_LINES:
                 long.append(f"{module_name(path)}.{node.name}: {(node.end_lineno or 0) - node.lineno + 1} lines")
     assert long == [], f"classes over {MAX_CLASS_LINES} lines: {long}"
+
+
+def test_every_backend_implements_every_member_of_the_protocol() -> None:
+    import importlib
+    import inspect
+
+    from layerbench.backends import _MODULES
+    from layerbench.backends.base import Backend
+
+    members = {name: inspect.signature(fn) for name, fn in vars(Backend).items()
+               if callable(fn) and not name.startswith("_")}
+    assert {"check", "up", "down", "exit_cause", "client_processes", "components", "describe"} <= set(members)
+    for module_name, class_name in _MODULES.values():
+        cls = getattr(importlib.import_module(module_name), class_name)
+        for name, wanted in members.items():
+            got = inspect.signature(getattr(cls, name))
+            assert list(got.parameters) == list(wanted.parameters), f"{class_name}.{name}{got} is not {wanted}"
+        assert list(inspect.signature(cls).parameters) == ["variant"], f"{class_name} takes its variant"
