@@ -20,7 +20,7 @@ from common import host_server, median, say
 from layerbench.campaign import parse_campaign
 from layerbench.orchestrator import run_campaign
 from layerbench.secrets import write_private
-from layerbench.server.dataset import ensure_snapshot
+from layerbench.server.prepare import ensure_snapshot
 from layerbench.store import Store
 from layerbench.sysbench import config_file_text, parse_human, workload_args
 

@@ -98,6 +98,9 @@ class VariantBase(Strict):
     extends: str | None = None
     server_host: str | None = Field(default=None, description="the host of `hosts:` the server runs on")
     client_host: str | None = Field(default=None, description="the host of `hosts:` sysbench runs on")
+    data_dir: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
+                                 description="an absolute directory on the filesystem the run's datadir lives on "
+                                 "(default: the work folder); docs/datasets.md")
 
     @field_validator("cpus", "client_cpus", mode="before")
     @classmethod
@@ -135,6 +138,8 @@ class ExternalVariant(VariantBase):
     def _one_password_source(self) -> ExternalVariant:
         if self.password_env and self.password_file:
             raise ValueError("give password_env or password_file, not both")
+        if self.data_dir:
+            raise ValueError("data_dir: an external server keeps its datadir where it is; remove data_dir")
         return self
 
 
@@ -171,6 +176,13 @@ class DockerVariant(VariantBase):
     resources: DockerResources = Field(default_factory=DockerResources)
     qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = None
     client: Literal["host", "container"] = "host"
+
+    @model_validator(mode="after")
+    def _data_dir_needs_bind(self) -> DockerVariant:
+        if self.data_dir and self.storage != "bind":
+            raise ValueError(f"data_dir: the datadir is in Docker's own storage with storage: {self.storage}; set "
+                             "storage: bind to place it in data_dir")
+        return self
 
 
 class VMVariant(VariantBase):
@@ -254,6 +266,9 @@ class Workload(Strict):
     rand_seed: int | None = Field(default=0, ge=0, le=2**32 - 1)
     buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
     reset: Literal["snapshot", "reprepare", "none"] = "snapshot"
+    verify: Literal["files", "checksum"] = Field(
+        default="files", description="per run with reset: snapshot: files (the restored files against the "
+        "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
 
     @field_validator("threads", mode="before")

@@ -336,7 +336,8 @@ def human_bytes(size: float) -> str:
 @cache_app.command("list")
 def cache_list() -> None:
     """Cached dataset snapshots with their sizes."""
-    from layerbench.server.dataset import datasets_dir, list_snapshots
+    from layerbench.server.snapshot import list_snapshots
+    from layerbench.workdirs import datasets_dir
 
     table = Table("dataset", "rows", "size", "prepared in", title=str(datasets_dir()))
     for key, size, meta in list_snapshots():
@@ -348,7 +349,7 @@ def cache_list() -> None:
 @cache_app.command("clear")
 def cache_clear() -> None:
     """Remove every cached dataset snapshot (they are rebuilt when needed)."""
-    from layerbench.server.dataset import clear_snapshots
+    from layerbench.server.snapshot import clear_snapshots
 
     count, size = clear_snapshots()
     out.print(f"removed {count} snapshot(s), {human_bytes(size)}")

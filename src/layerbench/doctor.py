@@ -6,7 +6,7 @@ import shutil
 import subprocess
 
 from layerbench.cleanup import leftovers
-from layerbench.server.dataset import server_version
+from layerbench.server.snapshot import server_version
 from layerbench.workdirs import cache_dir, work_root
 
 PROGRAMS = {

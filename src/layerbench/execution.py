@@ -24,7 +24,11 @@ from layerbench.placement import network_path, placement_of
 from layerbench.resources import ResourceSampler, wait_for_quiet
 from layerbench.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
-from layerbench.server.dataset import Snapshot, SnapshotCorrupt, existing_tables, prepare_tables, verify_data
+from layerbench.server.manifest import SnapshotCorrupt
+from layerbench.server.prepare import prepare_tables
+from layerbench.server.snapshot import Snapshot
+from layerbench.server.tables import existing_tables
+from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
 from layerbench.store import RunRecord
 from layerbench.sysbench import config_file_text, hook_script, parse_mark_line, parse_output, run_command
 from layerbench.workdirs import work_root
@@ -77,6 +81,7 @@ class RunExecution:
         self.password = generate_password()
         self.private: Path | None = None
         self.snapshot_corrupt = False
+        self.work_dir = work_root() / "work"  # the variant's data_dir when it names one (set by _measure)
         self.run_dir = context.output_dir / "runs" / (
             f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}")
         self.record = RunRecord(context.campaign_id, spec.variant, spec.workload, spec.threads, spec.repetition,
@@ -122,9 +127,11 @@ class RunExecution:
     def _measure(self, private: Path) -> None:
         variant, workload, record = self.variant, self.workload, self.record
         snapshot = self.ctx.snapshot_for(workload, variant, self.run_dir) if workload.reset == "snapshot" else None
+        checked = self._check_snapshot(snapshot)
+        self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
         label = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-{slug(variant.name)}"
         server_spec = ServerSpec(
-            self.ctx.campaign.name, label, self.run_dir, private, work_root() / "work",
+            self.ctx.campaign.name, label, self.run_dir, private, self.work_dir,
             config=server_config(variant, workload, snapshot),
             password=self.password, snapshot=snapshot.path if snapshot else None,
             listen_address=placement_of(self.ctx.campaign.hosts, variant).listen_address,
@@ -133,7 +140,11 @@ class RunExecution:
         endpoint = self.backend.up(server_spec)
         record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
         remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
-        record.facts.reset = self._reset(endpoint, snapshot, private, remote)
+        reset = self._reset(endpoint, snapshot, private, remote)
+        if snapshot is not None:
+            reset |= {**restore_record(self.run_dir, self.backend.kind), **checked,
+                      "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
+        record.facts.reset = reset
         record.facts.environment = self._environment(endpoint)
         if self.ctx.campaign.hosts:
             record.facts.environment |= self._placement(endpoint)
@@ -158,9 +169,19 @@ class RunExecution:
             prepare_tables(workload, endpoint, private, self.run_dir, None, cleanup_first=True, client=remote)
             seconds = round(time.monotonic() - started, 3)
             return {"method": "reprepare", "prepared_by": (remote or HostClient()).where, "seconds": seconds}
-        check = verify_data(endpoint, snapshot, workload)
-        return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3),
-                **check}
+        return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3)}
+
+    def _check_snapshot(self, snapshot: Snapshot | None) -> dict[str, Any]:
+        """Before the variant's server exists: the snapshot's files (and, with verify: checksum, its tables in a
+        private server), so that nothing of the check reaches the variant's buffer pool."""
+        if snapshot is None:
+            return {}
+        started = time.monotonic()
+        check_snapshot_files(snapshot)
+        facts: dict[str, Any] = {"verify": self.workload.verify}
+        if self.workload.verify == "checksum":
+            facts |= verify_by_checksum(snapshot, self.workload, self.run_dir)
+        return facts | {"check_seconds": round(time.monotonic() - started, 3)}
 
     def _environment(self, endpoint: Endpoint) -> dict[str, Any]:
         try:
@@ -168,7 +189,7 @@ class RunExecution:
         except Exception as error:  # e.g. a Job client on a cluster this host has no route to
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         return {"host": environment.host_facts(), "backend": self.backend.describe(), "server_variables": variables,
-                "storage": environment.storage_facts(str(work_root())), "tuning": environment.tuning_facts()}
+                "storage": environment.storage_facts(str(self.work_dir)), "tuning": environment.tuning_facts()}
 
     def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner) -> None:
         workload, hook = self.workload, self.run_dir / "hook.lua"

@@ -21,7 +21,8 @@ from layerbench.preflight import preflight
 from layerbench.procs import stop_all
 from layerbench.records import CampaignRecord
 from layerbench.schedule import RunSpec, build_schedule
-from layerbench.server.dataset import PrepareProgress, Snapshot, ensure_snapshot
+from layerbench.server.prepare import PrepareProgress, ensure_snapshot
+from layerbench.server.snapshot import Snapshot
 from layerbench.store import RunRecord, Store
 
 
@@ -170,8 +171,9 @@ class Orchestrator:
         if key not in self.snapshots:
             self.progress.message(f"preparing dataset {workload.tables} x {workload.table_size} rows "
                                   f"(cached for later runs)")
-            self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir,
-                                                  on_line=PrepareProgress(workload.tables, self.progress.message))
+            progress = PrepareProgress(workload.tables, self.progress.message, table_size=workload.table_size)
+            self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir, on_line=progress,
+                                                  say=self.progress.message)
         return self.snapshots[key]
 
     def execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:

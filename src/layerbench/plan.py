@@ -223,7 +223,7 @@ def local_cluster_built() -> bool:
 def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
     """One line per dataset: cached, or prepared once (and its time); re-prepared workloads cost every run."""
     from layerbench.orchestrator import page_size_of
-    from layerbench.server.dataset import dataset_key, find_snapshot, server_version
+    from layerbench.server.snapshot import dataset_key, find_snapshot, server_version
 
     version = server_version()
     page_sizes = sorted({page_size_of(v) for v in campaign.variants}, key=str)

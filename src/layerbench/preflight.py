@@ -131,7 +131,7 @@ def total_memory() -> int:
 
 def check_disk_space(campaign: Campaign) -> None:
     """The datasets not cached yet, plus one run's copy of the largest, fit on the work and cache disks."""
-    from layerbench.server.dataset import datasets_dir, work_root
+    from layerbench.workdirs import datasets_dir, work_root
 
     needed = max(w.tables * w.table_size for w in campaign.workloads) * BYTES_PER_ROW
     needed += sum(w.tables * w.table_size * BYTES_PER_ROW for w in campaign.workloads
@@ -144,7 +144,8 @@ def check_disk_space(campaign: Campaign) -> None:
 
 
 def cached(workload: Workload) -> bool:
-    from layerbench.server.dataset import dataset_key, datasets_dir, server_version
+    from layerbench.server.snapshot import dataset_key, server_version
+    from layerbench.workdirs import datasets_dir
 
     try:
         key, _ = dataset_key(workload, server_version(), None)

@@ -1,15 +1,45 @@
 """Where layerbench keeps machine-wide files: the cache (images, dataset snapshots) and the work folder
-(datadirs of running servers, owner records). A leaf module: everything that needs these paths imports it."""
+(datadirs of running servers, owner records).
+
+One directory can hold both dataset snapshots and the runs' working copies: `LAYERBENCH_DATA_DIR`. Put it on
+the filesystem you want the data on; a snapshot and its copies on one XFS or btrfs filesystem are restored by a
+copy-on-write clone (docs/datasets.md). The older, more specific variables still win when set:
+`LAYERBENCH_DATASET_DIR` (snapshots), `LAYERBENCH_WORK_DIR` (work), `LAYERBENCH_CACHE_DIR` (images and, without
+the others, snapshots). A leaf module: everything that needs these paths imports it.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+DEFAULT_CACHE = "/var/cache/layerbench"
+DEFAULT_WORK = "/var/tmp/layerbench"
+
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("LAYERBENCH_CACHE_DIR", "/var/cache/layerbench"))
+    return Path(os.environ.get("LAYERBENCH_CACHE_DIR", DEFAULT_CACHE))
+
+
+def data_dir() -> Path | None:
+    """The one directory for snapshots and working copies, when LAYERBENCH_DATA_DIR names it."""
+    value = os.environ.get("LAYERBENCH_DATA_DIR")
+    return Path(value) if value else None
+
+
+def datasets_dir() -> Path:
+    """Where dataset snapshots live: LAYERBENCH_DATASET_DIR, else <data dir>/datasets, else <cache>/datasets."""
+    override = os.environ.get("LAYERBENCH_DATASET_DIR")
+    if override:
+        return Path(override)
+    data = data_dir()
+    return data / "datasets" if data else cache_dir() / "datasets"
 
 
 def work_root() -> Path:
-    return Path(os.environ.get("LAYERBENCH_WORK_DIR", "/var/tmp/layerbench"))
+    """The work folder (datadirs of the runs, owner records): LAYERBENCH_WORK_DIR, else the data dir, else
+    /var/tmp/layerbench."""
+    override = os.environ.get("LAYERBENCH_WORK_DIR")
+    if override:
+        return Path(override)
+    return data_dir() or Path(DEFAULT_WORK)

@@ -16,8 +16,9 @@ from test_host_campaign import campaign_file, our_servers, run_cli
 from helpers import stored_rows
 from layerbench import orchestrator
 from layerbench.campaign import parse_campaign
-from layerbench.server.dataset import datasets_dir, list_snapshots
+from layerbench.server.snapshot import list_snapshots
 from layerbench.store import Store
+from layerbench.workdirs import datasets_dir
 
 pytestmark = pytest.mark.integration
 
@@ -44,8 +45,10 @@ def test_every_run_starts_from_identical_data(tmp_path: Path, own_cache: Path) -
     assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}
     resets = [r["reset"] for r in runs]
     assert {r["method"] for r in resets} == {"snapshot"} and len({r["snapshot"] for r in resets}) == 1
-    assert {r["verified"] for r in resets} == {"checksum"} and {r["tables_checked"] for r in resets} == {2}
-    assert len({r["checksum"] for r in resets}) == 1
+    assert {r["verify"] for r in resets} == {"files"} and {r["restore"]["method"] for r in resets} == {"copy"}
+    assert {r["restore"]["verified"] for r in resets} == {"xxh3-128 of every byte copied"}
+    assert {r["buffer_pool_at_start"].split()[0] for r in resets} == {"cold"}
+    assert {r["restore"]["files"] for r in resets} == {resets[0]["restore"]["files"]} and resets[0]["restore"]["bytes"]
     assert len(list_snapshots()) == 1
     assert our_servers(tmp_path) == []
 
@@ -63,7 +66,7 @@ def test_stale_snapshot_is_rebuilt_never_used(tmp_path: Path, own_cache: Path) -
     meta_file = datasets_dir() / key / "meta.json"
     meta["checksums"] = {name: value + 1 for name, value in meta["checksums"].items()}  # what it held is gone
     meta_file.write_text(json.dumps(meta))
-    runs = run(tmp_path, repetitions=1, workload=SMALL)
+    runs = run(tmp_path, repetitions=1, workload={**SMALL, "verify": "checksum"})
     assert {r["status"] for r in runs} == {"ok"}
     (_, _, rebuilt), = list_snapshots()
     assert rebuilt["checksums"] != meta["checksums"] and rebuilt["created_at"] > meta["created_at"]

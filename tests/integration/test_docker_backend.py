@@ -25,7 +25,8 @@ from layerbench.backends.docker import DockerBackend
 from layerbench.campaign import DockerVariant, Workload, parse_campaign
 from layerbench.secrets import generate_password
 from layerbench.server.datadir import query
-from layerbench.server.dataset import ensure_snapshot, server_version
+from layerbench.server.prepare import ensure_snapshot
+from layerbench.server.snapshot import server_version
 from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]

@@ -82,7 +82,7 @@ class Harness:
         # datadirs, docker bind dirs, owner records: any file under the work dir; private folders under TMPDIR
         found += [f"work: {p.relative_to(self.work)}" for p in self.work.rglob("*") if not p.is_dir()]
         found += [f"tmp: {p.name}" for p in self.tmp.iterdir()]
-        from layerbench.server.dataset import datasets_dir
+        from layerbench.workdirs import datasets_dir
 
         found += [f"unfinished dataset build {p.name}" for p in datasets_dir().glob(".build-*")]
         if self.backend == "docker":

@@ -48,7 +48,7 @@ def test_init_sql_quotes_password() -> None:
 
 
 def test_prepare_progress_counts_finished_tables() -> None:
-    from layerbench.server.dataset import PrepareProgress
+    from layerbench.server.prepare import PrepareProgress
 
     said: list[str] = []
     ticks = iter(range(0, 100, 2))
@@ -59,7 +59,7 @@ def test_prepare_progress_counts_finished_tables() -> None:
 
 
 def test_prepare_progress_says_about_ten_things_for_many_tables() -> None:
-    from layerbench.server.dataset import PrepareProgress
+    from layerbench.server.prepare import PrepareProgress
 
     said: list[str] = []
     progress = PrepareProgress(95, said.append, clock=lambda: 0.0)

@@ -29,8 +29,9 @@ from layerbench.machine import free_port
 from layerbench.owners import processes_with
 from layerbench.server import bootstrap
 from layerbench.server.bootstrap import server_files, write_server_files
-from layerbench.server.datadir import copy_tree, wait_until_ready
+from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
+from layerbench.server.restore import copy_tree
 
 START_TIMEOUT = 180.0
 DATADIR = "/var/lib/mysql"
@@ -180,7 +181,7 @@ class DockerBackend:
         self.bind_dir = spec.work_dir / "docker" / spec.label / "datadir"
         self.bind_dir.parent.mkdir(parents=True, exist_ok=True)
         if spec.snapshot is not None:
-            copy_tree(spec.snapshot, self.bind_dir)
+            copy_tree(spec.snapshot, self.bind_dir, facts_dir=spec.run_dir)
         else:
             self.bind_dir.mkdir()
         return self.bind_dir

@@ -19,9 +19,10 @@ from layerbench.machine import check_cpus, free_port
 from layerbench.procs import ManagedProcess, require_program, run, start, with_cpus
 from layerbench.secrets import write_private
 from layerbench.server.bootstrap import server_files
-from layerbench.server.datadir import copy_tree, wait_until_ready
+from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import Flavour, detect_flavour
 from layerbench.server.mycnf import check_overlay
+from layerbench.server.restore import copy_tree
 
 START_TIMEOUT = 120.0
 
@@ -147,7 +148,7 @@ def prepare_datadir(datadir: Path, spec: ServerSpec, binary: str, flavour: Flavo
         shutil.rmtree(datadir)
     datadir.parent.mkdir(parents=True, exist_ok=True)
     if spec.snapshot is not None:
-        copy_tree(spec.snapshot, datadir)
+        copy_tree(spec.snapshot, datadir, facts_dir=spec.run_dir)
         return
     cmd = flavour.init_command(binary, datadir, page_size_option(spec.config))
     started = time.monotonic()

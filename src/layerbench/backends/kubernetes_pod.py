@@ -19,7 +19,7 @@ from layerbench.campaign import KubernetesVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.machine import free_port
 from layerbench.procs import ManagedProcess, start
-from layerbench.server.datadir import copy_tree
+from layerbench.server.restore import copy_tree
 
 DELETE_TIMEOUT = 180.0
 
@@ -121,7 +121,7 @@ def data_source(variant: KubernetesVariant, spec: ServerSpec, work: Path,
     if variant.storage == "hostpath":
         target = work / "datadir"
         target.parent.mkdir(parents=True, exist_ok=True)
-        copy_tree(spec.snapshot, target)
+        copy_tree(spec.snapshot, target, facts_dir=spec.run_dir)
         return str(spec.snapshot.resolve()), str(target.resolve()), \
             "snapshot copied on the host into the hostPath datadir"
     return str(spec.snapshot.resolve()), None, \

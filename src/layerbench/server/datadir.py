@@ -1,26 +1,15 @@
-"""Datadirs and live servers: copy a datadir fast, connect, wait until a server accepts connections."""
+"""Live servers: connect, query, wait until a server accepts connections (restoring a datadir: restore.py)."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pymysql
 
 from layerbench.backends.base import Endpoint
 from layerbench.errors import RunFailed
-
-
-def copy_tree(source: Path, target: Path) -> None:
-    """Copy a datadir preserving modes; a reflink (copy-on-write) where the filesystem can, else bytes."""
-    result = subprocess.run(
-        ["cp", "-a", "--reflink=auto", str(source), str(target)], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RunFailed(f"copying {source} to {target} failed: {result.stderr.strip()}")
 
 
 def connect(endpoint: Endpoint, timeout: float = 5.0, database: str | None = None) -> Any:

@@ -1,0 +1,135 @@
+"""The seeds' scale: restoring a dataset of several GB against preparing it again, a copy-on-write clone on
+XFS, and the harness's own time per run outside sysbench's measured window.
+
+Side by side in one invocation, on one machine:
+  1. restore + verify (snapshot file check, restore checked file by file, server start) vs cleanup + prepare
+     (server start, sysbench cleanup + prepare) of the same dataset, in alternating pairs; their ratio;
+  2. the same restore onto an XFS filesystem with reflink made in a loop file (created and removed here);
+  3. a real small campaign of a few runs: each run's wall time minus its warm-up + measured seconds.
+The dataset (default 8 x 2,500,000 rows, about 4.8 GB) is prepared once and cached (LAYERBENCH_DATA_DIR or
+the cache dir); the loop file goes beside the cache.
+    .venv/bin/python bench/scale.py [--tables 8] [--rows 2500000] [--pairs 1] [--clones 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from common import host_server, median, say
+
+from layerbench.campaign import Workload, parse_campaign
+from layerbench.orchestrator import run_campaign
+from layerbench.server.prepare import PrepareProgress, ensure_snapshot, prepare_tables
+from layerbench.server.restore import restore_datadir
+from layerbench.server.snapshot import Snapshot
+from layerbench.server.verify import check_snapshot_files
+from layerbench.store import Store
+from layerbench.workdirs import datasets_dir
+
+
+def restore_and_verify(snapshot: Snapshot) -> tuple[float, str]:
+    started = time.monotonic()
+    check_snapshot_files(snapshot)
+    with host_server("scale-restore", snapshot=snapshot.path):
+        return time.monotonic() - started, "restore"
+
+
+def cleanup_and_prepare(workload: Workload, work: Path) -> float:
+    started = time.monotonic()
+    with host_server("scale-prepare") as endpoint:
+        prepare_tables(workload, endpoint, work, work, None, cleanup_first=True)
+        return time.monotonic() - started
+
+
+@contextlib.contextmanager
+def xfs_loop(size: int, near: Path) -> Iterator[Path]:
+    """An XFS filesystem with reflink in a sparse loop file beside `near`; unmounted and removed at the end."""
+    root = Path(tempfile.mkdtemp(prefix="lb-scale-xfs-", dir=near))
+    image, mount = root / "xfs.img", root / "mnt"
+    mount.mkdir()
+    mounted = False
+    try:
+        with image.open("wb") as handle:
+            handle.truncate(size)
+        subprocess.run(["mkfs.xfs", "-q", "-m", "reflink=1", str(image)], check=True)
+        subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
+        mounted = True
+        yield mount
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(mount)], check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def clone_times(snapshot: Snapshot, clones: int) -> list[tuple[float, str]]:
+    with xfs_loop(snapshot.data_bytes * 13 // 10 + (2 << 30), datasets_dir()) as mount:
+        copy = mount / snapshot.key
+        say(f"copying the snapshot onto the XFS loop file ({snapshot.data_bytes / 2**30:.1f} GiB, once)")
+        subprocess.run(["cp", "-a", str(snapshot.folder), str(copy)], check=True)
+        out = []
+        for i in range(clones):
+            facts = restore_datadir(copy / "datadir", mount / f"run{i}" / "datadir")
+            out.append((facts.seconds, facts.method))
+            shutil.rmtree(mount / f"run{i}")
+        return out
+
+
+def harness_overhead(runs: int, work: Path) -> list[float]:
+    """Wall time of each run of a real small campaign minus its warm-up + duration."""
+    campaign = parse_campaign({"name": "lb-bench-scale-overhead", "baseline": "host", "repetitions": runs,
+                               "output": str(work / "out"), "variants": [{"name": "host", "backend": "host"}],
+                               "workloads": [{"tables": 1, "table_size": 1000, "threads": 1, "warmup": 1,
+                                              "duration": 3}]})
+    with Store(work / "out" / "layerbench.db") as store:
+        outcome = run_campaign(campaign, store)
+        rows = store.runs(outcome.campaign_id)
+    return [r["finished_at"] - r["started_at"] - 4.0 for r in rows if r["status"] == "ok"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=2_500_000)
+    parser.add_argument("--pairs", type=int, default=1)
+    parser.add_argument("--clones", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=4, help="runs of the small campaign for the harness overhead")
+    args = parser.parse_args()
+    workload = Workload(tables=args.tables, table_size=args.rows)
+    work = Path(tempfile.mkdtemp(prefix="lb-bench-scale-"))
+    say(f"snapshot of {args.tables} x {args.rows:,} rows (prepared once, cached under {datasets_dir()})")
+    snapshot = ensure_snapshot(workload, None, log_dir=work / "snapshot",
+                               on_line=PrepareProgress(args.tables, say, table_size=args.rows), say=say)
+    restore, prepare = [], []
+    for pair in range(1, args.pairs + 1):
+        for what in (("restore", "prepare") if pair % 2 else ("prepare", "restore")):
+            if what == "restore":
+                restore.append(restore_and_verify(snapshot)[0])
+            else:
+                prepare.append(cleanup_and_prepare(workload, work))
+        say(f"pair {pair}/{args.pairs}: restore+verify {restore[-1]:.1f} s, cleanup+prepare {prepare[-1]:.1f} s")
+    clones = clone_times(snapshot, args.clones)
+    overhead = harness_overhead(args.runs, work)
+    gib = snapshot.data_bytes / 2**30
+    print(f"dataset: {args.tables} x {args.rows:,} rows, {gib:.2f} GiB of tables ({snapshot.data_bytes:,} bytes)")
+    print("| what | median s | all |\n|---|---:|---|")
+    print(f"| restore + verify (file check, copy hashed + fdatasync + fadvise, server start), ext4 | "
+          f"{median(restore):.2f} | {', '.join(f'{x:.2f}' for x in restore)} |")
+    print(f"| cleanup + prepare (server start, sysbench cleanup + prepare) | {median(prepare):.2f} | "
+          f"{', '.join(f'{x:.2f}' for x in prepare)} |")
+    print(f"| restore by {clones[0][1]} on XFS (reflink, loop file), datadir only | "
+          f"{median([c for c, _ in clones]):.3f} | {', '.join(f'{c:.3f}' for c, _ in clones)} |")
+    print(f"| harness time per run outside warm-up + measured window (1 x 1,000 rows, host) | "
+          f"{median(overhead):.2f} | {', '.join(f'{x:.2f}' for x in overhead)} |")
+    print(f"ratio restore+verify / cleanup+prepare: {median(restore) / median(prepare):.3f} (goal <= 0.05)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""Building a dataset snapshot: `sysbench prepare` into a private host server, verified once by CHECKSUM TABLE,
+shut down cleanly, and given its file manifest. An interrupted build is resumed: the tables it finished are
+kept, the others prepared (built-in tests; a script of the user's is prepared again from the start).
+
+Also the prepare of `reset: reprepare` (prepare_tables) and the progress lines both print.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from layerbench import owners
+from layerbench.backends.base import ClientRunner, Endpoint, HostClient, ServerSpec
+from layerbench.backends.host import HostBackend
+from layerbench.campaign import HostVariant, Workload
+from layerbench.critical import signals_deferred
+from layerbench.errors import RunFailed
+from layerbench.secrets import generate_password, write_private
+from layerbench.server.datadir import query
+from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
+from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot, server_version
+from layerbench.server.tables import complete_tables, row_counts, table_checksums, table_names
+from layerbench.sysbench import cleanup_command, config_file_text, lua_string, test_script, workload_args
+from layerbench.workdirs import datasets_dir
+
+Say = Callable[[str], None]
+
+
+class PrepareProgress:
+    """Turns sysbench prepare's output into "k of n tables, rows/s" messages: a table is done when its secondary
+    index is built (the last step per table). At most about ten messages, whatever the table count."""
+
+    DONE = re.compile(r"^Creating a secondary index on '(\w+)'")
+
+    def __init__(self, tables: int, say: Say, clock: Callable[[], float] = time.monotonic,
+                 table_size: int = 0, already: int = 0) -> None:
+        self.tables, self.say, self.clock, self.table_size = tables, say, clock, table_size
+        self.done = self.already = already
+        self.step = max(1, math.ceil(tables / 10))
+        self.started = clock()
+
+    def __call__(self, line: str) -> None:
+        if not self.DONE.match(line.strip()):
+            return
+        self.done += 1
+        if self.done % self.step and self.done != self.tables:
+            return
+        elapsed = max(self.clock() - self.started, 1e-9)
+        new = self.done - self.already
+        left = elapsed / new * (self.tables - self.done)
+        rate = f", {new * self.table_size / elapsed:,.0f} rows/s" if self.table_size else ""
+        tail = f", about {left:.0f} s left" if self.done < self.tables else ""
+        self.say(f"prepare: {self.done}/{self.tables} tables in {elapsed:.0f} s{rate}{tail}")
+
+
+def subset_script(workload: Workload, tables: list[int]) -> str:
+    """A Lua wrapper of a built-in test whose `prepare` creates only the given tables (to resume a build)."""
+    numbers = ", ".join(str(n) for n in tables)
+    return (f"dofile({lua_string(test_script(workload))})\nlocal lb_tables = {{{numbers}}}\n"
+            "function cmd_prepare()\n  local drv = sysbench.sql.driver()\n  local con = drv:connect()\n"
+            "  for j = sysbench.tid % sysbench.opt.threads + 1, #lb_tables, sysbench.opt.threads do\n"
+            "    create_table(drv, con, lb_tables[j])\n  end\nend\n"
+            "sysbench.cmdline.commands.prepare = {cmd_prepare, sysbench.cmdline.PARALLEL_COMMAND}\n")
+
+
+def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_dir: Path,
+                   on_line: Callable[[str], None] | None, *, cleanup_first: bool = False,
+                   client: ClientRunner | None = None, only: list[int] | None = None) -> None:
+    """sysbench prepare with one thread per table, up to the CPU count (after `cleanup` when asked: a server
+    that keeps its tables between runs, as published studies reset their data). `client` is where sysbench
+    runs (a Job in the cluster for a Kubernetes variant with client: job); this host by default. `only`: the
+    table numbers to create (a built-in test only)."""
+    client = client or HostClient()
+    cfg = write_private(private / "sysbench.cfg", config_file_text(endpoint))
+    files = {cfg.name: cfg.read_text(encoding="utf-8")}
+    if cleanup_first:
+        gone = client.run_client(cleanup_command(workload, cfg), files, log_path=log_dir / "cleanup.log",
+                                 secrets=[endpoint.password], timeout=3600)
+        if gone.returncode != 0:
+            raise RunFailed(f"sysbench cleanup failed (exit {gone.returncode}); see cleanup.log")
+    script = test_script(workload)
+    if only is not None:
+        wrapper = private / "prepare-subset.lua"
+        wrapper.write_text(subset_script(workload, only), encoding="utf-8")
+        files[wrapper.name], script = wrapper.read_text(encoding="utf-8"), str(wrapper)
+    threads = max(1, min(len(only) if only is not None else workload.tables, os.cpu_count() or 1))
+    cmd = ["sysbench", f"--config-file={cfg}", script, *workload_args(workload, threads), "prepare"]
+    done = client.run_client(cmd, files, log_path=log_dir / "prepare.log", secrets=[endpoint.password],
+                             on_line=on_line, timeout=24 * 3600)
+    if done.returncode != 0:
+        cause = next((ln for ln in reversed(done.output.splitlines()) if "FATAL" in ln), "see prepare.log")
+        raise RunFailed(f"sysbench prepare failed (exit {done.returncode}): {cause.strip()}")
+
+
+def ensure_snapshot(workload: Workload, page_size: str | None, *, log_dir: Path,
+                    on_line: Callable[[str], None] | None = None, say: Say | None = None) -> Snapshot:
+    """The cached snapshot for this dataset, prepared now (or its interrupted build resumed) if it is missing."""
+    key, inputs = dataset_key(workload, server_version(), page_size)
+    found = find_snapshot(key)
+    if found is not None:
+        return found
+    return build_snapshot(workload, key, inputs, page_size, log_dir=log_dir, on_line=on_line, say=say)
+
+
+def build_folder(key: str) -> Path:
+    """Where the snapshot of `key` is built: one fixed folder, so a later build finds what an interrupted one
+    left (`layerbench clean` removes it)."""
+    return datasets_dir() / f".build-{key}"
+
+
+def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, *,
+                   log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None = None) -> Snapshot:
+    scratch = build_folder(key)
+    owner = f"prepare-{key}-{os.getpid()}"
+    private: Path | None = None
+    try:
+        with signals_deferred():  # the build's folders exist only with the note that lets `clean` remove them
+            scratch.mkdir(parents=True, exist_ok=True)
+            private = Path(tempfile.mkdtemp(prefix="lb-prepare-"))
+            owners.record(owner, pid=None, marker="", paths=[scratch, private])
+        snapshot = Builder(workload, key, inputs, page_size, scratch, private, log_dir, on_line, say).build()
+        shutil.rmtree(scratch, ignore_errors=True)
+        return snapshot
+    finally:
+        with signals_deferred():
+            if private is not None:
+                shutil.rmtree(private, ignore_errors=True)
+            owners.forget(owner)
+
+
+class Builder:
+    """One build of one snapshot in its build folder: `partial/` holds the datadir of an interrupted build."""
+
+    def __init__(self, workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, scratch: Path,
+                 private: Path, log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None) -> None:
+        self.workload, self.key, self.inputs, self.page_size = workload, key, inputs, page_size
+        self.scratch, self.private, self.log_dir, self.on_line = scratch, private, log_dir, on_line
+        self.say = say or (lambda _text: None)
+        self.backend = HostBackend(HostVariant(name="prepare", backend="host"))
+        self.partial = scratch / "partial"
+        self.resumed = False
+
+    def spec(self) -> ServerSpec:
+        config: dict[str, Any] = {"innodb_buffer_pool_size": "1G", "innodb_flush_log_at_trx_commit": 2}
+        if self.page_size:
+            config["innodb_page_size"] = self.page_size
+        resume = self.partial if self.partial.is_dir() else None
+        return ServerSpec("prepare", f"prepare-{self.key}", self.log_dir, self.private, self.scratch, config=config,
+                          password=generate_password(), snapshot=resume)
+
+    def build(self) -> Snapshot:
+        self.adopt_killed_build()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        self.resumed = self.partial.is_dir()
+        try:
+            endpoint = self.backend.up(self.spec())
+            shutil.rmtree(self.partial, ignore_errors=True)  # the server runs on its own copy now
+            self.fill(endpoint)
+            meta = self.verify(endpoint)
+            self.shut_down(endpoint)
+        except BaseException:
+            self.keep_partial()
+            raise
+        finally:
+            self.backend.down()
+        meta["prepare_seconds"] = round(time.monotonic() - started, 2)
+        return self.publish(meta)
+
+    def adopt_killed_build(self) -> None:
+        """A build killed outright (SIGKILL) leaves its server's datadir: InnoDB recovers it at the next start."""
+        left = self.scratch / "datadirs" / f"prepare-{self.key}"
+        if left.is_dir() and not self.partial.exists():
+            left.rename(self.partial)
+        shutil.rmtree(self.scratch / "datadirs", ignore_errors=True)
+
+    def fill(self, endpoint: Endpoint) -> None:
+        all_tables = list(range(1, self.workload.tables + 1))
+        done = complete_tables(endpoint, self.workload) if self.resumed else []
+        missing = [i for i in all_tables if f"sbtest{i}" not in done]
+        if done and self.workload.is_lua_path:
+            done, missing = [], all_tables  # a user's script: we cannot tell its tables' last step
+        if done:
+            self.say(f"prepare: resuming an interrupted build, {len(done)} of {self.workload.tables} tables kept")
+        for i in missing:
+            query(endpoint, f"DROP TABLE IF EXISTS sbtest{i}", database=endpoint.database)
+        if not missing:
+            return
+        progress = PrepareProgress(self.workload.tables, self.on_line or self.say, table_size=self.workload.table_size,
+                                   already=len(done)) if self.on_line is None else self.on_line
+        prepare_tables(self.workload, endpoint, self.private, self.log_dir, progress,
+                       only=missing if done else None)
+
+    def verify(self, endpoint: Endpoint) -> dict[str, Any]:
+        """Row counts and CHECKSUM TABLE of every table, once, here: what each run's file check stands on."""
+        counts = row_counts(endpoint, self.workload)
+        wrong = {t: n for t, n in counts.items() if n != self.workload.table_size and not self.workload.is_lua_path}
+        if wrong:
+            raise RunFailed(f"prepare left {wrong}; expected {self.workload.table_size} rows per table")
+        return {"key": self.key, "inputs": self.inputs, "rows": counts, "created_at": time.time(),
+                "checksums": table_checksums(endpoint, table_names(self.workload)), "checksums_complete": True}
+
+    def shut_down(self, endpoint: Endpoint) -> None:
+        """A clean shutdown (a consistent datadir), without the buffer-pool dump (runs start cold); the datadir
+        moves to the build folder's datadir/."""
+        query(endpoint, "SET GLOBAL innodb_buffer_pool_dump_at_shutdown = OFF")
+        if self.backend.process:
+            self.backend.process.stop(timeout=600)
+        self.backend.process = None
+        assert self.backend.datadir is not None
+        self.backend.datadir.rename(self.scratch / "datadir")
+        self.backend.datadir = None
+
+    def keep_partial(self) -> None:
+        """On an error or a signal: stop the server cleanly and keep its datadir for the next build to resume."""
+        datadir = self.backend.datadir
+        with signals_deferred(), contextlib.suppress(Exception):
+            if self.backend.process:
+                self.backend.process.stop(timeout=120)
+                self.backend.process = None
+            if datadir is not None and datadir.is_dir():
+                shutil.rmtree(self.partial, ignore_errors=True)
+                datadir.rename(self.partial)
+                self.backend.datadir = None
+
+    def publish(self, meta: dict[str, Any]) -> Snapshot:
+        datadir = self.scratch / "datadir"
+        for name in EXCLUDED:
+            (datadir / name).unlink(missing_ok=True)
+        meta["data_bytes"] = sum(f.stat().st_size for f in (datadir / "sbtest").glob("*.ibd"))
+        write_manifest(self.scratch, build_manifest(datadir))
+        (self.scratch / "meta.json").write_text(json.dumps(meta, indent=2))
+        target = datasets_dir() / self.key
+        with contextlib.suppress(OSError):
+            self.scratch.rename(target)
+        return find_snapshot(self.key) or Snapshot(self.key, self.scratch / "datadir", meta)

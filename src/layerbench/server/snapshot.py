@@ -1,0 +1,124 @@
+"""The dataset snapshot cache: the key of a dataset, finding, listing and removing cached snapshots.
+
+A snapshot is the folder `<datasets dir>/<key>/` with `datadir/` (a cleanly shut down datadir), `meta.json`
+(inputs, row counts, CHECKSUM TABLE values, size, prepare time) and `manifest.json` (server/manifest.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from layerbench.campaign import Workload
+from layerbench.server.manifest import build_manifest, check_snapshot, read_manifest, write_manifest
+from layerbench.sysbench import test_script
+from layerbench.workdirs import datasets_dir
+
+
+def server_version(binary: str = "mariadbd") -> str:
+    path = shutil.which(binary) or shutil.which(binary, path="/usr/sbin:/sbin")
+    if not path:
+        return "unknown"
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=False).stdout
+    return out.strip()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    key: str
+    path: Path  # the datadir
+    meta: dict[str, Any]
+
+    @property
+    def data_bytes(self) -> int:
+        return int(self.meta.get("data_bytes", 0))
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def dataset_key(workload: Workload, version: str, page_size: str | None) -> tuple[str, dict[str, Any]]:
+    """A content key from everything that changes the prepared bytes."""
+    script = Path(test_script(workload))
+    inputs = {
+        "server": version, "page_size": page_size or "default", "tables": workload.tables,
+        "table_size": workload.table_size, "options": {k: str(v) for k, v in sorted(workload.options.items())},
+        "script": script.name if not workload.is_lua_path else hashlib.sha256(script.read_bytes()).hexdigest(),
+        "format": 1,
+    }
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{workload.tables}x{workload.table_size}-{digest}", inputs
+
+
+def remove_snapshot(key: str) -> None:
+    shutil.rmtree(datasets_dir() / key, ignore_errors=True)
+
+
+def snapshot_problems(folder: Path) -> list[str]:
+    """The cheap check of a cached snapshot against its manifest (stat of every file; a file whose stat changed
+    is hashed again). A snapshot written before manifests existed gets its manifest now (read once)."""
+    datadir = folder / "datadir"
+    manifest = read_manifest(folder)
+    if manifest is None:
+        (datadir / "ib_buffer_pool").unlink(missing_ok=True)  # never restore a warm buffer-pool dump
+        write_manifest(folder, build_manifest(datadir))
+        return []
+    fresh, problems = check_snapshot(datadir, manifest)
+    if not problems and fresh != manifest:
+        write_manifest(folder, fresh)
+    return problems
+
+
+def find_snapshot(key: str) -> Snapshot | None:
+    """The cached snapshot, or None when it is missing, unfinished, or its files changed (then it is removed)."""
+    folder = datasets_dir() / key
+    meta_file = folder / "meta.json"
+    if not (meta_file.exists() and (folder / "datadir").is_dir()):
+        return None
+    try:
+        meta = json.loads(meta_file.read_text())
+    except ValueError:
+        meta = {}
+    if not isinstance(meta, dict) or snapshot_problems(folder):
+        remove_snapshot(key)
+        return None
+    return Snapshot(key, folder / "datadir", meta)
+
+
+def folder_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def list_snapshots() -> list[tuple[str, int, dict[str, Any]]]:
+    """(key, bytes on disk, meta) of every cached dataset snapshot (and of unfinished builds)."""
+    root = datasets_dir()
+    out = []
+    for folder in sorted(root.iterdir()) if root.exists() else []:
+        meta_file = folder / "meta.json"
+        meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"incomplete": True}
+        out.append((folder.name, folder_size(folder), meta))
+    return out
+
+
+def clear_snapshots() -> tuple[int, int]:
+    """Remove every cached snapshot (and unfinished builds); returns (count, bytes freed)."""
+    items = list_snapshots()
+    for key, _, _ in items:
+        shutil.rmtree(datasets_dir() / key, ignore_errors=True)
+    return len(items), sum(size for _, size, _ in items)
+
+
+def prepare_rates() -> list[float]:
+    """Rows per second of the snapshots this machine has prepared (large enough to say something)."""
+    rates = []
+    for _, _, meta in list_snapshots():
+        rows, seconds = sum((meta.get("rows") or {}).values()), meta.get("prepare_seconds") or 0
+        if rows >= 100_000 and seconds > 0:
+            rates.append(rows / seconds)
+    return rates

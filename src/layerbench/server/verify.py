@@ -1,0 +1,74 @@
+"""A run's dataset check: the restored datadir holds the prepared bytes, proven without reading them through
+the variant's own server (so its buffer pool starts as cold for every variant: docs/datasets.md).
+
+- files (default): the snapshot's files by stat against its manifest (a changed file is hashed again), and the
+  restore's own check of each copied (full hash) or cloned (size + sampled pages) file (server/restore.py);
+- checksum: also CHECKSUM TABLE of every table, in a private host server started on a fresh restore of the
+  snapshot, compared with the values taken once when the snapshot was built.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ServerSpec
+from layerbench.backends.host import HostBackend
+from layerbench.campaign import HostVariant, Workload
+from layerbench.secrets import generate_password
+from layerbench.server.manifest import SnapshotCorrupt
+from layerbench.server.restore import read_facts
+from layerbench.server.snapshot import Snapshot, remove_snapshot, snapshot_problems
+from layerbench.server.tables import table_checksums, table_names
+
+
+def corrupt(snapshot: Snapshot, problem: str) -> SnapshotCorrupt:
+    remove_snapshot(snapshot.key)
+    return SnapshotCorrupt(f"dataset {snapshot.key}: {problem}; the snapshot was removed and is rebuilt for the "
+                           "next run")
+
+
+def check_snapshot_files(snapshot: Snapshot) -> None:
+    """Before a run restores it: the snapshot's files are those of its manifest (stat; hash where changed)."""
+    problems = snapshot_problems(snapshot.folder)
+    if problems:
+        raise corrupt(snapshot, problems[0])
+
+
+def checksum_in_private_server(snapshot: Snapshot, workload: Workload, log_dir: Path) -> dict[str, int]:
+    """CHECKSUM TABLE of every table, in a private host server on its own restore of the snapshot."""
+    root = Path(tempfile.mkdtemp(prefix="lb-verify-", dir=snapshot.folder.parent))
+    private = Path(tempfile.mkdtemp(prefix="lb-verify-private-"))
+    backend = HostBackend(HostVariant(name="verify", backend="host"))
+    spec = ServerSpec("verify", f"verify-{snapshot.key}", log_dir, private, root,
+                      config={"innodb_buffer_pool_size": "128M"}, password=generate_password(), snapshot=snapshot.path)
+    try:
+        return table_checksums(backend.up(spec), table_names(workload))
+    finally:
+        backend.down()
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def verify_by_checksum(snapshot: Snapshot, workload: Workload, log_dir: Path) -> dict[str, Any]:
+    started = time.monotonic()
+    verify_dir = log_dir / "verify"
+    verify_dir.mkdir(parents=True, exist_ok=True)
+    got = checksum_in_private_server(snapshot, workload, verify_dir)
+    expected = {k: v for k, v in snapshot.meta.get("checksums", {}).items() if k in got}
+    if got != expected or not got:
+        raise corrupt(snapshot, "CHECKSUM TABLE of a restored copy differs from the values taken at build")
+    return {"checksum_tables": len(got), "checksum_seconds": round(time.monotonic() - started, 3),
+            "checksum": sum(got.values()) % 2**32}
+
+
+def restore_record(run_dir: Path, backend_kind: str) -> dict[str, Any]:
+    """What the restore of this run did (restore.json, written by server/restore.py), or what we know when the
+    backend copied inside its own container or VM disk (`cp -a`, not checked file by file)."""
+    facts = read_facts(run_dir)
+    if facts is not None:
+        return {"restore": facts}
+    return {"restore": {"method": f"copy by the {backend_kind} backend", "verified": "snapshot files (stat)"}}
