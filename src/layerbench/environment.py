@@ -49,18 +49,36 @@ def read_text(path: str) -> str | None:
         return None
 
 
-def mount_of(path: Path) -> dict[str, str] | None:
-    """Filesystem type, device and options of the mount holding path (longest mount point prefix)."""
-    best: tuple[str, ...] | None = None
+MOUNT_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+def unescape_mount_field(field: str) -> str:
+    """/proc/self/mounts writes space, tab, newline and backslash in a field as octal escapes (\\040 ...)."""
+    return MOUNT_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mounts(text: str) -> list[dict[str, str]]:
+    """Lines of /proc/self/mounts as device, mount point, filesystem type and options; malformed lines skipped."""
+    mounts = []
+    for line in text.splitlines():
+        parts = line.split(" ")
+        if len(parts) >= 4 and all(parts[:4]):
+            device, point, fstype, options = (unescape_mount_field(p) for p in parts[:4])
+            mounts.append({"device": device, "mount_point": point, "fstype": fstype, "options": options})
+    return mounts
+
+
+def mount_of(path: Path, text: str | None = None) -> dict[str, str] | None:
+    """Filesystem type, device and options of the mount holding path (the longest mount point that contains it;
+    the last one listed when one point is mounted over)."""
     target = str(path.resolve())
-    for line in (read_text("/proc/self/mounts") or "").splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and (target == parts[1] or target.startswith(parts[1].rstrip("/") + "/")) and (
-                best is None or len(parts[1]) >= len(best[1])):
-            best = tuple(parts[:4])
-    if best is None:
-        return None
-    return {"device": best[0], "mount_point": best[1], "fstype": best[2], "options": best[3]}
+    best: dict[str, str] | None = None
+    for mount in parse_mounts(text if text is not None else read_text("/proc/self/mounts") or ""):
+        point = mount["mount_point"]
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best["mount_point"])):
+            best = mount
+    return best
 
 
 def io_scheduler(device: str) -> str | None:
@@ -74,9 +92,9 @@ def io_scheduler(device: str) -> str | None:
 
 @cache
 def storage_facts(path: str) -> dict[str, Any]:
-    """Where the datadirs live: filesystem, mount options and the block device's I/O scheduler."""
+    """Where the run's datadir lives: the folder, its filesystem, device, mount options and I/O scheduler."""
     mount = mount_of(Path(path)) or {}
-    return {**mount, "io_scheduler": io_scheduler(mount.get("device", ""))}
+    return {"path": path, **mount, "io_scheduler": io_scheduler(mount.get("device", ""))}
 
 
 @cache

@@ -220,6 +220,16 @@ def local_cluster_built() -> bool:
     return folder.is_dir() and any(folder.iterdir())
 
 
+def prepare_rate() -> tuple[float, str]:
+    """Rows per second of a prepare here: the median of the snapshots this machine prepared, else a default."""
+    from layerbench.server.snapshot import prepare_rates
+
+    rates = prepare_rates()
+    if not rates:
+        return PREPARE_ROWS_PER_SECOND, "a rough default"
+    return statistics.median(rates), f"measured on {len(rates)} cached dataset{'s' * (len(rates) > 1)}"
+
+
 def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
     """One line per dataset: cached, or prepared once (and its time); re-prepared workloads cost every run."""
     from layerbench.orchestrator import page_size_of
@@ -227,9 +237,10 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
 
     version = server_version()
     page_sizes = sorted({page_size_of(v) for v in campaign.variants}, key=str)
+    rate, basis = prepare_rate()
     lines, seconds = [], 0.0
     for w in campaign.workloads:
-        prepare = w.tables * w.table_size / PREPARE_ROWS_PER_SECOND
+        prepare = w.tables * w.table_size / rate
         if w.reset == "reprepare":
             runs = len(w.threads) * campaign.rounds * len(campaign.variants)
             lines.append(f"dataset {w.name}: prepared again before every run (reset: reprepare), ~{prepare:.0f} s each")
@@ -240,7 +251,7 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
             lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, cached (layerbench cache list)")
         else:
             lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once "
-                         f"(~{max(1, round(prepare))} s), then cached")
+                         f"(~{max(1, round(prepare))} s at {rate:,.0f} rows/s, {basis}), then cached")
             seconds += prepare
     return lines, seconds
 

@@ -130,28 +130,66 @@ def total_memory() -> int:
 
 
 def check_disk_space(campaign: Campaign) -> None:
-    """The datasets not cached yet, plus one run's copy of the largest, fit on the work and cache disks."""
+    """Room, said before: on every filesystem involved, the snapshots still to be built plus one run's working
+    copy (a run holds one datadir at a time; counted in full even where a clone shares the snapshot's blocks)
+    fit in the free space. Refuses with the numbers otherwise."""
     from layerbench.workdirs import datasets_dir, work_root
 
-    needed = max(w.tables * w.table_size for w in campaign.workloads) * BYTES_PER_ROW
-    needed += sum(w.tables * w.table_size * BYTES_PER_ROW for w in campaign.workloads
-                  if w.reset == "snapshot" and not cached(w))
-    for folder in {existing_parent(work_root()), existing_parent(datasets_dir())}:
-        free = shutil.disk_usage(folder).free
-        if needed > free:
-            raise BadInput(f"workloads: the datasets need about {needed / 2**30:.1f} GiB and {folder} has "
-                           f"{free / 2**30:.1f} GiB free; use fewer tables or a smaller table_size, or free space")
+    needs: dict[int, tuple[Path, list[tuple[str, int]]]] = {}
+    for workload in campaign.workloads:
+        if workload.reset == "snapshot" and not cached(workload):
+            add_need(needs, existing_parent(datasets_dir()), f"snapshot of {workload.name}", dataset_bytes(workload))
+    copied = [dataset_bytes(w) for w in campaign.workloads if w.reset != "none"]
+    for folder in {Path(v.data_dir) if v.data_dir else work_root() for v in campaign.variants
+                   if getattr(v, "backend", "") != "external"}:
+        if copied:
+            add_need(needs, existing_parent(folder), "one run's working copy", max(copied))
+    for folder, items in needs.values():
+        total, free = sum(size for _, size in items), shutil.disk_usage(folder).free
+        if total > free:
+            parts = " + ".join(f"{what} {gib(size)}" for what, size in items)
+            raise BadInput(f"workloads: {parts} = {gib(total)} needed on {folder}, which has {gib(free)} free; free "
+                           "space, use fewer tables or a smaller table_size, or put the data elsewhere "
+                           "(LAYERBENCH_DATA_DIR, a variant's data_dir)")
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:.2f} GiB"
+
+
+def add_need(needs: dict[int, tuple[Path, list[tuple[str, int]]]], folder: Path, what: str, size: int) -> None:
+    """Group what is needed by filesystem (device), so two folders on one disk add up."""
+    entry = needs.setdefault(folder.stat().st_dev, (folder, []))
+    entry[1].append((what, size))
+
+
+DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql schema
+
+
+def dataset_bytes(workload: Workload) -> int:
+    """The datadir a dataset makes: measured when its snapshot is cached, else estimated from the row count."""
+    from layerbench.server.snapshot import folder_size
+
+    folder = cached_folder(workload)
+    if folder is not None:
+        return folder_size(folder / "datadir")
+    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD
 
 
 def cached(workload: Workload) -> bool:
+    return cached_folder(workload) is not None
+
+
+def cached_folder(workload: Workload) -> Path | None:
     from layerbench.server.snapshot import dataset_key, server_version
     from layerbench.workdirs import datasets_dir
 
     try:
         key, _ = dataset_key(workload, server_version(), None)
     except OSError:
-        return False
-    return (datasets_dir() / key / "meta.json").is_file()
+        return None
+    folder = datasets_dir() / key
+    return folder if (folder / "meta.json").is_file() else None
 
 
 def existing_parent(path: Path) -> Path:

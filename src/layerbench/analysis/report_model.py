@@ -16,6 +16,7 @@ from layerbench.analysis.aggregate import (
     sweeps,
 )
 from layerbench.analysis.attainable import rule_text
+from layerbench.analysis.datasets import DataRow, dataset_rows
 from layerbench.analysis.latency import (
     DistributionRow,
     PercentileComparison,
@@ -58,6 +59,7 @@ class Report:
     percentiles: tuple[PercentileComparison, ...]
     missing_percentiles: tuple[str, ...]
     differences: tuple[str, ...]  # unasked differences from the baseline, as sentences
+    data: tuple[DataRow, ...] = ()  # per variant: restore path, verification, datadir storage (analysis/datasets.py)
 
 
 def report_model(analysis: Analysis) -> Report:
@@ -70,7 +72,8 @@ def report_model(analysis: Analysis) -> Report:
         (headline(adaptive), tuple(tuple(r) for r in decision_rows(adaptive))) if adaptive else None,
         sweeps(analysis), overhead, tuple(components), tuple(price_performance(analysis)),
         tuple(distribution_rows(analysis)), tuple(percentile_comparisons(analysis)),
-        tuple(missing_percentiles(analysis)), tuple(d.text(analysis.baseline) for d in analysis.differences))
+        tuple(missing_percentiles(analysis)), tuple(d.text(analysis.baseline) for d in analysis.differences),
+        tuple(dataset_rows(analysis.runs)))
 
 
 def as_report(source: Analysis | Report) -> Report:

@@ -33,16 +33,45 @@ def facts(value: object) -> FactMap:
 
 
 @dataclass(frozen=True)
+class Restore:
+    """How a snapshot reached the run's datadir (server/restore.py): clone or copy (or a backend's own copy),
+    and what that restore checked against the snapshot's manifest."""
+
+    method: str
+    verified: str
+    files: int | None = None
+    bytes: int | None = None
+    seconds: float | None = None
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> Restore:
+        return cls(as_str(data.get("method")), as_str(data.get("verified")), opt_int(data.get("files")),
+                   opt_int(data.get("bytes")), opt_float(data.get("seconds")))
+
+
+@dataclass(frozen=True)
 class Reset:
-    """How the run's dataset was restored: snapshot (with its checksum check), reprepare or none."""
+    """How the run's dataset was restored: snapshot, reprepare or none. For a snapshot: the restore path, the
+    verification asked (`files` or `checksum`) and its time, and the buffer pool's state at the start. Runs
+    stored before file-level verification have `verified: checksum` (CHECKSUM TABLE through the variant's
+    server) and no restore."""
 
     method: str
     seconds: float | None
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+    restore: Restore | None = None
+    verify: str | None = None
+    check_seconds: float | None = None
+    buffer_pool_at_start: str | None = None
+    legacy_checksum: bool = False
 
     @classmethod
     def from_json(cls, data: JSONObject) -> Reset:
-        return cls(as_str(data.get("method")), opt_float(data.get("seconds")), dict(data))
+        restore = data.get("restore")
+        return cls(as_str(data.get("method")), opt_float(data.get("seconds")), dict(data),
+                   Restore.from_json(restore) if isinstance(restore, dict) else None, opt_str(data.get("verify")),
+                   opt_float(data.get("check_seconds")), opt_str(data.get("buffer_pool_at_start")),
+                   data.get("verified") == "checksum")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.report_model import AnswerRow, Report, as_report
 from layerbench.analysis.stats import Comparison
@@ -167,12 +168,20 @@ def environment(report: Report) -> str:
     facts = {**env.host.all, **{f"storage {k}": v for k, v in env.storage.items()}, **env.tuning} if env else {}
     if facts:
         parts.append(table(["fact (baseline)", "value"], [[esc(k), esc(v)] for k, v in facts.items()]))
+    parts.append(dataset_table(report))
     if report.differences:
         parts.append("<ul class='warn'>" + "".join(f"<li>{esc(d)}</li>" for d in report.differences) + "</ul>")
     else:
         parts.append("<p>No difference between the variants' servers or machines beyond what the campaign asked "
                      "for.</p>")
     return "".join(parts)
+
+
+def dataset_table(report: Report) -> str:
+    """Per variant: restore path, verification, reset time, buffer pool at start, datadir storage."""
+    rows = [[esc(d.variant), esc(d.restore), esc(d.verified), fmt(d.reset_seconds), esc(d.start_state), esc(d.storage)]
+            for d in report.data]
+    return table(list(DATA_COLUMNS), rows, {3}) if rows else ""
 
 
 def campaign_as_run(analysis: Analysis) -> str:

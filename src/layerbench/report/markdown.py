@@ -4,6 +4,7 @@ a Report (analysis/report_model.py); computes nothing."""
 from __future__ import annotations
 
 from layerbench.analysis.aggregate import METRICS, Analysis, RunRow
+from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.report_model import Report, as_report
 from layerbench.report import evidence
@@ -123,8 +124,15 @@ def environment_lines(analysis: Analysis) -> list[str]:
             *table(["", ""], [[k, str(v).replace("|", "/")] for k, v in facts], "ll"), ""]
 
 
+def dataset_lines(report: Report) -> list[str]:
+    """Per variant: how its runs got their data and where the datadir lived (docs/datasets.md)."""
+    rows = [[f"`{d.variant}`", d.restore, d.verified, fmt(d.reset_seconds), d.start_state, d.storage.replace("|", "/")]
+            for d in report.data]
+    return ["Data of each run (docs/datasets.md):", "", *table(list(DATA_COLUMNS), rows, "llrlll"), ""] if rows else []
+
+
 def fairness_section(report: Report) -> list[str]:
-    lines = ["## Environment and fairness", "", *environment_lines(report.analysis)]
+    lines = ["## Environment and fairness", "", *environment_lines(report.analysis), *dataset_lines(report)]
     if not report.differences:
         return [*lines, "No difference between the variants' servers or machines beyond what the campaign asked for.",
                 ""]

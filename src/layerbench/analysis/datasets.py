@@ -1,0 +1,66 @@
+"""How each variant's runs got their data and where it lived: restore path, what was verified, the reset's
+time, the buffer pool's state at the start, and the datadir's filesystem (docs/datasets.md)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+
+from layerbench.analysis.aggregate import RunRow
+from layerbench.records.run import Environment, Reset
+
+DATA_COLUMNS = ("variant", "data reset", "verified", "reset s (median)", "buffer pool at start", "datadir storage")
+
+
+@dataclass(frozen=True)
+class DataRow:
+    variant: str
+    restore: str  # e.g. "clone x10" or "copy x8, clone x2"; "reprepare x4", "none x4"
+    verified: str
+    reset_seconds: float | None  # median over the variant's runs: restore + checks
+    start_state: str
+    storage: str  # filesystem on device (options) at path
+
+
+def counted(values: list[str]) -> str:
+    counts = Counter(v for v in values if v)
+    return ", ".join(f"{value} x{n}" for value, n in sorted(counts.items())) or "-"
+
+
+def restore_method(reset: Reset) -> str:
+    return reset.restore.method if reset.method == "snapshot" and reset.restore else reset.method
+
+
+def verified_text(reset: Reset) -> str:
+    parts = [reset.restore.verified] if reset.restore else []
+    if reset.verify == "checksum":
+        parts.append("CHECKSUM TABLE in a private server")
+    if reset.legacy_checksum:  # runs stored before file-level verification
+        parts.append("CHECKSUM TABLE through the variant's server")
+    return " + ".join(p for p in parts if p)
+
+
+def storage_text(env: Environment | None) -> str:
+    s = env.storage if env else {}
+    if not s:
+        return ""
+    where = f" at {s['path']}" if s.get("path") else ""
+    return f"{s.get('fstype')} on {s.get('device')} ({s.get('options')}){where}"
+
+
+def data_row(variant: str, runs: list[RunRow]) -> DataRow:
+    resets = [r.facts.reset for r in runs if r.facts.reset is not None]
+    seconds = [x.seconds + (x.check_seconds or 0.0) for x in resets if x.seconds is not None]
+    return DataRow(variant, counted([restore_method(x) for x in resets]), counted([verified_text(x) for x in resets]),
+                   statistics.median(seconds) if seconds else None,
+                   counted([(x.buffer_pool_at_start or "").split(" (")[0] for x in resets]),
+                   counted([storage_text(r.facts.environment) for r in runs]))
+
+
+def dataset_rows(runs: list[RunRow]) -> list[DataRow]:
+    """One row per variant, over its successful runs, in the order the variants first appear; none for a variant
+    whose runs recorded nothing of it (imported results)."""
+    variants = list(dict.fromkeys(r.variant for r in runs))
+    rows = [data_row(v, [r for r in runs if r.variant == v and r.status == "ok"]) for v in variants]
+    return [d for d in rows if (d.restore, d.storage) != ("-", "-")]
