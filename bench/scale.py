@@ -73,6 +73,7 @@ def clone_times(snapshot: Snapshot, clones: int) -> list[tuple[float, str]]:
         copy = mount / snapshot.key
         say(f"copying the snapshot onto the XFS loop file ({snapshot.data_bytes / 2**30:.1f} GiB, once)")
         subprocess.run(["cp", "-a", str(snapshot.folder), str(copy)], check=True)
+        subprocess.run(["sync", "-f", str(copy)], check=True)  # else the first clone waits for the copy's writeback
         out = []
         for i in range(clones):
             facts = restore_datadir(copy / "datadir", mount / f"run{i}" / "datadir")

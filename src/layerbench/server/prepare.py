@@ -159,7 +159,7 @@ class Builder:
                           password=generate_password(), snapshot=resume)
 
     def build(self) -> Snapshot:
-        self.adopt_killed_build()
+        self.drop_killed_build()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         self.resumed = self.partial.is_dir()
@@ -177,11 +177,9 @@ class Builder:
         meta["prepare_seconds"] = round(time.monotonic() - started, 2)
         return self.publish(meta)
 
-    def adopt_killed_build(self) -> None:
-        """A build killed outright (SIGKILL) leaves its server's datadir: InnoDB recovers it at the next start."""
-        left = self.scratch / "datadirs" / f"prepare-{self.key}"
-        if left.is_dir() and not self.partial.exists():
-            left.rename(self.partial)
+    def drop_killed_build(self) -> None:
+        """A build killed outright (SIGKILL) may have left its server running on its datadir (`layerbench clean`
+        stops it): that datadir is never resumed from, only what an orderly stop kept in partial/."""
         shutil.rmtree(self.scratch / "datadirs", ignore_errors=True)
 
     def fill(self, endpoint: Endpoint) -> None:
