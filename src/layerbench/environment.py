@@ -60,7 +60,7 @@ def unescape_mount_field(field: str) -> str:
 def parse_mounts(text: str) -> list[dict[str, str]]:
     """Lines of /proc/self/mounts as device, mount point, filesystem type and options; malformed lines skipped."""
     mounts = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # only "\n" ends a line: other control characters are kept in fields
         parts = line.split(" ")
         if len(parts) >= 4 and all(parts[:4]):
             device, point, fstype, options = (unescape_mount_field(p) for p in parts[:4])

@@ -1,0 +1,167 @@
+"""Units of the dataset modules: the manifest file (hostile input too), sampled pages, /proc/self/mounts parsing,
+the resume wrapper, progress with rows/s, the report's per-variant data rows, and data_dir validation."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layerbench.analysis.aggregate import RunRow
+from layerbench.analysis.datasets import dataset_rows
+from layerbench.campaign import Workload, parse_campaign
+from layerbench.environment import mount_of, parse_mounts
+from layerbench.errors import BadInput
+from layerbench.server.manifest import (
+    PAGE,
+    SAMPLES,
+    FileEntry,
+    Manifest,
+    build_manifest,
+    read_manifest,
+    sample_offsets,
+    write_manifest,
+)
+from layerbench.server.prepare import PrepareProgress, subset_script
+
+ENTRY = {"size": 5, "xxh3_128": "0" * 32, "sample": "f" * 16, "mtime_ns": 1, "ctime_ns": 2}
+
+
+def manifest_json(files: object) -> dict:
+    return {"version": 2, "page": PAGE, "samples": SAMPLES, "hash": "xxh3_128", "files": files}
+
+
+def test_manifest_round_trip(tmp_path: Path) -> None:
+    (tmp_path / "d" / "sbtest").mkdir(parents=True)
+    (tmp_path / "d" / "sbtest" / "t.ibd").write_bytes(os.urandom(PAGE * 40 + 3))
+    (tmp_path / "d" / "ib_buffer_pool").write_text("warm pages")  # never part of a snapshot
+    manifest = build_manifest(tmp_path / "d")
+    write_manifest(tmp_path, manifest)
+    assert read_manifest(tmp_path) == manifest and list(manifest.files) == ["sbtest/t.ibd"]
+    assert manifest.total_bytes == PAGE * 40 + 3
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../up", "a/../../b", "", "a//b", "x\ny", "./a"])
+def test_manifest_refuses_unsafe_names(name: str) -> None:
+    with pytest.raises(ValueError):
+        Manifest.from_json(manifest_json({name: ENTRY}))
+
+
+@pytest.mark.parametrize("change", [{"size": -1}, {"size": True}, {"size": 1.5}, {"xxh3_128": "0" * 31},
+                                    {"sample": "G" * 16}, {"extra": 1}])
+def test_manifest_refuses_bad_entries(change: dict) -> None:
+    with pytest.raises(ValueError):
+        Manifest.from_json(manifest_json({"a": {**ENTRY, **change}}))
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                           max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_hostile_manifest_json_is_refused_or_parsed_never_crashes(value: object) -> None:
+    for data in (value, manifest_json(value), manifest_json({"a": value})):
+        try:
+            parsed = Manifest.from_json(data)
+        except ValueError:
+            continue
+        assert all(isinstance(e, FileEntry) for e in parsed.files.values())
+
+
+def test_unreadable_manifest_file_is_none(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text("{not json")
+    assert read_manifest(tmp_path) is None
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest_json({"a": {**ENTRY, "size": "5"}})))
+    assert read_manifest(tmp_path) is None
+
+
+@given(st.integers(min_value=0, max_value=2**44))
+def test_sample_offsets_cover_first_and_last_page(size: int) -> None:
+    offsets = sample_offsets(size)
+    pages = max(1, -(-size // PAGE))
+    assert offsets[0] == 0 and offsets[-1] == (pages - 1) * PAGE
+    assert len(offsets) == min(pages, SAMPLES) and offsets == sorted(set(offsets))
+    assert all(o % PAGE == 0 for o in offsets)
+
+
+def escape(field: str) -> str:
+    return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in field)
+
+
+field_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1,
+                     max_size=40)
+
+
+@given(field_text, field_text, st.sampled_from(["ext4", "xfs", "btrfs", "zfs"]), field_text)
+def test_mount_lines_round_trip(device: str, point: str, fstype: str, options: str) -> None:
+    line = f"{escape(device)} {escape(point)} {fstype} {escape(options)} 0 0"
+    assert parse_mounts(line) == [{"device": device, "mount_point": point, "fstype": fstype, "options": options}]
+
+
+@given(st.text(max_size=300))
+def test_mount_parsing_never_crashes(text: str) -> None:
+    for mount in parse_mounts(text):
+        assert set(mount) == {"device", "mount_point", "fstype", "options"}
+
+
+def test_mount_of_takes_the_longest_containing_mount_point() -> None:
+    table = ("/dev/vda / ext4 rw,relatime 0 0\n/dev/loop3 /mnt/fast\\040disk xfs rw,noatime 0 0\n"
+             "/dev/vdb /mnt/fast ext4 rw 0 0\n")
+    assert mount_of(Path("/mnt/fast disk/work"), table)["fstype"] == "xfs"
+    assert mount_of(Path("/mnt/faster"), table)["device"] == "/dev/vda"
+    assert mount_of(Path("/mnt/fast/x"), table)["device"] == "/dev/vdb"
+
+
+def test_subset_script_prepares_only_the_named_tables() -> None:
+    text = subset_script(Workload(tables=8, table_size=10), [3, 7])
+    assert "dofile([[/usr/share/sysbench/oltp_read_write.lua]])" in text and "local lb_tables = {3, 7}" in text
+    assert "create_table(drv, con, lb_tables[j])" in text
+
+
+def test_prepare_progress_says_rows_per_second_and_counts_kept_tables() -> None:
+    said: list[str] = []
+    ticks = iter([0.0, 10.0, 20.0])
+    progress = PrepareProgress(3, said.append, clock=lambda: next(ticks), table_size=1000, already=1)
+    progress("Creating a secondary index on 'sbtest2'...")
+    progress("Creating a secondary index on 'sbtest3'...")
+    assert said == ["prepare: 2/3 tables in 10 s, 100 rows/s, about 10 s left", "prepare: 3/3 tables in 20 s, "
+                    "100 rows/s"]
+
+
+def run_row(variant: str, reset: dict, storage: dict | None = None) -> RunRow:
+    return RunRow(1, 0, 1, variant, "w", 1, 1, "ok", None, {}, details={
+        "reset": reset, "environment": {"storage": storage or {}}})
+
+
+def test_dataset_rows_per_variant() -> None:
+    clone = {"method": "snapshot", "seconds": 0.5, "check_seconds": 0.1, "verify": "files",
+             "restore": {"method": "clone", "verified": "sizes + sampled pages of every file"},
+             "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
+    xfs = {"path": "/data", "fstype": "xfs", "device": "/dev/loop1", "options": "rw"}
+    rows = dataset_rows([run_row("a", clone, xfs), run_row("a", clone, xfs),
+                         run_row("b", {"method": "reprepare", "seconds": 9.0}), RunRow(
+                             2, 1, 1, "imported", "w", 1, 1, "ok", None, {})])
+    assert [r.variant for r in rows] == ["a", "b"]
+    assert rows[0].restore == "clone x2" and rows[0].reset_seconds == pytest.approx(0.6)
+    assert rows[0].start_state == "cold x2" and rows[0].storage == "xfs on /dev/loop1 (rw) at /data x2"
+    assert rows[1].restore == "reprepare x1" and rows[1].verified == "-"
+
+
+def base_campaign(**variant: object) -> dict:
+    return {"name": "c", "baseline": "v", "variants": [{"name": "v", "backend": "host", **variant}],
+            "workload": {"reset": "reprepare"}}
+
+
+def test_data_dir_is_an_absolute_path_and_needs_a_datadir_layerbench_places() -> None:
+    assert parse_campaign(base_campaign(data_dir="/mnt/xfs")).variants[0].data_dir == "/mnt/xfs"
+    for bad in ({"data_dir": "relative/dir"}, {"backend": "docker", "data_dir": "/mnt/xfs"},
+                {"backend": "external", "data_dir": "/mnt/xfs"}):
+        with pytest.raises(BadInput, match="data_dir"):
+            parse_campaign(base_campaign(**bad))
+    assert parse_campaign(base_campaign(backend="docker", storage="bind", data_dir="/m")).variants[0].data_dir == "/m"
