@@ -34,6 +34,7 @@ from layerbench.sysbench import cleanup_command, config_file_text, lua_string, t
 from layerbench.workdirs import datasets_dir
 
 Say = Callable[[str], None]
+RESUME_MIN_BYTES = 64 << 20  # a build interrupted with less table data than this starts over (cheaper than keeping)
 
 
 class PrepareProgress:
@@ -128,14 +129,18 @@ def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_si
             scratch.mkdir(parents=True, exist_ok=True)
             private = Path(tempfile.mkdtemp(prefix="lb-prepare-"))
             owners.record(owner, pid=None, marker="", paths=[scratch, private])
-        snapshot = Builder(workload, key, inputs, page_size, scratch, private, log_dir, on_line, say).build()
-        shutil.rmtree(scratch, ignore_errors=True)
-        return snapshot
+        return Builder(workload, key, inputs, page_size, scratch, private, log_dir, on_line, say).build()
     finally:
         with signals_deferred():
             if private is not None:
                 shutil.rmtree(private, ignore_errors=True)
+            if not (scratch / "partial").is_dir():
+                shutil.rmtree(scratch, ignore_errors=True)
             owners.forget(owner)
+
+
+def table_bytes(datadir: Path) -> int:
+    return sum(f.stat().st_size for f in (datadir / "sbtest").glob("*.ibd")) if datadir.is_dir() else 0
 
 
 class Builder:
@@ -220,13 +225,14 @@ class Builder:
         self.backend.datadir = None
 
     def keep_partial(self) -> None:
-        """On an error or a signal: stop the server cleanly and keep its datadir for the next build to resume."""
+        """On an error or a signal: stop the server cleanly and keep its datadir for the next build to resume, when
+        it holds at least RESUME_MIN_BYTES of tables (else the build folder goes, as after any other failure)."""
         datadir = self.backend.datadir
         with signals_deferred(), contextlib.suppress(Exception):
             if self.backend.process:
                 self.backend.process.stop(timeout=120)
                 self.backend.process = None
-            if datadir is not None and datadir.is_dir():
+            if datadir is not None and table_bytes(datadir) >= RESUME_MIN_BYTES:
                 shutil.rmtree(self.partial, ignore_errors=True)
                 datadir.rename(self.partial)
                 self.backend.datadir = None
@@ -235,7 +241,7 @@ class Builder:
         datadir = self.scratch / "datadir"
         for name in EXCLUDED:
             (datadir / name).unlink(missing_ok=True)
-        meta["data_bytes"] = sum(f.stat().st_size for f in (datadir / "sbtest").glob("*.ibd"))
+        meta["data_bytes"] = table_bytes(datadir)
         write_manifest(self.scratch, build_manifest(datadir))
         (self.scratch / "meta.json").write_text(json.dumps(meta, indent=2))
         target = datasets_dir() / self.key
