@@ -120,7 +120,7 @@ def main() -> None:
     gib = snapshot.data_bytes / 2**30
     print(f"dataset: {args.tables} x {args.rows:,} rows, {gib:.2f} GiB of tables ({snapshot.data_bytes:,} bytes)")
     print("| what | median s | all |\n|---|---:|---|")
-    print(f"| restore + verify (file check, copy hashed + fdatasync + fadvise, server start), ext4 | "
+    print(f"| restore + verify (file check, O_DIRECT copy hashed, server start), ext4 | "
           f"{median(restore):.2f} | {', '.join(f'{x:.2f}' for x in restore)} |")
     print(f"| cleanup + prepare (server start, sysbench cleanup + prepare) | {median(prepare):.2f} | "
           f"{', '.join(f'{x:.2f}' for x in prepare)} |")
