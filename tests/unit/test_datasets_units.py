@@ -16,6 +16,7 @@ from layerbench.analysis.datasets import dataset_rows
 from layerbench.campaign import Workload, parse_campaign
 from layerbench.environment import mount_of, parse_mounts
 from layerbench.errors import BadInput
+from layerbench.records.run import StoredFacts
 from layerbench.server.manifest import (
     PAGE,
     SAMPLES,
@@ -135,8 +136,8 @@ def test_prepare_progress_says_rows_per_second_and_counts_kept_tables() -> None:
 
 
 def run_row(variant: str, reset: dict, storage: dict | None = None) -> RunRow:
-    return RunRow(1, 0, 1, variant, "w", 1, 1, "ok", None, {}, details={
-        "reset": reset, "environment": {"storage": storage or {}}})
+    facts = StoredFacts.from_json({"reset": reset, "environment": {"storage": storage or {}}})
+    return RunRow(1, 0, 1, variant, "w", 1, 1, "ok", None, {}, facts=facts)
 
 
 def test_dataset_rows_per_variant() -> None:
@@ -151,6 +152,15 @@ def test_dataset_rows_per_variant() -> None:
     assert rows[0].restore == "clone x2" and rows[0].reset_seconds == pytest.approx(0.6)
     assert rows[0].start_state == "cold x2" and rows[0].storage == "xfs on /dev/loop1 (rw) at /data x2"
     assert rows[1].restore == "reprepare x1" and rows[1].verified == "-"
+
+
+def test_a_run_stored_before_file_verification_still_reads() -> None:
+    old = {"method": "snapshot", "snapshot": "k", "seconds": 1.2, "verified": "checksum", "tables_checked": 2}
+    storage = {"fstype": "ext4", "device": "/dev/vda", "options": "rw"}
+    assert dataset_rows([run_row("a", old, storage)]) == []  # a store written before: its report is unchanged
+    row, _ = dataset_rows([run_row("a", old, storage), run_row("b", {"method": "none"}, {**storage, "path": "/w"})])
+    assert row.restore == "snapshot x1" and row.verified == "CHECKSUM TABLE through the variant's server x1"
+    assert row.storage == "ext4 on /dev/vda (rw) x1" and row.start_state == "-"
 
 
 def base_campaign(**variant: object) -> dict:

@@ -58,9 +58,17 @@ def data_row(variant: str, runs: list[RunRow]) -> DataRow:
                    counted([storage_text(r.facts.environment) for r in runs]))
 
 
+def recorded_here(run: RunRow) -> bool:
+    """A run recorded by a version that records its restore and datadir folder (older stores report as they did)."""
+    env, reset = run.facts.environment, run.facts.reset
+    return bool((env and env.storage.get("path")) or (reset and reset.restore))
+
+
 def dataset_rows(runs: list[RunRow]) -> list[DataRow]:
-    """One row per variant, over its successful runs, in the order the variants first appear; none for a variant
-    whose runs recorded nothing of it (imported results)."""
+    """One row per variant, over its successful runs, in the order the variants first appear; nothing when no run
+    recorded these facts (imported results, stores written before them)."""
+    if not any(recorded_here(r) for r in runs):
+        return []
     variants = list(dict.fromkeys(r.variant for r in runs))
     rows = [data_row(v, [r for r in runs if r.variant == v and r.status == "ok"]) for v in variants]
     return [d for d in rows if (d.restore, d.storage) != ("-", "-")]
