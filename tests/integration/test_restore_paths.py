@@ -120,12 +120,13 @@ def test_campaign_on_xfs_restores_by_clone_and_reports_it(tmp_path: Path, xfs: P
     campaign = parse_campaign(data)
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
-        runs = {r["variant"]: json.loads(r["details"]) for r in store.runs(outcome.campaign_id)}
+        runs = {r.variant: r.facts for r in store.runs(outcome.campaign_id)}
         report = render(analyze(store, outcome.campaign_id))
     assert outcome.failed == 0
-    assert runs["tiny-bp"]["reset"]["restore"]["method"] == "clone"
-    assert runs["tiny-bp"]["environment"]["storage"]["fstype"] == "xfs"
-    assert runs["base"]["reset"]["restore"]["method"] == "copy"  # the work folder is not on the snapshot's XFS
+    clone, copy = runs["tiny-bp"].reset, runs["base"].reset
+    assert clone and clone.restore and clone.restore.method == "clone" and clone.verify == "files"
+    assert runs["tiny-bp"].environment and runs["tiny-bp"].environment.storage["fstype"] == "xfs"
+    assert copy and copy.restore and copy.restore.method == "copy"  # the work folder is not on the snapshot's XFS
     assert "| `tiny-bp` | clone x1 |" in report and " xfs on /dev/loop" in report
     assert our_servers(tmp_path) == []
 
