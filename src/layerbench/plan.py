@@ -125,7 +125,8 @@ def variant_line(variant: VariantBase) -> str:
     describe = DESCRIBE.get(type(variant))
     text = describe(variant) if describe else kind
     config = ", ".join(f"{k}={val}" for k, val in variant.server.config.items())
-    extra = "; ".join(p for p in (placement(variant), f"my.cnf: {config}" if config else "") if p)
+    where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
+    extra = "; ".join(p for p in (placement(variant), where, f"my.cnf: {config}" if config else "") if p)
     return f"variant {variant.name} ({kind}): {text}{'; ' + extra if extra else ''}"
 
 
