@@ -26,6 +26,7 @@ from layerbench.report.markdown import render
 from layerbench.server.manifest import SnapshotCorrupt, build_manifest, check_snapshot, read_manifest, write_manifest
 from layerbench.server.prepare import build_folder, ensure_snapshot
 from layerbench.server.restore import restore_datadir
+from layerbench.server.snapshot import dataset_key, server_version
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration
@@ -166,7 +167,7 @@ def test_interrupted_prepare_is_resumed(tmp_path: Path, monkeypatch: pytest.Monk
         time.sleep(0.05)
     assert child.wait(timeout=300) != 0, "the prepare ended before it could be interrupted"
     workload = Workload(tables=4, table_size=60000)
-    key = next(p.name for p in (tmp_path / "datasets").iterdir()).removeprefix(".build-")
+    key, _ = dataset_key(workload, server_version(), None)
     assert (build_folder(key) / "partial").is_dir()
     said: list[str] = []
     snapshot = ensure_snapshot(workload, None, log_dir=tmp_path / "second", say=said.append)
@@ -175,3 +176,20 @@ def test_interrupted_prepare_is_resumed(tmp_path: Path, monkeypatch: pytest.Monk
     assert snapshot.meta["rows"] == {f"sbtest{i}": 60000 for i in range(1, 5)} and snapshot.meta["checksums_complete"]
     assert len(snapshot.meta["checksums"]) == 4 and not build_folder(key).exists()
     assert our_servers(tmp_path) == []
+
+
+def test_a_second_build_of_the_same_dataset_waits_and_uses_the_first(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(tmp_path / "datasets"))
+    log = tmp_path / "first" / "prepare.log"
+    first = prepare_child(tmp_path / "datasets", log.parent)
+    deadline = time.monotonic() + 600
+    while not log.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    said: list[str] = []
+    snapshot = ensure_snapshot(Workload(tables=4, table_size=60000), None, log_dir=tmp_path / "second",
+                               say=said.append)
+    assert first.wait(timeout=600) == 0, first.stderr.read() if first.stderr else ""
+    assert any("another process is building dataset" in s for s in said), said
+    assert not (tmp_path / "second" / "prepare.log").exists()  # it prepared nothing itself
+    assert snapshot.meta["rows"] == {f"sbtest{i}": 60000 for i in range(1, 5)}

@@ -8,6 +8,7 @@ Also the prepare of `reset: reprepare` (prepare_tables) and the progress lines b
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import math
 import os
@@ -15,7 +16,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +106,31 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
 
 def ensure_snapshot(workload: Workload, page_size: str | None, *, log_dir: Path,
                     on_line: Callable[[str], None] | None = None, say: Say | None = None) -> Snapshot:
-    """The cached snapshot for this dataset, prepared now (or its interrupted build resumed) if it is missing."""
+    """The cached snapshot for this dataset, prepared now (or its interrupted build resumed) if it is missing. One
+    build per dataset at a time on this machine: another process that needs it waits, then uses it."""
     key, inputs = dataset_key(workload, server_version(), page_size)
     found = find_snapshot(key)
     if found is not None:
         return found
-    return build_snapshot(workload, key, inputs, page_size, log_dir=log_dir, on_line=on_line, say=say)
+    with build_lock(key, say or (lambda _text: None)):
+        found = find_snapshot(key)
+        if found is not None:
+            return found
+        return build_snapshot(workload, key, inputs, page_size, log_dir=log_dir, on_line=on_line, say=say)
+
+
+@contextlib.contextmanager
+def build_lock(key: str, say: Say) -> Iterator[None]:
+    """An exclusive lock (flock) on <datasets>/.locks/<key>; released when the holder ends, however it ends."""
+    folder = datasets_dir() / ".locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / key, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"prepare: another process is building dataset {key}; waiting for it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def build_folder(key: str) -> Path:

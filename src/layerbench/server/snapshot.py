@@ -100,6 +100,8 @@ def list_snapshots() -> list[tuple[str, int, dict[str, Any]]]:
     root = datasets_dir()
     out = []
     for folder in sorted(root.iterdir()) if root.exists() else []:
+        if not folder.is_dir() or folder.name == ".locks":
+            continue
         meta_file = folder / "meta.json"
         meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"incomplete": True}
         out.append((folder.name, folder_size(folder), meta))
