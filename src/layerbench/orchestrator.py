@@ -30,6 +30,7 @@ from layerbench.campaign import (
 from layerbench.critical import signals_deferred
 from layerbench.errors import Interrupted, LayerbenchError, RunFailed
 from layerbench.hosts import Hosts
+from layerbench.io_counters import IoWindow, WindowMarks, server_status_of
 from layerbench.placement import network_path, placement_of
 from layerbench.preflight import preflight
 from layerbench.procs import stop_all
@@ -51,7 +52,7 @@ from layerbench.store import RunRecord, Store
 from layerbench.sysbench import (
     config_file_text,
     hook_script,
-    parse_mark_line,
+    parse_mark_records,
     parse_output,
     run_command,
 )
@@ -340,15 +341,20 @@ class Orchestrator:
         config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
         cmd = run_command(workload, config, hook, spec.threads)
         timeout = workload.warmup + workload.duration + 120
+        pids = client_pids(hook, on_host=isinstance(client, HostClient))
+        io_window = IoWindow(backend.components, pids, server_status_of(endpoint))
+        marks = WindowMarks(io_window, workload.warmup)  # counters read right before and after the measured window
 
         def on_line(line: str) -> None:
-            rec = parse_mark_line(line)
-            if rec and rec["kind"] == "interval" and rec["interval"] > 0:
-                self.progress.interval(spec, rec["events"] / rec["interval"], float(rec["time"]))
+            for rec in parse_mark_records(line):
+                if rec["kind"] == "interval" and rec["interval"] > 0:
+                    self.progress.interval(spec, rec["events"] / rec["interval"], float(rec["time"]))
+                elif rec["kind"] == "total":
+                    marks.total_record()
 
         log_path = run_dir / "sysbench.log"
         files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
-        sampler = ResourceSampler(backend.components, backend.cgroups(), client_pids(hook), interval=1.0)
+        sampler = ResourceSampler(backend.components, backend.cgroups(), pids, interval=1.0)
         sampler.start()
         try:
             done = client.run_client(cmd, files, log_path=log_path, timeout=timeout, on_line=on_line,
@@ -366,6 +372,8 @@ class Orchestrator:
                                              self._same_kernel(remote))
         usage.per_1000_transactions = usage.per_1000(int(measured + warm_tx))  # the sampler covers the warm-up too
         record.facts.resources = usage.as_dict()
+        if (io := io_window.result()) is not None:
+            record.facts.io = io
 
     def _placed_client(self, variant: VariantBase, label: str) -> ClientRunner | None:
         """sysbench on the variant's client_host when that is another host than its server's; else None."""
@@ -413,11 +421,14 @@ def spec_host(campaign: Campaign, spec: RunSpec) -> str:
     return placement_of(campaign.hosts, campaign.variant(spec.variant)).server_host
 
 
-def client_pids(hook: Path) -> Callable[[], list[int]]:
-    """sysbench of this run: on the host its command line names this run's hook; in a container, the client's."""
+def client_pids(hook: Path, on_host: bool = False) -> Callable[[], list[int]]:
+    """sysbench of this run: on the host its command line names this run's hook; in a container, the client's
+    (the same path in every client container: when sysbench runs on this host, those of others are not ours)."""
     from layerbench.backends.docker_client import CLIENT_DIR
     from layerbench.cleanup import processes_with
 
+    if on_host:
+        return lambda: processes_with(str(hook))
     return lambda: processes_with(str(hook)) + processes_with(f"{CLIENT_DIR}/hook.lua")
 
 
