@@ -136,12 +136,23 @@ def own_io_cgroup(pid: int) -> Path | None:
     return theirs if theirs is not None and theirs != mine else None
 
 
+THROTTLE_RULES = ("read_bps_device", "write_bps_device", "read_iops_device", "write_iops_device")
+
+
+def v1_counts(directory: Path) -> bool:
+    """cgroup v1 counts a cgroup's block I/O in blkio.throttle.* only while it has a throttle rule (seen here on
+    kernel 6.18: a cgroup without one shows `Total 0` after direct reads and writes)."""
+    return any((read(directory / f"blkio.throttle.{name}") or "").strip() for name in THROTTLE_RULES)
+
+
 def cgroup_io(directory: Path) -> dict[str, int] | None:
-    """Block I/O of a cgroup since it was made: rbytes, wbytes, rios, wios."""
+    """Block I/O of a cgroup since it was made: rbytes, wbytes, rios, wios; None where it is not counted."""
     text = read(directory / "io.stat")
     try:
         if text is not None:
             return parse_io_stat(text)
+        if not v1_counts(directory):
+            return None
         done, ops = read(directory / "blkio.throttle.io_service_bytes"), read(directory / "blkio.throttle.io_serviced")
         if done is None or ops is None:
             return None
@@ -217,6 +228,7 @@ class IoWindow:
         self.components, self.client_pids, self.server_status = components, client_pids, server_status
         self.readings: list[Reading] = []
         self.cgroup_dirs: list[Path] = []
+        self.notes: list[str] = []
         self.born_after = 0
 
     def _read(self) -> Reading:
@@ -228,6 +240,8 @@ class IoWindow:
                 self.cgroup_dirs = [d for pid in named.get("server", [])[:1] if (d := own_io_cgroup(pid))]
             reading.procs = early | read_processes(named)
             reading.cgroups = {str(d): c for d in self.cgroup_dirs if (c := cgroup_io(d)) is not None}
+            self.notes = [f"{d}: block I/O not counted (cgroup v1 counts it only under a throttle rule)"
+                          for d in self.cgroup_dirs if str(d) not in reading.cgroups]
         except Exception as error:  # a process tree that changed under us: the figures are missing, not wrong
             reading.errors.append(f"processes: {type(error).__name__}: {error}"[:200])
         try:
@@ -257,6 +271,7 @@ class IoWindow:
             "cgroups": {d: deltas(before.cgroups[d], c) for d, c in after.cgroups.items() if d in before.cgroups},
             "server_status": deltas(before.status, after.status),
             "errors": sorted(set(before.errors + after.errors)),
+            "notes": self.notes,
         }
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
 from layerbench.analysis.aggregate import Analysis, RunRow
 from layerbench.analysis.latency import point_title
+from layerbench.records import IoCounters
 
 KIB = 1024.0
 
@@ -81,20 +81,18 @@ def component_figures(counters: dict[str, int], cgroup: bool, transactions: int)
     return out
 
 
-def run_io(record: dict[str, Any], transactions: int) -> RunIo | None:
-    """A run's stored I/O record per 1,000 transactions; None without a record or without transactions."""
-    if not record or transactions <= 0:
+def run_io(record: IoCounters | None, transactions: int) -> RunIo | None:
+    """A run's I/O record per 1,000 transactions; None without a record or without transactions."""
+    if record is None or transactions <= 0:
         return None
-    status = record.get("server_status") or {}
+    status = record.server_status
     server = {name: per_1000(status[counter], transactions, divisor)
               for name, (_, counter, divisor) in SERVER_FIGURES.items() if counter in status}
-    processes = record.get("processes") or {}
-    components = {name: component_figures(c, False, transactions) for name, c in processes.items()}
-    cgroups = list((record.get("cgroups") or {}).values())
-    if cgroups:
-        summed = {k: sum(int(c.get(k, 0)) for c in cgroups) for k in ("rbytes", "wbytes", "rios", "wios")}
+    components = {name: component_figures(c, False, transactions) for name, c in record.processes.items()}
+    if record.cgroups:
+        summed = {k: sum(c.get(k, 0) for c in record.cgroups.values()) for k in ("rbytes", "wbytes", "rios", "wios")}
         components[CGROUP] = component_figures(summed, True, transactions)
-    return RunIo(server, hit_ratio(status), components, tuple(record.get("errors") or ()))
+    return RunIo(server, hit_ratio(status), components, record.errors, record.notes)
 
 
 def mean_dict(values: list[dict[str, float]]) -> dict[str, float]:
@@ -113,7 +111,7 @@ def io_row(variant: str, point: str, runs: list[RunIo]) -> IoRow:
 
 
 def run_figures(r: RunRow) -> RunIo | None:
-    return run_io(r.details.get("io") or {}, r.transactions or 0) if r.status == "ok" else None
+    return run_io(r.facts.io, r.transactions or 0) if r.status == "ok" else None
 
 
 def io_rows(analysis: Analysis) -> list[IoRow]:

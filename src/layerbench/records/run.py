@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from layerbench.records.io import IoCounters
 from layerbench.records.json import (
     JSONObject,
     as_bool,
@@ -183,6 +184,7 @@ class StoredFacts:
     quiet_wait: QuietWait | None = None
     data_bytes: int | None = None
     buffer_pool_ratio: str | None = None
+    io: IoCounters | None = None
 
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
@@ -191,4 +193,4 @@ class StoredFacts:
                    Environment.from_json(raw.environment) if raw.environment else None,
                    Usage.from_json(raw.resources) if raw.resources else None,
                    QuietWait.from_json(raw.quiet_wait) if raw.quiet_wait is not None else None,
-                   raw.data_bytes, raw.buffer_pool_ratio)
+                   raw.data_bytes, raw.buffer_pool_ratio, IoCounters.from_json(raw.io) if raw.io else None)
