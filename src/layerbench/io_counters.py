@@ -136,6 +136,7 @@ def own_io_cgroup(pid: int) -> Path | None:
     return theirs if theirs is not None and theirs != mine else None
 
 
+NOT_COUNTED = "the server's cgroup does not count block I/O (cgroup v1 counts it only under a throttle rule)"
 THROTTLE_RULES = ("read_bps_device", "write_bps_device", "read_iops_device", "write_iops_device")
 
 
@@ -240,8 +241,8 @@ class IoWindow:
                 self.cgroup_dirs = [d for pid in named.get("server", [])[:1] if (d := own_io_cgroup(pid))]
             reading.procs = early | read_processes(named)
             reading.cgroups = {str(d): c for d in self.cgroup_dirs if (c := cgroup_io(d)) is not None}
-            self.notes = [f"{d}: block I/O not counted (cgroup v1 counts it only under a throttle rule)"
-                          for d in self.cgroup_dirs if str(d) not in reading.cgroups]
+            if any(str(d) not in reading.cgroups for d in self.cgroup_dirs):
+                self.notes = [NOT_COUNTED]
         except Exception as error:  # a process tree that changed under us: the figures are missing, not wrong
             reading.errors.append(f"processes: {type(error).__name__}: {error}"[:200])
         try:

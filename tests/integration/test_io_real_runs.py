@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 from test_host_campaign import our_servers
 
 from layerbench import orchestrator

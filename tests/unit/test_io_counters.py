@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.analysis.io import CGROUP, hit_ratio, io_row, run_io
+from layerbench.analysis.io import CGROUP, hit_ratio, io_notes, io_row, run_io
 from layerbench.io_counters import (
     IoWindow,
     Reading,
@@ -179,3 +179,10 @@ def test_a_variant_row_is_the_mean_of_its_runs_and_renders_in_both_tables() -> N
     assert server.rows[0][:4] == ["`bp10`", "oltp, 2 threads", "2", "95.00 %"]
     assert [r[2] for r in parts.rows] == ["server", CGROUP]
     assert number(None) == "-" and number(0.0) == "0" and number(1234.5) == "1,234" and number(0.01234) == "0.0123"
+
+
+def test_notes_are_said_once_with_their_variants() -> None:
+    noted = run_io(stored(RECORD | {"notes": ["no cgroup counts"]}), 1000)
+    assert noted is not None
+    rows = [io_row("a", "p1", [noted]), io_row("a", "p2", [noted]), io_row("b", "p1", [noted])]
+    assert io_notes(rows) == ["`a`, `b`: no cgroup counts"]

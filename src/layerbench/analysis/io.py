@@ -45,6 +45,7 @@ class RunIo:
     hit_ratio: float | None  # share of logical page reads served from the buffer pool
     components: dict[str, dict[str, float]]  # component (or CGROUP) -> COMPONENT_FIGURES key -> value
     errors: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # why a figure is missing that is no error (a cgroup that does not count)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class IoRow:
     hit_ratio: float | None
     components: dict[str, dict[str, float]]
     warnings: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
 
 
 def hit_ratio(status: dict[str, int]) -> float | None:
@@ -106,8 +108,9 @@ def io_row(variant: str, point: str, runs: list[RunIo]) -> IoRow:
     components = {n: mean_dict([r.components[n] for r in runs if n in r.components]) for n in names}
     errors = sorted({e for r in runs for e in r.errors})
     warnings = (f"`{variant}`, {point}: some I/O counters could not be read ({'; '.join(errors)})",) if errors else ()
+    notes = tuple(sorted({n for r in runs for n in r.notes}))
     return IoRow(variant, point, len(runs), mean_dict([r.server for r in runs]),
-                 statistics.fmean(ratios) if ratios else None, components, warnings)
+                 statistics.fmean(ratios) if ratios else None, components, warnings, notes)
 
 
 def run_figures(r: RunRow) -> RunIo | None:
@@ -125,6 +128,17 @@ def io_rows(analysis: Analysis) -> list[IoRow]:
             if found:
                 out.append(io_row(v.variant, point_title(point), found))
     return out
+
+
+def io_notes(rows: list[IoRow]) -> list[str]:
+    """Each note once, with the variants it applies to."""
+    found: dict[str, list[str]] = {}
+    for r in rows:
+        for note in r.notes:
+            variants = found.setdefault(note, [])
+            if r.variant not in variants:
+                variants.append(r.variant)
+    return [f"{', '.join(f'`{v}`' for v in variants)}: {note}" for note, variants in found.items()]
 
 
 def component_order(rows: list[IoRow]) -> list[str]:
