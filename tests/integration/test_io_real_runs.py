@@ -4,7 +4,6 @@ depends on the machine's speed is asserted."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -45,15 +44,14 @@ def test_an_io_bound_buffer_pool_reads_from_disk_an_in_memory_one_does_not(tmp_p
     parsed = parse_campaign(campaign(tmp_path))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(parsed, store)
-        stored = {r["workload"]: json.loads(r["details"]) for r in store.runs(outcome.campaign_id)}
+        stored = {r.workload: r.facts.io for r in store.runs(outcome.campaign_id)}
         analysis = analyze(store, outcome.campaign_id)
     assert outcome.failed == 0, outcome.failures
     assert our_servers(tmp_path) == []
-    for details in stored.values():
-        io = details["io"]
-        assert io["errors"] == [] and io["window_seconds"] > 0
-        assert io["server_status"]["Innodb_buffer_pool_read_requests"] > 0  # the server answered over the window
-        assert "server" in io["processes"] and "client" in io["processes"]
+    for io in stored.values():
+        assert io is not None and io.errors == () and io.window_seconds > 0
+        assert io.server_status["Innodb_buffer_pool_read_requests"] > 0  # the server answered over the window
+        assert "server" in io.processes and "client" in io.processes
     figures = {r.workload: run_figures(r) for r in analysis.runs}
     bound, memory = figures["io-bound"], figures["in-memory"]
     assert bound is not None and memory is not None
