@@ -14,6 +14,7 @@ from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.io import io_rows, run_figures
 from layerbench.campaign import parse_campaign
+from layerbench.io_counters import NOT_COUNTED
 from layerbench.report import csv_export, html, json_export, markdown
 from layerbench.store import Store
 
@@ -72,3 +73,26 @@ def check_every_format(analysis) -> None:
     header, *rows = csv_export.render(analysis).splitlines()
     at = header.split(",").index("io_pages_from_disk_per_1000_tx")
     assert all(row.split(",")[at] != "" for row in rows)
+
+
+@pytest.mark.docker
+def test_a_container_s_io_is_split_by_component(tmp_path: Path, own_cache: Path) -> None:
+    """A Docker variant behind a published port: the server, its containerd shim, the docker-proxy and sysbench
+    each have their own counters; the container's cgroup either counts block I/O or the run says why not."""
+    from test_docker_backend import labelled
+
+    name = f"it-io-docker-{os.getpid()}"
+    data = campaign(tmp_path) | {"name": name, "variants": [{"name": "box", "backend": "docker", "network": "bridge"}],
+                                 "baseline": "box", "workloads": [{"name": "small", **DATA, "table_size": 20_000}]}
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store)
+        (run,) = store.runs(outcome.campaign_id)
+        text = markdown.render(analyze(store, outcome.campaign_id))
+    assert outcome.failed == 0, outcome.failures
+    assert labelled(name) == []
+    io = run.facts.io
+    assert io is not None and io.errors == ()
+    assert {"server", "containerd-shim", "docker-proxy", "client"} <= set(io.processes)
+    assert io.cgroups or io.notes == (NOT_COUNTED,)
+    assert io.server_status["Innodb_buffer_pool_read_requests"] > 0
+    assert "| `box` | small, 2 threads | containerd-shim |" in text
