@@ -89,14 +89,14 @@ sys.stdin.readline()
 def test_a_real_process_writing_4_mib_is_seen_under_its_component(tmp_path: Path) -> None:
     """A child writes 4 MiB and fsyncs inside the window: its write_bytes and write calls count under `server`,
     the server's status (here: unreachable) is named in errors, and nothing raises."""
-    child = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "data")], stdin=subprocess.PIPE)
     pids: list[int] = []
 
     def unreachable() -> list[tuple[str, str]]:
         raise ConnectionRefusedError("no server here")
 
     window = IoWindow(lambda: {"server": list(pids)}, lambda: [], unreachable)
-    window.begin()
+    window.begin()  # the child starts after: born inside the window, it counts from zero
+    child = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "data")], stdin=subprocess.PIPE)
     pids.append(child.pid)
     try:
         while not (tmp_path / "data").exists() or (tmp_path / "data").stat().st_size < 64 * 65536:
@@ -186,3 +186,18 @@ def test_notes_are_said_once_with_their_variants() -> None:
     assert noted is not None
     rows = [io_row("a", "p1", [noted]), io_row("a", "p2", [noted]), io_row("b", "p1", [noted])]
     assert io_notes(rows) == ["`a`, `b`: no cgroup counts"]
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                        max_size=3), max_leaves=12)
+
+
+@given(st.dictionaries(st.sampled_from(["window_seconds", "processes", "cgroups", "server_status", "errors", "notes",
+                                        "other"]), JSON_VALUES, max_size=6))
+def test_any_stored_io_record_reads_and_reports_without_a_crash(data: dict) -> None:
+    record = IoCounters.from_json(data)
+    found = run_io(record, 1000)
+    assert found is not None
+    row = io_row("v", "p", [found])
+    server_table([row]), component_table([row]), io_notes([row])
