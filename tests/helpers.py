@@ -51,7 +51,21 @@ def synthetic_run(cid: int, spec, factor: float, rng: random.Random, failed: boo
     record.totals = Totals(10.0, transactions, transactions * 20, transactions * 14, transactions * 4,
                            transactions * 2, transactions / 10, transactions * 2.0, 0, 0, transactions,
                            1.0, 3.6 / factor, 20.0, 4.5 / factor, 1000.0)
+    record.facts.io = synthetic_io(transactions, factor)
     return record
+
+
+def synthetic_io(transactions: int, factor: float) -> dict:
+    """An I/O record (io_counters.py) whose pages from disk grow as the variant gets slower."""
+    misses = round(transactions * 3 / factor)
+    status = {"Innodb_buffer_pool_read_requests": transactions * 60, "Innodb_buffer_pool_reads": misses,
+              "Innodb_data_read": misses * 16384, "Innodb_data_written": transactions * 9000,
+              "Innodb_os_log_written": transactions * 3000, "Innodb_data_fsyncs": transactions // 10}
+    zero = dict.fromkeys(("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes"), 0)
+    return {"window_seconds": 10.0, "cgroups": {}, "server_status": status, "errors": [], "notes": [],
+            "processes": {"server": zero | {"read_bytes": misses * 16384, "write_bytes": transactions * 6000,
+                                            "syscr": misses, "syscw": transactions // 4},
+                          "client": zero | {"syscw": transactions // 50}}}
 
 
 def interrupt_campaign(path: Path, started, settle: float = 3.0, wait: float = 240.0) -> tuple[int, str]:

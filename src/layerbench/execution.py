@@ -20,6 +20,7 @@ from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, se
 from layerbench.critical import signals_deferred
 from layerbench.errors import RunFailed
 from layerbench.hosts import Hosts
+from layerbench.io_counters import IoWindow, WindowMarks, server_status_of
 from layerbench.placement import network_path, placement_of
 from layerbench.resources import ResourceSampler, wait_for_quiet
 from layerbench.schedule import RunSpec
@@ -30,7 +31,7 @@ from layerbench.server.snapshot import Snapshot
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
 from layerbench.store import RunRecord
-from layerbench.sysbench import config_file_text, hook_script, parse_mark_line, parse_output, run_command
+from layerbench.sysbench import config_file_text, hook_script, parse_mark_records, parse_output, run_command
 from layerbench.workdirs import work_root
 
 
@@ -81,6 +82,7 @@ class RunExecution:
         self.password = generate_password()
         self.private: Path | None = None
         self.snapshot_corrupt = False
+        self._marks: WindowMarks | None = None  # set when sysbench starts: its totals mark the I/O window
         self.work_dir = work_root() / "work"  # the variant's data_dir when it names one (set by _measure)
         self.run_dir = context.output_dir / "runs" / (
             f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}")
@@ -197,8 +199,10 @@ class RunExecution:
         config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
         cmd = run_command(workload, config, hook, self.spec.threads)
         files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
-        sampler = ResourceSampler(self.backend.components, self.backend.cgroups(),
-                                  lambda: self.backend.client_processes(hook), interval=1.0)
+        pids = lambda: self.backend.client_processes(hook)  # noqa: E731
+        io_window = IoWindow(self.backend.components, pids, server_status_of(endpoint))
+        self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the measured window
+        sampler = ResourceSampler(self.backend.components, self.backend.cgroups(), pids, interval=1.0)
         sampler.start()
         try:
             done = client.run_client(cmd, files, log_path=self.run_dir / "sysbench.log",
@@ -214,11 +218,15 @@ class RunExecution:
             usage.cpu_seconds = placed_usage(usage.cpu_seconds, self._server_host(), remote,
                                              self._same_kernel(remote))
         self.record.facts.resources = usage.as_dict()  # CPU per 1,000 transactions: analysis/aggregate.py
+        if (io := io_window.result()) is not None:
+            self.record.facts.io = io
 
     def _on_line(self, line: str) -> None:
-        rec = parse_mark_line(line)
-        if rec and rec["kind"] == "interval" and rec["interval"] > 0:
-            self.ctx.progress.interval(self.spec, rec["events"] / rec["interval"], float(rec["time"]))
+        for rec in parse_mark_records(line):
+            if rec["kind"] == "interval" and rec["interval"] > 0:
+                self.ctx.progress.interval(self.spec, rec["events"] / rec["interval"], float(rec["time"]))
+            elif rec["kind"] == "total" and self._marks is not None:
+                self._marks.total_record()
 
     def _record_output(self, returncode: int, output: str) -> None:
         parsed, record = parse_output(output), self.record

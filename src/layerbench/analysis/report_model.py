@@ -4,7 +4,7 @@ HTML, JSON and CSV only render a Report; none of them computes a row of its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from layerbench.analysis.aggregate import (
     Analysis,
@@ -17,6 +17,7 @@ from layerbench.analysis.aggregate import (
 )
 from layerbench.analysis.attainable import rule_text
 from layerbench.analysis.datasets import DataRow, dataset_rows
+from layerbench.analysis.io import IoRow, RunIo, io_notes, io_rows, run_figures
 from layerbench.analysis.latency import (
     DistributionRow,
     PercentileComparison,
@@ -60,6 +61,9 @@ class Report:
     missing_percentiles: tuple[str, ...]
     differences: tuple[str, ...]  # unasked differences from the baseline, as sentences
     data: tuple[DataRow, ...] = ()  # per variant: restore path, verification, datadir storage (analysis/datasets.py)
+    io: tuple[IoRow, ...] = ()  # where the I/O went, per point and variant (analysis/io.py)
+    io_notes: tuple[str, ...] = ()  # why an I/O figure is missing that is no error, with the variants it concerns
+    io_runs: dict[int, RunIo] = field(default_factory=dict)  # run_id -> its I/O per 1,000 transactions
 
 
 def report_model(analysis: Analysis) -> Report:
@@ -73,7 +77,9 @@ def report_model(analysis: Analysis) -> Report:
         sweeps(analysis), overhead, tuple(components), tuple(price_performance(analysis)),
         tuple(distribution_rows(analysis)), tuple(percentile_comparisons(analysis)),
         tuple(missing_percentiles(analysis)), tuple(d.text(analysis.baseline) for d in analysis.differences),
-        tuple(dataset_rows(analysis.runs)))
+        tuple(dataset_rows(analysis.runs)),
+        io=(io := tuple(io_rows(analysis))), io_notes=tuple(io_notes(list(io))),
+        io_runs={r.run_id: f for r in analysis.runs if (f := run_figures(r)) is not None})
 
 
 def as_report(source: Analysis | Report) -> Report:

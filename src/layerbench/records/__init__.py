@@ -2,6 +2,7 @@
 format history). The store writes and returns these types; the analysis never indexes a raw row or dict."""
 
 from layerbench.records.campaign import AdaptiveRepetitions, CampaignRecord, VariantRecord, WorkloadRecord
+from layerbench.records.io import IoCounters
 from layerbench.records.run import (
     FORMAT,
     BackendFacts,
@@ -24,5 +25,5 @@ from layerbench.records.stored import (
 )
 
 __all__ = ["FORMAT", "AdaptiveRepetitions", "BackendFacts", "CampaignListing", "CampaignRecord", "Environment",
-           "HostFacts", "QuietWait", "Reset", "RunFacts", "RunMetrics", "ScheduledRun", "StoredCampaign",
+           "HostFacts", "IoCounters", "QuietWait", "Reset", "RunFacts", "RunMetrics", "ScheduledRun", "StoredCampaign",
            "StoredFacts", "StoredInterval", "StoredRun", "Throttling", "Usage", "VariantRecord", "WorkloadRecord"]

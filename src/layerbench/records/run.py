@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from layerbench.records.io import IoCounters
 from layerbench.records.json import (
     JSONObject,
     as_bool,
@@ -185,19 +186,21 @@ class RunFacts:
     data_bytes: int | None = None
     buffer_pool_ratio: str | None = None
     other: JSONObject = field(default_factory=dict)  # server_start_seconds, warmup_intervals, imported, ...
+    io: JSONObject | None = None  # the measured window's I/O counters (io_counters.IoWindow.result())
 
     def to_json(self) -> JSONObject:
         named = {"reset": self.reset, "environment": self.environment, "resources": self.resources,
                  "quiet_wait": self.quiet_wait, "data_bytes": self.data_bytes,
-                 "buffer_pool_ratio": self.buffer_pool_ratio}
+                 "buffer_pool_ratio": self.buffer_pool_ratio, "io": self.io}
         return {"format": FORMAT, **self.other, **{k: v for k, v in named.items() if v is not None}}
 
     @classmethod
     def from_json(cls, data: JSONObject) -> RunFacts:
         named = ("reset", "environment", "resources", "quiet_wait")
-        other = {k: v for k, v in data.items() if k not in (*named, "format", "data_bytes", "buffer_pool_ratio")}
+        other = {k: v for k, v in data.items() if k not in (*named, "format", "data_bytes", "buffer_pool_ratio", "io")}
         return cls(*(as_object(data[k]) if isinstance(data.get(k), dict) else None for k in named),
-                   opt_int(data.get("data_bytes")), opt_str(data.get("buffer_pool_ratio")), other)
+                   opt_int(data.get("data_bytes")), opt_str(data.get("buffer_pool_ratio")), other,
+                   as_object(data["io"]) if isinstance(data.get("io"), dict) else None)
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,7 @@ class StoredFacts:
     quiet_wait: QuietWait | None = None
     data_bytes: int | None = None
     buffer_pool_ratio: str | None = None
+    io: IoCounters | None = None
 
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
@@ -218,4 +222,4 @@ class StoredFacts:
                    Environment.from_json(raw.environment) if raw.environment else None,
                    Usage.from_json(raw.resources) if raw.resources else None,
                    QuietWait.from_json(raw.quiet_wait) if raw.quiet_wait is not None else None,
-                   raw.data_bytes, raw.buffer_pool_ratio)
+                   raw.data_bytes, raw.buffer_pool_ratio, IoCounters.from_json(raw.io) if raw.io else None)

@@ -11,6 +11,7 @@ import csv
 import io
 
 from layerbench.analysis.aggregate import Analysis, RunRow
+from layerbench.analysis.io import CGROUP, COMPONENT_FIGURES, SERVER_FIGURES, RunIo
 from layerbench.analysis.latency import SHOWN
 from layerbench.analysis.report_model import Report, as_report
 from layerbench.latency_histogram import percentile_key
@@ -20,6 +21,20 @@ COLUMNS = ["campaign_id", "run", "round", "variant", "workload", "threads", "rep
            "steady_intervals", "steady_state", "unstable", "swing_ratio", "reset_method", "reset_seconds",
            "tps_verdict", "tps_delta", "lat_pct_verdict", "lat_pct_delta",
            *[f"lat_{percentile_key(p)}_ms" for p in SHOWN]]  # the measured window's distribution (empty: none)
+# I/O per 1,000 measured transactions (docs/io.md); empty when the run recorded none
+IO_COMPONENTS = {"server": "server", "qemu": "qemu", "client": "client", CGROUP: "cgroup"}
+IO_COLUMNS = ["io_buffer_pool_hit_ratio", *[f"io_{k}_per_1000_tx" for k in SERVER_FIGURES],
+              *[f"io_{short}_{k}_per_1000_tx" for short in IO_COMPONENTS.values() for k in COMPONENT_FIGURES]]
+COLUMNS += IO_COLUMNS
+
+
+def io_cells(found: RunIo | None) -> list[object]:
+    if found is None:
+        return [None] * len(IO_COLUMNS)
+    cells: list[object] = [found.hit_ratio, *[found.server.get(k) for k in SERVER_FIGURES]]
+    for name in IO_COMPONENTS:
+        cells += [found.components.get(name, {}).get(k) for k in COMPONENT_FIGURES]
+    return cells
 
 
 def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]:
@@ -58,7 +73,8 @@ def neutralised(value: object) -> object:
 
 
 def render(source: Analysis | Report) -> str:
-    analysis = as_report(source).analysis
+    report = as_report(source)
+    analysis = report.analysis
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
@@ -66,5 +82,6 @@ def render(source: Analysis | Report) -> str:
     for r in analysis.runs:
         extra = judged.get((r.variant, r.workload, r.threads), ["", "", "", ""])
         dist = [r.latency.get(p) for p in SHOWN]
-        writer.writerow(["" if v is None else neutralised(v) for v in [*row(analysis, r), *extra, *dist]])
+        cells = [*row(analysis, r), *extra, *dist, *io_cells(report.io_runs.get(r.run_id))]
+        writer.writerow(["" if v is None else neutralised(v) for v in cells])
     return out.getvalue()

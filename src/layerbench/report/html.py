@@ -16,7 +16,7 @@ from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.report_model import AnswerRow, Report, as_report
 from layerbench.analysis.stats import Comparison
 from layerbench.latency_histogram import percentile_key
-from layerbench.report import charts, evidence
+from layerbench.report import charts, evidence, io_table
 from layerbench.report.text import fmt, run_numbers, window_text
 
 STYLE = """
@@ -151,6 +151,21 @@ def overhead(report: Report) -> str:
             + table(header, body, set(range(2, len(header)))))
 
 
+def io_section(report: Report) -> str:
+    """Where the I/O went, right after the CPU attribution (report/io_table.py)."""
+    rows = list(report.io)
+    if not rows:
+        return ""
+    parts = [f"<h2>{io_table.TITLE}</h2><p>{esc(io_table.INTRO)}</p>"]
+    for t in (io_table.server_table(rows, code=""), io_table.component_table(rows, code="")):
+        if t.rows:
+            parts.append(table(t.header, [[esc(c) for c in row] for row in t.rows],
+                               set(range(t.text_columns, len(t.header)))))
+    parts += [f"<p class='warn'>{esc(w)}</p>" for r in rows for w in r.warnings]
+    parts += [f"<p class='muted'>{esc(n)}</p>" for n in report.io_notes]
+    return "".join(parts)
+
+
 def price(report: Report) -> str:
     rows = report.price
     if not rows:
@@ -217,7 +232,7 @@ def render(source: Analysis | Report) -> str:
         f"{esc(analysis.status)}</p><p>{esc(analysis.definition.description or '')}</p>", state,
         answer(report), adaptive(report), warnings(analysis), per_variant(analysis), latency_distribution(report),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
-        titled("Thread sweep", chart(charts.sweep_figure(report), "sweep")), overhead(report),
+        titled("Thread sweep", chart(charts.sweep_figure(report), "sweep")), overhead(report), io_section(report),
         titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(report),
         environment(report),
         campaign_as_run(analysis), run_table(analysis),

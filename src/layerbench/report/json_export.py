@@ -33,12 +33,13 @@ def plain(value: Any) -> Any:
     return value
 
 
-def run_entry(r: RunRow) -> dict[str, Any]:
+def run_entry(r: RunRow, report: Report) -> dict[str, Any]:
     return {"run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
             "workload": r.workload, "threads": r.threads, "repetition": r.repetition, "status": r.status,
             "error": r.error, "values": r.values, "window": r.window,
             "reset": r.facts.reset.document if r.facts.reset else None,
             "resources": r.facts.usage.document if r.facts.usage else None,
+            "io": r.facts.io.document if r.facts.io else None, "io_per_1000_tx": report.io_runs.get(r.run_id),
             "latency_ms": {percentile_key(p): v for p, v in r.latency.items()} or None,
             "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series]}
 
@@ -100,12 +101,13 @@ def document(source: Analysis | Report) -> dict[str, Any]:
                                     "comparison": comparison_entry(c.comparison)}
                                    for c in report.percentiles],
         "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in report.sweeps.items()],
+        "io": report.io,
         "price_performance": report.price,
         "warnings": analysis.warnings,
         "differences": analysis.differences,
         "environments": {k: {n: e.document.get(n) for n in ("host", "backend", "storage", "tuning")}
                          for k, e in analysis.environments.items()},
-        "runs": [run_entry(r) for r in analysis.runs],
+        "runs": [run_entry(r, report) for r in analysis.runs],
     })
 
 

@@ -7,7 +7,7 @@ from layerbench.analysis.aggregate import METRICS, Analysis, RunRow
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.report_model import Report, as_report
-from layerbench.report import evidence
+from layerbench.report import evidence, io_table
 from layerbench.report.text import fmt, pct, run_numbers, window_text
 from layerbench.report.text import pipe_table as table
 
@@ -190,13 +190,26 @@ def price_section(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def io_section(report: Report) -> list[str]:
+    """Where the I/O went: the server's InnoDB counters and the kernel's per component (report/io_table.py)."""
+    rows = list(report.io)
+    if not rows:
+        return []
+    lines = [f"## {io_table.TITLE} (per 1,000 transactions, mean of runs)", "", io_table.INTRO, ""]
+    for t in (io_table.server_table(rows), io_table.component_table(rows)):
+        if t.rows:
+            lines += [*table(t.header, t.rows, "l" * t.text_columns + "r" * (len(t.header) - t.text_columns)), ""]
+    said = [w for r in rows for w in r.warnings] + list(report.io_notes)
+    return [*lines, *[f"- {w}" for w in said], *([""] if said else [])]
+
+
 def render(source: Analysis | Report) -> str:
     report = as_report(source)
     analysis = report.analysis
     lines = heading(report) + answer_section(report) + adaptive_section(report) + warnings_section(analysis)
     lines += summary_section(analysis)
     lines += aggregate_section(analysis) + percentiles_section(report)
-    lines += sweep_section(report) + overhead_section(report) + price_section(report)
+    lines += sweep_section(report) + overhead_section(report) + io_section(report) + price_section(report)
     lines += fairness_section(report) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
