@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import sys
 import tempfile
@@ -26,6 +27,14 @@ def median(values: list[float]) -> float:
 @contextmanager
 def host_server(name: str, snapshot: Path | None = None, cpus: str | None = None) -> Iterator[Endpoint]:
     """A private mariadbd exactly as the host backend starts it; always stopped."""
+    with host_server_backend(name, snapshot, cpus) as (endpoint, _):
+        yield endpoint
+
+
+@contextmanager
+def host_server_backend(name: str, snapshot: Path | None = None,
+                        cpus: str | None = None) -> Iterator[tuple[Endpoint, HostBackend]]:
+    """host_server, and the backend that runs it (its components(), for the resource sampler)."""
     root = Path(tempfile.mkdtemp(prefix=f"lb-bench-{name}-"))
     (root / "run").mkdir()
     (root / "private").mkdir(mode=0o700)
@@ -33,6 +42,7 @@ def host_server(name: str, snapshot: Path | None = None, cpus: str | None = None
                       root / "private", root / "work", password=generate_password(), snapshot=snapshot)
     backend = HostBackend(HostVariant(name=name, backend="host", cpus=cpus))
     try:
-        yield backend.up(spec)
+        yield backend.up(spec), backend
     finally:
         backend.down()
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,86 +1,311 @@
-"""Does layerbench measure what sysbench measures by hand, and what does the harness itself cost?
+"""Does layerbench measure what sysbench measures by hand, and what does the harness itself cost during a run?
 
-Alternates a one-run layerbench campaign with sysbench run by hand (same options, same built-in test, against a
-server started the same way on the same snapshot), and prints the median TPS of each, their ratio, and the
-harness's own CPU time during its runs as a share of one core.
-    .venv/bin/python bench/fidelity.py [--pairs 5] [--duration 20]
+Interleaved pairs (order alternated): a one-run layerbench campaign, drawn by the CLI's own Rich progress, against
+sysbench run by hand with the same options on a server started the same way on the same snapshot (output to a
+file, as a shell redirect). Prints the per-pair TPS and log ratios, the ratio layerbench/hand as a geometric mean
+with its 95 % paired t interval (and a paired bootstrap of the ratio of medians as a check), the Wilcoxon
+signed-rank p-value, and the harness's CPU during the measured window split by what used it.
+
+A side is `layerbench`, `hand`, or `hand+INGREDIENT+...` where an ingredient adds one piece of what layerbench does
+to the hand run (to test candidate causes one at a time):
+    hook      layerbench's exact run command: the Lua wrapper with its per-interval JSON lines, --histogram=on
+    stream    sysbench's output read line by line by Python and parsed (the orchestrator's main loop)
+    sampler   the resource sampler running during the run
+    checksum  CHECKSUM TABLE of every table before the run (layerbench's restore check; warms the buffer pool)
+    env       the environment facts layerbench collects before the run (SHOW GLOBAL VARIABLES, ...)
+    .venv/bin/python bench/fidelity.py [--pairs 16] [--duration 20] [--a layerbench] [--b hand]
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import math
+import os
 import subprocess
+import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from common import host_server, median, say
+import numpy as np
+from common import host_server_backend, say
+from rich.console import Console
+from scipy import stats
 
+from layerbench import environment
 from layerbench.campaign import parse_campaign
+from layerbench.cli import RichProgress
 from layerbench.orchestrator import run_campaign
+from layerbench.procs import run as run_process
+from layerbench.resources import ResourceSampler
 from layerbench.secrets import write_private
-from layerbench.server.prepare import ensure_snapshot
+from layerbench.server.dataset import ensure_snapshot, verify_data
 from layerbench.store import Store
-from layerbench.sysbench import config_file_text, parse_human, workload_args
+from layerbench.sysbench import config_file_text, hook_script, parse_mark_line, parse_output, run_command
+
+INGREDIENTS = ("hook", "stream", "sampler", "checksum", "env")
+SERVER_CPU, CLIENT_CPU = "0", "1"
+# sd of the per-pair log ratio measured on this 2-core machine (docs/fidelity.md); pairs for 80 % power at 2 %
+PAIR_SD = 0.03
+DEFAULT_PAIRS = math.ceil(((1.96 + 0.84) * PAIR_SD / 0.02) ** 2)
+
+
+@dataclass
+class Sample:
+    tps: float
+    harness: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, in the measured window
+    window: float = 0.0
 
 
 def campaign(duration: int, out: Path):
     return parse_campaign({
         "name": "fidelity", "baseline": "host", "repetitions": 1, "output": str(out),
-        "variants": [{"name": "host", "backend": "host", "cpus": "0", "client_cpus": "1"}],
+        "variants": [{"name": "host", "backend": "host", "cpus": SERVER_CPU, "client_cpus": CLIENT_CPU}],
         "workload": {"tables": 4, "table_size": 25_000, "threads": 2, "duration": duration, "warmup": 0},
     })
 
 
-def by_layerbench(duration: int, work: Path) -> tuple[float, float, float]:
-    """(TPS, harness CPU seconds, wall seconds of the whole run)."""
-    before, started = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
-    with Store(work / "lb.db") as store:
-        outcome = run_campaign(campaign(duration, work), store)
-        tps = float(store.runs(outcome.campaign_id)[-1].metrics.tps or 0.0)
-    after, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - started
-    return tps, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+# --- the harness's own CPU, per thread ----------------------------------------------------------------------
 
 
-def by_hand(duration: int, snapshot, work: Path) -> float:
-    c = campaign(duration, work)
-    workload = c.workloads[0]
-    with host_server("hand", snapshot=snapshot.path, cpus="0") as endpoint:
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds of every thread of this process (schedstat: nanoseconds on a CPU)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            out[int(tid)] = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def thread_part(tid: int) -> str:
+    if tid == os.getpid():
+        return "main loop: reading sysbench's output"
+    for thread in threading.enumerate():
+        if thread.native_id == tid:
+            if thread.name == "layerbench-sampler":
+                return "resource sampler"
+            if type(thread).__name__ == "_RefreshThread":
+                return "Rich progress: redraws"
+            return f"other thread ({type(thread).__name__})"
+    return "other thread"
+
+
+class WindowProgress:
+    """The CLI's progress, plus two readings of every harness thread's CPU time: at the first interval and at
+    the interval `duration - 1` s in, so the window lies inside sysbench's measured time."""
+
+    def __init__(self, inner: Any, duration: int) -> None:
+        self.inner, self.duration = inner, duration
+        self.first: tuple[float, dict[int, float]] | None = None
+        self.parts: dict[str, float] = {}
+        self.window = 0.0
+        self.in_progress = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def interval(self, spec: Any, tps: float, elapsed: float) -> None:
+        began = time.thread_time()
+        self.inner.interval(spec, tps, elapsed)
+        if self.first is None:
+            self.first = (time.monotonic(), thread_cpu())
+            return
+        self.in_progress += time.thread_time() - began
+        if not self.window and elapsed >= self.duration - 1:
+            self.close()
+
+    def close(self) -> None:
+        assert self.first is not None
+        started, before = self.first
+        now = thread_cpu()
+        self.window = time.monotonic() - started
+        for tid, seconds in now.items():
+            part = thread_part(tid)
+            self.parts[part] = self.parts.get(part, 0.0) + seconds - before.get(tid, 0.0)
+        main = "main loop: reading sysbench's output"
+        self.parts[main] = self.parts.get(main, 0.0) - self.in_progress
+        self.parts["Rich progress: updates in the main loop"] = self.in_progress
+
+
+def by_layerbench(duration: int, work: Path) -> Sample:
+    with open(os.devnull, "w") as sink, Store(work / "lb.db") as store, \
+            RichProgress(Console(file=sink, force_terminal=True, width=120)) as rich:  # what a terminal user gets
+        progress = WindowProgress(rich, duration)
+        outcome = run_campaign(campaign(duration, work), store, progress=progress)
+        row = store.runs(outcome.campaign_id)[-1]
+    assert row["tps"], f"the layerbench run failed: {row['error']}"
+    return Sample(float(row["tps"]), progress.parts, progress.window)
+
+
+# --- the same run by hand, with optional ingredients of layerbench -------------------------------------------
+
+
+def hand_command(duration: int, work: Path, cfg: Path, with_hook: bool) -> list[str]:
+    workload = campaign(duration, work).workloads[0]
+    if with_hook:
+        hook = work / "hand-hook.lua"
+        hook.write_text(hook_script(workload), encoding="utf-8")
+        return run_command(workload, cfg, hook, 2)
+    from layerbench.sysbench import workload_args
+
+    return ["sysbench", f"--config-file={cfg}", workload.test, *workload_args(workload, 2), f"--time={duration}",
+            "--report-interval=1", "--percentile=95", "run"]
+
+
+def hand_output(cmd: list[str], work: Path, stream: bool) -> str:
+    if stream:  # the orchestrator's way: Python reads and parses every line
+        done = run_process("sysbench", cmd, log_path=work / "hand-sysbench.log", timeout=600,
+                           on_line=lambda line: parse_mark_line(line))
+        return done.output
+    log = work / "hand-sysbench.log"
+    with log.open("w") as handle:  # a shell redirect: nothing reads the output during the run
+        subprocess.run(cmd, stdout=handle, stderr=subprocess.STDOUT, check=True)
+    return log.read_text()
+
+
+def by_hand(duration: int, snapshot: Any, work: Path, ingredients: set[str]) -> Sample:
+    workload = campaign(duration, work).workloads[0]
+    with host_server_backend("hand", snapshot=snapshot.path, cpus=SERVER_CPU) as (endpoint, backend):
+        if "checksum" in ingredients:
+            verify_data(endpoint, snapshot, workload)
+        if "env" in ingredients:
+            environment.server_variables(endpoint), environment.host_facts(), environment.tuning_facts()
         cfg = write_private(work / "hand.cfg", config_file_text(endpoint))
-        cmd = ["taskset", "-c", "1", "sysbench", f"--config-file={cfg}", workload.test,
-               *workload_args(workload, 2), f"--time={duration}", "--report-interval=1", "--percentile=95", "run"]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    totals = parse_human(out).totals
-    assert totals is not None, out[-500:]
-    return totals.tps
+        cmd = ["taskset", "-c", CLIENT_CPU, *hand_command(duration, work, cfg, "hook" in ingredients)]
+        sampler = ResourceSampler(backend.components, [], lambda: [], interval=1.0)
+        with sampling(sampler) if "sampler" in ingredients else nullcontext():
+            output = hand_output(cmd, work, "stream" in ingredients)
+    totals = parse_output(output).totals
+    assert totals is not None, output[-500:]
+    return Sample(totals.tps)
+
+
+@contextmanager
+def sampling(sampler: ResourceSampler) -> Iterator[None]:
+    sampler.start()
+    try:
+        yield
+    finally:
+        sampler.stop()
+
+
+def one_side(side: str, duration: int, snapshot: Any, work: Path) -> Sample:
+    base, *extra = side.split("+")
+    if base == "layerbench":
+        return by_layerbench(duration, work)
+    return by_hand(duration, snapshot, work, set(extra))
+
+
+def check_side(side: str) -> str:
+    base, *extra = side.split("+")
+    unknown = [x for x in extra if x not in INGREDIENTS]
+    if base not in ("layerbench", "hand") or unknown or (base == "layerbench" and extra):
+        raise argparse.ArgumentTypeError(f"side {side!r}: layerbench, hand, or hand+{'+'.join(INGREDIENTS)}")
+    return side
+
+
+# --- statistics ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Paired:
+    ratio: float  # geometric mean of a/b
+    low: float
+    high: float
+    median_ratio: float  # median(a) / median(b)
+    median_low: float
+    median_high: float
+    wilcoxon_p: float
+    sd_log: float
+
+
+def paired(a: list[float], b: list[float]) -> Paired:
+    """Paired t interval on log ratios (geometric mean ratio); bootstrap (BCa, pairs resampled) of the ratio of
+    medians; Wilcoxon signed-rank test of the log ratios."""
+    logs = np.log(np.asarray(a)) - np.log(np.asarray(b))
+    t = stats.ttest_1samp(logs, 0.0)
+    ci = t.confidence_interval(0.95)
+    boot = stats.bootstrap((np.asarray(a), np.asarray(b)), lambda x, y, axis=-1: np.median(x, axis=axis) /
+                           np.median(y, axis=axis), paired=True, vectorized=True, n_resamples=10_000,
+                           random_state=np.random.default_rng(1), method="percentile")
+    wilcoxon = stats.wilcoxon(logs).pvalue if len(logs) > 1 and np.any(logs != 0) else 1.0
+    return Paired(math.exp(logs.mean()), math.exp(ci.low), math.exp(ci.high),
+                  float(np.median(a) / np.median(b)), float(boot.confidence_interval.low),
+                  float(boot.confidence_interval.high), float(wilcoxon), float(logs.std(ddof=1)))
+
+
+def harness_share(samples: list[Sample]) -> dict[str, float]:
+    """Median over runs of each part's CPU as a share of one core; 'total' is the median of the sums."""
+    runs = [s for s in samples if s.window > 0]
+    if not runs:
+        return {}
+    parts = sorted({p for s in runs for p in s.harness})
+    shares = {p: float(np.median([s.harness.get(p, 0.0) / s.window for s in runs])) for p in parts}
+    shares["total"] = float(np.median([sum(s.harness.values()) / s.window for s in runs]))
+    return shares
+
+
+# --- output -------------------------------------------------------------------------------------------------
+
+
+def report(args: argparse.Namespace, a: list[Sample], b: list[Sample]) -> None:
+    tps_a, tps_b = [s.tps for s in a], [s.tps for s in b]
+    print(f"oltp_read_write, 4 x 25000 rows, 2 threads, {args.duration} s, server on CPU {SERVER_CPU}, sysbench on "
+          f"CPU {CLIENT_CPU}; {len(a)} interleaved pairs, order alternated")
+    print(f"{'pair':>4}  {args.a:>24}  {args.b:>24}  ratio")
+    for i, (x, y) in enumerate(zip(tps_a, tps_b, strict=True), start=1):
+        print(f"{i:>4}  {x:>24.1f}  {y:>24.1f}  {x / y:.3f}")
+    if len(a) < 3:
+        print("need >= 3 pairs for an interval")
+    else:
+        print_ratio(args, tps_a, tps_b)
+    print_harness(harness_share(a + b))
+
+
+def print_ratio(args: argparse.Namespace, tps_a: list[float], tps_b: list[float]) -> None:
+    p = paired(tps_a, tps_b)
+    print(f"medians: {args.a} {np.median(tps_a):.1f} TPS, {args.b} {np.median(tps_b):.1f} TPS")
+    print(f"ratio {args.a}/{args.b} (geometric mean of pairs): {p.ratio:.3f}, 95 % CI [{p.low:.3f}, {p.high:.3f}] "
+          f"(paired t on log ratios; Wilcoxon p={p.wilcoxon_p:.3f}; sd of log ratio {p.sd_log:.3f})")
+    print(f"ratio of medians: {p.median_ratio:.3f}, 95 % CI [{p.median_low:.3f}, {p.median_high:.3f}] "
+          "(paired bootstrap)")
+    half = (p.high - p.low) / 2
+    print(f"resolution of this run: +/-{half * 100:.1f} %; within 0.98-1.02: "
+          f"{'yes' if p.low >= 0.98 and p.high <= 1.02 else 'no'}")
+
+
+def print_harness(shares: dict[str, float]) -> None:
+    if shares:
+        print("harness CPU during the measured window, share of one core (median of runs):")
+        for part, share in sorted(shares.items(), key=lambda kv: (kv[0] == "total", -kv[1])):
+            print(f"  {part:<42} {share * 100:6.3f} %")
+        print(f"  budget 0.5 %: {'met' if shares['total'] < 0.005 else 'NOT met'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS)
     parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--a", type=check_side, default="layerbench", help="first side (default layerbench)")
+    parser.add_argument("--b", type=check_side, default="hand", help="second side (default hand)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lb-bench-fidelity-"))
     snapshot = ensure_snapshot(campaign(args.duration, work).workloads[0], None, log_dir=work / "snapshot")
-    lb, hand, cpu_share = [], [], []
+    a: list[Sample] = []
+    b: list[Sample] = []
     for pair in range(1, args.pairs + 1):
-        order = ("lb", "hand") if pair % 2 else ("hand", "lb")
-        for what in order:
-            if what == "lb":
-                tps, cpu, wall = by_layerbench(args.duration, work)
-                lb.append(tps)
-                cpu_share.append(cpu / wall)
-            else:
-                hand.append(by_hand(args.duration, snapshot, work))
-        say(f"pair {pair}/{args.pairs}: layerbench {lb[-1]:.1f} TPS, by hand {hand[-1]:.1f} TPS, "
-            f"harness CPU {cpu_share[-1] * 100:.2f} % of a core")
-    print(f"oltp_read_write, 4 x 25000 rows, 2 threads, {args.duration} s, {args.pairs} alternating pairs")
-    print(f"layerbench: median {median(lb):.1f} TPS; by hand: median {median(hand):.1f} TPS")
-    print(f"ratio layerbench/hand: {median(lb) / median(hand):.3f}")
-    print(f"harness CPU during its runs (whole run incl. start, copy, checks): median {median(cpu_share) * 100:.2f} % "
-          "of one core")
+        for side, into in ((args.a, a), (args.b, b)) if pair % 2 else ((args.b, b), (args.a, a)):
+            into.append(one_side(side, args.duration, snapshot, work))
+        say(f"pair {pair}/{args.pairs}: {args.a} {a[-1].tps:.1f} TPS, {args.b} {b[-1].tps:.1f} TPS")
+    report(args, a, b)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

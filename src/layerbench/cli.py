@@ -122,12 +122,16 @@ class TimeLeftColumn(ProgressColumn):
 
 
 class RichProgress:
-    """Draws run i of n, the variant, live TPS and time left; prints one line per finished run."""
+    """Draws run i of n, the variant, live TPS and time left; prints one line per finished run.
 
-    def __init__(self) -> None:
+    Redrawn only when something changes (once per sysbench interval during a run), never by Rich's own 10 Hz
+    refresh thread: those redraws cost about 1.7 % of a core, on the machine being measured (docs/fidelity.md)."""
+
+    def __init__(self, to: Console = console) -> None:
+        self.console = to
         self.bar = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
                             MofNCompleteColumn(), TextColumn("{task.fields[tps]}", markup=False), TimeLeftColumn(),
-                            console=console, transient=True)
+                            console=to, transient=True, auto_refresh=False)
         self.task: Any = None
 
     def __enter__(self) -> RichProgress:
@@ -138,28 +142,30 @@ class RichProgress:
         self.bar.stop()
 
     def message(self, text: str) -> None:
-        console.print(Text(text, style="dim"))
+        self.console.print(Text(text, style="dim"))
 
     def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None:
-        console.print(f"campaign {campaign_id}: {total} runs ({done} already stored)")
+        self.console.print(f"campaign {campaign_id}: {total} runs ({done} already stored)")
         self.task = self.bar.add_task("starting", total=total, completed=done, tps="", per_run=seconds_per_run,
                                       run_started=time.monotonic())
+        self.bar.refresh()
 
     def run_started(self, spec: RunSpec, position: int, total: int) -> None:
         self.bar.update(self.task, description=f"run {position}/{total} {spec.variant}", tps="starting",
-                        run_started=time.monotonic())
+                        run_started=time.monotonic(), refresh=True)
 
     def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None:
-        self.bar.update(self.task, tps=f"{tps:,.0f} TPS @ {elapsed:.0f}s")
+        self.bar.update(self.task, tps=f"{tps:,.0f} TPS @ {elapsed:.0f}s", refresh=True)
 
     def run_finished(self, spec: RunSpec, record: RunRecord) -> None:
         self.bar.advance(self.task)
+        self.bar.refresh()
         if record.status == "ok" and record.totals:
             t = record.totals
-            console.print(f"  run {spec.idx + 1}: {spec.label()}: {t.tps:,.1f} TPS, {t.qps:,.0f} QPS, "
-                          f"avg {t.latency_avg_ms or 0:.2f} ms")
+            self.console.print(f"  run {spec.idx + 1}: {spec.label()}: {t.tps:,.1f} TPS, {t.qps:,.0f} QPS, "
+                               f"avg {t.latency_avg_ms or 0:.2f} ms")
         else:
-            console.print(Text(f"  run {spec.idx + 1}: {spec.label()}: failed: {record.error}", style="red"))
+            self.console.print(Text(f"  run {spec.idx + 1}: {spec.label()}: failed: {record.error}", style="red"))
 
 
 def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:

@@ -4,6 +4,7 @@ campaign loop (orchestrator.py) hands each run a `RunContext` and stores the `Ru
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, seconds_of
 from layerbench.critical import signals_deferred
 from layerbench.errors import RunFailed
+from layerbench.harness import harness_cpus, pinned
 from layerbench.hosts import Hosts
 from layerbench.io_counters import IoWindow, WindowMarks, server_status_of
 from layerbench.placement import network_path, placement_of
@@ -203,13 +205,16 @@ class RunExecution:
         io_window = IoWindow(self.backend.components, pids, server_status_of(endpoint))
         self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the measured window
         sampler = ResourceSampler(self.backend.components, self.backend.cgroups(), pids, interval=1.0)
-        sampler.start()
-        try:
-            done = client.run_client(cmd, files, log_path=self.run_dir / "sysbench.log",
-                                     timeout=workload.warmup + workload.duration + 120, on_line=self._on_line,
-                                     secrets=[endpoint.password])
-        finally:
-            usage = sampler.stop()
+        away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
+        with pinned(away) as moved_to:
+            sampler.start()
+            try:
+                done = client.run_client(cmd, files, log_path=self.run_dir / "sysbench.log",
+                                         timeout=workload.warmup + workload.duration + 120, on_line=self._on_line,
+                                         secrets=[endpoint.password])
+            finally:
+                usage = sampler.stop()
+        usage.harness_cpus = moved_to
         self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
             from layerbench.remote import SSHClient, placed_usage

@@ -221,6 +221,8 @@ class ResourceUsage:
     ctx_involuntary: dict[str, int] = field(default_factory=dict)
     throttling: dict[str, dict[str, float]] = field(default_factory=dict)  # cgroup -> deltas
     sampler_cpu_seconds: float = 0.0
+    harness_cpu_seconds: float = 0.0  # all of layerbench's own CPU in the window (sampler included)
+    harness_cpus: str | None = None  # the CPUs the harness was moved to, None: it was not (harness.py)
     steal_seconds: float = 0.0  # CPU time the hypervisor gave to other guests (/proc/stat), part of "other"
     top_other: list[dict[str, Any]] = field(default_factory=list)  # busiest processes outside the run
     # CPU per 1,000 transactions is computed by the analysis only (analysis/aggregate.py per_1000); stores of
@@ -251,9 +253,11 @@ class ResourceSampler:
         self.usage = ResourceUsage()
         self.thread_cpu = 0.0
         self.scans: list[dict[int, ProcStat]] = []  # the first and the latest full scan, for the top others
+        self.client_roots: list[int] = []
 
     def start(self) -> None:
         self.started = time.monotonic()
+        self.process_cpu = time.process_time()
         self.boot_ticks_at_start = self._uptime_ticks()
         text = read("/proc/stat") or ""
         self.machine_start, self.steal_start = parse_machine_stat(text), parse_steal(text)
@@ -261,6 +265,7 @@ class ResourceSampler:
         self.thread.start()
 
     def stop(self) -> ResourceUsage:
+        self.usage.harness_cpu_seconds = time.process_time() - self.process_cpu
         self.stop_event.set()
         self.thread.join(timeout=10)
         self._sample()
@@ -279,8 +284,15 @@ class ResourceSampler:
         text = read("/proc/uptime") or "0"
         return int(float(text.split()[0]) * TICKS)
 
+    def _client_roots(self) -> list[int]:
+        """The client's PIDs: looked up (a read of every process's command line, ~3 ms) only until found; a run
+        has one client process, so the lookup is not repeated for the rest of the run."""
+        if not self.client_roots:
+            self.client_roots = self.client_pids()
+        return self.client_roots
+
     def _members(self, procs: dict[int, ProcStat]) -> dict[int, str]:
-        named = {**self.components(), "client": self.client_pids()}
+        named = {**self.components(), "client": self._client_roots()}
         owner: dict[int, str] = {}
         for name, roots in named.items():
             for pid in descendants(list(roots), procs):

@@ -68,3 +68,29 @@ def test_a_busy_server_is_counted_once() -> None:
     again = ResourceUsage.from_dict(usage.as_dict())
     assert again.cpu_seconds == usage.cpu_seconds
     assert set(usage.cpu_seconds) >= {"server", "other", "idle"}
+
+
+def test_the_client_is_looked_up_until_found_then_kept() -> None:
+    """Finding sysbench reads every process's command line (milliseconds): once found it is not looked up again,
+    and its CPU, and the harness's own, are still counted to the end."""
+    burn = "import time\nwhile time.process_time() < 0.6: pass"
+    lookups: list[int] = []
+    child: list[subprocess.Popen] = []
+
+    def client_pids() -> list[int]:
+        lookups.append(1)
+        return [child[0].pid] if child else []
+
+    sampler = ResourceSampler(components=lambda: {}, cgroups=[], client_pids=client_pids, interval=0.05)
+    sampler.start()
+    time.sleep(0.4)  # full scans (every FULL_SCAN_EVERY samples) before the client exists
+    before = len(lookups)
+    child.append(subprocess.Popen([sys.executable, "-c", burn]))
+    while child[0].poll() is None:
+        time.sleep(0.02)
+    time.sleep(0.4)
+    usage = sampler.stop()
+    assert before >= 1
+    assert len(lookups) == before + 1  # found at the first full scan after it started, then never asked again
+    assert usage.cpu_seconds["client"] >= 0.4
+    assert usage.harness_cpu_seconds >= usage.sampler_cpu_seconds > 0
