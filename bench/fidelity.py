@@ -13,14 +13,17 @@ to the hand run (to test candidate causes one at a time):
     sampler   the resource sampler running during the run
     checksum  CHECKSUM TABLE of every table before the run (layerbench's restore check; warms the buffer pool)
     env       the environment facts layerbench collects before the run (SHOW GLOBAL VARIABLES, ...)
-    .venv/bin/python bench/fidelity.py [--pairs 16] [--duration 20] [--a layerbench] [--b hand]
+    .venv/bin/python bench/fidelity.py [--pairs 40] [--duration 10] [--warmup 0] [--a layerbench] [--b hand]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import resource
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -44,15 +47,25 @@ from layerbench.orchestrator import run_campaign
 from layerbench.procs import run as run_process
 from layerbench.resources import ResourceSampler
 from layerbench.secrets import write_private
+from layerbench.server.datadir import query
 from layerbench.server.dataset import ensure_snapshot, verify_data
 from layerbench.store import Store
-from layerbench.sysbench import config_file_text, hook_script, parse_mark_line, parse_output, run_command
+from layerbench.sysbench import (
+    config_file_text,
+    hook_script,
+    parse_mark_line,
+    parse_output,
+    run_command,
+    workload_args,
+)
 
 INGREDIENTS = ("hook", "stream", "sampler", "checksum", "env")
 SERVER_CPU, CLIENT_CPU = "0", "1"
-# sd of the per-pair log ratio measured on this 2-core machine (docs/fidelity.md); pairs for 80 % power at 2 %
-PAIR_SD = 0.03
+# sd of the per-pair log ratio on this 2-core machine, quiet (docs/fidelity.md); the default pairs detect a 2 %
+# bias with 80 % power at alpha 0.05 (normal approximation); 10 s runs keep the pair count within ~16 minutes
+PAIR_SD = 0.045
 DEFAULT_PAIRS = math.ceil(((1.96 + 0.84) * PAIR_SD / 0.02) ** 2)
+DEFAULT_DURATION = 10
 
 
 @dataclass
@@ -60,13 +73,24 @@ class Sample:
     tps: float
     harness: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, in the measured window
     window: float = 0.0
+    cpu_ms_per_tx: dict[str, float] = field(default_factory=dict)  # server, client
+    disk_reads: int | None = None  # InnoDB pages the run read from disk (Innodb_buffer_pool_reads), hand only
 
 
-def campaign(duration: int, out: Path):
+@dataclass(frozen=True)
+class Setup:
+    duration: int
+    warmup: int
+    work: Path
+    snapshot: Any = None
+
+
+def campaign(setup: Setup):
     return parse_campaign({
-        "name": "fidelity", "baseline": "host", "repetitions": 1, "output": str(out),
+        "name": "fidelity", "baseline": "host", "repetitions": 1, "output": str(setup.work),
         "variants": [{"name": "host", "backend": "host", "cpus": SERVER_CPU, "client_cpus": CLIENT_CPU}],
-        "workload": {"tables": 4, "table_size": 25_000, "threads": 2, "duration": duration, "warmup": 0},
+        "workload": {"tables": 4, "table_size": 25_000, "threads": 2, "duration": setup.duration,
+                     "warmup": setup.warmup},
     })
 
 
@@ -101,8 +125,8 @@ class WindowProgress:
     """The CLI's progress, plus two readings of every harness thread's CPU time: at the first interval and at
     the interval `duration - 1` s in, so the window lies inside sysbench's measured time."""
 
-    def __init__(self, inner: Any, duration: int) -> None:
-        self.inner, self.duration = inner, duration
+    def __init__(self, inner: Any, last: float) -> None:
+        self.inner, self.last = inner, last
         self.first: tuple[float, dict[int, float]] | None = None
         self.parts: dict[str, float] = {}
         self.window = 0.0
@@ -118,7 +142,7 @@ class WindowProgress:
             self.first = (time.monotonic(), thread_cpu())
             return
         self.in_progress += time.thread_time() - began
-        if not self.window and elapsed >= self.duration - 1:
+        if not self.window and elapsed >= self.last:
             self.close()
 
     def close(self) -> None:
@@ -134,29 +158,33 @@ class WindowProgress:
         self.parts["Rich progress: updates in the main loop"] = self.in_progress
 
 
-def by_layerbench(duration: int, work: Path) -> Sample:
+def by_layerbench(setup: Setup) -> Sample:
+    work = setup.work
     with open(os.devnull, "w") as sink, Store(work / "lb.db") as store, \
             RichProgress(Console(file=sink, force_terminal=True, width=120)) as rich:  # what a terminal user gets
-        progress = WindowProgress(rich, duration)
-        outcome = run_campaign(campaign(duration, work), store, progress=progress)
-        row = store.runs(outcome.campaign_id)[-1]
-    assert row["tps"], f"the layerbench run failed: {row['error']}"
-    return Sample(float(row["tps"]), progress.parts, progress.window)
+        progress = WindowProgress(rich, setup.warmup + setup.duration - 1)
+        outcome = run_campaign(campaign(setup), store, progress=progress)
+    with sqlite3.connect(work / "lb.db") as db:
+        tps, error, details = db.execute("SELECT tps, error, details FROM runs WHERE campaign_id=?",
+                                         (outcome.campaign_id,)).fetchone()
+    assert tps, f"the layerbench run failed: {error}"
+    per_1000 = json.loads(details)["resources"]["per_1000_transactions"]
+    cpu = {k: per_1000.get(k, 0.0) for k in ("server", "client")}
+    return Sample(float(tps), progress.parts, progress.window, cpu)
 
 
 # --- the same run by hand, with optional ingredients of layerbench -------------------------------------------
 
 
-def hand_command(duration: int, work: Path, cfg: Path, with_hook: bool) -> list[str]:
-    workload = campaign(duration, work).workloads[0]
+def hand_command(setup: Setup, cfg: Path, seconds: int, with_hook: bool) -> list[str]:
+    """sysbench as a person types it; with the hook, layerbench's own command (warm-up by checkpoint)."""
+    workload = campaign(setup).workloads[0]
     if with_hook:
-        hook = work / "hand-hook.lua"
+        hook = setup.work / "hand-hook.lua"
         hook.write_text(hook_script(workload), encoding="utf-8")
-        return run_command(workload, cfg, hook, 2)
-    from layerbench.sysbench import workload_args
-
-    return ["sysbench", f"--config-file={cfg}", workload.test, *workload_args(workload, 2), f"--time={duration}",
-            "--report-interval=1", "--percentile=95", "run"]
+        return ["taskset", "-c", CLIENT_CPU, *run_command(workload, cfg, hook, 2)]
+    return ["taskset", "-c", CLIENT_CPU, "sysbench", f"--config-file={cfg}", workload.test,
+            *workload_args(workload, 2), f"--time={seconds}", "--report-interval=1", "--percentile=95", "run"]
 
 
 def hand_output(cmd: list[str], work: Path, stream: bool) -> str:
@@ -170,21 +198,44 @@ def hand_output(cmd: list[str], work: Path, stream: bool) -> str:
     return log.read_text()
 
 
-def by_hand(duration: int, snapshot: Any, work: Path, ingredients: set[str]) -> Sample:
-    workload = campaign(duration, work).workloads[0]
+def by_hand(setup: Setup, ingredients: set[str]) -> Sample:
+    """A warm-up, by hand, is a first sysbench run of `warmup` seconds whose numbers are thrown away."""
+    work, snapshot = setup.work, setup.snapshot
+    workload = campaign(setup).workloads[0]
     with host_server_backend("hand", snapshot=snapshot.path, cpus=SERVER_CPU) as (endpoint, backend):
         if "checksum" in ingredients:
             verify_data(endpoint, snapshot, workload)
         if "env" in ingredients:
             environment.server_variables(endpoint), environment.host_facts(), environment.tuning_facts()
         cfg = write_private(work / "hand.cfg", config_file_text(endpoint))
-        cmd = ["taskset", "-c", CLIENT_CPU, *hand_command(duration, work, cfg, "hook" in ingredients)]
+        hook = "hook" in ingredients
+        if setup.warmup and not hook:
+            subprocess.run(hand_command(setup, cfg, setup.warmup, False), capture_output=True, check=True)
+        cmd = hand_command(setup, cfg, setup.duration, hook)
         sampler = ResourceSampler(backend.components, [], lambda: [], interval=1.0)
+        reads, server, client = disk_reads(endpoint), server_seconds(backend), children_seconds()
         with sampling(sampler) if "sampler" in ingredients else nullcontext():
             output = hand_output(cmd, work, "stream" in ingredients)
+        reads, server, client = disk_reads(endpoint) - reads, server_seconds(backend) - server, \
+            children_seconds() - client
     totals = parse_output(output).totals
     assert totals is not None, output[-500:]
-    return Sample(totals.tps)
+    per_tx = {"server": server * 1000 / totals.transactions, "client": client * 1000 / totals.transactions}
+    return Sample(totals.tps, cpu_ms_per_tx=per_tx, disk_reads=reads)
+
+
+def disk_reads(endpoint: Any) -> int:
+    return int(query(endpoint, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")[0][1])
+
+
+def server_seconds(backend: Any) -> float:
+    fields = Path(f"/proc/{backend.process.pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @contextmanager
@@ -196,11 +247,11 @@ def sampling(sampler: ResourceSampler) -> Iterator[None]:
         sampler.stop()
 
 
-def one_side(side: str, duration: int, snapshot: Any, work: Path) -> Sample:
+def one_side(side: str, setup: Setup) -> Sample:
     base, *extra = side.split("+")
     if base == "layerbench":
-        return by_layerbench(duration, work)
-    return by_hand(duration, snapshot, work, set(extra))
+        return by_layerbench(setup)
+    return by_hand(setup, set(extra))
 
 
 def check_side(side: str) -> str:
@@ -266,7 +317,17 @@ def report(args: argparse.Namespace, a: list[Sample], b: list[Sample]) -> None:
         print("need >= 3 pairs for an interval")
     else:
         print_ratio(args, tps_a, tps_b)
+    print_costs(args, a, b)
     print_harness(harness_share(a + b))
+
+
+def print_costs(args: argparse.Namespace, a: list[Sample], b: list[Sample]) -> None:
+    """CPU per transaction (less sensitive to a busy machine than TPS) and the run's InnoDB disk reads."""
+    for name, side in ((args.a, a), (args.b, b)):
+        cpu = {k: float(np.median([s.cpu_ms_per_tx.get(k, np.nan) for s in side])) for k in ("server", "client")}
+        reads = [s.disk_reads for s in side if s.disk_reads is not None]
+        shown = f"; InnoDB pages read from disk during the run: median {np.median(reads):.0f}" if reads else ""
+        print(f"{name}: CPU per transaction: server {cpu['server']:.3f} ms, sysbench {cpu['client']:.3f} ms{shown}")
 
 
 def print_ratio(args: argparse.Namespace, tps_a: list[float], tps_b: list[float]) -> None:
@@ -276,33 +337,41 @@ def print_ratio(args: argparse.Namespace, tps_a: list[float], tps_b: list[float]
           f"(paired t on log ratios; Wilcoxon p={p.wilcoxon_p:.3f}; sd of log ratio {p.sd_log:.3f})")
     print(f"ratio of medians: {p.median_ratio:.3f}, 95 % CI [{p.median_low:.3f}, {p.median_high:.3f}] "
           "(paired bootstrap)")
-    half = (p.high - p.low) / 2
-    print(f"resolution of this run: +/-{half * 100:.1f} %; within 0.98-1.02: "
+    print(f"resolution of this run: {(p.low - 1) * 100:+.1f} % .. {(p.high - 1) * 100:+.1f} %; within 0.98-1.02: "
           f"{'yes' if p.low >= 0.98 and p.high <= 1.02 else 'no'}")
+    logs = np.log(tps_a) - np.log(tps_b)
+    first, second = math.exp(logs[0::2].mean()), math.exp(logs[1::2].mean())
+    print(f"by order (a carry-over from the run before shows here): {args.a} first {first:.3f}, "
+          f"{args.b} first {second:.3f}")
 
 
 def print_harness(shares: dict[str, float]) -> None:
     if shares:
         print("harness CPU during the measured window, share of one core (median of runs):")
         for part, share in sorted(shares.items(), key=lambda kv: (kv[0] == "total", -kv[1])):
-            print(f"  {part:<42} {share * 100:6.3f} %")
+            if share >= 0.000005 or part == "total":
+                print(f"  {part:<42} {share * 100:6.3f} %")
         print(f"  budget 0.5 %: {'met' if shares['total'] < 0.005 else 'NOT met'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS)
-    parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--duration", type=int, default=DEFAULT_DURATION)
+    parser.add_argument("--warmup", type=int, default=0, help="layerbench: warmup (one sysbench, checkpoint); by "
+                        "hand: a first sysbench run of this many seconds, thrown away")
     parser.add_argument("--a", type=check_side, default="layerbench", help="first side (default layerbench)")
     parser.add_argument("--b", type=check_side, default="hand", help="second side (default hand)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lb-bench-fidelity-"))
-    snapshot = ensure_snapshot(campaign(args.duration, work).workloads[0], None, log_dir=work / "snapshot")
+    setup = Setup(args.duration, args.warmup, work)
+    snapshot = ensure_snapshot(campaign(setup).workloads[0], None, log_dir=work / "snapshot")
+    setup = Setup(args.duration, args.warmup, work, snapshot)
     a: list[Sample] = []
     b: list[Sample] = []
     for pair in range(1, args.pairs + 1):
         for side, into in ((args.a, a), (args.b, b)) if pair % 2 else ((args.b, b), (args.a, a)):
-            into.append(one_side(side, args.duration, snapshot, work))
+            into.append(one_side(side, setup))
         say(f"pair {pair}/{args.pairs}: {args.a} {a[-1].tps:.1f} TPS, {args.b} {b[-1].tps:.1f} TPS")
     report(args, a, b)
 
