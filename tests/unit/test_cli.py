@@ -182,3 +182,26 @@ def test_a_campaign_file_as_ref_finds_the_store_in_its_output(empty_folder: Path
     assert f"# layerbench report: golden (campaign {cid})" in (empty_folder / "r" / "report.md").read_text()
     code, _, err = cli(["report", str(cid), "-f", "md"], capsys)  # by id: the default store, which is not there
     assert code == 2 and "no store at results/layerbench.db" in err
+
+
+def test_the_progress_bar_redraws_per_interval_without_a_refresh_thread() -> None:
+    """Rich's own 10 Hz refresh thread cost ~1.5 % of a core on the measured cores (docs/fidelity.md): the bar is
+    drawn when something changes, and each sysbench interval shows up at once."""
+    import io
+    import threading
+
+    from rich.console import Console
+
+    from layerbench.cli import RichProgress
+    from layerbench.schedule import RunSpec
+
+    screen = io.StringIO()
+    spec = RunSpec(0, 1, "base", "default", 2, 1)
+    with RichProgress(Console(file=screen, force_terminal=True, width=100)) as progress:
+        progress.campaign_started(1, 2, 0, 10.0)
+        progress.run_started(spec, 1, 2)
+        assert not [t for t in threading.enumerate() if type(t).__name__ == "_RefreshThread"]
+        progress.interval(spec, 1234.0, 3.0)
+        assert "1,234 TPS @ 3s" in screen.getvalue()
+        progress.interval(spec, 987.0, 4.0)
+        assert "987 TPS @ 4s" in screen.getvalue()
