@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 from common import host_server_backend, say
+from layerbench.server.dataset import ensure_snapshot, verify_data
 from rich.console import Console
 from scipy import stats
 
@@ -48,7 +49,6 @@ from layerbench.procs import run as run_process
 from layerbench.resources import ResourceSampler
 from layerbench.secrets import write_private
 from layerbench.server.datadir import query
-from layerbench.server.dataset import ensure_snapshot, verify_data
 from layerbench.store import Store
 from layerbench.sysbench import (
     config_file_text,
