@@ -11,7 +11,7 @@ to the hand run (to test candidate causes one at a time):
     hook      layerbench's exact run command: the Lua wrapper with its per-interval JSON lines, --histogram=on
     stream    sysbench's output read line by line by Python and parsed (the orchestrator's main loop)
     sampler   the resource sampler running during the run
-    checksum  CHECKSUM TABLE of every table before the run (layerbench's restore check; warms the buffer pool)
+    checksum  CHECKSUM TABLE of every table before the run (the per-run restore check before #20)
     env       the environment facts layerbench collects before the run (SHOW GLOBAL VARIABLES, ...)
     .venv/bin/python bench/fidelity.py [--pairs 40] [--duration 10] [--warmup 0] [--a layerbench] [--b hand]
 """
@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 from common import host_server_backend, say
-from layerbench.server.dataset import ensure_snapshot, verify_data
 from rich.console import Console
 from scipy import stats
 
@@ -49,6 +48,8 @@ from layerbench.procs import run as run_process
 from layerbench.resources import ResourceSampler
 from layerbench.secrets import write_private
 from layerbench.server.datadir import query
+from layerbench.server.prepare import ensure_snapshot
+from layerbench.server.tables import table_checksums
 from layerbench.store import Store
 from layerbench.sysbench import (
     config_file_text,
@@ -169,7 +170,9 @@ def by_layerbench(setup: Setup) -> Sample:
         tps, error, details = db.execute("SELECT tps, error, details FROM runs WHERE campaign_id=?",
                                          (outcome.campaign_id,)).fetchone()
     assert tps, f"the layerbench run failed: {error}"
-    per_1000 = json.loads(details)["resources"]["per_1000_transactions"]
+    resources = json.loads(details)["resources"]
+    seconds = resources["cpu_seconds"].get("server", 0.0)  # over the sampler's window: the whole sysbench run
+    per_1000 = {"server": seconds * 1000 / (float(tps) * resources["window_seconds"])}
     # the server only: the sampler reads sysbench's CPU until its last sample, up to a second before it exits
     return Sample(float(tps), progress.parts, progress.window, {"server": per_1000.get("server", 0.0)})
 
@@ -205,7 +208,7 @@ def by_hand(setup: Setup, ingredients: set[str]) -> Sample:
     workload = campaign(setup).workloads[0]
     with host_server_backend("hand", snapshot=snapshot.path, cpus=SERVER_CPU) as (endpoint, backend):
         if "checksum" in ingredients:
-            verify_data(endpoint, snapshot, workload)
+            table_checksums(endpoint, [f"sbtest{i}" for i in range(1, workload.tables + 1)])
         if "env" in ingredients:
             environment.server_variables(endpoint), environment.host_facts(), environment.tuning_facts()
         cfg = write_private(work / "hand.cfg", config_file_text(endpoint))
