@@ -221,7 +221,7 @@ class RunExecution:
 
             remote = client if isinstance(client, SSHClient) else None
             usage.cpu_seconds = placed_usage(usage.cpu_seconds, self._server_host(), remote,
-                                             self._same_kernel(remote))
+                                             same_kernel(self.ctx.survey, remote))
         self.record.facts.resources = usage.as_dict()  # CPU per 1,000 transactions: analysis/aggregate.py
         if (io := io_window.result()) is not None:
             self.record.facts.io = io
@@ -267,12 +267,13 @@ class RunExecution:
                               "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
                 "hosts": facts, "client_host": facts.get(place.client_host, {})}
 
-    def _same_kernel(self, client: Any) -> bool:
-        facts = self.ctx.survey.get("facts", {})
-        if client is None:
-            return False
-        mine = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        return bool(facts.get(client.host.name, {}).get("boot_id") == mine)
+
+def same_kernel(survey: dict[str, Any], client: Any) -> bool:
+    """Whether a remote client's host is this kernel (a lab namespace): its CPU is then sampled here already."""
+    if client is None:
+        return False
+    mine = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return bool(survey.get("facts", {}).get(client.host.name, {}).get("boot_id") == mine)
 
 
 def server_config(variant: VariantBase, workload: Workload, snapshot: Snapshot | None) -> dict[str, ConfigValue]:
