@@ -92,7 +92,13 @@ def find_snapshot(key: str) -> Snapshot | None:
 
 
 def folder_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+    total = 0
+    for f in path.rglob("*"):
+        try:  # a running server may remove a file (general_log.CSV) between the listing and the stat
+            total += f.stat().st_size if f.is_file() and not f.is_symlink() else 0
+        except FileNotFoundError:
+            continue
+    return total
 
 
 def list_snapshots() -> list[tuple[str, int, dict[str, Any]]]:
