@@ -24,6 +24,7 @@ from layerbench.harness import harness_cpus, pinned
 from layerbench.hosts import Hosts
 from layerbench.io_counters import IoWindow, WindowMarks, server_status_of
 from layerbench.placement import network_path, placement_of
+from layerbench.remote_cpu import RemoteCpuWindow
 from layerbench.resources import ResourceSampler, wait_for_quiet
 from layerbench.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
@@ -80,7 +81,7 @@ class RunExecution:
         self.ctx, self.spec = context, spec
         self.variant = context.campaign.variant(spec.variant)
         self.workload = context.campaign.workload(spec.workload)
-        self.backend: Backend = make_backend(self.variant)
+        self.backend: Backend = make_backend(self.variant, context.hosts)
         self.password = generate_password()
         self.private: Path | None = None
         self.snapshot_corrupt = False
@@ -202,11 +203,16 @@ class RunExecution:
         cmd = run_command(workload, config, hook, self.spec.threads)
         files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
         pids = lambda: self.backend.client_processes(hook)  # noqa: E731
-        io_window = IoWindow(self.backend.components, pids, server_status_of(endpoint))
+        server_host = self.ctx.hosts[self._server_host()]
+        remote_cpu = None if server_host.is_local else RemoteCpuWindow(server_host, self.backend.components)
+        local = self.backend.components if remote_cpu is None else dict  # another host's PIDs are not ours
+        io_window = IoWindow(local, pids, server_status_of(endpoint))
         self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the measured window
-        sampler = ResourceSampler(self.backend.components, self.backend.cgroups(), pids, interval=1.0)
+        sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with pinned(away) as moved_to:
+            if remote_cpu is not None:
+                remote_cpu.start()
             sampler.start()
             try:
                 done = client.run_client(cmd, files, log_path=self.run_dir / "sysbench.log",
@@ -214,14 +220,12 @@ class RunExecution:
                                          secrets=[endpoint.password])
             finally:
                 usage = sampler.stop()
+                if remote_cpu is not None:
+                    remote_cpu.stop()
         usage.harness_cpus = moved_to
         self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
-            from layerbench.remote import SSHClient, placed_usage
-
-            remote = client if isinstance(client, SSHClient) else None
-            usage.cpu_seconds = placed_usage(usage.cpu_seconds, self._server_host(), remote,
-                                             same_kernel(self.ctx.survey, remote))
+            usage.cpu_seconds = placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey, server_host.name)
         self.record.facts.resources = usage.as_dict()  # CPU per 1,000 transactions: analysis/aggregate.py
         if (io := io_window.result()) is not None:
             self.record.facts.io = io
@@ -251,7 +255,7 @@ class RunExecution:
     def _placed_client(self, label: str) -> ClientRunner | None:
         """sysbench on the variant's client_host when that is another host than its server's; else None."""
         place = placement_of(self.ctx.campaign.hosts, self.variant)
-        if not place.remote_client:
+        if not place.remote_client and self.ctx.hosts[place.client_host].is_local:
             return None
         from layerbench.remote import SSHClient
 
@@ -268,12 +272,26 @@ class RunExecution:
                 "hosts": facts, "client_host": facts.get(place.client_host, {})}
 
 
-def same_kernel(survey: dict[str, Any], client: Any) -> bool:
-    """Whether a remote client's host is this kernel (a lab namespace): its CPU is then sampled here already."""
+def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,
+               survey: dict[str, Any], server_host: str) -> dict[str, float]:
+    """CPU seconds per component named with its host: the server host's (read there when it is an ssh: host),
+    and sysbench's on its own host when it ran elsewhere."""
+    from layerbench.remote import SSHClient, placed_usage
+
+    remote = client if isinstance(client, SSHClient) else None
+    server_cpu = remote_cpu.result() if remote_cpu is not None else cpu
+    return placed_usage(server_cpu, server_host, remote, same_kernel(survey, remote, server_host))
+
+
+def same_kernel(survey: dict[str, Any], client: Any, server_host: str) -> bool:
+    """Whether a remote client's host runs the server host's kernel (the lab's namespaces): the server host's
+    machine-wide `other` then holds the client's CPU too."""
     if client is None:
         return False
-    mine = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    return bool(survey.get("facts", {}).get(client.host.name, {}).get("boot_id") == mine)
+    facts = survey.get("facts", {})
+    server_boot = facts.get(server_host, {}).get("boot_id") or \
+        Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return bool(facts.get(client.host.name, {}).get("boot_id") == server_boot)
 
 
 def server_config(variant: VariantBase, workload: Workload, snapshot: Snapshot | None) -> dict[str, ConfigValue]:

@@ -29,6 +29,8 @@ LOCAL = "local"  # the implicit name of this machine in every campaign
 HOST_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 SSH_TARGET_RE = r"^[A-Za-z0-9_.@:\[\]%-]{1,255}$"  # user@host, host, an ~/.ssh/config alias; no options
 SSH_FAILED = 255
+REMOTE_WORK_DIR = "/var/tmp/layerbench"  # an ssh: host's default work_dir (as this machine's work root)
+WORK_DIR_RE = r"^/[A-Za-z0-9_./-]{1,200}$"  # absolute, no spaces or shell characters: it goes into sh scripts
 
 
 class HostEntry(BaseModel):
@@ -42,13 +44,18 @@ class HostEntry(BaseModel):
     identity_file: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
     known_hosts: str | None = Field(default=None, description="a known_hosts file to use besides the user's")
+    work_dir: Annotated[str, Field(pattern=WORK_DIR_RE)] | None = Field(
+        default=None, description="an ssh: host's folder for dataset snapshots and server datadirs "
+                                  f"(default {REMOTE_WORK_DIR})")
 
     @model_validator(mode="after")
     def _one_kind(self) -> HostEntry:
         if bool(self.ssh) == self.local:
             raise ValueError("give either ssh: user@host (a machine reached over SSH) or local: true (this one)")
-        if self.local and (self.identity_file or self.port or self.known_hosts):
-            raise ValueError("identity_file, port and known_hosts belong to an ssh: host, not local: true")
+        if self.local and (self.identity_file or self.port or self.known_hosts or self.work_dir):
+            raise ValueError("identity_file, port, known_hosts and work_dir belong to an ssh: host, not local: true")
+        if self.work_dir and ("/../" in f"{self.work_dir}/" or self.work_dir.rstrip("/") in ("", "/tmp", "/var")):
+            raise ValueError(f"work_dir {self.work_dir!r}: give a folder of its own, e.g. {REMOTE_WORK_DIR}")
         if self.ssh and self.ssh.startswith("-"):
             raise ValueError(f"{self.ssh!r} is not an SSH destination; write it like user@host")
         return self
@@ -118,6 +125,23 @@ class Host:
             cmd += ["-o", f"UserKnownHostsFile={Path(e.known_hosts).expanduser()} {user_file}",
                     "-o", "StrictHostKeyChecking=yes"]
         return [*cmd, "--", str(e.ssh)]
+
+    @property
+    def work_dir(self) -> str:
+        """Where layerbench keeps snapshots and datadirs on an ssh: host."""
+        return (self.entry.work_dir or REMOTE_WORK_DIR).rstrip("/")
+
+    def rsync_to(self, source: Path, target: str, *, log_path: Path | None = None, timeout: float | None = None,
+                 on_line: Callable[[str], None] | None = None) -> Completed:
+        """Copy the folder `source` to `target` on this ssh: host with rsync over the same SSH options (and the
+        same shared connection); rsync checks every file it sends with its own whole-file checksum."""
+        shell = shlex.join(self.ssh_command()[:-2])
+        cmd = ["rsync", "-a", "--delete", "--whole-file", "-e", shell,
+               f"{str(source).rstrip('/')}/", f"{self.entry.ssh}:{target.rstrip('/')}/"]
+        done = run("rsync", cmd, log_path=log_path, timeout=timeout, on_line=on_line)
+        if done.returncode == SSH_FAILED or (done.returncode != 0 and self._ssh_said_no(done.output)):
+            raise RunFailed(self.explain(done.output))
+        return done
 
     def command(self, argv: Sequence[str]) -> list[str]:
         if self.is_local:

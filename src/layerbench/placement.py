@@ -10,6 +10,7 @@ from typing import Any
 from layerbench.hosts import LOCAL, HostEntry
 
 REMOTE_CLIENT_BACKENDS = ("host", "docker")
+REMOTE_SERVER_BACKENDS = ("host",)  # a server on an ssh: host (backends/host_remote.py)
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,16 @@ def check_placement(hosts: dict[str, HostEntry] | None, variants: Sequence[Any])
                 raise ValueError(f"variants.{v.name}.{field}: {name!r} names no host; use one of {', '.join(known)} "
                                  "(add it under hosts:)")
         if not _entry(hosts, server_of(v)).local:
-            raise ValueError(f"variants.{v.name}.server_host: {server_of(v)} is an ssh: host; servers run on a "
-                             "local: true host so far (docs/topology.md); put sysbench there with client_host instead")
-        if server_of(v) != client_of(v):
+            _check_remote_server(v)
+        if server_of(v) != client_of(v) or not _entry(hosts, server_of(v)).local:
             _check_remote_client(hosts, v)
+
+
+def _check_remote_server(v: Any) -> None:
+    if v.backend not in REMOTE_SERVER_BACKENDS:
+        raise ValueError(f"variants.{v.name}.server_host: {server_of(v)} is an ssh: host; a {v.backend} server "
+                         f"runs on this machine or a local: true host so far (on an ssh: host: backend "
+                         f"{', '.join(REMOTE_SERVER_BACKENDS)}); put sysbench there with client_host instead")
 
 
 def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
@@ -70,8 +77,11 @@ def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
 
 
 def placement_of(hosts: dict[str, HostEntry] | None, variant: Any) -> Placement:
+    """A server on an ssh: host listens on that host's address whoever its client is: this machine's own
+    connections (readiness, server variables, status counters) reach it there too."""
     server, client = server_of(variant), client_of(variant)
-    address = "127.0.0.1" if server == client else _entry(hosts, server).reach_address() or "127.0.0.1"
+    local = _entry(hosts, server).local
+    address = "127.0.0.1" if server == client and local else _entry(hosts, server).reach_address() or "127.0.0.1"
     return Placement(server, client, address)
 
 
@@ -79,7 +89,8 @@ def network_path(variant: Any, placement: Placement) -> str:
     """The way sysbench's packets reach the server, in words (what the report's reader needs to know)."""
     remote = placement.remote_client
     over = f"TCP from {placement.client_host} to {placement.server_host} over the network" if remote else \
-        "TCP over loopback"
+        "TCP over loopback" if placement.listen_address.startswith("127.") else \
+        f"TCP to {placement.server_host}'s own address {placement.listen_address} (the kernel's loopback path)"
     if variant.backend == "docker":
         network = getattr(variant, "network", "bridge")
         if network == "bridge" and getattr(variant, "client", "host") == "host":

@@ -19,6 +19,8 @@ from layerbench.backends import Backend, make_backend
 from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload, canonical_option
 from layerbench.errors import BadInput, shown
+from layerbench.hosts import Hosts
+from layerbench.placement import server_of
 from layerbench.procs import require_program
 from layerbench.server.flavour import Flavour
 
@@ -32,14 +34,17 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     require_program("sysbench", "install sysbench (scripts/setup does it)")
     for workload in campaign.workloads:
         check_test(workload)
+    hosts = Hosts(campaign.hosts)
     for variant in campaign.variants:
+        if not hosts[server_of(variant)].is_local:
+            continue  # its backend's check() looks at the server's own host, over SSH
         if isinstance(variant, HostVariant):  # first: a binary that is no server layerbench knows is refused
             check_snapshot_flavour(campaign, variant, host_flavour(variant)[1])
         check_machine_fits(variant)
         if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
-    backends = [(variant, make_backend(variant)) for variant in campaign.variants]
+    backends = [(variant, make_backend(variant, hosts)) for variant in campaign.variants]
     for _, backend in backends:
         backend.check()
     return backends

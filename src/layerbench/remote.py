@@ -136,15 +136,26 @@ class SSHClient:
     def remove(self) -> bool:
         """Stop a sysbench still running (after Ctrl-C) and remove the folder; True when the host confirmed it
         (a host that does not answer keeps the owner record, for `layerbench clean`). Never raises."""
-        return remove_client_folder(self.host, self.folder)
+        return remove_remote_folder(self.host, self.folder)
 
 
-def remove_client_folder(host: Host, folder: str) -> bool:
-    quoted = shlex.quote(folder)
-    script = (f"[ -f {quoted}/sysbench.pid ] && kill $(cat {quoted}/sysbench.pid) 2>/dev/null; "
-              f"rm -rf {quoted}; echo removed")
+def remove_script(folder: str) -> str:
+    """Stop every process whose pid file is in the folder (sysbench, a server) and whose command line names the
+    folder (a reused PID is never killed), wait up to 10 s (then SIGKILL), and remove the folder."""
+    q = shlex.quote(folder)
+    pids = (f"for f in {q}/*.pid; do [ -f \"$f\" ] || continue; p=$(cat \"$f\"); case $p in ''|*[!0-9]*) continue;; "
+            f"esac; tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -qF -- {q} && echo $p; done | sort -u")
+    return (f"ps=$({pids}); [ -n \"$ps\" ] && kill $ps 2>/dev/null; "
+            "for i in $(seq 50); do alive=; for p in $ps; do kill -0 $p 2>/dev/null && alive=1; done; "
+            "[ -z \"$alive\" ] && break; sleep 0.2; done; [ -n \"$alive\" ] && kill -9 $ps 2>/dev/null; "
+            f"rm -rf {q}; echo removed")
+
+
+def remove_remote_folder(host: Host, folder: str) -> bool:
+    """Stop what runs from a run's folder on a host and remove it; True when the host confirmed it (a host that
+    does not answer keeps the owner record, for `layerbench clean`). Never raises."""
     try:
-        done = host.shell(script, name=f"cleanup on {host.name}", timeout=30)
+        done = host.shell(remove_script(folder), name=f"cleanup on {host.name}", timeout=60)
     except (RunFailed, OSError):
         return False
     return "removed" in done.output
@@ -160,8 +171,8 @@ def clean_remote(remote: dict[str, Any]) -> tuple[list[str], bool]:
         folder = str(remote["folder"])
     except (KeyError, TypeError, ValueError):
         return [], True
-    if remove_client_folder(host, folder):
-        return [f"removed {folder} (and stopped its sysbench) on host {host.name}"], True
+    if remove_remote_folder(host, folder):
+        return [f"removed {folder} (and stopped what ran from it) on host {host.name}"], True
     return [f"host {host.name} did not answer; {folder} may remain there (run `layerbench clean` again)"], False
 
 

@@ -37,9 +37,23 @@ def test_a_remote_client_is_given_the_server_hosts_address() -> None:
     assert "docker-proxy" in network_path(parsed.variants[0], loop)
 
 
+def test_a_server_on_an_ssh_host_listens_on_its_address_for_every_client() -> None:
+    parsed = parse_campaign(campaign({"backend": "host", "server_host": "app", "client_host": "app"}))
+    place = placement_of(parsed.hosts, parsed.variants[0])
+    assert place.listen_address == "10.0.0.6" and not place.remote_client
+    assert "own address 10.0.0.6" in network_path(parsed.variants[0], place)
+    remote = placement_of(parsed.hosts, parsed.variants[0].model_copy(update={"client_host": "db"}))
+    assert remote.listen_address == "10.0.0.6" and remote.remote_client
+
+
 @pytest.mark.parametrize(("variant", "hosts", "words"), [
     ({"backend": "host", "client_host": "nowhere"}, None, "variants.v.client_host: 'nowhere' names no host"),
-    ({"backend": "host", "server_host": "app"}, None, "variants.v.server_host: app is an ssh: host"),
+    ({"backend": "vm", "server_host": "app"}, None, "variants.v.server_host: app is an ssh: host; a vm server"),
+    ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "rel/dir"}}, "hosts.x.work_dir"),
+    ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "/tmp"}}, "give a folder of its own"),
+    ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "/a/../etc"}}, "give a folder of its own"),
+    ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "/a b;rm"}}, "hosts.x.work_dir"),
+    ({"backend": "host"}, {"x": {"local": True, "work_dir": "/srv/lb"}}, "belong to an ssh: host"),
     ({"backend": "vm", "server_host": "db", "client_host": "app"}, None, "backends host, docker, not vm"),
     ({"backend": "docker", "network": "bridge-direct", "server_host": "db", "client_host": "app"}, None,
      "bridge-direct"),

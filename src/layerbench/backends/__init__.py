@@ -6,6 +6,7 @@ import importlib
 
 from layerbench.backends.base import Backend, Endpoint, ServerSpec
 from layerbench.campaign import VariantBase
+from layerbench.hosts import Hosts
 
 _MODULES = {
     "host": ("layerbench.backends.host", "HostBackend"),
@@ -16,8 +17,18 @@ _MODULES = {
 }
 
 
-def make_backend(variant: VariantBase) -> Backend:
+REMOTE_SERVER = {"host": ("layerbench.backends.host_remote", "RemoteHostBackend")}
+
+
+def make_backend(variant: VariantBase, hosts: Hosts | None = None) -> Backend:
+    """The variant's backend; a variant whose server_host is an ssh: host of `hosts` gets the backend that
+    runs its server there (placement.py refuses the backends that cannot)."""
     kind = getattr(variant, "backend")  # noqa: B009 - every concrete variant has it
+    host = hosts[variant.server_host] if hosts is not None and variant.server_host else None
+    if host is not None and not host.is_local and kind in REMOTE_SERVER:
+        module_name, class_name = REMOTE_SERVER[kind]
+        remote: Backend = getattr(importlib.import_module(module_name), class_name)(variant, host)
+        return remote
     module_name, class_name = _MODULES[kind]
     try:
         module = importlib.import_module(module_name)

@@ -1,0 +1,96 @@
+"""The pure parts of a server on an ssh: host: the shipped snapshot's hashes against its manifest, the CPU
+readings of that host, and the cleanup script (run here with sh on a folder of the test's own)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from layerbench.hosts import Host
+from layerbench.remote import remove_remote_folder
+from layerbench.remote_cpu import SCRIPT, component_seconds, parse_reading
+from layerbench.remote_server import HASH_MARK, hash_problems, hash_script, manifest_digest, parse_hashes
+from layerbench.server.manifest import FileEntry, Manifest, build_manifest
+
+H1, H2 = "0" * 31 + "1", "ab" * 16
+
+
+def manifest(**files: str) -> Manifest:
+    return Manifest({name.replace("__", "/"): FileEntry(10, digest, "0" * 16, 0, 0) for name, digest in files.items()})
+
+
+def test_hashes_are_read_from_marked_lines_only() -> None:
+    text = (f"{HASH_MARK} {H1}  ./sbtest/sbtest1.ibd\nnoise {H2}  ./x\n{HASH_MARK} {H2}  ./ibdata1\n"
+            f"{HASH_MARK} nothex{'0' * 26}  ./y\n{HASH_MARK} {H1} ./one-space\n")
+    assert parse_hashes(text) == {"sbtest/sbtest1.ibd": H1, "ibdata1": H2}
+
+
+def test_each_difference_from_the_manifest_is_named() -> None:
+    expected = manifest(sbtest__sbtest1_ibd=H1, ibdata1=H2, gone=H1)
+    found = {"sbtest/sbtest1_ibd": H1, "ibdata1": H1, "stray": H2, "ib_buffer_pool": H2}
+    problems = hash_problems(expected, found, "host db")
+    assert problems == ["gone: missing on host db", "ibdata1: its bytes on host db differ from the snapshot's",
+                        "stray: on host db, not in the snapshot's manifest"]
+    assert hash_problems(expected, {"sbtest/sbtest1_ibd": H1, "ibdata1": H2, "gone": H1}, "h") == []
+
+
+@given(st.text(max_size=400))
+def test_any_output_parses_without_a_crash(text: str) -> None:
+    assert all(len(v) == 32 for v in parse_hashes(text).values())
+    reading = parse_reading(text)
+    assert reading.tick > 0
+    component_seconds(reading, parse_reading(text[::-1]), {"server": [1, 2]})
+
+
+def test_the_hash_script_hashes_like_the_manifest(tmp_path: Path) -> None:
+    datadir = tmp_path / "data dir"
+    (datadir / "sbtest").mkdir(parents=True)
+    (datadir / "sbtest" / "t.ibd").write_bytes(b"x" * 40000)
+    (datadir / "ibdata1").write_bytes(b"y" * 123)
+    (datadir / "ib_buffer_pool").write_text("not part of a snapshot")
+    done = subprocess.run(["sh", "-c", hash_script(str(datadir))], capture_output=True, text=True, check=True)
+    built = build_manifest(datadir)
+    assert hash_problems(built, parse_hashes(done.stdout), "here") == []
+    assert manifest_digest(built) == manifest_digest(build_manifest(datadir))
+
+
+def test_cpu_between_two_readings_per_component() -> None:
+    first = parse_reading("TICK 100\nUPTIME 50.00\ncpu  100 0 100 1000 0 0 0 0 0 0\n"
+                          "P 10 (mariadbd) S 1 10 10 0 -1 0 0 0 0 0 300 100 0 0 20 0 1 0 200 0 0\n"
+                          "P 77 (other) S 1 77 77 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 100 0 0\n")
+    last = parse_reading("TICK 100\nUPTIME 60.00\ncpu  400 0 400 1500 0 0 0 0 0 0\n"
+                         "P 10 (mariadbd) S 1 10 10 0 -1 0 0 0 0 0 500 200 0 0 20 0 1 0 200 0 0\n"
+                         "P 11 (child) S 10 10 10 0 -1 0 0 0 0 0 30 20 0 0 20 0 1 0 5500 0 0\n"
+                         "P 77 (other) S 1 77 77 0 -1 0 0 0 0 0 50 5 0 0 20 0 1 0 100 0 0\n")
+    cpu = component_seconds(first, last, {"server": [10]})
+    assert cpu == {"server": 3.5, "other": 2.5, "idle": 5.0}  # 300 ticks + a child born inside (50)
+
+
+def test_the_cpu_script_reads_this_machine() -> None:
+    done = subprocess.run(["sh", "-c", SCRIPT], capture_output=True, text=True, check=True)
+    reading = parse_reading(done.stdout)
+    assert reading.machine[0] > 0 and len(reading.procs) > 1 and reading.uptime_ticks > 0
+
+
+def test_cleanup_stops_what_runs_from_the_folder_and_removes_it(tmp_path: Path) -> None:
+    folder = tmp_path / "lbtest-run"
+    folder.mkdir()
+    (folder / "my.cnf").write_text("")
+    ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--defaults-file={folder}/my.cnf"])
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (folder / "server.pid").write_text(f"{ours.pid}\n")
+        (folder / "other.pid").write_text(f"{stranger.pid}\n")  # not started from the folder: never killed
+        (folder / "junk.pid").write_text("1; rm -rf /\n")
+        assert remove_remote_folder(Host("local"), str(folder))
+        assert ours.wait(timeout=20) is not None and not folder.exists()
+        time.sleep(0.2)
+        assert stranger.poll() is None
+    finally:
+        ours.kill()
+        stranger.kill()
