@@ -1,0 +1,145 @@
+"""A server on an ssh: host, on the lab of scripts/lab-hosts: `dbssh` is the db host reached over SSH (real sshd,
+real MariaDB started over SSH under the host's work_dir), sysbench on `app` (a real namespace behind a veth and
+bridge) or on dbssh itself. Every test checks only what it created: its variant names carry a random tag."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import stored_rows
+from layerbench import orchestrator, owners
+from layerbench.campaign import parse_campaign
+from layerbench.hosts import Host, HostEntry
+from layerbench.store import Store
+
+pytestmark = pytest.mark.integration
+SMALL = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}
+
+
+def campaign_data(tmp_path: Path, hosts: dict, variants: list[dict], **changes: object) -> dict:
+    data = {"name": f"it-rserver-{variants[0]['name']}", "baseline": variants[0]["name"], "hosts": hosts,
+            "variants": variants, "workload": SMALL, "repetitions": 1, "order": "sequential",
+            "output": str(tmp_path / "out"), "formats": ["md"]}
+    return {**data, **changes}
+
+
+def db_host(hosts: dict) -> Host:
+    return Host("dbssh", HostEntry(**hosts["dbssh"]))
+
+
+def leftovers(hosts: dict, tag: str) -> list[str]:
+    """This test's run folders and servers on the db host, and sysbench on app, asked over SSH."""
+    work = hosts["dbssh"]["work_dir"]
+    script = (f"ls -d {work}/runs/*{tag}* 2>/dev/null; pgrep -af mariadbd | grep -F -- '{tag}' | grep -v pgrep; "
+              "true")
+    found = db_host(hosts).shell(script, timeout=60).output.splitlines()
+    app = Host("app", HostEntry(**hosts["app"])).shell(
+        f"ls -d /tmp/*{tag}*-client 2>/dev/null; pgrep -af sysbench | grep -F -- '{tag}' | grep -v pgrep; true",
+        timeout=60).output.splitlines()
+    return [line for line in found + app if line.strip() and "grep -F" not in line]
+
+
+def owner_records(tag: str) -> list[str]:
+    return [o.label for o in owners.recorded() if tag in o.label]
+
+
+def run_campaign(data: dict, tmp_path: Path) -> list[dict]:
+    campaign = parse_campaign(data)
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(campaign, store)
+        return stored_rows(store, outcome.campaign_id)
+
+
+def test_a_host_server_on_an_ssh_host_with_sysbench_there_and_on_app(lab_hosts: dict, tmp_path: Path) -> None:
+    tag = secrets.token_hex(3)
+    variants = [{"name": f"far-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"},
+                {"name": f"near-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "dbssh"}]
+    runs = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
+    assert [r["status"] for r in runs] == ["ok", "ok"], [r["error"] for r in runs]
+    far, near = (json.loads(r["details"]) for r in runs)
+    for details, client in ((far, "app"), (near, "dbssh")):
+        place = details["environment"]["placement"]
+        assert (place["server_host"], place["client_host"]) == ("dbssh", client)
+        assert place["endpoint"].startswith("10.231.77.1:")
+        cpu = details["resources"]["cpu_seconds"]
+        assert cpu["server@dbssh"] > 0 and cpu[f"sysbench@{client}"] > 0, cpu
+        assert not any(key.endswith("@local") or key == "server" for key in cpu), cpu
+        restore = details["reset"]["restore"]
+        assert restore["method"] == "copy on host dbssh (cp --reflink=auto)"
+        assert restore["verified"] == "xxh3-128 of every byte of the copy on host dbssh" and not restore["problems"]
+        assert details["environment"]["backend"]["server_host"] == "dbssh"
+    assert "over the network" in far["environment"]["placement"]["path"]
+    assert "own address 10.231.77.1" in near["environment"]["placement"]["path"]
+    shipped = far["environment"]["backend"]["dataset_on_host"]["path"]
+    marker = db_host(lab_hosts).shell(f"cat {shipped}/shipped.json", timeout=30).output
+    assert json.loads(marker)["bytes"] > 0
+    assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
+
+
+def test_a_changed_byte_in_the_shipped_snapshot_is_caught_and_shipped_again(lab_hosts: dict, tmp_path: Path) -> None:
+    tag = secrets.token_hex(3)
+    variants = [{"name": f"ship-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]
+    first = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
+    assert first[0]["status"] == "ok", first[0]["error"]
+    shipped = json.loads(first[0]["details"])["environment"]["backend"]["dataset_on_host"]["path"]
+    db_host(lab_hosts).shell(f"printf X | dd of={shipped}/datadir/sbtest/sbtest1.ibd bs=1 seek=20000 "
+                             "conv=notrunc status=none", timeout=30)
+    again = run_campaign(campaign_data(tmp_path, lab_hosts, variants, name=f"it-rserver-again-{tag}"), tmp_path)
+    assert again[-1]["status"] == "ok", again[-1]["error"]
+    details = json.loads(again[-1]["details"])
+    assert details["environment"]["backend"]["dataset_on_host"]["shipped"] is True  # shipped anew
+    assert leftovers(lab_hosts, tag) == []
+
+
+def start_in_background(tmp_path: Path, data: dict) -> subprocess.Popen:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env={**os.environ})
+
+
+def wait_for_sysbench(proc: subprocess.Popen, hosts: dict, tag: str) -> None:
+    deadline = time.monotonic() + 240
+    while not any("sysbench" in line for line in leftovers(hosts, tag)):
+        assert time.monotonic() < deadline and proc.poll() is None, "sysbench never started on app"
+        time.sleep(0.5)
+    time.sleep(1)
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigkill-then-clean"])
+def test_a_stopped_remote_server_run_leaves_nothing_on_either_host(lab_hosts: dict, tmp_path: Path,
+                                                                    how: str) -> None:
+    tag = secrets.token_hex(3)
+    variants = [{"name": f"stop-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]
+    proc = start_in_background(tmp_path, campaign_data(tmp_path, lab_hosts, variants,
+                                                       workload={**SMALL, "duration": 60}))
+    try:
+        wait_for_sysbench(proc, lab_hosts, tag)
+        assert any("mariadbd" in line for line in leftovers(lab_hosts, tag))
+        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if how == "sigint":
+        assert proc.returncode == 130
+    else:
+        assert owner_records(tag), "a killed harness leaves its owner records for clean"
+        from layerbench.cleanup import clean_recorded
+
+        said = clean_recorded()
+        assert any("on host dbssh" in line for line in said), said
+    deadline = time.monotonic() + 30  # a SIGKILLed sysbench on app ends when its server is gone
+    while leftovers(lab_hosts, tag) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
