@@ -7,7 +7,7 @@ import platform
 import re
 import subprocess
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from layerbench.backends.base import Endpoint
@@ -68,10 +68,10 @@ def parse_mounts(text: str) -> list[dict[str, str]]:
     return mounts
 
 
-def mount_of(path: Path, text: str | None = None) -> dict[str, str] | None:
+def mount_of(path: PurePath, text: str | None = None) -> dict[str, str] | None:
     """Filesystem type, device and options of the mount holding path (the longest mount point that contains it;
     the last one listed when one point is mounted over)."""
-    target = str(path.resolve())
+    target = str(path.resolve()) if isinstance(path, Path) else str(path)  # a PurePath: another host's, resolved
     best: dict[str, str] | None = None
     for mount in parse_mounts(text if text is not None else read_text("/proc/self/mounts") or ""):
         point = mount["mount_point"]

@@ -193,8 +193,10 @@ class RunExecution:
             variables = environment.server_variables(endpoint)
         except Exception as error:  # e.g. a Job client on a cluster this host has no route to
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
-        return {"host": environment.host_facts(), "backend": self.backend.describe(), "server_variables": variables,
-                "storage": environment.storage_facts(str(self.work_dir)), "tuning": environment.tuning_facts()}
+        backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
+        storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
+        return {"host": environment.host_facts(), "backend": backend, "server_variables": variables,
+                "storage": storage, "tuning": environment.tuning_facts()}
 
     def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner) -> None:
         workload, hook = self.workload, self.run_dir / "hook.lua"

@@ -75,6 +75,20 @@ def check_tools(host: Host) -> list[str]:
     return [line.split()[1] for line in done.output.splitlines() if line.startswith("MISSING ")]
 
 
+def storage_on_host(host: Host, folder: str) -> dict[str, object]:
+    """Where a run's datadir lives on the host: its filesystem, device and mount options (as environment.py
+    records them here), read from the host's /proc/self/mounts."""
+    from pathlib import PurePosixPath
+
+    from layerbench.environment import mount_of
+
+    done = host.shell(f"readlink -f {shlex.quote(folder)}; cat /proc/self/mounts", name=f"mounts on {host.name}",
+                      timeout=30)
+    real, _, mounts = done.output.partition("\n")
+    mount = mount_of(PurePosixPath(real.strip() or folder), mounts) or {}
+    return {"path": folder, "host": host.name, **mount}
+
+
 def remote_snapshot(host: Host, key: str) -> str:
     return f"{host.work_dir}/datasets/{key}"
 

@@ -23,7 +23,7 @@ from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts import Host
 from layerbench.remote import remove_remote_folder
-from layerbench.remote_server import check_tools, restore_on_host, ship_snapshot
+from layerbench.remote_server import check_tools, restore_on_host, ship_snapshot, storage_on_host
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import Flavour, install_db_command, parse_version
@@ -75,6 +75,7 @@ class RemoteHostBackend:
         self.flavour: Flavour | None = None
         self.owner: str | None = None
         self.shipped: dict[str, object] = {}
+        self.storage: dict[str, object] = {}
 
     def check(self) -> None:
         where = f"variants.{self.variant.name}.server_host"
@@ -101,13 +102,15 @@ class RemoteHostBackend:
 
     def up(self, spec: ServerSpec) -> Endpoint:
         self.binary, self.flavour = find_server(self.host, self.variant)
-        folder = f"{(self.variant.data_dir or self.host.work_dir + '/runs').rstrip('/')}/{spec.label}"
+        root = (self.variant.data_dir or self.host.work_dir + "/runs").rstrip("/")
+        folder = f"{root}/{spec.label}"
         with signals_deferred():  # noted for down() and `clean` before anything exists on the host
             self.folder, self.owner = folder, f"{spec.label}@{self.host.name}"
             remote = {"host": self.host.name, "entry": self.host.entry.model_dump(exclude_none=True), "folder": folder}
             owners.record(self.owner, pid=None, marker="", paths=[], remote=remote)
         self.host.shell(f"umask 077 && mkdir -p {shlex.quote(folder)}", name=f"mkdir on {self.host.name}")
         self._datadir(spec, f"{folder}/datadir")
+        self.storage = storage_on_host(self.host, root)
         port = pick_port(self.host)
         owned = {"datadir": f"{folder}/datadir", "port": port, "bind-address": spec.listen_address,
                  "socket": f"{folder}/mysqld.sock", "pid-file": f"{folder}/mysqld.pid", "user": "root"}
@@ -179,6 +182,8 @@ class RemoteHostBackend:
         facts: dict[str, Any] = {"backend": "host", "server_binary": self.binary, "server_host": self.host.name}
         if self.shipped:
             facts["dataset_on_host"] = dict(self.shipped)
+        if self.storage:
+            facts["storage"] = dict(self.storage)  # the run's environment.storage (execution.py takes it out)
         return facts | (self.flavour.facts() if self.flavour else {})
 
     def client(self) -> ClientRunner | None:
