@@ -88,15 +88,17 @@ def test_every_backend_implements_every_member_of_the_protocol() -> None:
     import importlib
     import inspect
 
-    from layerbench.backends import _MODULES
+    from layerbench.backends import _MODULES, REMOTE_SERVER
     from layerbench.backends.base import Backend
 
     members = {name: inspect.signature(fn) for name, fn in vars(Backend).items()
                if callable(fn) and not name.startswith("_")}
     assert {"check", "up", "down", "exit_cause", "client_processes", "components", "describe"} <= set(members)
-    for module_name, class_name in _MODULES.values():
-        cls = getattr(importlib.import_module(module_name), class_name)
-        for name, wanted in members.items():
-            got = inspect.signature(getattr(cls, name))
-            assert list(got.parameters) == list(wanted.parameters), f"{class_name}.{name}{got} is not {wanted}"
-        assert list(inspect.signature(cls).parameters) == ["variant"], f"{class_name} takes its variant"
+    # the backends by kind take their variant; those of a server on an ssh: host also take that host
+    for table, takes in ((_MODULES, ["variant"]), (REMOTE_SERVER, ["variant", "host"])):
+        for module_name, class_name in table.values():
+            cls = getattr(importlib.import_module(module_name), class_name)
+            for name, wanted in members.items():
+                got = inspect.signature(getattr(cls, name))
+                assert list(got.parameters) == list(wanted.parameters), f"{class_name}.{name}{got} is not {wanted}"
+            assert list(inspect.signature(cls).parameters) == takes, f"{class_name} takes {takes}"
