@@ -19,7 +19,7 @@ from layerbench.backends import Backend, make_backend
 from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload, canonical_option
 from layerbench.errors import BadInput, shown
-from layerbench.hosts import Hosts
+from layerbench.hosts import Host, Hosts
 from layerbench.placement import server_of
 from layerbench.procs import require_program
 from layerbench.server.flavour import Flavour
@@ -47,6 +47,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     backends = [(variant, make_backend(variant, hosts)) for variant in campaign.variants]
     for _, backend in backends:
         backend.check()
+    check_remote_disk_space(campaign)  # after the checks: every server host answers over SSH
     return backends
 
 
@@ -145,8 +146,9 @@ def check_disk_space(campaign: Campaign) -> None:
         if workload.reset == "snapshot" and not cached(workload):
             add_need(needs, existing_parent(datasets_dir()), f"snapshot of {workload.name}", dataset_bytes(workload))
     copied = [dataset_bytes(w) for w in campaign.workloads if w.reset != "none"]
+    hosts = Hosts(campaign.hosts)
     for folder in {Path(v.data_dir) if v.data_dir else work_root() for v in campaign.variants
-                   if getattr(v, "backend", "") != "external"}:
+                   if getattr(v, "backend", "") != "external" and hosts[server_of(v)].is_local}:
         if copied:
             add_need(needs, existing_parent(folder), "one run's working copy", max(copied))
     for folder, items in needs.values():
@@ -156,6 +158,35 @@ def check_disk_space(campaign: Campaign) -> None:
             raise BadInput(f"workloads: {parts} = {gib(total)} needed on {folder}, which has {gib(free)} free; free "
                            "space, use fewer tables or a smaller table_size, or put the data elsewhere "
                            "(LAYERBENCH_DATA_DIR, a variant's data_dir)")
+
+
+def check_remote_disk_space(campaign: Campaign) -> None:
+    """On every ssh: host that runs a server: the shipped snapshots plus one run's working copy fit in the free
+    space of its work_dir (or of the variant's data_dir there). Refuses with the numbers otherwise."""
+    hosts = Hosts(campaign.hosts)
+    shipped = sum(dataset_bytes(w) for w in campaign.workloads if w.reset == "snapshot")
+    copied = max([dataset_bytes(w) for w in campaign.workloads if w.reset != "none"], default=0)
+    for v in campaign.variants:
+        host = hosts[server_of(v)]
+        if host.is_local or not copied:
+            continue
+        folder = v.data_dir or host.work_dir
+        free = free_bytes_on(host, folder)
+        if free is not None and shipped + copied > free:
+            raise BadInput(f"variants.{v.name}.server_host: snapshots {gib(shipped)} + one run's working copy "
+                           f"{gib(copied)} = {gib(shipped + copied)} needed on host {host.name} at {folder}, which "
+                           f"has {gib(free)} free; free space there or set hosts.{host.name}.work_dir")
+
+
+def free_bytes_on(host: Host, folder: str) -> int | None:
+    """Free bytes of the filesystem that holds folder (or its nearest existing parent) on an ssh: host."""
+    import shlex
+
+    script = (f"d={shlex.quote(folder)}; while [ ! -d \"$d\" ]; do d=$(dirname \"$d\"); done; "
+              "df -Pk \"$d\" | awk 'NR==2 {print \"FREE\", $4}'")
+    done = host.shell(script, name=f"df on {host.name}", timeout=30)
+    line = next((x for x in done.output.splitlines() if x.startswith("FREE ")), "")
+    return int(line.split()[1]) * 1024 if line[5:].strip().isdigit() else None
 
 
 def gib(size: float) -> str:

@@ -143,3 +143,25 @@ def test_a_stopped_remote_server_run_leaves_nothing_on_either_host(lab_hosts: di
     while leftovers(lab_hosts, tag) and time.monotonic() < deadline:
         time.sleep(1)
     assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
+
+
+def test_no_room_on_the_server_host_is_refused_before_anything_starts(lab_hosts: dict, tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "lbtest-room", str(small)], check=True)
+    try:
+        hosts = {**lab_hosts, "dbssh": {**lab_hosts["dbssh"], "work_dir": str(small)}}
+        variants = [{"name": f"room-{secrets.token_hex(3)}", "backend": "host", "server_host": "dbssh",
+                     "client_host": "app"}]
+        campaign = parse_campaign(campaign_data(tmp_path, hosts, variants,
+                                                workload={**SMALL, "table_size": 100_000}))
+        from layerbench.errors import BadInput
+        from layerbench.preflight import preflight
+
+        with pytest.raises(BadInput) as error:
+            preflight(campaign)
+        message = str(error.value)
+        assert f"needed on host dbssh at {small}, which has 0.01 GiB free" in message and "\n" not in message
+        assert list(small.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
