@@ -8,7 +8,7 @@ against the snapshot's manifest, and each run's working copy, restored and check
 - restore: `cp -a --reflink=auto` on the host (a copy-on-write clone where its filesystem can), every file of
   the copy hashed against the manifest, written to disk, and dropped from the page cache (`dd ... nocache`) with
   the snapshot's own pages, so a run on another host starts as cold as one here (server/restore.py).
-Parsing of what the host prints is pure (tests/unit/test_remote_server.py)."""
+Parsing of what the host prints is pure (tests/unit/test_remote_server_units.py)."""
 
 from __future__ import annotations
 
