@@ -271,7 +271,8 @@ class RunExecution:
         return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
                               "endpoint": f"{endpoint.host}:{endpoint.port}", "path": network_path(self.variant, place),
                               "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
-                "hosts": facts, "client_host": facts.get(place.client_host, {})}
+                "hosts": facts, "client_host": facts.get(place.client_host, {}),
+                "server_host": facts.get(place.server_host, {})}
 
 
 def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,

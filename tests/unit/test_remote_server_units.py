@@ -94,3 +94,17 @@ def test_cleanup_stops_what_runs_from_the_folder_and_removes_it(tmp_path: Path) 
     finally:
         ours.kill()
         stranger.kill()
+
+
+def test_a_server_host_with_another_server_build_is_a_fairness_difference() -> None:
+    from layerbench.analysis.fairness import fairness_differences
+    from layerbench.records.run import Environment
+
+    def env(server: dict) -> Environment:
+        return Environment.from_json({"client_host": {"kernel": "6.1"}, "server_host": server})
+
+    base = {"kernel": "6.1", "cpus": "2", "server_version": "mariadbd Ver 10.11.19"}
+    found = fairness_differences("a", {"a": env(base), "b": env({**base, "server_version": "mariadbd Ver 11.4"}),
+                                       "c": env(base), "d": env({})}, {})
+    assert [(d.variant, d.what) for d in found] == [("b", "server host fact server_version")]
+    assert Environment.from_json({}).server_host == {}  # a run stored before server hosts were recorded

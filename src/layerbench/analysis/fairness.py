@@ -71,14 +71,17 @@ def host_differences(variant: str, base: HostFacts, other: HostFacts) -> list[Di
 
 
 CLIENT_HOST_FACTS = ("kernel", "cpus", "cpu_model", "memory_kb", "sysbench_version")
+SERVER_HOST_FACTS = ("kernel", "cpus", "cpu_model", "memory_kb", "server_version")
 
 
-def client_host_differences(variant: str, base: FactMap, other: FactMap) -> list[Difference]:
-    """The machine sysbench ran on (campaigns with `hosts:`): another kernel or sysbench there is a difference."""
+def placed_host_differences(variant: str, base: FactMap, other: FactMap, role: str = "client",
+                            keys: tuple[str, ...] = CLIENT_HOST_FACTS) -> list[Difference]:
+    """The machine sysbench (or the server) ran on, in campaigns with `hosts:`: another kernel, CPU, sysbench or
+    server build there is a difference."""
     if not base or not other:
         return []
-    return [Difference(variant, f"client host fact {k}", str(base.get(k)), str(other.get(k)))
-            for k in CLIENT_HOST_FACTS if base.get(k) != other.get(k)]
+    return [Difference(variant, f"{role} host fact {k}", str(base.get(k)), str(other.get(k)))
+            for k in keys if base.get(k) != other.get(k)]
 
 
 def fairness_differences(baseline: str, environments: dict[str, Environment],
@@ -94,7 +97,8 @@ def fairness_differences(baseline: str, environments: dict[str, Environment],
         keys = asked_variables(asked.get(variant, set()) | asked.get(baseline, set()))
         out += variable_differences(variant, base.server_variables, env.server_variables, keys)
         out += host_differences(variant, base.host, env.host)
-        out += client_host_differences(variant, base.client_host, env.client_host)
+        out += placed_host_differences(variant, base.client_host, env.client_host)
+        out += placed_host_differences(variant, base.server_host, env.server_host, "server", SERVER_HOST_FACTS)
     return out
 
 

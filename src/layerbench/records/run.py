@@ -153,7 +153,7 @@ class BackendFacts:
 @dataclass(frozen=True)
 class Environment:
     """A run's environment: machine, backend, the server's effective variables, storage and host tuning; with
-    `hosts:`, where client and server ran and the client machine's facts."""
+    `hosts:`, where client and server ran and the client's and the server's machine facts."""
 
     host: HostFacts
     backend: BackendFacts
@@ -162,13 +162,15 @@ class Environment:
     tuning: FactMap
     client_host: FactMap
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+    server_host: FactMap = field(default_factory=dict)  # the server's machine (with `hosts:`; runs since #15)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> Environment:
         variables = {str(k): str(v) for k, v in as_object(data.get("server_variables")).items()}
         return cls(HostFacts.from_json(as_object(data.get("host"))),
                    BackendFacts.from_json(as_object(data.get("backend"))), variables, facts(data.get("storage")),
-                   facts(data.get("tuning")), facts(data.get("client_host")), dict(data))
+                   facts(data.get("tuning")), facts(data.get("client_host")), dict(data),
+                   facts(data.get("server_host")))
 
     def to_json(self) -> JSONObject:
         return dict(self.document)
