@@ -10,7 +10,7 @@ from typing import Any
 from layerbench.hosts import LOCAL, HostEntry
 
 REMOTE_CLIENT_BACKENDS = ("host", "docker")
-REMOTE_SERVER_BACKENDS = ("host",)  # a server on an ssh: host (backends/host_remote.py)
+REMOTE_SERVER_BACKENDS = ("host", "docker")  # a server on an ssh: host (backends/{host,docker}_remote.py)
 
 
 @dataclass(frozen=True)

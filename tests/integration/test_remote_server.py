@@ -165,3 +165,43 @@ def test_no_room_on_the_server_host_is_refused_before_anything_starts(lab_hosts:
         assert list(small.iterdir()) == []
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def our_containers(tag: str) -> list[str]:
+    import docker
+
+    client = docker.from_env()  # the lab's db host runs this machine's daemon
+    return [c.name for c in client.containers.list(all=True, filters={"label": "layerbench=1"}) if tag in c.name]
+
+
+def test_a_docker_server_on_an_ssh_host_through_the_sdks_ssh(lab_hosts: dict, tmp_path: Path) -> None:
+    tag = secrets.token_hex(3)
+    variants = [{"name": f"dnat-{tag}", "backend": "docker", "network": "bridge", "server_host": "dbalias",
+                 "client_host": "app"},
+                {"name": f"dbind-{tag}", "backend": "docker", "network": "host", "storage": "bind",
+                 "server_host": "dbalias", "client_host": "app"}]
+    runs = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
+    assert [r["status"] for r in runs] == ["ok", "ok"], [r["error"] for r in runs]
+    nat, bind = (json.loads(r["details"]) for r in runs)
+    for details in (nat, bind):
+        assert details["environment"]["placement"]["endpoint"].startswith("10.231.77.1:")
+        cpu = details["resources"]["cpu_seconds"]
+        assert cpu["server@dbalias"] > 0 and cpu["sysbench@app"] > 0 and "containerd-shim@dbalias" in cpu, cpu
+        assert details["environment"]["backend"]["server_host"] == "dbalias"
+        assert details["environment"]["storage"]["path"] == "/var/tmp/lblab-db/runs"
+    assert "docker-proxy@dbalias" in nat["resources"]["cpu_seconds"]
+    assert "kernel NAT" in nat["environment"]["placement"]["path"]
+    assert bind["reset"]["restore"]["method"] == "copy on host dbalias (cp --reflink=auto)"
+    assert our_containers(tag) == [] and leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
+
+
+def test_a_docker_server_on_a_host_with_ssh_options_is_refused_in_one_line(lab_hosts: dict, tmp_path: Path) -> None:
+    variants = [{"name": f"dopt-{secrets.token_hex(3)}", "backend": "docker", "server_host": "dbssh",
+                 "client_host": "app"}]
+    from layerbench.errors import BadInput
+    from layerbench.preflight import preflight
+
+    with pytest.raises(BadInput) as error:
+        preflight(parse_campaign(campaign_data(tmp_path, lab_hosts, variants)))
+    message = str(error.value)
+    assert "Docker SDK's ssh://" in message and "~/.ssh/config" in message and "\n" not in message

@@ -108,3 +108,29 @@ def test_a_server_host_with_another_server_build_is_a_fairness_difference() -> N
                                        "c": env(base), "d": env({})}, {})
     assert [(d.variant, d.what) for d in found] == [("b", "server host fact server_version")]
     assert Environment.from_json({}).server_host == {}  # a run stored before server hosts were recorded
+
+
+def test_a_remote_containers_components_are_read_from_its_hosts_processes() -> None:
+    from layerbench.backends.docker_remote import parse_components
+
+    text = ("SHIM 900 /usr/bin/containerd-shim-runc-v2 -namespace moby -id abc\n"
+            "PROXY 901 /usr/bin/docker-proxy -proto tcp -host-ip 10.0.0.5 -host-port 31000 -container-port 3306\n"
+            "PROXY 902 /usr/bin/docker-proxy -proto tcp -host-ip 10.0.0.5 -host-port 310001 -container-port 3306\n"
+            "PROXY x /usr/bin/docker-proxy -host-port 31000\n")
+    assert parse_components(text, 42, 31000) == {"server": [42], "containerd-shim": [900], "docker-proxy": [901]}
+    assert parse_components("SHIM 7 /sbin/init\n", 42, None) == {"server": [42]}  # not a shim: not counted
+
+
+@given(st.text(max_size=300), st.integers(min_value=1, max_value=2**22), st.none() | st.integers(1, 65535))
+def test_any_process_listing_parses_without_a_crash(text: str, pid: int, port: int | None) -> None:
+    from layerbench.backends.docker_remote import parse_components
+
+    found = parse_components(text, pid, port)
+    assert found["server"] == [pid] and all(isinstance(p, int) for pids in found.values() for p in pids)
+
+
+def test_the_image_is_sent_only_when_the_hosts_daemon_lacks_this_build() -> None:
+    from layerbench.backends.docker_remote import needs_image
+
+    assert needs_image("sha256:a", None) and needs_image("sha256:a", "sha256:b")
+    assert not needs_image("sha256:a", "sha256:a") and not needs_image(None, None)

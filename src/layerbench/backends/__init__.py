@@ -17,7 +17,8 @@ _MODULES = {
 }
 
 
-REMOTE_SERVER = {"host": ("layerbench.backends.host_remote", "RemoteHostBackend")}
+REMOTE_SERVER = {"host": ("layerbench.backends.host_remote", "RemoteHostBackend"),
+                 "docker": ("layerbench.backends.docker_remote", "RemoteDockerBackend")}
 
 
 def make_backend(variant: VariantBase, hosts: Hosts | None = None) -> Backend:

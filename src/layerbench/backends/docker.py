@@ -112,7 +112,7 @@ class DockerBackend:
     def _start(self, spec: ServerSpec) -> Endpoint:
         variant = self.variant
         network = self._network(spec)
-        self.port = free_port(spec.listen_address) if variant.network == "host" else 3306
+        self.port = self._free_port(spec.listen_address) if variant.network == "host" else 3306
         self._write_config(spec)
         kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
         self.container = self._create("container", lambda: self.docker.containers.create(
@@ -129,10 +129,14 @@ class DockerBackend:
             return {"network_mode": "host"}
         if variant.network == "bridge" and variant.client == "host":
             address = spec.listen_address  # loopback: docker-proxy; another host's client: kernel NAT
-            return {"ports": {"3306/tcp": (address, free_port(address))}}
+            return {"ports": {"3306/tcp": (address, self._free_port(address))}}
         net = self._create("network", lambda: self.docker.networks.create(
             f"{spec.label}-net", driver="bridge", labels=labels(spec, "network")))
         return {"network": net.name}
+
+    def _free_port(self, address: str) -> int:
+        """A free port on the daemon's machine (this one; backends/docker_remote.py asks its host)."""
+        return free_port(address)
 
     def _create(self, kind: str, create: Any) -> Any:
         """Create a Docker object and note it for down() with no signal in between (a Ctrl-C while the daemon
