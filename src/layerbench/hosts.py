@@ -143,6 +143,15 @@ class Host:
             raise RunFailed(self.explain(done.output))
         return done
 
+    def send_files(self, files: Sequence[Path], target: str, *, log_path: Path | None = None) -> Completed:
+        """Copy files into the folder `target` on this ssh: host (rsync, as rsync_to)."""
+        shell = shlex.join(self.ssh_command()[:-2])
+        cmd = ["rsync", "-a", "--whole-file", "-e", shell, *map(str, files), f"{self.entry.ssh}:{target.rstrip('/')}/"]
+        done = run("rsync", cmd, log_path=log_path, timeout=None)
+        if done.returncode == SSH_FAILED or (done.returncode != 0 and self._ssh_said_no(done.output)):
+            raise RunFailed(self.explain(done.output))
+        return done
+
     def command(self, argv: Sequence[str]) -> list[str]:
         if self.is_local:
             return [str(a) for a in argv]

@@ -9,8 +9,8 @@ from typing import Any
 
 from layerbench.hosts import LOCAL, HostEntry
 
-REMOTE_CLIENT_BACKENDS = ("host", "docker")
-REMOTE_SERVER_BACKENDS = ("host", "docker")  # a server on an ssh: host (backends/{host,docker}_remote.py)
+REMOTE_CLIENT_BACKENDS = ("host", "docker")  # and a vm on an ssh: host (its port forwarded from that host's address)
+REMOTE_SERVER_BACKENDS = ("host", "docker", "vm")  # a server on an ssh: host (backends/*_remote.py)
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,10 @@ def _check_remote_server(v: Any) -> None:
 
 def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
     where = f"variants.{v.name}.client_host"
-    if v.backend not in REMOTE_CLIENT_BACKENDS:
+    remote_vm = v.backend == "vm" and not _entry(hosts, server_of(v)).local
+    if v.backend not in REMOTE_CLIENT_BACKENDS and not remote_vm:
         raise ValueError(f"{where}: sysbench on another host works with backends {', '.join(REMOTE_CLIENT_BACKENDS)}"
-                         f", not {v.backend}; remove client_host")
+                         f" (and vm on an ssh: host), not {v.backend}; remove client_host")
     if getattr(v, "client", "host") != "host":
         raise ValueError(f"{where}: client: {v.client} already places sysbench; remove one of the two")
     if getattr(v, "network", None) == "bridge-direct":

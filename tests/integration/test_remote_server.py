@@ -205,3 +205,21 @@ def test_a_docker_server_on_a_host_with_ssh_options_is_refused_in_one_line(lab_h
         preflight(parse_campaign(campaign_data(tmp_path, lab_hosts, variants)))
     message = str(error.value)
     assert "Docker SDK's ssh://" in message and "~/.ssh/config" in message and "\n" not in message
+
+
+def test_a_vm_server_on_an_ssh_host(lab_hosts: dict, tmp_path: Path) -> None:
+    tag = secrets.token_hex(3)
+    variants = [{"name": f"vm-{tag}", "backend": "vm", "vcpus": 1, "memory": "1G", "server_host": "dbssh",
+                 "client_host": "app"}]
+    runs = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
+    assert runs[0]["status"] == "ok", runs[0]["error"]
+    details = json.loads(runs[0]["details"])
+    assert details["environment"]["placement"]["endpoint"].startswith("10.231.77.1:")
+    backend = details["environment"]["backend"]
+    assert backend["server_host"] == "dbssh" and backend["accel"] in ("kvm", "tcg")
+    assert "QEMU user networking on host dbssh" in backend["network_path"]
+    cpu = details["resources"]["cpu_seconds"]
+    assert cpu["qemu@dbssh"] > 0 and cpu["sysbench@app"] > 0, cpu
+    assert "LAYERBENCH-READY" in (Path(runs[0]["run_dir"]) / "console.log").read_text()
+    found = db_host(lab_hosts).shell(f"pgrep -af qemu-system | grep -F -- '{tag}' | grep -v grep; true").output
+    assert found.strip() == "" and leftovers(lab_hosts, tag) == [] and owner_records(tag) == []

@@ -48,13 +48,15 @@ def test_a_server_on_an_ssh_host_listens_on_its_address_for_every_client() -> No
 
 @pytest.mark.parametrize(("variant", "hosts", "words"), [
     ({"backend": "host", "client_host": "nowhere"}, None, "variants.v.client_host: 'nowhere' names no host"),
-    ({"backend": "vm", "server_host": "app"}, None, "variants.v.server_host: app is an ssh: host; a vm server"),
+    ({"backend": "kubernetes", "server_host": "app"}, None,
+     "variants.v.server_host: app is an ssh: host; a kubernetes server"),
     ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "rel/dir"}}, "hosts.x.work_dir"),
     ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "/tmp"}}, "give a folder of its own"),
     ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "/a/../etc"}}, "give a folder of its own"),
     ({"backend": "host"}, {"x": {"ssh": "a@b", "work_dir": "/a b;rm"}}, "hosts.x.work_dir"),
     ({"backend": "host"}, {"x": {"local": True, "work_dir": "/srv/lb"}}, "belong to an ssh: host"),
-    ({"backend": "vm", "server_host": "db", "client_host": "app"}, None, "backends host, docker, not vm"),
+    ({"backend": "vm", "server_host": "db", "client_host": "app"}, None,
+     "backends host, docker (and vm on an ssh: host), not vm"),
     ({"backend": "docker", "network": "bridge-direct", "server_host": "db", "client_host": "app"}, None,
      "bridge-direct"),
     ({"backend": "docker", "client": "container", "server_host": "db", "client_host": "app"}, None,

@@ -134,3 +134,18 @@ def test_the_image_is_sent_only_when_the_hosts_daemon_lacks_this_build() -> None
 
     assert needs_image("sha256:a", None) and needs_image("sha256:a", "sha256:b")
     assert not needs_image("sha256:a", "sha256:a") and not needs_image(None, None)
+
+
+def test_boot_file_sums_are_read_from_sha256sum_lines_only() -> None:
+    from layerbench.backends.vm_remote import parse_sums
+
+    good = "a" * 64
+    text = f"{good}  root.img\n{good}  ./dir/initrd.gz\n{'g' * 64}  kernel\nnoise\n{good} one-space\n"
+    assert parse_sums(text) == {"root.img": good, "initrd.gz": good}
+
+
+@given(st.text(max_size=300))
+def test_any_sha256sum_output_parses_without_a_crash(text: str) -> None:
+    from layerbench.backends.vm_remote import parse_sums
+
+    assert all(len(v) == 64 for v in parse_sums(text).values())

@@ -18,7 +18,8 @@ _MODULES = {
 
 
 REMOTE_SERVER = {"host": ("layerbench.backends.host_remote", "RemoteHostBackend"),
-                 "docker": ("layerbench.backends.docker_remote", "RemoteDockerBackend")}
+                 "docker": ("layerbench.backends.docker_remote", "RemoteDockerBackend"),
+                 "vm": ("layerbench.backends.vm_remote", "RemoteVMBackend")}
 
 
 def make_backend(variant: VariantBase, hosts: Hosts | None = None) -> Backend:

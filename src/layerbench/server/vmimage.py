@@ -204,13 +204,21 @@ def tree_bytes(folder: Path) -> int:
     return sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def make_ext4(tree: Path | None, target: Path, *, extra_mib: int, min_mib: int = 16, label: str = "") -> None:
-    """An ext4 image of `tree` (or empty) with `extra_mib` free, built without mounting anything (mkfs -d)."""
-    size_mib = max(min_mib, (tree_bytes(tree) if tree else 0) * 13 // 10 // 2**20 + extra_mib)
+def ext4_command(tree: str | None, size_bytes: int, target: str, *, extra_mib: int, min_mib: int = 16,
+                 label: str = "") -> list[str]:
+    """mkfs.ext4 of `tree` (size_bytes of files, or empty) into the image `target` with `extra_mib` free; the same
+    command runs here and on a server's ssh: host (backends/vm_remote.py)."""
+    size_mib = max(min_mib, size_bytes * 13 // 10 // 2**20 + extra_mib)
     cmd = ["mkfs.ext4", "-q", "-F", "-E", "root_owner=0:0", "-O", "^has_journal" if size_mib < 32 else "has_journal"]
     cmd += ["-L", label] if label else []
-    cmd += ["-d", str(tree)] if tree else []
-    cmd += [str(target), f"{size_mib}M"]
+    cmd += ["-d", tree] if tree else []
+    return [*cmd, target, f"{size_mib}M"]
+
+
+def make_ext4(tree: Path | None, target: Path, *, extra_mib: int, min_mib: int = 16, label: str = "") -> None:
+    """An ext4 image of `tree` (or empty) with `extra_mib` free, built without mounting anything (mkfs -d)."""
+    cmd = ext4_command(str(tree) if tree else None, tree_bytes(tree) if tree else 0, str(target),
+                       extra_mib=extra_mib, min_mib=min_mib, label=label)
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RunFailed(f"mkfs.ext4 of {target.name} failed: {done.stderr.strip()[-300:]}")
