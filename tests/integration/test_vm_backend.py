@@ -5,6 +5,7 @@ variant as emulated, and nothing is left (QEMU, disks, taps, bridges) after a no
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import pytest
@@ -25,27 +26,31 @@ pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]
 TINY = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}
 
 
-def qemus() -> list[int]:
+def qemus(tag: str) -> list[int]:
+    """This test's QEMU processes: their command line names the run's folder, whose label carries the tag."""
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and
-            cmdline(int(p.name)).startswith("qemu-system-x86_64") and "layerbench" in cmdline(int(p.name))]
+            cmdline(int(p.name)).startswith("qemu-system-x86_64") and tag in cmdline(int(p.name))]
 
 
-def leftovers(tmp_path: Path) -> list[str]:
-    found = [f"qemu {pid}" for pid in qemus()] + [f"device {d}" for d in leftover_devices(include_live=True)]
-    vm_dirs = list(tmp_path.rglob("work/vm/*")) + list((work_root() / "work" / "vm").glob("*"))
+def leftovers(tmp_path: Path, tag: str) -> list[str]:
+    """What this test's variants (names carrying `tag`) left: QEMU, VM folders; and any lab tap device (only
+    this module's tests make taps, one at a time)."""
+    found = [f"qemu {pid}" for pid in qemus(tag)] + [f"device {d}" for d in leftover_devices(include_live=True)]
+    vm_dirs = [d for d in [*tmp_path.rglob("work/vm/*"), *(work_root() / "work" / "vm").glob("*")] if tag in d.name]
     return found + [f"folder {d}" for d in vm_dirs]
 
 
 def test_vm_runs_through_both_network_modes_and_is_marked_emulated(tmp_path: Path) -> None:
+    tag = secrets.token_hex(3)
     path = campaign_file(tmp_path, repetitions=1, baseline="host", variants=[
         {"name": "host", "backend": "host", "cpus": "1", "client_cpus": "0"},
-        {"name": "vm-user", "backend": "vm", "network": "user", "cpus": "1", "client_cpus": "0", "vcpus": 2},
-        {"name": "vm-tap", "backend": "vm", "network": "tap", "disk_cache": "writeback", "client_cpus": "0"},
+        {"name": f"vm-user-{tag}", "backend": "vm", "network": "user", "cpus": "1", "client_cpus": "0", "vcpus": 2},
+        {"name": f"vm-tap-{tag}", "backend": "vm", "network": "tap", "disk_cache": "writeback", "client_cpus": "0"},
     ], workload=TINY)
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
-        runs = {r["variant"]: {**r, "details": json.loads(r["details"])}
+        runs = {r["variant"].replace(f"-{tag}", ""): {**r, "details": json.loads(r["details"])}
                 for r in stored_rows(store, outcome.campaign_id)}
         report = render(analyze(store, outcome.campaign_id))
     assert {v: r["status"] for v, r in runs.items()} == dict.fromkeys(runs, "ok"), [r["error"] for r in runs.values()]
@@ -56,16 +61,17 @@ def test_vm_runs_through_both_network_modes_and_is_marked_emulated(tmp_path: Pat
         assert runs[name]["details"]["resources"]["cpu_seconds"].get("qemu", 0) > 0
         if facts["accel"] == "tcg":
             assert "emulated" in facts["warnings"][0]
-            assert f"`{name}`: emulated" in report
+            assert f"`{name}-{tag}`: emulated" in report
     assert "tap lbvt" in runs["vm-tap"]["details"]["environment"]["backend"]["network_path"]
     assert "differs from `host` in CPUs" in report  # vm-user has 2 vCPUs, the host baseline 1 CPU
     assert (Path(runs["vm-user"]["run_dir"]) / "console.log").exists()
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path, tag) == []
 
 
 def test_sigint_while_a_vm_runs_leaves_nothing(tmp_path: Path) -> None:
-    path = campaign_file(tmp_path, repetitions=2, baseline="vm", variants=[
-        {"name": "vm", "backend": "vm", "network": "tap"}], workload={**TINY, "duration": 60})
-    code, out = interrupt_campaign(path, lambda: bool(qemus()), settle=5)
+    tag = secrets.token_hex(3)
+    path = campaign_file(tmp_path, repetitions=2, baseline=f"vm-{tag}", variants=[
+        {"name": f"vm-{tag}", "backend": "vm", "network": "tap"}], workload={**TINY, "duration": 60})
+    code, out = interrupt_campaign(path, lambda: bool(qemus(tag)), settle=5)
     assert code == 130, out[-2000:]
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path, tag) == []
