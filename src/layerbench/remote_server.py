@@ -75,6 +75,32 @@ def check_tools(host: Host) -> list[str]:
     return [line.split()[1] for line in done.output.splitlines() if line.startswith("MISSING ")]
 
 
+def runs_root(host: Host, data_dir: str | None) -> str:
+    """Where a server's run folders live on an ssh: host: the variant's data_dir there, else <work_dir>/runs."""
+    return (data_dir or host.work_dir + "/runs").rstrip("/")
+
+
+def claim_run_folder(host: Host, data_dir: str | None, label: str) -> tuple[str, str]:
+    """A run's folder on the host, noted in an owner record here before anything exists there (for down() and
+    `layerbench clean` after a crash); returns (folder, owner label). Call with signals deferred."""
+    from layerbench import owners
+
+    folder, owner = f"{runs_root(host, data_dir)}/{label}", f"{label}@{host.name}"
+    remote = {"host": host.name, "entry": host.entry.model_dump(exclude_none=True), "folder": folder}
+    owners.record(owner, pid=None, marker="", paths=[], remote=remote)
+    return folder, owner
+
+
+def release_run_folder(host: Host, folder: str | None, owner: str | None) -> None:
+    """Stop what runs from the folder and remove it; the owner record goes only when the host confirmed it (else
+    `layerbench clean` reaches the host later). Never raises."""
+    from layerbench import owners
+    from layerbench.remote import remove_remote_folder
+
+    if folder is not None and remove_remote_folder(host, folder) and owner:
+        owners.forget(owner)
+
+
 def storage_on_host(host: Host, folder: str) -> dict[str, object]:
     """Where a run's datadir lives on the host: its filesystem, device and mount options (as environment.py
     records them here), read from the host's /proc/self/mounts."""

@@ -74,15 +74,7 @@ class DockerBackend:
     # --- preflight -----------------------------------------------------------------------------------------
 
     def check(self) -> None:
-        variant = self.variant
-        client = docker_client()  # the daemon answers (a check's own client, kept nowhere)
-        check_resources(variant)
-        check_overlay(variant.server.config, f"variants.{variant.name}")
-        if variant.qos and (variant.resources.cpu_shares or variant.resources.cpuset):
-            raise BadInput(f"variants.{variant.name}.qos: a QoS preset sets shares and cpuset itself; remove "
-                           "resources.cpu_shares / resources.cpuset or the preset")
-        if variant.image:
-            check_image(client, variant)
+        check_variant(docker_client(), self.variant)  # the daemon answers (a check's own client, kept nowhere)
 
     def prepare(self, say: Callable[[str], None]) -> None:
         if self.variant.image is None:
@@ -256,6 +248,17 @@ class DockerBackend:
             with contextlib.suppress(Exception):
                 text = self.container.logs(tail=lines).decode(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
+
+
+def check_variant(client: Any, variant: DockerVariant) -> None:
+    """What a docker variant asks of its daemon and of itself: limits, the overlay, a QoS preset alone, its image."""
+    check_resources(variant)
+    check_overlay(variant.server.config, f"variants.{variant.name}")
+    if variant.qos and (variant.resources.cpu_shares or variant.resources.cpuset):
+        raise BadInput(f"variants.{variant.name}.qos: a QoS preset sets shares and cpuset itself; remove "
+                       "resources.cpu_shares / resources.cpuset or the preset")
+    if variant.image:
+        check_image(client, variant)
 
 
 def check_image(client: Any, variant: DockerVariant) -> None:

@@ -17,20 +17,25 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from layerbench import owners
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.docker import CONF, DATADIR, LOGS, SNAPSHOT, DockerBackend, check_image, daemon_facts
-from layerbench.backends.docker_qos import check_resources
+from layerbench.backends.docker import CONF, DATADIR, LOGS, SNAPSHOT, DockerBackend, check_variant, daemon_facts
 from layerbench.backends.host_remote import pick_port
 from layerbench.campaign import DockerVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts import Host
-from layerbench.remote import remove_remote_folder
-from layerbench.remote_server import check_tools, remote_snapshot, restore_on_host, ship_snapshot, storage_on_host
+from layerbench.remote_server import (
+    check_tools,
+    claim_run_folder,
+    release_run_folder,
+    remote_snapshot,
+    restore_on_host,
+    runs_root,
+    ship_snapshot,
+    storage_on_host,
+)
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
-from layerbench.server.mycnf import check_overlay
 
 START_TIMEOUT = 180.0
 
@@ -109,14 +114,7 @@ class RemoteDockerBackend(DockerBackend):
         missing = check_tools(self.host)
         if missing:
             raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them there")
-        client = remote_docker_client(self.host)
-        check_resources(v)
-        check_overlay(v.server.config, f"variants.{v.name}")
-        if v.qos and (v.resources.cpu_shares or v.resources.cpuset):
-            raise BadInput(f"variants.{v.name}.qos: a QoS preset sets shares and cpuset itself; remove "
-                           "resources.cpu_shares / resources.cpuset or the preset")
-        if v.image:
-            check_image(client, v)
+        check_variant(remote_docker_client(self.host), v)
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """The image built here (as locally), sent to the host's daemon when it lacks this build."""
@@ -142,13 +140,9 @@ class RemoteDockerBackend(DockerBackend):
 
         self.docker, self.spec = remote_docker_client(self.host), spec
         self.image = self.variant.image or image_tag()
-        root = (self.variant.data_dir or self.host.work_dir + "/runs").rstrip("/")
-        folder = f"{root}/{spec.label}"
         with signals_deferred():  # noted for down() and `clean` before anything exists on the host
-            self.folder, self.owner = folder, f"{spec.label}@{self.host.name}"
-            remote = {"host": self.host.name, "entry": self.host.entry.model_dump(exclude_none=True), "folder": folder}
-            owners.record(self.owner, pid=None, marker="", paths=[], remote=remote)
-        q = shlex.quote(folder)
+            self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
+        q = shlex.quote(self.folder)
         self.host.shell(f"umask 077 && mkdir -p {q}/conf {q}/logs && chmod 777 {q}/logs", name="mkdir")
         if spec.snapshot is not None:
             self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _t: None)
@@ -159,7 +153,7 @@ class RemoteDockerBackend(DockerBackend):
             cause = self.exit_cause()
             raise RunFailed(f"server container {cause}" if cause else str(error)) from None
         self.host.shell(f"rm -f {q}/conf/init.sql", name=f"rm on {self.host.name}")
-        self.storage_facts = storage_on_host(self.host, root)
+        self.storage_facts = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name}
         return endpoint
 
@@ -197,8 +191,7 @@ class RemoteDockerBackend(DockerBackend):
     def _remove_all(self) -> None:
         self.spec = None  # nothing of the run lives on this machine's work folder
         super()._remove_all()
-        if self.folder is not None and remove_remote_folder(self.host, self.folder) and self.owner:
-            owners.forget(self.owner)  # else kept: `layerbench clean` reaches the host later
+        release_run_folder(self.host, self.folder, self.owner)
         self.folder = self.owner = None
 
     def components(self) -> dict[str, list[int]]:

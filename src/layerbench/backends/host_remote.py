@@ -16,14 +16,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench import owners
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
 from layerbench.campaign import HostVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts import Host
-from layerbench.remote import remove_remote_folder
-from layerbench.remote_server import check_tools, restore_on_host, ship_snapshot, storage_on_host
+from layerbench.remote_server import (
+    check_tools,
+    claim_run_folder,
+    release_run_folder,
+    restore_on_host,
+    runs_root,
+    ship_snapshot,
+    storage_on_host,
+)
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import Flavour, install_db_command, parse_version
@@ -102,15 +108,12 @@ class RemoteHostBackend:
 
     def up(self, spec: ServerSpec) -> Endpoint:
         self.binary, self.flavour = find_server(self.host, self.variant)
-        root = (self.variant.data_dir or self.host.work_dir + "/runs").rstrip("/")
-        folder = f"{root}/{spec.label}"
         with signals_deferred():  # noted for down() and `clean` before anything exists on the host
-            self.folder, self.owner = folder, f"{spec.label}@{self.host.name}"
-            remote = {"host": self.host.name, "entry": self.host.entry.model_dump(exclude_none=True), "folder": folder}
-            owners.record(self.owner, pid=None, marker="", paths=[], remote=remote)
+            self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
+        folder = self.folder
         self.host.shell(f"umask 077 && mkdir -p {shlex.quote(folder)}", name=f"mkdir on {self.host.name}")
         self._datadir(spec, f"{folder}/datadir")
-        self.storage = storage_on_host(self.host, root)
+        self.storage = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         port = pick_port(self.host)
         owned = {"datadir": f"{folder}/datadir", "port": port, "bind-address": spec.listen_address,
                  "socket": f"{folder}/mysqld.sock", "pid-file": f"{folder}/mysqld.pid", "user": "root"}
@@ -161,8 +164,7 @@ class RemoteHostBackend:
 
     def down(self) -> None:
         with signals_deferred():
-            if self.folder is not None and remove_remote_folder(self.host, self.folder) and self.owner:
-                owners.forget(self.owner)  # else kept: `layerbench clean` reaches the host later
+            release_run_folder(self.host, self.folder, self.owner)
             self.folder = self.pid = self.owner = None
 
     def exit_cause(self) -> str | None:

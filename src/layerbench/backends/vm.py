@@ -187,12 +187,7 @@ class VMBackend:
 
     def _graceful_stop(self) -> None:
         """SQL SHUTDOWN (the guest init syncs and powers off), then QMP quit, each with a short deadline."""
-        with contextlib.suppress(Exception):
-            if self.endpoint is not None:
-                conn = connect(self.endpoint, timeout=5)
-                with conn.cursor() as cursor:
-                    cursor.execute("SHUTDOWN")
-                conn.close()
+        sql_shutdown(self.endpoint)
         deadline = time.monotonic() + 60
         while self.qemu is not None and self.qemu.alive() and time.monotonic() < deadline:
             if "LAYERBENCH-DOWN" in self._console():
@@ -243,6 +238,16 @@ class VMBackend:
         if not text and self.spec is not None and (self.spec.run_dir / "console.log").exists():
             text = (self.spec.run_dir / "console.log").read_text(errors="replace")
         return "\n".join(text.splitlines()[-lines:])
+
+
+def sql_shutdown(endpoint: Endpoint | None) -> None:
+    """Ask the guest's server to shut down (its init then syncs and powers off); any failure is no answer."""
+    with contextlib.suppress(Exception):
+        if endpoint is not None:
+            conn = connect(endpoint, timeout=5)
+            with conn.cursor() as cursor:
+                cursor.execute("SHUTDOWN")
+            conn.close()
 
 
 def qemu_version() -> dict[str, str]:

@@ -21,19 +21,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench import owners
 from layerbench.backends.base import Endpoint, ServerSpec
 from layerbench.backends.host_remote import pick_port
-from layerbench.backends.vm import EMULATED, VMBackend
+from layerbench.backends.vm import EMULATED, VMBackend, sql_shutdown
 from layerbench.backends.vm_qemu import Disks, boot_with_fallback, qemu_command, user_netdev, wait_for_guest
 from layerbench.campaign import VMVariant
 from layerbench.critical import signals_deferred
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts import Host
-from layerbench.remote import remove_remote_folder
-from layerbench.remote_server import check_tools, remote_snapshot, ship_snapshot, storage_on_host
+from layerbench.remote_server import (
+    check_tools,
+    claim_run_folder,
+    release_run_folder,
+    remote_snapshot,
+    runs_root,
+    ship_snapshot,
+    storage_on_host,
+)
 from layerbench.server.bootstrap import server_files
-from layerbench.server.datadir import connect, wait_until_ready
+from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.vmimage import BootFiles, ensure_boot_files, ext4_command
 
@@ -125,11 +131,9 @@ class RemoteVMBackend(VMBackend):
         self.spec, boot = spec, ensure_boot_files(lambda _t: None)
         self.boot = boot
         boot_dir = ship_boot_files(self.host, boot, lambda _t: None)
-        folder = f"{(self.variant.data_dir or self.host.work_dir + '/runs').rstrip('/')}/{spec.label}"
         with signals_deferred():  # noted for down() and `clean` before anything exists on the host
-            self.folder, self.owner = folder, f"{spec.label}@{self.host.name}"
-            remote = {"host": self.host.name, "entry": self.host.entry.model_dump(exclude_none=True), "folder": folder}
-            owners.record(self.owner, pid=None, marker="", paths=[], remote=remote)
+            self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
+        folder = self.folder
         disks = self._remote_disks(spec, folder, boot_dir)
         port = pick_port(self.host)
         self.facts["network_path"] = f"QEMU user networking on host {self.host.name}, {spec.listen_address}:{port}"
@@ -151,7 +155,7 @@ class RemoteVMBackend(VMBackend):
             self.facts["warnings"] = [EMULATED + (f" ({reason})" if reason else "")]
         wait_until_ready(endpoint, alive=self._alive, timeout=120, log_tail=self.server_log_tail)
         self.endpoint = endpoint
-        self.facts["storage"] = storage_on_host(self.host, folder.rsplit("/", 1)[0])
+        self.facts["storage"] = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         return endpoint
 
     def _remote_disks(self, spec: ServerSpec, folder: str, boot_dir: str) -> Disks:
@@ -224,8 +228,7 @@ class RemoteVMBackend(VMBackend):
             if self.pid is not None and self._alive_quietly():
                 self._shutdown()
             self._keep_remote_console()
-            if self.folder is not None and remove_remote_folder(self.host, self.folder) and self.owner:
-                owners.forget(self.owner)  # else kept: `layerbench clean` reaches the host later
+            release_run_folder(self.host, self.folder, self.owner)
             self.folder = self.owner = self.pid = None
             self.spec = None
 
@@ -237,12 +240,8 @@ class RemoteVMBackend(VMBackend):
 
     def _shutdown(self) -> None:
         """SQL SHUTDOWN (the guest's init syncs and powers off), waited for a short while."""
+        sql_shutdown(self.endpoint)
         with contextlib.suppress(Exception):
-            if self.endpoint is not None:
-                conn = connect(self.endpoint, timeout=5)
-                with conn.cursor() as cursor:
-                    cursor.execute("SHUTDOWN")
-                conn.close()
             end = time.monotonic() + 30
             while time.monotonic() < end and self._alive() and "LAYERBENCH-DOWN" not in self._console():
                 time.sleep(0.5)
