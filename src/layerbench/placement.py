@@ -95,8 +95,12 @@ def network_path(variant: Any, placement: Placement) -> str:
     if variant.backend == "docker":
         network = getattr(variant, "network", "bridge")
         if network == "bridge" and getattr(variant, "client", "host") == "host":
-            return ("published port from another host: kernel NAT (iptables DNAT), no docker-proxy" if remote
-                    else "published port on loopback: docker-proxy (a userland copy)")
+            if remote:
+                return "published port from another host: kernel NAT (iptables DNAT), no docker-proxy"
+            if not placement.listen_address.startswith("127."):
+                return (f"published port on {placement.server_host}'s own address from that host: kernel NAT "
+                        "(iptables DNAT for local traffic), no docker-proxy")
+            return "published port on loopback: docker-proxy (a userland copy)"
         if network == "host":
             return f"host network: {over}"
         return f"container network ({network})"

@@ -44,6 +44,8 @@ def test_a_server_on_an_ssh_host_listens_on_its_address_for_every_client() -> No
     assert "own address 10.0.0.6" in network_path(parsed.variants[0], place)
     remote = placement_of(parsed.hosts, parsed.variants[0].model_copy(update={"client_host": "db"}))
     assert remote.listen_address == "10.0.0.6" and remote.remote_client
+    docker = parsed.variants[0].model_copy(update={"backend": "docker", "network": "bridge", "client": "host"})
+    assert "app's own address from that host: kernel NAT" in network_path(docker, place)
 
 
 @pytest.mark.parametrize(("variant", "hosts", "words"), [
