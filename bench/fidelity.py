@@ -13,16 +13,23 @@ to the hand run (to test candidate causes one at a time):
     sampler   the resource sampler running during the run
     checksum  CHECKSUM TABLE of every table before the run (the per-run restore check before #20)
     env       the environment facts layerbench collects before the run (SHOW GLOBAL VARIABLES, ...)
-    .venv/bin/python bench/fidelity.py [--pairs 40] [--duration 10] [--warmup 0] [--a layerbench] [--b hand]
+
+A third side runs in the same rounds and is reported against b: `--c hand` makes every round an A/A control as
+well, so the width of layerbench/hand can be read next to the width of hand/hand measured at the same moments.
+    .venv/bin/python bench/fidelity.py [--pairs 40] [--minutes M] [--duration 10] [--warmup 0] [--a layerbench]
+                                       [--b hand] [--c hand]
+Ctrl-C stops the run in progress (its server is stopped) and reports the rounds completed so far.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
 import resource
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -310,24 +317,37 @@ def harness_share(samples: list[Sample]) -> dict[str, float]:
 # --- output -------------------------------------------------------------------------------------------------
 
 
-def report(args: argparse.Namespace, a: list[Sample], b: list[Sample]) -> None:
-    tps_a, tps_b = [s.tps for s in a], [s.tps for s in b]
+def report(args: argparse.Namespace, sides: list[str], samples: list[list[Sample]]) -> None:
+    """The pairs of a and b; with a third side c (an A/A control when it repeats b), the pairs of c and b from
+    the same rounds: the interval a/b can only be read next to the interval c/b of the same machine."""
+    n = min(len(s) for s in samples)
+    samples = [s[:n] for s in samples]  # an interrupted round is left out
+    a, b = samples[0], samples[1]
+    names = [f"{name} ({'abc'[i]})" for i, name in enumerate(sides)]
     print(f"oltp_read_write, 4 x 25000 rows, 2 threads, {args.duration} s, server on CPU {SERVER_CPU}, sysbench on "
-          f"CPU {CLIENT_CPU}; {len(a)} interleaved pairs, order alternated")
-    print(f"{'pair':>4}  {args.a:>24}  {args.b:>24}  ratio")
-    for i, (x, y) in enumerate(zip(tps_a, tps_b, strict=True), start=1):
-        print(f"{i:>4}  {x:>24.1f}  {y:>24.1f}  {x / y:.3f}")
-    if len(a) < 3:
-        print("need >= 3 pairs for an interval")
+          f"CPU {CLIENT_CPU}; {n} interleaved rounds, order rotated")
+    print(f"{'round':>5}  " + "  ".join(f"{name:>24}" for name in names) + "  a/b" + ("    c/b" if len(sides) > 2
+                                                                                     else ""))
+    for i in range(n):
+        tps = [side[i].tps for side in samples]
+        ratios = "  ".join(f"{x / tps[1]:.3f}" for k, x in enumerate(tps) if k != 1)
+        print(f"{i + 1:>5}  " + "  ".join(f"{x:>24.1f}" for x in tps) + f"  {ratios}")
+    if n < 3:
+        print("need >= 3 rounds for an interval")
     else:
-        print_ratio(args, tps_a, tps_b)
-    print_costs(args, a, b)
-    print_harness(harness_share(a + b))
+        print_ratio(names[0], names[1], [s.tps for s in a], [s.tps for s in b], order=len(sides) == 2)
+        if len(sides) > 2:
+            print("control, same rounds:")
+            print_ratio(names[2], names[1], [s.tps for s in samples[2]], [s.tps for s in b], order=False)
+    print_costs(names, samples)
+    print_harness(harness_share([s for side in samples for s in side]))
 
 
-def print_costs(args: argparse.Namespace, a: list[Sample], b: list[Sample]) -> None:
+def print_costs(names: list[str], samples: list[list[Sample]]) -> None:
     """CPU per transaction (less sensitive to a busy machine than TPS) and the run's InnoDB disk reads."""
-    for name, side in ((args.a, a), (args.b, b)):
+    for name, side in zip(names, samples, strict=True):
+        if not side:
+            continue
         cpu = {k: float(np.median([s.cpu_ms_per_tx.get(k, np.nan) for s in side])) for k in ("server", "client")}
         reads = [s.disk_reads for s in side if s.disk_reads is not None]
         shown = f"; InnoDB pages read from disk during the run: median {np.median(reads):.0f}" if reads else ""
@@ -335,19 +355,19 @@ def print_costs(args: argparse.Namespace, a: list[Sample], b: list[Sample]) -> N
         print(f"{name}: CPU per transaction: server {cpu['server']:.3f} ms, sysbench {client}{shown}")
 
 
-def print_ratio(args: argparse.Namespace, tps_a: list[float], tps_b: list[float]) -> None:
+def print_ratio(a: str, b: str, tps_a: list[float], tps_b: list[float], order: bool) -> None:
     p = paired(tps_a, tps_b)
-    print(f"medians: {args.a} {np.median(tps_a):.1f} TPS, {args.b} {np.median(tps_b):.1f} TPS")
-    print(f"ratio {args.a}/{args.b} (geometric mean of pairs): {p.ratio:.3f}, 95 % CI [{p.low:.3f}, {p.high:.3f}] "
+    print(f"medians: {a} {np.median(tps_a):.1f} TPS, {b} {np.median(tps_b):.1f} TPS")
+    print(f"ratio {a}/{b} (geometric mean of pairs): {p.ratio:.3f}, 95 % CI [{p.low:.3f}, {p.high:.3f}] "
           f"(paired t on log ratios; Wilcoxon p={p.wilcoxon_p:.3f}; sd of log ratio {p.sd_log:.3f})")
     print(f"ratio of medians: {p.median_ratio:.3f}, 95 % CI [{p.median_low:.3f}, {p.median_high:.3f}] "
           "(paired bootstrap)")
-    print(f"resolution of this run: {(p.low - 1) * 100:+.1f} % .. {(p.high - 1) * 100:+.1f} %; within 0.98-1.02: "
+    print(f"resolution: {(p.low - 1) * 100:+.1f} % .. {(p.high - 1) * 100:+.1f} %; within 0.98-1.02: "
           f"{'yes' if p.low >= 0.98 and p.high <= 1.02 else 'no'}")
-    logs = np.log(tps_a) - np.log(tps_b)
-    first, second = math.exp(logs[0::2].mean()), math.exp(logs[1::2].mean())
-    print(f"by order (a carry-over from the run before shows here): {args.a} first {first:.3f}, "
-          f"{args.b} first {second:.3f}")
+    if order:
+        logs = np.log(tps_a) - np.log(tps_b)
+        first, second = math.exp(logs[0::2].mean()), math.exp(logs[1::2].mean())
+        print(f"by order (a carry-over from the run before shows here): a first {first:.3f}, b first {second:.3f}")
 
 
 def print_harness(shares: dict[str, float]) -> None:
@@ -359,26 +379,48 @@ def print_harness(shares: dict[str, float]) -> None:
         print(f"  budget 0.5 %: {'met' if shares['total'] < 0.005 else 'NOT met'}")
 
 
+def round_order(sides: int, index: int) -> tuple[int, ...]:
+    """Which side runs first in round `index`: two sides alternate; three go through all six orders in turn, so
+    every side runs first, second and last equally often and after each other side equally often."""
+    return list(itertools.permutations(range(sides)))[index % math.factorial(sides)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS)
+    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, help="rounds to run (default %(default)s)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop starting rounds after this many minutes (whichever of --pairs comes first)")
     parser.add_argument("--duration", type=int, default=DEFAULT_DURATION)
     parser.add_argument("--warmup", type=int, default=0, help="layerbench: warmup (one sysbench, checkpoint); by "
                         "hand: a first sysbench run of this many seconds, thrown away")
     parser.add_argument("--a", type=check_side, default="layerbench", help="first side (default layerbench)")
     parser.add_argument("--b", type=check_side, default="hand", help="second side (default hand)")
+    parser.add_argument("--c", type=check_side, default=None,
+                        help="a third side in the same rounds, reported as c/b: `--c hand` is an A/A control")
     args = parser.parse_args()
+    if args.pairs < 1 or (args.minutes is not None and not 0 < args.minutes < 10_000):
+        parser.error("--pairs must be >= 1 and --minutes between 0 and 10000")
+    sides = [args.a, args.b] + ([args.c] if args.c else [])
     work = Path(tempfile.mkdtemp(prefix="lb-bench-fidelity-"))
-    setup = Setup(args.duration, args.warmup, work)
-    snapshot = ensure_snapshot(campaign(setup).workloads[0], None, log_dir=work / "snapshot")
-    setup = Setup(args.duration, args.warmup, work, snapshot)
-    a: list[Sample] = []
-    b: list[Sample] = []
-    for pair in range(1, args.pairs + 1):
-        for side, into in ((args.a, a), (args.b, b)) if pair % 2 else ((args.b, b), (args.a, a)):
-            into.append(one_side(side, setup))
-        say(f"pair {pair}/{args.pairs}: {args.a} {a[-1].tps:.1f} TPS, {args.b} {b[-1].tps:.1f} TPS")
-    report(args, a, b)
+    samples: list[list[Sample]] = [[] for _ in sides]
+    started = time.monotonic()
+    try:
+        setup = Setup(args.duration, args.warmup, work)
+        snapshot = ensure_snapshot(campaign(setup).workloads[0], None, log_dir=work / "snapshot")
+        setup = Setup(args.duration, args.warmup, work, snapshot)
+        for index in range(args.pairs):
+            if args.minutes is not None and time.monotonic() - started > args.minutes * 60:
+                say(f"--minutes {args.minutes:g} reached after {index} rounds")
+                break
+            for k in round_order(len(sides), index):
+                samples[k].append(one_side(sides[k], setup))
+            say(f"round {index + 1}/{args.pairs}: " + ", ".join(f"{name} {side[-1].tps:.1f} TPS"
+                                                                for name, side in zip(sides, samples, strict=True)))
+    except KeyboardInterrupt:
+        say("interrupted: the rounds so far")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report(args, sides, samples)
 
 
 if __name__ == "__main__":

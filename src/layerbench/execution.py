@@ -22,7 +22,7 @@ from layerbench.critical import signals_deferred
 from layerbench.errors import RunFailed
 from layerbench.harness import harness_cpus, pinned
 from layerbench.hosts import Hosts
-from layerbench.io_counters import IoWindow, WindowMarks, server_status_of
+from layerbench.io_counters import IoWindow, ServerStatus, WindowMarks
 from layerbench.placement import network_path, placement_of
 from layerbench.remote_cpu import RemoteCpuWindow
 from layerbench.resources import ResourceSampler, wait_for_quiet
@@ -208,11 +208,11 @@ class RunExecution:
         server_host = self.ctx.hosts[self._server_host()]
         remote_cpu = None if server_host.is_local else RemoteCpuWindow(server_host, self.backend.components)
         local = self.backend.components if remote_cpu is None else dict  # another host's PIDs are not ours
-        io_window = IoWindow(local, pids, server_status_of(endpoint))
-        self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the measured window
         sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
-        with pinned(away) as moved_to:
+        with ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: connected before the window
+            io_window = IoWindow(local, pids, status)
+            self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the window
             if remote_cpu is not None:
                 remote_cpu.start()
             sampler.start()

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from layerbench.analysis.io import CGROUP, hit_ratio, io_notes, io_row, run_io
 from layerbench.io_counters import (
+    STATUS_COUNTERS,
     IoWindow,
     Reading,
+    ServerStatus,
     WindowMarks,
     deltas,
     parse_blkio_v1,
@@ -24,6 +26,7 @@ from layerbench.io_counters import (
     parse_proc_io,
     parse_status_rows,
     process_deltas,
+    status_sql,
 )
 from layerbench.records import IoCounters
 from layerbench.report.io_table import component_table, number, server_table
@@ -201,3 +204,25 @@ def test_any_stored_io_record_reads_and_reports_without_a_crash(data: dict) -> N
     assert found is not None
     row = io_row("v", "p", [found])
     server_table([row]), component_table([row]), io_notes([row])
+
+
+def test_the_status_query_asks_for_the_kept_counters_only() -> None:
+    sql = status_sql()
+    assert sql.startswith("SHOW GLOBAL STATUS WHERE Variable_name IN (")
+    assert all(f"'{name}'" in sql for name in STATUS_COUNTERS) and sql.count("'") == 2 * len(STATUS_COUNTERS)
+
+
+def test_a_server_that_cannot_be_reached_is_named_in_the_window_without_the_password() -> None:
+    from layerbench.backends.base import Endpoint
+    from layerbench.secrets import Secret
+
+    endpoint = Endpoint("127.0.0.1", 1, "sbtest", Secret("hunter2-not-shown"))  # port 1: refused at once
+    with ServerStatus(endpoint) as status:
+        assert status.conn is None and status.error is not None
+        window = IoWindow(dict, list, status)
+        window.begin()
+        window.end()
+    result = window.result()
+    assert result is not None and result["server_status"] == {}
+    assert result["errors"] == ["server status: OperationalError"]
+    assert "hunter2" not in repr(result)
