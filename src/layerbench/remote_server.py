@@ -4,7 +4,9 @@ against the snapshot's manifest, and each run's working copy, restored and check
 - ship: `rsync` over the host's own SSH options (and shared connection) into `<work_dir>/datasets/<key>/`;
   then `xxhsum -H2` on the host hashes every file (XXH3-128, the manifest's full hash) and each must match the
   manifest built on this machine; a `shipped.json` marker naming the manifest's digest lets later runs and
-  campaigns reuse it. A snapshot whose marker does not match is shipped again.
+  campaigns reuse it. A snapshot whose marker does not match is shipped again. Shipping holds a lock on the
+  host (`flock` there, held by one SSH session): a second campaign that needs the same snapshot on the same host
+  waits for the first to finish, then reuses its copy instead of writing into it.
 - restore: `cp -a --reflink=auto` on the host (a copy-on-write clone where its filesystem can), every file of
   the copy hashed against the manifest, written to disk, and dropped from the page cache (`dd ... nocache`) with
   the snapshot's own pages, so a run on another host starts as cold as one here (server/restore.py).
@@ -15,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,7 +31,7 @@ from layerbench.server.restore import FACTS_FILE, RestoreFacts
 
 SHIPPED = "shipped.json"
 HASH_MARK = "LB-HASH"
-NEEDED = ("rsync", "xxhsum", "cp", "dd", "find")
+NEEDED = ("rsync", "xxhsum", "cp", "dd", "find", "flock")
 
 
 def manifest_digest(manifest: Manifest) -> str:
@@ -119,13 +123,51 @@ def remote_snapshot(host: Host, key: str) -> str:
     return f"{host.work_dir}/datasets/{key}"
 
 
+LOCKED = "LB-LOCKED"
+
+
+@contextmanager
+def host_lock(host: Host, path: str, what: str) -> Iterator[None]:
+    """An exclusive `flock` on `path` on the host, held by one SSH session for the duration of the block. The
+    lock goes with the session: when this process ends, however it ends, ssh's stdin closes, the remote `cat`
+    sees end of file and flock lets go, so a killed harness never leaves a host locked."""
+    q = shlex.quote(path)
+    script = f"mkdir -p $(dirname {q}) && exec flock -x {q} sh -c 'echo {LOCKED}; exec cat > /dev/null'"
+    proc = subprocess.Popen(host.command(["sh", "-c", script]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        got = proc.stdout.readline()  # blocks while another campaign holds the lock (Ctrl-C ends the wait)
+        if got.strip() != LOCKED:
+            rest = got + (proc.stdout.read() if proc.poll() is not None else "")
+            raise RunFailed(f"hosts.{host.name}: cannot lock {what} there: "
+                            f"{(rest.strip().splitlines() or ['no answer'])[-1][:200]}")
+        yield
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def ship_snapshot(host: Host, folder: Path, log_dir: Path, say: Callable[[str], None]) -> dict[str, object]:
     """The snapshot `folder` (its datadir and manifest) on `host`: reused when its marker matches the manifest,
-    else shipped and checked there. Returns what happened, for the run's record."""
+    else shipped and checked there, under the host's lock for that snapshot. Returns what happened, for the
+    run's record."""
     manifest = read_manifest(folder)
     if manifest is None:
         raise RunFailed(f"dataset snapshot {folder.name} has no manifest; remove it (layerbench clean --datasets)")
-    target, digest = remote_snapshot(host, folder.name), manifest_digest(manifest)
+    target = remote_snapshot(host, folder.name)
+    with host_lock(host, f"{target}.lock", f"dataset {folder.name}"):
+        return _ship_locked(host, folder, manifest, target, log_dir, say)
+
+
+def _ship_locked(host: Host, folder: Path, manifest: Manifest, target: str, log_dir: Path,
+                 say: Callable[[str], None]) -> dict[str, object]:
+    digest = manifest_digest(manifest)
     marker = host.shell(f"cat {shlex.quote(target)}/{SHIPPED} 2>/dev/null; true", name=f"marker on {host.name}")
     if digest in marker.output:
         return {"shipped": False, "host": host.name, "path": target}

@@ -101,6 +101,42 @@ def test_a_changed_byte_in_the_shipped_snapshot_is_caught_and_shipped_again(lab_
     assert leftovers(lab_hosts, tag) == []
 
 
+def test_a_second_shipper_waits_for_the_host_lock_and_a_killed_holder_lets_go(lab_hosts: dict) -> None:
+    """Two campaigns shipping one snapshot to one host take turns; a holder that dies releases the lock there."""
+    import threading
+
+    from layerbench.remote_server import host_lock
+
+    host, tag = db_host(lab_hosts), secrets.token_hex(3)
+    lock = f"{host.work_dir}/datasets/it-lock-{tag}.lock"
+    got_second = threading.Event()
+
+    def second() -> None:
+        with host_lock(host, lock, "test"):
+            got_second.set()
+
+    with host_lock(host, lock, "test"):
+        waiter = threading.Thread(target=second, daemon=True)
+        waiter.start()
+        assert not got_second.wait(3)  # held here: the second one is still waiting (true however slow the machine)
+    assert got_second.wait(120)  # released: the second one got it
+    waiter.join(120)
+    killed = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time
+from layerbench.hosts import Host, HostEntry
+from layerbench.remote_server import host_lock
+with host_lock(Host("dbssh", HostEntry(**{lab_hosts['dbssh']!r})), {lock!r}, "test"):
+    print("held", flush=True)
+    time.sleep(600)
+"""], stdout=subprocess.PIPE, text=True)
+    assert killed.stdout is not None and killed.stdout.readline().strip() == "held"
+    killed.kill()
+    killed.wait()
+    with host_lock(host, lock, "test"):  # the dead holder's lock went with its SSH session
+        pass
+    host.shell(f"rm -f {lock}", timeout=30)
+
+
 def start_in_background(tmp_path: Path, data: dict) -> subprocess.Popen:
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(data))
