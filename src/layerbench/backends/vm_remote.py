@@ -32,6 +32,7 @@ from layerbench.hosts import Host
 from layerbench.remote_server import (
     check_tools,
     claim_run_folder,
+    host_lock,
     release_run_folder,
     remote_snapshot,
     runs_root,
@@ -78,6 +79,12 @@ def ship_boot_files(host: Host, boot: BootFiles, say: Callable[[str], None]) -> 
     """The boot files in `<work_dir>/vm-boot/<key>/` on the host, sent and checked once; returns that folder."""
     sums = boot_sums(boot)
     folder = f"{host.work_dir}/vm-boot/{boot.root.parent.name}"
+    with host_lock(host, f"{folder}.lock", "the VM boot files"):  # one sender at a time (remote_server.py)
+        return _send_boot_locked(host, boot, sums, folder, say)
+
+
+def _send_boot_locked(host: Host, boot: BootFiles, sums: dict[str, str], folder: str,
+                      say: Callable[[str], None]) -> str:
     q, digest = shlex.quote(folder), hashlib.sha256(json.dumps(sums, sort_keys=True).encode()).hexdigest()[:32]
     if digest in host.shell(f"cat {q}/shipped.json 2>/dev/null; true", name="marker").output:
         return folder
