@@ -17,12 +17,13 @@ from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
 from layerbench.backends.host import host_flavour
-from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload, canonical_option
+from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload
 from layerbench.errors import BadInput, shown
 from layerbench.hosts import Host, Hosts
 from layerbench.placement import server_of
 from layerbench.procs import require_program
 from layerbench.server.flavour import Flavour
+from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
@@ -37,7 +38,10 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     hosts = Hosts(campaign.hosts)
     for variant in campaign.variants:
         if not hosts[server_of(variant)].is_local:
-            continue  # its backend's check() looks at the server's own host, over SSH
+            if not isinstance(variant, HostVariant) and not getattr(variant, "image", None):
+                check_option_names(variant)  # an image or a guest built here from this machine's package
+            continue  # the rest is its backend's check(), on the server's own host over SSH (a host variant's
+            # option names against that host's server: backends/host_remote.py)
         if isinstance(variant, HostVariant):  # first: a binary that is no server layerbench knows is refused
             check_snapshot_flavour(campaign, variant, host_flavour(variant)[1])
         check_machine_fits(variant)
@@ -241,30 +245,14 @@ def check_option_names(variant: VariantBase) -> None:
         return
     wanted = getattr(variant, "mysqld", None) or "mariadbd"
     binary = shutil.which(wanted) or shutil.which(wanted, path="/usr/sbin:/sbin")
-    known = server_options(binary) if binary else frozenset()
-    if not known:
-        return  # no local binary to ask: the server itself refuses an unknown option at start
-    for key in variant.server.config:
-        name = canonical_option(key)
-        # mariadbd takes `loose-` options it does not know, and an unambiguous prefix of a name
-        if not name.startswith("loose-") and not any(option.startswith(name) for option in known):
-            raise BadInput(f"variants.{variant.name}.server.config.{key}: the server ({Path(binary or '').name}) "
-                           "has no such option; check its spelling (mariadbd --verbose --help lists them)")
+    if binary:
+        check_names_known(variant, server_options(binary), Path(binary).name)
 
 
 @lru_cache(maxsize=4)
 def server_options(binary: str) -> frozenset[str]:
     try:
-        done = subprocess.run([binary, "--no-defaults", "--verbose", "--help"], capture_output=True, text=True,
-                              timeout=30, check=False)
+        done = subprocess.run([binary, *HELP_ARGS], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
-    names = set()
-    for line in done.stdout.splitlines():
-        match = re.match(r"\s*(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", line)
-        if match:
-            name = canonical_option(match.group(1))
-            names.add(name)
-            names.add(name.removeprefix("skip-"))
-            names.add(name.removeprefix("enable-"))
-    return frozenset(names)
+    return parse_server_options(done.stdout)

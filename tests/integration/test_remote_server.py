@@ -203,6 +203,22 @@ def test_no_room_on_the_server_host_is_refused_before_anything_starts(lab_hosts:
         subprocess.run(["umount", str(small)], check=False)
 
 
+def test_my_cnf_option_names_are_checked_against_the_server_host_s_own_server(lab_hosts: dict,
+                                                                               tmp_path: Path) -> None:
+    from layerbench.errors import BadInput
+    from layerbench.preflight import preflight
+
+    name = f"opts-{secrets.token_hex(3)}"
+    good = {"name": name, "backend": "host", "server_host": "dbssh", "client_host": "app",
+            "server": {"config": {"innodb_buffer_pool_size": "64M", "innodb-flush-log-at-trx": 2}}}
+    preflight(parse_campaign(campaign_data(tmp_path, lab_hosts, [good])))  # a full name and a prefix: accepted
+    bad = {**good, "server": {"config": {"innodb_bufer_pool_size": "64M"}}}
+    with pytest.raises(BadInput) as error:
+        preflight(parse_campaign(campaign_data(tmp_path, lab_hosts, [bad])))
+    assert str(error.value) == (f"variants.{name}.server.config.innodb_bufer_pool_size: the server (mariadbd on host "
+                                "dbssh) has no such option; check its spelling (mariadbd --verbose --help lists them)")
+
+
 def our_containers(tag: str) -> list[str]:
     import docker
 

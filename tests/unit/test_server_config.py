@@ -4,11 +4,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from layerbench.errors import BadInput
 from layerbench.secrets import REDACTED, Secret, generate_password, redact, write_private
 from layerbench.server.bootstrap import init_sql
-from layerbench.server.mycnf import check_overlay, merged_settings, render_mycnf
+from layerbench.server.mycnf import check_overlay, merged_settings, parse_server_options, render_mycnf
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -67,3 +69,27 @@ def test_prepare_progress_says_about_ten_things_for_many_tables() -> None:
         progress(f"Inserting 10 records into 'sbtest{i}'")
         progress(f"Creating a secondary index on 'sbtest{i}'...")
     assert len(said) == 10 and said[-1].startswith("prepare: 95/95 tables")
+
+
+HELP_EXCERPT = """Usage: mariadbd [OPTIONS]
+  --innodb-buffer-pool-size=#
+                      The size of the memory buffer InnoDB uses to cache data
+  --skip-name-resolve Don't resolve hostnames.
+  -P, --port=#        Port number to use for connection
+  --enable-named-pipe Windows only
+
+Variables (--variable-name=value)
+innodb-buffer-pool-size                                      134217728
+"""
+
+
+def test_the_options_of_a_server_s_help_are_read_with_and_without_their_prefixes() -> None:
+    names = parse_server_options(HELP_EXCERPT)
+    assert {"innodb-buffer-pool-size", "skip-name-resolve", "name-resolve", "port", "named-pipe"} <= names
+    assert "usage" not in names and "134217728" not in names
+
+
+@given(st.text(max_size=2000))
+def test_any_help_text_gives_a_set_of_names_and_never_raises(text: str) -> None:
+    names = parse_server_options(text)
+    assert all(isinstance(n, str) and n and "\n" not in n for n in names)

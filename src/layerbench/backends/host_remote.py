@@ -33,7 +33,7 @@ from layerbench.remote_server import (
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import Flavour, install_db_command, parse_version
-from layerbench.server.mycnf import check_overlay
+from layerbench.server.mycnf import HELP_ARGS, check_names_known, check_overlay, parse_server_options
 
 START_TIMEOUT = 120.0
 PORTS = (20000, 40000)
@@ -90,7 +90,12 @@ class RemoteHostBackend:
         if missing:
             raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them "
                                       "there (Debian: apt-get install rsync xxhash coreutils findutils)")
-        _, flavour = find_server(self.host, self.variant)
+        binary, flavour = find_server(self.host, self.variant)
+        if self.variant.server.config:  # option names against the server of that host, as preflight does here
+            helped = self.host.run([binary, *HELP_ARGS], name=f"{Path(binary).name} --help on {self.host.name}",
+                                   timeout=60)
+            check_names_known(self.variant, parse_server_options(helped.output),
+                              f"{Path(binary).name} on host {self.host.name}")
         if flavour.is_mariadb and self.host.run(["sh", "-c", "command -v mariadb-install-db"]).returncode != 0:
             raise PrerequisiteMissing(f"{where}: no mariadb-install-db on host {self.host.name}; install "
                                       "mariadb-server there")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-from layerbench.campaign import OWNED_BY_LAYERBENCH, ConfigValue, check_option_value
+from layerbench.campaign import OWNED_BY_LAYERBENCH, ConfigValue, VariantBase, canonical_option, check_option_value
 from layerbench.errors import BadInput
 
 # Defaults every variant shares, chosen for benchmarking (documented in docs/campaign.md).
@@ -63,3 +64,32 @@ def render_mycnf(settings: Mapping[str, ConfigValue]) -> str:
         text = render_value(value)
         lines.append(key if text is None else f"{key} = {text}")
     return "\n".join(lines) + "\n"
+
+
+HELP_ARGS = ("--no-defaults", "--verbose", "--help")  # a server's option list, its defaults not read
+
+
+def parse_server_options(text: str) -> frozenset[str]:
+    """The option names of a server's `--verbose --help` (canonical; also without skip-/enable-)."""
+    names = set()
+    for line in text.splitlines():
+        match = re.match(r"\s*(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", line)
+        if match:
+            name = canonical_option(match.group(1))
+            names.add(name)
+            names.add(name.removeprefix("skip-"))
+            names.add(name.removeprefix("enable-"))
+    return frozenset(names)
+
+
+def check_names_known(variant: VariantBase, known: frozenset[str], server: str) -> None:
+    """Every server.config name is an option of `known` (a server's --verbose --help); nothing known: no check,
+    the server itself refuses an unknown option at start."""
+    if not known:
+        return
+    for key in variant.server.config:
+        name = canonical_option(key)
+        # mariadbd takes `loose-` options it does not know, and an unambiguous prefix of a name
+        if not name.startswith("loose-") and not any(option.startswith(name) for option in known):
+            raise BadInput(f"variants.{variant.name}.server.config.{key}: the server ({server}) has no such option; "
+                           "check its spelling (mariadbd --verbose --help lists them)")
