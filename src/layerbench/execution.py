@@ -211,7 +211,7 @@ class RunExecution:
         sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: connected before the window
-            io_window = IoWindow(local, pids, status)
+            io_window = IoWindow(local, pids, status, remote_cpu.io_reading if remote_cpu else None)
             self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the window
             if remote_cpu is not None:
                 remote_cpu.start()

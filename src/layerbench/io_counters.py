@@ -172,6 +172,8 @@ class Reading:
     """Everything read at one moment: per pid (component, start time, counters), per cgroup, the server's."""
 
     procs: dict[int, tuple[str, int, dict[str, int]]] = field(default_factory=dict)
+    remote: dict[int, tuple[str, int, dict[str, int]]] = field(default_factory=dict)  # the server host's, if not here
+    remote_uptime: int = 0  # that host's uptime in its ticks
     cgroups: dict[str, dict[str, int]] = field(default_factory=dict)
     status: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -198,12 +200,21 @@ def reread(known: dict[int, tuple[str, int, dict[str, int]]]) -> dict[int, tuple
             if stat.start == known[pid][1] and (counters := proc_io(pid)) is not None}
 
 
+Procs = dict[int, tuple[str, int, dict[str, int]]]  # pid -> (component, start time in ticks, counters)
+
+
 def process_deltas(before: Reading, after: Reading, born_after: int) -> dict[str, dict[str, int]]:
     """Per component, the sum of its processes' counter deltas; a process first seen at the end counts from 0
-    when it started inside the window (`born_after`, ticks since boot), else it is left out (not measurable)."""
+    when it started inside the window (`born_after`, ticks since boot), else it is left out (not measurable).
+    The server host's processes, when it is another host, are summed the same way against its own clock."""
+    return proc_deltas(before.procs, after.procs, born_after) | \
+        proc_deltas(before.remote, after.remote, before.remote_uptime)
+
+
+def proc_deltas(before: Procs, after: Procs, born_after: int) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
-    for pid, (name, start, counters) in after.procs.items():
-        seen = before.procs.get(pid)
+    for pid, (name, start, counters) in after.items():
+        seen = before.get(pid)
         if seen is not None and seen[1] == start:
             change = deltas(seen[2], counters)
         elif start >= born_after:
@@ -226,8 +237,11 @@ class IoWindow:
     Never raises: what could not be read is named in the result's `errors`."""
 
     def __init__(self, components: Callable[[], dict[str, list[int]]], client_pids: Callable[[], list[int]],
-                 server_status: Callable[[], list[tuple[Any, ...]]]) -> None:
+                 server_status: Callable[[], list[tuple[Any, ...]]],
+                 remote: Callable[[], tuple[int, Procs]] | None = None) -> None:
+        """remote: a reading of the server host's processes when it is another host (remote_cpu.RemoteIo)."""
         self.components, self.client_pids, self.server_status = components, client_pids, server_status
+        self.remote = remote
         self.readings: list[Reading] = []
         self.cgroup_dirs: list[Path] = []
         self.notes: list[str] = []
@@ -246,6 +260,11 @@ class IoWindow:
                 self.notes = [NOT_COUNTED]
         except Exception as error:  # a process tree that changed under us: the figures are missing, not wrong
             reading.errors.append(f"processes: {type(error).__name__}: {error}"[:200])
+        if self.remote is not None:
+            try:
+                reading.remote_uptime, reading.remote = self.remote()
+            except Exception as error:  # the host stopped answering: its figures are missing, not wrong
+                reading.errors.append(f"processes on the server host: {type(error).__name__}"[:200])
         try:
             reading.status = parse_status_rows(self.server_status())
         except Exception as error:  # the server unreachable from this host (a cluster's Job client, say)

@@ -2,7 +2,11 @@
 uptime, /proc/stat `cpu` line and every process's /proc/<pid>/stat; it runs at the start and at the end of the
 window (two SSH round trips over the shared connection, no thread, nothing left on the host). The CPU seconds
 of each component (the backend's PIDs on that host and their descendants), `other` and `idle` come from the two
-readings with resources.py's own parsers, so a remote server is accounted like a local one."""
+readings with resources.py's own parsers, so a remote server is accounted like a local one.
+
+io_reading() does the same for the I/O window of io_counters.py: one script prints every process's stat line and
+its /proc/<pid>/io (shell builtins only, no process started per PID), read at the window's two marks; the
+counters of the backend's processes on that host are kept under `<component>@<host>`."""
 
 from __future__ import annotations
 
@@ -16,6 +20,12 @@ from layerbench.resources import ProcStat, descendants, parse_machine_stat, pars
 
 SCRIPT = ('echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; grep "^cpu " /proc/stat; '
           'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true')
+
+
+IO_SCRIPT = ('echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
+             'for d in /proc/[0-9]*; do read -r l < "$d/stat" 2>/dev/null || continue; echo "P $l"; '
+             '{ c=""; while read -r k v; do c="$c $k$v"; done < "$d/io"; echo "IO ${d#/proc/}$c"; } 2>/dev/null; '
+             'done; true')
 
 
 @dataclass
@@ -91,3 +101,38 @@ class RemoteCpuWindow:
         if self.first is None or self.last is None:
             return {}
         return component_seconds(self.first, self.last, self.components())
+
+    def io_reading(self) -> tuple[int, dict[int, tuple[str, int, dict[str, int]]]]:
+        """The I/O counters of the backend's processes on the host now (io_counters.IoWindow's `remote`)."""
+        roots = self.components()
+        done = self.host.shell(IO_SCRIPT, name=f"I/O on {self.host.name}", timeout=30)
+        return component_io(done.output, roots, self.host.name)
+
+
+def parse_io_lines(text: str) -> dict[int, dict[str, int]]:
+    """IO_SCRIPT's `IO <pid> rchar:1 wchar:2 ...` lines -> {pid: counters}; malformed lines are skipped."""
+    from layerbench.io_counters import parse_proc_io
+
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 3 or parts[0] != "IO" or not parts[1].isdigit():
+            continue
+        with contextlib.suppress(ValueError):
+            counters = parse_proc_io("\n".join(p.replace(":", ": ", 1) for p in parts[2:]))
+            if counters:
+                out[int(parts[1])] = counters
+    return out
+
+
+def component_io(text: str, roots: dict[str, list[int]], host: str) -> tuple[int, dict[int, tuple[str, int,
+                                                                                                  dict[str, int]]]]:
+    """(the host's uptime in ticks, {pid: (component@host, start, counters)}) for the components' processes and
+    their descendants in IO_SCRIPT's output; a process is counted under the first component that holds it."""
+    reading, counters = parse_reading(text), parse_io_lines(text)
+    out: dict[int, tuple[str, int, dict[str, int]]] = {}
+    for name, pids in roots.items():
+        for pid in sorted(descendants(list(pids), reading.procs)):
+            if pid not in out and pid in counters:
+                out[pid] = (f"{name}@{host}", reading.procs[pid].start, counters[pid])
+    return reading.uptime_ticks, out

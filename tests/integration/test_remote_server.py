@@ -78,6 +78,9 @@ def test_a_host_server_on_an_ssh_host_with_sysbench_there_and_on_app(lab_hosts: 
         assert restore["method"] == "copy on host dbssh (cp --reflink=auto)"
         assert restore["verified"] == "xxh3-128 of every byte of the copy on host dbssh" and not restore["problems"]
         assert details["environment"]["backend"]["server_host"] == "dbssh"
+        io = details["io"]  # the server's /proc/PID/io read on its host at the window's two marks
+        assert io["processes"]["server@dbssh"]["wchar"] > 0 and io["server_status"], io
+        assert not [e for e in io["errors"] if "server host" in e], io["errors"]
     assert "over the network" in far["environment"]["placement"]["path"]
     assert "own address 10.231.77.1" in near["environment"]["placement"]["path"]
     shipped = far["environment"]["backend"]["dataset_on_host"]["path"]

@@ -3,6 +3,7 @@ readings of that host, and the cleanup script (run here with sh on a folder of t
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from layerbench.hosts import Host
 from layerbench.remote import remove_remote_folder
-from layerbench.remote_cpu import SCRIPT, component_seconds, parse_reading
+from layerbench.remote_cpu import IO_SCRIPT, SCRIPT, component_io, component_seconds, parse_io_lines, parse_reading
 from layerbench.remote_server import HASH_MARK, hash_problems, hash_script, manifest_digest, parse_hashes
 from layerbench.server.manifest import FileEntry, Manifest, build_manifest
 
@@ -149,3 +150,32 @@ def test_any_sha256sum_output_parses_without_a_crash(text: str) -> None:
     from layerbench.backends.vm_remote import parse_sums
 
     assert all(len(v) == 64 for v in parse_sums(text).values())
+
+
+def test_the_io_script_reads_this_machine_s_processes_and_keeps_a_component_s_tree() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; open('/dev/null','w').write('x'*4096); "
+                              "time.sleep(30)"])
+    try:
+        time.sleep(0.5)
+        out = subprocess.run(["sh", "-c", IO_SCRIPT], capture_output=True, text=True, check=True).stdout
+        uptime, procs = component_io(out, {"server": [os.getpid()]}, "db1")
+        assert uptime > 0 and child.pid in procs and os.getpid() in procs
+        assert {name for name, _, _ in procs.values()} == {"server@db1"}
+        assert procs[os.getpid()][2]["rchar"] > 0
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_io_lines_are_parsed_and_malformed_ones_skipped() -> None:
+    full = "rchar:5 wchar:6 syscr:1 syscw:2 read_bytes:0 write_bytes:4096 cancelled_write_bytes:0"
+    text = f"IO 12 {full}\nIO x {full}\nIO 13\nIO 14 rchar:abc\nP junk\nIO 15 wchar:7\nIO 16 {full} extra:1"
+    parsed = parse_io_lines(text)
+    assert set(parsed) == {12, 16} and parsed[12]["write_bytes"] == 4096 and parsed[12]["rchar"] == 5
+
+
+@given(st.text(max_size=500))
+def test_any_io_script_output_parses_without_raising(text: str) -> None:
+    assert isinstance(parse_io_lines(text), dict)
+    uptime, procs = component_io(text, {"server": [1, 2]}, "h")
+    assert isinstance(uptime, int) and isinstance(procs, dict)
