@@ -63,6 +63,8 @@ def test_a_server_on_an_ssh_host_listens_on_its_address_for_every_client() -> No
      "bridge-direct"),
     ({"backend": "docker", "client": "container", "server_host": "db", "client_host": "app"}, None,
      "client: container"),
+    ({"backend": "docker", "client": "container", "server_host": "db"}, None,
+     "variants.v.client: client: container with the server on ssh: host db is not supported; use client_host: db"),
     ({"backend": "host", "server_host": "db", "client_host": "app"}, {"db": {"local": True}, "app": APP},
      "set hosts.db.address"),
     ({"backend": "host"}, {"local": {"local": True}}, "hosts.local: the name is taken"),
