@@ -167,12 +167,15 @@ def cgroup_io(directory: Path) -> dict[str, int] | None:
 # --- one reading and the window ---------------------------------------------------------------------------
 
 
+Procs = dict[int, tuple[str, int, dict[str, int]]]  # pid -> (component, start time in ticks, counters)
+
+
 @dataclass
 class Reading:
     """Everything read at one moment: per pid (component, start time, counters), per cgroup, the server's."""
 
-    procs: dict[int, tuple[str, int, dict[str, int]]] = field(default_factory=dict)
-    remote: dict[int, tuple[str, int, dict[str, int]]] = field(default_factory=dict)  # the server host's, if not here
+    procs: Procs = field(default_factory=dict)
+    remote: Procs = field(default_factory=dict)  # the server host's, when it is another host
     remote_uptime: int = 0  # that host's uptime in its ticks
     cgroups: dict[str, dict[str, int]] = field(default_factory=dict)
     status: dict[str, int] = field(default_factory=dict)
@@ -180,10 +183,10 @@ class Reading:
     at: float = field(default_factory=time.monotonic)
 
 
-def read_processes(named: dict[str, list[int]]) -> dict[int, tuple[str, int, dict[str, int]]]:
+def read_processes(named: dict[str, list[int]]) -> Procs:
     """The I/O counters of every process of every component (its root PIDs and their descendants)."""
     procs = all_processes()
-    out: dict[int, tuple[str, int, dict[str, int]]] = {}
+    out: Procs = {}
     for name, roots in named.items():
         for pid in sorted(descendants(list(roots), procs)):
             counters = proc_io(pid)
@@ -192,15 +195,12 @@ def read_processes(named: dict[str, list[int]]) -> dict[int, tuple[str, int, dic
     return out
 
 
-def reread(known: dict[int, tuple[str, int, dict[str, int]]]) -> dict[int, tuple[str, int, dict[str, int]]]:
+def reread(known: Procs) -> Procs:
     """The counters of processes already known, read first at the window's end: sysbench exits moments after
     its final report, and a full scan of /proc could come too late for it."""
     alive = some_processes(list(known))
     return {pid: (known[pid][0], stat.start, counters) for pid, stat in alive.items()
             if stat.start == known[pid][1] and (counters := proc_io(pid)) is not None}
-
-
-Procs = dict[int, tuple[str, int, dict[str, int]]]  # pid -> (component, start time in ticks, counters)
 
 
 def process_deltas(before: Reading, after: Reading, born_after: int) -> dict[str, dict[str, int]]:
@@ -239,7 +239,8 @@ class IoWindow:
     def __init__(self, components: Callable[[], dict[str, list[int]]], client_pids: Callable[[], list[int]],
                  server_status: Callable[[], list[tuple[Any, ...]]],
                  remote: Callable[[], tuple[int, Procs]] | None = None) -> None:
-        """remote: a reading of the server host's processes when it is another host (remote_cpu.RemoteIo)."""
+        """remote: a reading of the server host's processes when it is another host
+        (remote_cpu.RemoteCpuWindow.io_reading)."""
         self.components, self.client_pids, self.server_status = components, client_pids, server_status
         self.remote = remote
         self.readings: list[Reading] = []

@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 
 from layerbench.errors import RunFailed
 from layerbench.hosts import Host
+from layerbench.io_counters import Procs, parse_proc_io
 from layerbench.resources import ProcStat, descendants, parse_machine_stat, parse_proc_stat_line
 
-SCRIPT = ('echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; grep "^cpu " /proc/stat; '
+CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
+SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; '
           'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true')
 
 
-IO_SCRIPT = ('echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
+IO_SCRIPT = (CLOCK +
              'for d in /proc/[0-9]*; do read -r l < "$d/stat" 2>/dev/null || continue; echo "P $l"; '
              '{ c=""; while read -r k v; do c="$c $k$v"; done < "$d/io"; echo "IO ${d#/proc/}$c"; } 2>/dev/null; '
              'done; true')
@@ -102,7 +104,7 @@ class RemoteCpuWindow:
             return {}
         return component_seconds(self.first, self.last, self.components())
 
-    def io_reading(self) -> tuple[int, dict[int, tuple[str, int, dict[str, int]]]]:
+    def io_reading(self) -> tuple[int, Procs]:
         """The I/O counters of the backend's processes on the host now (io_counters.IoWindow's `remote`)."""
         roots = self.components()
         done = self.host.shell(IO_SCRIPT, name=f"I/O on {self.host.name}", timeout=30)
@@ -111,8 +113,6 @@ class RemoteCpuWindow:
 
 def parse_io_lines(text: str) -> dict[int, dict[str, int]]:
     """IO_SCRIPT's `IO <pid> rchar:1 wchar:2 ...` lines -> {pid: counters}; malformed lines are skipped."""
-    from layerbench.io_counters import parse_proc_io
-
     out = {}
     for line in text.splitlines():
         parts = line.split()
@@ -125,12 +125,11 @@ def parse_io_lines(text: str) -> dict[int, dict[str, int]]:
     return out
 
 
-def component_io(text: str, roots: dict[str, list[int]], host: str) -> tuple[int, dict[int, tuple[str, int,
-                                                                                                  dict[str, int]]]]:
+def component_io(text: str, roots: dict[str, list[int]], host: str) -> tuple[int, Procs]:
     """(the host's uptime in ticks, {pid: (component@host, start, counters)}) for the components' processes and
     their descendants in IO_SCRIPT's output; a process is counted under the first component that holds it."""
     reading, counters = parse_reading(text), parse_io_lines(text)
-    out: dict[int, tuple[str, int, dict[str, int]]] = {}
+    out: Procs = {}
     for name, pids in roots.items():
         for pid in sorted(descendants(list(pids), reading.procs)):
             if pid not in out and pid in counters:
