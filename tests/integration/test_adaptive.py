@@ -56,7 +56,8 @@ def test_an_identical_variant_runs_out_without_a_false_verdict(tmp_path: Path) -
     assert state is not None, render(analysis)
     (decision,) = state.decisions
     print(f"A/A: {decision.kind} after {state.rounds} rounds ({state.reason})")
-    assert decision.kind in {"~", "within noise"}, render(analysis)  # a verdict, and not slower/faster
+    # not a firm slower/faster; a `faster?`/`slower?` at the last look is within the alpha the design spends
+    assert decision.kind not in {"slower", "faster", "need more runs"}, render(analysis)
     assert state.reason in {"budget", "max rounds", "all decided"}
     if state.reason != "all decided":
         assert "open after" in render(analysis)

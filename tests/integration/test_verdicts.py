@@ -1,4 +1,4 @@
-"""Verdicts on real runs: the baseline repeated under another name is not different; a real cost is slower.
+"""Verdicts on real runs: the baseline repeated under another name gets no firm verdict; a real cost is slower.
 
 Needs a machine that other work does not saturate: with other processes taking the cores (baseline CV of 50 %
 was seen), layerbench rightly refuses the `slower` verdict and warns about the noise, and this test fails."""
@@ -39,7 +39,10 @@ def test_identical_is_not_different_and_a_real_cost_is_slower(tmp_path: Path) ->
     assert outcome.failed == 0
     (point,) = analysis.points
     kinds = {v.variant: v.verdict("tps").verdict.kind for v in point.variants if v.variant != "base"}
-    assert kinds["same-again"] in {"~", "within noise"}, render(analysis)
+    # An A/A pays alpha by design: p < alpha in up to 1 campaign in 20 (`faster?` / `slower?`, seen in CI with
+    # +7.2 % [+1.3, +11.9], p = 0.015), which tests/unit/test_stats.py measures on 4,000 simulated campaigns. What
+    # must not happen is a firm verdict, a whole interval beyond ±5 % (0.25 % of simulated A/A campaigns).
+    assert kinds["same-again"] not in {"slower", "faster", "need more runs"}, render(analysis)
     assert kinds["starved"] == "slower", render(analysis)
     starved = next(v for v in point.variants if v.variant == "starved").verdict("tps")
     assert starved.delta is not None and starved.delta.high < -0.05 and starved.p_adjusted < 0.05
