@@ -67,11 +67,11 @@ def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
     if v.backend not in REMOTE_CLIENT_BACKENDS and not remote_vm:
         raise ValueError(f"{where}: sysbench on another host works with backends {', '.join(REMOTE_CLIENT_BACKENDS)}"
                          f" (and vm on an ssh: host), not {v.backend}; remove client_host")
-    if getattr(v, "client", "host") != "host" and not v.client_host:  # the server on an ssh: host
-        raise ValueError(f"variants.{v.name}.client: client: {v.client} with the server on ssh: host "
-                         f"{server_of(v)} is not supported; use client_host: {server_of(v)} (sysbench on that host) "
-                         "or another host of hosts:")
     if getattr(v, "client", "host") != "host":
+        if not v.client_host:  # here because the server is on an ssh: host
+            raise ValueError(f"variants.{v.name}.client: client: {v.client} with the server on ssh: host "
+                             f"{server_of(v)} is not supported; use client_host: {server_of(v)} (sysbench on that "
+                             "host) or another host of hosts:")
         raise ValueError(f"{where}: client: {v.client} already places sysbench; remove one of the two")
     if getattr(v, "network", None) == "bridge-direct":
         raise ValueError(f"{where}: network bridge-direct gives the container an address only this machine "
