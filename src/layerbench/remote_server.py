@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from layerbench.errors import RunFailed
-from layerbench.hosts import Host
+from layerbench.hosts import SSH_FAILED, Host
 from layerbench.server.manifest import EXCLUDED, Manifest, SnapshotCorrupt, read_manifest
 from layerbench.server.restore import FACTS_FILE, RestoreFacts
 
@@ -137,11 +137,17 @@ def host_lock(host: Host, path: str, what: str) -> Iterator[None]:
                             stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout is not None
-        got = proc.stdout.readline()  # blocks while another campaign holds the lock (Ctrl-C ends the wait)
-        if got.strip() != LOCKED:
-            rest = got + (proc.stdout.read() if proc.poll() is not None else "")
+        said = []  # ssh may speak first (a host's Banner, a warning): only the lock's own word counts
+        for line in iter(proc.stdout.readline, ""):  # blocks while another campaign holds the lock (Ctrl-C ends it)
+            if line.strip() == LOCKED:
+                break
+            said.append(line)
+        else:  # end of output without the lock: ssh or flock failed
+            output = "".join(said)
+            if proc.wait(timeout=30) == SSH_FAILED:
+                raise RunFailed(host.explain(output))
             raise RunFailed(f"hosts.{host.name}: cannot lock {what} there: "
-                            f"{(rest.strip().splitlines() or ['no answer'])[-1][:200]}")
+                            f"{(output.strip().splitlines() or ['no answer'])[-1][:200]}")
         yield
     finally:
         if proc.stdin is not None:

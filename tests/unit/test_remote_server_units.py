@@ -9,13 +9,22 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from layerbench.errors import RunFailed
 from layerbench.hosts import Host
 from layerbench.remote import remove_remote_folder
 from layerbench.remote_cpu import IO_SCRIPT, SCRIPT, component_io, component_seconds, parse_io_lines, parse_reading
-from layerbench.remote_server import HASH_MARK, hash_problems, hash_script, manifest_digest, parse_hashes
+from layerbench.remote_server import (
+    HASH_MARK,
+    hash_problems,
+    hash_script,
+    host_lock,
+    manifest_digest,
+    parse_hashes,
+)
 from layerbench.server.manifest import FileEntry, Manifest, build_manifest
 
 H1, H2 = "0" * 31 + "1", "ab" * 16
@@ -179,3 +188,22 @@ def test_any_io_script_output_parses_without_raising(text: str) -> None:
     assert isinstance(parse_io_lines(text), dict)
     uptime, procs = component_io(text, {"server": [1, 2]}, "h")
     assert isinstance(uptime, int) and isinstance(procs, dict)
+
+
+def test_the_host_lock_is_taken_when_ssh_speaks_first_and_a_failure_names_its_cause(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock's script run here with sh (a local host runs the same text); a Banner or an ssh warning printed
+    before the lock's word does not count as a failure, and a lock that cannot be taken says why."""
+    host = Host("db1")
+    plain = host.command
+    monkeypatch.setattr(host, "command", lambda argv: ["sh", "-c", 'echo "Authorized use only"; exec "$@"', "sh",
+                                                       *plain(argv)])
+    lock = tmp_path / "snap.lock"
+    with host_lock(host, str(lock), "dataset d"):
+        held = subprocess.run(["flock", "-n", str(lock), "true"], check=False)
+        assert held.returncode != 0  # taken by the session
+    assert subprocess.run(["flock", "-n", str(lock), "true"], check=False).returncode == 0  # and let go
+    (tmp_path / "file").write_text("")
+    with pytest.raises(RunFailed, match=r"hosts.db1: cannot lock dataset d there: .*"), \
+            host_lock(host, str(tmp_path / "file" / "x.lock"), "dataset d"):
+        pass
