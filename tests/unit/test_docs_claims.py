@@ -1,8 +1,11 @@
 """Claims of README.md and docs/ that no other test pinned, each shown by the code itself (issue #29 item 5):
 docs/statistics.md "Limits" (no fixed floor of runs: the attainable p after Holm), its speed table (an import
-holds at most 20,000 runs), README's "4 runs per side for one comparison"."""
+holds at most 20,000 runs), README's and quickstart's "4 runs per side for one comparison", quickstart's list
+of studies."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +14,8 @@ from layerbench.campaign import MAX_RUNS, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.importer import parse_csv
 from layerbench.settings import MIN_RUNS, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("comparisons", "alpha", "runs"), [(1, 0.05, 4), (1, 0.01, 5), (3, 0.05, 5)])
@@ -32,3 +37,16 @@ def test_an_import_holds_at_most_20000_runs() -> None:
     with pytest.raises(BadInput, match="20,001 rows, more than the 20,000 runs a campaign may hold"):
         parse_csv("variant,iteration,tps\n" + rows)
     assert len(parse_csv("variant,iteration,tps\n" + rows.split("\n", 1)[1])) == MAX_RUNS
+
+
+def test_quickstart_lists_every_study_that_init_knows(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/quickstart.md shows `layerbench init --list`: the same studies, in the same order."""
+    from layerbench.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["init", "--list"])
+    assert done.value.code in (0, None)
+    printed = [line.split(":")[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
+    text = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    block = text.split("$ .venv/bin/layerbench init --list\n", 1)[1].split("```", 1)[0]
+    assert [line.split(":")[0] for line in block.splitlines() if line.strip()] == printed
