@@ -50,3 +50,21 @@ def test_quickstart_lists_every_study_that_init_knows(capsys: pytest.CaptureFixt
     text = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
     block = text.split("$ .venv/bin/layerbench init --list\n", 1)[1].split("```", 1)[0]
     assert [line.split(":")[0] for line in block.splitlines() if line.strip()] == printed
+
+
+def test_report_json_has_exactly_the_keys_its_page_lists(tmp_path: Path) -> None:
+    """docs/report-json.md's table of top-level keys is the JSON export's (`adaptive` only for repetitions: auto)."""
+    import re
+
+    from helpers import fill_store
+    from layerbench.analysis.aggregate import analyze
+    from layerbench.report.json_export import SCHEMA, document
+    from layerbench.store import Store
+
+    page = (ROOT / "docs" / "report-json.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(\w+)(?:\[\])?` \|", page, re.M)
+    cid = fill_store(tmp_path / "lb.db", {"host": 1.0, "docker": 0.9}, reps=4)
+    with Store(tmp_path / "lb.db") as store:
+        exported = document(analyze(store, cid))
+    assert exported["schema"] == SCHEMA and f"schema `{SCHEMA}`" in page
+    assert set(listed) == set(exported) | {"adaptive"}
