@@ -68,3 +68,64 @@ def test_report_json_has_exactly_the_keys_its_page_lists(tmp_path: Path) -> None
         exported = document(analyze(store, cid))
     assert exported["schema"] == SCHEMA and f"schema `{SCHEMA}`" in page
     assert set(listed) == set(exported) | {"adaptive"}
+
+
+def first_table(page: str, heading: str) -> list[list[str]]:
+    """The cells of the first table under `heading`, header rows left out."""
+    import re
+
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8").split(heading + "\n", 1)[1]
+    rows = re.search(r"^\|.*?(?=\n\n|\n[^|])", text, re.S | re.M)
+    assert rows, f"{page}: no table under {heading}"
+    return [[cell.strip() for cell in line.split("|")[1:-1]] for line in rows.group(0).splitlines()[2:]]
+
+
+def first_table_keys(page: str, heading: str) -> list[str]:
+    """The backticked names in the first column of the first table under `heading` (`requests`, `limits` -> two)."""
+    import re
+
+    return [name.split(":")[0] for row in first_table(page, heading) for name in re.findall(r"`([^`]+)`", row[0])]
+
+
+@pytest.mark.parametrize(("page", "heading", "model"), [
+    ("campaign.md", "## Top level", "Campaign"), ("campaign.md", "## Variants (all backends)", "HostVariant"),
+    ("campaign.md", "### `backend: host`", "HostVariant"), ("campaign.md", "### `backend: external`",
+                                                             "ExternalVariant"),
+    ("campaign.md", "## Workloads", "Workload"), ("backends/docker.md", "## Options", "DockerVariant"),
+    ("backends/vm.md", "## Options", "VMVariant"), ("backends/kubernetes.md", "## Options", "KubernetesVariant")])
+def test_every_documented_key_is_a_key_of_the_campaign_file(page: str, heading: str, model: str) -> None:
+    """Option names in the docs' tables are the models' fields (a renamed key would leave the docs wrong)."""
+    from layerbench import campaign as models
+
+    fields = getattr(models, model).model_fields
+    keys = first_table_keys(page, heading)
+    assert keys
+    for key in keys:
+        first, _, rest = key.partition(".")
+        assert first in fields or (first == "workload" and "workloads" in fields), f"{page}: {key}"
+        if rest:  # resources.cpus: a key of the nested model
+            nested = fields[first].annotation
+            assert rest in nested.model_fields, f"{page}: {key}"
+
+
+@pytest.mark.parametrize(("page", "heading", "model", "column"), [
+    ("campaign.md", "## Top level", "Campaign", 1), ("campaign.md", "## Workloads", "Workload", 1),
+    ("backends/docker.md", "## Options", "DockerVariant", 2), ("backends/vm.md", "## Options", "VMVariant", 1),
+    ("backends/kubernetes.md", "## Options", "KubernetesVariant", 1)])
+def test_every_documented_default_is_the_models(page: str, heading: str, model: str, column: int) -> None:
+    """A default the docs give as one literal (`bridge`, `10`, `[md, html]`) is the model's default."""
+    import re
+
+    import yaml
+
+    from layerbench import campaign as models
+
+    fields, checked = getattr(models, model).model_fields, 0
+    for row in first_table(page, heading):
+        key, default = re.fullmatch(r"`([a-z_]+)`", row[0]), re.fullmatch(r"`([^`]+)`", row[column])
+        if key and default and key.group(1) in fields:
+            field = fields[key.group(1)]
+            actual = field.default_factory() if field.default_factory else field.default  # type: ignore[call-arg]
+            assert yaml.safe_load(default.group(1)) == actual, f"{page}: {row[0]} default {row[column]}"
+            checked += 1
+    assert checked >= 3
