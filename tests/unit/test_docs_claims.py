@@ -129,3 +129,12 @@ def test_every_documented_default_is_the_models(page: str, heading: str, model: 
             assert yaml.safe_load(default.group(1)) == actual, f"{page}: {row[0]} default {row[column]}"
             checked += 1
     assert checked >= 3
+
+
+def test_the_gate_text_docs_studies_quotes() -> None:
+    """docs/studies.md quotes today's 'need more runs' text for 3 runs a side."""
+    from layerbench.analysis.attainable import gate
+
+    text = gate(3, 3, comparisons=1, alpha=0.05, min_runs=None)
+    assert text == "need >= 4 runs per side (have 3 and 3: smallest attainable p = 0.1 is not below alpha 0.05)"
+    assert f"`{text}`" in (ROOT / "docs" / "studies.md").read_text(encoding="utf-8")
