@@ -60,7 +60,7 @@ def parse_probe(output: str) -> frozenset[str] | None:
     names, declared = set(), False
     for line in output.splitlines():
         if line.startswith("LBERR "):
-            raise ValueError(line.removeprefix("LBERR ").strip())
+            raise ValueError(line.removeprefix("LBERR ").strip() or "an error without a message")
         if line.startswith("LBNONE"):
             return None
         declared = declared or line.startswith("LBDECLARED")
