@@ -243,7 +243,10 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
     lines, seconds = [], 0.0
     for w in campaign.workloads:
         prepare = w.tables * w.table_size / rate
-        if w.reset == "reprepare":
+        if w.reset == "reprepare" and w.is_lua_path:
+            lines.append(f"dataset {w.name}: prepared again by the script before every run (reset: reprepare; "
+                         "time not estimated)")
+        elif w.reset == "reprepare":
             runs = len(w.threads) * campaign.rounds * len(campaign.variants)
             lines.append(f"dataset {w.name}: prepared again before every run (reset: reprepare), ~{prepare:.0f} s each")
             seconds += prepare * runs

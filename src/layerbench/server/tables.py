@@ -37,9 +37,9 @@ def existing_tables(endpoint: Endpoint, workload: Workload) -> dict[str, int]:
     """With `reset: none`: which of the workload's tables the server holds, with InnoDB's row estimate (cheap,
     approximate; recorded so a report can tell what data a run worked on)."""
     rows = query(endpoint, "SELECT TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
-                 "DATABASE() AND TABLE_NAME REGEXP '^sbtest[0-9]+$'", database=endpoint.database)
-    wanted = set(table_names(workload))
-    return {str(name): int(count or 0) for name, count in rows if name in wanted}
+                 "DATABASE() AND TABLE_TYPE = 'BASE TABLE'", database=endpoint.database)
+    wanted = set(table_names(workload))  # a script of the user's: every table, it names its own
+    return {str(name): int(count or 0) for name, count in rows if name in wanted or workload.is_lua_path}
 
 
 def complete_tables(endpoint: Endpoint, workload: Workload) -> list[str]:
