@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -130,12 +131,38 @@ def check_script(workload: Workload) -> None:
         raise BadInput(f"{where}.dataset_flags: always passes --{refused[0].replace('_', '-')}, which the script "
                        "does not declare in sysbench.cmdline.options (sysbench refuses it); declare it or set "
                        "dataset_flags: auto")
+    check_options_known(workload, declared)
     unused = [flag for flag in DATASET_FLAGS if flag in workload.model_fields_set and flag not in flags]
     if unused:
         raise BadInput(f"{where}.{unused[0]}: set, but the script does not get --{unused[0].replace('_', '-')} "
                        f"(it does not declare {unused[0]}; dataset_flags: {workload.dataset_flags or 'auto'}); remove "
                        f"{unused[0]} or declare it in sysbench.cmdline.options")
     script_digest(workload)  # within its bounds
+
+
+def check_options_known(workload: Workload, declared: frozenset[str] | None) -> None:
+    """Each key of `options:` is an option the script declares or one of sysbench's own (`sysbench --help`):
+    sysbench refuses any other once the script declares options, so validate says it first."""
+    known = sysbench_options()
+    if declared is None or not known:
+        return
+    names = {canonical(n) for n in declared} | known
+    unknown = [key for key in workload.options if canonical(key) not in names]
+    if unknown:
+        listed = shown(", ".join(sorted(declared)) or "none", 200, quote=False)
+        raise BadInput(f"workloads.{workload.name}.options.{unknown[0]}: neither the script nor sysbench has this "
+                       f"option (sysbench would refuse it); the script declares: {listed}")
+
+
+@lru_cache(maxsize=1)
+def sysbench_options() -> frozenset[str]:
+    """The general and driver options of this sysbench, as `sysbench --help` lists them (empty if it cannot)."""
+    try:
+        done = subprocess.run(["sysbench", "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(canonical(name) for name in re.findall(r"^\s+--([A-Za-z][\w-]*)", done.stdout, re.MULTILINE))
 
 
 def script_digest(workload: Workload) -> str:

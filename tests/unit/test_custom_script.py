@@ -188,3 +188,23 @@ def test_the_probe_parser_only_ever_answers_or_says_why(text: str) -> None:
         assert str(error)
     else:
         assert result is None or isinstance(result, frozenset)
+
+
+def test_validate_refuses_an_option_neither_the_script_nor_sysbench_has(tmp_path: Path) -> None:
+    """sysbench refuses it at prepare (`invalid option`); validate says so first, naming what the script declares."""
+    path = str(script(tmp_path, '{groups = {"g", 3}}'))
+    check_script(Workload(test=path, options={"groups": 4, "mysql-ignore-errors": "all", "db_ps_mode": "disable"}))
+    with pytest.raises(BadInput, match=r"^workloads.default.options.grups: neither the script nor sysbench has this "
+                                       r"option \(sysbench would refuse it\); the script declares: groups$"):
+        check_script(Workload(test=path, options={"grups": 4}))
+    check_script(Workload(test=str(script(tmp_path / "legacy", None)), options={"grups": 4}))  # any option then
+
+
+def test_sysbench_refuses_what_validate_refuses(tmp_path: Path) -> None:
+    """The rule validate applies is sysbench's: an undeclared option fails, a declared one and a general one pass."""
+    path = script(tmp_path, '{groups = {"g", 3}}')
+    env = {"PATH": "/usr/bin:/bin", "LUA_PATH": lua_path(path)}
+    for option, refused in (("--grups=4", True), ("--groups=4", False), ("--mysql-ignore-errors=all", False)):
+        done = subprocess.run(["sysbench", str(path), option, "help"], capture_output=True, text=True, env=env,
+                              check=False)
+        assert ("invalid option" in done.stdout + done.stderr) is refused, option
