@@ -108,3 +108,20 @@ def test_validate_refuses_a_script_in_one_line_exit_2(tmp_path: Path, script: st
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr
     assert our_servers(tmp_path) == []
+
+
+def test_the_docs_custom_workload_with_reset_reprepare_uses_its_own_cleanup_and_prepare(tmp_path: Path) -> None:
+    """Before the run: the script's own cleanup, then its prepare, both with its folder on LUA_PATH."""
+    text = doc_example(tmp_path).replace("repetitions: 2", "repetitions: 1").replace(
+        "  verify: checksum", "  reset: reprepare")
+    (tmp_path / "kv-campaign.yaml").write_text(text, encoding="utf-8")
+    done = cli(["run", "kv-campaign.yaml", "--output", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (status, details), = sqlite3.connect(tmp_path / "out" / "layerbench.db").execute(
+        "SELECT status, details FROM runs").fetchall()
+    assert status == "ok" and json.loads(details)["reset"]["method"] == "reprepare"
+    commands = next((tmp_path / "out").glob("*-kv/runs/*/commands.log")).read_text()
+    folder = f"LUA_PATH={tmp_path}/kv/?.lua;{tmp_path}/kv/?/init.lua;;"
+    for step in ("cleanup", "prepare", "run"):
+        assert re.search(rf"env '?{re.escape(folder)}'? sysbench .*--groups=7.* {step}$", commands, re.MULTILINE), step
+    assert our_servers(tmp_path) == []
