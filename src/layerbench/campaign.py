@@ -270,6 +270,10 @@ class Workload(Strict):
         default="files", description="per run with reset: snapshot: files (the restored files against the "
         "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
+    dataset_flags: Literal["auto", "always", "never"] | None = Field(
+        default=None, description="a Lua script of your own: whether sysbench gets --tables/--table-size (auto, "
+        "the default: each one the script declares in sysbench.cmdline.options; docs/campaign.md). Unset is auto "
+        "and is not stored, so the definitions of campaigns that do not use it stay as they were")
 
     @field_validator("threads", mode="before")
     @classmethod
@@ -325,6 +329,13 @@ class Workload(Strict):
         if self.report_interval > self.warmup + self.duration:
             raise ValueError(f"report_interval: {self.report_interval} s is longer than the run "
                              f"({self.warmup + self.duration} s); use at most the duration")
+        return self
+
+    @model_validator(mode="after")
+    def _dataset_flags_of_a_script(self) -> Workload:
+        if self.dataset_flags not in (None, "auto") and not self.is_lua_path:
+            raise ValueError(f"workloads.{self.name}.dataset_flags: {self.test} is a built-in test, which always "
+                             "gets --tables and --table-size; remove dataset_flags")
         return self
 
     @property
@@ -649,9 +660,16 @@ def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
     return campaign.model_dump(mode="json", exclude_none=True)
 
 
+def smoke_dataset(workload: Workload) -> dict[str, int]:
+    """1 x 1000 rows; a script of the user's makes its own tables: only the dataset fields its workload sets
+    are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
+    small = {"tables": 1, "table_size": 1000}
+    return {k: v for k, v in small.items() if not workload.is_lua_path or k in workload.model_fields_set}
+
+
 def smoke_version(campaign: Campaign) -> Campaign:
     """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count. For checking
     that a campaign runs end to end (`layerbench run --smoke`), never for numbers."""
-    workloads = [w.model_copy(update={"tables": 1, "table_size": 1000, "duration": 3, "warmup": 0,
-                                      "threads": [min(w.threads)]}) for w in campaign.workloads]
+    workloads = [w.model_copy(update={**smoke_dataset(w), "duration": 3, "warmup": 0, "threads": [min(w.threads)]})
+                 for w in campaign.workloads]
     return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke"})
