@@ -12,6 +12,8 @@ Convention (the line right before a snippet's fence may hold a marker, an HTML c
 - `<!-- snippet: refused (text) -->`: validate must refuse it, exit 2, in one line containing `text`.
 - `<!-- snippet: import-mapping (why) -->`: a mapping file of `layerbench import`: read by its own reader, with
   (empty) files of the names it lists made beside it.
+A fenced block of any language whose first line is `-- file: PATH` (Lua) or `# file: PATH` is a file the page's
+snippets use (a custom workload's script): it is written at PATH in the folder each snippet of that page runs in.
 A snippet that would reach another machine (an `ssh:` host, a Kubernetes variant) must be marked plan-only, so
 this test never sends a packet beyond this machine.
 """
@@ -37,6 +39,7 @@ FENCE = re.compile(r"^(?P<marker>[ \t]*<!-- snippet: (?P<kind>[\w-]+)(?: \((?P<n
                    r"(?P<indent>[ \t]*)```yaml\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 SMALL_WORKLOAD = {"tables": 1, "table_size": 1000, "threads": 1, "duration": 5, "warmup": 1}
 KINDS = {None, "plan-only", "refused", "import-mapping"}
+FILE_BLOCK = re.compile(r"^```\w*\n(?:--|#) file: (?P<path>[\w./-]+)[^\n]*\n(?P<body>.*?)^```", re.S | re.M)
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,18 @@ class Snippet:
     kind: str | None
     note: str
     text: str
+    files: tuple[tuple[str, str], ...] = ()  # (relative path, content) of the page's file blocks
 
 
 def snippets() -> list[Snippet]:
     found = []
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = path.read_text(encoding="utf-8")
+        files = tuple((f["path"], f.group(0).split("\n", 1)[1].rsplit("```", 1)[0]) for f in FILE_BLOCK.finditer(text))
         for m in FENCE.finditer(text):
             line = text.count("\n", 0, m.start("indent")) + 1
             body = textwrap.dedent("".join(ln.removeprefix(m["indent"]) + "\n" for ln in m["body"].splitlines()))
-            found.append(Snippet(f"{path.relative_to(ROOT)}:{line}", m["kind"], m["note"] or "", body))
+            found.append(Snippet(f"{path.relative_to(ROOT)}:{line}", m["kind"], m["note"] or "", body, files))
     return found
 
 
@@ -102,6 +107,9 @@ def test_import_mapping_snippet_reads(snippet: Snippet, tmp_path: Path) -> None:
 @pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind != "import-mapping"], ids=lambda s: s.where)
 def test_snippet_validates(snippet: Snippet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    for relative, content in snippet.files:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(content, encoding="utf-8")
     campaign = as_campaign(yaml.safe_load(snippet.text), tmp_path / "out")
     assert snippet.kind == "plan-only" or not reaches_out(campaign), f"{snippet.where}: mark it plan-only"
     if snippet.kind == "plan-only":
