@@ -2,7 +2,8 @@
 `run --dry-run` and `run` itself call `preflight()`, so validate never says "valid" to what run refuses.
 
 Order: checks of the campaign alone (tests, my.cnf option names, limits against this machine, disk space),
-then each backend's own `check()` (programs, daemon, cluster, image), all read-only.
+then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the throw-away
+container in which a docker variant's named image shows it holds the server's programs (backends/docker.py).
 """
 
 from __future__ import annotations
