@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from layerbench import settings
 from layerbench.boundedyaml import load_text, read_campaign_text
 from layerbench.errors import BadInput, shown
-from layerbench.hosts import HostEntry
+from layerbench.hosts import HostEntry, check_host_address
+from layerbench.sysbench_options import check_sysbench_options
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 ConfigValue = str | int | float | bool | None
@@ -126,13 +127,19 @@ class HostVariant(VariantBase):
 
 class ExternalVariant(VariantBase):
     backend: Literal["external"]
-    host: str = Field(default="127.0.0.1", pattern=r"^[A-Za-z0-9_.:-]{1,253}$")
+    host: str = Field(default="127.0.0.1", max_length=253)
     port: int = Field(default=3306, ge=1, le=65535)
     user: str = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f]{1,80}$")
     database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
     password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
                                      description="environment variable holding the password")
     password_file: str | None = Field(default=None, max_length=4096, description="file holding the password")
+
+    @field_validator("host")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        check_host_address(value, "give the server's address")  # it goes into sysbench's config file
+        return value
 
     @model_validator(mode="after")
     def _one_password_source(self) -> ExternalVariant:
@@ -314,11 +321,11 @@ class Workload(Strict):
     @field_validator("options")
     @classmethod
     def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench_options.py)
         for key, item in value.items():
             if not re.fullmatch(OPTION_NAME, key):
-                raise ValueError(f"{shown(key)} is not a sysbench option name (letters, digits, _ and -)")
-            if key.replace("_", "-") in {"mysql-password", "pgsql-password", "mysql-user", "mysql-host"}:
-                raise ValueError(f"{key!r} is set by layerbench from the variant; remove it from options")
+                fix = "write it without the leading dashes" if key.startswith("-") else "letters, digits, _ and -"
+                raise ValueError(f"{shown(key)} is not a sysbench option name ({fix})")
             check_option_value(key, item)
         refuse_secret_names(value, "set the password with the variant's password_env or password_file "
                                    "(backend external); layerbench passes it to sysbench in a private file")
@@ -400,6 +407,14 @@ class Campaign(Strict):
     @classmethod
     def _recorded_percentiles(cls, value: Any) -> Any:
         return recorded_percentiles(value)
+
+    @field_validator("formats")
+    @classmethod
+    def _some_report(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("[] writes no report at all; list at least one of md, html, json, csv, or remove "
+                             f"formats: for the default ({', '.join(settings.REPORT_FORMATS)})")
+        return value
 
     @model_validator(mode="after")
     def _placement(self) -> Campaign:
@@ -579,11 +594,11 @@ def normalise(data: Any) -> Any:
 
 def _location(loc: tuple[Any, ...], data: Any) -> str:
     parts: list[str] = []
-    for item in loc:
+    for position, item in enumerate(loc):
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in BACKENDS and parts and parts[-1].endswith("]"):
-            continue  # pydantic names the union member; the user never wrote it
+        elif item in BACKENDS and position and isinstance(loc[position - 1], int):
+            continue  # pydantic names the union member; the user never wrote it (a field `host` they did)
         else:
             name = str(item) if re.fullmatch(r"[\w.-]{1,64}", str(item)) else shown(item, 40)
             parts.append(("." if parts else "") + name)
