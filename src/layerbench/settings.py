@@ -11,6 +11,7 @@ ALPHA = 0.05  # significance level of the verdicts
 MIN_RUNS = 0  # no floor of the user's on top of what alpha needs (0: none)
 SEED = 1  # of the bootstrap resamples
 REPORT_FORMATS = ("md", "html")  # written at the end of `run` and `resume`, and by `report`, unless the campaign says
+CORRECTION = "point"  # the Holm family: the variants of one point ("point") or of a workload's whole sweep ("sweep")
 UNSTABLE_RATIO = 1.5  # interval TPS swinging wider than this inside a run's steady window flags the run
 
 
