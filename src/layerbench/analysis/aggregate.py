@@ -97,11 +97,24 @@ class Analysis:
     environments: dict[str, Environment] = field(default_factory=dict)  # variant -> environment of a run
     settings: Settings = field(default_factory=Settings)
     adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
+    run_percentiles: tuple[float, ...] = ()  # when runs report different latency percentiles (imported logs)
+
+    @property
+    def percentile_label(self) -> str:
+        """`95`; `95/p100` (read p95/p100) when runs report different percentiles (run tables tag each run's)."""
+        if not self.run_percentiles:
+            return f"{self.percentile}"
+        return "/p".join(f"{label_number(p)}" for p in self.run_percentiles)
 
     def metric_label(self, metric: str) -> str:
         if metric not in METRICS:
             return latency_label(metric)
-        return METRICS[metric][0].format(pct=self.percentile)
+        return METRICS[metric][0].format(pct=self.percentile_label)
+
+    def not_compared(self, point: Point) -> str:
+        """`not compared: 95th vs 100th` when the point's runs report different latency percentiles, else ''."""
+        mixed = mixed_percentiles([r for r in self.runs if (r.workload, r.threads) == (point.workload, point.threads)])
+        return f"not compared: {' vs '.join(ordinal(p) for p in mixed)}" if mixed else ""
 
     def compared_percentiles(self, workload: str) -> dict[str, tuple[str, bool]]:
         return extra_metrics(self.definition, workload)
@@ -162,13 +175,16 @@ def deviation(base: float | None, value: float | None) -> float | None:
     return (value / base - 1.0) * 100.0
 
 
-def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | None]) -> VariantPoint:
+def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | None],
+                  uncompared: tuple[str, ...] = ()) -> VariantPoint:
+    """`uncompared`: metrics whose means are shown without a deviation (different percentiles)."""
     ok = [r for r in runs if r.status == "ok"]
     means = {m: mean_of([r.values[m] for r in ok]) for m in METRICS}
     if len(percentiles_of(ok).get(name, ())) > 1:
         means["lat_pct_ms"] = None  # its runs report different percentiles: no one mean
-    deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m], deviation(base_means.get(m), means[m]),
-                          METRICS[m][1]) for m in METRICS]
+    deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m],
+                          None if m in uncompared else deviation(base_means.get(m), means[m]), METRICS[m][1])
+              for m in METRICS]
     return VariantPoint(name, len(ok), len(runs) - len(ok), means, deltas)
 
 
@@ -199,7 +215,7 @@ def percentiles_of(runs: list[RunRow]) -> dict[str, tuple[float, ...]]:
 
 def mixed_percentiles(runs: list[RunRow]) -> tuple[float, ...]:
     """The percentiles the runs report when they are more than one (then their latencies are not compared)."""
-    found = tuple(dict.fromkeys(p for ps in percentiles_of(runs).values() for p in ps))
+    found = tuple(sorted({p for ps in percentiles_of(runs).values() for p in ps}))
     return found if len(found) > 1 else ()
 
 
@@ -210,7 +226,7 @@ def not_compared_note(where: str, runs: list[RunRow]) -> str | None:
         return None
     each = ", ".join(f"`{v}`: {'/'.join(ordinal(p) for p in ps)}" for v, ps in percentiles_of(runs).items())
     return (f"{where}: percentile latency not compared: {' vs '.join(ordinal(p) for p in mixed)} ({each}; each "
-            "run's is in the run table); TPS, QPS and avg latency are compared")
+            "run's is in the run table, tagged); TPS, QPS and avg latency are compared")
 
 
 def point_values(here: list[RunRow], names: list[str]) -> dict[str, dict[str, list[float]]]:
@@ -245,11 +261,12 @@ def build_point(workload: str, threads: int | None, here: list[RunRow], variants
     campaign compares here (each compared on its own, never mixed with the campaign's `percentile`)."""
     base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
     base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
-    if mixed_percentiles(here):
-        base_means["lat_pct_ms"] = None  # no deviation between two different percentiles
+    if len(percentiles_of(base_ok).get(baseline, ())) > 1:
+        base_means["lat_pct_ms"] = None  # the baseline's own runs report different percentiles: no one mean
+    uncompared = ("lat_pct_ms",) if mixed_percentiles(here) else ()  # no deviation between two percentiles
     names = [v for v in variants if any(r.variant == v for r in here)]
     by_variant = {v: [r for r in here if r.variant == v] for v in names}
-    plain = [variant_point(v, by_variant[v], base_means) for v in names]
+    plain = [variant_point(v, by_variant[v], base_means, uncompared) for v in names]
     values = point_values(here, names)
     stats_by_metric = {m: summaries(values[m], settings.seed) for m in METRICS}
     for metric in extra or {}:
@@ -405,6 +422,7 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
     points = build_points(runs, variants, row.baseline, settings, definition)
     analysis = Analysis(row.id, row.name, row.status, row.baseline, percentile, definition, runs, points,
                         len(schedule) or len(runs), settings=settings)
+    analysis.run_percentiles = mixed_percentiles(runs)
     analysis.environments = environments(runs)
     analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)

@@ -40,6 +40,7 @@ class AnswerRow:
     point: str
     tps: Comparison | None
     latency: Comparison | None
+    latency_note: str = ""  # `not compared: 95th vs 100th` when the point's runs report different percentiles
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,9 @@ def as_report(source: Analysis | Report) -> Report:
 
 
 def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
-    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"))
+    notes = {(p.workload, p.threads): analysis.not_compared(p) for p in analysis.points}
+    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"),
+                           notes[(point.workload, point.threads)])
                  for point in analysis.points for v in point.variants if v.variant != analysis.baseline)
 
 
