@@ -24,7 +24,7 @@ from layerbench.boundedyaml import read_bounded_text
 from layerbench.campaign import MAX_RUNS, MAX_THREADS
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord
-from layerbench.settings import Overrides
+from layerbench.settings import CORRECTIONS, Overrides
 from layerbench.store import RunRecord, Store
 
 METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_max_ms")
@@ -175,15 +175,19 @@ def row_percentile(row: ImportedRow, compared: str | None) -> str | None:
     return next((m for m in row.metrics if PERCENTILE_COLUMN.match(m)), None)
 
 
-def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None) -> Overrides:
-    """--alpha, --min-runs, --threshold, checked; one-line errors for values out of range."""
+def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None,
+                       correction: str | None = None) -> Overrides:
+    """--alpha, --min-runs, --threshold, --correction, checked; one-line errors for values out of range."""
+    if correction is not None and correction not in CORRECTIONS:
+        raise BadInput(f"--correction: {shown(correction)} is not a family of comparisons; use point (the variants "
+                       "of each point) or sweep (every thread count of a workload together)")
     if alpha is not None and not 0 < alpha < 1:
         raise BadInput(f"--alpha: {alpha:g} is not a significance level; use a number between 0 and 1, like 0.05")
     if min_runs is not None and min_runs < 2:
         raise BadInput(f"--min-runs: {min_runs} runs cannot carry a verdict; use 2 or more, or leave it out")
     if threshold is not None and not 0 <= threshold < 1:
         raise BadInput(f"--threshold: {threshold:g} is not a noise threshold; use a fraction like 0.02 (2 %)")
-    return Overrides(threshold, alpha, min_runs)
+    return Overrides(threshold, alpha, min_runs, correction)
 
 
 def import_csv(store: Store, path: Path, name: str, baseline: str, options: Overrides | None = None) -> int:

@@ -16,8 +16,10 @@ from layerbench.analysis.attainable import runs_needed
 from layerbench.analysis.report_model import report_model
 from layerbench.analysis.stats import holm
 from layerbench.campaign import parse_campaign
+from layerbench.cli import STATE, main
 from layerbench.errors import BadInput
 from layerbench.report import html, markdown
+from layerbench.settings import Overrides
 from layerbench.store import Store
 
 THREADS = (2, 4, 8)
@@ -93,3 +95,39 @@ def test_a_larger_family_never_lowers_an_adjusted_p(pvalues: list[float], others
     assert len(together) == len(pvalues)
     assert all(t >= a - 1e-12 for a, t in zip(alone, together, strict=True))
     assert all(p - 1e-12 <= t <= 1.0 for p, t in zip(pvalues, together, strict=True))
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    return int(done.value.code or 0), capsys.readouterr().err
+
+
+def test_report_and_import_take_the_family_for_one_analysis(tmp_path: Path, capsys,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`report --correction sweep` re-analyses a stored campaign over the sweep (the store keeps `point`);
+    `import --correction sweep` stores it with the imported campaign; a wrong value is one line, exit 2."""
+    monkeypatch.setitem(STATE, "debug", False)  # an earlier in-process `--debug` (test_cli) stays set otherwise
+    db = tmp_path / "lb.db"
+    cid = fill_store(db, {"host": 1.0, "vm": 0.95}, reps=6, threads=THREADS)
+    with Store(db) as store:
+        again = tps_comparisons(analyze(store, cid, Overrides(correction="sweep")))
+        assert store.campaign(cid).definition.correction == "point"
+    assert again == tps_comparisons(analysed(tmp_path, "sweep"))
+    code, err = run_cli(["report", str(cid), "-f", "md", "-o", str(tmp_path / "r"), "--correction", "sweep",
+                         "--db", str(db)], capsys)
+    assert code == 0, err
+    assert "(correction: sweep)" in (tmp_path / "r" / "report.md").read_text()
+    table = tmp_path / "t.csv"
+    table.write_text("variant,iteration,threads,tps\n" + "".join(
+        f"{v},{i},{t},{(100 if v == 'host' else 90) + i}\n" for v in ("host", "vm") for t in THREADS
+        for i in range(1, 6)))
+    code, err = run_cli(["import", str(table), "--name", "t", "--baseline", "host", "--correction", "sweep",
+                         "--db", str(db)], capsys)
+    assert code == 0, err
+    with Store(db) as store:
+        assert store.campaign("t").definition.correction == "sweep"
+    for command in (["report", str(cid)], ["import", str(table), "--name", "u", "--baseline", "host"]):
+        code, err = run_cli([*command, "--correction", "sweeps", "--db", str(db)], capsys)
+        assert code == 2 and err.strip().count("\n") == 0
+        assert "--correction: 'sweeps' is not a family of comparisons; use point" in err
