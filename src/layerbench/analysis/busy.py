@@ -27,6 +27,13 @@ class Busy:
     top: tuple[tuple[str, float], ...]  # (process name, CPU seconds), busiest first
 
 
+REPLACED_TITLE = "Replaced runs (busy machine)"
+REPLACED_INTRO = (f"Processes outside these runs took more than {BUSY_SHARE * 100:.0f} % of the CPUs while they were "
+                  "measured, so each was run again at the end of its round (`busy: rerun`) and the statistics use "
+                  "the rerun; they stay in the store and in the run table.")
+REPLACED_COLUMNS = ("run", "variant", "point", "round", "replaced by", "why")
+
+
 @dataclass(frozen=True)
 class Replaced:
     """A run the campaign replaced because the machine was busy (kept in the store, left out of the analysis)."""
@@ -38,9 +45,13 @@ class Replaced:
     replaced_by: int | None  # 1-based run number of the replacement
     why: str
 
-    def text(self) -> str:
-        by = f"replaced by run {self.replaced_by}" if self.replaced_by is not None else "replaced"
-        return f"run {self.run} (`{self.variant}`, {self.point}, round {self.round}): {by}; {self.why}"
+    def cells(self) -> list[str]:
+        by = "-" if self.replaced_by is None else f"run {self.replaced_by}"
+        return [f"run {self.run}", self.variant, self.point, str(self.round or "-"), by, self.why]
+
+    def status(self) -> str:
+        """The run table's status cell."""
+        return f"replaced by run {self.replaced_by}: {self.why}" if self.replaced_by else f"replaced: {self.why}"
 
 
 def busy_run(usage: Usage, threshold: float = BUSY_SHARE) -> Busy | None:
@@ -64,7 +75,7 @@ def decide(busy: Busy, policy: str, used: int, allowed: int, next_idx: int) -> B
 def busy_reason(decision: BusyDecision | Busy) -> str:
     """Why a run counts as busy, in one phrase: the share, the steal, the busiest other processes."""
     steal = f", hypervisor steal {decision.steal_share * 100:.0f} %" if decision.steal_share >= 0.01 else ""
-    names = ", ".join(f"{n} ({s:.1f} CPU-s)" for n, s in decision.top[:3])
+    names = busiest(decision.top)
     return (f"processes outside the run took {decision.share * 100:.0f} % of the CPUs{steal}"
             f"{'; busiest: ' + names if names else ''}")
 
@@ -95,6 +106,14 @@ def what_was_done(decided: list[tuple[str, BusyDecision | None]], waited_seconds
     return "; ".join(said)
 
 
+def busiest(top: list[tuple[str, float]] | tuple[tuple[str, float], ...], most: int = 3) -> str:
+    """The busiest other processes, CPU seconds summed by name (several workers of one program are one entry)."""
+    by_name: dict[str, float] = {}
+    for name, seconds in top:
+        by_name[name] = by_name.get(name, 0.0) + seconds
+    return ", ".join(f"{n} ({s:.1f} CPU-s)" for n, s in sorted(by_name.items(), key=lambda x: -x[1])[:most])
+
+
 def short_list(labels: list[str], most: int = 8) -> str:
     return ", ".join(labels[:most]) + (" ..." if len(labels) > most else "")
 
@@ -107,11 +126,7 @@ def busy_warning(flagged: list[tuple[str, Busy]], total_runs: int, threshold: fl
         return None
     worst = max(b.share for _, b in flagged)
     steal = max(b.steal_share for _, b in flagged)
-    by_name: dict[str, float] = {}
-    for _, b in flagged:
-        for name, seconds in b.top:
-            by_name[name] = by_name.get(name, 0.0) + seconds
-    names = ", ".join(f"{n} ({s:.1f} CPU-s)" for n, s in sorted(by_name.items(), key=lambda x: -x[1])[:3])
+    names = busiest([p for _, b in flagged for p in b.top])
     runs = short_list([label for label, _ in flagged])
     steal_text = f"; hypervisor steal up to {steal * 100:.0f} %" if steal >= 0.01 else ""
     return (f"the machine was busy during {len(flagged)} of {total_runs} runs ({runs}): processes outside the runs "
