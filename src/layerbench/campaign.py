@@ -697,8 +697,10 @@ def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
 
 
 def smoke_version(campaign: Campaign) -> Campaign:
-    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count. For checking
-    that a campaign runs end to end (`layerbench run --smoke`), never for numbers."""
+    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count, busy runs kept (a
+    rerun would only cost time). For checking that a campaign runs end to end (`layerbench run --smoke`), never for
+    numbers."""
     workloads = [w.model_copy(update={"tables": 1, "table_size": 1000, "duration": 3, "warmup": 0,
                                       "threads": [min(w.threads)]}) for w in campaign.workloads]
-    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke"})
+    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke",
+                                      "busy": BusyPolicy(policy="keep")})

@@ -282,3 +282,12 @@ def test_load_the_campaign_asks_for_is_not_other_work() -> None:
     asked = {"cpu_seconds": {"server": 1.0, "client": 1.0, "neighbours": 6.0, "other": 0.2, "idle": 1.8}}
     assert busy_run(Usage.from_json(asked)) is None
     assert StoredFacts.from_json({"busy": {"action": "kept", "top": [["x", "inf"], "bad", [1]]}}).busy is not None
+
+
+def test_the_plan_says_what_happens_to_busy_runs() -> None:
+    from layerbench.plan import busy_line
+
+    assert busy_line(campaign()) == ("busy runs: replaced by reruns at the end of their round, at most 2 (busy: "
+                                     "rerun; not in the time above)")
+    assert busy_line(campaign(busy="keep")) == "busy runs: kept and flagged (busy: keep)"
+    assert busy_line(campaign(busy="fail")) == "busy runs: the first one stops the campaign (busy: fail)"
