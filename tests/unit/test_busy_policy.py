@@ -291,3 +291,11 @@ def test_the_plan_says_what_happens_to_busy_runs() -> None:
                                      "rerun; not in the time above)")
     assert busy_line(campaign(busy="keep")) == "busy runs: kept and flagged (busy: keep)"
     assert busy_line(campaign(busy="fail")) == "busy runs: the first one stops the campaign (busy: fail)"
+
+
+def test_an_old_busy_run_in_a_resumed_campaign_is_said_kept_without_a_policy() -> None:
+    found = busy_run(Usage.from_json(BUSY))
+    assert found is not None
+    text = what_was_done([("run 1", None), ("run 5", decide(found, "rerun", 0, 2, 9))])
+    assert text == ("replaced 1 of them by reruns at the end of their rounds (busy: rerun, 1 of 2 reruns used); the "
+                    "verdicts use the clean runs; kept 1 (run 1): their numbers may swing")

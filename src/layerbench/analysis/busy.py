@@ -97,8 +97,9 @@ def what_was_done(decided: list[tuple[str, BusyDecision | None]], waited_seconds
     if over:
         said.append(f"the machine never got quiet: the limit of {limit} reruns was reached, so {len(over)} busy "
                     f"run(s) ({short_list(over)}) are kept in the analysis and their numbers may swing")
-    if kept:
-        said.append(f"kept {len(kept)} ({short_list(kept)}; busy: keep): their numbers may swing")
+    if kept:  # busy: keep, or runs stored before busy: existed (a resumed old campaign)
+        policy = "; busy: keep" if any(d and d.policy == "keep" for _, d in decided) else ""
+        said.append(f"kept {len(kept)} ({short_list(kept)}{policy}): their numbers may swing")
     if stopped:
         said.append(f"the campaign stopped at {short_list(stopped)} (busy: fail)")
     if waited_seconds > 0:
