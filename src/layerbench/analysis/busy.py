@@ -29,8 +29,9 @@ class Busy:
 
 REPLACED_TITLE = "Replaced runs (busy machine)"
 REPLACED_INTRO = (f"Processes outside these runs took more than {BUSY_SHARE * 100:.0f} % of the CPUs while they were "
-                  "measured, so each was run again at the end of its round (`busy: rerun`) and the statistics use "
-                  "the rerun; they stay in the store and in the run table.")
+                  "measured, so each was run again at the end of its round (with order: sequential, of its "
+                  "variant's repetitions; busy: rerun) and the statistics use the rerun; they stay in the store "
+                  "and in the run table.")  # plain text: markdown and HTML show it alike
 REPLACED_COLUMNS = ("run", "variant", "point", "round", "replaced by", "why")
 
 
