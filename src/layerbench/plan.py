@@ -267,6 +267,16 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
 # --- the plan -----------------------------------------------------------------------------------------------------
 
 
+def busy_line(campaign: Campaign) -> str:
+    """What happens to a run measured while the machine was busy (campaign `busy:`, analysis/busy.py)."""
+    policy = campaign.busy_policy
+    if policy.policy == "rerun":
+        return (f"busy runs: replaced by reruns at the end of their round, at most "
+                f"{policy.reruns_allowed(campaign.planned_runs)} (busy: rerun; not in the time above)")
+    return "busy runs: kept and flagged (busy: keep)" if policy.policy == "keep" else \
+        "busy runs: the first one stops the campaign (busy: fail)"
+
+
 def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     schedule = build_schedule(campaign)
     kinds = {v.name: getattr(v, "backend", "host") for v in campaign.variants}
@@ -280,6 +290,7 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     lines = [variant_line(v) for v in campaign.variants]
     lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
     lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
+    lines.append(busy_line(campaign))
     lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
                  f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")
     past_runs = sum(len(past[k]) for k in calibrated)
