@@ -229,3 +229,46 @@ def test_a_sysbench_version_that_differs_between_hosts_is_reported(lab_hosts: di
     text = write_report(analysis, "md", tmp_path / "rep").read_text()
     assert "client host fact sysbench_version" in text
     assert "sysbench 1.0.99-other" in text and "sysbench 1.0.20" in text
+
+
+def validate(tmp_path: Path, hosts: dict, capsys: pytest.CaptureFixture[str], **variant: object) -> tuple[int, str]:
+    """`layerbench validate` of a campaign whose server is db (this machine) and whose sysbench only runs on app."""
+    from layerbench.cli import main
+
+    variants = [{"name": f"val-{secrets.token_hex(3)}", "backend": "host", "server_host": "db",
+                 "client_host": "app", "client_cpus": "0", **variant}]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign_data(tmp_path, hosts, variants)))
+    with pytest.raises(SystemExit) as done:
+        main(["validate", str(path)])
+    captured = capsys.readouterr()
+    return int(done.value.code or 0), (captured.out + captured.err).strip()
+
+
+def test_validate_reaches_a_host_that_only_runs_sysbench(lab_hosts: dict, tmp_path: Path, capsys) -> None:
+    key, known = tmp_path / "lab key", tmp_path / "lab known_hosts"  # a blank in both paths: ssh gets them whole
+    key.write_bytes(Path(lab_hosts["app"]["identity_file"]).read_bytes())
+    key.chmod(0o600)
+    known.write_bytes(Path(lab_hosts["app"]["known_hosts"]).read_bytes())
+    app = {**lab_hosts["app"], "identity_file": str(key), "known_hosts": str(known)}
+    code, text = validate(tmp_path, {**lab_hosts, "app": app}, capsys)
+    assert code == 0 and "valid; 1 variants" in text, text
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    stranger = tmp_path / "stranger_known_hosts"
+    stranger.write_text("10.231.77.2 " + " ".join(other.with_suffix(".pub").read_text().split()[:2]) + "\n")
+    refused = {
+        "a key the host does not know": ({"identity_file": str(other)}, "hosts.app (root@10.231.77.2): the host "
+                                         "refused our key"),
+        "another host key": ({"known_hosts": str(stranger)}, "hosts.app (root@10.231.77.2): the host key does "
+                             "not match"),
+        "a missing key": ({"identity_file": str(tmp_path / "gone")}, "hosts.app.identity_file: "),
+        "a device as known_hosts": ({"known_hosts": "/dev/zero"}, "hosts.app.known_hosts: '/dev/zero' is not a "
+                                    "readable regular file"),
+        "no answer": ({"port": free_port()}, "hosts.app (root@10.231.77.2) does not answer over SSH"),
+    }
+    for case, (change, words) in refused.items():
+        code, text = validate(tmp_path, {**lab_hosts, "app": {**app, **change}}, capsys)
+        assert code == 2 and text.startswith(f"error: {words}") and "\n" not in text, (case, text)
+    code, text = validate(tmp_path, {**lab_hosts, "app": app}, capsys, client_cpus="4095")
+    assert code == 2 and "client_cpus: '4095' is not a CPU list of host app, where sysbench runs" in text, text

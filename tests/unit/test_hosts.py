@@ -93,7 +93,8 @@ def test_ssh_failures_become_one_line_causes() -> None:
     assert text.startswith("hosts.app (root@h): the host key does not match") and "ssh-keygen -R h" in text
     assert "refused our key" in explain_ssh_failure("app", "root@h", "root@h: Permission denied (publickey).", None)
     gone = explain_ssh_failure("app", "root@h", "ssh: connect to host h port 22: No route to host\n", None)
-    assert gone == "hosts.app (root@h) does not answer over SSH: ssh: connect to host h port 22: No route to host"
+    assert gone == ("hosts.app (root@h) does not answer over SSH: ssh: connect to host h port 22: No route to host; "
+                    "check that it is up and that hosts.app.ssh (and port) reach its sshd")
 
 
 @given(st.text())
