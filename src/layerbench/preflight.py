@@ -21,7 +21,7 @@ from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts import Host, Hosts
-from layerbench.placement import client_of, server_of
+from layerbench.placement import client_of, placement_of, server_of
 from layerbench.procs import require_program
 from layerbench.server.flavour import Flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
@@ -58,17 +58,36 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
 
 
 def check_hosts(campaign: Campaign, hosts: Hosts) -> None:
-    """Every host the plan uses, as `run` reaches it: the files its entry names, that it answers over SSH with its
-    host key checked (a host that only runs sysbench too), then on each host that runs sysbench: sysbench itself
-    and the variant's `client_cpus`."""
+    """Every host the plan uses, as `run` reaches it: the files its entry names, the address a server here listens
+    on, that each answers over SSH with its host key checked (a host that only runs sysbench too), then on each host
+    that runs sysbench: sysbench itself and the variant's `client_cpus`."""
     used = sorted({name for v in campaign.variants for name in (server_of(v), client_of(v))})
     for name in used:
         hosts[name].check_files()
+    for variant in campaign.variants:
+        check_listen_address(campaign, variant, hosts[server_of(variant)])
     for name in used:
         hosts[name].check()
     has_sysbench: set[str] = set()
     for variant in campaign.variants:
         check_client_host(variant, hosts[client_of(variant)], has_sysbench)
+
+
+def check_listen_address(campaign: Campaign, variant: VariantBase, host: Host) -> None:
+    """A server here that listens on a `local: true` host's `address:` (for sysbench on another host) can bind
+    there: the address is one of this machine's (a socket is bound to a free port and closed at once)."""
+    import socket
+
+    address = placement_of(campaign.hosts, variant).listen_address
+    if not host.is_local or address.startswith("127.") or getattr(variant, "backend", "") == "external":
+        return
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+            probe.bind((address, 0))
+    except OSError as error:
+        raise BadInput(f"hosts.{host.name}.address: {shown(address)} is not an address of this machine, so the "
+                       f"server of variant {variant.name} cannot listen there ({error.strerror or error}); give one "
+                       "of this machine's addresses (ip -brief address)") from None
 
 
 def check_client_host(variant: VariantBase, host: Host, has_sysbench: set[str]) -> None:

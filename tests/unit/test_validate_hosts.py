@@ -15,10 +15,11 @@ from layerbench.cli import main
 from layerbench.hosts import Host, HostEntry
 
 
-def validate(tmp_path: Path, app: dict, capsys: pytest.CaptureFixture[str], **variant: object) -> tuple[int, str]:
+def validate(tmp_path: Path, app: dict, capsys: pytest.CaptureFixture[str], hosts: dict | None = None,
+             **variant: object) -> tuple[int, str]:
     """`layerbench validate` of a campaign whose server is this machine and whose sysbench runs on host app."""
     data = {"name": "vh", "baseline": "far", "output": str(tmp_path / "out"),
-            "hosts": {"db": {"local": True, "address": "127.0.0.1"}, "app": app},
+            "hosts": hosts or {"db": {"local": True, "address": "127.0.0.1"}, "app": app},
             "variants": [{"name": "far", "backend": "host", "server_host": "db", "client_host": "app", **variant}],
             "workload": {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}}
     path = tmp_path / "c.yaml"
@@ -77,6 +78,15 @@ def test_a_client_only_host_that_does_not_answer_is_refused(tmp_path: Path, file
     assert code == 2 and "\n" not in line, text
     assert line.startswith("error: hosts.app (root@127.0.0.1) does not answer over SSH: ") and "refused" in line
     assert line.endswith("check that it is up and that hosts.app.ssh (and port) reach its sshd")
+
+
+def test_a_server_here_must_be_able_to_listen_on_the_address_other_hosts_reach(tmp_path: Path, files, capsys) -> None:
+    app = {"ssh": "root@127.0.0.1", "port": closed_port(), "identity_file": files["key"]}
+    data_hosts = {"db": {"local": True, "address": "192.0.2.1"}, "app": app}  # TEST-NET-1: no machine has it
+    code, text = validate(tmp_path, app, capsys, hosts=data_hosts)
+    assert code == 2 and text.strip() == (
+        "error: hosts.db.address: '192.0.2.1' is not an address of this machine, so the server of variant far cannot "
+        "listen there (Cannot assign requested address); give one of this machine's addresses (ip -brief address)")
 
 
 def test_known_hosts_with_a_blank_reaches_ssh_as_one_file() -> None:
