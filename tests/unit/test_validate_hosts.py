@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.unit.test_hostile_inputs import validate as run_validate
 
-from layerbench.cli import main
 from layerbench.hosts import Host, HostEntry
 
 
-def validate(tmp_path: Path, app: dict, capsys: pytest.CaptureFixture[str], hosts: dict | None = None,
+def validate(tmp_path: Path, app: dict, hosts: dict | None = None,
              **variant: object) -> tuple[int, str]:
     """`layerbench validate` of a campaign whose server is this machine and whose sysbench runs on host app."""
     data = {"name": "vh", "baseline": "far", "output": str(tmp_path / "out"),
@@ -24,10 +24,7 @@ def validate(tmp_path: Path, app: dict, capsys: pytest.CaptureFixture[str], host
             "workload": {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(SystemExit) as done:
-        main(["validate", str(path)])
-    captured = capsys.readouterr()
-    return int(done.value.code or 0), captured.out + captured.err
+    return run_validate(path)
 
 
 def closed_port() -> int:
@@ -60,30 +57,30 @@ def files(tmp_path: Path) -> dict[str, str]:
     ("known_hosts", "{folder}/a\nb", "a quote, a backslash or a control character cannot be passed"),
     ("known_hosts", '{folder}/"x', "a quote, a backslash or a control character cannot be passed"),
 ])
-def test_a_client_only_hosts_files_are_checked(tmp_path: Path, files: dict[str, str], capsys, field: str,
+def test_a_client_only_hosts_files_are_checked(tmp_path: Path, files: dict[str, str], field: str,
                                                value: str, words: str) -> None:
     app = {"ssh": "root@127.0.0.1", "port": closed_port(), "identity_file": files["key"],
            "known_hosts": files["known"], field: value.format(**files)}
-    code, text = validate(tmp_path, app, capsys)
+    code, text = validate(tmp_path, app)
     line = text.strip()
     assert code == 2 and "\n" not in line, text
     assert line.startswith(f"error: hosts.app.{field}: ") and words in line, line
 
 
-def test_a_client_only_host_that_does_not_answer_is_refused(tmp_path: Path, files: dict[str, str], capsys) -> None:
+def test_a_client_only_host_that_does_not_answer_is_refused(tmp_path: Path, files: dict[str, str]) -> None:
     port = closed_port()
     app = {"ssh": "root@127.0.0.1", "port": port, "identity_file": files["key"], "known_hosts": files["known"]}
-    code, text = validate(tmp_path, app, capsys)
+    code, text = validate(tmp_path, app)
     line = text.strip()
     assert code == 2 and "\n" not in line, text
     assert line.startswith("error: hosts.app (root@127.0.0.1) does not answer over SSH: ") and "refused" in line
     assert line.endswith("check that it is up and that hosts.app.ssh (and port) reach its sshd")
 
 
-def test_a_server_here_must_be_able_to_listen_on_the_address_other_hosts_reach(tmp_path: Path, files, capsys) -> None:
+def test_a_server_here_must_be_able_to_listen_on_the_address_other_hosts_reach(tmp_path: Path, files) -> None:
     app = {"ssh": "root@127.0.0.1", "port": closed_port(), "identity_file": files["key"]}
     data_hosts = {"db": {"local": True, "address": "192.0.2.1"}, "app": app}  # TEST-NET-1: no machine has it
-    code, text = validate(tmp_path, app, capsys, hosts=data_hosts)
+    code, text = validate(tmp_path, app, hosts=data_hosts)
     assert code == 2 and text.strip() == (
         "error: hosts.db.address: '192.0.2.1' is not an address of this machine, so the server of variant far cannot "
         "listen there (Cannot assign requested address); give one of this machine's addresses (ip -brief address)")
