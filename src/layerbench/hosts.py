@@ -235,7 +235,7 @@ class Host:
         """End the shared connection (ControlPersist would end it two minutes later anyway)."""
         if self.is_local:
             return
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
+        with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):  # ValueError: a NUL in a path
             subprocess.run([*self.ssh_command()[:-2], "-O", "exit", "--", str(self.entry.ssh)],
                            capture_output=True, timeout=10, check=False)
 

@@ -52,6 +52,7 @@ def files(tmp_path: Path) -> dict[str, str]:
     ("identity_file", "{folder}", "is not a readable regular file; give the path of a private key"),
     ("identity_file", "{open_key}", "has mode 0644 (open to group or others), so ssh ignores the key; chmod 600"),
     ("identity_file", "{folder}/k%d", "ssh expands % and ${...} in this path"),
+    ("identity_file", "{folder}/a\x00b", "does not exist or cannot be read (not a path)"),
     ("known_hosts", "/dev/zero", "is not a readable regular file; give the path of a known_hosts file"),
     ("known_hosts", "{folder}/kh${{HOME}}", "ssh expands % and ${...} in this path"),
     ("known_hosts", "{folder}/a\nb", "a quote, a backslash or a control character cannot be passed"),
