@@ -3,7 +3,9 @@
 
 Order: checks of the campaign alone (tests, my.cnf option names, limits against this machine, disk space),
 then every host the plan uses (the files its entry names, that it answers over SSH, sysbench and `client_cpus` where
-sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only.
+sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the
+throw-away container in which a docker variant's named image shows it holds the server's programs
+(backends/docker.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from layerbench.backends import Backend, make_backend
 from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload
+from layerbench.custom_script import check_script
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts import Host, Hosts
 from layerbench.placement import client_of, placement_of, server_of
@@ -139,6 +142,7 @@ def check_test(workload: Workload) -> None:
     if problem:
         raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
                        f"({shown(problem, 120, quote=False)}); fix the script or the path")
+    check_script(workload)  # loads it: its modules, its declared options, the dataset flags it gets
 
 
 def lua_compile_error(path: Path) -> str | None:
@@ -265,7 +269,7 @@ def dataset_bytes(workload: Workload) -> int:
     folder = cached_folder(workload)
     if folder is not None:
         return folder_size(folder / "datadir")
-    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD
+    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
 
 
 def cached(workload: Workload) -> bool:
