@@ -268,10 +268,14 @@ def validate(
 
 def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
     """Everything run checks before it starts (preflight.py), creating nothing; then the plan."""
+    from layerbench.hosts import Hosts
     from layerbench.plan import make_plan
     from layerbench.preflight import preflight
 
-    preflight(parsed)
+    try:
+        preflight(parsed)
+    finally:  # the shared SSH connections of the checks (run keeps its own for the campaign)
+        Hosts(parsed.hosts).close()
     plan = make_plan(parsed, db)
     out.print(f"{name}: valid; {len(parsed.variants)} variants, {plan.runs} runs, {plan.estimate_text()}",
               highlight=False, markup=False)
