@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -152,7 +153,9 @@ def prepare_datadir(datadir: Path, spec: ServerSpec, binary: str, flavour: Flavo
         return
     cmd = flavour.init_command(binary, datadir, page_size_option(spec.config))
     started = time.monotonic()
-    done = run(Path(cmd[0]).name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300)
+    # its bootstrap server's temporary tables go to the private folder, which goes whatever ends the run
+    env = {**os.environ, "TMPDIR": str(spec.private_dir)}
+    done = run(Path(cmd[0]).name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300, env=env)
     if done.returncode != 0:
         shutil.rmtree(datadir, ignore_errors=True)
         last = done.output.strip().splitlines()[-1:] or ["no output"]
