@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from golden import differences
 from layerbench.analysis.aggregate import analyze
 from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts
 from layerbench.report import csv_export, json_export, markdown
@@ -30,9 +31,12 @@ def old_store(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("module", "golden"), [(markdown, "store_v2_report.md"), (json_export, "store_v2_report.json"),
                                                 (csv_export, "store_v2_report.csv")])
 def test_a_store_of_the_previous_version_reports_as_it_did(old_store: Path, module, golden: str) -> None:
+    """The markdown as printed; the exports' numbers at the precision another CPU reproduces (tests/golden.py)."""
     with Store(old_store) as store:
         text = module.render(analyze(store, 1))
-    assert text == (DATA / "golden" / golden).read_text()
+    expected = (DATA / "golden" / golden).read_text()
+    assert differences(golden, text, expected) == []
+    assert text == expected or golden.endswith((".json", ".csv"))
 
 
 def test_the_old_store_reads_as_typed_records(old_store: Path) -> None:
