@@ -75,7 +75,9 @@ class HostBackend:
         with signals_deferred():  # noted for down() and `clean` before anything exists
             self.datadir = spec.work_dir / "datadirs" / spec.label
             self.label = spec.label
-            owners.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
+            # until the server starts: mariadb-install-db and its bootstrap server (both name the datadir; the
+            # command line read from /proc ends every argument with a space, so no longer path matches)
+            owners.record(spec.label, pid=None, marker=f"--datadir={self.datadir} ", paths=[self.datadir])
         prepare_datadir(self.datadir, spec, self.binary, self.flavour)
         port = free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"

@@ -144,6 +144,7 @@ def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_si
     scratch = build_folder(key)
     owner = f"prepare-{key}-{os.getpid()}"
     private: Path | None = None
+    reclaim_killed_builds(scratch, say or (lambda _text: None))
     try:
         with signals_deferred():  # the build's folders exist only with the note that lets `clean` remove them
             scratch.mkdir(parents=True, exist_ok=True)
@@ -157,6 +158,23 @@ def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_si
             if not (scratch / "partial").is_dir():
                 shutil.rmtree(scratch, ignore_errors=True)
             owners.forget(owner)
+
+
+def reclaim_killed_builds(scratch: Path, say: Say) -> None:
+    """What a build of this dataset killed outright (SIGKILL: no handler ran) left, taken over by the next build
+    (`resume`): its server stopped (it would run on, on a removed datadir), its private folder removed, its
+    owner notes forgotten (a later `clean` would otherwise remove this build's folder). The build folder itself
+    stays: its partial/ may be resumed. Called with the build lock held: no live build of this dataset exists."""
+    from layerbench.cleanup import clean_owned
+    from layerbench.procs import pid_alive
+
+    for owned in owners.recorded():
+        if pid_alive(owned.harness_pid) or not any(Path(p).is_relative_to(scratch) for p in owned.paths):
+            continue
+        with signals_deferred():
+            done = clean_owned(owned, keep=frozenset({scratch}))
+        if done:
+            say(f"prepare: cleaned up after a killed build of this dataset ({'; '.join(done)})")
 
 
 def table_bytes(datadir: Path) -> int:
