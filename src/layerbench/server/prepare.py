@@ -14,7 +14,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -146,10 +145,9 @@ def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_si
     private: Path | None = None
     reclaim_killed_builds(scratch, say or (lambda _text: None))
     try:
-        with signals_deferred():  # the build's folders exist only with the note that lets `clean` remove them
+        with signals_deferred():  # the build's folders exist only after the note that lets `clean` remove them
+            private = owners.private_folder(owner, "lb-prepare-", also=[scratch])
             scratch.mkdir(parents=True, exist_ok=True)
-            private = Path(tempfile.mkdtemp(prefix="lb-prepare-"))
-            owners.record(owner, pid=None, marker="", paths=[scratch, private])
         return Builder(workload, key, inputs, page_size, scratch, private, log_dir, on_line, say).build()
     finally:
         with signals_deferred():
