@@ -18,6 +18,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from layerbench.cli import main
 
@@ -29,8 +30,11 @@ def validate(path: Path | str) -> tuple[int, str]:
     err = io.StringIO()
     from layerbench import cli
 
-    old_file, old_debug = cli.console.file, cli.STATE["debug"]
-    cli.console.file, cli.STATE["debug"] = err, False  # another test may have left --debug on
+    # a console of its own for the messages: setting `cli.console.file` and setting it back pinned the console
+    # to the stream that was sys.stderr then (one test's capture), and the CLI tests after it read nothing
+    old_console, old_debug = cli.console, cli.STATE["debug"]
+    cli.console = Console(file=err, soft_wrap=True, markup=False)
+    cli.STATE["debug"] = False  # another test may have left --debug on
     previous = signal.signal(signal.SIGALRM, _hung)
     signal.alarm(HANG_GUARD_SECONDS)
     try:
@@ -39,7 +43,7 @@ def validate(path: Path | str) -> tuple[int, str]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-        cli.console.file, cli.STATE["debug"] = old_file, old_debug
+        cli.console, cli.STATE["debug"] = old_console, old_debug
     return int(done.value.code or 0), err.getvalue()
 
 
