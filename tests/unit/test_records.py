@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from golden import differences
@@ -98,6 +98,7 @@ KEYS = st.sampled_from(["name", "baseline", "variants", "workloads", "repetition
 
 
 @given(st.dictionaries(KEYS, JSON_VALUES, max_size=8))
+@example({"name": None, "repetitions": float("inf")})  # found by hypothesis: int(inf) raised
 def test_any_stored_json_reads_without_a_crash(document: dict) -> None:
     """A store edited by hand or damaged: every record reads (unknown shapes become defaults), never raises."""
     CampaignRecord.from_json(document).settings()
