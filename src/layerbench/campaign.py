@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from layerbench import settings
 from layerbench.boundedyaml import load_text, read_campaign_text
 from layerbench.errors import BadInput, shown
-from layerbench.hosts import HostEntry
+from layerbench.hosts import HostEntry, check_host_address
+from layerbench.sysbench_options import check_sysbench_options
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 ConfigValue = str | int | float | bool | None
@@ -126,13 +127,19 @@ class HostVariant(VariantBase):
 
 class ExternalVariant(VariantBase):
     backend: Literal["external"]
-    host: str = Field(default="127.0.0.1", pattern=r"^[A-Za-z0-9_.:-]{1,253}$")
+    host: str = Field(default="127.0.0.1", max_length=253)
     port: int = Field(default=3306, ge=1, le=65535)
     user: str = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f]{1,80}$")
     database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
     password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
                                      description="environment variable holding the password")
     password_file: str | None = Field(default=None, max_length=4096, description="file holding the password")
+
+    @field_validator("host")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        check_host_address(value, "give the server's address")  # it goes into sysbench's config file
+        return value
 
     @model_validator(mode="after")
     def _one_password_source(self) -> ExternalVariant:
@@ -270,6 +277,10 @@ class Workload(Strict):
         default="files", description="per run with reset: snapshot: files (the restored files against the "
         "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
+    dataset_flags: Literal["auto", "always", "never"] | None = Field(
+        default=None, description="a Lua script of your own: whether sysbench gets --tables/--table-size (auto, "
+        "the default: each one the script declares in sysbench.cmdline.options; docs/campaign.md). Unset is auto "
+        "and is not stored, so the definitions of campaigns that do not use it stay as they were")
 
     @field_validator("threads", mode="before")
     @classmethod
@@ -310,11 +321,11 @@ class Workload(Strict):
     @field_validator("options")
     @classmethod
     def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench_options.py)
         for key, item in value.items():
             if not re.fullmatch(OPTION_NAME, key):
-                raise ValueError(f"{shown(key)} is not a sysbench option name (letters, digits, _ and -)")
-            if key.replace("_", "-") in {"mysql-password", "pgsql-password", "mysql-user", "mysql-host"}:
-                raise ValueError(f"{key!r} is set by layerbench from the variant; remove it from options")
+                fix = "write it without the leading dashes" if key.startswith("-") else "letters, digits, _ and -"
+                raise ValueError(f"{shown(key)} is not a sysbench option name ({fix})")
             check_option_value(key, item)
         refuse_secret_names(value, "set the password with the variant's password_env or password_file "
                                    "(backend external); layerbench passes it to sysbench in a private file")
@@ -325,6 +336,13 @@ class Workload(Strict):
         if self.report_interval > self.warmup + self.duration:
             raise ValueError(f"report_interval: {self.report_interval} s is longer than the run "
                              f"({self.warmup + self.duration} s); use at most the duration")
+        return self
+
+    @model_validator(mode="after")
+    def _dataset_flags_of_a_script(self) -> Workload:
+        if self.dataset_flags not in (None, "auto") and not self.is_lua_path:
+            raise ValueError(f"workloads.{self.name}.dataset_flags: {self.test} is a built-in test, which always "
+                             "gets --tables and --table-size; remove dataset_flags")
         return self
 
     @property
@@ -361,6 +379,32 @@ class Adaptive(Strict):
         return None if self.budget is None else seconds_of(self.budget)
 
 
+BUSY_POLICIES = ("rerun", "keep", "fail")
+
+
+class BusyPolicy(Strict):
+    """`busy: rerun` (the default), `keep` or `fail`, or `busy: {policy: rerun, max_reruns: 4}`: what happens to a
+    run whose measured window was busy (analysis/busy.py). `rerun` replaces it by an extra run of the same variant
+    at the end of its round, at most `max_reruns` times per campaign (default: a quarter of the planned runs,
+    rounded up); `keep` keeps it (flagged in the warnings); `fail` stops the campaign."""
+
+    policy: Literal["rerun", "keep", "fail"] = "rerun"
+    max_reruns: int | None = Field(default=None, ge=0, le=MAX_RUNS, strict=True)
+
+    @model_validator(mode="after")
+    def _limit_is_for_reruns(self) -> BusyPolicy:
+        if self.max_reruns is not None and self.policy != "rerun":
+            raise ValueError(f"busy.max_reruns: limits reruns, but policy is {self.policy!r}; set policy: rerun or "
+                             "remove max_reruns")
+        return self
+
+    def reruns_allowed(self, planned_runs: int) -> int:
+        """The most runs one campaign may replace: max_reruns, else a quarter of the planned runs (at least 1)."""
+        if self.policy != "rerun":
+            return 0
+        return self.max_reruns if self.max_reruns is not None else max(1, math.ceil(planned_runs / 4))
+
+
 class Campaign(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)]
     description: str = Field(default="", max_length=MAX_TEXT)
@@ -376,6 +420,9 @@ class Campaign(Strict):
     alpha: float = Field(default=settings.ALPHA, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
                                  "a verdict, on top of what alpha needs (docs/import.md)")
+    correction: Literal["point", "sweep"] = Field(default=settings.CORRECTION, description="the family over "
+                                                   "which p is Holm-corrected: the variants of each point, or "
+                                                   "every variant and thread count of a workload (docs/statistics.md)")
     compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
                                              "in every workload besides its `percentile` (docs/campaign.md)")
     unstable_ratio: float = Field(default=settings.UNSTABLE_RATIO, gt=1, le=1000,
@@ -384,11 +431,20 @@ class Campaign(Strict):
     hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
     wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "
                                        "this long (at most 1 h) for other processes to leave the CPUs idle")
+    busy: BusyPolicy | None = None  # None: the default, BusyPolicy() (rerun); kept out of the stored definition
 
     @field_validator("compare_percentiles", mode="before")
     @classmethod
     def _recorded_percentiles(cls, value: Any) -> Any:
         return recorded_percentiles(value)
+
+    @field_validator("formats")
+    @classmethod
+    def _some_report(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("[] writes no report at all; list at least one of md, html, json, csv, or remove "
+                             f"formats: for the default ({', '.join(settings.REPORT_FORMATS)})")
+        return value
 
     @model_validator(mode="after")
     def _placement(self) -> Campaign:
@@ -403,6 +459,26 @@ class Campaign(Strict):
         if value is not None and not (re.fullmatch(WALL_TIME, value) and 0 < seconds_of(value) <= 3600):
             raise ValueError(f"{shown(value)} is not a wait from 1 s to 1 h; write it like 30s or 5m")
         return value
+
+    @field_validator("busy", mode="before")
+    @classmethod
+    def _busy_word(cls, value: Any) -> Any:
+        """`busy: rerun` is `busy: {policy: rerun}`; anything but a policy word or a mapping is one line."""
+        if isinstance(value, str) and value in BUSY_POLICIES:
+            return {"policy": value}
+        if value is not None and not isinstance(value, dict):
+            raise ValueError(f"busy: {shown(value)} is not a policy; use rerun, keep or fail, or "
+                             "{policy: rerun, max_reruns: N}")
+        return value
+
+    @property
+    def busy_policy(self) -> BusyPolicy:
+        return self.busy or BusyPolicy()
+
+    @property
+    def planned_runs(self) -> int:
+        """Runs in the schedule: variants x (workload, threads) points x rounds (replacements come on top)."""
+        return len(self.variants) * sum(len(w.threads) for w in self.workloads) * self.rounds
 
     @field_validator("repetitions", mode="before")
     @classmethod
@@ -428,7 +504,7 @@ class Campaign(Strict):
     def _bounded_plan(self) -> Campaign:
         """The number of runs, computed without building the schedule."""
         points = sum(len(w.threads) for w in self.workloads)
-        runs = len(self.variants) * points * self.rounds
+        runs = self.planned_runs
         if runs > MAX_RUNS:
             raise ValueError(f"repetitions: the plan holds {runs:,} runs ({len(self.variants)} variants x {points} "
                              f"points x {self.rounds} repetitions), more than the limit of {MAX_RUNS:,}; "
@@ -568,11 +644,11 @@ def normalise(data: Any) -> Any:
 
 def _location(loc: tuple[Any, ...], data: Any) -> str:
     parts: list[str] = []
-    for item in loc:
+    for position, item in enumerate(loc):
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in BACKENDS and parts and parts[-1].endswith("]"):
-            continue  # pydantic names the union member; the user never wrote it
+        elif item in BACKENDS and position and isinstance(loc[position - 1], int):
+            continue  # pydantic names the union member; the user never wrote it (a field `host` they did)
         else:
             name = str(item) if re.fullmatch(r"[\w.-]{1,64}", str(item)) else shown(item, 40)
             parts.append(("." if parts else "") + name)
@@ -610,7 +686,7 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
     got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
-    if re.match(r"(variants|workloads|repetitions)\.[\w.-]+: |(repetitions|min_runs): ", message):
+    if re.match(r"(variants|workloads|repetitions|busy)\.[\w.-]+: |(repetitions|min_runs|busy): ", message):
         return message  # a cross-field check names its own field
     return f"{where}: {shown(message, 300, quote=False)}{got}"
 
@@ -649,9 +725,18 @@ def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
     return campaign.model_dump(mode="json", exclude_none=True)
 
 
+def smoke_dataset(workload: Workload) -> dict[str, int]:
+    """1 x 1000 rows; a script of the user's makes its own tables: only the dataset fields its workload sets
+    are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
+    small = {"tables": 1, "table_size": 1000}
+    return {k: v for k, v in small.items() if not workload.is_lua_path or k in workload.model_fields_set}
+
+
 def smoke_version(campaign: Campaign) -> Campaign:
-    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count. For checking
-    that a campaign runs end to end (`layerbench run --smoke`), never for numbers."""
-    workloads = [w.model_copy(update={"tables": 1, "table_size": 1000, "duration": 3, "warmup": 0,
-                                      "threads": [min(w.threads)]}) for w in campaign.workloads]
-    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke"})
+    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count, busy runs kept (a
+    rerun would only cost time). For checking that a campaign runs end to end (`layerbench run --smoke`), never for
+    numbers."""
+    workloads = [w.model_copy(update={**smoke_dataset(w), "duration": 3, "warmup": 0, "threads": [min(w.threads)]})
+                 for w in campaign.workloads]
+    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke",
+                                      "busy": BusyPolicy(policy="keep")})

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign import Campaign, load_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError
@@ -40,9 +40,10 @@ Start here:
 
 \b
 Where things live (every command uses this rule):
-  store:   --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db, where <output> is, for run, the
-           campaign's output: key (default results) or run --output; for every other command: results,
-           relative to the current folder. Commands that only read never create a store.
+  store:   --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db, where <output> is the campaign's
+           output: key (default results) when a command is given the campaign file (run and validate; resume,
+           show and report when REF is the .yaml file; run --output overrides it), else results, relative to
+           the current folder. Commands that only read never create a store.
   reports: <output>/<id>-<name>/ (report --output writes them elsewhere).
 
 --debug (anywhere on the command line) shows the traceback of an error."""
@@ -62,6 +63,10 @@ MinRunsOption = Annotated[int | None, typer.Option("--min-runs", help="a floor o
                                                                       "top of what alpha needs (default none)")]
 ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction "
                                                                           "(default 0.02 = 2 %)")]
+CorrectionOption = Annotated[str | None, typer.Option("--correction", help="the family over which p is "
+                                                    "Holm-corrected: point (the variants of each point) or sweep "
+                                                    "(every thread count of a workload together) [default: point; "
+                                                    "report: the campaign's]")]
 RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`; or the campaign's YAML file, "
                                              "which also finds the store in its output:")]
 
@@ -152,7 +157,7 @@ class RichProgress:
 
     def run_started(self, spec: RunSpec, position: int, total: int) -> None:
         self.bar.update(self.task, description=f"run {position}/{total} {spec.variant}", tps="starting",
-                        run_started=time.monotonic(), refresh=True)
+                        total=total, run_started=time.monotonic(), refresh=True)  # a replacement adds a run
 
     def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None:
         self.bar.update(self.task, tps=f"{tps:,.0f} TPS @ {elapsed:.0f}s", refresh=True)
@@ -160,10 +165,10 @@ class RichProgress:
     def run_finished(self, spec: RunSpec, record: RunRecord) -> None:
         self.bar.advance(self.task)
         self.bar.refresh()
-        if record.status == "ok" and record.totals:
-            t = record.totals
+        if record.status in ("ok", "replaced") and record.totals:
+            t, busy = record.totals, " (busy: replaced)" if record.status == "replaced" else ""
             self.console.print(f"  run {spec.idx + 1}: {spec.label()}: {t.tps:,.1f} TPS, {t.qps:,.0f} QPS, "
-                               f"avg {t.latency_avg_ms or 0:.2f} ms")
+                               f"avg {t.latency_avg_ms or 0:.2f} ms{busy}")
         else:
             self.console.print(Text(f"  run {spec.idx + 1}: {spec.label()}: failed: {record.error}", style="red"))
 
@@ -173,7 +178,11 @@ def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
     for fmt in formats:
         path = write_report(report, fmt, outcome.output_dir)
         out.print(f"report: {path}")
-    console.print(f"{outcome.ok} runs ok, {outcome.failed} failed; campaign {outcome.campaign_id} in {store.path}")
+    replaced = f", {outcome.replaced} replaced (busy machine)" if outcome.replaced else ""
+    console.print(f"{outcome.ok} runs ok, {outcome.failed} failed{replaced}; campaign {outcome.campaign_id} in "
+                  f"{store.path}")
+    for line in busy_summary(report.analysis):
+        console.print(Text(line, style="yellow"))
 
 
 def on_sigterm(signum: int, frame: Any) -> None:
@@ -306,12 +315,12 @@ def report(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the report files [default: <output>/<id>-<name>/]")] = None,
     alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
-    db: DbOption = None,
+    correction: CorrectionOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
     from layerbench.importer import statistics_options
 
-    overrides = statistics_options(alpha, min_runs, threshold)
+    overrides = statistics_options(alpha, min_runs, threshold, correction)
     path, ref = located(ref, db)
     with Store(path) as store:
         row = store.campaign(ref)
@@ -430,13 +439,13 @@ def import_results(
     name: Annotated[str, typer.Option(help="name of the new campaign")],
     baseline: Annotated[str, typer.Option(help="the variant the others are compared with")],
     alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
-    db: DbOption = None,
+    correction: CorrectionOption = None, db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
     from layerbench.importer import statistics_options
     from layerbench.imports import import_results as import_any
 
-    options = statistics_options(alpha, min_runs, threshold)
+    options = statistics_options(alpha, min_runs, threshold, correction)
     path = store_path(db)
     with removed_if_new_on_error(path), Store(path) as store:
         campaign_id = import_any(store, source, name, baseline, options)

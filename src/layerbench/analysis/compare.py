@@ -1,5 +1,6 @@
 """Per (workload, threads) point: a summary per variant and metric, each variant's comparison with the
-baseline (Holm-corrected across the variants of the point), and the warnings the numbers deserve."""
+baseline (Holm-corrected across the variants of the point, or of a whole sweep), and the warnings the numbers
+deserve."""
 
 from __future__ import annotations
 
@@ -19,13 +20,14 @@ def summaries(values_by_variant: dict[str, list[float]], seed: int) -> dict[str,
 
 
 def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher_is_better: bool,
-                settings: Settings) -> dict[str, Comparison]:
+                settings: Settings, family: Sequence[float] = ()) -> dict[str, Comparison]:
+    """Each variant against the baseline; `family`: the raw p of other comparisons Holm corrects with these."""
     base = values_by_variant.get(baseline, [])
     others = {name: values for name, values in values_by_variant.items() if name != baseline}
     if not base or not others:
         return {}
     found = compare(base, others, higher_is_better=higher_is_better, threshold=settings.threshold,
-                    alpha=settings.alpha, min_runs=settings.min_runs)
+                    alpha=settings.alpha, min_runs=settings.min_runs, family=family)
     return {c.variant: c for c in found}
 
 

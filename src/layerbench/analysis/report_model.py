@@ -40,6 +40,7 @@ class AnswerRow:
     point: str
     tps: Comparison | None
     latency: Comparison | None
+    latency_note: str = ""  # `not compared: 95th vs 100th` when the point's runs report different percentiles
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,9 @@ def as_report(source: Analysis | Report) -> Report:
 
 
 def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
-    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"))
+    notes = {(p.workload, p.threads): analysis.not_compared(p) for p in analysis.points}
+    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"),
+                           notes[(point.workload, point.threads)])
                  for point in analysis.points for v in point.variants if v.variant != analysis.baseline)
 
 
@@ -95,7 +98,23 @@ def method_line(analysis: Analysis) -> str:
     s = analysis.settings
     return (f"Each variant against `{analysis.baseline}`: delta = Hodges-Lehmann ratio - 1 (median of the pairwise "
             f"ratios variant/baseline) with its {(1 - s.alpha) * 100:g} % interval from the exact Mann-Whitney test, "
-            f"p Holm-corrected across the variants, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+            f"{correction_family(analysis)}, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+
+
+def swept(analysis: Analysis) -> bool:
+    """Whether a workload was measured at more than one thread count."""
+    workloads = [p.workload for p in analysis.points]
+    return len(set(workloads)) < len(workloads)
+
+
+def correction_family(analysis: Analysis) -> str:
+    """The family over which p is Holm-corrected, said in the method line (the campaign's `correction`)."""
+    if analysis.definition.correction == "sweep":
+        return "p Holm-corrected across every variant and thread count of each workload's sweep (correction: sweep)"
+    if swept(analysis):
+        return ("p Holm-corrected across the variants of each point (workload and thread count), not across the "
+                "points of a sweep (correction: point; `correction: sweep` corrects them together)")
+    return "p Holm-corrected across the variants of each point"
 
 
 def legend(settings: Settings) -> str:
@@ -104,8 +123,13 @@ def legend(settings: Settings) -> str:
 
 
 def comparisons_at(analysis: Analysis) -> int:
-    """How many variants each point compares with the baseline (the Holm family size)."""
-    return max((sum(1 for v in p.variants if v.variant != analysis.baseline) for p in analysis.points), default=1)
+    """The largest Holm family: the variants a point compares with the baseline, or with correction: sweep
+    those of every point of a workload together."""
+    sizes: dict[tuple[str, int | None], int] = {}
+    for p in analysis.points:
+        key = (p.workload, None if analysis.definition.correction == "sweep" else p.threads)
+        sizes[key] = sizes.get(key, 0) + sum(1 for v in p.variants if v.variant != analysis.baseline)
+    return max(sizes.values(), default=1)
 
 
 def rule(analysis: Analysis) -> str:
@@ -122,9 +146,20 @@ def verdict_notes(analysis: Analysis) -> list[str]:
 def workload_line(analysis: Analysis, w: WorkloadRecord) -> str:
     d = analysis.definition
     threads = "/".join(str(t) for t in w.threads)
-    return (f"Workload `{w.name}`: sysbench {w.test}, {w.tables} x {w.table_size} rows, threads {threads}, "
+    return (f"Workload `{w.name}`: sysbench {w.test}, {dataset_text(analysis, w)}, threads {threads}, "
             f"{w.duration} s after {w.warmup} s warm-up, {repetitions_text(d.repetitions)}, order {d.order}"
             f"{buffer_pool_note(analysis, w)}")
+
+
+def dataset_text(analysis: Analysis, w: WorkloadRecord) -> str:
+    """Rows of a built-in test; for a script of the user's, what its runs recorded its prepare got (it makes
+    tables of its own, and gets --tables/--table-size only where it declares them)."""
+    if not (w.test.endswith(".lua") or "/" in w.test):
+        return f"{w.tables} x {w.table_size} rows"
+    said = next((r.facts.reset.document.get("dataset") for r in analysis.runs
+                 if r.workload == w.name and r.facts.reset and isinstance(r.facts.reset.document.get("dataset"), str)),
+                None)
+    return str(said) if said else "a dataset of its own"
 
 
 def repetitions_text(value: int | AdaptiveRepetitions) -> str:

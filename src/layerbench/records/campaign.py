@@ -19,6 +19,7 @@ from layerbench.records.json import (
 )
 from layerbench.settings import (
     ALPHA,
+    CORRECTION,
     MIN_RUNS,
     NOISE_THRESHOLD,
     REPORT_FORMATS,
@@ -109,6 +110,7 @@ class CampaignRecord:
     formats: tuple[str, ...] | None = None
     imported_from: str | None = None
     imported_layouts: tuple[str, ...] = ()  # sysbench output layouts of imported log files
+    correction: str = CORRECTION  # the Holm family: "point" or "sweep" (stores before it: "point")
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -125,7 +127,7 @@ class CampaignRecord:
                    tuple(as_float(p) for p in as_list(get("compare_percentiles"))),
                    None if formats is None else tuple(as_str(f) for f in as_list(formats)),
                    opt_str(get("imported_from")), tuple(as_str(x) for x in as_list(get("imported_layouts"))),
-                   dict(data))
+                   opt_str(get("correction")) or CORRECTION, dict(data))
 
     def to_json(self) -> JSONObject:
         return dict(self.document)

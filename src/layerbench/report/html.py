@@ -11,6 +11,7 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.report_model import AnswerRow, Report, as_report
@@ -74,7 +75,8 @@ def answer_row(a: AnswerRow) -> list[str]:
     return [f"<b>{esc(a.variant)}</b>", esc(a.point),
             f"<span class='verdict {KIND_CLASS.get(kind, 'need')}'>{esc(kind)}</span>",
             esc(evidence.evidence_with_note(a.tps)), ci_bar(a.tps),
-            esc(f"{evidence.verdict_word(a.latency)}: {evidence.evidence_with_note(a.latency)}" if a.latency else "-")]
+            esc(f"{evidence.verdict_word(a.latency)}: {evidence.evidence_with_note(a.latency)}" if a.latency else
+                a.latency_note or "-")]
 
 
 def answer(report: Report) -> str:
@@ -111,7 +113,7 @@ def per_variant(analysis: Analysis) -> str:
     parts = ["<h2>Throughput and latency per variant</h2>"]
     for point in analysis.points:
         parts.append(chart(charts.runs_figure(analysis, point, "tps", "TPS"), f"tps-{point_title(point)}"))
-        parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", f"p{analysis.percentile} latency (ms)"),
+        parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", analysis.metric_label("lat_pct_ms")),
                            f"latency-{point_title(point)}"))
         rows = [[esc(v.variant), str(s.n), fmt(s.mean), fmt(s.median), *evidence.summary_cells(s, fmt)]
                 for v in point.variants if (s := v.summaries.get("tps"))]
@@ -206,14 +208,24 @@ def campaign_as_run(analysis: Analysis) -> str:
             f"{esc(order)}</p>")
 
 
+def replaced(analysis: Analysis) -> str:
+    """The runs replaced because the machine was busy, with why; nothing when there were none."""
+    if not analysis.replaced:
+        return ""
+    return (f"<h2>{esc(REPLACED_TITLE)}</h2><p>{esc(REPLACED_INTRO)}</p>"
+            + table(list(REPLACED_COLUMNS), [[esc(c) for c in r.cells()] for r in analysis.replaced]))
+
+
 def run_table(analysis: Analysis) -> str:
     rows = []
+    why = {r.run: r.status() for r in analysis.replaced}
     for r in analysis.runs:
-        status = "ok" if r.status == "ok" else f"failed: {esc(r.error or '')}"
+        status = {"ok": "ok", "replaced": esc(why.get((r.idx or 0) + 1, "replaced"))}.get(
+            r.status, f"failed: {esc(r.error or '')}")
         rows.append([str((r.idx or 0) + 1), esc(r.variant), esc(r.workload), str(r.threads), str(r.repetition),
-                     *run_numbers(r), esc(window_text(r)), status])
+                     *run_numbers(r, bool(analysis.run_percentiles)), esc(window_text(r)), status])
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS", "avg lat (ms)",
-              f"p{analysis.percentile} lat (ms)", "steady window", "status"]
+              f"p{analysis.percentile_label} lat (ms)", "steady window", "status"]
     return "<h2>Runs</h2>" + table(header, rows, {5, 6, 7, 8, 9})
 
 
@@ -230,7 +242,8 @@ def render(source: Analysis | Report) -> str:
     sections = [
         f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
         f"{esc(analysis.status)}</p><p>{esc(analysis.definition.description or '')}</p>", state,
-        answer(report), adaptive(report), warnings(analysis), per_variant(analysis), latency_distribution(report),
+        answer(report), adaptive(report), warnings(analysis), replaced(analysis), per_variant(analysis),
+        latency_distribution(report),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
         titled("Thread sweep", chart(charts.sweep_figure(report), "sweep")), overhead(report), io_section(report),
         titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(report),

@@ -34,14 +34,17 @@ def plain(value: Any) -> Any:
 
 
 def run_entry(r: RunRow, report: Report) -> dict[str, Any]:
-    return {"run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
+    busy = {"busy": r.facts.busy.document} if r.facts.busy else {}  # what busy: did with a busy run (only then)
+    return {**busy, "run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
             "workload": r.workload, "threads": r.threads, "repetition": r.repetition, "status": r.status,
             "error": r.error, "values": r.values, "window": r.window,
             "reset": r.facts.reset.document if r.facts.reset else None,
             "resources": r.facts.usage.document if r.facts.usage else None,
             "io": r.facts.io.document if r.facts.io else None, "io_per_1000_tx": report.io_runs.get(r.run_id),
             "latency_ms": {percentile_key(p): v for p, v in r.latency.items()} or None,
-            "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series]}
+            "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series],
+            # which percentile values.lat_pct_ms is, when the campaign's runs report different ones
+            **({"percentile": r.percentile} if report.analysis.run_percentiles else {})}
 
 
 def summary_entry(summary: Any) -> dict[str, Any]:
@@ -96,6 +99,7 @@ def document(source: Analysis | Report) -> dict[str, Any]:
         "points": points_entry(analysis),
         "verdict_rule": report.rule,
         **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
+        **({"replaced_runs": analysis.replaced} if analysis.replaced else {}),  # busy: rerun replaced some runs
         "latency_distribution": report.distribution,
         "percentile_comparisons": [{"variant": c.variant, "point": c.point, "metric": c.metric, "label": c.label,
                                     "comparison": comparison_entry(c.comparison)}
