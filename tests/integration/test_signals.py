@@ -258,4 +258,4 @@ def test_resume_takes_over_a_dataset_build_killed_outright(tmp_path: Path) -> No
         harness.clean()  # also what a failure above left running
     assert harness.leftovers() == []
     for cid, (schedule, runs, statuses) in harness.stored().items():
-        assert schedule and runs == schedule and statuses == {"ok"}, f"campaign {cid}: {runs} {statuses}"
+        assert schedule and runs == schedule and statuses <= {"ok", "replaced"}, f"campaign {cid}: {runs} {statuses}"
