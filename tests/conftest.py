@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# A loaded 2-core machine (CI, several test sessions at once) makes hypothesis's timing checks fail tests that
+# are correct: no per-example deadline and no "data generation too slow" health check, for every test that
+# does not set its own. What each test checks, and how many examples it tries, are unchanged.
+settings.register_profile("layerbench", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("layerbench")
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

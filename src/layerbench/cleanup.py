@@ -36,20 +36,28 @@ def clean_recorded(include_live: bool = False) -> list[str]:
     for owned in recorded():
         if pid_alive(owned.harness_pid) and owned.harness_pid != os.getpid() and not include_live:
             continue
-        pids = set(processes_with(owned.marker)) | ({owned.pid} if owned.pid else set())
-        for pid in sorted(pids):
-            if stop_process(pid, owned.marker):
-                done.append(f"stopped process {pid} ({owned.label})")
-        for path in owned.paths:
-            if Path(path).exists():
-                shutil.rmtree(path, ignore_errors=True)
-                done.append(f"removed {path}")
-        if owned.remote:
-            said, removed = clean_remote(owned.remote)
-            done += said
-            if not removed:
-                continue  # the host did not answer: keep the record for the next `clean`
-        forget(owned.label)
+        done += clean_owned(owned)
+    return done
+
+
+def clean_owned(owned: Owned, keep: frozenset[Path] = frozenset()) -> list[str]:
+    """Stop the processes of one owner record, remove its folders (except those in `keep`), then forget it (a
+    remote host that does not answer keeps it for the next `clean`). Returns a log."""
+    done = []
+    pids = set(processes_with(owned.marker)) | ({owned.pid} if owned.pid else set())
+    for pid in sorted(pids):
+        if stop_process(pid, owned.marker):
+            done.append(f"stopped process {pid} ({owned.label})")
+    for path in owned.paths:
+        if Path(path).exists() and Path(path) not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+            done.append(f"removed {path}")
+    if owned.remote:
+        said, removed = clean_remote(owned.remote)
+        done += said
+        if not removed:
+            return done  # the host did not answer: keep the record for the next `clean`
+    forget(owned.label)
     return done
 
 
@@ -127,5 +135,5 @@ def _kubernetes_core() -> object | None:
         return None
 
 
-__all__ = ["Owned", "clean_docker", "clean_kubernetes", "clean_recorded", "kubernetes_namespaces", "leftovers",
-           "processes_with", "stop_process"]
+__all__ = ["Owned", "clean_docker", "clean_kubernetes", "clean_owned", "clean_recorded", "kubernetes_namespaces",
+           "leftovers", "processes_with", "stop_process"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,8 +101,7 @@ class RunExecution:
         owner = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-private"
         try:
             with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it
-                self.private = Path(tempfile.mkdtemp(prefix="lb-private-"))
-                owners.record(owner, pid=None, marker="", paths=[self.private])
+                self.private = owners.private_folder(owner, "lb-private-")
             self._measure(self.private)
         except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
             self._failed(error)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,15 @@ def record(label: str, *, pid: int | None, marker: str, paths: list[Path], remot
     owners_dir().mkdir(parents=True, exist_ok=True)
     owned.file.write_text(json.dumps(owned.__dict__))
     return owned
+
+
+def private_folder(label: str, prefix: str, also: list[Path] | None = None) -> Path:
+    """A new folder only this user can read, under the temp dir, noted (with the folders `also` names, which
+    the caller creates next) before it exists: a SIGKILL between the two leaves nothing `clean` cannot find."""
+    folder = Path(tempfile.gettempdir()) / f"{prefix}{secrets.token_hex(6)}"
+    record(label, pid=None, marker="", paths=[*(also or []), folder])
+    folder.mkdir(mode=0o700)
+    return folder
 
 
 def forget(label: str) -> None:

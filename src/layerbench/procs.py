@@ -68,15 +68,13 @@ class ManagedProcess:
         return self.popen.poll() is None
 
     def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int | None:
-        """Signal the process, wait up to timeout, then SIGKILL; returns its exit code."""
+        """Signal the process and its group, wait up to timeout, then SIGKILL them; returns its exit code."""
         if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                self.popen.send_signal(sig)
+            signal_group(self.popen, sig)
             try:
                 self.popen.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    self.popen.kill()
+                signal_group(self.popen, signal.SIGKILL)
                 self.popen.wait(timeout=10)
         with _live_lock:
             _live.discard(self)
@@ -84,6 +82,19 @@ class ManagedProcess:
 
     def tail(self, lines: int = 20) -> str:
         return log_tail(self.log_path, lines, self.secrets)
+
+
+def signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
+    """Signal a process started here and every process it started in its group (start_new_session makes the
+    group the leader's PID): a script's children (mariadb-install-db's bootstrap server) must not outlive it,
+    writing into a folder that is being removed. Only while the leader is not reaped, so the group is ours."""
+    if popen.returncode is not None:
+        return
+    try:
+        os.killpg(popen.pid, sig)
+    except (ProcessLookupError, PermissionError):  # the leader left its group, or a member is not ours to signal
+        with contextlib.suppress(ProcessLookupError):
+            popen.send_signal(sig)
 
 
 def log_tail(path: Path | None, lines: int = 20, secrets: Sequence[Secret] = ()) -> str:
@@ -174,7 +185,7 @@ def _collect(
         with contextlib.suppress(BrokenPipeError):
             popen.stdin.write(input_text.encode())
         popen.stdin.close()
-    timer = threading.Timer(timeout, popen.kill) if timeout else None
+    timer = threading.Timer(timeout, signal_group, (popen, signal.SIGKILL)) if timeout else None
     if timer:
         timer.daemon = True
         timer.start()

@@ -7,8 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from test_report_golden import check
-
+from golden import check
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
 from layerbench.report import csv_export, json_export, write_report

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from layerbench.analysis.io import CGROUP, hit_ratio, io_notes, io_row, run_io
@@ -198,6 +198,7 @@ JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats
 
 @given(st.dictionaries(st.sampled_from(["window_seconds", "processes", "cgroups", "server_status", "errors", "notes",
                                         "other"]), JSON_VALUES, max_size=6))
+@example({"window_seconds": None, "processes": {"": {"": float("inf")}}})  # found by hypothesis
 def test_any_stored_io_record_reads_and_reports_without_a_crash(data: dict) -> None:
     record = IoCounters.from_json(data)
     found = run_io(record, 1000)

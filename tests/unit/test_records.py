@@ -8,9 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
+from golden import differences
 from layerbench.analysis.aggregate import analyze
 from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts
 from layerbench.report import csv_export, json_export, markdown
@@ -30,9 +31,12 @@ def old_store(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("module", "golden"), [(markdown, "store_v2_report.md"), (json_export, "store_v2_report.json"),
                                                 (csv_export, "store_v2_report.csv")])
 def test_a_store_of_the_previous_version_reports_as_it_did(old_store: Path, module, golden: str) -> None:
+    """The markdown as printed; the exports' numbers at the precision another CPU reproduces (tests/golden.py)."""
     with Store(old_store) as store:
         text = module.render(analyze(store, 1))
-    assert text == (DATA / "golden" / golden).read_text()
+    expected = (DATA / "golden" / golden).read_text()
+    assert differences(golden, text, expected) == []
+    assert text == expected or golden.endswith((".json", ".csv"))
 
 
 def test_the_old_store_reads_as_typed_records(old_store: Path) -> None:
@@ -95,6 +99,7 @@ KEYS = st.sampled_from(["name", "baseline", "variants", "workloads", "repetition
 
 
 @given(st.dictionaries(KEYS, JSON_VALUES, max_size=8))
+@example({"name": None, "repetitions": float("inf")})  # found by hypothesis: int(inf) raised
 def test_any_stored_json_reads_without_a_crash(document: dict) -> None:
     """A store edited by hand or damaged: every record reads (unknown shapes become defaults), never raises."""
     CampaignRecord.from_json(document).settings()

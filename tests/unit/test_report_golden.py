@@ -1,25 +1,17 @@
-"""Golden-file tests of the reports: set LAYERBENCH_UPDATE_GOLDEN=1 to rewrite the expected files."""
+"""Golden-file tests of the reports (tests/golden.py: how each format is compared); set
+LAYERBENCH_UPDATE_GOLDEN=1 to rewrite the expected files."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from golden import GOLDEN, check
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
 from layerbench.report.markdown import render
 from layerbench.store import Store
-
-GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
-
-
-def check(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("LAYERBENCH_UPDATE_GOLDEN") == "1" or not path.exists():
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} changed; rerun with LAYERBENCH_UPDATE_GOLDEN=1 if intended"
 
 
 def test_markdown_report_golden(tmp_path: Path) -> None:

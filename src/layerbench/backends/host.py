@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -73,7 +74,9 @@ class HostBackend:
         with signals_deferred():  # noted for down() and `clean` before anything exists
             self.datadir = spec.work_dir / "datadirs" / spec.label
             self.label = spec.label
-            owners.record(spec.label, pid=None, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
+            # until the server starts: mariadb-install-db and its bootstrap server (both name the datadir; the
+            # command line read from /proc ends every argument with a space, so no longer path matches)
+            owners.record(spec.label, pid=None, marker=f"--datadir={self.datadir} ", paths=[self.datadir])
         prepare_datadir(self.datadir, spec, self.binary, self.flavour)
         port = free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"
@@ -151,7 +154,9 @@ def prepare_datadir(datadir: Path, spec: ServerSpec, binary: str, flavour: Flavo
         return
     cmd = flavour.init_command(binary, datadir, page_size_option(spec.config))
     started = time.monotonic()
-    done = run(Path(cmd[0]).name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300)
+    # its bootstrap server's temporary tables go to the private folder, which goes whatever ends the run
+    env = {**os.environ, "TMPDIR": str(spec.private_dir)}
+    done = run(Path(cmd[0]).name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300, env=env)
     if done.returncode != 0:
         shutil.rmtree(datadir, ignore_errors=True)
         last = done.output.strip().splitlines()[-1:] or ["no output"]

@@ -14,7 +14,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -144,11 +143,11 @@ def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_si
     scratch = build_folder(key)
     owner = f"prepare-{key}-{os.getpid()}"
     private: Path | None = None
+    reclaim_killed_builds(scratch, say or (lambda _text: None))
     try:
-        with signals_deferred():  # the build's folders exist only with the note that lets `clean` remove them
+        with signals_deferred():  # the build's folders exist only after the note that lets `clean` remove them
+            private = owners.private_folder(owner, "lb-prepare-", also=[scratch])
             scratch.mkdir(parents=True, exist_ok=True)
-            private = Path(tempfile.mkdtemp(prefix="lb-prepare-"))
-            owners.record(owner, pid=None, marker="", paths=[scratch, private])
         return Builder(workload, key, inputs, page_size, scratch, private, log_dir, on_line, say).build()
     finally:
         with signals_deferred():
@@ -157,6 +156,23 @@ def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_si
             if not (scratch / "partial").is_dir():
                 shutil.rmtree(scratch, ignore_errors=True)
             owners.forget(owner)
+
+
+def reclaim_killed_builds(scratch: Path, say: Say) -> None:
+    """What a build of this dataset killed outright (SIGKILL: no handler ran) left, taken over by the next build
+    (`resume`): its server stopped (it would run on, on a removed datadir), its private folder removed, its
+    owner notes forgotten (a later `clean` would otherwise remove this build's folder). The build folder itself
+    stays: its partial/ may be resumed. Called with the build lock held: no live build of this dataset exists."""
+    from layerbench.cleanup import clean_owned
+    from layerbench.procs import pid_alive
+
+    for owned in owners.recorded():
+        if pid_alive(owned.harness_pid) or not any(Path(p).is_relative_to(scratch) for p in owned.paths):
+            continue
+        with signals_deferred():
+            done = clean_owned(owned, keep=frozenset({scratch}))
+        if done:
+            say(f"prepare: cleaned up after a killed build of this dataset ({'; '.join(done)})")
 
 
 def table_bytes(datadir: Path) -> int:
