@@ -376,6 +376,8 @@ class Campaign(Strict):
     alpha: float = Field(default=settings.ALPHA, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
                                  "a verdict, on top of what alpha needs (docs/import.md)")
+    estimator: Literal["paired", "unpaired"] = Field(default=settings.ESTIMATOR, description="paired: each "
+                                                     "variant against the baseline by round (docs/statistics.md)")
     compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
                                              "in every workload besides its `percentile` (docs/campaign.md)")
     unstable_ratio: float = Field(default=settings.UNSTABLE_RATIO, gt=1, le=1000,

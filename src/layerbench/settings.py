@@ -12,17 +12,21 @@ MIN_RUNS = 0  # no floor of the user's on top of what alpha needs (0: none)
 SEED = 1  # of the bootstrap resamples
 REPORT_FORMATS = ("md", "html")  # written at the end of `run` and `resume`, and by `report`, unless the campaign says
 UNSTABLE_RATIO = 1.5  # interval TPS swinging wider than this inside a run's steady window flags the run
+ESTIMATOR = "paired"  # new campaigns: each variant paired with the baseline by round (analysis/paired.py)
+STORED_ESTIMATOR = "unpaired"  # a stored campaign that names none was analysed unpaired, and stays so
 
 
 @dataclass(frozen=True)
 class Settings:
     """The rule a verdict follows: noise threshold, alpha (per look, for adaptive campaigns), the runs per side
-    a verdict needs at least (0: only what alpha needs), and the bootstrap seed."""
+    a verdict needs at least (0: only what alpha needs), the bootstrap seed, and the estimator: `paired` (by
+    round, where the rounds allow it) or `unpaired`."""
 
     threshold: float = NOISE_THRESHOLD
     alpha: float = ALPHA
     min_runs: int = MIN_RUNS
     seed: int = SEED
+    estimator: str = STORED_ESTIMATOR
 
 
 @dataclass(frozen=True)

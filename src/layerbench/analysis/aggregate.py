@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
 from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
@@ -16,6 +16,7 @@ from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
 from layerbench.latency_histogram import percentile_key
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
+from layerbench.records.campaign import IMPORTED
 from layerbench.settings import Overrides
 from layerbench.store import Store
 
@@ -96,6 +97,7 @@ class Analysis:
     environments: dict[str, Environment] = field(default_factory=dict)  # variant -> environment of a run
     settings: Settings = field(default_factory=Settings)
     adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
+    unpaired_why: str | None = None  # why no comparison is paired by round (None: paired where the pairs allow)
 
     def metric_label(self, metric: str) -> str:
         if metric not in METRICS:
@@ -170,8 +172,26 @@ def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | N
 
 
 def metric_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[float]]:
-    return {n: [v for r in runs if r.variant == n and r.status == "ok" and (v := r.values.get(metric)) is not None]
-            for n in names}
+    return {n: [v for _, v in pairs] for n, pairs in round_values(runs, names, metric).items()}
+
+
+def round_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[tuple[int, float]]]:
+    """Per variant, (round, value) of each run the statistics use, in run order (round 0 when unknown)."""
+    return {n: [(r.round or 0, v) for r in runs if r.variant == n and r.status == "ok" and
+                (v := r.values.get(metric)) is not None] for n in names}
+
+
+def unpaired_reason(definition: CampaignRecord, runs: list[RunRow]) -> str | None:
+    """Why this campaign's comparisons cannot be paired by round at all, or None when they may be."""
+    if definition.estimator != "paired":
+        return ("the campaign asks for it (estimator: unpaired)" if "estimator" in definition.document else
+                "the campaign was stored before paired analysis existed and keeps the estimator it was reported with "
+                "(write estimator: paired in a new campaign)")
+    if definition.order == IMPORTED or any(r.round is None for r in runs):
+        return "rounds not available" + (" (imported results)" if definition.order == IMPORTED else "")
+    if definition.order not in (None, "rounds"):
+        return f"runs were not interleaved in rounds (order: {definition.order})"
+    return None
 
 
 def with_statistics(point: VariantPoint, stats_by_metric: dict[str, dict[str, Summary]],
@@ -192,11 +212,14 @@ def build_point(workload: str, threads: int | None, here: list[RunRow], variants
     plain = [variant_point(v, by_variant[v], base_means) for v in names]
     values = {m: metric_values(here, names, m) for m in METRICS}
     stats_by_metric = {m: summaries(values[m], settings.seed) for m in METRICS}
-    compared = {m: comparisons(baseline, values[m], METRICS[m][1], settings) for m in METRICS}
+    paired = settings.estimator == "paired"
+    compared = {m: comparisons(baseline, values[m], METRICS[m][1], settings,
+                               round_values(here, names, m) if paired else None) for m in METRICS}
     for metric, (_, higher) in (extra or {}).items():
         found = {n: v for n, v in metric_values(here, names, metric).items() if v}
         stats_by_metric[metric] = summaries(found, settings.seed)
-        compared[metric] = comparisons(baseline, found, higher, settings)
+        by_round = {n: v for n, v in round_values(here, names, metric).items() if v} if paired else None
+        compared[metric] = comparisons(baseline, found, higher, settings, by_round)
     full = [with_statistics(p, stats_by_metric, compared) for p in plain]
     where = workload if threads is None else f"{workload} / {threads} threads"
     warnings = [w for p in full for w in variant_warnings(where, p.variant, values["tps"][p.variant],
@@ -312,14 +335,15 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
         overrides = Overrides.from_campaign_keys(overrides)
     row = store.campaign(ref)
     definition = row.definition.with_statistics(overrides) if overrides else row.definition
-    settings = definition.settings()
     runs = run_rows(store, row.id, definition.unstable_ratio)
+    unpaired_why = unpaired_reason(definition, runs)
+    settings = replace(definition.settings(), estimator="unpaired") if unpaired_why else definition.settings()
     variants = definition.variant_names or sorted({r.variant for r in runs})
     percentile = label_number((definition.workloads[0].percentile if definition.workloads else None) or 95)
     schedule = store.schedule(row.id)
     points = build_points(runs, variants, row.baseline, settings, definition)
     analysis = Analysis(row.id, row.name, row.status, row.baseline, percentile, definition, runs, points,
-                        len(schedule) or len(runs), settings=settings)
+                        len(schedule) or len(runs), settings=settings, unpaired_why=unpaired_why)
     analysis.environments = environments(runs)
     analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)

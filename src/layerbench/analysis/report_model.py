@@ -26,6 +26,7 @@ from layerbench.analysis.latency import (
     percentile_comparisons,
     point_title,
 )
+from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, meanings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
@@ -92,10 +93,24 @@ def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
 
 
 def method_line(analysis: Analysis) -> str:
+    """How the answer was computed, which estimator and why (analysis/paired.py, docs/statistics.md)."""
     s = analysis.settings
-    return (f"Each variant against `{analysis.baseline}`: delta = Hodges-Lehmann ratio - 1 (median of the pairwise "
-            f"ratios variant/baseline) with its {(1 - s.alpha) * 100:g} % interval from the exact Mann-Whitney test, "
-            f"p Holm-corrected across the variants, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+    level, tail = f"{(1 - s.alpha) * 100:g} %", (f"p Holm-corrected across the variants, noise threshold "
+                                                  f"±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+    unpaired = (f"delta = Hodges-Lehmann ratio - 1 (median of the pairwise ratios variant/baseline) with its {level} "
+                "interval from the exact Mann-Whitney test")
+    if s.estimator != "paired":
+        return f"Each variant against `{analysis.baseline}`, unpaired ({analysis.unpaired_why}): {unpaired}, {tail}"
+    line = (f"Each variant against `{analysis.baseline}`, paired by round (the runs of a round share the machine's "
+            f"drift): delta = Hodges-Lehmann ratio - 1 of the per-round ratios variant/baseline (median of the Walsh "
+            f"averages of their logs) with its {level} interval from the exact Wilcoxon signed-rank test, {tail}")
+    fallback = sorted({f"`{v.variant}` at {point_title(p)}" for p in analysis.points for v in p.variants
+                       if (c := v.verdict("tps")) and c.delta is not None and c.pairs is None})
+    if not fallback:
+        return line
+    need = pairs_needed(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha)
+    return (f"{line} Unpaired instead ({unpaired}) where fewer than {need} rounds hold both runs, the fewest with "
+            f"which the signed-rank test can reach alpha after Holm: {', '.join(fallback)}.")
 
 
 def legend(settings: Settings) -> str:

@@ -76,6 +76,17 @@ class Comparison:
     verdict: Verdict
     n_baseline: int
     n_variant: int
+    pairs: int | None = None  # paired by round (analysis/paired.py): the pairs the delta and p come from
+
+
+@dataclass(frozen=True)
+class Tested:
+    """A delta and p computed elsewhere for one variant (paired by round, analysis/paired.py), for `compare` to
+    correct and judge with the others; its caller passes only pairs enough for the test to reach alpha."""
+
+    delta: DeltaCI
+    p: float
+    pairs: int
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -372,11 +383,15 @@ def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, *, t
 
 
 def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], *, higher_is_better: bool = True,
-            threshold: float = 0.02, alpha: float = 0.05, min_runs: int | None = None) -> list[Comparison]:
+            threshold: float = 0.02, alpha: float = 0.05, min_runs: int | None = None,
+            paired: Mapping[str, Tested] | None = None) -> list[Comparison]:
     """Each variant against the baseline for one metric, Holm-corrected across the variants. The interval is
-    the (1 - alpha) Hodges-Lehmann interval of each comparison alone."""
+    the (1 - alpha) Hodges-Lehmann interval of each comparison alone: unpaired, or for the variants in `paired`
+    the delta and p given there (paired by round), whose n per side is the number of pairs."""
+    paired = paired or {}
     names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
-    found = {name: shift_delta(baseline, variants[name], alpha=alpha) for name in names}
+    found = {name: (paired[name].delta, paired[name].p) if name in paired else
+             shift_delta(baseline, variants[name], alpha=alpha) for name in names}
     adjusted = dict(zip(names, holm([found[name][1] for name in names]), strict=True))
     out = []
     for name, values in variants.items():
@@ -385,9 +400,11 @@ def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], 
                                   len(baseline), len(values)))
             continue
         delta, p = found[name]
-        short = gate(len(baseline), len(values), comparisons=len(names), alpha=alpha, min_runs=min_runs)
+        pairs = paired[name].pairs if name in paired else None
+        n1, n2 = (pairs, pairs) if pairs is not None else (len(baseline), len(values))
+        short = gate(n1, n2, comparisons=len(names), alpha=alpha, min_runs=min_runs)
         judged = Verdict("need more runs", short) if short else verdict(
-            delta, adjusted[name], len(baseline), len(values), threshold=threshold, alpha=alpha, min_runs=1,
+            delta, adjusted[name], n1, n2, threshold=threshold, alpha=alpha, min_runs=1,
             higher_is_better=higher_is_better, p_raw=p)
-        out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values)))
+        out.append(Comparison(name, delta, p, adjusted[name], judged, n1, n2, pairs))
     return out

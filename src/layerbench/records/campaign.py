@@ -23,6 +23,7 @@ from layerbench.settings import (
     NOISE_THRESHOLD,
     REPORT_FORMATS,
     SEED,
+    STORED_ESTIMATOR,
     UNSTABLE_RATIO,
     Overrides,
     Settings,
@@ -109,6 +110,7 @@ class CampaignRecord:
     formats: tuple[str, ...] | None = None
     imported_from: str | None = None
     imported_layouts: tuple[str, ...] = ()  # sysbench output layouts of imported log files
+    estimator: str = STORED_ESTIMATOR  # paired | unpaired; campaigns stored before it existed were unpaired
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -125,7 +127,7 @@ class CampaignRecord:
                    tuple(as_float(p) for p in as_list(get("compare_percentiles"))),
                    None if formats is None else tuple(as_str(f) for f in as_list(formats)),
                    opt_str(get("imported_from")), tuple(as_str(x) for x in as_list(get("imported_layouts"))),
-                   dict(data))
+                   as_str(get("estimator"), STORED_ESTIMATOR), dict(data))
 
     def to_json(self) -> JSONObject:
         return dict(self.document)
@@ -145,7 +147,7 @@ class CampaignRecord:
         alpha = self.alpha
         if isinstance(self.repetitions, AdaptiveRepetitions):
             alpha = alpha / self.repetitions.looks
-        return Settings(self.noise_threshold, alpha, self.min_runs, self.seed)
+        return Settings(self.noise_threshold, alpha, self.min_runs, self.seed, self.estimator)
 
     def with_statistics(self, overrides: Overrides) -> CampaignRecord:
         """The same campaign analysed with other settings (`report --alpha ...`); the store keeps its own."""
