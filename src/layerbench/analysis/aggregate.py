@@ -183,14 +183,14 @@ def round_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str,
 
 def unpaired_reason(definition: CampaignRecord, runs: list[RunRow]) -> str | None:
     """Why this campaign's comparisons cannot be paired by round at all, or None when they may be."""
+    if definition.order == IMPORTED or any(r.round is None for r in runs):
+        return "its rounds are not available" + (" (imported results)" if definition.order == IMPORTED else "")
+    if definition.order not in (None, "rounds"):
+        return f"its runs were not interleaved in rounds (order: {definition.order})"
     if definition.estimator != "paired":
         return ("the campaign asks for it (estimator: unpaired)" if "estimator" in definition.document else
-                "the campaign was stored before paired analysis existed and keeps the estimator it was reported with "
-                "(write estimator: paired in a new campaign)")
-    if definition.order == IMPORTED or any(r.round is None for r in runs):
-        return "rounds not available" + (" (imported results)" if definition.order == IMPORTED else "")
-    if definition.order not in (None, "rounds"):
-        return f"runs were not interleaved in rounds (order: {definition.order})"
+                "the campaign was stored before paired analysis existed and keeps the estimator it was reported "
+                "with (a new campaign is paired unless it says estimator: unpaired)")
     return None
 
 

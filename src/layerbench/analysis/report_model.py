@@ -100,7 +100,8 @@ def method_line(analysis: Analysis) -> str:
     unpaired = (f"delta = Hodges-Lehmann ratio - 1 (median of the pairwise ratios variant/baseline) with its {level} "
                 "interval from the exact Mann-Whitney test")
     if s.estimator != "paired":
-        return f"Each variant against `{analysis.baseline}`, unpaired ({analysis.unpaired_why}): {unpaired}, {tail}"
+        return (f"Each variant against `{analysis.baseline}`, unpaired because {analysis.unpaired_why}: {unpaired}, "
+                f"{tail}")
     line = (f"Each variant against `{analysis.baseline}`, paired by round (the runs of a round share the machine's "
             f"drift): delta = Hodges-Lehmann ratio - 1 of the per-round ratios variant/baseline (median of the Walsh "
             f"averages of their logs) with its {level} interval from the exact Wilcoxon signed-rank test, {tail}")
@@ -124,8 +125,13 @@ def comparisons_at(analysis: Analysis) -> int:
 
 
 def rule(analysis: Analysis) -> str:
-    s = analysis.settings
-    return rule_text(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha, min_runs=s.min_runs or None)
+    s, family = analysis.settings, max(1, comparisons_at(analysis))
+    text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs or None)
+    if s.estimator != "paired":
+        return text
+    return (f"{text} Paired by round, the signed-rank test's smallest p with n pairs is 2 / 2^n: it needs >= "
+            f"{pairs_needed(comparisons=family, alpha=s.alpha)} rounds holding both runs here; a comparison with "
+            "fewer is made unpaired.")
 
 
 def verdict_notes(analysis: Analysis) -> list[str]:
