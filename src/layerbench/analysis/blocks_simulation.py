@@ -2,8 +2,9 @@
 rate, the power and the coverage of each estimator, which set the default of `estimator` (docs/statistics.md).
 
 A campaign is R rounds of a baseline and V variants. Each run is 1000 x (1 + effect of its variant) x the
-factor of its round x exp(N(0, cv)): the round factor, drawn uniformly from [1 - drift, 1], multiplies every
-variant of a round alike, as a busy neighbour or hypervisor steal does to runs a few seconds apart. Every
+factor of its round x exp(N(0, cv)): the round factor, drawn uniformly from [1 - drift, 1] (or log-normal with
+sd `round_sd`, as measured on a real campaign), multiplies every variant of a round alike, as a busy neighbour
+or hypervisor steal does to runs a few seconds apart. Every
 simulated campaign goes through the project's own intervals (stats.shift_intervals, paired.signed_rank_intervals),
 Holm's correction across the V variants and stats.verdict, as a report does.
 """
@@ -45,9 +46,10 @@ class Outcome:
 
 
 def draw(effects: tuple[float, ...], rounds: int, drift: float, cv: float, campaigns: int,
-         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+         rng: np.random.Generator, round_sd: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The baseline (campaigns x rounds) and the variants (variants x campaigns x rounds)."""
-    factor = rng.uniform(1 - drift, 1, (campaigns, rounds))
+    shape = (campaigns, rounds)
+    factor = rng.uniform(1 - drift, 1, shape) if round_sd is None else np.exp(rng.normal(0, round_sd, shape))
     base = 1000 * factor * np.exp(rng.normal(0, cv, (campaigns, rounds)))
     variants = np.stack([1000 * (1 + e) * factor * np.exp(rng.normal(0, cv, (campaigns, rounds))) for e in effects])
     return base, variants
@@ -71,9 +73,10 @@ def intervals(base: np.ndarray, variant: np.ndarray, estimator: str, alpha: floa
 
 
 def simulate(effects: tuple[float, ...], *, rounds: int, drift: float, estimator: str, cv: float = 0.05,
-             campaigns: int = 2000, alpha: float = 0.05, threshold: float = 0.02, seed: int = 30) -> Outcome:
+             campaigns: int = 2000, alpha: float = 0.05, threshold: float = 0.02, seed: int = 30,
+             round_sd: float | None = None) -> Outcome:
     """`campaigns` campaigns of `rounds` rounds with one variant per effect, analysed with `estimator`."""
-    base, variants = draw(effects, rounds, drift, cv, campaigns, np.random.default_rng(seed))
+    base, variants = draw(effects, rounds, drift, cv, campaigns, np.random.default_rng(seed), round_sd)
     found = [intervals(base, v, estimator, alpha, len(effects)) for v in variants]
     adjusted = holm_rows(np.stack([f.p for f in found], axis=1))
     kinds = np.array([[verdict(DeltaCI(f.delta[row], f.low[row], f.high[row]), adjusted[row, k], rounds, rounds,
