@@ -16,8 +16,9 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Tests never touch the user's datasets or work dir. The image and Kubernetes binary caches stay shared:
     they are keyed by their inputs, and rebuilding them per test session would cost minutes."""
     base = tmp_path_factory.mktemp("lb")
-    os.environ.setdefault("LAYERBENCH_DATASET_DIR", str(base / "datasets"))
-    os.environ.setdefault("LAYERBENCH_WORK_DIR", str(base / "work"))
+    for name, folder in (("LAYERBENCH_DATASET_DIR", "datasets"), ("LAYERBENCH_WORK_DIR", "work")):
+        if not os.environ.get(name):  # set to "" is unset (layerbench/envvars.py), so it is isolated too
+            os.environ[name] = str(base / folder)
 
 
 @pytest.fixture

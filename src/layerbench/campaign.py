@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from layerbench import settings
 from layerbench.boundedyaml import load_text, read_campaign_text
 from layerbench.errors import BadInput, shown
-from layerbench.hosts import HostEntry
+from layerbench.hosts import HostEntry, check_host_address
+from layerbench.sysbench_options import check_sysbench_options
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 ConfigValue = str | int | float | bool | None
@@ -126,13 +127,19 @@ class HostVariant(VariantBase):
 
 class ExternalVariant(VariantBase):
     backend: Literal["external"]
-    host: str = Field(default="127.0.0.1", pattern=r"^[A-Za-z0-9_.:-]{1,253}$")
+    host: str = Field(default="127.0.0.1", max_length=253)
     port: int = Field(default=3306, ge=1, le=65535)
     user: str = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f]{1,80}$")
     database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
     password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
                                      description="environment variable holding the password")
     password_file: str | None = Field(default=None, max_length=4096, description="file holding the password")
+
+    @field_validator("host")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        check_host_address(value, "give the server's address")  # it goes into sysbench's config file
+        return value
 
     @model_validator(mode="after")
     def _one_password_source(self) -> ExternalVariant:
@@ -270,6 +277,10 @@ class Workload(Strict):
         default="files", description="per run with reset: snapshot: files (the restored files against the "
         "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
+    dataset_flags: Literal["auto", "always", "never"] | None = Field(
+        default=None, description="a Lua script of your own: whether sysbench gets --tables/--table-size (auto, "
+        "the default: each one the script declares in sysbench.cmdline.options; docs/campaign.md). Unset is auto "
+        "and is not stored, so the definitions of campaigns that do not use it stay as they were")
 
     @field_validator("threads", mode="before")
     @classmethod
@@ -310,11 +321,11 @@ class Workload(Strict):
     @field_validator("options")
     @classmethod
     def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench_options.py)
         for key, item in value.items():
             if not re.fullmatch(OPTION_NAME, key):
-                raise ValueError(f"{shown(key)} is not a sysbench option name (letters, digits, _ and -)")
-            if key.replace("_", "-") in {"mysql-password", "pgsql-password", "mysql-user", "mysql-host"}:
-                raise ValueError(f"{key!r} is set by layerbench from the variant; remove it from options")
+                fix = "write it without the leading dashes" if key.startswith("-") else "letters, digits, _ and -"
+                raise ValueError(f"{shown(key)} is not a sysbench option name ({fix})")
             check_option_value(key, item)
         refuse_secret_names(value, "set the password with the variant's password_env or password_file "
                                    "(backend external); layerbench passes it to sysbench in a private file")
@@ -325,6 +336,13 @@ class Workload(Strict):
         if self.report_interval > self.warmup + self.duration:
             raise ValueError(f"report_interval: {self.report_interval} s is longer than the run "
                              f"({self.warmup + self.duration} s); use at most the duration")
+        return self
+
+    @model_validator(mode="after")
+    def _dataset_flags_of_a_script(self) -> Workload:
+        if self.dataset_flags not in (None, "auto") and not self.is_lua_path:
+            raise ValueError(f"workloads.{self.name}.dataset_flags: {self.test} is a built-in test, which always "
+                             "gets --tables and --table-size; remove dataset_flags")
         return self
 
     @property
@@ -391,6 +409,14 @@ class Campaign(Strict):
     @classmethod
     def _recorded_percentiles(cls, value: Any) -> Any:
         return recorded_percentiles(value)
+
+    @field_validator("formats")
+    @classmethod
+    def _some_report(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("[] writes no report at all; list at least one of md, html, json, csv, or remove "
+                             f"formats: for the default ({', '.join(settings.REPORT_FORMATS)})")
+        return value
 
     @model_validator(mode="after")
     def _placement(self) -> Campaign:
@@ -570,11 +596,11 @@ def normalise(data: Any) -> Any:
 
 def _location(loc: tuple[Any, ...], data: Any) -> str:
     parts: list[str] = []
-    for item in loc:
+    for position, item in enumerate(loc):
         if isinstance(item, int):
             parts.append(f"[{item}]")
-        elif item in BACKENDS and parts and parts[-1].endswith("]"):
-            continue  # pydantic names the union member; the user never wrote it
+        elif item in BACKENDS and position and isinstance(loc[position - 1], int):
+            continue  # pydantic names the union member; the user never wrote it (a field `host` they did)
         else:
             name = str(item) if re.fullmatch(r"[\w.-]{1,64}", str(item)) else shown(item, 40)
             parts.append(("." if parts else "") + name)
@@ -651,9 +677,16 @@ def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
     return campaign.model_dump(mode="json", exclude_none=True)
 
 
+def smoke_dataset(workload: Workload) -> dict[str, int]:
+    """1 x 1000 rows; a script of the user's makes its own tables: only the dataset fields its workload sets
+    are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
+    small = {"tables": 1, "table_size": 1000}
+    return {k: v for k, v in small.items() if not workload.is_lua_path or k in workload.model_fields_set}
+
+
 def smoke_version(campaign: Campaign) -> Campaign:
     """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count. For checking
     that a campaign runs end to end (`layerbench run --smoke`), never for numbers."""
-    workloads = [w.model_copy(update={"tables": 1, "table_size": 1000, "duration": 3, "warmup": 0,
-                                      "threads": [min(w.threads)]}) for w in campaign.workloads]
+    workloads = [w.model_copy(update={**smoke_dataset(w), "duration": 3, "warmup": 0, "threads": [min(w.threads)]})
+                 for w in campaign.workloads]
     return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke"})

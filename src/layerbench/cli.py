@@ -40,9 +40,10 @@ Start here:
 
 \b
 Where things live (every command uses this rule):
-  store:   --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db, where <output> is, for run, the
-           campaign's output: key (default results) or run --output; for every other command: results,
-           relative to the current folder. Commands that only read never create a store.
+  store:   --db PATH, else $LAYERBENCH_DB, else <output>/layerbench.db, where <output> is the campaign's
+           output: key (default results) when a command is given the campaign file (run and validate; resume,
+           show and report when REF is the .yaml file; run --output overrides it), else results, relative to
+           the current folder. Commands that only read never create a store.
   reports: <output>/<id>-<name>/ (report --output writes them elsewhere).
 
 --debug (anywhere on the command line) shows the traceback of an error."""

@@ -19,6 +19,7 @@ from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign import Campaign, ConfigValue, VariantBase, Workload, seconds_of
 from layerbench.critical import signals_deferred
+from layerbench.custom_script import dataset_label
 from layerbench.errors import RunFailed
 from layerbench.harness import harness_cpus, pinned
 from layerbench.hosts import Hosts
@@ -145,7 +146,7 @@ class RunExecution:
         endpoint = self.backend.up(server_spec)
         record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
         remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
-        reset = self._reset(endpoint, snapshot, private, remote)
+        reset = self._reset(endpoint, snapshot, private, remote) | script_facts(workload)
         if snapshot is not None:
             reset |= {**restore_record(self.run_dir, self.backend.kind), **checked,
                       "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
@@ -295,6 +296,11 @@ def same_kernel(survey: dict[str, Any], client: Any, server_host: str) -> bool:
     server_boot = facts.get(server_host, {}).get("boot_id") or \
         Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     return bool(facts.get(client.host.name, {}).get("boot_id") == server_boot)
+
+
+def script_facts(workload: Workload) -> dict[str, Any]:
+    """What defines the data a script of the user's made (its own tables), with the run's reset facts."""
+    return {"dataset": dataset_label(workload)} if workload.is_lua_path else {}
 
 
 def server_config(variant: VariantBase, workload: Workload, snapshot: Snapshot | None) -> dict[str, ConfigValue]:

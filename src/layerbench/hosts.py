@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -19,9 +21,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from layerbench.errors import BadInput, RunFailed
+from layerbench.errors import BadInput, RunFailed, shown
 from layerbench.procs import Completed, run
 from layerbench.secrets import Secret
 
@@ -31,6 +33,29 @@ SSH_TARGET_RE = r"^[A-Za-z0-9_.@:\[\]%-]{1,255}$"  # user@host, host, an ~/.ssh/
 SSH_FAILED = 255
 REMOTE_WORK_DIR = "/var/tmp/layerbench"  # an ssh: host's default work_dir (as this machine's work root)
 WORK_DIR_RE = r"^/[A-Za-z0-9_./-]{1,200}$"  # absolute, no spaces or shell characters: it goes into sh scripts
+
+HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")  # RFC 1123
+
+
+def is_host_address(text: str) -> bool:
+    """An IP address (v4, v6) or a host name: dot-separated RFC 1123 labels, at most 253 characters, the last
+    not all digits (1.2.3.999 is neither an address nor a name). It goes into sysbench's config file and the
+    server's bind-address, where nothing else can be right."""
+    address, percent, zone = text.partition("%")  # an IPv6 zone: an interface name (Python takes any text)
+    try:
+        ipaddress.ip_address(address)
+        return not percent or (":" in address and re.fullmatch(r"[A-Za-z0-9_.-]{1,15}", zone) is not None)
+    except ValueError:
+        pass
+    labels = text.removesuffix(".").split(".")
+    return len(text) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels) and not labels[-1].isdigit()
+
+
+def check_host_address(value: str | None, fix: str = "give the address other hosts reach this one at") -> None:
+    """ValueError (one line) unless value is None, an IP address or a host name."""
+    if value is not None and not is_host_address(value):
+        raise ValueError(f"{shown(value)} is not an IP address or a host name (letters, digits and inner "
+                         f"hyphens, in labels separated by dots); {fix}")
 
 
 class HostEntry(BaseModel):
@@ -47,6 +72,12 @@ class HostEntry(BaseModel):
     work_dir: Annotated[str, Field(pattern=WORK_DIR_RE)] | None = Field(
         default=None, description="an ssh: host's folder for dataset snapshots and server datadirs "
                                   f"(default {REMOTE_WORK_DIR})")
+
+    @field_validator("address")
+    @classmethod
+    def _an_address(cls, value: str | None) -> str | None:
+        check_host_address(value)
+        return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> HostEntry:

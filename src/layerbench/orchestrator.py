@@ -14,6 +14,7 @@ from typing import Any
 from layerbench.analysis.sequential import over_budget, stop_reason
 from layerbench.campaign import Adaptive, Campaign, VariantBase, Workload, campaign_as_dict, stored_campaign
 from layerbench.critical import signals_deferred
+from layerbench.custom_script import prepare_options_text
 from layerbench.errors import Interrupted, LayerbenchError, RunFailed
 from layerbench.execution import Progress, RunContext, RunExecution, buffer_pool_bytes, slug
 from layerbench.hosts import Hosts
@@ -169,8 +170,9 @@ class Orchestrator:
     def snapshot_for(self, workload: Workload, variant: VariantBase, log_dir: Path) -> Snapshot:
         key = (workload.name, page_size_of(variant))
         if key not in self.snapshots:
-            self.progress.message(f"preparing dataset {workload.tables} x {workload.table_size} rows "
-                                  f"(cached for later runs)")
+            shape = f"{workload.tables} x {workload.table_size} rows" if not workload.is_lua_path else \
+                f"of the script: prepare {prepare_options_text(workload)},"
+            self.progress.message(f"preparing dataset {shape} (cached for later runs)")
             progress = PrepareProgress(workload.tables, self.progress.message, table_size=workload.table_size)
             self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir, on_line=progress,
                                                   say=self.progress.message)

@@ -2,7 +2,7 @@
 
 The store (one SQLite file holding every campaign) is the first of:
   1. `--db PATH` on the command line,
-  2. the environment variable `LAYERBENCH_DB`,
+  2. the environment variable `LAYERBENCH_DB` (set to "" it is unset),
   3. `<output>/layerbench.db`, where `<output>` is the campaign's `output:` key when the command is given the
      campaign file (`run` and `validate` always; `resume`, `show` and `report` when their REF is the YAML
      file; `run --output` overrides it), else `results` (the default `output:`), relative to the current folder.
@@ -12,9 +12,9 @@ Commands that only read (list, show, report, compare, validate, clean) never cre
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from layerbench.envvars import env_setting
 from layerbench.errors import BadInput
 
 DEFAULT_OUTPUT = "results"
@@ -30,8 +30,9 @@ def store_path(db: Path | None = None, output: str | Path | None = None) -> Path
     """The store a command uses, by the rule above."""
     if db is not None:
         return db
-    if os.environ.get(DB_ENV):
-        return Path(os.environ[DB_ENV])
+    from_env = env_setting(DB_ENV)
+    if from_env:
+        return Path(from_env)
     return Path(output if output is not None else DEFAULT_OUTPUT) / STORE_NAME
 
 
@@ -47,5 +48,5 @@ def existing_store(db: Path | None = None, output: str | Path | None = None) -> 
 def where(db: Path | None = None, output: str | Path | None = None) -> str:
     """How a command's store was chosen, for `list` and the end of `run`."""
     path = store_path(db, output)
-    source = "--db" if db is not None else DB_ENV if os.environ.get(DB_ENV) else "default"
+    source = "--db" if db is not None else DB_ENV if env_setting(DB_ENV) else "default"
     return f"{path} ({source})"

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from layerbench.hosts import LOCAL, HostEntry
+from layerbench.errors import shown
+from layerbench.hosts import LOCAL, HostEntry, is_host_address
 
 REMOTE_CLIENT_BACKENDS = ("host", "docker")  # and a vm on an ssh: host (its port forwarded from that host's address)
 REMOTE_SERVER_BACKENDS = ("host", "docker", "vm")  # a server on an ssh: host (backends/*_remote.py)
@@ -76,8 +77,13 @@ def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
     if getattr(v, "network", None) == "bridge-direct":
         raise ValueError(f"{where}: network bridge-direct gives the container an address only this machine "
                          "routes; use network: bridge (published port) or host")
-    if _entry(hosts, server_of(v)).reach_address() is None:
+    address = _entry(hosts, server_of(v)).reach_address()
+    if address is None:
         raise ValueError(f"{where}: the client needs the address it reaches {server_of(v)} at; set "
+                         f"hosts.{server_of(v)}.address")
+    if not is_host_address(address):  # taken from ssh: (an address: of its own is checked with the host)
+        raise ValueError(f"{where}: the server's address would be {shown(address)}, the host of "
+                         f"hosts.{server_of(v)}.ssh, which is not an IP address or a host name; set "
                          f"hosts.{server_of(v)}.address")
 
 

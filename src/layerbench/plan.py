@@ -28,6 +28,7 @@ from layerbench.campaign import (
     VMVariant,
     Workload,
 )
+from layerbench.custom_script import dataset_label
 from layerbench.schedule import build_schedule
 
 # Seconds a run costs beyond warm-up and duration (start, restore, checks, stop), per backend, measured here.
@@ -142,7 +143,7 @@ def rounds_text(campaign: Campaign) -> str:
 def workload_line(campaign: Campaign, workload: Workload) -> str:
     threads = ", ".join(str(t) for t in workload.threads)
     runs = len(workload.threads) * campaign.rounds * len(campaign.variants)
-    return (f"workload {workload.name}: {workload.test}, {workload.tables} x {workload.table_size:,} rows, threads "
+    return (f"workload {workload.name}: {workload.test}, {dataset_label(workload)}, threads "
             f"{threads} x {rounds_text(campaign)} x {len(campaign.variants)} variants = {runs} runs of "
             f"{workload.warmup} s warm-up + {workload.duration} s; reset {workload.reset}")
 
@@ -242,14 +243,20 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
     lines, seconds = [], 0.0
     for w in campaign.workloads:
         prepare = w.tables * w.table_size / rate
-        if w.reset == "reprepare":
+        if w.reset == "reprepare" and w.is_lua_path:
+            lines.append(f"dataset {w.name}: prepared again by the script before every run (reset: reprepare; "
+                         "time not estimated)")
+        elif w.reset == "reprepare":
             runs = len(w.threads) * campaign.rounds * len(campaign.variants)
             lines.append(f"dataset {w.name}: prepared again before every run (reset: reprepare), ~{prepare:.0f} s each")
             seconds += prepare * runs
         elif w.reset == "none":
             lines.append(f"dataset {w.name}: not touched (reset: none); the server's own tables are used")
         elif all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
-            lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, cached (layerbench cache list)")
+            lines.append(f"dataset {w.name}: {dataset_label(w)}, cached (layerbench cache list)")
+        elif w.is_lua_path:
+            lines.append(f"dataset {w.name}: {dataset_label(w)}, prepared once by the script (time not "
+                         "estimated), then cached")
         else:
             lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once "
                          f"(~{max(1, round(prepare))} s at {rate:,.0f} rows/s, {basis}), then cached")

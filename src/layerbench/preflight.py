@@ -2,7 +2,8 @@
 `run --dry-run` and `run` itself call `preflight()`, so validate never says "valid" to what run refuses.
 
 Order: checks of the campaign alone (tests, my.cnf option names, limits against this machine, disk space),
-then each backend's own `check()` (programs, daemon, cluster, image), all read-only.
+then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the throw-away
+container in which a docker variant's named image shows it holds the server's programs (backends/docker.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from layerbench.backends import Backend, make_backend
 from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload
+from layerbench.custom_script import check_script
 from layerbench.errors import BadInput, shown
 from layerbench.hosts import Host, Hosts
 from layerbench.placement import server_of
@@ -86,6 +88,7 @@ def check_test(workload: Workload) -> None:
     if problem:
         raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
                        f"({shown(problem, 120, quote=False)}); fix the script or the path")
+    check_script(workload)  # loads it: its modules, its declared options, the dataset flags it gets
 
 
 def lua_compile_error(path: Path) -> str | None:
@@ -213,7 +216,7 @@ def dataset_bytes(workload: Workload) -> int:
     folder = cached_folder(workload)
     if folder is not None:
         return folder_size(folder / "datadir")
-    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD
+    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
 
 
 def cached(workload: Workload) -> bool:

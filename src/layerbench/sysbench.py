@@ -16,13 +16,14 @@ from typing import Any
 
 from layerbench.backends.base import Endpoint
 from layerbench.campaign import Workload
+from layerbench.custom_script import dataset_flags, env_prefix, script_path
 from layerbench.latency_histogram import distribution, parse_histogram
 
 MARK = "LAYERBENCH "
 SYSBENCH_SHARE = "/usr/share/sysbench"
 
 HOOK_LUA = r"""-- written by layerbench: runs the test below and reports each interval as one JSON line
-package.path = {share} .. "/?.lua;" .. package.path
+package.path = {path} .. package.path
 dofile({script})
 
 local function lb_num(x, scale)
@@ -134,7 +135,7 @@ class ParsedOutput:
 def test_script(workload: Workload) -> str:
     """The Lua file of the workload: a bundled test by name, or the user's path."""
     if workload.is_lua_path:
-        return str(Path(workload.test).expanduser().resolve())
+        return str(script_path(workload))
     return f"{SYSBENCH_SHARE}/{workload.test}.lua"
 
 
@@ -150,7 +151,14 @@ def lua_string(text: str) -> str:
 
 
 def hook_script(workload: Workload) -> str:
-    return HOOK_LUA.format(share=lua_string(SYSBENCH_SHARE), script=lua_string(test_script(workload)))
+    """The report hook around the test. Modules are looked up first in a user's script's own folder (as its
+    prepare and cleanup find them through LUA_PATH: a copy of oltp_common.lua there wins in every step), then in
+    sysbench's share folder."""
+    path = f"{SYSBENCH_SHARE}/?.lua;"
+    if workload.is_lua_path:
+        folder = str(Path(test_script(workload)).parent).rstrip("/")
+        path = f"{folder}/?.lua;{folder}/?/init.lua;{path}"
+    return HOOK_LUA.format(path=lua_string(path), script=lua_string(test_script(workload)))
 
 
 def config_file_text(endpoint: Endpoint) -> str:
@@ -173,8 +181,9 @@ def _option(key: str, value: Any) -> str:
 
 
 def workload_args(workload: Workload, threads: int) -> list[str]:
-    """Options shared by prepare and run: dataset shape, randomness, the user's extra options."""
-    args = [f"--tables={workload.tables}", f"--table-size={workload.table_size}", f"--threads={threads}"]
+    """Options shared by prepare and run: dataset shape (a script of the user's gets only the flags it declares:
+    custom_script.py), randomness, the user's extra options."""
+    args = [_option(flag, getattr(workload, flag)) for flag in dataset_flags(workload)] + [f"--threads={threads}"]
     if workload.rand_type:
         args.append(f"--rand-type={workload.rand_type}")
     if workload.rand_seed is not None:
@@ -183,16 +192,22 @@ def workload_args(workload: Workload, threads: int) -> list[str]:
     return args
 
 
-def prepare_command(workload: Workload, config_file: Path, threads: int) -> list[str]:
-    """`prepare` with one thread per table (sysbench 1.0 prepares tables in parallel)."""
-    return ["sysbench", f"--config-file={config_file}", test_script(workload),
+def sysbench_argv(workload: Workload) -> list[str]:
+    """`sysbench`, after `env LUA_PATH=<the script's folder>;;` for a script of the user's."""
+    return [*env_prefix(workload), "sysbench"]
+
+
+def prepare_command(workload: Workload, config_file: Path, threads: int, script: str | None = None) -> list[str]:
+    """`prepare` with one thread per table (sysbench 1.0 prepares tables in parallel); `script`: a wrapper that
+    runs instead of the test (the subset prepare of a resumed build)."""
+    return [*sysbench_argv(workload), f"--config-file={config_file}", script or test_script(workload),
             *workload_args(workload, threads), "prepare"]
 
 
 def cleanup_command(workload: Workload, config_file: Path) -> list[str]:
     """`cleanup`: drops the workload's tables (DROP TABLE IF EXISTS: harmless on an empty server)."""
-    return ["sysbench", f"--config-file={config_file}", test_script(workload), *workload_args(workload, 1),
-            "cleanup"]
+    return [*sysbench_argv(workload), f"--config-file={config_file}", test_script(workload),
+            *workload_args(workload, 1), "cleanup"]
 
 
 def run_command(workload: Workload, config_file: Path, hook_file: Path, threads: int) -> list[str]:
@@ -202,7 +217,7 @@ def run_command(workload: Workload, config_file: Path, hook_file: Path, threads:
     so the last cumulative report covers exactly the `duration` seconds after the warm-up; `--histogram`
     prints that window's latency histogram (latency_histogram.py) just before it.
     """
-    cmd = ["sysbench", f"--config-file={config_file}", str(hook_file), *workload_args(workload, threads),
+    cmd = [*sysbench_argv(workload), f"--config-file={config_file}", str(hook_file), *workload_args(workload, threads),
            f"--time={workload.warmup + workload.duration}", "--events=0",
            f"--report-interval={workload.report_interval}", f"--percentile={workload.percentile}",
            "--histogram=on"]

@@ -5,31 +5,33 @@ One directory can hold both dataset snapshots and the runs' working copies: `LAY
 the filesystem you want the data on; a snapshot and its copies on one XFS or btrfs filesystem are restored by a
 copy-on-write clone (docs/datasets.md). The older, more specific variables still win when set:
 `LAYERBENCH_DATASET_DIR` (snapshots), `LAYERBENCH_WORK_DIR` (work), `LAYERBENCH_CACHE_DIR` (images and, without
-the others, snapshots). A leaf module: everything that needs these paths imports it.
+the others, snapshots). Each of them set to "" is unset (envvars.py). A leaf module (it imports only envvars):
+everything that needs these paths imports it.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from layerbench.envvars import env_setting
 
 DEFAULT_CACHE = "/var/cache/layerbench"
 DEFAULT_WORK = "/var/tmp/layerbench"
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("LAYERBENCH_CACHE_DIR", DEFAULT_CACHE))
+    return Path(env_setting("LAYERBENCH_CACHE_DIR") or DEFAULT_CACHE)
 
 
 def data_dir() -> Path | None:
     """The one directory for snapshots and working copies, when LAYERBENCH_DATA_DIR names it."""
-    value = os.environ.get("LAYERBENCH_DATA_DIR")
+    value = env_setting("LAYERBENCH_DATA_DIR")
     return Path(value) if value else None
 
 
 def datasets_dir() -> Path:
     """Where dataset snapshots live: LAYERBENCH_DATASET_DIR, else <data dir>/datasets, else <cache>/datasets."""
-    override = os.environ.get("LAYERBENCH_DATASET_DIR")
+    override = env_setting("LAYERBENCH_DATASET_DIR")
     if override:
         return Path(override)
     data = data_dir()
@@ -39,7 +41,7 @@ def datasets_dir() -> Path:
 def work_root() -> Path:
     """The work folder (datadirs of the runs, owner records): LAYERBENCH_WORK_DIR, else the data dir, else
     /var/tmp/layerbench."""
-    override = os.environ.get("LAYERBENCH_WORK_DIR")
+    override = env_setting("LAYERBENCH_WORK_DIR")
     if override:
         return Path(override)
     return data_dir() or Path(DEFAULT_WORK)

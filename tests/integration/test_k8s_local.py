@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "k8s-local"
-STATE_DIR = Path(os.environ.get("LAYERBENCH_TEST_K8S_DIR", "/var/tmp/layerbench-k8s-pytest"))
+STATE_DIR = Path(os.environ.get("LAYERBENCH_TEST_K8S_DIR") or "/var/tmp/layerbench-k8s-pytest")
 CACHE_ROOT = Path(os.environ.get("LAYERBENCH_CACHE_DIR", "/var/cache/layerbench"))
 PAUSE_IMAGE = "localhost/layerbench/pause:3.10"
 NAMESPACE = "lb-k8s-local-test"

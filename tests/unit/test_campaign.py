@@ -54,7 +54,7 @@ def test_single_thread_value_becomes_list() -> None:
         ({"variants": [{"name": "host", "backend": "host", "netwrk": "x"}]}, "variants[0].netwrk: unknown key"),
         ({"variants": [{"name": "host", "backend": "host", "extends": "ghost"}]}, "extends: 'ghost' names no"),
         ({"variants": [{"name": "host", "backend": "host"}, {"name": "host", "backend": "host"}]}, "repeated: host"),
-        ({"workload": {"options": {"mysql-password": "x"}}}, "set by layerbench"),
+        ({"workload": {"options": {"mysql-password": "x"}}}, "--mysql-password belongs to layerbench"),
         ({"workload": {"buffer_pool": "lots"}}, "is not a percentage"),
     ],
 )

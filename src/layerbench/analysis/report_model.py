@@ -143,9 +143,20 @@ def verdict_notes(analysis: Analysis) -> list[str]:
 def workload_line(analysis: Analysis, w: WorkloadRecord) -> str:
     d = analysis.definition
     threads = "/".join(str(t) for t in w.threads)
-    return (f"Workload `{w.name}`: sysbench {w.test}, {w.tables} x {w.table_size} rows, threads {threads}, "
+    return (f"Workload `{w.name}`: sysbench {w.test}, {dataset_text(analysis, w)}, threads {threads}, "
             f"{w.duration} s after {w.warmup} s warm-up, {repetitions_text(d.repetitions)}, order {d.order}"
             f"{buffer_pool_note(analysis, w)}")
+
+
+def dataset_text(analysis: Analysis, w: WorkloadRecord) -> str:
+    """Rows of a built-in test; for a script of the user's, what its runs recorded its prepare got (it makes
+    tables of its own, and gets --tables/--table-size only where it declares them)."""
+    if not (w.test.endswith(".lua") or "/" in w.test):
+        return f"{w.tables} x {w.table_size} rows"
+    said = next((r.facts.reset.document.get("dataset") for r in analysis.runs
+                 if r.workload == w.name and r.facts.reset and isinstance(r.facts.reset.document.get("dataset"), str)),
+                None)
+    return str(said) if said else "a dataset of its own"
 
 
 def repetitions_text(value: int | AdaptiveRepetitions) -> str:

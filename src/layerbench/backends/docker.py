@@ -38,6 +38,7 @@ DATADIR = "/var/lib/mysql"
 CONF = "/etc/layerbench"
 LOGS = "/var/log/layerbench"
 SNAPSHOT = "/snapshot"
+IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_command runs
 
 
 def labels(spec: ServerSpec, role: str) -> dict[str, str]:
@@ -262,13 +263,51 @@ def check_variant(client: Any, variant: DockerVariant) -> None:
 
 
 def check_image(client: Any, variant: DockerVariant) -> None:
+    """The image is on the Docker host and holds the programs the container's command runs (server_command)."""
     import docker.errors
 
+    where = f"variants.{variant.name}.image: {variant.image}"
     try:
         client.images.get(variant.image)
     except docker.errors.ImageNotFound:
-        raise BadInput(f"variants.{variant.name}.image: {variant.image} is not on this Docker host; pull it "
-                       "(`docker pull`) or remove `image:` to use the locally built one") from None
+        raise BadInput(f"{where} is not on this Docker host; pull it (`docker pull`) or remove `image:` to use "
+                       "the locally built one") from None
+    needed = IMAGE_PROGRAMS + (("sysbench",) if variant.client == "container" else ())
+    missing = missing_programs(client, str(variant.image), needed)
+    if missing:
+        raise BadInput(f"{where} has no {', '.join(missing)} on its PATH; layerbench starts the server with "
+                       "mariadbd and mariadb-install-db (MySQL images: not yet); remove `image:` to use the "
+                       "locally built one")
+
+
+def missing_programs(client: Any, image: str, programs: tuple[str, ...]) -> list[str]:
+    """Which of the programs `sh` in the image does not find (all of them when the image has no sh): a labelled
+    container that is never given a network, removed before this returns."""
+    script = "; ".join(f"command -v {p} >/dev/null || echo {p}" for p in programs)
+    check_labels = {"layerbench": "1", "layerbench.role": "image-check", "layerbench.harness": str(os.getpid())}
+    container = None
+    try:
+        with signals_deferred():  # a Ctrl-C while the daemon creates it lands once `container` is set
+            container = client.containers.create(image, ["-c", script], entrypoint=["sh"], labels=check_labels,
+                                                 network_mode="none")
+        return programs_not_found(container, programs)
+    finally:
+        if container is not None:
+            container.remove(force=True)
+
+
+def programs_not_found(container: Any, programs: tuple[str, ...]) -> list[str]:
+    import docker.errors
+
+    try:
+        container.start()
+    except docker.errors.APIError:  # no sh in the image: it cannot run the server's command either
+        return list(programs)
+    try:
+        container.wait(timeout=60)
+    except Exception:  # the daemon's read timed out: the image's sh never finished
+        return ["sh that finishes `command -v` within 60 s"]
+    return container.logs(stdout=True, stderr=False).decode(errors="replace").split()
 
 
 def daemon_facts(client: Any, image: str) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from layerbench.envvars import env_setting
 from layerbench.errors import PrerequisiteMissing
 
 
@@ -17,7 +17,7 @@ def docker_client() -> Any:
         client = docker.from_env(timeout=120)
         client.ping()
     except (docker.errors.DockerException, OSError) as error:
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        where = env_setting("DOCKER_HOST") or "unix:///var/run/docker.sock"
         raise PrerequisiteMissing(f"no Docker daemon answers at {where} ({type(error).__name__}); start it with "
                                   "scripts/setup (or `dockerd &`), or set DOCKER_HOST") from None
     return client

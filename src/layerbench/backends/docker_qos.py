@@ -5,8 +5,10 @@ pod of each Kubernetes QoS class (cgroupfs driver, CFS quota enabled):
 - Burstable: cpu.shares = 1024 x CPU request, CFS quota = CPU limit, memory limit = memory limit
   (requests below limits; here the request is half the limit).
 - Guaranteed: requests = limits: cpu.shares = 1024 x CPUs, CFS quota = CPUs, memory limit.
-- Guaranteed with the static CPU manager policy (`guaranteed-pinned`): Guaranteed plus a cpuset of whole,
-  exclusive CPUs (the CFS quota stays, as the kubelet keeps it unless told otherwise).
+- Guaranteed with the static CPU manager policy (`guaranteed-pinned`): Guaranteed with a cpuset of whole,
+  exclusive CPUs and no CFS quota: since Kubernetes 1.33 the kubelet drops the quota of a container the static
+  CPU manager gives exclusive cores (feature gate DisableCPUQuotaWithExclusiveCPUs, on by default; the local
+  cluster of scripts/k8s-local runs 1.33).
 The size of the "pod" comes from `resources.cpus` (default 1) and `resources.memory` (default 2g).
 """
 
@@ -39,7 +41,8 @@ def qos_options(qos: str, cpus: float, memory: str, cpuset: str | None) -> dict[
         return guaranteed
     if cpus != math.floor(cpus):
         raise BadInput(f"resources.cpus: {cpus:g} is not a whole number; guaranteed-pinned needs whole CPUs")
-    return {**guaranteed, "cpuset_cpus": cpuset or first_cpus(int(cpus))}
+    pinned = {key: value for key, value in guaranteed.items() if key != "nano_cpus"}  # no quota: see above
+    return {**pinned, "cpuset_cpus": cpuset or first_cpus(int(cpus))}
 
 
 def resource_options(variant: DockerVariant) -> dict[str, Any]:

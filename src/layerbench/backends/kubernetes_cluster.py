@@ -13,6 +13,7 @@ from typing import Any
 
 from layerbench.backends.kubernetes_manifests import quantity
 from layerbench.campaign import KubernetesVariant
+from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, PrerequisiteMissing
 
 TIMEOUT = 15
@@ -20,7 +21,7 @@ TIMEOUT = 15
 
 def local_kubeconfig() -> Path:
     """The kubeconfig that scripts/k8s-local writes."""
-    return Path(os.environ.get("K8S_LOCAL_DIR", "/var/tmp/layerbench-k8s")) / "kubeconfig"
+    return Path(env_setting("K8S_LOCAL_DIR") or "/var/tmp/layerbench-k8s") / "kubeconfig"  # as scripts/k8s-local
 
 
 def kubeconfig_path(variant: KubernetesVariant) -> Path:

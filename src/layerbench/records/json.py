@@ -39,7 +39,7 @@ def opt_float(value: object) -> float | None:
 def as_int(value: object, default: int = 0) -> int:
     try:
         return default if value is None or isinstance(value, bool) else int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: Infinity, which json.loads reads as a float
         return default
 
 

@@ -30,8 +30,8 @@ from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
 from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
 from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot, server_version
-from layerbench.server.tables import complete_tables, row_counts, table_checksums, table_names
-from layerbench.sysbench import cleanup_command, config_file_text, lua_string, test_script, workload_args
+from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
+from layerbench.sysbench import cleanup_command, config_file_text, lua_string, prepare_command, test_script
 from layerbench.workdirs import datasets_dir
 
 Say = Callable[[str], None]
@@ -96,7 +96,7 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
         wrapper.write_text(subset_script(workload, only), encoding="utf-8")
         files[wrapper.name], script = wrapper.read_text(encoding="utf-8"), str(wrapper)
     threads = max(1, min(len(only) if only is not None else workload.tables, os.cpu_count() or 1))
-    cmd = ["sysbench", f"--config-file={cfg}", script, *workload_args(workload, threads), "prepare"]
+    cmd = prepare_command(workload, cfg, threads, script)
     done = client.run_client(cmd, files, log_path=log_dir / "prepare.log", secrets=[endpoint.password],
                              on_line=on_line, timeout=24 * 3600)
     if done.returncode != 0:
@@ -208,11 +208,12 @@ class Builder:
         shutil.rmtree(self.scratch / "datadirs", ignore_errors=True)
 
     def fill(self, endpoint: Endpoint) -> None:
+        if self.workload.is_lua_path:
+            self.fill_by_script(endpoint)
+            return
         all_tables = list(range(1, self.workload.tables + 1))
         done = complete_tables(endpoint, self.workload) if self.resumed else []
         missing = [i for i in all_tables if f"sbtest{i}" not in done]
-        if done and self.workload.is_lua_path:
-            done, missing = [], all_tables  # a user's script: we cannot tell its tables' last step
         if done:
             self.say(f"prepare: resuming an interrupted build, {len(done)} of {self.workload.tables} tables kept")
         for i in missing:
@@ -224,6 +225,15 @@ class Builder:
         prepare_tables(self.workload, endpoint, self.private, self.log_dir, progress,
                        only=missing if done else None)
 
+    def fill_by_script(self, endpoint: Endpoint) -> None:
+        """A user's script: prepared from the start (we cannot tell its tables' last step), on a database emptied
+        of whatever an interrupted build of it left."""
+        for name in base_tables(endpoint) if self.resumed else []:
+            query(endpoint, f"DROP TABLE IF EXISTS {quoted(name)}", database=endpoint.database)
+        if self.resumed:
+            self.say("prepare: an interrupted build of a script of your own is prepared again from the start")
+        prepare_tables(self.workload, endpoint, self.private, self.log_dir, self.on_line)
+
     def verify(self, endpoint: Endpoint) -> dict[str, Any]:
         """Row counts and CHECKSUM TABLE of every table, once, here: what each run's file check stands on."""
         counts = row_counts(endpoint, self.workload)
@@ -231,7 +241,7 @@ class Builder:
         if wrong:
             raise RunFailed(f"prepare left {wrong}; expected {self.workload.table_size} rows per table")
         return {"key": self.key, "inputs": self.inputs, "rows": counts, "created_at": time.time(),
-                "checksums": table_checksums(endpoint, table_names(self.workload)), "checksums_complete": True}
+                "checksums": table_checksums(endpoint, list(counts)), "checksums_complete": True}
 
     def shut_down(self, endpoint: Endpoint) -> None:
         """A clean shutdown (a consistent datadir), without the buffer-pool dump (runs start cold); the datadir

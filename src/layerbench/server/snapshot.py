@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.campaign import Workload
+from layerbench.custom_script import dataset_flags, script_digest
 from layerbench.server.manifest import build_manifest, check_snapshot, read_manifest, write_manifest
 from layerbench.sysbench import test_script
 from layerbench.workdirs import datasets_dir
@@ -44,16 +45,28 @@ class Snapshot:
 
 
 def dataset_key(workload: Workload, version: str, page_size: str | None) -> tuple[str, dict[str, Any]]:
-    """A content key from everything that changes the prepared bytes."""
-    script = Path(test_script(workload))
+    """A content key from everything that changes the prepared bytes. A script of the user's: its code (and its
+    folder's modules), the dataset flags it gets and its options; not the workload's tables/table_size when
+    it does not get them."""
+    if workload.is_lua_path:
+        return script_dataset_key(workload, version, page_size)
     inputs = {
         "server": version, "page_size": page_size or "default", "tables": workload.tables,
         "table_size": workload.table_size, "options": {k: str(v) for k, v in sorted(workload.options.items())},
-        "script": script.name if not workload.is_lua_path else hashlib.sha256(script.read_bytes()).hexdigest(),
-        "format": 1,
+        "script": Path(test_script(workload)).name, "format": 1,
     }
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
     return f"{workload.tables}x{workload.table_size}-{digest}", inputs
+
+
+def script_dataset_key(workload: Workload, version: str, page_size: str | None) -> tuple[str, dict[str, Any]]:
+    inputs = {
+        "server": version, "page_size": page_size or "default", "script": script_digest(workload),
+        "dataset_flags": {flag: getattr(workload, flag) for flag in dataset_flags(workload)},
+        "options": {k: str(v) for k, v in sorted(workload.options.items())}, "format": 2,
+    }
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    return f"lua-{digest}", inputs
 
 
 def remove_snapshot(key: str) -> None:

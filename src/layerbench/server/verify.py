@@ -22,7 +22,7 @@ from layerbench.secrets import generate_password
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.restore import read_facts
 from layerbench.server.snapshot import Snapshot, remove_snapshot, snapshot_problems
-from layerbench.server.tables import table_checksums, table_names
+from layerbench.server.tables import table_checksums, workload_tables
 
 
 def corrupt(snapshot: Snapshot, problem: str) -> SnapshotCorrupt:
@@ -46,7 +46,8 @@ def checksum_in_private_server(snapshot: Snapshot, workload: Workload, log_dir: 
     spec = ServerSpec("verify", f"verify-{snapshot.key}", log_dir, private, root,
                       config={"innodb_buffer_pool_size": "128M"}, password=generate_password(), snapshot=snapshot.path)
     try:
-        return table_checksums(backend.up(spec), table_names(workload))
+        endpoint = backend.up(spec)
+        return table_checksums(endpoint, workload_tables(endpoint, workload))
     finally:
         backend.down()
         shutil.rmtree(root, ignore_errors=True)
