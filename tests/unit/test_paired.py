@@ -19,6 +19,8 @@ from layerbench.analysis.report_model import method_line
 from layerbench.campaign import campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.records import CampaignRecord
+from layerbench.report.evidence import evidence
+from layerbench.report.markdown import render
 from layerbench.schedule import build_schedule
 from layerbench.store import Store
 
@@ -174,8 +176,9 @@ def test_a_failed_run_leaves_its_round_unpaired(tmp_path: Path) -> None:
     with Store(tmp_path / "a.db") as store:
         first = next(r for r in store.runs(cid) if r.variant == "host")
     cid = drifting_store(tmp_path / "b.db", rounds=9, fail={first.idx})
-    _, found = tps(tmp_path / "b.db", cid)
-    assert found.pairs == 8 and found.n_baseline == 8
+    analysis, found = tps(tmp_path / "b.db", cid)
+    assert (found.pairs, found.n_baseline, found.n_variant) == (8, 8, 9)
+    assert "n=8 pairs of 8+9 runs)" in evidence(found) and "n=8 pairs of" in render(analysis)
 
 
 def test_too_few_pairs_fall_back_to_unpaired_and_the_report_says_so(tmp_path: Path) -> None:

@@ -76,7 +76,8 @@ class Comparison:
     verdict: Verdict
     n_baseline: int
     n_variant: int
-    pairs: int | None = None  # paired by round (analysis/paired.py): the pairs the delta and p come from
+    pairs: int | None = None  # paired by round (analysis/paired.py): the pairs the delta and p come from, which
+    # can be fewer than the runs per side (a run whose round has no partner is left out of the pairs)
 
 
 @dataclass(frozen=True)
@@ -387,7 +388,7 @@ def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], 
             paired: Mapping[str, Tested] | None = None) -> list[Comparison]:
     """Each variant against the baseline for one metric, Holm-corrected across the variants. The interval is
     the (1 - alpha) Hodges-Lehmann interval of each comparison alone: unpaired, or for the variants in `paired`
-    the delta and p given there (paired by round), whose n per side is the number of pairs."""
+    the delta and p given there (paired by round), whose verdict counts the pairs as its n per side."""
     paired = paired or {}
     names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
     found = {name: (paired[name].delta, paired[name].p) if name in paired else
@@ -406,5 +407,5 @@ def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], 
         judged = Verdict("need more runs", short) if short else verdict(
             delta, adjusted[name], n1, n2, threshold=threshold, alpha=alpha, min_runs=1,
             higher_is_better=higher_is_better, p_raw=p)
-        out.append(Comparison(name, delta, p, adjusted[name], judged, n1, n2, pairs))
+        out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values), pairs))
     return out
