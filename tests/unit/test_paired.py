@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats as sp
 
 from helpers import synthetic_campaign, synthetic_run
@@ -229,3 +231,25 @@ def test_new_campaigns_are_paired_and_say_so_in_their_definition() -> None:
     assert stored["estimator"] == "paired" and CampaignRecord.from_json(stored).settings().estimator == "paired"
     del stored["estimator"]
     assert CampaignRecord.from_json(stored).settings().estimator == "unpaired"
+
+
+# --- any values a run can give ---------------------------------------------------------------------------------
+
+PAIRS = st.integers(1, 60).flatmap(lambda n: st.tuples(*(st.lists(
+    st.one_of(st.floats(-1e6, 1e6), st.integers(0, 3).map(float)), min_size=n, max_size=n),) * 2))
+
+
+@given(PAIRS)
+def test_any_pairs_give_an_ordered_interval_and_a_p_in_0_1(pairs: tuple[list[float], list[float]]) -> None:
+    base, variant = (np.array(side) for side in pairs)
+    if np.median(base) == 0 and not ((base > 0).all() and (variant > 0).all()):
+        with pytest.raises(ValueError):
+            signed_rank_intervals(base, variant)
+        return
+    found = signed_rank_intervals(base, variant)
+    assert 0 <= found.p[0] <= 1 and found.low[0] <= found.delta[0] <= found.high[0]
+    if not ((base > 0).all() and (variant > 0).all()):
+        return
+    d = np.log(variant) - np.log(base)
+    if d.size <= 50 and len(set(np.abs(d))) == d.size and d.all():  # SciPy's exact case
+        assert found.p[0] == pytest.approx(sp.wilcoxon(d, method="exact").pvalue)
