@@ -28,7 +28,7 @@ def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher
     others = {name: values for name, values in values_by_variant.items() if name != baseline}
     if not base or not others:
         return {}
-    paired, _ = paired_tests(baseline, by_round, settings.alpha) if by_round else ({}, {})
+    paired = paired_tests(baseline, by_round, settings.alpha) if by_round else {}
     found = compare(base, others, higher_is_better=higher_is_better, threshold=settings.threshold,
                     alpha=settings.alpha, min_runs=settings.min_runs, paired=paired)
     return {c.variant: c for c in found}

@@ -169,20 +169,15 @@ def paired_delta(pairs: Pairs, alpha: float) -> Tested:
 RoundValues = Sequence[tuple[int, float]]  # (round, value) of each usable run, in run order
 
 
-def paired_tests(baseline: str, by_round: dict[str, RoundValues], alpha: float) -> tuple[dict[str, Tested],
-                                                                                          dict[str, str]]:
-    """Each variant paired with the baseline by round where the pairs can reach alpha after Holm across the
-    variants; the others with why they are compared unpaired instead."""
+def paired_tests(baseline: str, by_round: dict[str, RoundValues], alpha: float) -> dict[str, Tested]:
+    """Each variant paired with the baseline by round where its pairs can reach alpha after Holm across the
+    variants; the others are left out here, to be compared unpaired (the report names them)."""
     others = [name for name, values in by_round.items() if name != baseline and values]
     if not by_round.get(baseline) or not others:
-        return {}, {}
-    tested, why = {}, {}
+        return {}
+    tested = {}
     for name in others:
         pairs = pair_by_round(by_round[baseline], by_round[name])
         if verdict_reachable(pairs.n, comparisons=len(others), alpha=alpha) and np.median(pairs.baseline):
             tested[name] = paired_delta(pairs, alpha)
-        else:
-            need = pairs_needed(comparisons=len(others), alpha=alpha)
-            why[name] = (f"{pairs.n} pairs cannot reach alpha {alpha:g} after Holm for {len(others)} comparison(s) "
-                         f"with the signed-rank test (smallest p 2 / 2^n: needs {need})")
-    return tested, why
+    return tested
