@@ -13,9 +13,9 @@ from layerbench.sysbench import Interval, Totals
 
 
 def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple[int, ...] = (2,),
-                       costs: dict[str, float] | None = None) -> dict:
+                       costs: dict[str, float] | None = None, extra: dict | None = None) -> dict:
     return {
-        "name": "golden", "baseline": next(iter(variants)), "repetitions": reps, "seed": 7,
+        **(extra or {}), "name": "golden", "baseline": next(iter(variants)), "repetitions": reps, "seed": 7,
         "variants": [{"name": n, "backend": "host", **({"cost_per_month": costs[n]} if costs and n in costs else {})}
                      for n in variants],
         "workload": {"tables": 2, "table_size": 1000, "threads": list(threads), "duration": 10, "warmup": 2},
@@ -24,10 +24,11 @@ def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple
 
 def fill_store(path: Path, variants: dict[str, float], reps: int = 6, seed: int = 3,
                threads: tuple[int, ...] = (2,), fail: set[int] | None = None,
-               costs: dict[str, float] | None = None) -> int:
-    """A stored campaign whose variant v has TPS about 500 * variants[v], with a little noise."""
+               costs: dict[str, float] | None = None, extra: dict | None = None) -> int:
+    """A stored campaign whose variant v has TPS about 500 * variants[v], with a little noise; `extra`: more
+    campaign keys (correction: sweep)."""
     rng = random.Random(seed)
-    campaign = parse_campaign(synthetic_campaign(variants, reps, threads, costs))
+    campaign = parse_campaign(synthetic_campaign(variants, reps, threads, costs, extra))
     with Store(path) as store:
         cid = store.create_campaign(CampaignRecord.from_json(campaign_as_dict(campaign)), "results", None)
         specs = build_schedule(campaign)

@@ -396,6 +396,9 @@ class Campaign(Strict):
                                  "a verdict, on top of what alpha needs (docs/import.md)")
     estimator: Literal["paired", "unpaired"] = Field(default=settings.ESTIMATOR, description="paired: each "
                                                      "variant against the baseline by round (docs/statistics.md)")
+    correction: Literal["point", "sweep"] = Field(default=settings.CORRECTION, description="the family over "
+                                                   "which p is Holm-corrected: the variants of each point, or "
+                                                   "every variant and thread count of a workload (docs/statistics.md)")
     compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
                                              "in every workload besides its `percentile` (docs/campaign.md)")
     unstable_ratio: float = Field(default=settings.UNSTABLE_RATIO, gt=1, le=1000,

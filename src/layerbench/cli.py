@@ -63,6 +63,10 @@ MinRunsOption = Annotated[int | None, typer.Option("--min-runs", help="a floor o
                                                                       "top of what alpha needs (default none)")]
 ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction "
                                                                           "(default 0.02 = 2 %)")]
+CorrectionOption = Annotated[str | None, typer.Option("--correction", help="the family over which p is "
+                                                    "Holm-corrected: point (the variants of each point) or sweep "
+                                                    "(every thread count of a workload together) [default: point; "
+                                                    "report: the campaign's]")]
 RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`; or the campaign's YAML file, "
                                              "which also finds the store in its output:")]
 
@@ -307,12 +311,12 @@ def report(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the report files [default: <output>/<id>-<name>/]")] = None,
     alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
-    db: DbOption = None,
+    correction: CorrectionOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
     from layerbench.importer import statistics_options
 
-    overrides = statistics_options(alpha, min_runs, threshold)
+    overrides = statistics_options(alpha, min_runs, threshold, correction)
     path, ref = located(ref, db)
     with Store(path) as store:
         row = store.campaign(ref)
@@ -431,13 +435,13 @@ def import_results(
     name: Annotated[str, typer.Option(help="name of the new campaign")],
     baseline: Annotated[str, typer.Option(help="the variant the others are compared with")],
     alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
-    db: DbOption = None,
+    correction: CorrectionOption = None, db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
     from layerbench.importer import statistics_options
     from layerbench.imports import import_results as import_any
 
-    options = statistics_options(alpha, min_runs, threshold)
+    options = statistics_options(alpha, min_runs, threshold, correction)
     path = store_path(db)
     with removed_if_new_on_error(path), Store(path) as store:
         campaign_id = import_any(store, source, name, baseline, options)

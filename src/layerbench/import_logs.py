@@ -1,6 +1,8 @@
 """Import raw sysbench output files (one file per run) as a stored campaign: which file is which variant,
 iteration and thread count (from a folder's layout, the file names, or a mapping file), each parsed by
-sysbench_logs, stored with its percentile and interval series.
+sysbench_logs, stored with its percentile and interval series. Files that report different latency percentiles
+(95th, 100th) are imported together: TPS, QPS and average latency are compared, the percentile latency is
+shown per file and marked "not compared: 95th vs 100th" (analysis/aggregate.py).
 
 Without a mapping file a file is named `VARIANT-ITERATION.ext` (or `VARIANT_ITERATION`, `VARIANT-run3.log`),
 or lies in a folder named after its variant with the iteration as the last number of its name
@@ -125,8 +127,9 @@ def read_log(entry: LogFile) -> LogRun:
 
 
 def checked_runs(entries: list[LogFile]) -> list[tuple[LogFile, LogRun, int | None]]:
-    """Each file parsed, with its thread count; one percentile across the files, no run given twice."""
-    out, seen, percentiles = [], {}, {}
+    """Each file parsed, with its thread count; no run given twice. Files may report different latency
+    percentiles: each run keeps its own, and the analysis compares no percentile latency across them."""
+    out, seen = [], {}
     for entry in entries:
         run = read_log(entry)
         threads = entry.threads or run.threads
@@ -138,14 +141,15 @@ def checked_runs(entries: list[LogFile]) -> list[tuple[LogFile, LogRun, int | No
             raise BadInput(f"{entry.path}: variant {entry.variant!r} iteration {entry.iteration} (threads "
                            f"{threads}) is also {seen[key]}; rename one or fix the mapping")
         seen[key] = entry.path
-        if run.percentile is not None:
-            percentiles.setdefault(run.percentile, entry.path)
         out.append((entry, run, threads))
-    if len(percentiles) > 1:
-        (p1, f1), (p2, f2) = list(percentiles.items())[:2]
-        raise BadInput(f"{f2}: reports the {p2:g}th latency percentile, {f1} the {p1:g}th; a comparison never "
-                       "mixes percentiles: import the files of each percentile as a campaign of its own")
     return out
+
+
+def campaign_percentile(runs: list[tuple[LogFile, LogRun, int | None]], baseline: str) -> float | None:
+    """The percentile the campaign is labelled with: the baseline's (its first file that reports one), else the
+    first file's; runs that report another keep theirs and are marked in the report."""
+    found = [(entry.variant, run.percentile) for entry, run, _ in runs if run.percentile is not None]
+    return next((p for v, p in found if v == baseline), found[0][1] if found else None)
 
 
 def import_logs(store: Store, source: str, name: str, baseline: str, options: Overrides) -> int:
@@ -162,7 +166,7 @@ def import_logs(store: Store, source: str, name: str, baseline: str, options: Ov
     if baseline not in variants:
         raise BadInput(f"--baseline: {shown(baseline)} is not a variant of {shown(source)}; use one of "
                        f"{shown(', '.join(variants), 200, quote=False)}")
-    percentile = next((run.percentile for _, run, _ in runs if run.percentile is not None), None)
+    percentile = campaign_percentile(runs, baseline)
     origin = Path(source).resolve() if not any(c in source for c in "*?[") else Path(source).absolute()
     threads = sorted({t for _, _, t in runs if t is not None})
     extra = {**options.campaign_keys(), "imported_layouts": sorted({run.layout for _, run, _ in runs})}

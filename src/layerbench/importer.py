@@ -4,8 +4,10 @@ as runs layerbench made itself: a CSV table (here, strictly checked) or raw sysb
 CSV columns (header names case-insensitive, each at most once): `variant`, `iteration`, optional `threads`, and
 at least one metric: `total_queries`, `qps`, `tps`, `lat_avg_ms`, `lat_max_ms`, `lat_p<N>_ms` (a latency
 percentile: lat_p95_ms, lat_p99_ms, lat_p99.9_ms; the 95th is the one compared when present, else the first
-given; the others are kept with the run). Numbers use a decimal point; a comma in a number, a row with more or
-fewer fields than the header, a repeated column and an unknown column are refused with line and column.
+given; the others are kept with the run; a row that gives only another percentile keeps its own, and the report
+compares no percentile latency between runs of different percentiles). Numbers use a decimal point; a comma
+in a number, a row with more or fewer fields than the header, a repeated column and an unknown column are
+refused with line and column.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from layerbench.boundedyaml import read_bounded_text
 from layerbench.campaign import MAX_RUNS, MAX_THREADS
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord
-from layerbench.settings import Overrides
+from layerbench.settings import CORRECTIONS, Overrides
 from layerbench.store import RunRecord, Store
 
 METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_max_ms")
@@ -165,15 +167,27 @@ def compared_percentile(rows: list[ImportedRow]) -> tuple[str | None, float | No
     return chosen, (percentile_of(chosen, 0) if chosen else None)
 
 
-def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None) -> Overrides:
-    """--alpha, --min-runs, --threshold, checked; one-line errors for values out of range."""
+def row_percentile(row: ImportedRow, compared: str | None) -> str | None:
+    """The percentile column a row's latency comes from: the compared one, else the row's first (a row that
+    gives only another percentile keeps it, and the report marks its latency as not compared)."""
+    if compared in row.metrics:
+        return compared
+    return next((m for m in row.metrics if PERCENTILE_COLUMN.match(m)), None)
+
+
+def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None,
+                       correction: str | None = None) -> Overrides:
+    """--alpha, --min-runs, --threshold, --correction, checked; one-line errors for values out of range."""
+    if correction is not None and correction not in CORRECTIONS:
+        raise BadInput(f"--correction: {shown(correction)} is not a family of comparisons; use point (the variants "
+                       "of each point) or sweep (every thread count of a workload together)")
     if alpha is not None and not 0 < alpha < 1:
         raise BadInput(f"--alpha: {alpha:g} is not a significance level; use a number between 0 and 1, like 0.05")
     if min_runs is not None and min_runs < 2:
         raise BadInput(f"--min-runs: {min_runs} runs cannot carry a verdict; use 2 or more, or leave it out")
     if threshold is not None and not 0 <= threshold < 1:
         raise BadInput(f"--threshold: {threshold:g} is not a noise threshold; use a fraction like 0.02 (2 %)")
-    return Overrides(threshold, alpha, min_runs)
+    return Overrides(threshold, alpha, min_runs, correction)
 
 
 def import_csv(store: Store, path: Path, name: str, baseline: str, options: Overrides | None = None) -> int:
@@ -194,10 +208,11 @@ def import_csv(store: Store, path: Path, name: str, baseline: str, options: Over
     records = []
     for row in rows:
         values = {COLUMN_IN_STORE[k]: v for k, v in row.metrics.items() if k in COLUMN_IN_STORE}
-        if column in row.metrics:
-            values["lat_pct_ms"] = row.metrics[column]
-        record = RunRecord(0, row.variant, "imported", row.threads, row.iteration, percentile=percentile,
-                           imported=values)
+        own = row_percentile(row, column)
+        if own is not None:
+            values["lat_pct_ms"] = row.metrics[own]
+        record = RunRecord(0, row.variant, "imported", row.threads, row.iteration,
+                           percentile=percentile_of(own, 0) if own else percentile, imported=values)
         record.facts.other["imported"] = {"file": str(origin), "line": row.line, **row.metrics}
         records.append(record)
     return store.import_campaign(definition, str(origin.parent), str(origin), records)

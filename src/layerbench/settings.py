@@ -11,6 +11,8 @@ ALPHA = 0.05  # significance level of the verdicts
 MIN_RUNS = 0  # no floor of the user's on top of what alpha needs (0: none)
 SEED = 1  # of the bootstrap resamples
 REPORT_FORMATS = ("md", "html")  # written at the end of `run` and `resume`, and by `report`, unless the campaign says
+CORRECTION = "point"  # the Holm family: the variants of one point ("point") or of a workload's whole sweep ("sweep")
+CORRECTIONS = ("point", "sweep")
 UNSTABLE_RATIO = 1.5  # interval TPS swinging wider than this inside a run's steady window flags the run
 ESTIMATOR = "paired"  # new campaigns: each variant paired with the baseline by round (analysis/paired.py)
 STORED_ESTIMATOR = "unpaired"  # a stored campaign that names none was analysed unpaired, and stays so
@@ -36,15 +38,19 @@ class Overrides:
     threshold: float | None = None
     alpha: float | None = None
     min_runs: int | None = None
+    correction: str | None = None  # the Holm family: "point" or "sweep"
 
     @classmethod
-    def from_campaign_keys(cls, given: Mapping[str, float | int]) -> Overrides:
-        """From the keys of a campaign file (noise_threshold, alpha, min_runs); others are not statistics."""
-        threshold, alpha, floor = (given.get(k) for k in ("noise_threshold", "alpha", "min_runs"))
+    def from_campaign_keys(cls, given: Mapping[str, float | int | str]) -> Overrides:
+        """From the keys of a campaign file (noise_threshold, alpha, min_runs, correction); others are not
+        statistics."""
+        threshold, alpha, floor, family = (given.get(k) for k in ("noise_threshold", "alpha", "min_runs",
+                                                                  "correction"))
         return cls(None if threshold is None else float(threshold), None if alpha is None else float(alpha),
-                   None if floor is None else int(floor))
+                   None if floor is None else int(floor), None if family is None else str(family))
 
-    def campaign_keys(self) -> dict[str, float | int]:
-        """As the keys of a campaign file (noise_threshold, alpha, min_runs), only those given."""
-        given = {"alpha": self.alpha, "min_runs": self.min_runs, "noise_threshold": self.threshold}
+    def campaign_keys(self) -> dict[str, float | int | str]:
+        """As the keys of a campaign file (noise_threshold, alpha, min_runs, correction), only those given."""
+        given = {"alpha": self.alpha, "min_runs": self.min_runs, "noise_threshold": self.threshold,
+                 "correction": self.correction}
         return {k: v for k, v in given.items() if v is not None}

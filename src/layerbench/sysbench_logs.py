@@ -66,11 +66,37 @@ class Lines:
         return float(found[1].group(1)) if found else None
 
 
+# the lines by which sysbench's other tests announce themselves (0.4, 0.5 and 1.0 spellings)
+OTHER_TESTS = {
+    "cpu": r"Doing CPU performance benchmark|Prime?r? numbers limit:|CPU speed:$|Maximum prime number checked",
+    "memory": r"Doing memory operations speed test|Running memory speed test|[0-9.]+ Mi?B transferred \(",
+    "fileio": r"Extra file open flags:|File operations:$|Doing (random|sequential) .* test|Read [0-9.]+\w+\s+Written",
+    "threads": r"Doing thread subsystem performance test|Thread yields per test:",
+    "mutex": r"Doing mutex performance test",
+}
+SUMMARIES = r"(General statistics|Test execution summary):$"  # every test's closing block, OLTP's comes first
+
+
+def other_test(doc: Lines) -> BadInput | None:
+    """A finished run of a test that measures no database (cpu, memory, fileio, threads, mutex): refused as
+    exactly that, not as a run cut short. Called only when the file holds no OLTP statistics block."""
+    for test, pattern in OTHER_TESTS.items():
+        if doc.find(pattern) is not None:
+            return BadInput(f"{doc.name}: a sysbench {test} test, not an OLTP run; layerbench compares database runs")
+    if doc.find(SUMMARIES) is not None:
+        return BadInput(f"{doc.name}: a sysbench test without SQL statistics (threads, mutex, a script of its own), "
+                        "not an OLTP run; layerbench compares database runs")
+    return None
+
+
 def block_start(doc: Lines) -> tuple[int, str]:
     """Where the statistics block starts and which family it is; a refusal naming the line otherwise."""
     for i, line in enumerate(doc.lines):
         if line.strip() in BLOCKS:
             return i, BLOCKS[line.strip()]
+    other = other_test(doc)
+    if other is not None:
+        raise other
     banner = doc.find(r"sysbench\s+\d")
     if banner is not None:
         raise doc.refuse(banner[0] + 1, "sysbench output without a statistics block (no 'SQL statistics:' or "

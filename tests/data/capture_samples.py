@@ -2,6 +2,8 @@
 
     PYTHONPATH=src python tests/data/capture_samples.py        # the samples of test_sysbench
     PYTHONPATH=src python tests/data/capture_samples.py logs   # raw 1.0.20 logs for the importer's tests
+    PYTHONPATH=src python tests/data/capture_samples.py p100   # a variant's logs at the 100th percentile
+    PYTHONPATH=src python tests/data/capture_samples.py other  # sysbench's non-OLTP tests (no server)
 """
 
 from __future__ import annotations
@@ -111,7 +113,50 @@ def capture_logs() -> None:
         print(name, len(text))
 
 
+def save(outputs: dict[str, str], secrets: list[str], tmp: Path) -> None:
+    for name, text in outputs.items():
+        (HERE / name).parent.mkdir(parents=True, exist_ok=True)
+        (HERE / name).write_text(redact(text, secrets).replace(str(tmp), "/tmp/capture"))
+        print(name, len(text))
+
+
+def capture_p100() -> None:
+    """tests/data/logs/captured-1.0.20-p100/rate40-p100/run-N.txt: four runs as captured-1.0.20/rate40 (held to
+    40 transactions/s), but reporting the 100th latency percentile (--percentile=100): the TPS of these files is
+    comparable with the 95th-percentile `unlimited` runs, their percentile latency is not."""
+    tmp, password, backend, _, cfg = start_server("lb-imports-capture")
+    common = ["oltp_read_write", "--tables=2", "--table-size=2000", "--threads=2"]
+    outputs: dict[str, str] = {}
+    try:
+        sysbench(cfg, *common, "prepare")
+        for i in range(1, 5):
+            outputs[f"logs/captured-1.0.20-p100/rate40-p100/run-{i}.txt"] = sysbench(
+                cfg, *common, "--time=3", "--report-interval=1", "--rate=40", "--percentile=100", "run")
+    finally:
+        backend.down()
+    save(outputs, [password], tmp)
+
+
+def capture_other_tests() -> None:
+    """tests/data/logs/other-tests/: finished runs of sysbench's tests that measure no database (cpu, memory,
+    fileio, threads, mutex), which the log import refuses as exactly that."""
+    tmp = Path(tempfile.mkdtemp(prefix="lb-imports-other-"))
+    runs = {"cpu": ["cpu", "--time=1"], "memory": ["memory", "--time=1"], "threads": ["threads", "--time=1"],
+            "mutex": ["mutex"],
+            "fileio": ["fileio", "--file-total-size=8M", "--file-num=2", "--file-test-mode=rndrw", "--time=1"]}
+    outputs = {}
+    try:
+        subprocess.run(["sysbench", *runs["fileio"][:3], "prepare"], cwd=tmp, capture_output=True, check=True)
+        for name, args in runs.items():
+            done = subprocess.run(["sysbench", *args, "run"], cwd=tmp, capture_output=True, text=True, check=True)
+            outputs[f"logs/other-tests/sysbench-1.0.20-{name}.txt"] = done.stdout
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+    save(outputs, [], tmp)
+
+
 if __name__ == "__main__":
     import sys
 
-    capture_logs() if sys.argv[1:] == ["logs"] else main()
+    modes = {"logs": capture_logs, "p100": capture_p100, "other": capture_other_tests}
+    modes.get(sys.argv[1] if sys.argv[1:] else "", main)()

@@ -6,6 +6,7 @@ wrapper's lines mixed in (the answer's shape: evidence for both metrics)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,24 @@ def test_captured_logs_give_the_answer_table(tmp_path: Path) -> None:
     assert len(rows) == 1, rows
     assert re.search(r"\| \*\*slower\*\* \| -9\d\.\d\d% \[-9\d\.\d, -9\d\.\d\] \(p=0\.029, n=4\+4\) \|", rows[0]), rows
     assert "need" not in rows[0]
+
+
+def test_logs_of_different_percentiles_compare_tps_and_mark_the_latency(tmp_path: Path) -> None:
+    """A 95th-percentile variant and a 100th-percentile one (real 1.0.20 logs): TPS gets its verdict, the
+    percentile latency reads 'not compared: 95th vs 100th'; a cpu test's log among them is refused as that."""
+    folder = tmp_path / "mixed"
+    shutil.copytree(CAPTURED / "unlimited", folder / "unlimited")
+    shutil.copytree(CAPTURED.parent / "captured-1.0.20-p100" / "rate40-p100", folder / "rate40-p100")
+    rows = answer_rows(import_and_report(tmp_path, folder, "unlimited"), "rate40-p100")
+    assert len(rows) == 1 and "| **slower** |" in rows[0] and "(p=0.029, n=4+4)" in rows[0], rows
+    assert "| not compared: 95th vs 100th | - |" in rows[0], rows
+    shutil.rmtree(folder / "1-archive")  # the report written next to the logs
+    cpu = folder / "unlimited" / "run-9.txt"
+    shutil.copy(CAPTURED.parent / "other-tests" / "sysbench-1.0.20-cpu.txt", cpu)
+    done = cli("import", str(folder), "--name", "cpu", "--baseline", "unlimited", "--db", str(tmp_path / "c.db"))
+    assert done.returncode == 2 and not (tmp_path / "c.db").exists()
+    assert done.stderr.strip() == (f"error: {cpu}: a sysbench cpu test, not an OLTP run; layerbench compares "
+                                   "database runs"), done.stderr
 
 
 @pytest.mark.integration

@@ -3,6 +3,9 @@ names the file (and the line, for its content)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import shutil
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 from layerbench.analysis.aggregate import analyze
 from layerbench.errors import BadInput
 from layerbench.imports import import_results
+from layerbench.report import csv_export, html, json_export, markdown
 from layerbench.settings import Overrides
 from layerbench.store import Store
 
@@ -88,11 +92,79 @@ def folder_of(folder: Path, files: dict[str, str]) -> Path:
     return folder
 
 
-def test_percentiles_are_never_mixed(tmp_path: Path) -> None:
-    folder = folder_of(tmp_path / "mixed", {"a-1.txt": "sysbench-1.0.20-p99.txt",
-                                            "b-1.txt": "sysbench-1.0.20-p100.txt"})
-    with pytest.raises(BadInput, match=r"reports the 100th latency percentile, .*a-1.txt the 99th; a comparison never"):
-        imported(tmp_path, str(folder), baseline="a")
+def mixed_folder(tmp_path: Path) -> Path:
+    """Real 1.0.20 logs: `unlimited` reports the 95th percentile, `rate40-p100` (held to 40 tx/s) the 100th."""
+    folder = tmp_path / "mixed"
+    shutil.copytree(CAPTURED / "unlimited", folder / "unlimited")
+    shutil.copytree(LOGS / "captured-1.0.20-p100" / "rate40-p100", folder / "rate40-p100")
+    return folder
+
+
+def test_files_of_different_percentiles_compare_tps_qps_and_avg_latency(tmp_path: Path) -> None:
+    cid, store = imported(tmp_path, str(mixed_folder(tmp_path)))
+    with store:
+        runs = store.runs(cid)
+        analysis = analyze(store, cid)
+    assert sorted({(r.variant, r.percentile) for r in runs}) == [("rate40-p100", 100), ("unlimited", 95)]
+    assert analysis.percentile == 95 and analysis.run_percentiles == (95, 100)  # the baseline's labels the campaign
+    assert analysis.metric_label("lat_pct_ms") == "p95/p100 latency (ms)"
+    (point,) = analysis.points
+    mine = next(v for v in point.variants if v.variant == "rate40-p100")
+    assert set(mine.comparisons) == {"queries", "qps", "tps", "lat_avg_ms"}  # no p95 against p100
+    assert mine.comparisons["tps"].verdict.kind == "slower" and mine.comparisons["tps"].p_adjusted == pytest.approx(
+        2 / 70)  # 4 + 4 runs completely separated: the exact Mann-Whitney p
+    assert next(d for d in mine.deltas if d.metric == "lat_pct_ms").deviation_pct is None
+    assert analysis.not_compared(point) == "not compared: 95th vs 100th"
+    assert any("percentile latency not compared: 95th vs 100th (`rate40-p100`: 100th, `unlimited`: 95th" in w
+               for w in analysis.warnings)
+
+
+def test_every_format_marks_the_percentile_latency_as_not_compared(tmp_path: Path) -> None:
+    cid, store = imported(tmp_path, str(mixed_folder(tmp_path)))
+    with store:
+        analysis = analyze(store, cid)
+    md = markdown.render(analysis)
+    row = next(line for line in md.splitlines() if line.startswith("| `rate40-p100` | imported, 2 threads |"))
+    assert "| **slower** | -94.35% [-95.4, -93.9] (p=0.029, n=4+4) | not compared: 95th vs 100th | - |" in row
+    assert "| 34.95 (p100) |" in md and "| 3.68 (p95) |" in md  # each file's percentile latency, tagged
+    assert "not compared: 95th vs 100th" in html.render(analysis)
+    document = json.loads(json_export.render(analysis))
+    assert any("not compared: 95th vs 100th" in w for w in document["warnings"])
+    assert sorted({r["percentile"] for r in document["runs"]}) == [95, 100]
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(analysis))))
+    assert {(r["variant"], r["percentile"], r["lat_pct_verdict"], r["lat_pct_delta"]) for r in rows} == {
+        ("rate40-p100", "100", "not compared", "95th vs 100th"), ("unlimited", "95", "", "")}
+    assert {r["tps_verdict"] for r in rows if r["variant"] == "rate40-p100"} == {"slower"}
+
+
+def test_the_baseline_names_the_campaign_percentile(tmp_path: Path) -> None:
+    cid, store = imported(tmp_path, str(mixed_folder(tmp_path)), baseline="rate40-p100")
+    with store:
+        analysis = analyze(store, cid)
+    assert analysis.percentile == 100 and analysis.metric_label("lat_pct_ms") == "p95/p100 latency (ms)"
+
+
+def test_files_of_one_percentile_are_compared_as_before(tmp_path: Path) -> None:
+    cid, store = imported(tmp_path, str(CAPTURED))
+    with store:
+        analysis = analyze(store, cid)
+    assert analysis.run_percentiles == () and analysis.not_compared(analysis.points[0]) == ""
+    assert all("lat_pct_ms" in v.comparisons for v in analysis.points[0].variants if v.variant != "unlimited")
+    assert " (p95)" not in markdown.render(analysis)
+
+
+@pytest.mark.parametrize(("fixture", "test"), [
+    ("sysbench-1.0.20-cpu.txt", "cpu"), ("sysbench-0.4.12-cpu.txt", "cpu"), ("sysbench-1.0.20-memory.txt", "memory"),
+    ("sysbench-1.0.20-fileio.txt", "fileio"),
+])
+def test_a_log_of_another_sysbench_test_is_refused_as_that(tmp_path: Path, fixture: str, test: str) -> None:
+    folder = tmp_path / "logs"
+    shutil.copytree(CAPTURED, folder)
+    shutil.copy(LOGS / "other-tests" / fixture, folder / "unlimited" / "run-9.txt")
+    with pytest.raises(BadInput) as error:
+        imported(tmp_path, str(folder))
+    assert str(error.value) == (f"{folder / 'unlimited' / 'run-9.txt'}: a sysbench {test} test, not an OLTP run; "
+                                "layerbench compares database runs")
 
 
 @pytest.mark.parametrize(("name", "content", "expected"), [

@@ -117,6 +117,45 @@ def test_strict_csv_refuses_with_line_and_column(text: str, expected: str) -> No
         parse_csv(text)
 
 
+def test_rows_of_another_percentile_keep_it_and_only_their_latency_is_not_compared(tmp_path: Path) -> None:
+    """A table whose `docker` rows give only the 99th: TPS is compared, the percentile latency is not."""
+    path = tmp_path / "mixed.csv"
+    rows = [f"host,{i},{100 + i},5.{i}," for i in range(1, 5)] + [f"docker,{i},{90 + i},,9.{i}" for i in range(1, 5)]
+    path.write_text("variant,iteration,tps,lat_p95_ms,lat_p99_ms\n" + "\n".join(rows) + "\n")
+    with Store(tmp_path / "lb.db") as store:
+        cid = import_csv(store, path, "mixed", "host")
+        runs = store.runs(cid)
+        analysis = analyze(store, cid)
+    assert {(r.variant, r.percentile, r.metrics.lat_pct_ms) for r in runs if r.repetition == 1} == {
+        ("host", 95, 5.1), ("docker", 99, 9.1)}
+    docker = next(v for v in analysis.points[0].variants if v.variant == "docker")
+    assert "tps" in docker.comparisons and "lat_pct_ms" not in docker.comparisons
+    assert docker.comparisons["tps"].verdict.kind == "slower"
+    assert analysis.not_compared(analysis.points[0]) == "not compared: 95th vs 99th"
+    assert "| 9.10 (p99) |" in render(analysis)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([95.0, 99.0, 100.0]), min_size=8, max_size=8))
+def test_percentiles_never_change_the_tps_comparison(tmp_path_factory: pytest.TempPathFactory,
+                                                     percentiles: list[float]) -> None:
+    """Whatever percentile each row reports, TPS is compared the same; the percentile latency only when all
+    runs of the point report one."""
+    tmp = tmp_path_factory.mktemp("pct")
+    columns = {95.0: "lat_p95_ms", 99.0: "lat_p99_ms", 100.0: "lat_p100_ms"}
+    lines = ["variant,iteration,tps," + ",".join(columns.values())]
+    for i, pct in enumerate(percentiles):
+        cells = [f"{pct:g}" if c == columns[pct] else "" for c in columns.values()]
+        lines.append(f"{'host' if i < 4 else 'vm'},{i % 4 + 1},{100 + i + 20 * (i >= 4)},{','.join(cells)}")
+    (tmp / "t.csv").write_text("\n".join(lines) + "\n")
+    with Store(tmp / "lb.db") as store:
+        analysis = analyze(store, import_csv(store, tmp / "t.csv", "t", "host"))
+    vm = next(v for v in analysis.points[0].variants if v.variant == "vm")
+    assert vm.comparisons["tps"].verdict.kind == "faster" and vm.comparisons["tps"].p == pytest.approx(2 / 70)
+    assert ("lat_pct_ms" in vm.comparisons) == (len(set(percentiles)) == 1)
+    assert bool(analysis.not_compared(analysis.points[0])) == (len(set(percentiles)) > 1)
+
+
 def test_percentile_columns_are_labelled_and_the_95th_is_compared(tmp_path: Path) -> None:
     path = tmp_path / "pct.csv"
     path.write_text("\ufeffvariant,iteration,tps,lat_p99_ms,lat_p95_ms\r\nhost,1,100,9,5\r\ndocker,1,90,12,6\r\n")

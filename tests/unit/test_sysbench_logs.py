@@ -138,3 +138,60 @@ def test_huge_numbers_are_a_run_or_a_refusal(transactions: int, seconds: float) 
         assert "line" in str(error)
     else:
         assert run.totals.tps < float("inf")
+
+
+OTHER = LOGS / "other-tests"
+NOT_OLTP = "not an OLTP run; layerbench compares database runs"
+
+
+@pytest.mark.parametrize(("name", "test"), [
+    ("sysbench-1.0.20-cpu.txt", "cpu"), ("sysbench-1.0.20-memory.txt", "memory"),
+    ("sysbench-1.0.20-fileio.txt", "fileio"), ("sysbench-0.4.12-cpu.txt", "cpu"),
+    ("sysbench-0.4.12-fileio.txt", "fileio"), ("sysbench-0.5-cpu.txt", "cpu"),
+])
+def test_a_finished_run_of_another_test_is_refused_as_that_test(name: str, test: str) -> None:
+    """Not 'the run did not finish, or the file is cut short': a cpu test's log is complete, and no database run."""
+    with pytest.raises(BadInput) as error:
+        parse(OTHER / name)
+    assert str(error.value) == f"{OTHER / name}: a sysbench {test} test, {NOT_OLTP}"
+
+
+@pytest.mark.parametrize("name", ["sysbench-1.0.20-threads.txt", "sysbench-1.0.20-mutex.txt"])
+def test_a_test_that_prints_nothing_of_its_own_is_still_no_oltp_run(name: str) -> None:
+    """sysbench 1.0's threads and mutex tests (and a Lua script without SQL) print only the general block."""
+    with pytest.raises(BadInput) as error:
+        parse(OTHER / name)
+    assert str(error.value) == (f"{OTHER / name}: a sysbench test without SQL statistics (threads, mutex, a script "
+                                f"of its own), {NOT_OLTP}")
+
+
+MARKERS = ["Prime numbers limit: 10000", "CPU speed:", "Doing CPU performance benchmark", "Primer numbers limit: 1",
+           "2783.37 MiB transferred (2776.48 MiB/sec)", "Extra file open flags: 0", "File operations:",
+           "Doing random r/w test", "Doing mutex performance test", "General statistics:", "Test execution summary:"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(MARKERS), st.text(max_size=60)), max_size=12))
+def test_any_text_with_other_tests_lines_is_a_run_or_one_line_refusal(lines: list[str]) -> None:
+    try:
+        parse_log("x.log", "\n".join(lines))
+    except BadInput as error:
+        assert str(error).startswith("x.log") and "\n" not in str(error)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 80), st.sampled_from(MARKERS)), max_size=6))
+def test_an_oltp_log_with_such_lines_mixed_in_stays_that_run(inserts: list[tuple[int, str]]) -> None:
+    """A wrapper that ran a cpu test before the OLTP run, in the same file: the OLTP block decides."""
+    lines = VALID.split("\n")
+    for at, marker in sorted(inserts, reverse=True):
+        lines.insert(min(at, len(lines)), marker)
+    assert parse_log("x.log", "\n".join(lines)).totals == parse_log("x.log", VALID).totals
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(sorted(p.name for p in OTHER.iterdir())), st.integers(0, 2000))
+def test_a_cut_log_of_another_test_is_never_read_as_a_run(name: str, cut: int) -> None:
+    with pytest.raises(BadInput) as error:
+        parse_log("x.log", (OTHER / name).read_text()[:cut])
+    assert str(error.value).startswith("x.log") and "\n" not in str(error.value)

@@ -47,6 +47,7 @@ class RunRow:
     series: tuple[tuple[float, float, bool], ...] = ()  # (time, tps, warm-up) per interval
     transactions: int | None = None  # of the measured part (after the warm-up)
     latency: dict[float, float] = field(default_factory=dict, compare=False)  # percentile -> ms (schema 2 runs)
+    percentile: float | None = None  # which percentile values["lat_pct_ms"] is (imported logs may differ)
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,24 @@ class Analysis:
     settings: Settings = field(default_factory=Settings)
     adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
     unpaired_why: str | None = None  # why no comparison is paired by round (None: paired where the pairs allow)
+    run_percentiles: tuple[float, ...] = ()  # when runs report different latency percentiles (imported logs)
+
+    @property
+    def percentile_label(self) -> str:
+        """`95`; `95/p100` (read p95/p100) when runs report different percentiles (run tables tag each run's)."""
+        if not self.run_percentiles:
+            return f"{self.percentile}"
+        return "/p".join(f"{label_number(p)}" for p in self.run_percentiles)
 
     def metric_label(self, metric: str) -> str:
         if metric not in METRICS:
             return latency_label(metric)
-        return METRICS[metric][0].format(pct=self.percentile)
+        return METRICS[metric][0].format(pct=self.percentile_label)
+
+    def not_compared(self, point: Point) -> str:
+        """`not compared: 95th vs 100th` when the point's runs report different latency percentiles, else ''."""
+        mixed = mixed_percentiles([r for r in self.runs if (r.workload, r.threads) == (point.workload, point.threads)])
+        return f"not compared: {' vs '.join(ordinal(p) for p in mixed)}" if mixed else ""
 
     def compared_percentiles(self, workload: str) -> dict[str, tuple[str, bool]]:
         return extra_metrics(self.definition, workload)
@@ -145,7 +159,7 @@ def run_row(r: StoredRun, unstable_ratio: float) -> RunRow:
     values |= {latency_metric(p): v for p, v in r.latency.items()}
     return RunRow(r.id, r.idx, r.round, r.variant, r.workload, r.threads, r.repetition, r.status, r.error, values,
                   r.facts, window, tuple((i.time, i.tps, i.warmup) for i in r.intervals), r.metrics.transactions,
-                  r.latency)
+                  r.latency, r.percentile)
 
 
 def run_rows(store: Store, campaign_id: int, unstable_ratio: float) -> list[RunRow]:
@@ -163,11 +177,16 @@ def deviation(base: float | None, value: float | None) -> float | None:
     return (value / base - 1.0) * 100.0
 
 
-def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | None]) -> VariantPoint:
+def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | None],
+                  uncompared: tuple[str, ...] = ()) -> VariantPoint:
+    """`uncompared`: metrics whose means are shown without a deviation (different percentiles)."""
     ok = [r for r in runs if r.status == "ok"]
     means = {m: mean_of([r.values[m] for r in ok]) for m in METRICS}
-    deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m], deviation(base_means.get(m), means[m]),
-                          METRICS[m][1]) for m in METRICS]
+    if len(percentiles_of(ok).get(name, ())) > 1:
+        means["lat_pct_ms"] = None  # its runs report different percentiles: no one mean
+    deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m],
+                          None if m in uncompared else deviation(base_means.get(m), means[m]), METRICS[m][1])
+              for m in METRICS]
     return VariantPoint(name, len(ok), len(runs) - len(ok), means, deltas)
 
 
@@ -201,40 +220,129 @@ def with_statistics(point: VariantPoint, stats_by_metric: dict[str, dict[str, Su
                         {m: c[point.variant] for m, c in compared.items() if point.variant in c})
 
 
+def ordinal(percentile: float) -> str:
+    return f"{label_number(percentile)}th"
+
+
+def percentiles_of(runs: list[RunRow]) -> dict[str, tuple[float, ...]]:
+    """Per variant, the latency percentiles its successful runs report (imported logs may each say another)."""
+    out: dict[str, dict[float, None]] = {}
+    for r in runs:
+        if r.status == "ok" and r.percentile is not None and r.values.get("lat_pct_ms") is not None:
+            out.setdefault(r.variant, {})[r.percentile] = None
+    return {v: tuple(found) for v, found in out.items()}
+
+
+def mixed_percentiles(runs: list[RunRow]) -> tuple[float, ...]:
+    """The percentiles the runs report when they are more than one (then their latencies are not compared)."""
+    found = tuple(sorted({p for ps in percentiles_of(runs).values() for p in ps}))
+    return found if len(found) > 1 else ()
+
+
+def not_compared_note(where: str, runs: list[RunRow]) -> str | None:
+    """`... not compared: 95th vs 100th (...)` for a point whose runs report different percentiles."""
+    mixed = mixed_percentiles(runs)
+    if not mixed:
+        return None
+    each = ", ".join(f"`{v}`: {'/'.join(ordinal(p) for p in ps)}" for v, ps in percentiles_of(runs).items())
+    return (f"{where}: percentile latency not compared: {' vs '.join(ordinal(p) for p in mixed)} ({each}; each "
+            "run's is in the run table, tagged); TPS, QPS and avg latency are compared")
+
+
+def point_values(here: list[RunRow], names: list[str]) -> dict[str, dict[str, list[float]]]:
+    """Per metric, each variant's values; a variant whose runs report different percentiles has no percentile
+    latency (its runs' numbers are not one quantity)."""
+    values = {m: metric_values(here, names, m) for m in METRICS}
+    own = percentiles_of(here)
+    values["lat_pct_ms"] = {n: v for n, v in values["lat_pct_ms"].items() if len(own.get(n, ())) <= 1}
+    return values
+
+
+def point_tests(here: list[RunRow], names: list[str], baseline: str, settings: Settings,
+                extra: dict[str, tuple[str, bool]],
+                family: Mapping[str, list[float]]) -> dict[str, dict[str, Comparison]]:
+    """Metric -> variant -> its comparison with the baseline; `family`: per metric, the raw p of the other
+    comparisons Holm corrects together with this point's (correction: sweep). A point whose runs report
+    different percentiles compares no percentile latency."""
+    values = point_values(here, names)
+    metrics = {m: METRICS[m][1] for m in METRICS if not (m == "lat_pct_ms" and mixed_percentiles(here))}
+    compared = {m: comparisons(baseline, values[m], higher, settings, family.get(m, ()),
+                               paired_values(here, values[m], m, settings)) for m, higher in metrics.items()}
+    for metric, (_, higher) in extra.items():
+        found = {n: v for n, v in metric_values(here, names, metric).items() if v}
+        compared[metric] = comparisons(baseline, found, higher, settings, family.get(metric, ()),
+                                       paired_values(here, found, metric, settings))
+    return compared
+
+
+def paired_values(here: list[RunRow], values: dict[str, list[float]], metric: str,
+                  settings: Settings) -> dict[str, list[tuple[int, float]]] | None:
+    """The same variants' values with their rounds, when the comparisons may be paired by round."""
+    if settings.estimator != "paired":
+        return None
+    return {n: found for n, found in round_values(here, list(values), metric).items() if found}
+
+
 def build_point(workload: str, threads: int | None, here: list[RunRow], variants: list[str], baseline: str,
-                settings: Settings, extra: dict[str, tuple[str, bool]] | None = None) -> Point:
+                settings: Settings, extra: dict[str, tuple[str, bool]] | None = None,
+                family: Mapping[str, list[float]] | None = None) -> Point:
     """One point's statistics, computed once for all its variants; `extra`: the other latency percentiles the
     campaign compares here (each compared on its own, never mixed with the campaign's `percentile`)."""
     base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
     base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
+    if len(percentiles_of(base_ok).get(baseline, ())) > 1:
+        base_means["lat_pct_ms"] = None  # the baseline's own runs report different percentiles: no one mean
+    uncompared = ("lat_pct_ms",) if mixed_percentiles(here) else ()  # no deviation between two percentiles
     names = [v for v in variants if any(r.variant == v for r in here)]
     by_variant = {v: [r for r in here if r.variant == v] for v in names}
-    plain = [variant_point(v, by_variant[v], base_means) for v in names]
-    values = {m: metric_values(here, names, m) for m in METRICS}
+    plain = [variant_point(v, by_variant[v], base_means, uncompared) for v in names]
+    values = point_values(here, names)
     stats_by_metric = {m: summaries(values[m], settings.seed) for m in METRICS}
-    paired = settings.estimator == "paired"
-    compared = {m: comparisons(baseline, values[m], METRICS[m][1], settings,
-                               round_values(here, names, m) if paired else None) for m in METRICS}
-    for metric, (_, higher) in (extra or {}).items():
-        found = {n: v for n, v in metric_values(here, names, metric).items() if v}
-        stats_by_metric[metric] = summaries(found, settings.seed)
-        by_round = {n: v for n, v in round_values(here, names, metric).items() if v} if paired else None
-        compared[metric] = comparisons(baseline, found, higher, settings, by_round)
+    for metric in extra or {}:
+        stats_by_metric[metric] = summaries({n: v for n, v in metric_values(here, names, metric).items() if v},
+                                            settings.seed)
+    compared = point_tests(here, names, baseline, settings, extra or {}, family or {})
     full = [with_statistics(p, stats_by_metric, compared) for p in plain]
     where = workload if threads is None else f"{workload} / {threads} threads"
     warnings = [w for p in full for w in variant_warnings(where, p.variant, values["tps"][p.variant],
                                                           p.summaries.get("tps"))]
-    return Point(workload, threads, full, tuple(warnings))
+    note = not_compared_note(where, here)
+    return Point(workload, threads, full, (note, *warnings) if note else tuple(warnings))
+
+
+def raw_pvalues(compared: dict[str, dict[str, Comparison]]) -> dict[str, list[float]]:
+    return {m: [c.p for c in found.values() if c.p is not None] for m, found in compared.items()}
+
+
+def sweep_families(grouped: dict[tuple[str, int | None], list[RunRow]], variants: list[str], baseline: str,
+                   settings: Settings, definition: CampaignRecord | None) -> dict[tuple[str, int | None],
+                                                                                   dict[str, list[float]]]:
+    """correction: sweep: per point and metric, the raw p of the same metric's comparisons at the workload's
+    other thread counts, which Holm then corrects together with the point's own."""
+    raw = {}
+    for (workload, threads), here in grouped.items():
+        names = [v for v in variants if any(r.variant == v for r in here)]
+        raw[(workload, threads)] = raw_pvalues(point_tests(here, names, baseline, settings,
+                                                           extra_metrics(definition, workload), {}))
+    out: dict[tuple[str, int | None], dict[str, list[float]]] = {}
+    for key, mine in raw.items():
+        others = [found for other, found in raw.items() if other[0] == key[0] and other != key]
+        out[key] = {m: [p for found in others for p in found.get(m, [])] for m in mine}
+    return out
 
 
 def build_points(runs: list[RunRow], variants: list[str], baseline: str, settings: Settings,
                  definition: CampaignRecord | None = None) -> list[Point]:
+    """Every point's statistics; p is Holm-corrected across the variants of each point, or with
+    `correction: sweep` across every variant and thread count of a workload."""
     grouped: dict[tuple[str, int | None], list[RunRow]] = {}
     for r in runs:
         grouped.setdefault((r.workload, r.threads), []).append(r)
     keys = sorted(grouped, key=lambda k: (k[0], k[1] or 0))
-    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings, extra_metrics(definition, w))
-            for w, t in keys]
+    sweep = definition is not None and definition.correction == "sweep"
+    families = sweep_families(grouped, variants, baseline, settings, definition) if sweep else {}
+    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings, extra_metrics(definition, w),
+                        families.get((w, t))) for w, t in keys]
 
 
 def run_warnings(runs: list[RunRow]) -> list[str]:
@@ -344,6 +452,7 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
     points = build_points(runs, variants, row.baseline, settings, definition)
     analysis = Analysis(row.id, row.name, row.status, row.baseline, percentile, definition, runs, points,
                         len(schedule) or len(runs), settings=settings, unpaired_why=unpaired_why)
+    analysis.run_percentiles = mixed_percentiles(runs)
     analysis.environments = environments(runs)
     analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)

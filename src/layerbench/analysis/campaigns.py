@@ -1,13 +1,14 @@
 """Two campaigns side by side: for every variant and (workload, threads) point they share, did B move against A?
 Same statistics and verdict words as within a campaign (Hodges-Lehmann delta with its Mann-Whitney interval,
-campaign A's noise threshold and alpha); each variant is compared with itself alone, so no Holm correction."""
+campaign A's noise threshold and alpha); each variant is compared with itself alone, so no Holm correction. A
+percentile latency whose runs in A and B report different percentiles (imports) is `not compared`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layerbench.analysis.aggregate import Analysis, metric_values
-from layerbench.analysis.stats import Comparison, compare
+from layerbench.analysis.aggregate import Analysis, metric_values, mixed_percentiles, ordinal
+from layerbench.analysis.stats import Comparison, Verdict, compare
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,15 @@ def shared_points(a: Analysis, b: Analysis) -> list[tuple[str, int | None, list[
     return out
 
 
+def not_compared(name: str, workload: str, threads: int | None, before: list[float], after: list[float],
+                 percentiles: tuple[float, ...]) -> CrossRow:
+    """The percentile latency of a variant whose runs in A and B report different percentiles: both means, no
+    comparison (`not compared`, `95th vs 100th`)."""
+    verdict = Verdict("not compared", " vs ".join(ordinal(p) for p in percentiles))
+    return CrossRow(name, workload, threads, "lat_pct_ms", sum(before) / len(before), sum(after) / len(after),
+                    Comparison(name, None, None, None, verdict, len(before), len(after)))
+
+
 def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps", "lat_pct_ms")) -> list[CrossRow]:
     rows = []
     s = a.settings
@@ -41,6 +51,10 @@ def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps
             before, after = metric_values(runs_a, names, metric), metric_values(runs_b, names, metric)
             for name in names:
                 if not before[name] or not after[name]:
+                    continue
+                mixed = mixed_percentiles([r for r in runs_a + runs_b if r.variant == name])
+                if metric == "lat_pct_ms" and mixed:  # p95 against p100 is no comparison
+                    rows.append(not_compared(name, workload, threads, before[name], after[name], mixed))
                     continue
                 (found,) = compare(before[name], {name: after[name]}, higher_is_better=metric in ("tps", "qps"),
                                    threshold=s.threshold, alpha=s.alpha, min_runs=s.min_runs)

@@ -169,15 +169,17 @@ def paired_delta(pairs: Pairs, alpha: float) -> Tested:
 RoundValues = Sequence[tuple[int, float]]  # (round, value) of each usable run, in run order
 
 
-def paired_tests(baseline: str, by_round: dict[str, RoundValues], alpha: float) -> dict[str, Tested]:
+def paired_tests(baseline: str, by_round: dict[str, RoundValues], alpha: float,
+                 family: int = 0) -> dict[str, Tested]:
     """Each variant paired with the baseline by round where its pairs can reach alpha after Holm across the
-    variants; the others are left out here, to be compared unpaired (the report names them)."""
+    variants and the `family` other comparisons corrected with them (correction: sweep); the others are left
+    out here, to be compared unpaired (the report names them)."""
     others = [name for name, values in by_round.items() if name != baseline and values]
     if not by_round.get(baseline) or not others:
         return {}
     tested = {}
     for name in others:
         pairs = pair_by_round(by_round[baseline], by_round[name])
-        if verdict_reachable(pairs.n, comparisons=len(others), alpha=alpha) and np.median(pairs.baseline):
+        if verdict_reachable(pairs.n, comparisons=len(others) + family, alpha=alpha) and np.median(pairs.baseline):
             tested[name] = paired_delta(pairs, alpha)
     return tested

@@ -41,6 +41,7 @@ class AnswerRow:
     point: str
     tps: Comparison | None
     latency: Comparison | None
+    latency_note: str = ""  # `not compared: 95th vs 100th` when the point's runs report different percentiles
 
 
 @dataclass(frozen=True)
@@ -88,15 +89,17 @@ def as_report(source: Analysis | Report) -> Report:
 
 
 def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
-    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"))
+    notes = {(p.workload, p.threads): analysis.not_compared(p) for p in analysis.points}
+    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"),
+                           notes[(point.workload, point.threads)])
                  for point in analysis.points for v in point.variants if v.variant != analysis.baseline)
 
 
 def method_line(analysis: Analysis) -> str:
     """How the answer was computed, which estimator and why (analysis/paired.py, docs/statistics.md)."""
     s = analysis.settings
-    level, tail = f"{(1 - s.alpha) * 100:g} %", (f"p Holm-corrected across the variants, noise threshold "
-                                                  f"±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+    level = f"{(1 - s.alpha) * 100:g} %"
+    tail = f"{correction_family(analysis)}, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}."
     unpaired = (f"delta = Hodges-Lehmann ratio - 1 (median of the pairwise ratios variant/baseline) with its {level} "
                 "interval from the exact Mann-Whitney test")
     if s.estimator != "paired":
@@ -114,14 +117,35 @@ def method_line(analysis: Analysis) -> str:
             f"which the signed-rank test can reach alpha after Holm: {', '.join(fallback)}.")
 
 
+def swept(analysis: Analysis) -> bool:
+    """Whether a workload was measured at more than one thread count."""
+    workloads = [p.workload for p in analysis.points]
+    return len(set(workloads)) < len(workloads)
+
+
+def correction_family(analysis: Analysis) -> str:
+    """The family over which p is Holm-corrected, said in the method line (the campaign's `correction`)."""
+    if analysis.definition.correction == "sweep":
+        return "p Holm-corrected across every variant and thread count of each workload's sweep (correction: sweep)"
+    if swept(analysis):
+        return ("p Holm-corrected across the variants of each point (workload and thread count), not across the "
+                "points of a sweep (correction: point; `correction: sweep` corrects them together)")
+    return "p Holm-corrected across the variants of each point"
+
+
 def legend(settings: Settings) -> str:
     """The verdict words, the same in every report and in `compare` (docs/statistics.md)."""
     return "Verdicts: " + "; ".join(f"{words}: {meaning}" for words, meaning in meanings(settings.threshold).items())
 
 
 def comparisons_at(analysis: Analysis) -> int:
-    """How many variants each point compares with the baseline (the Holm family size)."""
-    return max((sum(1 for v in p.variants if v.variant != analysis.baseline) for p in analysis.points), default=1)
+    """The largest Holm family: the variants a point compares with the baseline, or with correction: sweep
+    those of every point of a workload together."""
+    sizes: dict[tuple[str, int | None], int] = {}
+    for p in analysis.points:
+        key = (p.workload, None if analysis.definition.correction == "sweep" else p.threads)
+        sizes[key] = sizes.get(key, 0) + sum(1 for v in p.variants if v.variant != analysis.baseline)
+    return max(sizes.values(), default=1)
 
 
 def rule(analysis: Analysis) -> str:

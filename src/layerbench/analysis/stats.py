@@ -297,16 +297,18 @@ def shift_delta(baseline: Sequence[float], variant: Sequence[float], *, alpha: f
             float(found.p[0]))
 
 
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input's order."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i])
+def holm(pvalues: Sequence[float], others: Sequence[float] = ()) -> list[float]:
+    """Holm-Bonferroni adjusted p-values of `pvalues`, in their order, within the family of `pvalues` and
+    `others` (the raw p of the family's other comparisons, e.g. the other points of a sweep)."""
+    family = [*pvalues, *others]
+    m = len(family)
+    order = sorted(range(m), key=lambda i: family[i])
     adjusted = [0.0] * m
     running = 0.0
     for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        running = max(running, min(1.0, (m - rank) * family[i]))
         adjusted[i] = running
-    return adjusted
+    return adjusted[:len(pvalues)]
 
 
 # --- verdicts ---------------------------------------------------------------------------------------------
@@ -349,7 +351,7 @@ def disagreement(delta: DeltaCI, p_adjusted: float, p_raw: float | None, alpha: 
     excludes_zero, holds_zero = delta.low > 0 or delta.high < 0, delta.low < 0 < delta.high
     if excludes_zero and p_adjusted >= alpha and p_raw is not None and p_raw < alpha:
         return (f"the interval excludes 0 ({format_p(p_raw)} for this comparison alone) but not after Holm's "
-                "correction across the variants, which the verdict uses",)
+                "correction over its family (the method line names it), which the verdict uses",)
     if (excludes_zero and p_adjusted >= alpha) or (holds_zero and p_adjusted < alpha):
         return ("the interval and the test disagree at the margin (tied values: the test and the interval use "
                 "the normal approximation differently); the verdict follows the test",)
@@ -385,15 +387,17 @@ def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, *, t
 
 def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], *, higher_is_better: bool = True,
             threshold: float = 0.02, alpha: float = 0.05, min_runs: int | None = None,
-            paired: Mapping[str, Tested] | None = None) -> list[Comparison]:
-    """Each variant against the baseline for one metric, Holm-corrected across the variants. The interval is
-    the (1 - alpha) Hodges-Lehmann interval of each comparison alone: unpaired, or for the variants in `paired`
-    the delta and p given there (paired by round), whose verdict counts the pairs as its n per side."""
+            paired: Mapping[str, Tested] | None = None, family: Sequence[float] = ()) -> list[Comparison]:
+    """Each variant against the baseline for one metric, Holm-corrected across the variants and, when given,
+    `family`: the raw p of the other comparisons corrected together with these (the same metric at the other
+    points of a sweep). The interval is the (1 - alpha) Hodges-Lehmann interval of each comparison alone:
+    unpaired, or for the variants in `paired` the delta and p given there (paired by round), whose verdict
+    counts the pairs as its n per side."""
     paired = paired or {}
     names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
     found = {name: (paired[name].delta, paired[name].p) if name in paired else
              shift_delta(baseline, variants[name], alpha=alpha) for name in names}
-    adjusted = dict(zip(names, holm([found[name][1] for name in names]), strict=True))
+    adjusted = dict(zip(names, holm([found[name][1] for name in names], family), strict=True))
     out = []
     for name, values in variants.items():
         if name not in adjusted:
@@ -403,7 +407,7 @@ def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], 
         delta, p = found[name]
         pairs = paired[name].pairs if name in paired else None
         n1, n2 = (pairs, pairs) if pairs is not None else (len(baseline), len(values))
-        short = gate(n1, n2, comparisons=len(names), alpha=alpha, min_runs=min_runs)
+        short = gate(n1, n2, comparisons=len(names) + len(family), alpha=alpha, min_runs=min_runs)
         judged = Verdict("need more runs", short) if short else verdict(
             delta, adjusted[name], n1, n2, threshold=threshold, alpha=alpha, min_runs=1,
             higher_is_better=higher_is_better, p_raw=p)

@@ -19,6 +19,7 @@ from layerbench.records.json import (
 )
 from layerbench.settings import (
     ALPHA,
+    CORRECTION,
     MIN_RUNS,
     NOISE_THRESHOLD,
     REPORT_FORMATS,
@@ -111,6 +112,7 @@ class CampaignRecord:
     imported_from: str | None = None
     imported_layouts: tuple[str, ...] = ()  # sysbench output layouts of imported log files
     estimator: str = STORED_ESTIMATOR  # paired | unpaired; campaigns stored before it existed were unpaired
+    correction: str = CORRECTION  # the Holm family: "point" or "sweep" (stores before it: "point")
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -127,7 +129,7 @@ class CampaignRecord:
                    tuple(as_float(p) for p in as_list(get("compare_percentiles"))),
                    None if formats is None else tuple(as_str(f) for f in as_list(formats)),
                    opt_str(get("imported_from")), tuple(as_str(x) for x in as_list(get("imported_layouts"))),
-                   as_str(get("estimator"), STORED_ESTIMATOR), dict(data))
+                   as_str(get("estimator"), STORED_ESTIMATOR), opt_str(get("correction")) or CORRECTION, dict(data))
 
     def to_json(self) -> JSONObject:
         return dict(self.document)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 
-from layerbench.analysis.aggregate import Analysis, RunRow
+from layerbench.analysis.aggregate import Analysis, RunRow, label_number
 from layerbench.analysis.io import CGROUP, COMPONENT_FIGURES, SERVER_FIGURES, RunIo
 from layerbench.analysis.latency import SHOWN
 from layerbench.analysis.report_model import Report, as_report
@@ -38,14 +38,21 @@ def io_cells(found: RunIo | None) -> list[object]:
 
 
 def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]:
-    """(variant, workload, threads) -> TPS verdict word and text, percentile latency verdict word and text."""
+    """(variant, workload, threads) -> TPS verdict word and text, percentile latency verdict word and text (or
+    `not compared` and `95th vs 100th` when the point's runs report different percentiles)."""
     out = {}
     for point in analysis.points:
+        note = analysis.not_compared(point)
         for v in point.variants:
             cells = []
             for metric in ("tps", "lat_pct_ms"):
                 found = v.verdict(metric)
-                cells += [found.verdict.kind, found.verdict.text] if found else ["", ""]
+                if found:
+                    cells += [found.verdict.kind, found.verdict.text]
+                elif metric == "lat_pct_ms" and note and v.variant != analysis.baseline:
+                    cells += note.split(": ", 1)
+                else:
+                    cells += ["", ""]
             out[(v.variant, point.workload, point.threads)] = cells
     return out
 
@@ -56,10 +63,15 @@ def row(analysis: Analysis, r: RunRow) -> list[object]:
     reset = r.facts.reset
     return [analysis.campaign_id, (r.idx or 0) + 1, r.round, r.variant, r.workload, r.threads, r.repetition,
             r.status, r.error or "", r.values["queries"], r.values["qps"], r.values["tps"], r.values["lat_avg_ms"],
-            r.values["lat_pct_ms"], analysis.percentile, steady.cut if steady else "",
+            r.values["lat_pct_ms"], run_percentile(analysis, r), steady.cut if steady else "",
             steady.kept if steady else "", (steady.steady if steady else ""), (w.unstable if w else ""),
             (round(w.swing, 4) if w and w.swing not in (None, float("inf")) else ""),
             reset.method if reset else "", (reset.seconds if reset and reset.seconds is not None else "")]
+
+
+def run_percentile(analysis: Analysis, r: RunRow) -> int | float:
+    """Which percentile the run's lat_pct_ms is: its own when the campaign's runs report different ones."""
+    return label_number(r.percentile) if analysis.run_percentiles and r.percentile is not None else analysis.percentile
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

@@ -74,7 +74,8 @@ def answer_row(a: AnswerRow) -> list[str]:
     return [f"<b>{esc(a.variant)}</b>", esc(a.point),
             f"<span class='verdict {KIND_CLASS.get(kind, 'need')}'>{esc(kind)}</span>",
             esc(evidence.evidence_with_note(a.tps)), ci_bar(a.tps),
-            esc(f"{evidence.verdict_word(a.latency)}: {evidence.evidence_with_note(a.latency)}" if a.latency else "-")]
+            esc(f"{evidence.verdict_word(a.latency)}: {evidence.evidence_with_note(a.latency)}" if a.latency else
+                a.latency_note or "-")]
 
 
 def answer(report: Report) -> str:
@@ -111,7 +112,7 @@ def per_variant(analysis: Analysis) -> str:
     parts = ["<h2>Throughput and latency per variant</h2>"]
     for point in analysis.points:
         parts.append(chart(charts.runs_figure(analysis, point, "tps", "TPS"), f"tps-{point_title(point)}"))
-        parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", f"p{analysis.percentile} latency (ms)"),
+        parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", analysis.metric_label("lat_pct_ms")),
                            f"latency-{point_title(point)}"))
         rows = [[esc(v.variant), str(s.n), fmt(s.mean), fmt(s.median), *evidence.summary_cells(s, fmt)]
                 for v in point.variants if (s := v.summaries.get("tps"))]
@@ -211,9 +212,9 @@ def run_table(analysis: Analysis) -> str:
     for r in analysis.runs:
         status = "ok" if r.status == "ok" else f"failed: {esc(r.error or '')}"
         rows.append([str((r.idx or 0) + 1), esc(r.variant), esc(r.workload), str(r.threads), str(r.repetition),
-                     *run_numbers(r), esc(window_text(r)), status])
+                     *run_numbers(r, bool(analysis.run_percentiles)), esc(window_text(r)), status])
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS", "avg lat (ms)",
-              f"p{analysis.percentile} lat (ms)", "steady window", "status"]
+              f"p{analysis.percentile_label} lat (ms)", "steady window", "status"]
     return "<h2>Runs</h2>" + table(header, rows, {5, 6, 7, 8, 9})
 
 

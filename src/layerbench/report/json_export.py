@@ -41,7 +41,9 @@ def run_entry(r: RunRow, report: Report) -> dict[str, Any]:
             "resources": r.facts.usage.document if r.facts.usage else None,
             "io": r.facts.io.document if r.facts.io else None, "io_per_1000_tx": report.io_runs.get(r.run_id),
             "latency_ms": {percentile_key(p): v for p, v in r.latency.items()} or None,
-            "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series]}
+            "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series],
+            # which percentile values.lat_pct_ms is, when the campaign's runs report different ones
+            **({"percentile": r.percentile} if report.analysis.run_percentiles else {})}
 
 
 def summary_entry(summary: Any) -> dict[str, Any]:

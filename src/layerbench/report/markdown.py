@@ -32,7 +32,8 @@ def answer_section(report: Report) -> list[str]:
     analysis = report.analysis
     lines = ["## The answer", "", report.method, "", report.rule, ""]
     rows = [[f"`{a.variant}`", a.point, f"**{evidence.verdict_word(a.tps)}**", evidence.evidence_with_note(a.tps),
-             evidence.verdict_word(a.latency), evidence.evidence_with_note(a.latency)] for a in report.answer]
+             a.latency_note or evidence.verdict_word(a.latency), evidence.evidence_with_note(a.latency)]
+            for a in report.answer]
     if not rows:
         return [*lines, analysis.nothing_to_compare(), ""]
     label = analysis.metric_label("lat_pct_ms")
@@ -78,16 +79,16 @@ def aggregate_section(analysis: Analysis) -> list[str]:
 
 def run_table(analysis: Analysis) -> list[str]:
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS",
-              "avg latency (ms)", f"p{analysis.percentile} latency (ms)", "steady window", "status"]
-    rows = [run_cells(r) for r in analysis.runs]
+              "avg latency (ms)", analysis.metric_label("lat_pct_ms"), "steady window", "status"]
+    rows = [run_cells(r, bool(analysis.run_percentiles)) for r in analysis.runs]
     return ["## Runs", "", "QPS and TPS: mean over the run's steady window (after its warm-up, minus the MSER-5 "
             "transient); latency and total queries: as sysbench reported the measured run.", "",
             *table(header, rows, "lllrrrrrrrrl"), ""]
 
 
-def run_cells(r: RunRow) -> list[str]:
+def run_cells(r: RunRow, tagged: bool = False) -> list[str]:
     status = "ok" if r.status == "ok" else f"failed: {(r.error or '').replace('|', '/')[:120]}"
-    return [str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition), *run_numbers(r),
+    return [str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition), *run_numbers(r, tagged),
             window_text(r), status]
 
 
@@ -145,7 +146,7 @@ def sweep_section(report: Report) -> list[str]:
     analysis, lines = report.analysis, ["## Thread sweep", ""]
     for (workload, variant), rows in report.sweeps.items():
         lines += [f"`{variant}` vs `{analysis.baseline}`, {workload}", ""]
-        header = ["threads", "baseline TPS", "variant TPS", "TPS delta", f"p{analysis.percentile} latency delta",
+        header = ["threads", "baseline TPS", "variant TPS", "TPS delta", f"p{analysis.percentile_label} latency delta",
                   "verdict"]
         lines += table(header, [[str(r.threads), fmt(r.baseline_tps), fmt(r.variant_tps), pct(r.tps_delta_pct),
                                  pct(r.latency_delta_pct), f"{r.verdict}: {evidence.evidence_with_note(r.comparison)}"]

@@ -3,7 +3,7 @@ a pipe table (Markdown and `compare`)."""
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import RunRow
+from layerbench.analysis.aggregate import RunRow, label_number
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -35,7 +35,11 @@ def window_text(r: RunRow) -> str:
     return f"{w.steady.kept} of {w.steady.n} s" + flags
 
 
-def run_numbers(r: RunRow) -> list[str]:
-    """A run's total queries, QPS, TPS, avg and percentile latency as the run tables show them."""
+def run_numbers(r: RunRow, tagged: bool = False) -> list[str]:
+    """A run's total queries, QPS, TPS, avg and percentile latency as the run tables show them; `tagged`: the
+    latency with the percentile it is (`34.95 (p100)`), for campaigns whose runs report different ones."""
     v = r.values
-    return [fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), fmt(v["lat_pct_ms"])]
+    latency = fmt(v["lat_pct_ms"])
+    if tagged and r.percentile is not None and v["lat_pct_ms"] is not None:
+        latency += f" (p{label_number(r.percentile)})"
+    return [fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), latency]
