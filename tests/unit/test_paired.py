@@ -253,3 +253,21 @@ def test_any_pairs_give_an_ordered_interval_and_a_p_in_0_1(pairs: tuple[list[flo
     d = np.log(variant) - np.log(base)
     if d.size <= 50 and len(set(np.abs(d))) == d.size and d.all():  # SciPy's exact case
         assert found.p[0] == pytest.approx(sp.wilcoxon(d, method="exact").pvalue)
+
+
+def test_a_sweep_family_pairs_only_where_the_pairs_reach_alpha_over_the_whole_family(tmp_path: Path) -> None:
+    """6 rounds at 3 thread counts: 6 pairs reach 0.05 for one comparison (2 / 64), not for a family of 3
+    (3 x 2 / 64): correction point pairs every point, correction sweep compares every point unpaired, and corrects
+    those same unpaired p-values together."""
+    from helpers import fill_store
+    from layerbench.analysis.stats import holm
+
+    found = {}
+    for correction in ("point", "sweep"):
+        cid = fill_store(tmp_path / f"{correction}.db", {"host": 1.0, "vm": 0.95}, reps=6, threads=(2, 4, 8),
+                         extra={"correction": correction})
+        with Store(tmp_path / f"{correction}.db") as store:
+            analysis = analyze(store, cid)
+        found[correction] = [next(v for v in p.variants if v.variant == "vm").verdict("tps") for p in analysis.points]
+    assert all(c.pairs == 6 for c in found["point"]) and all(c.pairs is None for c in found["sweep"])
+    assert [c.p_adjusted for c in found["sweep"]] == pytest.approx(holm([c.p for c in found["sweep"]]))

@@ -319,11 +319,16 @@ def sweep_families(grouped: dict[tuple[str, int | None], list[RunRow]], variants
                                                                                    dict[str, list[float]]]:
     """correction: sweep: per point and metric, the raw p of the same metric's comparisons at the workload's
     other thread counts, which Holm then corrects together with the point's own."""
+    names = {key: [v for v in variants if any(r.variant == v for r in here)] for key, here in grouped.items()}
+    compared = {key: sum(1 for v in found if v != baseline) for key, found in names.items()}
     raw = {}
     for (workload, threads), here in grouped.items():
-        names = [v for v in variants if any(r.variant == v for r in here)]
-        raw[(workload, threads)] = raw_pvalues(point_tests(here, names, baseline, settings,
-                                                           extra_metrics(definition, workload), {}))
+        extra = extra_metrics(definition, workload)
+        # the family's size (its p-values come next): each comparison is paired or unpaired here as in the final
+        # pass, which pairs by round only where the pairs can reach alpha after Holm over the whole family
+        size = sum(n for (w, t), n in compared.items() if w == workload and t != threads)
+        raw[(workload, threads)] = raw_pvalues(point_tests(here, names[(workload, threads)], baseline, settings,
+                                                           extra, {m: [1.0] * size for m in [*METRICS, *extra]}))
     out: dict[tuple[str, int | None], dict[str, list[float]]] = {}
     for key, mine in raw.items():
         others = [found for other, found in raw.items() if other[0] == key[0] and other != key]
