@@ -198,7 +198,7 @@ def test_each_point_of_a_sweep_is_paired_on_its_own(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("estimator", "order", "why"), [
-    ("unpaired", "rounds", "unpaired because the campaign asks for it (estimator: unpaired):"),
+    ("unpaired", "rounds", "unpaired because it was asked for (estimator: unpaired):"),
     (None, "rounds", "unpaired because the campaign was stored before paired analysis existed"),
     ("paired", "sequential", "unpaired because its runs were not interleaved in rounds (order: sequential):")])
 def test_the_report_says_why_a_campaign_is_unpaired(tmp_path: Path, estimator: str | None, order: str,
@@ -271,3 +271,26 @@ def test_a_sweep_family_pairs_only_where_the_pairs_reach_alpha_over_the_whole_fa
         found[correction] = [next(v for v in p.variants if v.variant == "vm").verdict("tps") for p in analysis.points]
     assert all(c.pairs == 6 for c in found["point"]) and all(c.pairs is None for c in found["sweep"])
     assert [c.p_adjusted for c in found["sweep"]] == pytest.approx(holm([c.p for c in found["sweep"]]))
+
+
+def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_the_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A campaign stored before the setting keeps unpaired; `report --estimator paired` analyses it paired for
+    that report only; a wrong value is one line, exit 2."""
+    from layerbench.cli import STATE, main
+    from layerbench.settings import Overrides
+
+    monkeypatch.setitem(STATE, "debug", False)
+    db = tmp_path / "lb.db"
+    cid = drifting_store(db, estimator=None)
+    with Store(db) as store:
+        paired = analyze(store, cid, Overrides(estimator="paired"))
+        assert store.campaign(cid).definition.estimator == "unpaired"
+    assert "paired by round" in method_line(paired)
+    for args, code in ((["--estimator", "paired"], 0), (["--estimator", "both"], 2)):
+        with pytest.raises(SystemExit) as done:
+            main(["report", str(cid), "-f", "md", "-o", str(tmp_path / "r"), "--db", str(db), *args])
+        assert int(done.value.code or 0) == code
+    assert "paired by round" in (tmp_path / "r" / "report.md").read_text()
+    err = capsys.readouterr().err
+    assert "--estimator: 'both' is not an estimator; use paired" in err and err.count("\n") <= 3

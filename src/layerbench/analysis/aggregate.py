@@ -207,7 +207,7 @@ def unpaired_reason(definition: CampaignRecord, runs: list[RunRow]) -> str | Non
     if definition.order not in (None, "rounds"):
         return f"its runs were not interleaved in rounds (order: {definition.order})"
     if definition.estimator != "paired":
-        return ("the campaign asks for it (estimator: unpaired)" if "estimator" in definition.document else
+        return ("it was asked for (estimator: unpaired)" if "estimator" in definition.document else
                 "the campaign was stored before paired analysis existed and keeps the estimator it was reported "
                 "with (a new campaign is paired unless it says estimator: unpaired)")
     return None
