@@ -379,6 +379,32 @@ class Adaptive(Strict):
         return None if self.budget is None else seconds_of(self.budget)
 
 
+BUSY_POLICIES = ("rerun", "keep", "fail")
+
+
+class BusyPolicy(Strict):
+    """`busy: rerun` (the default), `keep` or `fail`, or `busy: {policy: rerun, max_reruns: 4}`: what happens to a
+    run whose measured window was busy (analysis/busy.py). `rerun` replaces it by an extra run of the same variant
+    at the end of its round, at most `max_reruns` times per campaign (default: a quarter of the planned runs,
+    rounded up); `keep` keeps it (flagged in the warnings); `fail` stops the campaign."""
+
+    policy: Literal["rerun", "keep", "fail"] = "rerun"
+    max_reruns: int | None = Field(default=None, ge=0, le=MAX_RUNS, strict=True)
+
+    @model_validator(mode="after")
+    def _limit_is_for_reruns(self) -> BusyPolicy:
+        if self.max_reruns is not None and self.policy != "rerun":
+            raise ValueError(f"busy.max_reruns: limits reruns, but policy is {self.policy!r}; set policy: rerun or "
+                             "remove max_reruns")
+        return self
+
+    def reruns_allowed(self, planned_runs: int) -> int:
+        """The most runs one campaign may replace: max_reruns, else a quarter of the planned runs (at least 1)."""
+        if self.policy != "rerun":
+            return 0
+        return self.max_reruns if self.max_reruns is not None else max(1, math.ceil(planned_runs / 4))
+
+
 class Campaign(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)]
     description: str = Field(default="", max_length=MAX_TEXT)
@@ -407,6 +433,7 @@ class Campaign(Strict):
     hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
     wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "
                                        "this long (at most 1 h) for other processes to leave the CPUs idle")
+    busy: BusyPolicy | None = None  # None: the default, BusyPolicy() (rerun); kept out of the stored definition
 
     @field_validator("compare_percentiles", mode="before")
     @classmethod
@@ -435,6 +462,26 @@ class Campaign(Strict):
             raise ValueError(f"{shown(value)} is not a wait from 1 s to 1 h; write it like 30s or 5m")
         return value
 
+    @field_validator("busy", mode="before")
+    @classmethod
+    def _busy_word(cls, value: Any) -> Any:
+        """`busy: rerun` is `busy: {policy: rerun}`; anything but a policy word or a mapping is one line."""
+        if isinstance(value, str) and value in BUSY_POLICIES:
+            return {"policy": value}
+        if value is not None and not isinstance(value, dict):
+            raise ValueError(f"busy: {shown(value)} is not a policy; use rerun, keep or fail, or "
+                             "{policy: rerun, max_reruns: N}")
+        return value
+
+    @property
+    def busy_policy(self) -> BusyPolicy:
+        return self.busy or BusyPolicy()
+
+    @property
+    def planned_runs(self) -> int:
+        """Runs in the schedule: variants x (workload, threads) points x rounds (replacements come on top)."""
+        return len(self.variants) * sum(len(w.threads) for w in self.workloads) * self.rounds
+
     @field_validator("repetitions", mode="before")
     @classmethod
     def _repetitions(cls, value: Any) -> Any:
@@ -459,7 +506,7 @@ class Campaign(Strict):
     def _bounded_plan(self) -> Campaign:
         """The number of runs, computed without building the schedule."""
         points = sum(len(w.threads) for w in self.workloads)
-        runs = len(self.variants) * points * self.rounds
+        runs = self.planned_runs
         if runs > MAX_RUNS:
             raise ValueError(f"repetitions: the plan holds {runs:,} runs ({len(self.variants)} variants x {points} "
                              f"points x {self.rounds} repetitions), more than the limit of {MAX_RUNS:,}; "
@@ -641,7 +688,7 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
     got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
-    if re.match(r"(variants|workloads|repetitions)\.[\w.-]+: |(repetitions|min_runs): ", message):
+    if re.match(r"(variants|workloads|repetitions|busy)\.[\w.-]+: |(repetitions|min_runs|busy): ", message):
         return message  # a cross-field check names its own field
     return f"{where}: {shown(message, 300, quote=False)}{got}"
 
@@ -688,8 +735,10 @@ def smoke_dataset(workload: Workload) -> dict[str, int]:
 
 
 def smoke_version(campaign: Campaign) -> Campaign:
-    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count. For checking
-    that a campaign runs end to end (`layerbench run --smoke`), never for numbers."""
+    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count, busy runs kept (a
+    rerun would only cost time). For checking that a campaign runs end to end (`layerbench run --smoke`), never for
+    numbers."""
     workloads = [w.model_copy(update={**smoke_dataset(w), "duration": 3, "warmup": 0, "threads": [min(w.threads)]})
                  for w in campaign.workloads]
-    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke"})
+    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke",
+                                      "busy": BusyPolicy(policy="keep")})

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign import Campaign, load_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError
@@ -160,7 +160,7 @@ class RichProgress:
 
     def run_started(self, spec: RunSpec, position: int, total: int) -> None:
         self.bar.update(self.task, description=f"run {position}/{total} {spec.variant}", tps="starting",
-                        run_started=time.monotonic(), refresh=True)
+                        total=total, run_started=time.monotonic(), refresh=True)  # a replacement adds a run
 
     def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None:
         self.bar.update(self.task, tps=f"{tps:,.0f} TPS @ {elapsed:.0f}s", refresh=True)
@@ -168,10 +168,10 @@ class RichProgress:
     def run_finished(self, spec: RunSpec, record: RunRecord) -> None:
         self.bar.advance(self.task)
         self.bar.refresh()
-        if record.status == "ok" and record.totals:
-            t = record.totals
+        if record.status in ("ok", "replaced") and record.totals:
+            t, busy = record.totals, " (busy: replaced)" if record.status == "replaced" else ""
             self.console.print(f"  run {spec.idx + 1}: {spec.label()}: {t.tps:,.1f} TPS, {t.qps:,.0f} QPS, "
-                               f"avg {t.latency_avg_ms or 0:.2f} ms")
+                               f"avg {t.latency_avg_ms or 0:.2f} ms{busy}")
         else:
             self.console.print(Text(f"  run {spec.idx + 1}: {spec.label()}: failed: {record.error}", style="red"))
 
@@ -181,7 +181,11 @@ def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
     for fmt in formats:
         path = write_report(report, fmt, outcome.output_dir)
         out.print(f"report: {path}")
-    console.print(f"{outcome.ok} runs ok, {outcome.failed} failed; campaign {outcome.campaign_id} in {store.path}")
+    replaced = f", {outcome.replaced} replaced (busy machine)" if outcome.replaced else ""
+    console.print(f"{outcome.ok} runs ok, {outcome.failed} failed{replaced}; campaign {outcome.campaign_id} in "
+                  f"{store.path}")
+    for line in busy_summary(report.analysis):
+        console.print(Text(line, style="yellow"))
 
 
 def on_sigterm(signum: int, frame: Any) -> None:
@@ -267,10 +271,14 @@ def validate(
 
 def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
     """Everything run checks before it starts (preflight.py), creating nothing; then the plan."""
+    from layerbench.hosts import Hosts
     from layerbench.plan import make_plan
     from layerbench.preflight import preflight
 
-    preflight(parsed)
+    try:
+        preflight(parsed)
+    finally:  # the shared SSH connections of the checks (run keeps its own for the campaign)
+        Hosts(parsed.hosts).close()
     plan = make_plan(parsed, db)
     out.print(f"{name}: valid; {len(parsed.variants)} variants, {plan.runs} runs, {plan.estimate_text()}",
               highlight=False, markup=False)

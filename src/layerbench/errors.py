@@ -30,6 +30,10 @@ class RunFailed(LayerbenchError):
     exit_code = EXIT_FAILURE
 
 
+class MachineBusy(RunFailed):
+    """busy: fail: a run's measured window was busy, and the campaign asked to stop then."""
+
+
 class Interrupted(LayerbenchError):
     """The user pressed Ctrl-C (or the process got SIGTERM)."""
 

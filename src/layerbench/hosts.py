@@ -15,6 +15,7 @@ import ipaddress
 import os
 import re
 import shlex
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -121,7 +122,34 @@ def explain_ssh_failure(name: str, target: str, output: str, known_hosts: str | 
     if "Permission denied" in text:
         return f"{where}: the host refused our key; check identity_file, the agent (ssh-add -l) and authorized_keys"
     last = next((line for line in reversed(text.splitlines()) if line.strip()), "no output from ssh")
-    return f"{where} does not answer over SSH: {last.strip()[:200]}"
+    return (f"{where} does not answer over SSH: {last.strip()[:200]}; check that it is up and that hosts.{name}.ssh "
+            "(and port) reach its sshd")
+
+
+def check_ssh_file(where: str, value: str, *, private: bool) -> None:
+    """A file an inventory entry gives ssh (`-i`, UserKnownHostsFile): a readable regular file (never a device, such
+    as /dev/zero, that ssh would read forever), under a path ssh opens as written; a private key that others may
+    read is one ssh ignores."""
+    what = "a private key" if private else "a known_hosts file"
+    fix = f"give the path of {what}"
+    if "%" in value or "${" in value:
+        raise BadInput(f"{where}: {shown(value, keep_end=True)}: ssh expands % and ${{...}} in this path, so it "
+                       "would open another file; rename the file or link it under a path without them")
+    if not private and ('"' in value or "\\" in value or not value.isprintable()):
+        raise BadInput(f"{where}: {shown(value, keep_end=True)}: a quote, a backslash or a control character "
+                       "cannot be passed in ssh's UserKnownHostsFile; rename the file or link it under a plain path")
+    path = Path(value).expanduser()
+    try:
+        info = path.stat()
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the path
+        cause = getattr(error, "strerror", None) or "not a path"
+        raise BadInput(f"{where}: {shown(value, keep_end=True)} does not exist or cannot be read ({cause}); "
+                       f"{fix}") from None
+    if not stat.S_ISREG(info.st_mode) or not os.access(path, os.R_OK):
+        raise BadInput(f"{where}: {shown(value, keep_end=True)} is not a readable regular file; {fix}")
+    if private and info.st_uid == os.getuid() and info.st_mode & 0o077:
+        raise BadInput(f"{where}: {shown(value, keep_end=True)} has mode {stat.S_IMODE(info.st_mode):04o} (open "
+                       "to group or others), so ssh ignores the key; chmod 600 it")
 
 
 class Host:
@@ -151,9 +179,9 @@ class Host:
             cmd += ["-i", str(Path(e.identity_file).expanduser()), "-o", "IdentitiesOnly=yes"]
         if e.port:
             cmd += ["-p", str(e.port)]
-        if e.known_hosts:
+        if e.known_hosts:  # quoted: ssh splits this option's value at blanks into several files
             user_file = Path("~/.ssh/known_hosts").expanduser()
-            cmd += ["-o", f"UserKnownHostsFile={Path(e.known_hosts).expanduser()} {user_file}",
+            cmd += ["-o", f'UserKnownHostsFile="{Path(e.known_hosts).expanduser()}" "{user_file}"',
                     "-o", "StrictHostKeyChecking=yes"]
         return [*cmd, "--", str(e.ssh)]
 
@@ -217,6 +245,12 @@ class Host:
         if done.returncode != 0:
             raise RunFailed(f"hosts.{self.name}: cannot write {path}: {done.output.strip()[:200]}")
 
+    def check_files(self) -> None:
+        """Preflight: the files the entry names are what ssh will open (one-line BadInput naming the field)."""
+        for field, value in (("identity_file", self.entry.identity_file), ("known_hosts", self.entry.known_hosts)):
+            if value is not None:
+                check_ssh_file(f"hosts.{self.name}.{field}", value, private=field == "identity_file")
+
     def check(self) -> None:
         """Preflight: the host answers; a refusal or silence is a one-line BadInput naming the host."""
         if self.is_local:
@@ -232,7 +266,7 @@ class Host:
         """End the shared connection (ControlPersist would end it two minutes later anyway)."""
         if self.is_local:
             return
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
+        with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):  # ValueError: a NUL in a path
             subprocess.run([*self.ssh_command()[:-2], "-O", "exit", "--", str(self.entry.ssh)],
                            capture_output=True, timeout=10, check=False)
 

@@ -1,7 +1,8 @@
 """The orchestrator: the campaign loop. It checks and prepares the backends, stores the schedule, executes it
-run by run (each run is a RunExecution, execution.py), saves each run the moment it ends, stops an adaptive
-campaign when it is decided, resumes an interrupted campaign, and always takes down what it started (also on
-errors and Ctrl-C)."""
+run by run (each run is a RunExecution, execution.py), saves each run the moment it ends, applies the campaign's
+`busy:` policy to a run whose window was busy (replaces it by an extra run at the end of its round, keeps it, or
+stops), stops an adaptive campaign when it is decided, resumes an interrupted campaign, and always takes down
+what it started (also on errors and Ctrl-C)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from layerbench.analysis.busy import busy_reason, busy_run, decide
 from layerbench.analysis.sequential import over_budget, stop_reason
 from layerbench.campaign import Adaptive, Campaign, VariantBase, Workload, campaign_as_dict, stored_campaign
 from layerbench.critical import signals_deferred
 from layerbench.custom_script import prepare_options_text
-from layerbench.errors import Interrupted, LayerbenchError, RunFailed
+from layerbench.errors import Interrupted, LayerbenchError, MachineBusy, RunFailed
 from layerbench.execution import Progress, RunContext, RunExecution, buffer_pool_bytes, slug
 from layerbench.hosts import Hosts
 from layerbench.preflight import preflight
 from layerbench.procs import stop_all
-from layerbench.records import CampaignRecord
-from layerbench.schedule import RunSpec, build_schedule
+from layerbench.records import BusyDecision, CampaignRecord, Usage
+from layerbench.resources import BUSY_SHARE
+from layerbench.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
 from layerbench.server.snapshot import Snapshot
 from layerbench.store import RunRecord, Store
@@ -51,6 +54,7 @@ class Outcome:
     ok: int = 0
     failed: int = 0
     failures: list[str] = field(default_factory=list)
+    replaced: int = 0  # busy runs replaced by reruns (busy: rerun)
 
 
 def page_size_of(variant: VariantBase) -> str | None:
@@ -99,17 +103,22 @@ class Orchestrator:
         """Absolute: backends hand these paths to other programs (Docker bind mounts need absolute paths)."""
         return Path(self.campaign.output).resolve() / f"{campaign_id}-{slug(self.campaign.name)}"
 
-    def execute(self, campaign_id: int) -> Outcome:
-        """Run every scheduled run not stored yet. Ctrl-C stops the current run and raises Interrupted."""
+    def pending(self, campaign_id: int) -> tuple[list[RunSpec], int]:
+        """The scheduled runs not stored yet, in execution order (replacements at the end of their round), and
+        the schedule's size (replacements included). Read from the store, so `resume` continues the same way."""
         rows = self.store.schedule(campaign_id)
         specs = [RunSpec(r.idx, r.round, r.variant, r.workload, r.threads, r.repetition) for r in rows]
         done = self.store.done_indexes(campaign_id)
-        todo = [s for s in specs if s.idx not in done]
+        return [s for s in execution_order(specs, self.campaign.order) if s.idx not in done], len(specs)
+
+    def execute(self, campaign_id: int) -> Outcome:
+        """Run every scheduled run not stored yet. Ctrl-C stops the current run and raises Interrupted."""
+        todo, total = self.pending(campaign_id)
         outcome = Outcome(campaign_id, self.output_dir(campaign_id))
         seconds = max(w.warmup + w.duration for w in self.campaign.workloads) + 8
-        self.progress.campaign_started(campaign_id, len(specs), len(done), seconds)
+        self.progress.campaign_started(campaign_id, total, total - len(todo), seconds)
         try:
-            self._run_all(todo, len(specs), len(done), outcome)
+            self._run_all(outcome)
         except KeyboardInterrupt:
             with signals_deferred():  # a second signal does not cut the cleanup short
                 stop_all()
@@ -127,26 +136,74 @@ class Orchestrator:
         self.store.finish_campaign(campaign_id, status)
         return outcome
 
-    def _run_all(self, todo: list[RunSpec], total: int, done: int, outcome: Outcome) -> None:
+    def _run_all(self, outcome: Outcome) -> None:
+        """Until no scheduled run is left (a replacement adds one), or an adaptive campaign is decided."""
         last_round: int | None = None
-        for position, spec in enumerate(todo, start=done + 1):
+        while True:
+            todo, total = self.pending(outcome.campaign_id)
+            if not todo:
+                return
+            spec = todo[0]
             if spec.round != last_round and self._enough_rounds(outcome.campaign_id, spec.round - 1):
                 return
             last_round = spec.round
-            self.progress.run_started(spec, position, total)
+            self.progress.run_started(spec, total - len(todo) + 1, total)
             record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir)
-            with signals_deferred():  # a finished run is stored whole, or (interrupted before) run again
-                self.store.save_run(record)
+            decision = self.busy_decision(outcome.campaign_id, record)
+            replaced_by = decision.replaced_by if decision else None
+            extra = None if replaced_by is None else replacement(spec, replaced_by).as_row()
+            with signals_deferred():  # a finished run is stored whole (with its replacement), or run again
+                self.store.save_run(record, extra)
             self.progress.run_finished(spec, record)
-            if record.status == "ok":
-                outcome.ok += 1
-            else:
-                outcome.failed += 1
-                outcome.failures.append(f"run {spec.idx + 1} ({spec.label()}): {record.error}")
-                limit = self.campaign.max_failures
-                if limit is not None and outcome.failed > limit:
-                    raise RunFailed(f"{outcome.failed} runs failed, more than max_failures={limit}; last: "
-                                    f"{record.error}")
+            if decision is not None:
+                self._busy_said(spec, decision)
+            self._count(spec, record, outcome)
+
+    def _count(self, spec: RunSpec, record: RunRecord, outcome: Outcome) -> None:
+        if record.status == "replaced":
+            outcome.replaced += 1
+        elif record.status == "ok":
+            outcome.ok += 1
+        else:
+            outcome.failed += 1
+            outcome.failures.append(f"run {spec.idx + 1} ({spec.label()}): {record.error}")
+            limit = self.campaign.max_failures
+            if limit is not None and outcome.failed > limit:
+                raise RunFailed(f"{outcome.failed} runs failed, more than max_failures={limit}; last: "
+                                f"{record.error}")
+
+    # --- busy: a run whose measured window was busy --------------------------------------------------------------
+
+    def busy_decision(self, campaign_id: int, record: RunRecord) -> BusyDecision | None:
+        """The `busy:` policy on a finished run (analysis/busy.py): None for a quiet (or failed) run; else the
+        decision, stored with the run; a replaced run gets status `replaced`, so the analysis leaves it out."""
+        if record.status != "ok" or not record.facts.resources:
+            return None
+        found = busy_run(Usage.from_json(record.facts.resources))
+        if found is None:
+            return None
+        policy = self.campaign.busy_policy
+        decision = decide(found, policy.policy, self.store.replaced_count(campaign_id),
+                          policy.reruns_allowed(self.campaign.planned_runs), self.store.next_index(campaign_id))
+        record.facts.busy = decision.to_json()
+        if decision.action == "replaced":
+            record.status = "replaced"
+        return decision
+
+    def _busy_said(self, spec: RunSpec, decision: BusyDecision) -> None:
+        """One line on what was done about a busy run; busy: fail stops the campaign here (the run is stored)."""
+        why = f"run {spec.idx + 1} was busy ({busy_reason(decision)}; threshold {BUSY_SHARE * 100:.0f} %)"
+        if decision.action == "stopped":
+            raise MachineBusy(f"{why}: busy: fail stops the campaign at run {spec.idx + 1} ({spec.label()}); run it "
+                              "on a quiet machine, or set busy: rerun to replace busy runs")
+        if decision.action == "replaced":
+            self.progress.message(f"{why}: replaced by run {(decision.replaced_by or 0) + 1} at the end of round "
+                                  f"{spec.round} (rerun {decision.reruns_used} of {decision.max_reruns})")
+        elif decision.policy == "rerun":
+            self.progress.message(f"{why}: kept, the machine never got quiet: the limit of {decision.max_reruns} "
+                                  "reruns (busy: max_reruns) is reached")
+        else:
+            self.progress.message(f"{why}: kept (busy: keep)")
 
     def _enough_rounds(self, campaign_id: int, rounds: int) -> bool:
         """repetitions: auto: after each complete round from `min` on, stop when every comparison is decided or

@@ -19,10 +19,11 @@ class Placement:
     server_host: str
     client_host: str
     listen_address: str  # what the server binds / publishes on, and the address sysbench connects to
+    same_machine: bool = True  # one host, or two names of this machine (local and local: true hosts)
 
     @property
     def remote_client(self) -> bool:
-        return self.server_host != self.client_host
+        return not self.same_machine
 
 
 def _entry(hosts: dict[str, HostEntry] | None, name: str) -> HostEntry:
@@ -51,7 +52,7 @@ def check_placement(hosts: dict[str, HostEntry] | None, variants: Sequence[Any])
                                  "(add it under hosts:)")
         if not _entry(hosts, server_of(v)).local:
             _check_remote_server(v)
-        if server_of(v) != client_of(v) or not _entry(hosts, server_of(v)).local:
+        if placement_of(hosts, v).remote_client or not _entry(hosts, server_of(v)).local:
             _check_remote_client(hosts, v)
 
 
@@ -89,29 +90,60 @@ def _check_remote_client(hosts: dict[str, HostEntry], v: Any) -> None:
 
 def placement_of(hosts: dict[str, HostEntry] | None, variant: Any) -> Placement:
     """A server on an ssh: host listens on that host's address whoever its client is: this machine's own
-    connections (readiness, server variables, status counters) reach it there too."""
+    connections (readiness, server variables, status counters) reach it there too. Two names of this machine
+    (`local` and a `local: true` host) are one machine: loopback."""
     server, client = server_of(variant), client_of(variant)
     local = _entry(hosts, server).local
-    address = "127.0.0.1" if server == client and local else _entry(hosts, server).reach_address() or "127.0.0.1"
-    return Placement(server, client, address)
+    same = server == client or (local and _entry(hosts, client).local)
+    address = "127.0.0.1" if same and local else _entry(hosts, server).reach_address() or "127.0.0.1"
+    return Placement(server, client, address, same)
+
+
+K8S_PATH = {"host": "this machine to the Service's cluster IP (kube-proxy)",
+            "job": "a Job's pod in the cluster to the Service's cluster IP",
+            "port-forward": "kubectl port-forward from this machine (a slow path)"}
+QEMU_FORWARD = "forwarded to the guest by QEMU's user networking (slirp, in the QEMU process)"
 
 
 def network_path(variant: Any, placement: Placement) -> str:
-    """The way sysbench's packets reach the server, in words (what the report's reader needs to know)."""
-    remote = placement.remote_client
-    over = f"TCP from {placement.client_host} to {placement.server_host} over the network" if remote else \
-        "TCP over loopback" if placement.listen_address.startswith("127.") else \
-        f"TCP to {placement.server_host}'s own address {placement.listen_address} (the kernel's loopback path)"
-    if variant.backend == "docker":
-        network = getattr(variant, "network", "bridge")
-        if network == "bridge" and getattr(variant, "client", "host") == "host":
-            if remote:
-                return "published port from another host: kernel NAT (iptables DNAT), no docker-proxy"
-            if not placement.listen_address.startswith("127."):
-                return (f"published port on {placement.server_host}'s own address from that host: kernel NAT "
-                        "(iptables DNAT for local traffic), no docker-proxy")
-            return "published port on loopback: docker-proxy (a userland copy)"
-        if network == "host":
-            return f"host network: {over}"
-        return f"container network ({network})"
-    return over
+    """The way sysbench's packets reach the server, in words: what `validate` previews and each run records."""
+    backend = getattr(variant, "backend", "host")
+    if backend == "external":
+        return f"TCP to the external server {variant.host}:{variant.port}"
+    if backend == "kubernetes":
+        return K8S_PATH[variant.client]
+    if backend == "vm":
+        if variant.network == "tap":
+            return "to the guest's own address on a tap device (virtio-net) on a bridge"
+        return f"{tcp_path(placement)}, {QEMU_FORWARD}"
+    if backend == "docker":
+        return docker_path(variant, placement)
+    return tcp_path(placement)
+
+
+def tcp_path(placement: Placement) -> str:
+    address, server = placement.listen_address, placement.server_host
+    if placement.remote_client:
+        return f"TCP from {placement.client_host} to {server} ({address}) over the network"
+    if address.startswith("127."):
+        return f"TCP over loopback ({address})"
+    return f"TCP to {server}'s own address {address} (the kernel's loopback path)"
+
+
+def docker_path(variant: Any, placement: Placement) -> str:
+    """A container's path: published port (docker-proxy on loopback, else the kernel's NAT), host network, or a
+    bridge network of the run's own."""
+    network, client = getattr(variant, "network", "bridge"), getattr(variant, "client", "host")
+    if network == "host":
+        return f"host network: {tcp_path(placement)}"
+    if client == "container":
+        return "container to container on a bridge network of the run's own (no NAT, no proxy)"
+    if network == "bridge-direct":
+        return "the container's own address on a bridge network of the run's own, from this machine (no NAT, no proxy)"
+    address = placement.listen_address
+    if placement.remote_client:
+        return f"published port on {address} from another host: kernel NAT (iptables DNAT), no docker-proxy"
+    if not address.startswith("127."):
+        return (f"published port on {placement.server_host}'s own address {address} from that host: kernel NAT "
+                "(iptables DNAT for local traffic), no docker-proxy")
+    return f"published port on {address}: docker-proxy (a userland copy)"

@@ -29,6 +29,8 @@ from layerbench.campaign import (
     Workload,
 )
 from layerbench.custom_script import dataset_label
+from layerbench.hosts import LOCAL, HostEntry
+from layerbench.placement import network_path, placement_of
 from layerbench.schedule import build_schedule
 
 # Seconds a run costs beyond warm-up and duration (start, restore, checks, stop), per backend, measured here.
@@ -40,9 +42,9 @@ IMAGE_BUILD_SECONDS = 120  # 106 s measured here (debootstrap, packages, docker 
 VM_BOOT_FILES_SECONDS = 60
 K8S_COLD_BUILD_SECONDS = 310
 
-DOCKER_NETWORK = {
-    "bridge": "bridge network, port published on 127.0.0.1 (docker-proxy)",
-    "bridge-direct": "a bridge network of its own, client to the container's address (no proxy)",
+DOCKER_NETWORK = {  # where the packets go is said by the variant's path (placement.network_path)
+    "bridge": "bridge network, port published",
+    "bridge-direct": "a bridge network of its own",
     "host": "the host's network",
 }
 DOCKER_STORAGE = {
@@ -50,9 +52,7 @@ DOCKER_STORAGE = {
     "data-container": "datadir on a volume of a data-only container", "container-fs": "datadir in the overlay layer",
     "tmpfs": "datadir in memory (tmpfs)",
 }
-VM_NETWORK = {"user": "QEMU user networking, port forwarded on 127.0.0.1", "tap": "a tap device on a bridge"}
-K8S_CLIENT = {"host": "sysbench on this machine", "job": "sysbench as a Job in the cluster",
-              "port-forward": "sysbench through kubectl port-forward (slow path)"}
+VM_NETWORK = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
 
 
 @dataclass(frozen=True)
@@ -74,18 +74,52 @@ class Plan:
 # --- what each variant creates ---------------------------------------------------------------------------------
 
 
-def placement(variant: VariantBase) -> str:
-    """Where the server and sysbench run: their hosts of the inventory (when not this machine) and CPUs."""
-    server_host, client_host = getattr(variant, "server_host", None), getattr(variant, "client_host", None)
-    parts = [f"server on host {server_host}" if server_host else "",
-             f"sysbench on host {client_host} (over SSH)" if client_host else "",
-             f"server CPUs {variant.cpus}" if variant.cpus else "",
+def host_words(hosts: dict[str, HostEntry] | None, name: str) -> str:
+    """A host as the plan names it: this machine (by `local` or a `local: true` name) or one reached over SSH."""
+    entry = (hosts or {}).get(name)
+    if entry is None or name == LOCAL:
+        return "this machine"
+    return f"host {name} (this machine, no SSH)" if entry.local else f"host {name} ({entry.ssh}, over SSH)"
+
+
+def client_words(variant: VariantBase) -> str | None:
+    """Where sysbench runs when that is not simply a host: a container or a Job; None otherwise."""
+    client = getattr(variant, "client", "host")
+    if client == "container":
+        return "sysbench in a container of its own on the server's Docker daemon"
+    if client == "job":
+        return "sysbench as a Job in the cluster"
+    return None
+
+
+def path_text(hosts: dict[str, HostEntry] | None, variant: VariantBase) -> str:
+    """Which host runs the server, which runs sysbench (over SSH or not), and the network path between them: the
+    same placement and words each run records (placement.py), so the preview cannot say another path."""
+    place = placement_of(hosts, variant)
+    path = network_path(variant, place)
+    client = client_words(variant)
+    server = host_words(hosts, place.server_host)
+    if isinstance(variant, ExternalVariant):
+        return f"sysbench on {host_words(hosts, place.client_host)}: {path}"
+    if isinstance(variant, KubernetesVariant):
+        where = f"server in the cluster, {client or 'sysbench on ' + host_words(hosts, place.client_host)}"
+    elif client is not None:
+        where = f"server on {server}, {client}"
+    elif place.server_host == place.client_host:
+        where = f"server and sysbench on {server}"
+    else:
+        where = f"server on {server}, sysbench on {host_words(hosts, place.client_host)}"
+    return f"{where}: {path}"
+
+
+def cpus_text(variant: VariantBase) -> str:
+    parts = [f"server CPUs {variant.cpus}" if variant.cpus else "",
              f"sysbench CPUs {variant.client_cpus}" if variant.client_cpus else ""]
     return "; ".join(p for p in parts if p)
 
 
 def host_line(v: HostVariant) -> str:
-    return f"a private {v.mysqld or 'mariadbd'} on 127.0.0.1 (free port), its own datadir copy"
+    return f"a private {v.mysqld or 'mariadbd'} (free port), its own datadir copy"
 
 
 def external_line(v: ExternalVariant) -> str:
@@ -96,8 +130,7 @@ def docker_line(v: DockerVariant) -> str:
     limits = [f"{k}={val}" for k, val in v.resources.model_dump(exclude_none=True).items()]
     limits += [f"qos preset {v.qos}"] if v.qos else []
     return (f"a container of {v.image or 'the local layerbench image'}; {DOCKER_NETWORK[v.network]}; "
-            f"{DOCKER_STORAGE[v.storage]}; limits: {', '.join(limits) or 'none'}; sysbench on the "
-            f"{'host' if v.client == 'host' else 'a container of its own'}")
+            f"{DOCKER_STORAGE[v.storage]}; limits: {', '.join(limits) or 'none'}")
 
 
 def vm_line(v: VMVariant) -> str:
@@ -112,7 +145,7 @@ def kubernetes_line(v: KubernetesVariant) -> str:
     where = v.context or ("the local cluster (scripts/k8s-local)" if v.kubeconfig is None else v.kubeconfig)
     kind = "a StatefulSet's pod" if v.kind == "statefulset" else "a bare pod"
     return (f"a namespace on {where} with {kind}, QoS {v.qos}{'; ' + resources if resources else ''}; "
-            f"storage {v.storage}; {K8S_CLIENT[v.client]}")
+            f"storage {v.storage}")
 
 
 DESCRIBE: dict[type, Callable[[Any], str]] = {
@@ -121,14 +154,16 @@ DESCRIBE: dict[type, Callable[[Any], str]] = {
 }
 
 
-def variant_line(variant: VariantBase) -> str:
+def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None) -> str:
+    """What the variant creates (its backend's words), then where each part runs and the path (its placement)."""
     kind = getattr(variant, "backend", "?")
     describe = DESCRIBE.get(type(variant))
     text = describe(variant) if describe else kind
     config = ", ".join(f"{k}={val}" for k, val in variant.server.config.items())
     where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
-    extra = "; ".join(p for p in (placement(variant), where, f"my.cnf: {config}" if config else "") if p)
-    return f"variant {variant.name} ({kind}): {text}{'; ' + extra if extra else ''}"
+    extra = "; ".join(p for p in (path_text(hosts, variant), cpus_text(variant), where,
+                                  f"my.cnf: {config}" if config else "") if p)
+    return f"variant {variant.name} ({kind}): {text}; {extra}"
 
 
 def rounds_text(campaign: Campaign) -> str:
@@ -267,6 +302,16 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
 # --- the plan -----------------------------------------------------------------------------------------------------
 
 
+def busy_line(campaign: Campaign) -> str:
+    """What happens to a run measured while the machine was busy (campaign `busy:`, analysis/busy.py)."""
+    policy = campaign.busy_policy
+    if policy.policy == "rerun":
+        return (f"busy runs: replaced by reruns at the end of their round, at most "
+                f"{policy.reruns_allowed(campaign.planned_runs)} (busy: rerun; not in the time above)")
+    return "busy runs: kept and flagged (busy: keep)" if policy.policy == "keep" else \
+        "busy runs: the first one stops the campaign (busy: fail)"
+
+
 def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     schedule = build_schedule(campaign)
     kinds = {v.name: getattr(v, "backend", "host") for v in campaign.variants}
@@ -277,9 +322,10 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
                   + calibrated.get(kinds[s.variant], RUN_OVERHEAD.get(kinds[s.variant], 5)) for s in schedule)
     data_lines, prepare_seconds = dataset_lines(campaign)
     costs = first_time_costs(campaign)
-    lines = [variant_line(v) for v in campaign.variants]
+    lines = [variant_line(v, campaign.hosts) for v in campaign.variants]
     lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
     lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
+    lines.append(busy_line(campaign))
     lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
                  f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")
     past_runs = sum(len(past[k]) for k in calibrated)

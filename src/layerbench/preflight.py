@@ -2,8 +2,10 @@
 `run --dry-run` and `run` itself call `preflight()`, so validate never says "valid" to what run refuses.
 
 Order: checks of the campaign alone (tests, my.cnf option names, limits against this machine, disk space),
-then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the throw-away
-container in which a docker variant's named image shows it holds the server's programs (backends/docker.py).
+then every host the plan uses (the files its entry names, that it answers over SSH, sysbench and `client_cpus` where
+sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the
+throw-away container in which a docker variant's named image shows it holds the server's programs
+(backends/docker.py).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from layerbench.backends import Backend, make_backend
 from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload
 from layerbench.custom_script import check_script
-from layerbench.errors import BadInput, shown
+from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts import Host, Hosts
-from layerbench.placement import server_of
+from layerbench.placement import client_of, placement_of, server_of
 from layerbench.procs import require_program
 from layerbench.server.flavour import Flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
@@ -50,11 +52,63 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
+    check_hosts(campaign, hosts)
     backends = [(variant, make_backend(variant, hosts)) for variant in campaign.variants]
     for _, backend in backends:
         backend.check()
     check_remote_disk_space(campaign)  # after the checks: every server host answers over SSH
     return backends
+
+
+def check_hosts(campaign: Campaign, hosts: Hosts) -> None:
+    """Every host the plan uses, as `run` reaches it: the files its entry names, the address a server here listens
+    on, that each answers over SSH with its host key checked (a host that only runs sysbench too), then on each host
+    that runs sysbench: sysbench itself and the variant's `client_cpus`."""
+    used = sorted({name for v in campaign.variants for name in (server_of(v), client_of(v))})
+    for name in used:
+        hosts[name].check_files()
+    for variant in campaign.variants:
+        check_listen_address(campaign, variant, hosts[server_of(variant)])
+    for name in used:
+        hosts[name].check()
+    has_sysbench: set[str] = set()
+    for variant in campaign.variants:
+        check_client_host(variant, hosts[client_of(variant)], has_sysbench)
+
+
+def check_listen_address(campaign: Campaign, variant: VariantBase, host: Host) -> None:
+    """A server here that listens on a `local: true` host's `address:` (for sysbench on another host) can bind
+    there: the address is one of this machine's (a socket is bound to a free port and closed at once)."""
+    import socket
+
+    address = placement_of(campaign.hosts, variant).listen_address
+    if not host.is_local or address.startswith("127.") or getattr(variant, "backend", "") == "external":
+        return
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+            probe.bind((address, 0))
+    except OSError as error:
+        raise BadInput(f"hosts.{host.name}.address: {shown(address)} is not an address of this machine, so the "
+                       f"server of variant {variant.name} cannot listen there ({error.strerror or error}); give one "
+                       "of this machine's addresses (ip -brief address)") from None
+
+
+def check_client_host(variant: VariantBase, host: Host, has_sysbench: set[str]) -> None:
+    """sysbench on the variant's client host (this machine's is checked first of all) and its CPU list there."""
+    from layerbench.machine import check_cpus
+
+    where, cpus = f"variants.{variant.name}", variant.client_cpus
+    if host.is_local:
+        check_cpus(cpus, f"{where}.client_cpus")
+        return
+    if host.name not in has_sysbench:
+        if host.run(["sysbench", "--version"], name=f"sysbench on {host.name}", timeout=30).returncode != 0:
+            raise PrerequisiteMissing(f"{where}.client_host: sysbench is not on host {host.name}; install it there "
+                                      "(Debian: apt-get install sysbench)")
+        has_sysbench.add(host.name)
+    if cpus and host.run(["taskset", "-c", cpus, "true"], name=f"taskset on {host.name}", timeout=30).returncode:
+        raise BadInput(f"{where}.client_cpus: {cpus!r} is not a CPU list of host {host.name}, where sysbench runs; "
+                       "see nproc there")
 
 
 def check_snapshot_flavour(campaign: Campaign, variant: HostVariant, flavour: Flavour) -> None:
@@ -111,12 +165,11 @@ def builtin_tests() -> list[str]:
 
 
 def check_machine_fits(variant: VariantBase) -> None:
-    """CPU lists name CPUs this process may use; memory limits fit in this machine's memory."""
+    """The server's CPU list names CPUs this process may use; memory limits fit in this machine's memory."""
     from layerbench.machine import check_cpus
 
     where = f"variants.{variant.name}"
-    check_cpus(variant.cpus, f"{where}.cpus")
-    check_cpus(variant.client_cpus, f"{where}.client_cpus")
+    check_cpus(variant.cpus, f"{where}.cpus")  # client_cpus: on the host that runs sysbench (check_client_host)
     memory = getattr(getattr(variant, "resources", None), "memory", None) or (
         getattr(variant, "memory", None) if getattr(variant, "backend", "") == "vm" else None)
     if memory:

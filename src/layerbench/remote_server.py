@@ -31,7 +31,7 @@ from layerbench.server.restore import FACTS_FILE, RestoreFacts
 
 SHIPPED = "shipped.json"
 HASH_MARK = "LB-HASH"
-NEEDED = ("rsync", "xxhsum", "cp", "dd", "find", "flock")
+NEEDED = ("rsync", "xxhsum", "cp", "dd", "find", "flock", "ss")  # ss: a free port there (pick_port)
 
 
 def manifest_digest(manifest: Manifest) -> str:

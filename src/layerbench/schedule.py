@@ -4,6 +4,11 @@
 shuffled with a seeded RNG, so machine drift lands on all variants alike (randomised multiple interleaved
 trials; Abedi & Brecht, "Conducting Repeatable Experiments in Highly Variable Cloud Computing
 Environments", ICPE 2017). `sequential`: all repetitions of a variant, then the next variant.
+
+A run replaced because the machine was busy (`busy: rerun`, orchestrator.py) gets an extra schedule position: the
+next free index, with the round, variant, point and repetition of the run it replaces. `execution_order` runs it
+at the end of that group (its round; with `sequential`, its variant's repetitions at that point), so a round
+stays a block of every variant measured close together in time.
 """
 
 from __future__ import annotations
@@ -50,3 +55,20 @@ def build_schedule(campaign: Campaign, repetitions: int | None = None) -> list[R
                 rng.shuffle(shuffled)
                 order += [(r, name, workload, threads) for name in shuffled]
     return [RunSpec(i, r, name, w, t, r) for i, (r, name, w, t) in enumerate(order)]
+
+
+def replacement(spec: RunSpec, idx: int) -> RunSpec:
+    """The extra position that replaces `spec`: the same round, variant, point and repetition, at index `idx`."""
+    return RunSpec(idx, spec.round, spec.variant, spec.workload, spec.threads, spec.repetition)
+
+
+def execution_order(specs: list[RunSpec], order: str) -> list[RunSpec]:
+    """The order runs execute in: the schedule's, each group (a round, or with `sequential` a variant's repetitions
+    at one point) where its first run is, and a replacement (a higher index) at the end of its group."""
+    def group(s: RunSpec) -> tuple[object, ...]:
+        return (s.variant, s.workload, s.threads) if order == "sequential" else (s.round,)
+
+    first: dict[tuple[object, ...], int] = {}
+    for s in sorted(specs, key=lambda s: s.idx):
+        first.setdefault(group(s), s.idx)
+    return sorted(specs, key=lambda s: (first[group(s)], s.idx))

@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS runs (
   threads INTEGER,
   repetition INTEGER NOT NULL,
   round INTEGER,
-  status TEXT NOT NULL,                -- ok | failed
+  status TEXT NOT NULL,                -- ok | failed | replaced (a busy run, re-run at another idx)
   error TEXT,
   started_at REAL,
   finished_at REAL,
@@ -234,15 +234,30 @@ class Store:
         return [ScheduledRun(r["idx"], r["round"], r["variant"], r["workload"], r["threads"], r["repetition"])
                 for r in self.db.execute("SELECT * FROM schedule WHERE campaign_id=? ORDER BY idx", (campaign_id,))]
 
+    def next_index(self, campaign_id: int) -> int:
+        """The first free schedule index (where a replacement goes)."""
+        row = self.db.execute("SELECT MAX(idx) FROM schedule WHERE campaign_id=?", (campaign_id,)).fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def replaced_count(self, campaign_id: int) -> int:
+        """Runs of the campaign replaced by a rerun (busy: rerun), for the campaign's limit; `resume` reads it."""
+        row = self.db.execute("SELECT COUNT(*) FROM runs WHERE campaign_id=? AND status='replaced'",
+                              (campaign_id,)).fetchone()
+        return int(row[0])
+
     def done_indexes(self, campaign_id: int) -> set[int]:
         rows = self.db.execute("SELECT idx FROM runs WHERE campaign_id=? AND idx IS NOT NULL", (campaign_id,))
         return {int(r[0]) for r in rows}
 
     # --- runs ----------------------------------------------------------------------------------------------
 
-    def save_run(self, run: RunRecord) -> int:
-        """Write a run and its intervals in one transaction."""
+    def save_run(self, run: RunRecord, replacement: tuple[int, int, str, str, int, int] | None = None) -> int:
+        """Write a run and its intervals in one transaction; with `replacement` (a schedule row), the run is a
+        replaced one and the position that replaces it is added in the same transaction, so `resume` finds both
+        or neither."""
         with self.transaction() as db:
+            if replacement is not None:
+                db.execute("INSERT INTO schedule VALUES (?, ?, ?, ?, ?, ?, ?)", (run.campaign_id, *replacement))
             return _insert_run(db, run)
 
     def runs(self, campaign_id: int) -> list[StoredRun]:

@@ -37,6 +37,7 @@ def stored_resources(db: Path) -> dict[str, dict]:
 def test_harness_leaves_the_measured_cpus_when_one_is_free(tmp_path: Path) -> None:
     campaign = parse_campaign({
         "name": "it-harness-pin", "baseline": "shared", "repetitions": 1, "output": str(tmp_path / "out"),
+        "busy": "keep",  # counts its runs
         "variants": [{"name": "shared", "backend": "host", "cpus": "0", "client_cpus": "0"},
                      {"name": "split", "backend": "host", "cpus": "0", "client_cpus": "1"}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0},

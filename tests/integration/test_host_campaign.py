@@ -37,6 +37,7 @@ def campaign_file(tmp_path: Path, **changes) -> Path:
         "workload": {"tables": 2, "table_size": 2000, "threads": 2, "duration": 3, "warmup": 1},
         "repetitions": 2,
         "output": str(tmp_path / "out"),
+        "busy": "keep",  # these tests count their runs; busy runs replaced by reruns: test_busy_rerun.py
     }
     data.update(changes)
     path = tmp_path / "campaign.yaml"

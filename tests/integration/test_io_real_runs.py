@@ -38,6 +38,7 @@ def campaign(tmp_path: Path) -> dict:
                       {"name": "in-memory", **DATA, "buffer_pool": "150%"}],
         "repetitions": 1,
         "output": str(tmp_path / "out"),
+        "busy": "keep",  # counts its runs; busy runs replaced by reruns: test_busy_rerun.py
     }
 
 

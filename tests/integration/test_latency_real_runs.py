@@ -29,6 +29,7 @@ def campaign_dict(tmp_path: Path) -> dict:
                      "compare_percentiles": [99]},
         "repetitions": 1,
         "output": str(tmp_path / "out"),
+        "busy": "keep",  # counts its runs; busy runs replaced by reruns: test_busy_rerun.py
         "formats": ["md", "html", "json", "csv"],
     }
 

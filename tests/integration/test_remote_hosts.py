@@ -32,7 +32,7 @@ SMALL = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup":
 def campaign_data(tmp_path: Path, hosts: dict, variants: list[dict], **changes: object) -> dict:
     data = {"name": f"it-remote-{variants[0]['name']}", "baseline": variants[0]["name"], "hosts": hosts,
             "variants": variants, "workload": SMALL, "repetitions": 1, "order": "sequential",
-            "output": str(tmp_path / "out"), "formats": ["md"]}
+            "output": str(tmp_path / "out"), "formats": ["md"], "busy": "keep"}  # counts its runs
     return {**data, **changes}
 
 
@@ -69,11 +69,17 @@ def test_host_and_docker_servers_on_db_with_sysbench_on_app(lab_hosts: dict, tmp
     variants = [{"name": f"host-{tag}", "backend": "host", "server_host": "db", "client_host": "app"},
                 {"name": f"docker-{tag}", "backend": "docker", "network": "bridge", "server_host": "db",
                  "client_host": "app"}]
-    runs = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
+    data = campaign_data(tmp_path, lab_hosts, variants)
+    runs = run_campaign(data, tmp_path)
     assert [r["status"] for r in runs] == ["ok", "ok"], [r["error"] for r in runs]
+    from layerbench.plan import path_text
+
+    parsed = parse_campaign(data)
     for run in runs:
         details = json.loads(run["details"])
         place = details["environment"]["placement"]
+        variant = next(v for v in parsed.variants if v.name == run["variant"])
+        assert path_text(parsed.hosts, variant).endswith(f": {place['path']}")  # validate previewed this path
         assert (place["server_host"], place["client_host"]) == ("db", "app")
         assert place["endpoint"].startswith("10.231.77.1:") and place["rtt_ms"] is not None
         assert details["environment"]["client_host"]["nic"] == "lblab-app-n"
@@ -229,3 +235,45 @@ def test_a_sysbench_version_that_differs_between_hosts_is_reported(lab_hosts: di
     text = write_report(analysis, "md", tmp_path / "rep").read_text()
     assert "client host fact sysbench_version" in text
     assert "sysbench 1.0.99-other" in text and "sysbench 1.0.20" in text
+
+
+def validate(tmp_path: Path, hosts: dict, **variant: object) -> tuple[int, str]:
+    """`layerbench validate` of a campaign whose server is db (this machine) and whose sysbench only runs on app:
+    the exit code and what it printed on stderr."""
+    from tests.unit.test_hostile_inputs import validate as run_validate
+
+    variants = [{"name": f"val-{secrets.token_hex(3)}", "backend": "host", "server_host": "db",
+                 "client_host": "app", "client_cpus": "0", **variant}]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign_data(tmp_path, hosts, variants)))
+    code, err = run_validate(path)
+    return code, err.strip()
+
+
+def test_validate_reaches_a_host_that_only_runs_sysbench(lab_hosts: dict, tmp_path: Path) -> None:
+    key, known = tmp_path / "lab key", tmp_path / "lab known_hosts"  # a blank in both paths: ssh gets them whole
+    key.write_bytes(Path(lab_hosts["app"]["identity_file"]).read_bytes())
+    key.chmod(0o600)
+    known.write_bytes(Path(lab_hosts["app"]["known_hosts"]).read_bytes())
+    app = {**lab_hosts["app"], "identity_file": str(key), "known_hosts": str(known)}
+    code, text = validate(tmp_path, {**lab_hosts, "app": app})
+    assert code == 0 and text == "", text
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    stranger = tmp_path / "stranger_known_hosts"
+    stranger.write_text("10.231.77.2 " + " ".join(other.with_suffix(".pub").read_text().split()[:2]) + "\n")
+    refused = {
+        "a key the host does not know": ({"identity_file": str(other)}, "hosts.app (root@10.231.77.2): the host "
+                                         "refused our key"),
+        "another host key": ({"known_hosts": str(stranger)}, "hosts.app (root@10.231.77.2): the host key does "
+                             "not match"),
+        "a missing key": ({"identity_file": str(tmp_path / "gone")}, "hosts.app.identity_file: "),
+        "a device as known_hosts": ({"known_hosts": "/dev/zero"}, "hosts.app.known_hosts: '/dev/zero' is not a "
+                                    "readable regular file"),
+        "no answer": ({"port": free_port()}, "hosts.app (root@10.231.77.2) does not answer over SSH"),
+    }
+    for case, (change, words) in refused.items():
+        code, text = validate(tmp_path, {**lab_hosts, "app": {**app, **change}})
+        assert code == 2 and text.startswith(f"error: {words}") and "\n" not in text, (case, text)
+    code, text = validate(tmp_path, {**lab_hosts, "app": app}, client_cpus="4095")
+    assert code == 2 and "client_cpus: '4095' is not a CPU list of host app, where sysbench runs" in text, text

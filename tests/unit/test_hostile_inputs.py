@@ -29,7 +29,9 @@ def validate(path: Path | str) -> tuple[int, str]:
     err = io.StringIO()
     from layerbench import cli
 
-    old_file, old_debug = cli.console.file, cli.STATE["debug"]
+    # console._file, not .file: the property returns sys.stderr when unset, and restoring that would pin the
+    # console to this test's capture for every later test
+    old_file, old_debug = cli.console._file, cli.STATE["debug"]
     cli.console.file, cli.STATE["debug"] = err, False  # another test may have left --debug on
     previous = signal.signal(signal.SIGALRM, _hung)
     signal.alarm(HANG_GUARD_SECONDS)
@@ -39,7 +41,7 @@ def validate(path: Path | str) -> tuple[int, str]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-        cli.console.file, cli.STATE["debug"] = old_file, old_debug
+        cli.console._file, cli.STATE["debug"] = old_file, old_debug
     return int(done.value.code or 0), err.getvalue()
 
 

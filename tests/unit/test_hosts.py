@@ -45,7 +45,7 @@ def test_a_server_on_an_ssh_host_listens_on_its_address_for_every_client() -> No
     remote = placement_of(parsed.hosts, parsed.variants[0].model_copy(update={"client_host": "db"}))
     assert remote.listen_address == "10.0.0.6" and remote.remote_client
     docker = parsed.variants[0].model_copy(update={"backend": "docker", "network": "bridge", "client": "host"})
-    assert "app's own address from that host: kernel NAT" in network_path(docker, place)
+    assert "app's own address 10.0.0.6 from that host: kernel NAT" in network_path(docker, place)
 
 
 @pytest.mark.parametrize(("variant", "hosts", "words"), [
@@ -63,8 +63,8 @@ def test_a_server_on_an_ssh_host_listens_on_its_address_for_every_client() -> No
      "bridge-direct"),
     ({"backend": "docker", "client": "container", "server_host": "db", "client_host": "app"}, None,
      "client: container"),
-    ({"backend": "docker", "client": "container", "server_host": "db"}, None,
-     "variants.v.client: client: container with the server on ssh: host db is not supported; use client_host: db"),
+    ({"backend": "docker", "client": "container", "server_host": "app"}, None,
+     "variants.v.client: client: container with the server on ssh: host app is not supported; use client_host: app"),
     ({"backend": "host", "server_host": "db", "client_host": "app"}, {"db": {"local": True}, "app": APP},
      "set hosts.db.address"),
     ({"backend": "host"}, {"local": {"local": True}}, "hosts.local: the name is taken"),
@@ -93,7 +93,8 @@ def test_ssh_failures_become_one_line_causes() -> None:
     assert text.startswith("hosts.app (root@h): the host key does not match") and "ssh-keygen -R h" in text
     assert "refused our key" in explain_ssh_failure("app", "root@h", "root@h: Permission denied (publickey).", None)
     gone = explain_ssh_failure("app", "root@h", "ssh: connect to host h port 22: No route to host\n", None)
-    assert gone == "hosts.app (root@h) does not answer over SSH: ssh: connect to host h port 22: No route to host"
+    assert gone == ("hosts.app (root@h) does not answer over SSH: ssh: connect to host h port 22: No route to host; "
+                    "check that it is up and that hosts.app.ssh (and port) reach its sshd")
 
 
 @given(st.text())

@@ -93,15 +93,98 @@ def test_a_pause_between_runs_is_not_a_run_cost(empty_cache: Path) -> None:
     assert past_overheads(db) == {}
 
 
-def test_the_plan_names_the_hosts_of_a_placed_variant() -> None:
-    from layerbench.campaign import parse_campaign
-    from layerbench.plan import variant_line
+REMOTE_CLIENT_PATHS = {  # examples/remote-client.yaml: db is this machine (local: true), app the lab's namespace
+    "host-remote": "server on host db (this machine, no SSH), sysbench on host app (root@10.231.77.2, over SSH): "
+                   "TCP from app to db (10.231.77.1) over the network",
+    "docker-nat-remote": "server on host db (this machine, no SSH), sysbench on host app (root@10.231.77.2, over "
+                         "SSH): published port on 10.231.77.1 from another host: kernel NAT (iptables DNAT), no "
+                         "docker-proxy",
+    "docker-hostnet-remote": "server on host db (this machine, no SSH), sysbench on host app (root@10.231.77.2, over "
+                             "SSH): host network: TCP from app to db (10.231.77.1) over the network",
+    "host-loopback": "server and sysbench on host db (this machine, no SSH): TCP over loopback (127.0.0.1)",
+    "docker-proxy-loopback": "server and sysbench on host db (this machine, no SSH): published port on 127.0.0.1: "
+                             "docker-proxy (a userland copy)",
+    "docker-hostnet-loopback": "server and sysbench on host db (this machine, no SSH): host network: TCP over "
+                               "loopback (127.0.0.1)",
+}
+LOCAL = "server and sysbench on this machine: "
+LOCAL_PATHS = {  # the examples without hosts: every variant here
+    ("container-overhead", "host"): LOCAL + "TCP over loopback (127.0.0.1)",
+    ("container-overhead", "docker"): LOCAL + "published port on 127.0.0.1: docker-proxy (a userland copy)",
+    ("docker-storage-network", "volume-hostnet"): LOCAL + "host network: TCP over loopback (127.0.0.1)",
+    ("docker-storage-network", "bind-bridge"): LOCAL + "published port on 127.0.0.1: docker-proxy (a userland copy)",
+    ("vm-thread-sweep", "vm"): LOCAL + "TCP over loopback (127.0.0.1), forwarded to the guest by QEMU's user "
+                                       "networking (slirp, in the QEMU process)",
+    ("k8s-qos", "pod-guaranteed"): "server in the cluster, sysbench on this machine: this machine to the Service's "
+                                   "cluster IP (kube-proxy)",
+    ("tuning-ladder", "flushing"): LOCAL + "TCP over loopback (127.0.0.1)",
+}
 
-    campaign = parse_campaign({
-        "name": "placed", "baseline": "near",
-        "hosts": {"db": {"local": True, "address": "10.231.77.1"}, "app": {"ssh": "root@10.231.77.2"}},
-        "variants": [{"name": "near", "backend": "host"},
-                     {"name": "far", "backend": "host", "server_host": "db", "client_host": "app"}],
-        "workload": {"tables": 1, "table_size": 1000}})
-    near, far = (variant_line(v) for v in campaign.variants)
-    assert "server on host db; sysbench on host app (over SSH)" in far and "on host" not in near
+
+@pytest.mark.parametrize("name", sorted(REMOTE_CLIENT_PATHS))
+def test_each_remote_client_variant_says_exactly_the_path_it_takes(name: str) -> None:
+    from layerbench.plan import path_text
+
+    campaign = example("remote-client")
+    variant = next(v for v in campaign.variants if v.name == name)
+    assert path_text(campaign.hosts, variant) == REMOTE_CLIENT_PATHS[name]
+    line = next(line for line in make_plan(campaign).lines if line.startswith(f"variant {name} "))
+    assert f"; {REMOTE_CLIENT_PATHS[name]}; server CPUs 0; sysbench CPUs 1" in line
+    assert "127.0.0.1" not in line.split("; server", 1)[0]  # the backend's own words hold no address
+
+
+@pytest.mark.parametrize(("study", "name"), sorted(LOCAL_PATHS))
+def test_each_local_variant_says_exactly_the_path_it_takes(study: str, name: str) -> None:
+    from layerbench.plan import path_text
+
+    campaign = example(study)
+    variant = next(v for v in campaign.variants if v.name == name)
+    assert path_text(campaign.hosts, variant) == LOCAL_PATHS[(study, name)]
+    assert "over SSH" not in "\n".join(make_plan(campaign).lines) and "on host" not in path_text(None, variant)
+
+
+HOSTS = {"db": {"local": True, "address": "10.231.77.1"}, "app": {"ssh": "root@10.231.77.2"},
+         "db2": {"ssh": "bench@10.0.0.7"}, "here": {"local": True}}
+
+
+@pytest.mark.parametrize(("variant", "words"), [
+    ({"backend": "host", "server_host": "db2", "client_host": "db2"},
+     "server and sysbench on host db2 (bench@10.0.0.7, over SSH): TCP to db2's own address 10.0.0.7 (the kernel's "
+     "loopback path)"),
+    ({"backend": "host", "server_host": "db2", "client_host": "app"},
+     "server on host db2 (bench@10.0.0.7, over SSH), sysbench on host app (root@10.231.77.2, over SSH): TCP from "
+     "app to db2 (10.0.0.7) over the network"),
+    ({"backend": "host", "server_host": "db2"},
+     "server on host db2 (bench@10.0.0.7, over SSH), sysbench on this machine: TCP from local to db2 (10.0.0.7) "
+     "over the network"),
+    ({"backend": "host", "client_host": "here"},  # two names of this machine are one machine
+     "server on this machine, sysbench on host here (this machine, no SSH): TCP over loopback (127.0.0.1)"),
+    ({"backend": "docker", "network": "bridge", "server_host": "db2", "client_host": "db2"},
+     "server and sysbench on host db2 (bench@10.0.0.7, over SSH): published port on db2's own address 10.0.0.7 "
+     "from that host: kernel NAT (iptables DNAT for local traffic), no docker-proxy"),
+    ({"backend": "docker", "client": "container"},
+     "server on this machine, sysbench in a container of its own on the server's Docker daemon: container to "
+     "container on a bridge network of the run's own (no NAT, no proxy)"),
+    ({"backend": "docker", "network": "bridge-direct"},
+     "server and sysbench on this machine: the container's own address on a bridge network of the run's own, from "
+     "this machine (no NAT, no proxy)"),
+    ({"backend": "vm", "server_host": "db2", "client_host": "app"},
+     "server on host db2 (bench@10.0.0.7, over SSH), sysbench on host app (root@10.231.77.2, over SSH): TCP from "
+     "app to db2 (10.0.0.7) over the network, forwarded to the guest by QEMU's user networking (slirp, in the QEMU "
+     "process)"),
+    ({"backend": "vm", "network": "tap"},
+     "server and sysbench on this machine: to the guest's own address on a tap device (virtio-net) on a bridge"),
+    ({"backend": "kubernetes", "client": "job"},
+     "server in the cluster, sysbench as a Job in the cluster: a Job's pod in the cluster to the Service's cluster "
+     "IP"),
+    ({"backend": "kubernetes", "client": "port-forward"},
+     "server in the cluster, sysbench on this machine: kubectl port-forward from this machine (a slow path)"),
+    ({"backend": "external", "host": "10.0.0.9", "port": 3307, "password_env": "PW"},
+     "sysbench on this machine: TCP to the external server 10.0.0.9:3307"),
+])
+def test_every_placement_says_its_hosts_and_path(variant: dict, words: str) -> None:
+    from layerbench.plan import path_text
+
+    campaign = parse_campaign({"name": "placed", "baseline": "v", "hosts": HOSTS, "workload": {"reset": "reprepare"},
+                               "variants": [{"name": "v", **variant}]})
+    assert path_text(campaign.hosts, campaign.variants[0]) == words

@@ -90,7 +90,8 @@ JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats
                                                                                        max_size=4), max_leaves=20)
 KEYS = st.sampled_from(["name", "baseline", "variants", "workloads", "repetitions", "alpha", "min_runs", "seed",
                         "reset", "environment", "resources", "quiet_wait", "data_bytes", "host", "backend",
-                        "server_variables", "cpu_seconds", "throttling", "top_other", "format", "threads"])
+                        "server_variables", "cpu_seconds", "throttling", "top_other", "format", "threads", "busy",
+                        "action", "top", "replaced_by", "reruns_used"])
 
 
 @given(st.dictionaries(KEYS, JSON_VALUES, max_size=8))

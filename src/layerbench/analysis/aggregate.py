@@ -8,7 +8,15 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
+from layerbench.analysis.busy import (
+    Replaced,
+    busy_reason,
+    busy_run,
+    busy_warning,
+    quiet_wait_warning,
+    short_list,
+    what_was_done,
+)
 from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
 from layerbench.analysis.runs import Window, run_values, steady_window
@@ -99,6 +107,7 @@ class Analysis:
     settings: Settings = field(default_factory=Settings)
     adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
     unpaired_why: str | None = None  # why no comparison is paired by round (None: paired where the pairs allow)
+    replaced: list[Replaced] = field(default_factory=list)  # busy runs replaced by reruns (busy: rerun)
     run_percentiles: tuple[float, ...] = ()  # when runs report different latency percentiles (imported logs)
 
     @property
@@ -153,8 +162,11 @@ def extra_metrics(definition: CampaignRecord | None, workload: str) -> dict[str,
     return {latency_metric(p): (latency_label(latency_metric(p)), False) for p in dict.fromkeys(asked) if p != main}
 
 
+MEASURED = ("ok", "replaced")  # a replaced run measured, its numbers are shown, the statistics leave it out
+
+
 def run_row(r: StoredRun, unstable_ratio: float) -> RunRow:
-    window = steady_window(r.intervals, unstable_ratio) if r.status == "ok" else None
+    window = steady_window(r.intervals, unstable_ratio) if r.status in MEASURED else None
     values = run_values(r.metrics, window) if window else {m: r.metrics.value(m) for m in METRICS}
     values |= {latency_metric(p): v for p, v in r.latency.items()}
     return RunRow(r.id, r.idx, r.round, r.variant, r.workload, r.threads, r.repetition, r.status, r.error, values,
@@ -187,7 +199,7 @@ def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | N
     deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m],
                           None if m in uncompared else deviation(base_means.get(m), means[m]), METRICS[m][1])
               for m in METRICS]
-    return VariantPoint(name, len(ok), len(runs) - len(ok), means, deltas)
+    return VariantPoint(name, len(ok), sum(1 for r in runs if r.status == "failed"), means, deltas)
 
 
 def metric_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[float]]:
@@ -364,7 +376,7 @@ def run_warnings(runs: list[RunRow]) -> list[str]:
 
 def analysis_warnings(analysis: Analysis) -> list[str]:
     warnings = []
-    failed = [r for r in analysis.runs if r.status != "ok"]
+    failed = [r for r in analysis.runs if r.status == "failed"]
     if failed:
         warnings.append(f"{len(failed)} run(s) failed and are excluded from the statistics; see the run table")
     if len(analysis.runs) < analysis.planned_runs:
@@ -381,15 +393,56 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
             warnings.append(f"{where}: too few runs for a verdict: {short}; the evidence is shown, the verdict "
                             "is not")
     warnings += run_warnings(analysis.runs)
-    busy = [(f"run {(r.idx or 0) + 1}", b) for r in analysis.runs
-            if r.status == "ok" and r.facts.usage and (b := busy_run(r.facts.usage))]
-    waits = [(f"run {(r.idx or 0) + 1}", r.facts.quiet_wait) for r in analysis.runs if r.facts.quiet_wait]
-    warnings += [w for w in [busy_warning(busy, len(analysis.runs)), quiet_wait_warning(waits)] if w]
+    warnings += busy_warnings(analysis.runs)
     warnings += backend_warnings(environments(analysis.runs))
     if analysis.differences:
         warnings.append(f"{len(analysis.differences)} difference(s) between variants that the campaign did not ask "
                         "for; see Environment and fairness")
     return warnings
+
+
+def busy_warnings(runs: list[RunRow]) -> list[str]:
+    """The busy machine: which runs, and what the campaign's `busy:` policy did about them (replaced, kept,
+    stopped; the time wait_for_quiet waited); the runs that started busy after the whole wait."""
+    flagged = [(r, b) for r in runs if r.status in MEASURED and r.facts.usage and (b := busy_run(r.facts.usage))]
+    waits = [(f"run {(r.idx or 0) + 1}", r.facts.quiet_wait) for r in runs if r.facts.quiet_wait]
+    done = what_was_done([(f"run {(r.idx or 0) + 1}", r.facts.busy) for r, _ in flagged],
+                         sum(w.waited_seconds for _, w in waits))
+    busy = busy_warning([(f"run {(r.idx or 0) + 1}", b) for r, b in flagged], len(runs), done=done)
+    return [w for w in [busy, quiet_wait_warning(waits)] if w]
+
+
+def busy_summary(analysis: Analysis) -> list[str]:
+    """What the end of `run` says about a busy machine: the runs replaced, and plainly when the machine never got
+    quiet (the rerun limit was reached and busy runs are in the analysis) or busy runs were kept by policy."""
+    lines = []
+    if analysis.replaced:
+        pairs = short_list([f"run {r.run} by run {r.replaced_by}" for r in analysis.replaced])
+        lines.append(f"busy machine: {len(analysis.replaced)} run(s) replaced by reruns ({pairs}); the analysis "
+                     "uses the clean runs")
+    kept = [(r, r.facts.busy) for r in analysis.runs if r.status == "ok" and r.facts.busy]
+    over = [f"run {(r.idx or 0) + 1}" for r, d in kept if d.policy == "rerun"]
+    if over:
+        limit = max(d.max_reruns for _, d in kept)
+        lines.append(f"the machine never got quiet: the limit of {limit} reruns (busy: max_reruns) was reached, so "
+                     f"{len(over)} busy run(s) are in the analysis ({short_list(over)}); see the report's warnings")
+    by_policy = [f"run {(r.idx or 0) + 1}" for r, d in kept if d.policy == "keep"]
+    if by_policy:
+        lines.append(f"busy machine: {len(by_policy)} busy run(s) kept (busy: keep) in the analysis "
+                     f"({short_list(by_policy)}); see the report's warnings")
+    return lines
+
+
+def replaced_runs(runs: list[RunRow]) -> list[Replaced]:
+    """The runs replaced by reruns, with why (from the decision stored with each)."""
+    out = []
+    for r in runs:
+        if r.status == "replaced":
+            point = r.workload if r.threads is None else f"{r.workload}, {r.threads} threads"
+            by = r.facts.busy.replaced_by if r.facts.busy else None
+            why = f"busy: {busy_reason(r.facts.busy)}" if r.facts.busy else "busy"
+            out.append(Replaced((r.idx or 0) + 1, r.variant, point, r.round, None if by is None else by + 1, why))
+    return out
 
 
 def backend_warnings(envs: dict[str, Environment]) -> list[str]:
@@ -418,6 +471,8 @@ def complete_rounds(runs: list[RunRow], per_round: int) -> int:
     """Rounds whose every run is stored (runs of a round are stored before the next round starts)."""
     counts: dict[int, int] = {}
     for r in runs:
+        if r.status == "replaced":  # its replacement is the round's run of that variant
+            continue
         counts[r.round or 0] = counts.get(r.round or 0, 0) + 1
     return sum(1 for n in counts.values() if n >= per_round)
 
@@ -459,6 +514,7 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
                         len(schedule) or len(runs), settings=settings, unpaired_why=unpaired_why)
     analysis.run_percentiles = mixed_percentiles(runs)
     analysis.environments = environments(runs)
+    analysis.replaced = replaced_runs(runs)
     analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)
     analysis.adaptive = adaptive_state(analysis, max(1, len(variants) * len({(s.workload, s.threads)

@@ -89,7 +89,7 @@ class RemoteHostBackend:
         missing = check_tools(self.host)
         if missing:
             raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them "
-                                      "there (Debian: apt-get install rsync xxhash coreutils findutils)")
+                                      "there (Debian: apt-get install rsync xxhash coreutils findutils iproute2)")
         binary, flavour = find_server(self.host, self.variant)
         if self.variant.server.config:  # option names against the server of that host, as preflight does here
             helped = self.host.run([binary, *HELP_ARGS], name=f"{Path(binary).name} --help on {self.host.name}",
@@ -103,10 +103,11 @@ class RemoteHostBackend:
         self._check_cpus()
 
     def _check_cpus(self) -> None:
-        for field, cpus in (("cpus", self.variant.cpus), ("client_cpus", self.variant.client_cpus)):
-            if cpus and self.host.run(["taskset", "-c", cpus, "true"], timeout=30).returncode != 0:
-                raise BadInput(f"variants.{self.variant.name}.{field}: {cpus!r} is not a CPU list of host "
-                               f"{self.host.name}; see nproc there")
+        """The server's CPU list on its host (client_cpus: on the host that runs sysbench, preflight.py)."""
+        cpus = self.variant.cpus
+        if cpus and self.host.run(["taskset", "-c", cpus, "true"], timeout=30).returncode != 0:
+            raise BadInput(f"variants.{self.variant.name}.cpus: {cpus!r} is not a CPU list of host "
+                           f"{self.host.name}; see nproc there")
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """Nothing to build; the dataset is shipped by the first run that needs it (up)."""

@@ -123,7 +123,8 @@ class RemoteVMBackend(VMBackend):
             ["sh", "-c", f"command -v {t} || [ -x /usr/sbin/{t} ]"], timeout=30).returncode != 0]
         if missing:
             raise PrerequisiteMissing(f"{where}.server_host: host {self.host.name} lacks {', '.join(missing)}; "
-                                      "install them there (Debian: qemu-system-x86 qemu-utils e2fsprogs rsync xxhash)")
+                                      "install them there (Debian: qemu-system-x86 qemu-utils e2fsprogs rsync "
+                                      "xxhash iproute2)")
         if v.accel == "kvm" and not self._kvm_there():
             raise BadInput(f"{where}.accel: kvm, but /dev/kvm does not open on host {self.host.name}; use accel: "
                            "auto or tcg")

@@ -6,6 +6,7 @@ from layerbench.records.io import IoCounters
 from layerbench.records.run import (
     FORMAT,
     BackendFacts,
+    BusyDecision,
     Environment,
     HostFacts,
     QuietWait,
@@ -24,6 +25,7 @@ from layerbench.records.stored import (
     StoredRun,
 )
 
-__all__ = ["FORMAT", "AdaptiveRepetitions", "BackendFacts", "CampaignListing", "CampaignRecord", "Environment",
-           "HostFacts", "IoCounters", "QuietWait", "Reset", "RunFacts", "RunMetrics", "ScheduledRun", "StoredCampaign",
-           "StoredFacts", "StoredInterval", "StoredRun", "Throttling", "Usage", "VariantRecord", "WorkloadRecord"]
+__all__ = ["FORMAT", "AdaptiveRepetitions", "BackendFacts", "BusyDecision", "CampaignListing", "CampaignRecord",
+           "Environment", "HostFacts", "IoCounters", "QuietWait", "Reset", "RunFacts", "RunMetrics", "ScheduledRun",
+           "StoredCampaign", "StoredFacts", "StoredInterval", "StoredRun", "Throttling", "Usage", "VariantRecord",
+           "WorkloadRecord"]

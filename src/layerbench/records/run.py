@@ -2,8 +2,9 @@
 the backend's facts and warnings), the resource usage, the quiet-machine wait, the buffer pool sizing. Written
 by the orchestrator, stored as JSON in `runs.details` with a format number, read back by the analysis.
 
-Format history: none (before layerbench 0.3): the same keys without a number; 1: `format` added. A later
-format must read every earlier one (tests/unit/test_records.py reads a store written before format 1)."""
+Format history: none (before layerbench 0.3): the same keys without a number; 1: `format` added; later in 1,
+the optional `busy` (what the campaign's `busy:` policy did with a busy run). A later format must read every
+earlier one (tests/unit/test_records.py reads a store written before format 1)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,36 @@ class QuietWait:
     @classmethod
     def from_json(cls, data: JSONObject) -> QuietWait:
         return cls(as_float(data.get("waited_seconds")), as_bool(data.get("quiet"), True), dict(data))
+
+
+@dataclass(frozen=True)
+class BusyDecision:
+    """What the campaign's `busy:` policy did with a run whose measured window was busy (analysis/busy.py):
+    `replaced` (by the run at index `replaced_by`; the analysis leaves it out), `kept` (policy keep, or the rerun
+    limit was reached), or `stopped` (policy fail); with the figures that made it busy."""
+
+    action: str  # replaced | kept | stopped
+    policy: str  # rerun | keep | fail
+    share: float  # of all CPU time in the window, used by other processes (steal included)
+    steal_share: float
+    top: tuple[tuple[str, float], ...]  # (process name, CPU seconds), busiest first
+    replaced_by: int | None = None  # 0-based schedule index of the replacement
+    reruns_used: int = 0  # reruns of the campaign so far, this one included
+    max_reruns: int = 0
+    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> BusyDecision:
+        top = tuple((as_str(as_list(p)[0], "?"), as_float(as_list(p)[1])) for p in as_list(data.get("top"))
+                    if len(as_list(p)) == 2)
+        return cls(as_str(data.get("action")), as_str(data.get("policy")), as_float(data.get("share")),
+                   as_float(data.get("steal_share")), top, opt_int(data.get("replaced_by")),
+                   as_int(data.get("reruns_used")), as_int(data.get("max_reruns")), dict(data))
+
+    def to_json(self) -> JSONObject:
+        return {"action": self.action, "policy": self.policy, "share": round(self.share, 4),
+                "steal_share": round(self.steal_share, 4), "top": [[n, round(s, 2)] for n, s in self.top],
+                "replaced_by": self.replaced_by, "reruns_used": self.reruns_used, "max_reruns": self.max_reruns}
 
 
 @dataclass(frozen=True)
@@ -189,20 +220,22 @@ class RunFacts:
     buffer_pool_ratio: str | None = None
     other: JSONObject = field(default_factory=dict)  # server_start_seconds, warmup_intervals, imported, ...
     io: JSONObject | None = None  # the measured window's I/O counters (io_counters.IoWindow.result())
+    busy: JSONObject | None = None  # what `busy:` did with this run when it was busy (BusyDecision.to_json())
 
     def to_json(self) -> JSONObject:
         named = {"reset": self.reset, "environment": self.environment, "resources": self.resources,
                  "quiet_wait": self.quiet_wait, "data_bytes": self.data_bytes,
-                 "buffer_pool_ratio": self.buffer_pool_ratio, "io": self.io}
+                 "buffer_pool_ratio": self.buffer_pool_ratio, "io": self.io, "busy": self.busy}
         return {"format": FORMAT, **self.other, **{k: v for k, v in named.items() if v is not None}}
 
     @classmethod
     def from_json(cls, data: JSONObject) -> RunFacts:
         named = ("reset", "environment", "resources", "quiet_wait")
-        other = {k: v for k, v in data.items() if k not in (*named, "format", "data_bytes", "buffer_pool_ratio", "io")}
+        kept = (*named, "format", "data_bytes", "buffer_pool_ratio", "io", "busy")
+        other = {k: v for k, v in data.items() if k not in kept}
         return cls(*(as_object(data[k]) if isinstance(data.get(k), dict) else None for k in named),
                    opt_int(data.get("data_bytes")), opt_str(data.get("buffer_pool_ratio")), other,
-                   as_object(data["io"]) if isinstance(data.get("io"), dict) else None)
+                   *(as_object(data[k]) if isinstance(data.get(k), dict) else None for k in ("io", "busy")))
 
 
 @dataclass(frozen=True)
@@ -216,6 +249,7 @@ class StoredFacts:
     data_bytes: int | None = None
     buffer_pool_ratio: str | None = None
     io: IoCounters | None = None
+    busy: BusyDecision | None = None
 
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
@@ -224,4 +258,5 @@ class StoredFacts:
                    Environment.from_json(raw.environment) if raw.environment else None,
                    Usage.from_json(raw.resources) if raw.resources else None,
                    QuietWait.from_json(raw.quiet_wait) if raw.quiet_wait is not None else None,
-                   raw.data_bytes, raw.buffer_pool_ratio, IoCounters.from_json(raw.io) if raw.io else None)
+                   raw.data_bytes, raw.buffer_pool_ratio, IoCounters.from_json(raw.io) if raw.io else None,
+                   BusyDecision.from_json(raw.busy) if raw.busy else None)

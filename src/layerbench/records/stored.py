@@ -84,7 +84,7 @@ class StoredRun:
     workload: str
     threads: int | None
     repetition: int
-    status: str  # ok | failed
+    status: str  # ok | failed | replaced (busy: rerun; facts.busy says why)
     error: str | None
     started_at: float | None
     metrics: RunMetrics

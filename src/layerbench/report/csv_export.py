@@ -57,12 +57,14 @@ def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]
     return out
 
 
-def row(analysis: Analysis, r: RunRow) -> list[object]:
+def row(analysis: Analysis, r: RunRow, replaced: dict[int, str]) -> list[object]:
+    """`error`: why a failed run failed, or why a replaced run was replaced (busy: rerun) and by which run."""
     w = r.window
     steady = w.steady if w else None
     reset = r.facts.reset
+    why = replaced.get((r.idx or 0) + 1, "") if r.status == "replaced" else r.error or ""
     return [analysis.campaign_id, (r.idx or 0) + 1, r.round, r.variant, r.workload, r.threads, r.repetition,
-            r.status, r.error or "", r.values["queries"], r.values["qps"], r.values["tps"], r.values["lat_avg_ms"],
+            r.status, why, r.values["queries"], r.values["qps"], r.values["tps"], r.values["lat_avg_ms"],
             r.values["lat_pct_ms"], run_percentile(analysis, r), steady.cut if steady else "",
             steady.kept if steady else "", (steady.steady if steady else ""), (w.unstable if w else ""),
             (round(w.swing, 4) if w and w.swing not in (None, float("inf")) else ""),
@@ -91,9 +93,10 @@ def render(source: Analysis | Report) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     judged = verdicts(analysis)
+    replaced = {x.run: x.status() for x in analysis.replaced}
     for r in analysis.runs:
         extra = judged.get((r.variant, r.workload, r.threads), ["", "", "", ""])
         dist = [r.latency.get(p) for p in SHOWN]
-        cells = [*row(analysis, r), *extra, *dist, *io_cells(report.io_runs.get(r.run_id))]
+        cells = [*row(analysis, r, replaced), *extra, *dist, *io_cells(report.io_runs.get(r.run_id))]
         writer.writerow(["" if v is None else neutralised(v) for v in cells])
     return out.getvalue()

@@ -11,6 +11,7 @@ import yaml
 from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.report_model import AnswerRow, Report, as_report
@@ -207,10 +208,20 @@ def campaign_as_run(analysis: Analysis) -> str:
             f"{esc(order)}</p>")
 
 
+def replaced(analysis: Analysis) -> str:
+    """The runs replaced because the machine was busy, with why; nothing when there were none."""
+    if not analysis.replaced:
+        return ""
+    return (f"<h2>{esc(REPLACED_TITLE)}</h2><p>{esc(REPLACED_INTRO)}</p>"
+            + table(list(REPLACED_COLUMNS), [[esc(c) for c in r.cells()] for r in analysis.replaced]))
+
+
 def run_table(analysis: Analysis) -> str:
     rows = []
+    why = {r.run: r.status() for r in analysis.replaced}
     for r in analysis.runs:
-        status = "ok" if r.status == "ok" else f"failed: {esc(r.error or '')}"
+        status = {"ok": "ok", "replaced": esc(why.get((r.idx or 0) + 1, "replaced"))}.get(
+            r.status, f"failed: {esc(r.error or '')}")
         rows.append([str((r.idx or 0) + 1), esc(r.variant), esc(r.workload), str(r.threads), str(r.repetition),
                      *run_numbers(r, bool(analysis.run_percentiles)), esc(window_text(r)), status])
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS", "avg lat (ms)",
@@ -231,7 +242,8 @@ def render(source: Analysis | Report) -> str:
     sections = [
         f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
         f"{esc(analysis.status)}</p><p>{esc(analysis.definition.description or '')}</p>", state,
-        answer(report), adaptive(report), warnings(analysis), per_variant(analysis), latency_distribution(report),
+        answer(report), adaptive(report), warnings(analysis), replaced(analysis), per_variant(analysis),
+        latency_distribution(report),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
         titled("Thread sweep", chart(charts.sweep_figure(report), "sweep")), overhead(report), io_section(report),
         titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(report),

@@ -34,7 +34,8 @@ def plain(value: Any) -> Any:
 
 
 def run_entry(r: RunRow, report: Report) -> dict[str, Any]:
-    return {"run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
+    busy = {"busy": r.facts.busy.document} if r.facts.busy else {}  # what busy: did with a busy run (only then)
+    return {**busy, "run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
             "workload": r.workload, "threads": r.threads, "repetition": r.repetition, "status": r.status,
             "error": r.error, "values": r.values, "window": r.window,
             "reset": r.facts.reset.document if r.facts.reset else None,
@@ -99,6 +100,7 @@ def document(source: Analysis | Report) -> dict[str, Any]:
         "method": report.method,  # how the answer was computed: paired by round or unpaired, and why
         "verdict_rule": report.rule,
         **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
+        **({"replaced_runs": analysis.replaced} if analysis.replaced else {}),  # busy: rerun replaced some runs
         "latency_distribution": report.distribution,
         "percentile_comparisons": [{"variant": c.variant, "point": c.point, "metric": c.metric, "label": c.label,
                                     "comparison": comparison_entry(c.comparison)}

@@ -4,6 +4,7 @@ a Report (analysis/report_model.py); computes nothing."""
 from __future__ import annotations
 
 from layerbench.analysis.aggregate import METRICS, Analysis, RunRow
+from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.report_model import Report, as_report
@@ -80,14 +81,17 @@ def aggregate_section(analysis: Analysis) -> list[str]:
 def run_table(analysis: Analysis) -> list[str]:
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS",
               "avg latency (ms)", analysis.metric_label("lat_pct_ms"), "steady window", "status"]
-    rows = [run_cells(r, bool(analysis.run_percentiles)) for r in analysis.runs]
+    why = {r.run: r.status() for r in analysis.replaced}
+    tagged = bool(analysis.run_percentiles)
+    rows = [run_cells(r, why.get((r.idx or 0) + 1, "replaced"), tagged) for r in analysis.runs]
     return ["## Runs", "", "QPS and TPS: mean over the run's steady window (after its warm-up, minus the MSER-5 "
             "transient); latency and total queries: as sysbench reported the measured run.", "",
             *table(header, rows, "lllrrrrrrrrl"), ""]
 
 
-def run_cells(r: RunRow, tagged: bool = False) -> list[str]:
-    status = "ok" if r.status == "ok" else f"failed: {(r.error or '').replace('|', '/')[:120]}"
+def run_cells(r: RunRow, replaced: str = "replaced", tagged: bool = False) -> list[str]:
+    status = {"ok": "ok", "replaced": replaced.replace("|", "/")}.get(
+        r.status, f"failed: {(r.error or '').replace('|', '/')[:120]}")
     return [str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition), *run_numbers(r, tagged),
             window_text(r), status]
 
@@ -105,6 +109,14 @@ def warnings_section(analysis: Analysis) -> list[str]:
     if not analysis.warnings:
         return []
     return ["## Warnings", "", *[f"- {w}" for w in analysis.warnings], ""]
+
+
+def replaced_section(analysis: Analysis) -> list[str]:
+    """The runs replaced because the machine was busy, with why; nothing when there were none."""
+    if not analysis.replaced:
+        return []
+    rows = [[c.replace("|", "/") for c in r.cells()] for r in analysis.replaced]
+    return [f"## {REPLACED_TITLE}", "", REPLACED_INTRO, "", *table(list(REPLACED_COLUMNS), rows, "llllll"), ""]
 
 
 def environment_lines(analysis: Analysis) -> list[str]:
@@ -208,6 +220,7 @@ def render(source: Analysis | Report) -> str:
     report = as_report(source)
     analysis = report.analysis
     lines = heading(report) + answer_section(report) + adaptive_section(report) + warnings_section(analysis)
+    lines += replaced_section(analysis)
     lines += summary_section(analysis)
     lines += aggregate_section(analysis) + percentiles_section(report)
     lines += sweep_section(report) + overhead_section(report) + io_section(report) + price_section(report)
