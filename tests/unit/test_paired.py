@@ -299,3 +299,18 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
     with pytest.raises(BadInput) as error:
         statistics_options(None, None, None, None, "both")
     assert str(error.value).startswith("--estimator: 'both' is not an estimator; use paired")
+
+
+def test_a_busy_run_replaced_in_its_round_is_paired_through_its_rerun() -> None:
+    """busy: rerun stores the busy run as `replaced` and its rerun in the same round: the pair of that round is
+    the rerun's, and the replaced run is in no pair."""
+    from layerbench.analysis.aggregate import RunRow, round_values
+
+    def row(idx: int, rnd: int, variant: str, tps: float, status: str = "ok") -> RunRow:
+        return RunRow(idx, idx, rnd, variant, "default", 2, rnd, status, None, {"tps": tps})
+
+    runs = [row(0, 1, "host", 100.0), row(1, 1, "v", 40.0, "replaced"), row(2, 2, "v", 91.0),
+            row(3, 2, "host", 101.0), row(4, 1, "v", 90.0)]
+    found = round_values(runs, ["host", "v"], "tps")
+    pairs = pair_by_round(found["host"], found["v"])
+    assert pairs.baseline == (100.0, 101.0) and pairs.variant == (90.0, 91.0) and pairs.unpaired == 0
