@@ -420,6 +420,8 @@ class Campaign(Strict):
     alpha: float = Field(default=settings.ALPHA, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
                                  "a verdict, on top of what alpha needs (docs/import.md)")
+    estimator: Literal["paired", "unpaired"] = Field(default=settings.ESTIMATOR, description="paired: each "
+                                                     "variant against the baseline by round (docs/statistics.md)")
     correction: Literal["point", "sweep"] = Field(default=settings.CORRECTION, description="the family over "
                                                    "which p is Holm-corrected: the variants of each point, or "
                                                    "every variant and thread count of a workload (docs/statistics.md)")

@@ -67,6 +67,9 @@ CorrectionOption = Annotated[str | None, typer.Option("--correction", help="the 
                                                     "Holm-corrected: point (the variants of each point) or sweep "
                                                     "(every thread count of a workload together) [default: point; "
                                                     "report: the campaign's]")]
+EstimatorOption = Annotated[str | None, typer.Option("--estimator", help="paired (each variant against the "
+                                                  "baseline by round, where the rounds allow it) or unpaired "
+                                                  "[default: the campaign's]")]
 RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`; or the campaign's YAML file, "
                                              "which also finds the store in its output:")]
 
@@ -319,12 +322,12 @@ def report(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the report files [default: <output>/<id>-<name>/]")] = None,
     alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
-    correction: CorrectionOption = None, db: DbOption = None,
+    correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
     from layerbench.importer import statistics_options
 
-    overrides = statistics_options(alpha, min_runs, threshold, correction)
+    overrides = statistics_options(alpha, min_runs, threshold, correction, estimator)
     path, ref = located(ref, db)
     with Store(path) as store:
         row = store.campaign(ref)

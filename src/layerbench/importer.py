@@ -24,7 +24,7 @@ from layerbench.boundedyaml import read_bounded_text
 from layerbench.campaign import MAX_RUNS, MAX_THREADS
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord
-from layerbench.settings import CORRECTIONS, Overrides
+from layerbench.settings import CORRECTIONS, ESTIMATORS, Overrides
 from layerbench.store import RunRecord, Store
 
 METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_max_ms")
@@ -176,8 +176,12 @@ def row_percentile(row: ImportedRow, compared: str | None) -> str | None:
 
 
 def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None,
-                       correction: str | None = None) -> Overrides:
-    """--alpha, --min-runs, --threshold, --correction, checked; one-line errors for values out of range."""
+                       correction: str | None = None, estimator: str | None = None) -> Overrides:
+    """--alpha, --min-runs, --threshold, --correction, --estimator, checked; one-line errors for values out of
+    range."""
+    if estimator is not None and estimator not in ESTIMATORS:
+        raise BadInput(f"--estimator: {shown(estimator)} is not an estimator; use paired (by round, where the rounds "
+                       "allow it) or unpaired")
     if correction is not None and correction not in CORRECTIONS:
         raise BadInput(f"--correction: {shown(correction)} is not a family of comparisons; use point (the variants "
                        "of each point) or sweep (every thread count of a workload together)")
@@ -187,7 +191,7 @@ def statistics_options(alpha: float | None, min_runs: int | None, threshold: flo
         raise BadInput(f"--min-runs: {min_runs} runs cannot carry a verdict; use 2 or more, or leave it out")
     if threshold is not None and not 0 <= threshold < 1:
         raise BadInput(f"--threshold: {threshold:g} is not a noise threshold; use a fraction like 0.02 (2 %)")
-    return Overrides(threshold, alpha, min_runs, correction)
+    return Overrides(threshold, alpha, min_runs, correction, estimator)
 
 
 def import_csv(store: Store, path: Path, name: str, baseline: str, options: Overrides | None = None) -> int:

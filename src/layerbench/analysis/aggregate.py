@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from layerbench.analysis.busy import (
     Replaced,
@@ -24,6 +24,7 @@ from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
 from layerbench.latency_histogram import percentile_key
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
+from layerbench.records.campaign import IMPORTED
 from layerbench.settings import Overrides
 from layerbench.store import Store
 
@@ -105,6 +106,7 @@ class Analysis:
     environments: dict[str, Environment] = field(default_factory=dict)  # variant -> environment of a run
     settings: Settings = field(default_factory=Settings)
     adaptive: AdaptiveState | None = None  # repetitions: auto: which comparisons were decided, after how many rounds
+    unpaired_why: str | None = None  # why no comparison is paired by round (None: paired where the pairs allow)
     replaced: list[Replaced] = field(default_factory=list)  # busy runs replaced by reruns (busy: rerun)
     run_percentiles: tuple[float, ...] = ()  # when runs report different latency percentiles (imported logs)
 
@@ -201,8 +203,26 @@ def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | N
 
 
 def metric_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[float]]:
-    return {n: [v for r in runs if r.variant == n and r.status == "ok" and (v := r.values.get(metric)) is not None]
-            for n in names}
+    return {n: [v for _, v in pairs] for n, pairs in round_values(runs, names, metric).items()}
+
+
+def round_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[tuple[int, float]]]:
+    """Per variant, (round, value) of each run the statistics use, in run order (round 0 when unknown)."""
+    return {n: [(r.round or 0, v) for r in runs if r.variant == n and r.status == "ok" and
+                (v := r.values.get(metric)) is not None] for n in names}
+
+
+def unpaired_reason(definition: CampaignRecord, runs: list[RunRow]) -> str | None:
+    """Why this campaign's comparisons cannot be paired by round at all, or None when they may be."""
+    if definition.order == IMPORTED or any(r.round is None for r in runs):
+        return "its rounds are not available" + (" (imported results)" if definition.order == IMPORTED else "")
+    if definition.order not in (None, "rounds"):
+        return f"its runs were not interleaved in rounds (order: {definition.order})"
+    if definition.estimator != "paired":
+        return ("it was asked for (estimator: unpaired)" if "estimator" in definition.document else
+                "the campaign was stored before paired analysis existed and keeps the estimator it was reported "
+                "with (a new campaign is paired unless it says estimator: unpaired)")
+    return None
 
 
 def with_statistics(point: VariantPoint, stats_by_metric: dict[str, dict[str, Summary]],
@@ -258,12 +278,21 @@ def point_tests(here: list[RunRow], names: list[str], baseline: str, settings: S
     different percentiles compares no percentile latency."""
     values = point_values(here, names)
     metrics = {m: METRICS[m][1] for m in METRICS if not (m == "lat_pct_ms" and mixed_percentiles(here))}
-    compared = {m: comparisons(baseline, values[m], higher, settings, family.get(m, ()))
-                for m, higher in metrics.items()}
+    compared = {m: comparisons(baseline, values[m], higher, settings, family.get(m, ()),
+                               paired_values(here, values[m], m, settings)) for m, higher in metrics.items()}
     for metric, (_, higher) in extra.items():
         found = {n: v for n, v in metric_values(here, names, metric).items() if v}
-        compared[metric] = comparisons(baseline, found, higher, settings, family.get(metric, ()))
+        compared[metric] = comparisons(baseline, found, higher, settings, family.get(metric, ()),
+                                       paired_values(here, found, metric, settings))
     return compared
+
+
+def paired_values(here: list[RunRow], values: dict[str, list[float]], metric: str,
+                  settings: Settings) -> dict[str, list[tuple[int, float]]] | None:
+    """The same variants' values with their rounds, when the comparisons may be paired by round."""
+    if settings.estimator != "paired":
+        return None
+    return {n: found for n, found in round_values(here, list(values), metric).items() if found}
 
 
 def build_point(workload: str, threads: int | None, here: list[RunRow], variants: list[str], baseline: str,
@@ -302,11 +331,16 @@ def sweep_families(grouped: dict[tuple[str, int | None], list[RunRow]], variants
                                                                                    dict[str, list[float]]]:
     """correction: sweep: per point and metric, the raw p of the same metric's comparisons at the workload's
     other thread counts, which Holm then corrects together with the point's own."""
+    names = {key: [v for v in variants if any(r.variant == v for r in here)] for key, here in grouped.items()}
+    compared = {key: sum(1 for v in found if v != baseline) for key, found in names.items()}
     raw = {}
     for (workload, threads), here in grouped.items():
-        names = [v for v in variants if any(r.variant == v for r in here)]
-        raw[(workload, threads)] = raw_pvalues(point_tests(here, names, baseline, settings,
-                                                           extra_metrics(definition, workload), {}))
+        extra = extra_metrics(definition, workload)
+        # the family's size (its p-values come next): each comparison is paired or unpaired here as in the final
+        # pass, which pairs by round only where the pairs can reach alpha after Holm over the whole family
+        size = sum(n for (w, t), n in compared.items() if w == workload and t != threads)
+        raw[(workload, threads)] = raw_pvalues(point_tests(here, names[(workload, threads)], baseline, settings,
+                                                           extra, {m: [1.0] * size for m in [*METRICS, *extra]}))
     out: dict[tuple[str, int | None], dict[str, list[float]]] = {}
     for key, mine in raw.items():
         others = [found for other, found in raw.items() if other[0] == key[0] and other != key]
@@ -469,14 +503,15 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
         overrides = Overrides.from_campaign_keys(overrides)
     row = store.campaign(ref)
     definition = row.definition.with_statistics(overrides) if overrides else row.definition
-    settings = definition.settings()
     runs = run_rows(store, row.id, definition.unstable_ratio)
+    unpaired_why = unpaired_reason(definition, runs)
+    settings = replace(definition.settings(), estimator="unpaired") if unpaired_why else definition.settings()
     variants = definition.variant_names or sorted({r.variant for r in runs})
     percentile = label_number((definition.workloads[0].percentile if definition.workloads else None) or 95)
     schedule = store.schedule(row.id)
     points = build_points(runs, variants, row.baseline, settings, definition)
     analysis = Analysis(row.id, row.name, row.status, row.baseline, percentile, definition, runs, points,
-                        len(schedule) or len(runs), settings=settings)
+                        len(schedule) or len(runs), settings=settings, unpaired_why=unpaired_why)
     analysis.run_percentiles = mixed_percentiles(runs)
     analysis.environments = environments(runs)
     analysis.replaced = replaced_runs(runs)

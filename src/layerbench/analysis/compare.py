@@ -1,12 +1,13 @@
 """Per (workload, threads) point: a summary per variant and metric, each variant's comparison with the
-baseline (Holm-corrected across the variants of the point, or of a whole sweep), and the warnings the numbers
-deserve."""
+baseline (Holm-corrected across the variants of the point, or of a whole sweep; paired by round where the
+campaign asks for it and the rounds allow it, analysis/paired.py), and the warnings the numbers deserve."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 
+from layerbench.analysis.paired import RoundValues, paired_tests
 from layerbench.analysis.stats import Comparison, Summary, compare, summarize
 from layerbench.settings import Settings
 
@@ -20,14 +21,18 @@ def summaries(values_by_variant: dict[str, list[float]], seed: int) -> dict[str,
 
 
 def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher_is_better: bool,
-                settings: Settings, family: Sequence[float] = ()) -> dict[str, Comparison]:
-    """Each variant against the baseline; `family`: the raw p of other comparisons Holm corrects with these."""
+                settings: Settings, family: Sequence[float] = (),
+                by_round: dict[str, RoundValues] | None = None) -> dict[str, Comparison]:
+    """Each variant against the baseline; `family`: the raw p of other comparisons Holm corrects with these;
+    `by_round`: the same values with their rounds, when they may be paired (estimator paired, rounds that are
+    blocks): a variant whose pairs cannot reach alpha after Holm over the whole family is compared unpaired."""
     base = values_by_variant.get(baseline, [])
     others = {name: values for name, values in values_by_variant.items() if name != baseline}
     if not base or not others:
         return {}
+    paired = paired_tests(baseline, by_round, settings.alpha, len(family)) if by_round else {}
     found = compare(base, others, higher_is_better=higher_is_better, threshold=settings.threshold,
-                    alpha=settings.alpha, min_runs=settings.min_runs, family=family)
+                    alpha=settings.alpha, min_runs=settings.min_runs, paired=paired, family=family)
     return {c.variant: c for c in found}
 
 

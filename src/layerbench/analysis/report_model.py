@@ -26,6 +26,7 @@ from layerbench.analysis.latency import (
     percentile_comparisons,
     point_title,
 )
+from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, meanings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
@@ -95,10 +96,25 @@ def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
 
 
 def method_line(analysis: Analysis) -> str:
+    """How the answer was computed, which estimator and why (analysis/paired.py, docs/statistics.md)."""
     s = analysis.settings
-    return (f"Each variant against `{analysis.baseline}`: delta = Hodges-Lehmann ratio - 1 (median of the pairwise "
-            f"ratios variant/baseline) with its {(1 - s.alpha) * 100:g} % interval from the exact Mann-Whitney test, "
-            f"{correction_family(analysis)}, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}.")
+    level = f"{(1 - s.alpha) * 100:g} %"
+    tail = f"{correction_family(analysis)}, noise threshold ±{s.threshold * 100:g} %, alpha {s.alpha:g}."
+    unpaired = (f"delta = Hodges-Lehmann ratio - 1 (median of the pairwise ratios variant/baseline) with its {level} "
+                "interval from the exact Mann-Whitney test")
+    if s.estimator != "paired":
+        return (f"Each variant against `{analysis.baseline}`, unpaired because {analysis.unpaired_why}: {unpaired}, "
+                f"{tail}")
+    line = (f"Each variant against `{analysis.baseline}`, paired by round (the runs of a round share the machine's "
+            f"drift): delta = Hodges-Lehmann ratio - 1 of the per-round ratios variant/baseline (median of the Walsh "
+            f"averages of their logs) with its {level} interval from the exact Wilcoxon signed-rank test, {tail}")
+    fallback = sorted({f"`{v.variant}` at {point_title(p)}" for p in analysis.points for v in p.variants
+                       if (c := v.verdict("tps")) and c.delta is not None and c.pairs is None})
+    if not fallback:
+        return line
+    need = pairs_needed(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha)
+    return (f"{line} Unpaired instead ({unpaired}) where fewer than {need} rounds hold both runs, the fewest with "
+            f"which the signed-rank test can reach alpha after Holm: {', '.join(fallback)}.")
 
 
 def swept(analysis: Analysis) -> bool:
@@ -133,8 +149,13 @@ def comparisons_at(analysis: Analysis) -> int:
 
 
 def rule(analysis: Analysis) -> str:
-    s = analysis.settings
-    return rule_text(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha, min_runs=s.min_runs or None)
+    s, family = analysis.settings, max(1, comparisons_at(analysis))
+    text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs or None)
+    if s.estimator != "paired":
+        return text
+    return (f"{text} Paired by round, the signed-rank test's smallest p with n pairs is 2 / 2^n: it needs >= "
+            f"{pairs_needed(comparisons=family, alpha=s.alpha)} rounds holding both runs here; a comparison with "
+            "fewer is made unpaired.")
 
 
 def verdict_notes(analysis: Analysis) -> list[str]:

@@ -76,6 +76,18 @@ class Comparison:
     verdict: Verdict
     n_baseline: int
     n_variant: int
+    pairs: int | None = None  # paired by round (analysis/paired.py): the pairs the delta and p come from, which
+    # can be fewer than the runs per side (a run whose round has no partner is left out of the pairs)
+
+
+@dataclass(frozen=True)
+class Tested:
+    """A delta and p computed elsewhere for one variant (paired by round, analysis/paired.py), for `compare` to
+    correct and judge with the others; its caller passes only pairs enough for the test to reach alpha."""
+
+    delta: DeltaCI
+    p: float
+    pairs: int
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -375,12 +387,16 @@ def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, *, t
 
 def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], *, higher_is_better: bool = True,
             threshold: float = 0.02, alpha: float = 0.05, min_runs: int | None = None,
-            family: Sequence[float] = ()) -> list[Comparison]:
+            paired: Mapping[str, Tested] | None = None, family: Sequence[float] = ()) -> list[Comparison]:
     """Each variant against the baseline for one metric, Holm-corrected across the variants and, when given,
     `family`: the raw p of the other comparisons corrected together with these (the same metric at the other
-    points of a sweep). The interval is the (1 - alpha) Hodges-Lehmann interval of each comparison alone."""
+    points of a sweep). The interval is the (1 - alpha) Hodges-Lehmann interval of each comparison alone:
+    unpaired, or for the variants in `paired` the delta and p given there (paired by round), whose verdict
+    counts the pairs as its n per side."""
+    paired = paired or {}
     names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
-    found = {name: shift_delta(baseline, variants[name], alpha=alpha) for name in names}
+    found = {name: (paired[name].delta, paired[name].p) if name in paired else
+             shift_delta(baseline, variants[name], alpha=alpha) for name in names}
     adjusted = dict(zip(names, holm([found[name][1] for name in names], family), strict=True))
     out = []
     for name, values in variants.items():
@@ -389,10 +405,11 @@ def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], 
                                   len(baseline), len(values)))
             continue
         delta, p = found[name]
-        short = gate(len(baseline), len(values), comparisons=len(names) + len(family), alpha=alpha,
-                     min_runs=min_runs)
+        pairs = paired[name].pairs if name in paired else None
+        n1, n2 = (pairs, pairs) if pairs is not None else (len(baseline), len(values))
+        short = gate(n1, n2, comparisons=len(names) + len(family), alpha=alpha, min_runs=min_runs)
         judged = Verdict("need more runs", short) if short else verdict(
-            delta, adjusted[name], len(baseline), len(values), threshold=threshold, alpha=alpha, min_runs=1,
+            delta, adjusted[name], n1, n2, threshold=threshold, alpha=alpha, min_runs=1,
             higher_is_better=higher_is_better, p_raw=p)
-        out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values)))
+        out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values), pairs))
     return out

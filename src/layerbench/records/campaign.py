@@ -24,6 +24,7 @@ from layerbench.settings import (
     NOISE_THRESHOLD,
     REPORT_FORMATS,
     SEED,
+    STORED_ESTIMATOR,
     UNSTABLE_RATIO,
     Overrides,
     Settings,
@@ -110,6 +111,7 @@ class CampaignRecord:
     formats: tuple[str, ...] | None = None
     imported_from: str | None = None
     imported_layouts: tuple[str, ...] = ()  # sysbench output layouts of imported log files
+    estimator: str = STORED_ESTIMATOR  # paired | unpaired; campaigns stored before it existed were unpaired
     correction: str = CORRECTION  # the Holm family: "point" or "sweep" (stores before it: "point")
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
@@ -127,7 +129,7 @@ class CampaignRecord:
                    tuple(as_float(p) for p in as_list(get("compare_percentiles"))),
                    None if formats is None else tuple(as_str(f) for f in as_list(formats)),
                    opt_str(get("imported_from")), tuple(as_str(x) for x in as_list(get("imported_layouts"))),
-                   opt_str(get("correction")) or CORRECTION, dict(data))
+                   as_str(get("estimator"), STORED_ESTIMATOR), opt_str(get("correction")) or CORRECTION, dict(data))
 
     def to_json(self) -> JSONObject:
         return dict(self.document)
@@ -147,7 +149,7 @@ class CampaignRecord:
         alpha = self.alpha
         if isinstance(self.repetitions, AdaptiveRepetitions):
             alpha = alpha / self.repetitions.looks
-        return Settings(self.noise_threshold, alpha, self.min_runs, self.seed)
+        return Settings(self.noise_threshold, alpha, self.min_runs, self.seed, self.estimator)
 
     def with_statistics(self, overrides: Overrides) -> CampaignRecord:
         """The same campaign analysed with other settings (`report --alpha ...`); the store keeps its own."""

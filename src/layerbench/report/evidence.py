@@ -22,7 +22,11 @@ def evidence(c: Comparison | None) -> str:
         return (f"{shown} (plain difference, n={c.n_baseline}+{c.n_variant}: interval and p undefined "
                 "for a single value)")
     p = format_p(c.p_adjusted if c.p_adjusted is not None else 1.0)
-    return f"{shown} [{format_bound(c.delta.low)}, {format_bound(c.delta.high)}] ({p}, n={c.n_baseline}+{c.n_variant})"
+    runs = f"{c.n_baseline}+{c.n_variant}"
+    n = f"n={runs}"
+    if c.pairs is not None:  # paired by round; the runs per side too when some had no partner in their round
+        n = f"n={c.pairs} pairs" + ("" if c.n_baseline == c.n_variant == c.pairs else f" of {runs} runs")
+    return f"{shown} [{format_bound(c.delta.low)}, {format_bound(c.delta.high)}] ({p}, {n})"
 
 
 def verdict_word(c: Comparison | None) -> str:

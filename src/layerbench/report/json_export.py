@@ -97,6 +97,7 @@ def document(source: Analysis | Report) -> dict[str, Any]:
                      "definition": analysis.definition.to_json()},
         "settings": analysis.settings,
         "points": points_entry(analysis),
+        "method": report.method,  # how the answer was computed: paired by round or unpaired, and why
         "verdict_rule": report.rule,
         **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
         **({"replaced_runs": analysis.replaced} if analysis.replaced else {}),  # busy: rerun replaced some runs
