@@ -50,6 +50,7 @@ from layerbench import environment
 from layerbench.analysis.aggregate import analyze, overhead_rows
 from layerbench.campaign import parse_campaign
 from layerbench.cli import RichProgress
+from layerbench.errors import Interrupted
 from layerbench.orchestrator import run_campaign
 from layerbench.procs import run as run_process
 from layerbench.resources import ResourceSampler
@@ -422,7 +423,7 @@ def main() -> None:
                 samples[k].append(one_side(sides[k], setup))
             say(f"round {index + 1}/{args.pairs}: " + ", ".join(f"{name} {side[-1].tps:.1f} TPS"
                                                                 for name, side in zip(sides, samples, strict=True)))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):  # Interrupted: Ctrl-C during the layerbench side's campaign
         say("interrupted: the rounds so far")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -89,13 +89,20 @@ def wait_for(condition, what: str, bench: subprocess.Popen, limit: float = 600) 
         time.sleep(0.2)
 
 
+def default_sigint() -> None:
+    """Ctrl-C as at a terminal, also when the tests themselves run in the background of a non-interactive shell
+    (which starts them with SIGINT ignored, and a child inherits that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.integration
 def test_ctrl_c_leaves_no_server_and_no_folder(tmp_path: Path) -> None:
     """reset.py with many pairs, interrupted while one of its servers runs: the server is stopped, the bench's
     folders (all under its TMPDIR, here tmp_path) are removed, and it ends with one line, not a traceback."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     bench = subprocess.Popen([str(PYTHON), str(ROOT / "bench" / "reset.py"), "--quick", "--pairs", "1000"],
-                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_sigint)
     try:
         wait_for(lambda: processes_mentioning(f"{tmp_path}/lb-bench-"), "server of the bench", bench)
         bench.send_signal(signal.SIGINT)
