@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test unit lint bench examples-smoke clean-results
+.PHONY: setup demo test unit lint bench bench-quick examples-smoke clean-results
 
 setup:
 	bash scripts/setup
@@ -27,6 +27,11 @@ BENCHES ?= bench/reset.py bench/fidelity.py bench/sampler_overhead.py
 
 bench: setup
 	@for b in $(BENCHES); do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# every bench at tiny sizes (what tests/integration/test_benches.py runs): it runs, its numbers mean nothing
+bench-quick: setup
+	@for b in $(filter-out bench/common.py,$(wildcard bench/*.py)); do echo "== $$b --quick"; \
+		$(BIN)/python $$b --quick || exit 1; done
 
 clean-results:
 	rm -rf results test-artifacts

@@ -2,7 +2,7 @@
 CVs of 2 %, 5 % and 10 %, how often the stopping rule of `analysis/sequential.py` ends with each verdict, and how
 many rounds it needs (mean, median, 90th percentile). Noise threshold 2 %, alpha 0.05, min 4, max 20 rounds.
 
-    .venv/bin/python bench/adaptive_rounds.py [--campaigns 4000] [--seed 17]
+    .venv/bin/python bench/adaptive_rounds.py [--campaigns 4000] [--seed 17] [--quick]
 
 A true 0 must give `slower` / `faster` at most alpha of the time (the unit test tests/unit/test_sequential.py
 checks it); the "any look rejected" column is the stronger error (the test rejected 0 at some look).
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from common import parse_args, run_main
 
 from layerbench.analysis.sequential import simulate_rounds
 
@@ -32,7 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=17)
-    args = parser.parse_args()
+    args = parse_args(parser, {"campaigns": 300})
     print(f"{args.campaigns:,} simulated campaigns per line, log-normal runs, threshold 2 %, alpha 0.05, "
           "rounds 4..20 (alpha / 17 per look)\n")
     print("| true effect | CV | slower | faster | within noise | undecided at max | any look rejected | "
@@ -44,4 +45,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -17,20 +17,19 @@ to the hand run (to test candidate causes one at a time):
 A third side runs in the same rounds and is reported against b: `--c hand` makes every round an A/A control as
 well, so the width of layerbench/hand can be read next to the width of hand/hand measured at the same moments.
     .venv/bin/python bench/fidelity.py [--pairs 40] [--minutes M] [--duration 10] [--warmup 0] [--a layerbench]
-                                       [--b hand] [--c hand]
-Ctrl-C stops the run in progress (its server is stopped) and reports the rounds completed so far.
+                                       [--b hand] [--c hand] [--tables 4] [--rows 25000] [--quick]
+Ctrl-C stops the run in progress (its server is stopped, the bench's folders removed) and reports the rounds
+completed so far.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import os
 import resource
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -43,13 +42,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import host_server_backend, say
+from common import host_server_backend, parse_args, say, table
 from rich.console import Console
 from scipy import stats
 
 from layerbench import environment
+from layerbench.analysis.aggregate import analyze, overhead_rows
 from layerbench.campaign import parse_campaign
 from layerbench.cli import RichProgress
+from layerbench.errors import Interrupted
 from layerbench.orchestrator import run_campaign
 from layerbench.procs import run as run_process
 from layerbench.resources import ResourceSampler
@@ -91,6 +92,8 @@ class Setup:
     duration: int
     warmup: int
     work: Path
+    tables: int = 4
+    rows: int = 25_000
     snapshot: Any = None
 
 
@@ -98,7 +101,7 @@ def campaign(setup: Setup):
     return parse_campaign({
         "name": "fidelity", "baseline": "host", "repetitions": 1, "output": str(setup.work),
         "variants": [{"name": "host", "backend": "host", "cpus": SERVER_CPU, "client_cpus": CLIENT_CPU}],
-        "workload": {"tables": 4, "table_size": 25_000, "threads": 2, "duration": setup.duration,
+        "workload": {"tables": setup.tables, "table_size": setup.rows, "threads": 2, "duration": setup.duration,
                      "warmup": setup.warmup},
     })
 
@@ -173,15 +176,14 @@ def by_layerbench(setup: Setup) -> Sample:
             RichProgress(Console(file=sink, force_terminal=True, width=120)) as rich:  # what a terminal user gets
         progress = WindowProgress(rich, setup.warmup + setup.duration - 1)
         outcome = run_campaign(campaign(setup), store, progress=progress)
-    with sqlite3.connect(work / "lb.db") as db:
-        tps, error, details = db.execute("SELECT tps, error, details FROM runs WHERE campaign_id=?",
-                                         (outcome.campaign_id,)).fetchone()
-    assert tps, f"the layerbench run failed: {error}"
-    resources = json.loads(details)["resources"]
-    seconds = resources["cpu_seconds"].get("server", 0.0)  # over the sampler's window: the whole sysbench run
-    per_1000 = {"server": seconds * 1000 / (float(tps) * resources["window_seconds"])}
-    # the server only: the sampler reads sysbench's CPU until its last sample, up to a second before it exits
-    return Sample(float(tps), progress.parts, progress.window, {"server": per_1000.get("server", 0.0)})
+        run = store.runs(outcome.campaign_id)[0]
+        if run.status != "ok" or run.metrics.tps is None:
+            raise RuntimeError(f"the layerbench run failed: {run.error}")
+        overhead = overhead_rows(analyze(store, outcome.campaign_id))  # the report's own CPU per transaction
+    # CPU s per 1,000 transactions = ms per transaction, over the sampler's window (the whole sysbench run); the
+    # server only: the sampler reads sysbench's CPU until its last sample, up to a second before it exits
+    server = overhead[0].cpu_per_1000_tx.get("server", 0.0) if overhead else 0.0
+    return Sample(run.metrics.tps, progress.parts, progress.window, {"server": server})
 
 
 # --- the same run by hand, with optional ingredients of layerbench -------------------------------------------
@@ -324,14 +326,10 @@ def report(args: argparse.Namespace, sides: list[str], samples: list[list[Sample
     samples = [s[:n] for s in samples]  # an interrupted round is left out
     a, b = samples[0], samples[1]
     names = [f"{name} ({'abc'[i]})" for i, name in enumerate(sides)]
-    print(f"oltp_read_write, 4 x 25000 rows, 2 threads, {args.duration} s, server on CPU {SERVER_CPU}, sysbench on "
-          f"CPU {CLIENT_CPU}; {n} interleaved rounds, order rotated")
-    print(f"{'round':>5}  " + "  ".join(f"{name:>24}" for name in names) + "  a/b" + ("    c/b" if len(sides) > 2
-                                                                                     else ""))
-    for i in range(n):
-        tps = [side[i].tps for side in samples]
-        ratios = "  ".join(f"{x / tps[1]:.3f}" for k, x in enumerate(tps) if k != 1)
-        print(f"{i + 1:>5}  " + "  ".join(f"{x:>24.1f}" for x in tps) + f"  {ratios}")
+    print(f"oltp_read_write, {args.tables} x {args.rows} rows, 2 threads, {args.duration} s, server on CPU "
+          f"{SERVER_CPU}, sysbench on CPU {CLIENT_CPU}; {n} interleaved rounds, order rotated")
+    print(table(["round", *(f"{name} TPS" for name in names), "a/b", *(["c/b"] if len(sides) > 2 else [])],
+                [round_cells(i, [side[i].tps for side in samples]) for i in range(n)]))
     if n < 3:
         print("need >= 3 rounds for an interval")
     else:
@@ -341,6 +339,11 @@ def report(args: argparse.Namespace, sides: list[str], samples: list[list[Sample
             print_ratio(names[2], names[1], [s.tps for s in samples[2]], [s.tps for s in b], order=False)
     print_costs(names, samples)
     print_harness(harness_share([s for side in samples for s in side]))
+
+
+def round_cells(index: int, tps: list[float]) -> list[str]:
+    """A round's TPS of every side, and each side's ratio to side b."""
+    return [str(index + 1), *(f"{x:.1f}" for x in tps), *(f"{x / tps[1]:.3f}" for k, x in enumerate(tps) if k != 1)]
 
 
 def print_costs(names: list[str], samples: list[list[Sample]]) -> None:
@@ -397,17 +400,21 @@ def main() -> None:
     parser.add_argument("--b", type=check_side, default="hand", help="second side (default hand)")
     parser.add_argument("--c", type=check_side, default=None,
                         help="a third side in the same rounds, reported as c/b: `--c hand` is an A/A control")
-    args = parser.parse_args()
-    if args.pairs < 1 or (args.minutes is not None and not 0 < args.minutes < 10_000):
-        parser.error("--pairs must be >= 1 and --minutes between 0 and 10000")
+    parser.add_argument("--tables", type=int, default=4, help="tables of the dataset (default %(default)s)")
+    parser.add_argument("--rows", type=int, default=25_000, help="rows per table (default %(default)s)")
+    args = parse_args(parser, {"pairs": 3, "duration": 2, "tables": 1, "rows": 1000})
+    if min(args.pairs, args.duration, args.tables, args.rows) < 1 or args.warmup < 0 or \
+            (args.minutes is not None and not 0 < args.minutes < 10_000):
+        parser.error("--pairs, --duration, --tables and --rows must be >= 1, --warmup >= 0 and --minutes "
+                     "between 0 and 10000")
     sides = [args.a, args.b] + ([args.c] if args.c else [])
     work = Path(tempfile.mkdtemp(prefix="lb-bench-fidelity-"))
     samples: list[list[Sample]] = [[] for _ in sides]
     started = time.monotonic()
     try:
-        setup = Setup(args.duration, args.warmup, work)
+        setup = Setup(args.duration, args.warmup, work, args.tables, args.rows)
         snapshot = ensure_snapshot(campaign(setup).workloads[0], None, log_dir=work / "snapshot")
-        setup = Setup(args.duration, args.warmup, work, snapshot)
+        setup = Setup(args.duration, args.warmup, work, args.tables, args.rows, snapshot)
         for index in range(args.pairs):
             if args.minutes is not None and time.monotonic() - started > args.minutes * 60:
                 say(f"--minutes {args.minutes:g} reached after {index} rounds")
@@ -416,7 +423,7 @@ def main() -> None:
                 samples[k].append(one_side(sides[k], setup))
             say(f"round {index + 1}/{args.pairs}: " + ", ".join(f"{name} {side[-1].tps:.1f} TPS"
                                                                 for name, side in zip(sides, samples, strict=True)))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):  # Interrupted: Ctrl-C during the layerbench side's campaign
         say("interrupted: the rounds so far")
     finally:
         shutil.rmtree(work, ignore_errors=True)

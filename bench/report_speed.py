@@ -3,7 +3,7 @@
 analysed, and rendered in each format. Goals: import of 100,000 runs < 10 s, report of 100,000 runs < 30 s (set
 when import took that many; it now refuses more than campaign.MAX_RUNS = 20,000 runs a campaign, the default here).
 
-    .venv/bin/python bench/report_speed.py [--runs 20000] [--formats md,json,csv,html] [--repeat 3]
+    .venv/bin/python bench/report_speed.py [--runs 20000] [--formats md,json,csv,html] [--repeat 3] [--quick]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import parse_args, run_main, table
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
@@ -64,19 +65,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=MAX_RUNS)
     parser.add_argument("--formats", default="md,json,csv")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, {"runs": 400, "repeat": 1, "formats": "md,json,csv,html"})
     formats = [f for f in args.formats.split(",") if f]
+    if not formats or set(formats) - set(FORMATS):
+        parser.error(f"--formats {args.formats!r}: a comma-separated list of {', '.join(FORMATS)}")
     with tempfile.TemporaryDirectory(prefix="lb-bench-speed-") as tmp:
         folder = Path(tmp)
         source = folder / "runs.csv"
         write_csv(source, args.runs)
         rounds = [one_round(folder, source, formats, i) for i in range(args.repeat)]
     print(f"{args.runs:,} runs, median of {args.repeat} rounds:")
-    for step in rounds[0]:
-        print(f"  {step:<8} {statistics.median(r[step] for r in rounds):7.2f} s")
+    rows = [[step, f"{statistics.median(r[step] for r in rounds):.2f}"] for step in rounds[0]]
     report = [sum(r[s] for s in ("analyse", "model", *formats)) for r in rounds]
-    print(f"  {'report':<8} {statistics.median(report):7.2f} s  (analyse + model + {', '.join(formats)})")
-
+    rows.append([f"report (analyse + model + {', '.join(formats)})", f"{statistics.median(report):.2f}"])
+    print(table(["step", "median s"], rows))
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -8,7 +8,9 @@ Side by side in one invocation, on one machine:
   3. a real small campaign of a few runs: each run's wall time minus its warm-up + measured seconds.
 The dataset (default 8 x 2,500,000 rows, about 4.8 GB) is prepared once and cached (LAYERBENCH_DATA_DIR or
 the cache dir); the loop file goes beside the cache.
-    .venv/bin/python bench/scale.py [--tables 8] [--rows 2500000] [--pairs 1] [--clones 3]
+    .venv/bin/python bench/scale.py [--tables 8] [--rows 2500000] [--pairs 1] [--clones 3] [--runs 4] [--quick]
+Ctrl-C stops the server or campaign of the moment, unmounts and removes the loop file and the bench's folders
+(the cached snapshot stays).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from common import host_server, median, say
+from common import host_server, median, parse_args, run_main, say, table
 
 from layerbench.campaign import Workload, parse_campaign
 from layerbench.orchestrator import run_campaign
@@ -88,10 +90,48 @@ def harness_overhead(runs: int, work: Path) -> list[float]:
                                "output": str(work / "out"), "variants": [{"name": "host", "backend": "host"}],
                                "workloads": [{"tables": 1, "table_size": 1000, "threads": 1, "warmup": 1,
                                               "duration": 3}]})
+    measured = campaign.workloads[0].warmup + campaign.workloads[0].duration
     with Store(work / "out" / "layerbench.db") as store:
         outcome = run_campaign(campaign, store)
-        rows = store.runs(outcome.campaign_id)
-    return [r["finished_at"] - r["started_at"] - 4.0 for r in rows if r["status"] == "ok"]
+        done = store.runs(outcome.campaign_id)
+    ok = [r for r in done if r.status == "ok" and r.started_at is not None and r.finished_at is not None]
+    if not ok:
+        raise SystemExit(f"the small campaign had no successful run: {[r.error for r in done]}")
+    return [r.finished_at - r.started_at - measured for r in ok]
+
+
+def reset_pairs(workload: Workload, snapshot: Snapshot, pairs: int, work: Path) -> tuple[list[float], list[float]]:
+    restore, prepare = [], []
+    for pair in range(1, pairs + 1):
+        for what in (("restore", "prepare") if pair % 2 else ("prepare", "restore")):
+            if what == "restore":
+                restore.append(restore_and_verify(snapshot)[0])
+            else:
+                prepare.append(cleanup_and_prepare(workload, work))
+        say(f"pair {pair}/{pairs}: restore+verify {restore[-1]:.1f} s, cleanup+prepare {prepare[-1]:.1f} s")
+    return restore, prepare
+
+
+def measure(args: argparse.Namespace, work: Path) -> None:
+    workload = Workload(tables=args.tables, table_size=args.rows)
+    say(f"snapshot of {args.tables} x {args.rows:,} rows (prepared once, cached under {datasets_dir()})")
+    snapshot = ensure_snapshot(workload, None, log_dir=work / "snapshot",
+                               on_line=PrepareProgress(args.tables, say, table_size=args.rows), say=say)
+    restore, prepare = reset_pairs(workload, snapshot, args.pairs, work)
+    clones = clone_times(snapshot, args.clones)
+    overhead = harness_overhead(args.runs, work)
+    print(f"dataset: {args.tables} x {args.rows:,} rows, {snapshot.data_bytes / 2**30:.2f} GiB of tables "
+          f"({snapshot.data_bytes:,} bytes)")
+    print(table(["what", "median s", "all"], [
+        ["restore + verify (file check, O_DIRECT copy hashed, server start), ext4", *cells(restore, 2)],
+        ["cleanup + prepare (server start, sysbench cleanup + prepare)", *cells(prepare, 2)],
+        [f"restore by {clones[0][1]} on XFS (reflink, loop file), datadir only", *cells([c for c, _ in clones], 3)],
+        ["harness time per run outside warm-up + measured window (1 x 1,000 rows, host)", *cells(overhead, 2)]]))
+    print(f"ratio restore+verify / cleanup+prepare: {median(restore) / median(prepare):.3f} (goal <= 0.05)")
+
+
+def cells(values: list[float], digits: int) -> list[str]:
+    return [f"{median(values):.{digits}f}", ", ".join(f"{x:.{digits}f}" for x in values)]
 
 
 def main() -> None:
@@ -101,36 +141,14 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1)
     parser.add_argument("--clones", type=int, default=3)
     parser.add_argument("--runs", type=int, default=4, help="runs of the small campaign for the harness overhead")
-    args = parser.parse_args()
-    workload = Workload(tables=args.tables, table_size=args.rows)
+    args = parse_args(parser, {"tables": 1, "rows": 1000, "pairs": 1, "clones": 1, "runs": 1})
+    if min(args.tables, args.rows, args.pairs, args.clones, args.runs) < 1:
+        parser.error("--tables, --rows, --pairs, --clones and --runs must be >= 1")
     work = Path(tempfile.mkdtemp(prefix="lb-bench-scale-"))
-    say(f"snapshot of {args.tables} x {args.rows:,} rows (prepared once, cached under {datasets_dir()})")
-    snapshot = ensure_snapshot(workload, None, log_dir=work / "snapshot",
-                               on_line=PrepareProgress(args.tables, say, table_size=args.rows), say=say)
-    restore, prepare = [], []
-    for pair in range(1, args.pairs + 1):
-        for what in (("restore", "prepare") if pair % 2 else ("prepare", "restore")):
-            if what == "restore":
-                restore.append(restore_and_verify(snapshot)[0])
-            else:
-                prepare.append(cleanup_and_prepare(workload, work))
-        say(f"pair {pair}/{args.pairs}: restore+verify {restore[-1]:.1f} s, cleanup+prepare {prepare[-1]:.1f} s")
-    clones = clone_times(snapshot, args.clones)
-    overhead = harness_overhead(args.runs, work)
-    gib = snapshot.data_bytes / 2**30
-    print(f"dataset: {args.tables} x {args.rows:,} rows, {gib:.2f} GiB of tables ({snapshot.data_bytes:,} bytes)")
-    print("| what | median s | all |\n|---|---:|---|")
-    print(f"| restore + verify (file check, O_DIRECT copy hashed, server start), ext4 | "
-          f"{median(restore):.2f} | {', '.join(f'{x:.2f}' for x in restore)} |")
-    print(f"| cleanup + prepare (server start, sysbench cleanup + prepare) | {median(prepare):.2f} | "
-          f"{', '.join(f'{x:.2f}' for x in prepare)} |")
-    print(f"| restore by {clones[0][1]} on XFS (reflink, loop file), datadir only | "
-          f"{median([c for c, _ in clones]):.3f} | {', '.join(f'{c:.3f}' for c, _ in clones)} |")
-    print(f"| harness time per run outside warm-up + measured window (1 x 1,000 rows, host) | "
-          f"{median(overhead):.2f} | {', '.join(f'{x:.2f}' for x in overhead)} |")
-    print(f"ratio restore+verify / cleanup+prepare: {median(restore) / median(prepare):.3f} (goal <= 0.05)")
-    shutil.rmtree(work, ignore_errors=True)
-
+    try:
+        measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
+from common import parse_args
 
 from layerbench.analysis.stats import KINDS, Comparison, compare
 
@@ -93,7 +94,7 @@ def main() -> None:
     parser.add_argument("--campaigns", type=int, default=1000, help="simulated campaigns per line of the power table")
     parser.add_argument("--coverage-campaigns", type=int, default=4000, help="simulated campaigns per coverage cell")
     parser.add_argument("--seed", type=int, default=23)
-    args = parser.parse_args()
+    args = parse_args(parser, {"campaigns": 200, "coverage_campaigns": 300})
     started = time.perf_counter()
     print(f"Verdicts of {args.campaigns} simulated campaigns per line (normal, CV 5 %, threshold 2 %, alpha 0.05):")
     print(power_table(args.campaigns, args.seed))

@@ -301,7 +301,7 @@ def _run(row: sqlite3.Row, intervals: tuple[StoredInterval, ...], latency: dict[
     facts = StoredFacts.from_json(json.loads(row["details"] or "{}"))
     return StoredRun(int(row["id"]), row["idx"], row["round"], row["variant"], row["workload"], row["threads"],
                      int(row["repetition"]), row["status"], row["error"], row["started_at"], metrics,
-                     row["percentile"], facts, intervals, latency)
+                     row["percentile"], facts, intervals, latency, row["finished_at"])
 
 
 def _insert_campaign(db: sqlite3.Connection, definition: CampaignRecord, output_dir: str, source_path: str | None,

@@ -70,6 +70,16 @@ def test_run_facts_are_written_with_their_format_and_read_back(tmp_path: Path) -
     assert run.facts.reset is not None and run.facts.reset.seconds == 1.5
 
 
+def test_a_stored_run_keeps_when_it_started_and_finished(tmp_path: Path) -> None:
+    """bench/scale.py's harness time per run is finished_at - started_at of the stored runs."""
+    with Store(tmp_path / "lb.db") as store:
+        cid = store.create_campaign(CampaignRecord.from_json({"name": "c", "baseline": "a"}), str(tmp_path))
+        store.save_run(RunRecord(cid, "a", "w", 1, 1, started_at=100.0, finished_at=107.5))
+        store.save_run(RunRecord(cid, "a", "w", 1, 2))
+        done, unfinished = store.runs(cid)
+    assert (done.started_at, done.finished_at) == (100.0, 107.5) and unfinished.finished_at is None
+
+
 def test_a_campaign_record_keeps_its_document_whole() -> None:
     document = {"name": "c", "baseline": "a", "repetitions": {"min": 4, "max": 9, "budget": "1h"}, "alpha": 0.1,
                 "variants": [{"name": "a", "backend": "host", "server": {"config": {"max_connections": 9}}}],

@@ -92,3 +92,4 @@ class StoredRun:
     facts: StoredFacts = field(default_factory=StoredFacts)
     intervals: tuple[StoredInterval, ...] = ()
     latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
+    finished_at: float | None = None  # when the run ended, its cleanup done (None: not recorded)
