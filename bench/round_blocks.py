@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from common import parse_args
+
 from layerbench.analysis.blocks_simulation import ESTIMATORS, simulate
 
 DRIFTS = (0.0, 0.10, 0.20, 0.30)
@@ -86,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=2000, help="simulated campaigns per cell")
     parser.add_argument("--seed", type=int, default=30)
-    args = parser.parse_args()
+    args = parse_args(parser, {"campaigns": 200})
     started = time.perf_counter()
     print(f"{args.campaigns:,} simulated campaigns per cell; a baseline and 2 variants, Holm, alpha 0.05, threshold "
           "2 %, CV 5 %; the effect is the first variant's, the second is at 0:\n")
