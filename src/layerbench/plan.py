@@ -85,6 +85,9 @@ def placement(variant: VariantBase) -> str:
 
 
 def host_line(v: HostVariant) -> str:
+    if v.server.flavour == "mysql":
+        return (f"a private MySQL {v.server.version or '9.7'} (mysqld of the cached rootfs, a plain host process) on "
+                "127.0.0.1 (free port), its own datadir copy")
     return f"a private {v.mysqld or 'mariadbd'} on 127.0.0.1 (free port), its own datadir copy"
 
 

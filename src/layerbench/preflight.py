@@ -17,15 +17,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
-from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload
 from layerbench.custom_script import check_script
 from layerbench.errors import BadInput, shown
 from layerbench.hosts import Host, Hosts
 from layerbench.placement import server_of
 from layerbench.procs import require_program
-from layerbench.server.flavour import Flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
+from layerbench.server.servers import resolve_server
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
@@ -39,13 +38,14 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         check_test(workload)
     hosts = Hosts(campaign.hosts)
     for variant in campaign.variants:
+        check_server_choice(variant)
         if not hosts[server_of(variant)].is_local:
             if not isinstance(variant, HostVariant) and not getattr(variant, "image", None):
                 check_option_names(variant)  # an image or a guest built here from this machine's package
             continue  # the rest is its backend's check(), on the server's own host over SSH (a host variant's
             # option names against that host's server: backends/host_remote.py)
-        if isinstance(variant, HostVariant):  # first: a binary that is no server layerbench knows is refused
-            check_snapshot_flavour(campaign, variant, host_flavour(variant)[1])
+        if isinstance(variant, HostVariant):  # first: a server that is not there or not known is refused
+            resolve_server(variant)
         check_machine_fits(variant)
         if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
             check_option_names(variant)  # the server of this host, or an image built from its package
@@ -57,13 +57,13 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     return backends
 
 
-def check_snapshot_flavour(campaign: Campaign, variant: HostVariant, flavour: Flavour) -> None:
-    """Dataset snapshots are made by this host's mariadbd: a MySQL or Percona server cannot start on them."""
-    snapshot = next((w for w in campaign.workloads if w.reset == "snapshot"), None)
-    if not flavour.is_mariadb and snapshot is not None:
-        raise BadInput(f"variants.{variant.name}.mysqld: a {flavour.name} {flavour.version} server cannot start on "
-                       f"the MariaDB dataset snapshot of workload {snapshot.name}; set that workload's reset: "
-                       "reprepare")
+def check_server_choice(variant: VariantBase) -> None:
+    """`server: {flavour: mysql}` runs on the host backend only for now (docs/servers.md)."""
+    flavour = variant.server.flavour
+    if flavour == "mysql" and not isinstance(variant, HostVariant):
+        backend = getattr(variant, "backend", "?")
+        raise BadInput(f"variants.{variant.name}.server.flavour: mysql runs on the host backend only, not yet on "
+                       f"{backend}; use backend: host for this variant")
 
 
 def check_test(workload: Workload) -> None:
@@ -246,16 +246,20 @@ def check_option_names(variant: VariantBase) -> None:
     """server.config names against the options the local server binary knows (`mariadbd --help --verbose`)."""
     if not variant.server.config:
         return
+    if isinstance(variant, HostVariant) and variant.server.flavour == "mysql":  # the rootfs's mysqld
+        command = resolve_server(variant).command
+        check_names_known(variant, server_options(command), Path(command[-1]).name)
+        return
     wanted = getattr(variant, "mysqld", None) or "mariadbd"
     binary = shutil.which(wanted) or shutil.which(wanted, path="/usr/sbin:/sbin")
     if binary:
-        check_names_known(variant, server_options(binary), Path(binary).name)
+        check_names_known(variant, server_options((binary,)), Path(binary).name)
 
 
 @lru_cache(maxsize=4)
-def server_options(binary: str) -> frozenset[str]:
+def server_options(command: tuple[str, ...]) -> frozenset[str]:
     try:
-        done = subprocess.run([binary, *HELP_ARGS], capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run([*command, *HELP_ARGS], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     return parse_server_options(done.stdout)
