@@ -28,12 +28,17 @@ from layerbench.procs import require_program, run
 from layerbench.server.image import checked, mirror
 from layerbench.workdirs import cache_dir
 
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2  # the steps after the packages are installed (the kept packages do not depend on it)
 SUITE = "sid"
 PACKAGE = "mysql-server-core"
 # The MySQL lines layerbench can build, each pinned to one Debian package version (docs/servers.md).
 RELEASES = {"9.7": "9.7.4-2"}
 BUILD_SECONDS = 120  # about 80 s measured here when the machine is idle, 100 s loaded
+# What the build itself leaves that differs from one build to the next (apt's caches, logs): removed, so two
+# builds from the same kept packages differ only in file times.
+BUILD_LEFTOVERS = ("/var/lib/apt/lists/*", "/var/cache/apt/archives/*.deb", "/var/cache/apt/archives/lock",
+                   "/var/cache/apt/*.bin", "/var/cache/ldconfig/aux-cache", "/var/log/dpkg.log",
+                   "/var/log/alternatives.log", "/var/log/apt")
 NO_VALID_UNTIL = "Acquire::Check-Valid-Until=false"  # a mirror snapshot's Release file may be past its date
 Say = Callable[[str], None]
 
@@ -51,13 +56,20 @@ def known_versions() -> str:
     return ", ".join(RELEASES)
 
 
+def package_inputs(package_version: str) -> dict[str, str]:
+    return {"suite": SUITE, "mirror": mirror(), "package": PACKAGE, "version": package_version, "variant": "minbase"}
+
+
 def rootfs_inputs(package_version: str) -> dict[str, str]:
-    return {"recipe": str(RECIPE_VERSION), "suite": SUITE, "mirror": mirror(), "package": PACKAGE,
-            "version": package_version, "variant": "minbase"}
+    return {"recipe": str(RECIPE_VERSION), **package_inputs(package_version)}
+
+
+def digest(inputs: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def rootfs_key(package_version: str) -> str:
-    return hashlib.sha256(json.dumps(rootfs_inputs(package_version), sort_keys=True).encode()).hexdigest()[:12]
+    return digest(rootfs_inputs(package_version))
 
 
 def servers_dir() -> Path:
@@ -95,7 +107,7 @@ def rootfs_folder(package_version: str) -> Path:
 
 
 def debs_folder(package_version: str) -> Path:
-    return servers_dir() / f"debs-mysql-{package_version}-{rootfs_key(package_version)}"
+    return servers_dir() / f"debs-mysql-{package_version}-{digest(package_inputs(package_version))}"
 
 
 def find_rootfs(package_version: str) -> MysqlRootfs | None:
@@ -223,7 +235,7 @@ class Builder:
         inside = root / "tmp/lb-debs"
         shutil.copytree(debs / "server", inside)
         script = ("export DEBIAN_FRONTEND=noninteractive && dpkg -i /tmp/lb-debs/*.deb && rm -rf /tmp/lb-debs "
-                  "/var/lib/apt/lists/* /var/cache/apt/archives/*.deb")
+                  f"{' '.join(BUILD_LEFTOVERS)}")
         self.checked("dpkg -i", ["chroot", str(root), "/bin/sh", "-c", script])
 
     def publish(self, work: Path, root: Path, debs: Path, kept: Path) -> MysqlRootfs:
