@@ -36,7 +36,8 @@ def our_processes(marker: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def two_flavours(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One campaign: MariaDB (the baseline) and MySQL 9.7, twice each, on a snapshot of 1 x 1,000 rows."""
+    """One campaign: MariaDB (the baseline) and MySQL 9.7, twice each, on a snapshot of 1 x 1,000 rows whose
+restored copy is checked by CHECKSUM TABLE before each run."""
     ensure_rootfs("9.7")
     out = tmp_path_factory.mktemp("mysql-host")
     data = {
@@ -45,7 +46,8 @@ def two_flavours(tmp_path_factory: pytest.TempPathFactory) -> dict:
             {"name": "mariadb", "backend": "host", "cpus": "0", "client_cpus": "1"},
             {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}},
         ],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
+                     "verify": "checksum"},  # each run's restored copy checked by the server that made it
         "repetitions": 2, "output": str(out),
     }
     db = out / "layerbench.db"
@@ -65,6 +67,7 @@ def test_mysql_97_runs_sysbench_and_restores_its_own_snapshot(two_flavours: dict
         assert variables["version"].startswith("9.7.") and variables["log_bin"] == "ON"
         assert facts["environment"]["backend"]["server_flavour"] == "mysql"
         assert facts["reset"]["method"] == "snapshot" and facts["reset"]["restore"]["files"] > 0
+        assert facts["reset"]["checksum_tables"] == 1
     keys = {json.loads(r[3])["reset"]["snapshot"] for r in two_flavours["runs"]}
     assert len(keys) == 2  # one snapshot per server: MySQL's datadir is not MariaDB's
     meta = json.loads((Path(os.environ["LAYERBENCH_DATASET_DIR"]) / json.loads(mysql[0][3])["reset"]["snapshot"]

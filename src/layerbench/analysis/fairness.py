@@ -75,6 +75,9 @@ FLAVOUR_DEFAULTS = (
     ("innodb_flush_method", "innodb_flush_method"),
     ("thread_handling", "thread handling (thread_handling)"),
     ("_tls", "TLS offered by the server (have_ssl / tls_version; sysbench connects without TLS: --mysql-ssl=off)"),
+    ("performance_schema", "instrumentation (performance_schema)"),
+    ("innodb_io_capacity", "background flushing rate (innodb_io_capacity)"),
+    ("innodb_log_buffer_size", "redo log buffer (innodb_log_buffer_size)"),
 )
 
 
