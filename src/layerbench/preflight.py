@@ -23,8 +23,9 @@ from layerbench.errors import BadInput, shown
 from layerbench.hosts import Host, Hosts
 from layerbench.placement import server_of
 from layerbench.procs import require_program
+from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
-from layerbench.server.servers import resolve_server
+from layerbench.server.servers import check_wanted, resolve_server
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
@@ -38,7 +39,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         check_test(workload)
     hosts = Hosts(campaign.hosts)
     for variant in campaign.variants:
-        check_server_choice(variant)
+        check_server_choice(variant, hosts[server_of(variant)].is_local)
         if not hosts[server_of(variant)].is_local:
             if not isinstance(variant, HostVariant) and not getattr(variant, "image", None):
                 check_option_names(variant)  # an image or a guest built here from this machine's package
@@ -57,13 +58,19 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     return backends
 
 
-def check_server_choice(variant: VariantBase) -> None:
-    """`server: {flavour: mysql}` runs on the host backend only for now (docs/servers.md)."""
-    flavour = variant.server.flavour
-    if flavour == "mysql" and not isinstance(variant, HostVariant):
-        backend = getattr(variant, "backend", "?")
-        raise BadInput(f"variants.{variant.name}.server.flavour: mysql runs on the host backend only, not yet on "
-                       f"{backend}; use backend: host for this variant")
+def check_server_choice(variant: VariantBase, local: bool) -> None:
+    """`server: {flavour: mysql}` runs on the host backend of this machine only for now; a MariaDB `version` of
+    a variant whose server is built from this machine's package is that package's (docs/servers.md)."""
+    chosen, where = variant.server, f"variants.{variant.name}.server"
+    backend = getattr(variant, "backend", "?")
+    if chosen.flavour == "mysql" and not (isinstance(variant, HostVariant) and local):
+        place = backend if local else "an ssh: host"
+        raise BadInput(f"{where}.flavour: mysql runs on the host backend of this machine only, not yet on {place}; "
+                       "use backend: host for this variant")
+    if chosen.flavour == "mariadb" and chosen.version and backend in ("docker", "vm", "kubernetes") and \
+            not getattr(variant, "image", None):
+        mariadbd = require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
+        check_wanted(chosen, detect_flavour(mariadbd, f"{where}.version"), where)
 
 
 def check_test(workload: Workload) -> None:

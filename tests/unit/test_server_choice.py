@@ -156,13 +156,16 @@ def test_validate_refuses_mysql_on_other_backends_for_now(tmp_path: Path, backen
     done = run_validate(tmp_path, campaign_data({"flavour": "mysql", "version": "9.7"}, backend), dict(os.environ))
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert f"variants.a.server.flavour: mysql runs on the host backend only, not yet on {backend}" in lines[0]
+    assert f"variants.a.server.flavour: mysql runs on the host backend of this machine only, not yet on {backend}" \
+        in lines[0]
 
 
-def test_validate_refuses_a_mariadb_version_that_is_not_installed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["host", "docker"])
+def test_validate_refuses_a_mariadb_version_that_is_not_installed(tmp_path: Path, backend: str) -> None:
     import os
 
-    done = run_validate(tmp_path, campaign_data({"flavour": "mariadb", "version": "11.4"}), dict(os.environ))
+    done = run_validate(tmp_path, campaign_data({"flavour": "mariadb", "version": "11.4"}, backend),
+                        dict(os.environ))
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "variants.a.server.version: MariaDB 10.11" in lines[0] and "not mariadb 11.4" in lines[0]

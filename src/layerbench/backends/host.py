@@ -21,18 +21,11 @@ from layerbench.procs import ManagedProcess, require_program, run, start, with_c
 from layerbench.secrets import write_private
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
-from layerbench.server.flavour import Flavour
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.restore import copy_tree
 from layerbench.server.servers import ServerProgram, resolve_server
 
 START_TIMEOUT = 120.0
-
-
-def host_flavour(variant: HostVariant) -> tuple[str, Flavour]:
-    """The variant's server program and its flavour (from `--version`), or a one-line BadInput."""
-    server = resolve_server(variant)
-    return server.program, server.flavour
 
 
 class HostBackend:

@@ -1,6 +1,6 @@
 """Server flavours: which server a binary is (MariaDB, MySQL 8.0/8.4/9.x, Percona Server 8), read from its
 `--version`, and what differs between them for layerbench: how an empty datadir is made, the account SQL
-(its authentication plugin), the statement that shuts it down, and the my.cnf defaults a flavour needs on top
+(its authentication plugin) and the my.cnf defaults a flavour needs on top
 of the shared ones. Backends ask the flavour; they never name a server program themselves.
 
 | `--version` says                                   | flavour  | datadir made by                      |
@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar
 
 from layerbench.campaign import ConfigValue
 from layerbench.errors import BadInput, shown
@@ -72,8 +71,6 @@ class Flavour:
         """The benchmark database and account, as this flavour's server accepts it (see init_sql)."""
         plugin = "caching_sha2_password" if self.name != "mariadb" and self.major >= 8 else None
         return init_sql(user, password, database, plugin)
-
-    shutdown_sql: ClassVar[str] = "SHUTDOWN"  # both flavours: a clean shutdown (the account has all grants)
 
     def facts(self) -> dict[str, str]:
         return {"server_flavour": self.name, "server_version": self.version}
