@@ -86,3 +86,18 @@ def test_the_fairness_section_names_the_binary_log_difference(two_flavours: dict
     assert any("binary log (log_bin), a flavour default: ON vs OFF" in t for t in texts), texts
     assert any("server flavour and version: mysql 9.7.4" in t for t in texts)
     assert len(texts) < 15  # the flavours' defaults, not every variable of two servers
+
+
+def test_option_names_are_checked_against_the_rootfs_mysqld(tmp_path: Path) -> None:
+    """A MariaDB-only option on a MySQL variant is refused by validate, naming mysqld; MySQL's own are accepted."""
+    from layerbench.errors import BadInput
+    from layerbench.preflight import check_option_names
+
+    ensure_rootfs("9.7")
+    data = {"name": "opts", "baseline": "m", "workloads": [{"name": "w", "tables": 1, "table_size": 10}],
+            "variants": [{"name": "m", "backend": "host", "server": {"flavour": "mysql", "version": "9.7", "config": {
+                "skip-log-bin": True, "innodb_redo_log_capacity": "1G"}}}]}
+    check_option_names(parse_campaign(data).variant("m"))
+    data["variants"][0]["server"]["config"] = {"aria_pagecache_buffer_size": "1M"}
+    with pytest.raises(BadInput, match=r"server \(mysqld\) has no such option; check its spelling \(mysqld --verbose"):
+        check_option_names(parse_campaign(data).variant("m"))

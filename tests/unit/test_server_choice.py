@@ -113,6 +113,12 @@ def test_two_flavours_are_compared_by_their_differing_defaults_only() -> None:
     assert found["instrumentation (performance_schema), a flavour default"] == ("OFF", "ON")
 
 
+def test_the_binlog_sync_is_not_reported_when_neither_side_writes_a_binary_log() -> None:
+    matched = {**MYSQL_VARS, "log_bin": "OFF"}  # skip-log-bin: sync_binlog stays 1 but writes nothing
+    whats = [d.what for d in flavour_differences("m", MARIADB_VARS, matched, {"skip_log_bin"})]
+    assert not any("binary log" in w for w in whats)
+
+
 def test_a_default_the_campaign_set_is_not_reported() -> None:
     asked = {"log_bin", "sync_binlog", "innodb_redo_log_capacity"}
     whats = [d.what for d in flavour_differences("m", MARIADB_VARS, MYSQL_VARS, asked)]
