@@ -101,3 +101,30 @@ def test_option_names_are_checked_against_the_rootfs_mysqld(tmp_path: Path) -> N
     data["variants"][0]["server"]["config"] = {"aria_pagecache_buffer_size": "1M"}
     with pytest.raises(BadInput, match=r"server \(mysqld\) has no such option; check its spelling \(mysqld --verbose"):
         check_option_names(parse_campaign(data).variant("m"))
+
+
+def test_a_build_stopped_by_a_signal_leaves_nothing_half_built(tmp_path: Path) -> None:
+    """SIGTERM during a rebuild from the kept packages (offline): no rootfs, no build folder, no process left."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from layerbench.server.mysql_rootfs import RELEASES, debs_folder
+
+    ensure_rootfs("9.7")
+    kept = debs_folder(RELEASES["9.7"])
+    cache = tmp_path / "cache"
+    shutil.copytree(kept, cache / "servers" / kept.name)
+    env = {**os.environ, "LAYERBENCH_CACHE_DIR": str(cache)}
+    build = subprocess.Popen([sys.executable, "-m", "layerbench", "server", "build", "mysql", "9.7"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not any((cache / "servers").glob(".build-*/rootfs/usr")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # debootstrap is unpacking into the build folder
+    build.send_signal(signal.SIGTERM)
+    output, _ = build.communicate(timeout=120)
+    assert build.returncode != 0, output
+    assert sorted(p.name for p in (cache / "servers").iterdir()) == [".locks", kept.name], output
+    assert our_processes(str(cache)) == []

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -181,12 +182,12 @@ class Builder:
     def build(self) -> MysqlRootfs:
         servers_dir().mkdir(parents=True, exist_ok=True)
         for stale in servers_dir().glob(f".build-{self.key}-*"):  # a build killed outright (we hold the lock)
-            shutil.rmtree(stale, ignore_errors=True)
+            remove_build(stale)
         work = Path(tempfile.mkdtemp(prefix=f".build-{self.key}-", dir=servers_dir()))
         try:
             return self.build_in(work)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            remove_build(work)
 
     def build_in(self, work: Path) -> MysqlRootfs:
         self.log = work / "build.log"
@@ -254,6 +255,29 @@ class Builder:
         folder.rename(target)
         self.step(f"MySQL {self.version} rootfs ready: {target} ({folder_bytes(target) / 2**20:,.0f} MiB)")
         return MysqlRootfs(target)
+
+
+def remove_build(folder: Path) -> None:
+    """Remove a build folder. debootstrap mounts proc and sys in its target and unmounts them when it ends, but
+    not when it is killed: whatever is still mounted below the folder is unmounted first (deepest first), so
+    the removal never walks into a live /proc. The killed build's processes may still be writing for a moment
+    after they are signalled: removed again until nothing is left (at most about 5 s)."""
+    for mount in reversed(mounts_under(folder)):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+    for _ in range(25):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            return
+        time.sleep(0.2)
+
+
+def mounts_under(folder: Path) -> list[str]:
+    from layerbench.environment import unescape_mount_field
+
+    prefix = f"{folder.resolve()}/"
+    lines = Path("/proc/self/mounts").read_text().split("\n")
+    points = [unescape_mount_field(line.split(" ")[1]) for line in lines if len(line.split(" ")) > 2]
+    return sorted(p for p in points if p.startswith(prefix))
 
 
 def installed_versions(root: Path) -> dict[str, str]:
