@@ -71,10 +71,34 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-class ServerSettings(Strict):
-    """How the server itself is configured: a my.cnf overlay for the [mysqld] section."""
+VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")
 
+
+class ServerSettings(Strict):
+    """Which server (a flavour and a version: docs/servers.md) and how it is configured: a my.cnf overlay for
+    the [mysqld] section."""
+
+    flavour: Literal["mariadb", "mysql"] | None = Field(
+        default=None, description="the server family; default: the host's MariaDB (or the variant's mysqld:)")
+    version: str | None = Field(default=None, description="its version, like 9.7 or 10.11 (docs/servers.md)")
     config: dict[str, ConfigValue] = Field(default_factory=dict, max_length=500)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _is_a_version(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, float):  # YAML reads 10.10 as the number 10.1: only a string keeps the version
+            raise ValueError(f"{shown(value)} is a number; write the version quoted, like '9.7' or '10.11'")
+        if isinstance(value, bool) or not isinstance(value, str | int) or not VERSION_RE.match(str(value)):
+            raise ValueError(f"{shown(value)} is not a version; write it like '9.7' or '10.11'")
+        return str(value)
+
+    @model_validator(mode="after")
+    def _version_needs_flavour(self) -> ServerSettings:
+        if self.version is not None and self.flavour is None:
+            raise ValueError("version: give the flavour too, like server: {flavour: mysql, version: '9.7'}")
+        return self
 
     @field_validator("config")
     @classmethod

@@ -20,7 +20,7 @@ from rich.text import Text
 from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign import Campaign, load_campaign, smoke_version
-from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError
+from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.orchestrator import Outcome, resume_campaign, run_campaign, slug
 from layerbench.paths import existing_store, store_path, where
 from layerbench.procs import stop_all
@@ -434,6 +434,39 @@ def image_build() -> None:
     started = time.monotonic()
     tag = ensure_docker_image(docker_client(), lambda text: console.print(Text(text, style="dim")))
     out.print(f"image: {tag} (ready in {time.monotonic() - started:.0f} s)")
+
+
+server_app = typer.Typer(help="Servers other than the host's MariaDB, built locally (docs/servers.md).",
+                         no_args_is_help=True, rich_markup_mode=None)
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("build")
+def server_build(
+    flavour: Annotated[str, typer.Argument(help="the server family: mysql")],
+    version: Annotated[str, typer.Argument(help="its version: 9.7")],
+) -> None:
+    """Build (or find cached) a server's root filesystem: debootstrap sid + the pinned package, about 80 s."""
+    from layerbench.server.mysql_rootfs import ensure_rootfs
+
+    if flavour != "mysql":
+        raise BadInput(f"flavour: {shown(flavour)} is not one layerbench builds; use mysql (MariaDB is the "
+                       "host's own, from scripts/setup)")
+    started = time.monotonic()
+    rootfs = ensure_rootfs(version, lambda text: console.print(Text(text, style="dim")))
+    out.print(f"mysql {rootfs.package_version}: {rootfs.root} (ready in {time.monotonic() - started:.0f} s)")
+
+
+@server_app.command("list")
+def server_list() -> None:
+    """The server root filesystems built on this machine."""
+    from layerbench.server.mysql_rootfs import built_rootfses
+
+    built = built_rootfses()
+    for version, rootfs in built:
+        out.print(f"mysql {version}: {rootfs.root}", highlight=False)
+    if not built:
+        out.print("no server built; build one with: layerbench server build mysql 9.7")
 
 
 @app.command("import")

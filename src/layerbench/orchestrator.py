@@ -26,6 +26,7 @@ from layerbench.records import BusyDecision, CampaignRecord, Usage
 from layerbench.resources import BUSY_SHARE
 from layerbench.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
+from layerbench.server.servers import snapshot_server
 from layerbench.server.snapshot import Snapshot
 from layerbench.store import RunRecord, Store
 
@@ -72,7 +73,7 @@ class Orchestrator:
         self.progress: Progress = progress or SilentProgress()
         self.source_path = source_path
         self.token = secrets.token_hex(3)
-        self.snapshots: dict[tuple[str, str | None], Snapshot] = {}
+        self.snapshots: dict[tuple[str | None, ...], Snapshot] = {}
         self.smoke = smoke
         self.hosts = Hosts(campaign.hosts)  # where each variant's server and sysbench run (docs/topology.md)
         self.survey: dict[str, Any] = {}
@@ -225,14 +226,16 @@ class Orchestrator:
     # --- one run -------------------------------------------------------------------------------------------
 
     def snapshot_for(self, workload: Workload, variant: VariantBase, log_dir: Path) -> Snapshot:
-        key = (workload.name, page_size_of(variant))
+        server = snapshot_server(variant)  # a host variant's own server (MySQL's datadir is not MariaDB's)
+        key = (workload.name, page_size_of(variant), str(server.server.flavour), str(server.server.version),
+               str(server.mysqld))
         if key not in self.snapshots:
             shape = f"{workload.tables} x {workload.table_size} rows" if not workload.is_lua_path else \
                 f"of the script: prepare {prepare_options_text(workload)},"
             self.progress.message(f"preparing dataset {shape} (cached for later runs)")
             progress = PrepareProgress(workload.tables, self.progress.message, table_size=workload.table_size)
             self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir, on_line=progress,
-                                                  say=self.progress.message)
+                                                  say=self.progress.message, server=server)
         return self.snapshots[key]
 
     def execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:

@@ -119,6 +119,9 @@ def cpus_text(variant: VariantBase) -> str:
 
 
 def host_line(v: HostVariant) -> str:
+    if v.server.flavour == "mysql":
+        return (f"a private MySQL {v.server.version or '9.7'} (mysqld of the cached rootfs, a plain host process; "
+                "free port), its own datadir copy")
     return f"a private {v.mysqld or 'mariadbd'} (free port), its own datadir copy"
 
 

@@ -19,15 +19,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
-from layerbench.backends.host import host_flavour
 from layerbench.campaign import Campaign, HostVariant, VariantBase, Workload
 from layerbench.custom_script import check_script
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts import Host, Hosts
 from layerbench.placement import client_of, placement_of, server_of
 from layerbench.procs import require_program
-from layerbench.server.flavour import Flavour
+from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
+from layerbench.server.servers import check_wanted, resolve_server
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
@@ -41,13 +41,14 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         check_test(workload)
     hosts = Hosts(campaign.hosts)
     for variant in campaign.variants:
+        check_server_choice(variant, hosts[server_of(variant)].is_local)
         if not hosts[server_of(variant)].is_local:
             if not isinstance(variant, HostVariant) and not getattr(variant, "image", None):
                 check_option_names(variant)  # an image or a guest built here from this machine's package
             continue  # the rest is its backend's check(), on the server's own host over SSH (a host variant's
             # option names against that host's server: backends/host_remote.py)
-        if isinstance(variant, HostVariant):  # first: a binary that is no server layerbench knows is refused
-            check_snapshot_flavour(campaign, variant, host_flavour(variant)[1])
+        if isinstance(variant, HostVariant):  # first: a server that is not there or not known is refused
+            resolve_server(variant)
         check_machine_fits(variant)
         if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
             check_option_names(variant)  # the server of this host, or an image built from its package
@@ -111,13 +112,19 @@ def check_client_host(variant: VariantBase, host: Host, has_sysbench: set[str]) 
                        "see nproc there")
 
 
-def check_snapshot_flavour(campaign: Campaign, variant: HostVariant, flavour: Flavour) -> None:
-    """Dataset snapshots are made by this host's mariadbd: a MySQL or Percona server cannot start on them."""
-    snapshot = next((w for w in campaign.workloads if w.reset == "snapshot"), None)
-    if not flavour.is_mariadb and snapshot is not None:
-        raise BadInput(f"variants.{variant.name}.mysqld: a {flavour.name} {flavour.version} server cannot start on "
-                       f"the MariaDB dataset snapshot of workload {snapshot.name}; set that workload's reset: "
-                       "reprepare")
+def check_server_choice(variant: VariantBase, local: bool) -> None:
+    """`server: {flavour: mysql}` runs on the host backend of this machine only for now; a MariaDB `version` of
+    a variant whose server is built from this machine's package is that package's (docs/servers.md)."""
+    chosen, where = variant.server, f"variants.{variant.name}.server"
+    backend = getattr(variant, "backend", "?")
+    if chosen.flavour == "mysql" and not (isinstance(variant, HostVariant) and local):
+        place = backend if local else "an ssh: host"
+        raise BadInput(f"{where}.flavour: mysql runs on the host backend of this machine only, not yet on {place}; "
+                       "use backend: host for this variant")
+    if chosen.flavour == "mariadb" and chosen.version and backend in ("docker", "vm", "kubernetes") and \
+            not getattr(variant, "image", None):
+        mariadbd = require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
+        check_wanted(chosen, detect_flavour(mariadbd, f"{where}.version"), where)
 
 
 def check_test(workload: Workload) -> None:
@@ -299,16 +306,20 @@ def check_option_names(variant: VariantBase) -> None:
     """server.config names against the options the local server binary knows (`mariadbd --help --verbose`)."""
     if not variant.server.config:
         return
+    if isinstance(variant, HostVariant) and variant.server.flavour == "mysql":  # the rootfs's mysqld
+        command = resolve_server(variant).command
+        check_names_known(variant, server_options(command), Path(command[-1]).name)
+        return
     wanted = getattr(variant, "mysqld", None) or "mariadbd"
     binary = shutil.which(wanted) or shutil.which(wanted, path="/usr/sbin:/sbin")
     if binary:
-        check_names_known(variant, server_options(binary), Path(binary).name)
+        check_names_known(variant, server_options((binary,)), Path(binary).name)
 
 
 @lru_cache(maxsize=4)
-def server_options(binary: str) -> frozenset[str]:
+def server_options(command: tuple[str, ...]) -> frozenset[str]:
     try:
-        done = subprocess.run([binary, *HELP_ARGS], capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run([*command, *HELP_ARGS], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     return parse_server_options(done.stdout)

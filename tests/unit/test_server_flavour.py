@@ -133,17 +133,22 @@ workloads:
     assert "variants.b.mysqld" in err and "PostgreSQL 16.1" in err
 
 
-def test_a_mysql_variant_on_a_mariadb_snapshot_is_refused(tmp_path: Path) -> None:
+def test_a_host_variant_prepares_its_snapshot_with_its_own_server() -> None:
+    """A MySQL datadir is not MariaDB's: each host variant's snapshot is made (and keyed) by its own server, so no
+    MySQL variant needs reset: reprepare; docker/vm/kubernetes variants keep this host's MariaDB."""
     from layerbench.campaign import parse_campaign
-    from layerbench.preflight import check_snapshot_flavour
+    from layerbench.server.servers import server_fields, server_from_fields, snapshot_server
 
-    mysql = parse_version("/usr/sbin/mysqld  Ver 8.0.36 for Linux on x86_64 (MySQL Community Server - GPL)")
-    assert mysql is not None
-    data = {"name": "f", "baseline": "a", "variants": [{"name": "a", "backend": "host"}],
-            "workloads": [{"name": "w", "test": "oltp_read_only", "tables": 1, "table_size": 100}]}
+    data = {"name": "f", "baseline": "a", "variants": [
+        {"name": "a", "backend": "host"},
+        {"name": "m", "backend": "host", "server": {"flavour": "mysql", "version": "9.7", "config": {"x": 1}}},
+        {"name": "d", "backend": "docker", "server": {"flavour": "mariadb"}}],
+        "workloads": [{"name": "w", "test": "oltp_read_only", "tables": 1, "table_size": 100}]}
     campaign = parse_campaign(data)
-    with pytest.raises(BadInput, match="reset: reprepare"):
-        check_snapshot_flavour(campaign, campaign.variants[0], mysql)  # type: ignore[arg-type]
-    data["workloads"][0]["reset"] = "reprepare"  # type: ignore[index]
-    check_snapshot_flavour(parse_campaign(data), campaign.variants[0], mysql)  # type: ignore[arg-type]
-    check_snapshot_flavour(campaign, campaign.variants[0], MARIADB)  # type: ignore[arg-type]
+    mysql = snapshot_server(campaign.variant("m"))
+    assert (mysql.server.flavour, mysql.server.version, mysql.server.config) == ("mysql", "9.7", {})
+    assert snapshot_server(campaign.variant("a")).server.flavour is None
+    assert snapshot_server(campaign.variant("d")).server.flavour is None
+    again = server_from_fields("verify", server_fields(mysql))
+    assert (again.server.flavour, again.server.version, again.name) == ("mysql", "9.7", "verify")
+    assert server_from_fields("verify", None).server.flavour is None  # a snapshot from before: this host's MariaDB

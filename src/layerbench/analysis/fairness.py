@@ -65,6 +65,62 @@ def variable_differences(variant: str, base: dict[str, str], other: dict[str, st
     return out
 
 
+# Defaults MariaDB and MySQL ship differently that change what a benchmark measures (docs/servers.md): compared
+# by name, with what a reader needs to know, when a variant's server is of another flavour than the baseline's.
+FLAVOUR_DEFAULTS = (
+    ("log_bin", "binary log (log_bin)"),
+    ("sync_binlog", "binary log sync (sync_binlog)"),
+    ("innodb_doublewrite", "doublewrite buffer (innodb_doublewrite)"),
+    ("_redo_log_bytes", "redo log size (innodb_redo_log_capacity, or innodb_log_file_size x files)"),
+    ("innodb_flush_method", "innodb_flush_method"),
+    ("thread_handling", "thread handling (thread_handling)"),
+    ("_tls", "TLS offered by the server (have_ssl / tls_version; sysbench connects without TLS: --mysql-ssl=off)"),
+    ("performance_schema", "instrumentation (performance_schema)"),
+    ("innodb_io_capacity", "background flushing rate (innodb_io_capacity)"),
+    ("innodb_log_buffer_size", "redo log buffer (innodb_log_buffer_size)"),
+)
+
+
+def server_flavour(variables: dict[str, str]) -> str | None:
+    """mariadb or mysql from the server's own `version` variable (None when the variables were not read)."""
+    version = variables.get("version")
+    if not version:
+        return None
+    return "mariadb" if "mariadb" in version.lower() else "mysql"
+
+
+def derived_value(key: str, variables: dict[str, str]) -> str:
+    """A variable, or one of the comparable values two flavours name differently."""
+    if key == "_redo_log_bytes":
+        if "innodb_redo_log_capacity" in variables:
+            return variables["innodb_redo_log_capacity"]
+        size, files = variables.get("innodb_log_file_size"), variables.get("innodb_log_files_in_group", "1")
+        return str(int(size) * int(files)) if size and size.isdigit() and files.isdigit() else "(absent)"
+    if key == "_tls":
+        have = variables.get("have_ssl")
+        if have is not None and have.upper() != "YES":
+            return f"off (have_ssl={have})"
+        return f"on ({variables.get('tls_version', '?')})" if variables.get("tls_version") or have else "off"
+    return variables.get(key, "(absent)")
+
+
+def flavour_differences(variant: str, base: dict[str, str], other: dict[str, str],
+                        asked: set[str]) -> list[Difference]:
+    """Two servers of different flavours: the flavour itself, then the defaults of FLAVOUR_DEFAULTS that differ
+    (their other variables are not compared one by one: hundreds differ by name alone)."""
+    out = [Difference(variant, "server flavour and version", f"{server_flavour(base)} {base.get('version')}",
+                      f"{server_flavour(other)} {other.get('version')}")]
+    for key, what in FLAVOUR_DEFAULTS:
+        if key in asked or (key == "_redo_log_bytes" and asked & {"innodb_redo_log_capacity", "innodb_log_file_size"}):
+            continue
+        if key == "sync_binlog" and base.get("log_bin") == other.get("log_bin") == "OFF":
+            continue  # no binary log on either side: its sync setting writes nothing
+        a, b = derived_value(key, base), derived_value(key, other)
+        if a != b:
+            out.append(Difference(variant, f"{what}, a flavour default", a, b))
+    return out
+
+
 def host_differences(variant: str, base: HostFacts, other: HostFacts) -> list[Difference]:
     return [Difference(variant, f"machine fact {k}", str(getattr(base, k)), str(getattr(other, k)))
             for k in HOST_FACTS if getattr(base, k) != getattr(other, k)]
@@ -95,7 +151,11 @@ def fairness_differences(baseline: str, environments: dict[str, Environment],
         if variant == baseline:
             continue
         keys = asked_variables(asked.get(variant, set()) | asked.get(baseline, set()))
-        out += variable_differences(variant, base.server_variables, env.server_variables, keys)
+        flavours = server_flavour(base.server_variables), server_flavour(env.server_variables)
+        if None not in flavours and flavours[0] != flavours[1]:
+            out += flavour_differences(variant, base.server_variables, env.server_variables, keys)
+        else:
+            out += variable_differences(variant, base.server_variables, env.server_variables, keys)
         out += host_differences(variant, base.host, env.host)
         out += placed_host_differences(variant, base.client_host, env.client_host)
         out += placed_host_differences(variant, base.server_host, env.server_host, "server", SERVER_HOST_FACTS)

@@ -1,5 +1,6 @@
-"""The host backend: a private server (MariaDB by default, or the MySQL / Percona / MariaDB build the variant's
-`mysqld:` names) on 127.0.0.1, its own datadir, socket and port, CPU-pinned."""
+"""The host backend: a private server (MariaDB by default, the MySQL of a cached rootfs that `server: {flavour:
+mysql}` asks for, or the MySQL / Percona / MariaDB build the variant's `mysqld:` names) on 127.0.0.1, its own
+datadir, socket and port, CPU-pinned. Which program runs, and how, is server/servers.py's answer."""
 
 from __future__ import annotations
 
@@ -15,32 +16,17 @@ from layerbench import owners
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.campaign import HostVariant
 from layerbench.critical import signals_deferred
-from layerbench.errors import BadInput, RunFailed
+from layerbench.errors import RunFailed
 from layerbench.machine import check_cpus, free_port
 from layerbench.procs import ManagedProcess, require_program, run, start, with_cpus
 from layerbench.secrets import write_private
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
-from layerbench.server.flavour import Flavour, detect_flavour
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.restore import copy_tree
+from layerbench.server.servers import ServerProgram, resolve_server
 
 START_TIMEOUT = 120.0
-
-
-def server_binary(variant: HostVariant) -> str:
-    if variant.mysqld:
-        path = shutil.which(variant.mysqld)
-        if not path:
-            raise BadInput(f"variants.{variant.name}.mysqld: {variant.mysqld} is not an executable; fix the path")
-        return path
-    return require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
-
-
-def host_flavour(variant: HostVariant) -> tuple[str, Flavour]:
-    """The variant's server binary and its flavour (from `--version`), or a one-line BadInput."""
-    binary = server_binary(variant)
-    return binary, detect_flavour(binary, f"variants.{variant.name}.mysqld")
 
 
 class HostBackend:
@@ -52,15 +38,13 @@ class HostBackend:
         self.variant = variant
         self.process: ManagedProcess | None = None
         self.datadir: Path | None = None
-        self.binary: str | None = None
-        self.flavour: Flavour | None = None
+        self.server: ServerProgram | None = None
         self.log_path: Path | None = None
         self.label: str | None = None
 
     def check(self) -> None:
         variant = self.variant
-        _, flavour = host_flavour(variant)
-        if flavour.is_mariadb:
+        if resolve_server(variant).flavour.is_mariadb:
             require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
         check_cpus(variant.cpus, f"variants.{variant.name}.cpus")  # client_cpus: where sysbench runs (preflight)
         check_overlay(variant.server.config, f"variants.{variant.name}")
@@ -69,7 +53,7 @@ class HostBackend:
         """Nothing to build."""
 
     def up(self, spec: ServerSpec) -> Endpoint:
-        self.binary, self.flavour = host_flavour(self.variant)
+        self.server = server = resolve_server(self.variant)
         mycnf = spec.run_dir / "my.cnf"
         with signals_deferred():  # noted for down() and `clean` before anything exists
             self.datadir = spec.work_dir / "datadirs" / spec.label
@@ -77,20 +61,20 @@ class HostBackend:
             # until the server starts: mariadb-install-db and its bootstrap server (both name the datadir; the
             # command line read from /proc ends every argument with a space, so no longer path matches)
             owners.record(spec.label, pid=None, marker=f"--datadir={self.datadir} ", paths=[self.datadir])
-        prepare_datadir(self.datadir, spec, self.binary, self.flavour)
+        prepare_datadir(self.datadir, spec, server)
         port = free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"
         owned = {
             "datadir": str(self.datadir), "port": port, "bind-address": spec.listen_address, "socket": str(sock),
-            "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root",
+            "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root", **server.paths,
         }
-        files = server_files(spec, owned, self.flavour)
+        files = server_files(spec, owned, server.flavour)
         init_file = write_private(spec.private_dir / "init.sql", files.init_sql)
         self.log_path = spec.run_dir / "server.log"
-        cmd = with_cpus([self.binary, f"--defaults-file={mycnf}", f"--init-file={init_file}",
+        cmd = with_cpus([*server.command, f"--defaults-file={mycnf}", f"--init-file={init_file}",
                          f"--log-error={self.log_path}"], self.variant.cpus)
         with signals_deferred():  # the server and the note of its PID come into being together
-            self.process = start(Path(self.binary).name, cmd, log_path=spec.run_dir / "server.stdout.log",
+            self.process = start(Path(server.program).name, cmd, log_path=spec.run_dir / "server.stdout.log",
                                  secrets=[spec.password])
             owners.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
         endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database, str(sock))
@@ -128,7 +112,9 @@ class HostBackend:
         return []
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "host", "server_binary": self.binary, **(self.flavour.facts() if self.flavour else {})}
+        if self.server is None:
+            return {"backend": "host", "server_binary": None}
+        return {"backend": "host", "server_binary": self.server.program, **self.server.flavour.facts()}
 
     def client(self) -> ClientRunner | None:
         return None
@@ -144,7 +130,7 @@ def page_size_option(config: dict[str, Any]) -> list[str]:
     return [f"--innodb-page-size={page}"] if page is not None else []
 
 
-def prepare_datadir(datadir: Path, spec: ServerSpec, binary: str, flavour: Flavour) -> None:
+def prepare_datadir(datadir: Path, spec: ServerSpec, server: ServerProgram) -> None:
     """Restore the snapshot into datadir, or initialise an empty one the flavour's way."""
     if datadir.exists():
         shutil.rmtree(datadir)
@@ -152,12 +138,13 @@ def prepare_datadir(datadir: Path, spec: ServerSpec, binary: str, flavour: Flavo
     if spec.snapshot is not None:
         copy_tree(spec.snapshot, datadir, facts_dir=spec.run_dir)
         return
-    cmd = flavour.init_command(binary, datadir, page_size_option(spec.config))
+    cmd = server.flavour.init_command(server.command, datadir, page_size_option(spec.config), server.path_options())
     started = time.monotonic()
     # its bootstrap server's temporary tables go to the private folder, which goes whatever ends the run
     env = {**os.environ, "TMPDIR": str(spec.private_dir)}
-    done = run(Path(cmd[0]).name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300, env=env)
+    name = "mysqld --initialize" if not server.flavour.is_mariadb else Path(cmd[0]).name
+    done = run(name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300, env=env)
     if done.returncode != 0:
         shutil.rmtree(datadir, ignore_errors=True)
         last = done.output.strip().splitlines()[-1:] or ["no output"]
-        raise RunFailed(f"{Path(cmd[0]).name} failed after {time.monotonic() - started:.0f} s: {last[0]}")
+        raise RunFailed(f"{name} failed after {time.monotonic() - started:.0f} s: {last[0]}")

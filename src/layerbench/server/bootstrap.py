@@ -26,7 +26,7 @@ def server_files(spec: ServerSpec, owned: Mapping[str, ConfigValue], flavour: Fl
     text = render_mycnf(merged_settings(owned, spec.config, flavour.defaults))
     spec.run_dir.mkdir(parents=True, exist_ok=True)
     (spec.run_dir / "my.cnf").write_text(text, encoding="utf-8")
-    return ServerFiles(text, init_sql(spec.user, spec.password, spec.database))
+    return ServerFiles(text, flavour.account_sql(spec.user, spec.password, spec.database))
 
 
 def write_server_files(files: ServerFiles, folder: Path) -> tuple[Path, Path]:

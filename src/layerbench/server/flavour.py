@@ -1,14 +1,19 @@
-"""Server flavours: which server a binary is (MariaDB, MySQL 8.0/8.4, Percona Server 8), read from its
+"""Server flavours: which server a binary is (MariaDB, MySQL 8.0/8.4/9.x, Percona Server 8), read from its
 `--version`, and what differs between them for layerbench: how an empty datadir is made, the account SQL
-(kept to statements both accept), and the my.cnf defaults a flavour needs on top of the shared ones.
+(its authentication plugin) and the my.cnf defaults a flavour needs on top
+of the shared ones. Backends ask the flavour; they never name a server program themselves.
 
 | `--version` says                                   | flavour  | datadir made by                      |
 |----------------------------------------------------|----------|--------------------------------------|
 | `Ver 10.11.6-MariaDB-...`, `Ver 11.4.2-MariaDB...`  | mariadb  | mariadb-install-db (or mysql_install_db) |
 | `Ver 8.0.36 for Linux ... (MySQL Community Server` | mysql    | mysqld --initialize-insecure         |
-| `Ver 8.4.0 for Linux ...`                          | mysql    | mysqld --initialize-insecure         |
+| `Ver 8.4.0 for Linux ...`, `Ver 9.7.4-2 for Linux` | mysql    | mysqld --initialize-insecure         |
 | `Ver 8.0.36-28 for Linux ... (Percona Server`      | percona  | mysqld --initialize-insecure         |
 | anything else (MySQL 5.7, no `Ver`, no answer)     | refused at validate time (BadInput, exit 2)     |
+
+MySQL 8.4 and 9 create accounts with caching_sha2_password (mysql_native_password is gone in 9): the account
+SQL names that plugin, and Debian 12's sysbench (libmariadb) logs in to it over plain TCP, fetching the
+server's RSA key, also right after a restart. MariaDB keeps its default (mysql_native_password).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -40,12 +46,31 @@ class Flavour:
     def is_mariadb(self) -> bool:
         return self.name == "mariadb"
 
-    def init_command(self, server: str, datadir: Path, extra: list[str] | None = None) -> list[str]:
-        """The command that makes an empty datadir with only a root account (no password over TCP)."""
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0]) if self.version[:1].isdigit() else 0
+
+    @property
+    def label(self) -> str:
+        """MariaDB 10.11.6, MySQL 9.7.4 (what a user reads)."""
+        name = {"mariadb": "MariaDB", "mysql": "MySQL", "percona": "Percona Server"}.get(self.name, self.name)
+        return f"{name} {self.version}".strip()
+
+    def init_command(self, server: str | Sequence[str], datadir: Path, extra: list[str] | None = None,
+                     paths: Sequence[str] = ()) -> list[str]:
+        """The command that makes an empty datadir with only a root account (no password over TCP). `server` is the
+        program, or the command that runs it (a rootfs's loader first); `paths`: options naming where the server's
+        own files are (a rootfs's plugin and message folders)."""
+        command = [server] if isinstance(server, str) else list(server)
         if self.is_mariadb:
-            return install_db_command(install_db_program(server), datadir, extra)
-        return [server, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", "--user=root",
-                *(extra or [])]
+            return install_db_command(install_db_program(command[-1]), datadir, extra)
+        return [*command, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", "--user=root",
+                *paths, *(extra or [])]
+
+    def account_sql(self, user: str, password: Secret, database: str) -> str:
+        """The benchmark database and account, as this flavour's server accepts it (see init_sql)."""
+        plugin = "caching_sha2_password" if self.name != "mariadb" and self.major >= 8 else None
+        return init_sql(user, password, database, plugin)
 
     def facts(self) -> dict[str, str]:
         return {"server_flavour": self.name, "server_version": self.version}
@@ -66,29 +91,32 @@ def parse_version(text: str) -> Flavour | None:
     version, major = match.group("version"), int(match.group("major"))
     if "mariadb" in text.lower():
         return Flavour("mariadb", version)
-    if major != 8:
+    if major not in (8, 9):
         return None
     name = "percona" if "percona" in text.lower() else "mysql"
     return Flavour(name, version, dict(MYSQL_DEFAULTS))
 
 
 @lru_cache(maxsize=16)
-def detect_flavour(binary: str, where: str) -> Flavour:
-    """Run `binary --version` (bounded in time) and name its flavour, or a one-line BadInput naming `where`."""
+def detect_flavour(binary: str | tuple[str, ...], where: str) -> Flavour:
+    """Run `binary --version` (bounded in time; `binary` may be a command: a loader, then the program) and name
+    its flavour, or a one-line BadInput naming `where`."""
+    command = [binary] if isinstance(binary, str) else list(binary)
+    name = command[-1]
     try:
-        done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT,
+        done = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT,
                               check=False)
         said = (done.stdout or done.stderr).strip()
     except subprocess.TimeoutExpired:
-        raise BadInput(f"{where}: {binary} --version did not answer within {VERSION_TIMEOUT:.0f} s; give a "
-                       "MariaDB, MySQL 8.0/8.4 or Percona Server 8 server binary") from None
+        raise BadInput(f"{where}: {name} --version did not answer within {VERSION_TIMEOUT:.0f} s; give a "
+                       "MariaDB, MySQL 8.0/8.4/9 or Percona Server 8 server binary") from None
     except OSError as error:
-        raise BadInput(f"{where}: {binary} cannot be run ({error.strerror}); fix the path") from None
+        raise BadInput(f"{where}: {name} cannot be run ({error.strerror}); fix the path") from None
     flavour = parse_version(said)
     if flavour is None:
         first = said.splitlines()[0] if said else "nothing"
-        raise BadInput(f"{where}: {binary} is not a server layerbench knows (--version says {shown(first, 120)}); "
-                       "give a MariaDB, MySQL 8.0/8.4 or Percona Server 8 server binary")
+        raise BadInput(f"{where}: {name} is not a server layerbench knows (--version says {shown(first, 120)}); "
+                       "give a MariaDB, MySQL 8.0/8.4/9 or Percona Server 8 server binary")
     return flavour
 
 
@@ -114,18 +142,20 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def init_sql(user: str, password: Secret, database: str) -> str:
+def init_sql(user: str, password: Secret, database: str, plugin: str | None = None) -> str:
     """SQL run by the server at start (--init-file): the benchmark database and account, password fresh.
 
-    Statements MariaDB and MySQL 8 both accept (no `CREATE OR REPLACE USER`, a MariaDB extension). The account is
+    Statements MariaDB and MySQL both accept (no `CREATE OR REPLACE USER`, a MariaDB extension); `plugin` names
+    the authentication plugin (MySQL's caching_sha2_password), else the server's default. The account is
     re-created at every start, so a cached dataset snapshot never carries a usable password.
     """
     account = f"{sql_string(user)}@'%'"
+    using = f"IDENTIFIED WITH {plugin} BY" if plugin else "IDENTIFIED BY"
     return "\n".join(
         [
             f"CREATE DATABASE IF NOT EXISTS `{database}`;",
             f"DROP USER IF EXISTS {account};",
-            f"CREATE USER {account} IDENTIFIED BY {sql_string(password.reveal())};",
+            f"CREATE USER {account} {using} {sql_string(password.reveal())};",
             f"GRANT ALL PRIVILEGES ON *.* TO {account};",
             "",
         ]

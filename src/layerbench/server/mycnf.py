@@ -92,4 +92,4 @@ def check_names_known(variant: VariantBase, known: frozenset[str], server: str) 
         # mariadbd takes `loose-` options it does not know, and an unambiguous prefix of a name
         if not name.startswith("loose-") and not any(option.startswith(name) for option in known):
             raise BadInput(f"variants.{variant.name}.server.config.{key}: the server ({server}) has no such option; "
-                           "check its spelling (mariadbd --verbose --help lists them)")
+                           f"check its spelling ({server.split()[0]} --verbose --help lists them)")

@@ -28,7 +28,8 @@ from layerbench.errors import RunFailed
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
 from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
-from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot, server_version
+from layerbench.server.servers import resolve_server, server_fields
+from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
 from layerbench.sysbench import cleanup_command, config_file_text, lua_string, prepare_command, test_script
 from layerbench.workdirs import datasets_dir
@@ -104,10 +105,14 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
 
 
 def ensure_snapshot(workload: Workload, page_size: str | None, *, log_dir: Path,
-                    on_line: Callable[[str], None] | None = None, say: Say | None = None) -> Snapshot:
-    """The cached snapshot for this dataset, prepared now (or its interrupted build resumed) if it is missing. One
-    build per dataset at a time on this machine: another process that needs it waits, then uses it."""
-    key, inputs = dataset_key(workload, server_version(), page_size)
+                    on_line: Callable[[str], None] | None = None, say: Say | None = None,
+                    server: HostVariant | None = None) -> Snapshot:
+    """The cached snapshot for this dataset, prepared now (or its interrupted build resumed) if it is missing, by
+    `server` (a host variant's own server: servers.snapshot_server; default: this host's MariaDB), whose
+    `--version` is part of the key. One build per dataset at a time on this machine: another process that needs
+    it waits, then uses it."""
+    server = server or HostVariant(name="prepare", backend="host")
+    key, inputs = dataset_key(workload, resolve_server(server).identity(), page_size)
     found = find_snapshot(key)
     if found is not None:
         return found
@@ -115,7 +120,8 @@ def ensure_snapshot(workload: Workload, page_size: str | None, *, log_dir: Path,
         found = find_snapshot(key)
         if found is not None:
             return found
-        return build_snapshot(workload, key, inputs, page_size, log_dir=log_dir, on_line=on_line, say=say)
+        return build_snapshot(workload, key, inputs, page_size, log_dir=log_dir, on_line=on_line, say=say,
+                              server=server)
 
 
 @contextlib.contextmanager
@@ -139,7 +145,8 @@ def build_folder(key: str) -> Path:
 
 
 def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, *,
-                   log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None = None) -> Snapshot:
+                   log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None = None,
+                   server: HostVariant | None = None) -> Snapshot:
     scratch = build_folder(key)
     owner = f"prepare-{key}-{os.getpid()}"
     private: Path | None = None
@@ -148,7 +155,7 @@ def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_si
         with signals_deferred():  # the build's folders exist only after the note that lets `clean` remove them
             private = owners.private_folder(owner, "lb-prepare-", also=[scratch])
             scratch.mkdir(parents=True, exist_ok=True)
-        return Builder(workload, key, inputs, page_size, scratch, private, log_dir, on_line, say).build()
+        return Builder(workload, key, inputs, page_size, scratch, private, log_dir, on_line, say, server).build()
     finally:
         with signals_deferred():
             if private is not None:
@@ -183,11 +190,13 @@ class Builder:
     """One build of one snapshot in its build folder: `partial/` holds the datadir of an interrupted build."""
 
     def __init__(self, workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, scratch: Path,
-                 private: Path, log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None) -> None:
+                 private: Path, log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None,
+                 server: HostVariant | None = None) -> None:
         self.workload, self.key, self.inputs, self.page_size = workload, key, inputs, page_size
         self.scratch, self.private, self.log_dir, self.on_line = scratch, private, log_dir, on_line
         self.say = say or (lambda _text: None)
-        self.backend = HostBackend(HostVariant(name="prepare", backend="host"))
+        self.server = server or HostVariant(name="prepare", backend="host")
+        self.backend = HostBackend(self.server)
         self.partial = scratch / "partial"
         self.resumed = False
 
@@ -257,6 +266,7 @@ class Builder:
         if wrong:
             raise RunFailed(f"prepare left {wrong}; expected {self.workload.table_size} rows per table")
         return {"key": self.key, "inputs": self.inputs, "rows": counts, "created_at": time.time(),
+                "server": server_fields(self.server),
                 "checksums": table_checksums(endpoint, list(counts)), "checksums_complete": True}
 
     def shut_down(self, endpoint: Endpoint) -> None:

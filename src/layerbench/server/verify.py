@@ -17,10 +17,11 @@ from typing import Any
 
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.host import HostBackend
-from layerbench.campaign import HostVariant, Workload
+from layerbench.campaign import Workload
 from layerbench.secrets import generate_password
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.restore import read_facts
+from layerbench.server.servers import server_from_fields
 from layerbench.server.snapshot import Snapshot, remove_snapshot, snapshot_problems
 from layerbench.server.tables import table_checksums, workload_tables
 
@@ -42,7 +43,7 @@ def checksum_in_private_server(snapshot: Snapshot, workload: Workload, log_dir: 
     """CHECKSUM TABLE of every table, in a private host server on its own restore of the snapshot."""
     root = Path(tempfile.mkdtemp(prefix="lb-verify-", dir=snapshot.folder.parent))
     private = Path(tempfile.mkdtemp(prefix="lb-verify-private-"))
-    backend = HostBackend(HostVariant(name="verify", backend="host"))
+    backend = HostBackend(server_from_fields("verify", snapshot.meta.get("server")))  # the server that made it
     spec = ServerSpec("verify", f"verify-{snapshot.key}", log_dir, private, root,
                       config={"innodb_buffer_pool_size": "128M"}, password=generate_password(), snapshot=snapshot.path)
     try:

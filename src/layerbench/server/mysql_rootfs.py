@@ -1,0 +1,321 @@
+"""The MySQL server as a cached Debian root filesystem: `debootstrap --variant=minbase sid` plus the pinned
+`mysql-server-core` package, built only when asked (`layerbench server build mysql 9.7`) and kept under
+<cache>/servers/. The host backend runs its mysqld as a plain host process through the rootfs's own loader
+(rootfs_command), so no namespace, no container and no chroot stand between it and the machine.
+
+sid moves on: every downloaded package is kept beside the rootfs (debs-<key>/: debootstrap's base tarball and
+the server's .deb files, with their SHA-256), and a rootfs that is removed is rebuilt from them offline, byte
+for byte the same packages. Building happens in a temporary folder renamed into place at the end, under a lock,
+so two campaigns never build at once and a signal leaves nothing half-built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from layerbench.errors import BadInput, PrerequisiteMissing, shown
+from layerbench.procs import require_program, run
+from layerbench.server.image import checked, mirror
+from layerbench.workdirs import cache_dir
+
+RECIPE_VERSION = 2  # the steps after the packages are installed (the kept packages do not depend on it)
+SUITE = "sid"
+PACKAGE = "mysql-server-core"
+# The MySQL lines layerbench can build, each pinned to one Debian package version (docs/servers.md).
+RELEASES = {"9.7": "9.7.4-2"}
+BUILD_SECONDS = 120  # 116 s measured here on a loaded 2-core machine (40 s from the kept packages)
+# What the build itself leaves that differs from one build to the next (apt's caches, logs): removed, so two
+# builds from the same kept packages differ only in file times.
+BUILD_LEFTOVERS = ("/var/lib/apt/lists/*", "/var/cache/apt/archives/*.deb", "/var/cache/apt/archives/lock",
+                   "/var/cache/apt/*.bin", "/var/cache/ldconfig/aux-cache", "/var/log/dpkg.log",
+                   "/var/log/alternatives.log", "/var/log/apt")
+NO_VALID_UNTIL = "Acquire::Check-Valid-Until=false"  # a mirror snapshot's Release file may be past its date
+Say = Callable[[str], None]
+
+
+def pinned(version: str) -> str | None:
+    """The Debian package version of a MySQL version a user wrote ('9.7', '9.7.4'), or None when unknown."""
+    for line, package_version in RELEASES.items():
+        upstream = package_version.split("-")[0]
+        if version == line or upstream == version or upstream.startswith(f"{version}."):
+            return package_version
+    return None
+
+
+def known_versions() -> str:
+    return ", ".join(RELEASES)
+
+
+def package_inputs(package_version: str) -> dict[str, str]:
+    return {"suite": SUITE, "mirror": mirror(), "package": PACKAGE, "version": package_version, "variant": "minbase"}
+
+
+def rootfs_inputs(package_version: str) -> dict[str, str]:
+    return {"recipe": str(RECIPE_VERSION), **package_inputs(package_version)}
+
+
+def digest(inputs: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def rootfs_key(package_version: str) -> str:
+    return digest(rootfs_inputs(package_version))
+
+
+def servers_dir() -> Path:
+    return cache_dir() / "servers"
+
+
+@dataclass(frozen=True)
+class MysqlRootfs:
+    """A built rootfs: where it is and how to run its server."""
+
+    folder: Path  # <cache>/servers/mysql-<version>-<key>/
+
+    @property
+    def root(self) -> Path:
+        return self.folder / "rootfs"
+
+    @property
+    def package_version(self) -> str:
+        return str(json.loads((self.folder / "versions.json").read_text())[PACKAGE])
+
+    def command(self) -> list[str]:
+        """mysqld through the rootfs's own loader and libraries (the host's /lib is never used)."""
+        return [str(self.root / "lib64/ld-linux-x86-64.so.2"), "--library-path",
+                str(self.root / "usr/lib/x86_64-linux-gnu"), str(self.root / "usr/sbin/mysqld")]
+
+    def paths(self) -> dict[str, str]:
+        """Where the server's own files are, inside the rootfs (else it would read MariaDB's in /usr/share)."""
+        share = self.root / "usr/share/mysql"
+        return {"basedir": str(self.root / "usr"), "lc-messages-dir": str(share),
+                "character-sets-dir": str(share / "charsets"), "plugin-dir": str(self.root / "usr/lib/mysql/plugin")}
+
+
+def rootfs_folder(package_version: str) -> Path:
+    return servers_dir() / f"mysql-{package_version}-{rootfs_key(package_version)}"
+
+
+def debs_folder(package_version: str) -> Path:
+    return servers_dir() / f"debs-mysql-{package_version}-{digest(package_inputs(package_version))}"
+
+
+def find_rootfs(package_version: str) -> MysqlRootfs | None:
+    folder = rootfs_folder(package_version)
+    found = MysqlRootfs(folder)
+    if (folder / "versions.json").is_file() and (found.root / "usr/sbin/mysqld").is_file():
+        return found
+    return None
+
+
+def build_command(version: str) -> str:
+    return f"layerbench server build mysql {version}"
+
+
+def require_rootfs(version: str, where: str) -> MysqlRootfs:
+    """The built rootfs of a MySQL version a campaign names, or a one-line BadInput with the command that builds
+    it (validate and run never build it themselves: a run does not start a 640 MB download half-way)."""
+    package_version = pinned(version)
+    if package_version is None:
+        raise BadInput(f"{where}: MySQL {shown(version)} is not a version layerbench can build; use one of "
+                       f"{known_versions()}")
+    found = find_rootfs(package_version)
+    if found is None:
+        raise BadInput(f"{where}: MySQL {version} is not built on this machine; build it with: "
+                       f"{build_command(version)} (about {BUILD_SECONDS // 60} minutes, 500 MB)")
+    return found
+
+
+@contextlib.contextmanager
+def build_lock(key: str, say: Say) -> Iterator[None]:
+    """flock on <servers>/.locks/<key>: one build at a time; released however its holder ends."""
+    folder = servers_dir() / ".locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / key, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"another process is building MySQL rootfs {key}; waiting for it")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def ensure_rootfs(version: str, say: Say | None = None) -> MysqlRootfs:
+    """The rootfs of a MySQL version, built now (about 80 s, from the kept packages when they are cached)."""
+    say = say or (lambda _text: None)
+    package_version = pinned(version)
+    if package_version is None:
+        raise BadInput(f"version: MySQL {shown(version)} is not a version layerbench can build; use one of "
+                       f"{known_versions()}")
+    found = find_rootfs(package_version)
+    if found is not None:
+        return found
+    require_program("debootstrap", "apt-get install debootstrap (scripts/setup does it)")
+    if os.geteuid() != 0:
+        raise PrerequisiteMissing("building the MySQL rootfs needs root (debootstrap, chroot); run as root")
+    with build_lock(rootfs_key(package_version), say):
+        return find_rootfs(package_version) or Builder(package_version, say).build()
+
+
+class Builder:
+    """One build in a temporary folder under <servers>/ (the same filesystem, so the end is a rename)."""
+
+    def __init__(self, package_version: str, say: Say) -> None:
+        self.version, self.say = package_version, say
+        self.key = rootfs_key(package_version)
+        self.started = time.monotonic()
+
+    def step(self, text: str) -> None:
+        self.say(f"[{time.monotonic() - self.started:4.0f} s] {text}")
+
+    def build(self) -> MysqlRootfs:
+        servers_dir().mkdir(parents=True, exist_ok=True)
+        for stale in servers_dir().glob(f".build-{self.key}-*"):  # a build killed outright (we hold the lock)
+            remove_build(stale)
+        work = Path(tempfile.mkdtemp(prefix=f".build-{self.key}-", dir=servers_dir()))
+        try:
+            return self.build_in(work)
+        finally:
+            remove_build(work)
+
+    def build_in(self, work: Path) -> MysqlRootfs:
+        self.log = work / "build.log"
+        kept = debs_folder(self.version)
+        debs = kept if (kept / "SHA256SUMS").is_file() else work / "debs"
+        if debs is kept:
+            self.step(f"rebuilding from the kept packages in {kept}")
+            check_sums(kept)
+        else:
+            self.download_base(work, debs)
+        root = work / "rootfs"
+        self.step(f"debootstrap --variant=minbase {SUITE} (unpacking {debs / 'base.tgz'})")
+        self.checked("debootstrap", ["debootstrap", "--variant=minbase", f"--unpack-tarball={debs / 'base.tgz'}",
+                                     SUITE, str(root), mirror()])
+        if debs is not kept:
+            self.download_server(root, debs)
+        self.install_server(root, debs)
+        return self.publish(work, root, debs, kept)
+
+    def checked(self, what: str, cmd: list[str]) -> None:
+        checked(run(what, cmd, log_path=self.log, timeout=1800), what, self.log)
+
+    def download_base(self, work: Path, debs: Path) -> None:
+        debs.mkdir(parents=True)
+        self.step(f"downloading the {SUITE} base packages from {mirror()} (debootstrap --make-tarball)")
+        self.checked("debootstrap download", ["debootstrap", "--variant=minbase",
+                                              f"--make-tarball={debs / 'base.tgz'}", SUITE, str(work / "dl"),
+                                              mirror()])
+        shutil.rmtree(work / "dl", ignore_errors=True)
+
+    def download_server(self, root: Path, debs: Path) -> None:
+        self.step(f"downloading {PACKAGE} {self.version} and its libraries")
+        archives = root / "var/cache/apt/archives"
+        for old in archives.glob("*.deb"):  # debootstrap's own copies: kept in base.tgz already
+            old.unlink()
+        script = (f"apt-get -o {NO_VALID_UNTIL} update -qq && apt-get install --download-only -y -qq "
+                  f"--no-install-recommends {PACKAGE}={self.version}")
+        self.checked("apt-get download", ["chroot", str(root), "/bin/sh", "-c", script])
+        (debs / "server").mkdir()
+        for deb in sorted(archives.glob("*.deb")):
+            shutil.move(str(deb), debs / "server" / deb.name)
+        write_sums(debs)
+
+    def install_server(self, root: Path, debs: Path) -> None:
+        self.step(f"installing {PACKAGE} {self.version} ({len(list((debs / 'server').glob('*.deb')))} packages)")
+        inside = root / "tmp/lb-debs"
+        shutil.copytree(debs / "server", inside)
+        script = ("export DEBIAN_FRONTEND=noninteractive && dpkg -i /tmp/lb-debs/*.deb && rm -rf /tmp/lb-debs "
+                  f"{' '.join(BUILD_LEFTOVERS)}")
+        self.checked("dpkg -i", ["chroot", str(root), "/bin/sh", "-c", script])
+
+    def publish(self, work: Path, root: Path, debs: Path, kept: Path) -> MysqlRootfs:
+        versions = installed_versions(root)
+        if versions.get(PACKAGE) != self.version:
+            raise PrerequisiteMissing(f"the MySQL rootfs build installed {PACKAGE} {versions.get(PACKAGE)}, not the "
+                                      f"pinned {self.version}; see {self.log}")
+        folder = work / "published"
+        folder.mkdir()
+        root.rename(folder / "rootfs")
+        (folder / "versions.json").write_text(json.dumps(versions, indent=1, sort_keys=True))
+        (folder / "inputs.json").write_text(json.dumps(rootfs_inputs(self.version), indent=1, sort_keys=True))
+        if debs is not kept:
+            debs.rename(kept)
+        target = rootfs_folder(self.version)
+        folder.rename(target)
+        self.step(f"MySQL {self.version} rootfs ready: {target} ({folder_bytes(target) / 2**20:,.0f} MiB)")
+        return MysqlRootfs(target)
+
+
+def remove_build(folder: Path) -> None:
+    """Remove a build folder. debootstrap mounts proc and sys in its target and unmounts them when it ends, but
+    not when it is killed: whatever is still mounted below the folder is unmounted first (deepest first), so
+    the removal never walks into a live /proc. The killed build's processes may still be writing for a moment
+    after they are signalled: removed again until nothing is left (at most about 5 s)."""
+    for mount in reversed(mounts_under(folder)):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+    for _ in range(25):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            return
+        time.sleep(0.2)
+
+
+def mounts_under(folder: Path) -> list[str]:
+    from layerbench.environment import unescape_mount_field
+
+    prefix = f"{folder.resolve()}/"
+    lines = Path("/proc/self/mounts").read_text().split("\n")
+    points = [unescape_mount_field(line.split(" ")[1]) for line in lines if len(line.split(" ")) > 2]
+    return sorted(p for p in points if p.startswith(prefix))
+
+
+def installed_versions(root: Path) -> dict[str, str]:
+    """Every package of the rootfs and its version (from its dpkg status file: nothing runs in the rootfs)."""
+    versions, name = {}, ""
+    for line in (root / "var/lib/dpkg/status").read_text(errors="replace").splitlines():
+        if line.startswith("Package: "):
+            name = line.split(": ", 1)[1]
+        elif line.startswith("Version: ") and name:
+            versions[name] = line.split(": ", 1)[1]
+    return versions
+
+
+def write_sums(debs: Path) -> None:
+    lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(debs)}"
+             for p in sorted([debs / "base.tgz", *(debs / "server").glob("*.deb")])]
+    (debs / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+
+
+def check_sums(debs: Path) -> None:
+    for line in (debs / "SHA256SUMS").read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        path = debs / name
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            raise PrerequisiteMissing(f"the kept package {path} is missing or changed; remove {debs} to download "
+                                      "the packages again")
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def built_rootfses() -> list[tuple[str, MysqlRootfs]]:
+    """(package version, rootfs) of every built MySQL rootfs in the cache."""
+    found = []
+    for folder in sorted(servers_dir().glob("mysql-*")):
+        rootfs = MysqlRootfs(folder)
+        if (folder / "versions.json").is_file():
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                found.append((rootfs.package_version, rootfs))
+    return found
