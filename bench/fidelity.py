@@ -100,6 +100,7 @@ class Setup:
 def campaign(setup: Setup):
     return parse_campaign({
         "name": "fidelity", "baseline": "host", "repetitions": 1, "output": str(setup.work),
+        "busy": "keep",  # one layerbench run per round, timed as a whole beside the hand run: never a rerun
         "variants": [{"name": "host", "backend": "host", "cpus": SERVER_CPU, "client_cpus": CLIENT_CPU}],
         "workload": {"tables": setup.tables, "table_size": setup.rows, "threads": 2, "duration": setup.duration,
                      "warmup": setup.warmup},

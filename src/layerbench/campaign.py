@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from layerbench import settings
 from layerbench.boundedyaml import load_text, read_campaign_text
+from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
 from layerbench.hosts import HostEntry, check_host_address
 from layerbench.sysbench_options import check_sysbench_options
@@ -406,6 +407,18 @@ class Adaptive(Strict):
 BUSY_POLICIES = ("rerun", "keep", "fail")
 
 
+def default_busy_policy() -> BusyPolicy:
+    """What a campaign without `busy:` does: $LAYERBENCH_BUSY (`rerun`, `keep` or `fail`) when it is set, else
+    `rerun`. For a shared machine that is busy during nearly every run (a CI runner), where replacing runs would
+    only use up the rerun limit."""
+    word = env_setting("LAYERBENCH_BUSY")
+    if word is None:
+        return BusyPolicy()
+    if word not in BUSY_POLICIES:
+        raise BadInput(f"LAYERBENCH_BUSY: {shown(word)} is not a policy; set it to rerun, keep or fail, or unset it")
+    return BusyPolicy(policy=word)  # type: ignore[arg-type]
+
+
 class BusyPolicy(Strict):
     """`busy: rerun` (the default), `keep` or `fail`, or `busy: {policy: rerun, max_reruns: 4}`: what happens to a
     run whose measured window was busy (analysis/busy.py). `rerun` replaces it by an extra run of the same variant
@@ -499,7 +512,7 @@ class Campaign(Strict):
 
     @property
     def busy_policy(self) -> BusyPolicy:
-        return self.busy or BusyPolicy()
+        return self.busy or default_busy_policy()
 
     @property
     def planned_runs(self) -> int:

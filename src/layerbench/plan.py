@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.campaign import (
+    BusyPolicy,
     Campaign,
     DockerVariant,
     ExternalVariant,
@@ -308,11 +309,12 @@ def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
 def busy_line(campaign: Campaign) -> str:
     """What happens to a run measured while the machine was busy (campaign `busy:`, analysis/busy.py)."""
     policy = campaign.busy_policy
+    source = "" if campaign.busy is not None or policy == BusyPolicy() else ", from LAYERBENCH_BUSY"
     if policy.policy == "rerun":
         return (f"busy runs: replaced by reruns at the end of their round, at most "
-                f"{policy.reruns_allowed(campaign.planned_runs)} (busy: rerun; not in the time above)")
-    return "busy runs: kept and flagged (busy: keep)" if policy.policy == "keep" else \
-        "busy runs: the first one stops the campaign (busy: fail)"
+                f"{policy.reruns_allowed(campaign.planned_runs)} (busy: rerun{source}; not in the time above)")
+    return f"busy runs: kept and flagged (busy: keep{source})" if policy.policy == "keep" else \
+        f"busy runs: the first one stops the campaign (busy: fail{source})"
 
 
 def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:

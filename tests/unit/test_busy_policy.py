@@ -28,6 +28,12 @@ BUSY = {"cpu_seconds": {"server": 1.0, "client": 1.0, "other": 6.0, "idle": 2.0}
 QUIET = {"cpu_seconds": {"server": 3.0, "client": 2.0, "other": 0.2, "idle": 4.8}}
 
 
+@pytest.fixture(autouse=True)
+def _default_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are of the default policy: tests/conftest.py sets LAYERBENCH_BUSY=keep for the suite's runs."""
+    monkeypatch.delenv("LAYERBENCH_BUSY", raising=False)
+
+
 def campaign(reps: int = 3, order: str = "rounds", busy: object = None, variants: int = 2):
     data = {"name": "bp", "baseline": "v0", "repetitions": reps, "order": order, "seed": 5,
             "variants": [{"name": f"v{i}", "backend": "host"} for i in range(variants)],
@@ -299,3 +305,27 @@ def test_an_old_busy_run_in_a_resumed_campaign_is_said_kept_without_a_policy() -
     text = what_was_done([("run 1", None), ("run 5", decide(found, "rerun", 0, 2, 9))])
     assert text == ("replaced 1 of them by reruns at the end of their rounds (busy: rerun, 1 of 2 reruns used); the "
                     "verdicts use the clean runs; kept 1 (run 1): their numbers may swing")
+
+
+@pytest.mark.parametrize("word", ["keep", "fail", "rerun"])
+def test_layerbench_busy_sets_the_default_and_the_plan_says_where_it_came_from(
+        word: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from layerbench.plan import busy_line
+
+    monkeypatch.setenv("LAYERBENCH_BUSY", word)
+    assert campaign().busy_policy.policy == word
+    assert ("from LAYERBENCH_BUSY" in busy_line(campaign())) is (word != "rerun")  # rerun is the default anyway
+    assert campaign(busy="rerun").busy_policy.policy == "rerun"  # a campaign's own busy: wins
+    assert "LAYERBENCH_BUSY" not in busy_line(campaign(busy="keep"))
+
+
+@pytest.mark.parametrize("word", ["later", "[/x]", "keep\nrerun", "KEEP"])
+def test_a_layerbench_busy_that_is_not_a_policy_is_one_line(word: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_BUSY", word)
+    with pytest.raises(BadInput, match=r"^LAYERBENCH_BUSY: .* is not a policy; set it to rerun, keep or fail"):
+        _ = campaign().busy_policy
+
+
+def test_an_empty_layerbench_busy_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_BUSY", "")
+    assert campaign().busy_policy.policy == "rerun"
