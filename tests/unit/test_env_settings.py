@@ -14,8 +14,8 @@ from layerbench.envvars import env_setting
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "layerbench"
-VARIABLES = ("LAYERBENCH_CACHE_DIR", "LAYERBENCH_DATA_DIR", "LAYERBENCH_DATASET_DIR", "LAYERBENCH_DB",
-             "LAYERBENCH_WORK_DIR")
+VARIABLES = ("LAYERBENCH_BUSY", "LAYERBENCH_CACHE_DIR", "LAYERBENCH_DATA_DIR", "LAYERBENCH_DATASET_DIR",
+             "LAYERBENCH_DB", "LAYERBENCH_WORK_DIR")
 
 
 def read_by_the_code() -> set[str]:
