@@ -11,6 +11,9 @@ everything that needs these paths imports it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from layerbench.envvars import env_setting
@@ -45,3 +48,18 @@ def work_root() -> Path:
     if override:
         return Path(override)
     return data_dir() or Path(DEFAULT_WORK)
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, key: str, waiting: str, say: Callable[[str], None]) -> Iterator[None]:
+    """An exclusive flock on <folder>/.locks/<key> (one build of `key` at a time), released however its holder
+    ends; `waiting` is said once when another process holds it."""
+    locks = folder / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / key, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(waiting)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield

@@ -12,7 +12,6 @@ so two campaigns never build at once and a signal leaves nothing half-built.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -27,7 +26,7 @@ from pathlib import Path
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.procs import require_program, run
 from layerbench.server.image import checked, mirror
-from layerbench.workdirs import cache_dir
+from layerbench.workdirs import cache_dir, folder_lock
 
 RECIPE_VERSION = 2  # the steps after the packages are installed (the kept packages do not depend on it)
 SUITE = "sid"
@@ -140,14 +139,7 @@ def require_rootfs(version: str, where: str) -> MysqlRootfs:
 @contextlib.contextmanager
 def build_lock(key: str, say: Say) -> Iterator[None]:
     """flock on <servers>/.locks/<key>: one build at a time; released however its holder ends."""
-    folder = servers_dir() / ".locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / key, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"another process is building MySQL rootfs {key}; waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+    with folder_lock(servers_dir(), key, f"another process is building MySQL rootfs {key}; waiting for it", say):
         yield
 
 

@@ -8,7 +8,6 @@ Also the prepare of `reset: reprepare` (prepare_tables) and the progress lines b
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
@@ -32,7 +31,7 @@ from layerbench.server.servers import resolve_server, server_fields
 from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
 from layerbench.sysbench import cleanup_command, config_file_text, lua_string, prepare_command, test_script
-from layerbench.workdirs import datasets_dir
+from layerbench.workdirs import datasets_dir, folder_lock
 
 Say = Callable[[str], None]
 RESUME_MIN_BYTES = 64 << 20  # a build interrupted with less table data than this starts over (cheaper than keeping)
@@ -127,14 +126,7 @@ def ensure_snapshot(workload: Workload, page_size: str | None, *, log_dir: Path,
 @contextlib.contextmanager
 def build_lock(key: str, say: Say) -> Iterator[None]:
     """An exclusive lock (flock) on <datasets>/.locks/<key>; released when the holder ends, however it ends."""
-    folder = datasets_dir() / ".locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / key, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"prepare: another process is building dataset {key}; waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+    with folder_lock(datasets_dir(), key, f"prepare: another process is building dataset {key}; waiting for it", say):
         yield
 
 
