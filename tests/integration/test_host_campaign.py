@@ -265,3 +265,28 @@ def run_external(tmp_path: Path, variants: list[dict], workload: dict, repetitio
 def test_unknown_campaign_reference(tmp_path: Path) -> None:
     with Store(tmp_path / "x.db") as store, pytest.raises(BadInput, match="not in"):
         store.campaign("nope")
+
+
+def test_a_private_folder_too_deep_for_a_socket_still_starts_and_leaves_nothing(tmp_path: Path) -> None:
+    """A socket path longer than sun_path's 107 bytes stops mariadbd at start: the backend puts the socket in a
+    short folder of its own (CI's pytest folders crossed the limit at pytest-290) and removes it at down()."""
+    from layerbench.backends.base import ServerSpec
+    from layerbench.backends.host import SOCKET_PATH_MAX, HostBackend
+    from layerbench.campaign import HostVariant
+    from layerbench.secrets import generate_password
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    (deep / "run").mkdir(parents=True)
+    (deep / "priv").mkdir(mode=0o700)
+    assert len(str(deep / "priv" / "mysqld.sock")) > SOCKET_PATH_MAX
+    host = HostBackend(HostVariant(name="x", backend="host"))
+    spec = ServerSpec("deep", "lb-deep-test", deep / "run", deep / "priv", deep / "work",
+                      password=generate_password())
+    try:
+        endpoint = host.up(spec)
+        assert endpoint.socket is not None and len(endpoint.socket) <= SOCKET_PATH_MAX
+        assert Path(endpoint.socket).is_socket()
+        socket_dir = Path(endpoint.socket).parent
+    finally:
+        host.down()
+    assert not socket_dir.exists()

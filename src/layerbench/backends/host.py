@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ from layerbench.server.restore import copy_tree
 from layerbench.server.servers import ServerProgram, resolve_server
 
 START_TIMEOUT = 120.0
+SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes with its NUL; mariadbd and mysqld refuse a longer socket path
 
 
 class HostBackend:
@@ -41,6 +43,7 @@ class HostBackend:
         self.server: ServerProgram | None = None
         self.log_path: Path | None = None
         self.label: str | None = None
+        self.socket_dir: Path | None = None  # a short folder of our own when private_dir is too deep for a socket
 
     def check(self) -> None:
         variant = self.variant
@@ -64,6 +67,12 @@ class HostBackend:
         prepare_datadir(self.datadir, spec, server)
         port = free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"
+        if len(os.fsencode(sock)) > SOCKET_PATH_MAX:  # the server refuses to start: use a short folder of ours
+            with signals_deferred():
+                self.socket_dir = Path(tempfile.mkdtemp(prefix="lb-sock-", dir="/tmp"))  # not TMPDIR: may be as deep
+                owners.record(spec.label, pid=None, marker=f"--datadir={self.datadir} ",
+                              paths=[self.datadir, self.socket_dir])
+            sock = self.socket_dir / "mysqld.sock"
         owned = {
             "datadir": str(self.datadir), "port": port, "bind-address": spec.listen_address, "socket": str(sock),
             "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root", **server.paths,
@@ -76,7 +85,8 @@ class HostBackend:
         with signals_deferred():  # the server and the note of its PID come into being together
             self.process = start(Path(server.program).name, cmd, log_path=spec.run_dir / "server.stdout.log",
                                  secrets=[spec.password])
-            owners.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}", paths=[self.datadir])
+            owners.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}",
+                          paths=[self.datadir, *([self.socket_dir] if self.socket_dir else [])])
         endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database, str(sock))
         wait_until_ready(endpoint, alive=self.process.alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
         with contextlib.suppress(FileNotFoundError):
@@ -94,6 +104,9 @@ class HostBackend:
         if self.datadir is not None:
             shutil.rmtree(self.datadir, ignore_errors=True)
             self.datadir = None
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
         if self.label is not None:
             owners.forget(self.label)
             self.label = None
