@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from layerbench.backends.base import Endpoint, ServerSpec
-from layerbench.backends.host import HostBackend
-from layerbench.campaign import HostVariant
+from layerbench.backends.host.local import HostBackend
+from layerbench.campaign.models import HostVariant
 from layerbench.secrets import generate_password
 
 

@@ -46,20 +46,20 @@ from common import host_server_backend, parse_args, say, table
 from rich.console import Console
 from scipy import stats
 
-from layerbench import environment
 from layerbench.analysis.aggregate import analyze, overhead_rows
-from layerbench.campaign import parse_campaign
-from layerbench.cli import RichProgress
+from layerbench.campaign.models import parse_campaign
+from layerbench.cli.main import RichProgress
 from layerbench.errors import Interrupted
-from layerbench.orchestrator import run_campaign
-from layerbench.procs import run as run_process
-from layerbench.resources import ResourceSampler
+from layerbench.hosts.procs import run as run_process
+from layerbench.measure import environment
+from layerbench.measure.cpu import ResourceSampler
+from layerbench.run.orchestrator import run_campaign
 from layerbench.secrets import write_private
 from layerbench.server.datadir import query
 from layerbench.server.prepare import ensure_snapshot
 from layerbench.server.tables import table_checksums
 from layerbench.store import Store
-from layerbench.sysbench import (
+from layerbench.sysbench.command import (
     config_file_text,
     hook_script,
     parse_mark_line,

@@ -20,8 +20,8 @@ from common import parse_args, run_main, table
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
-from layerbench.campaign import MAX_RUNS
-from layerbench.importer import import_csv
+from layerbench.campaign.models import MAX_RUNS
+from layerbench.importing.table import import_csv
 from layerbench.report import FORMATS
 from layerbench.store import Store
 

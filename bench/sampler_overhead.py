@@ -13,7 +13,7 @@ import time
 
 from common import median, parse_args, run_main, say, table
 
-from layerbench.resources import ResourceSampler
+from layerbench.measure.cpu import ResourceSampler
 
 BUDGET = 0.005
 BUSY = "import time\nend = time.time() + {s}\nwhile time.time() < end: time.sleep(0.0005)"

@@ -26,14 +26,14 @@ from pathlib import Path
 
 from common import host_server, median, parse_args, run_main, say, table
 
-from layerbench.campaign import Workload, parse_campaign
-from layerbench.orchestrator import run_campaign
+from layerbench.campaign.models import Workload, parse_campaign
+from layerbench.hosts.workdirs import datasets_dir
+from layerbench.run.orchestrator import run_campaign
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot, prepare_tables
 from layerbench.server.restore import restore_datadir
 from layerbench.server.snapshot import Snapshot
 from layerbench.server.verify import check_snapshot_files
 from layerbench.store import Store
-from layerbench.workdirs import datasets_dir
 
 
 def restore_and_verify(snapshot: Snapshot) -> tuple[float, str]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from layerbench.campaign import campaign_as_dict, parse_campaign
+from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.records import CampaignRecord
-from layerbench.schedule import build_schedule
+from layerbench.run.schedule import build_schedule
 from layerbench.store import RunRecord, Store
-from layerbench.sysbench import Interval, Totals
+from layerbench.sysbench.command import Interval, Totals
 
 
 def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple[int, ...] = (2,),

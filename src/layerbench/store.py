@@ -27,7 +27,7 @@ from layerbench.records import (
     StoredInterval,
     StoredRun,
 )
-from layerbench.sysbench import Interval, Totals
+from layerbench.sysbench.command import Interval, Totals
 
 SCHEMA_VERSION = 2  # 2: run_latency (the measured window's latency distribution); a v1 store gains it empty
 

@@ -15,11 +15,11 @@ import threading
 from pathlib import Path
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.host import HostBackend
-from layerbench.campaign import HostVariant, Workload
+from layerbench.backends.host.local import HostBackend
+from layerbench.campaign.models import HostVariant, Workload
 from layerbench.secrets import generate_password, redact, write_private
 from layerbench.server.datadir import connect
-from layerbench.sysbench import config_file_text, hook_script
+from layerbench.sysbench.command import config_file_text, hook_script
 
 HERE = Path(__file__).parent
 

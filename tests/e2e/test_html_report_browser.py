@@ -10,10 +10,10 @@ import pytest
 import yaml
 from playwright.sync_api import sync_playwright
 
-from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
 from layerbench.report import write_report
+from layerbench.run import orchestrator
 from layerbench.store import Store
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -78,10 +78,10 @@ def make_logs(folder: Path) -> None:
     """Four short runs at full speed and four held to 40 transactions/s (sysbench --rate), two threads each,
     against a server of our own, each saved as an archive would hold it (BOM, CRLF, a wrapper's lines)."""
     from layerbench.backends.base import ServerSpec
-    from layerbench.backends.host import HostBackend
-    from layerbench.campaign import HostVariant
+    from layerbench.backends.host.local import HostBackend
+    from layerbench.campaign.models import HostVariant
     from layerbench.secrets import generate_password, write_private
-    from layerbench.sysbench import config_file_text
+    from layerbench.sysbench.command import config_file_text
 
     tmp = Path(tempfile.mkdtemp(prefix="lb-e2e-logs-", dir=folder.parent))
     (tmp / "run").mkdir()

@@ -10,11 +10,11 @@ import pytest
 import yaml
 from test_host_campaign import campaign_file
 
-from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
 from layerbench.report import html, json_export
 from layerbench.report.markdown import render
+from layerbench.run import orchestrator
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from layerbench.hosts.workdirs import datasets_dir
 from layerbench.server.snapshot import remove_snapshot
-from layerbench.workdirs import datasets_dir
 
 pytestmark = pytest.mark.integration
 DOC = Path(__file__).resolve().parents[2] / "docs" / "campaign.md"

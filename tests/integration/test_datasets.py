@@ -14,11 +14,11 @@ from test_faults import server_pids, sigkill_during_a_run
 from test_host_campaign import campaign_file, our_servers, run_cli
 
 from helpers import stored_rows
-from layerbench import orchestrator
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.hosts.workdirs import datasets_dir
+from layerbench.run import orchestrator
 from layerbench.server.snapshot import list_snapshots
 from layerbench.store import Store
-from layerbench.workdirs import datasets_dir
 
 pytestmark = pytest.mark.integration
 

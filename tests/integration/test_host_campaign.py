@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from helpers import stored_rows
-from layerbench import execution, orchestrator
-from layerbench.campaign import parse_campaign
-from layerbench.cli import main
+from layerbench.campaign.models import parse_campaign
+from layerbench.cli.main import main
 from layerbench.errors import BadInput
+from layerbench.run import execution, orchestrator
 from layerbench.secrets import Secret
 from layerbench.store import Store
 
@@ -217,8 +217,8 @@ def test_ctrl_c_keeps_stored_runs_then_resume_completes(tmp_path: Path) -> None:
 
 def test_external_backend_against_a_server_we_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from layerbench.backends.base import ServerSpec
-    from layerbench.backends.host import HostBackend
-    from layerbench.campaign import HostVariant
+    from layerbench.backends.host.local import HostBackend
+    from layerbench.campaign.models import HostVariant
     from layerbench.secrets import generate_password
 
     (tmp_path / "run").mkdir()
@@ -271,8 +271,8 @@ def test_a_private_folder_too_deep_for_a_socket_still_starts_and_leaves_nothing(
     """A socket path longer than sun_path's 107 bytes stops mariadbd at start: the backend puts the socket in a
     short folder of its own (CI's pytest folders crossed the limit at pytest-290) and removes it at down()."""
     from layerbench.backends.base import ServerSpec
-    from layerbench.backends.host import SOCKET_PATH_MAX, HostBackend
-    from layerbench.campaign import HostVariant
+    from layerbench.backends.host.local import SOCKET_PATH_MAX, HostBackend
+    from layerbench.campaign.models import HostVariant
     from layerbench.secrets import generate_password
 
     deep = tmp_path / ("d" * 60) / ("e" * 60)

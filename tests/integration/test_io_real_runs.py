@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from test_host_campaign import our_servers
 
-from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.io import io_rows, run_figures
-from layerbench.campaign import parse_campaign
-from layerbench.io_counters import NOT_COUNTED
+from layerbench.campaign.models import parse_campaign
+from layerbench.measure.io import NOT_COUNTED
 from layerbench.report import csv_export, html, json_export, markdown
+from layerbench.run import orchestrator
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration

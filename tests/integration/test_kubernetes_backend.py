@@ -13,11 +13,12 @@ import yaml
 from test_host_campaign import campaign_file, run_cli
 
 from helpers import interrupt_campaign, stored_rows
-from layerbench import orchestrator
-from layerbench.backends import kubernetes, kubernetes_cluster
-from layerbench.backends.kubernetes import KubernetesBackend
-from layerbench.campaign import parse_campaign
-from layerbench.cleanup import _kubernetes_core
+from layerbench.backends.kubernetes import backend as kubernetes
+from layerbench.backends.kubernetes import cluster as kubernetes_cluster
+from layerbench.backends.kubernetes.backend import KubernetesBackend
+from layerbench.campaign.models import parse_campaign
+from layerbench.run import orchestrator
+from layerbench.run.cleanup import _kubernetes_core
 from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
@@ -35,7 +36,7 @@ OWN = f"it-k8s-{os.getpid()}"  # this module's campaign name: it checks only the
 def namespaces() -> list[str]:
     core = _kubernetes_core()
     assert core is not None, "the cluster does not answer"
-    return [ns.metadata.name for ns in core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items]
+    return [ns.metadata.name for ns in core.list_namespace(label_selector=f"layerbench.campaign.models={OWN}").items]
 
 
 def run_campaign(tmp_path: Path, variants: list[dict], workload: dict | None = None) -> list[dict]:

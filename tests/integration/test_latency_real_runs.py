@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from layerbench import orchestrator
-from layerbench.campaign import parse_campaign
-from layerbench.cli import main
+from layerbench.campaign.models import parse_campaign
+from layerbench.cli.main import main
+from layerbench.run import orchestrator
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.run import orchestrator
 from layerbench.server.mysql_rootfs import ensure_rootfs
 from layerbench.store import Store
 
@@ -91,7 +91,7 @@ def test_the_fairness_section_names_the_binary_log_difference(two_flavours: dict
 def test_option_names_are_checked_against_the_rootfs_mysqld(tmp_path: Path) -> None:
     """A MariaDB-only option on a MySQL variant is refused by validate, naming mysqld; MySQL's own are accepted."""
     from layerbench.errors import BadInput
-    from layerbench.preflight import check_option_names
+    from layerbench.run.preflight import check_option_names
 
     ensure_rootfs("9.7")
     data = {"name": "opts", "baseline": "m", "workloads": [{"name": "w", "tables": 1, "table_size": 10}],

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from helpers import stored_rows
-from layerbench import orchestrator
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
-from layerbench.hosts import Host, HostEntry
+from layerbench.hosts.inventory import Host, HostEntry
+from layerbench.run import orchestrator
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration
@@ -72,7 +72,7 @@ def test_host_and_docker_servers_on_db_with_sysbench_on_app(lab_hosts: dict, tmp
     data = campaign_data(tmp_path, lab_hosts, variants)
     runs = run_campaign(data, tmp_path)
     assert [r["status"] for r in runs] == ["ok", "ok"], [r["error"] for r in runs]
-    from layerbench.plan import path_text
+    from layerbench.run.plan import path_text
 
     parsed = parse_campaign(data)
     for run in runs:
@@ -170,7 +170,7 @@ def test_a_host_that_stops_answering_fails_the_run_with_that_cause(lab_hosts: di
     hosts["app"]["known_hosts"] = str(kh)
     variants = [{"name": f"gone-{tag}", "backend": "host", "server_host": "db", "client_host": "app"}]
     spy = DropHostMidRun(port)
-    from layerbench.cleanup import clean_recorded
+    from layerbench.run.cleanup import clean_recorded
 
     with own_sshd_on_app(port):
         try:

@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from helpers import stored_rows
-from layerbench import orchestrator, owners
-from layerbench.campaign import parse_campaign
-from layerbench.hosts import Host, HostEntry
+from layerbench.campaign.models import parse_campaign
+from layerbench.hosts import owners
+from layerbench.hosts.inventory import Host, HostEntry
+from layerbench.run import orchestrator
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration
@@ -108,7 +109,7 @@ def test_a_second_shipper_waits_for_the_host_lock_and_a_killed_holder_lets_go(la
     """Two campaigns shipping one snapshot to one host take turns; a holder that dies releases the lock there."""
     import threading
 
-    from layerbench.remote_server import host_lock
+    from layerbench.server.remote_files import host_lock
 
     host, tag = db_host(lab_hosts), secrets.token_hex(3)
     lock = f"{host.work_dir}/datasets/it-lock-{tag}.lock"
@@ -126,8 +127,8 @@ def test_a_second_shipper_waits_for_the_host_lock_and_a_killed_holder_lets_go(la
     waiter.join(120)
     killed = subprocess.Popen([sys.executable, "-c", f"""
 import sys, time
-from layerbench.hosts import Host, HostEntry
-from layerbench.remote_server import host_lock
+from layerbench.hosts.inventory import Host, HostEntry
+from layerbench.server.remote_files import host_lock
 with host_lock(Host("dbssh", HostEntry(**{lab_hosts['dbssh']!r})), {lock!r}, "test"):
     print("held", flush=True)
     time.sleep(600)
@@ -174,7 +175,7 @@ def test_a_stopped_remote_server_run_leaves_nothing_on_either_host(lab_hosts: di
         assert proc.returncode == 130
     else:
         assert owner_records(tag), "a killed harness leaves its owner records for clean"
-        from layerbench.cleanup import clean_recorded
+        from layerbench.run.cleanup import clean_recorded
 
         said = clean_recorded()
         assert any("on host dbssh" in line for line in said), said
@@ -195,7 +196,7 @@ def test_no_room_on_the_server_host_is_refused_before_anything_starts(lab_hosts:
         campaign = parse_campaign(campaign_data(tmp_path, hosts, variants,
                                                 workload={**SMALL, "table_size": 100_000}))
         from layerbench.errors import BadInput
-        from layerbench.preflight import preflight
+        from layerbench.run.preflight import preflight
 
         with pytest.raises(BadInput) as error:
             preflight(campaign)
@@ -209,7 +210,7 @@ def test_no_room_on_the_server_host_is_refused_before_anything_starts(lab_hosts:
 def test_my_cnf_option_names_are_checked_against_the_server_host_s_own_server(lab_hosts: dict,
                                                                                tmp_path: Path) -> None:
     from layerbench.errors import BadInput
-    from layerbench.preflight import preflight
+    from layerbench.run.preflight import preflight
 
     name = f"opts-{secrets.token_hex(3)}"
     good = {"name": name, "backend": "host", "server_host": "dbssh", "client_host": "app",
@@ -254,7 +255,7 @@ def test_a_docker_server_on_a_host_with_ssh_options_is_refused_in_one_line(lab_h
     variants = [{"name": f"dopt-{secrets.token_hex(3)}", "backend": "docker", "server_host": "dbssh",
                  "client_host": "app"}]
     from layerbench.errors import BadInput
-    from layerbench.preflight import preflight
+    from layerbench.run.preflight import preflight
 
     with pytest.raises(BadInput) as error:
         preflight(parse_campaign(campaign_data(tmp_path, lab_hosts, variants)))

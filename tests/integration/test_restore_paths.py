@@ -17,12 +17,12 @@ import pytest
 import yaml
 from test_host_campaign import campaign_file, our_servers, run_cli
 
-from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
-from layerbench.campaign import Workload, parse_campaign
+from layerbench.campaign.models import Workload, parse_campaign
 from layerbench.errors import BadInput
-from layerbench.preflight import check_disk_space
 from layerbench.report.markdown import render
+from layerbench.run import orchestrator
+from layerbench.run.preflight import check_disk_space
 from layerbench.server.manifest import SnapshotCorrupt, build_manifest, check_snapshot, read_manifest, write_manifest
 from layerbench.server.prepare import build_folder, ensure_snapshot
 from layerbench.server.restore import restore_datadir
@@ -145,7 +145,7 @@ def test_disk_space_refused_with_numbers(tmp_path: Path, xfs: Path, monkeypatch:
 
 
 def prepare_child(dataset_dir: Path, log_dir: Path) -> subprocess.Popen:
-    code = ("import signal; from pathlib import Path; from layerbench.campaign import Workload; "
+    code = ("import signal; from pathlib import Path; from layerbench.campaign.models import Workload; "
             "from layerbench.server import prepare; prepare.RESUME_MIN_BYTES = 1; "
             "from layerbench.server.prepare import ensure_snapshot; signal.signal(signal.SIGTERM, "
             "lambda *_: (_ for _ in ()).throw(KeyboardInterrupt())); "

@@ -175,7 +175,7 @@ def docker_leftovers(campaign: str) -> list[str]:
     import docker
 
     client = docker.from_env()
-    label = {"label": f"layerbench.campaign={campaign}"}
+    label = {"label": f"layerbench.campaign.models={campaign}"}
     found = [f"container {c.name}" for c in client.containers.list(all=True, filters=label)]
     found += [f"volume {v.name}" for v in client.volumes.list(filters=label)]
     return found + [f"network {n.name}" for n in client.networks.list(filters=label)]
@@ -189,7 +189,7 @@ def schedule_table_exists(db: Path) -> bool:
 @pytest.mark.parametrize("backend", ["host", pytest.param("docker", marks=pytest.mark.docker)])
 def test_signals_at_random_moments_leave_nothing_and_resume_exactly(backend: str, tmp_path: Path) -> None:
     if backend == "docker":  # the image is built before, so no trial interrupts a build of minutes
-        from layerbench.backends.docker_daemon import docker_client
+        from layerbench.backends.docker.daemon import docker_client
         from layerbench.server.image import ensure_docker_image
 
         ensure_docker_image(docker_client(), lambda _text: None)

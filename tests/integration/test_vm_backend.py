@@ -13,14 +13,14 @@ import yaml
 from test_host_campaign import campaign_file
 
 from helpers import interrupt_campaign, stored_rows
-from layerbench import orchestrator
 from layerbench.analysis.aggregate import analyze
-from layerbench.backends.vm_net import leftover_devices
-from layerbench.campaign import parse_campaign
-from layerbench.cleanup import cmdline
+from layerbench.backends.vm.net import leftover_devices
+from layerbench.campaign.models import parse_campaign
+from layerbench.hosts.workdirs import work_root
 from layerbench.report.markdown import render
+from layerbench.run import orchestrator
+from layerbench.run.cleanup import cmdline
 from layerbench.store import Store
-from layerbench.workdirs import work_root
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]
 TINY = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}

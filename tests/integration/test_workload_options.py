@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from layerbench import orchestrator
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.run import orchestrator
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration

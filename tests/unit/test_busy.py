@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
+from layerbench.measure.cpu import ProcStat, ResourceSampler, busy_share, parse_steal, top_processes, wait_for_quiet
 from layerbench.records import QuietWait, Usage
-from layerbench.resources import ProcStat, ResourceSampler, busy_share, parse_steal, top_processes, wait_for_quiet
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "proc"
 

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from helpers import synthetic_run
 from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.busy import busy_run, decide, what_was_done
-from layerbench.campaign import parse_campaign, stored_campaign
+from layerbench.campaign.models import parse_campaign, stored_campaign
 from layerbench.errors import BadInput, MachineBusy
-from layerbench.orchestrator import Orchestrator
 from layerbench.records import BusyDecision, StoredFacts, Usage
 from layerbench.report import csv_export, json_export, markdown
-from layerbench.schedule import RunSpec, build_schedule, execution_order, replacement
+from layerbench.run.orchestrator import Orchestrator
+from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.store import RunRecord, Store
 
 BUSY = {"cpu_seconds": {"server": 1.0, "client": 1.0, "other": 6.0, "idle": 2.0}, "steal_seconds": 0.5,
@@ -123,7 +123,7 @@ def test_a_wrong_busy_key_is_one_line_naming_it(value: object, said: str) -> Non
 
 def test_the_default_policy_stays_out_of_the_stored_definition() -> None:
     """Campaigns stored before `busy:` and new ones with the default read back alike (and report alike)."""
-    from layerbench.campaign import campaign_as_dict
+    from layerbench.campaign.models import campaign_as_dict
 
     assert "busy" not in campaign_as_dict(campaign())
     assert campaign_as_dict(campaign(busy="fail"))["busy"] == {"policy": "fail"}
@@ -291,7 +291,7 @@ def test_load_the_campaign_asks_for_is_not_other_work() -> None:
 
 
 def test_the_plan_says_what_happens_to_busy_runs() -> None:
-    from layerbench.plan import busy_line
+    from layerbench.run.plan import busy_line
 
     assert busy_line(campaign()) == ("busy runs: replaced by reruns at the end of their round, at most 2 (busy: "
                                      "rerun; not in the time above)")
@@ -310,7 +310,7 @@ def test_an_old_busy_run_in_a_resumed_campaign_is_said_kept_without_a_policy() -
 @pytest.mark.parametrize("word", ["keep", "fail", "rerun"])
 def test_layerbench_busy_sets_the_default_and_the_plan_says_where_it_came_from(
         word: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from layerbench.plan import busy_line
+    from layerbench.run.plan import busy_line
 
     monkeypatch.setenv("LAYERBENCH_BUSY", word)
     assert campaign().busy_policy.policy == word

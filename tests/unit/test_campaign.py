@@ -8,7 +8,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from layerbench.campaign import DockerVariant, HostVariant, load_campaign, parse_campaign
+from layerbench.campaign.models import DockerVariant, HostVariant, load_campaign, parse_campaign
 from layerbench.errors import BadInput
 
 VALID: dict[str, Any] = {
@@ -170,7 +170,7 @@ def test_a_campaign_stored_by_an_older_version_can_be_resumed() -> None:
     while a campaign file that asks for it is refused."""
     import pytest as _pytest
 
-    from layerbench.campaign import stored_campaign
+    from layerbench.campaign.models import stored_campaign
     from layerbench.errors import BadInput
 
     old = {"name": "old", "baseline": "a", "repetitions": 2, "min_runs": 6,

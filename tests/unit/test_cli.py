@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import fill_store, synthetic_campaign
-from layerbench.campaign import campaign_as_dict, parse_campaign
-from layerbench.cli import main, without_debug
+from layerbench.campaign.models import campaign_as_dict, parse_campaign
+from layerbench.cli.main import main, without_debug
 from layerbench.paths import store_path
 from layerbench.records import CampaignRecord
-from layerbench.schedule import build_schedule
+from layerbench.run.schedule import build_schedule
 from layerbench.store import Store
 
 
@@ -192,8 +192,8 @@ def test_the_progress_bar_redraws_per_interval_without_a_refresh_thread() -> Non
 
     from rich.console import Console
 
-    from layerbench.cli import RichProgress
-    from layerbench.schedule import RunSpec
+    from layerbench.cli.main import RichProgress
+    from layerbench.run.schedule import RunSpec
 
     screen = io.StringIO()
     spec = RunSpec(0, 1, "base", "default", 2, 1)

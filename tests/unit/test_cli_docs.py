@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.cli import main
-from layerbench.clidoc import commands, help_text, render
+from layerbench.cli.doc import commands, help_text, render
+from layerbench.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 BRACKETED = re.compile(r"\[[^\[\]]+\]")

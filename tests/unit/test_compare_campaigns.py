@@ -6,9 +6,9 @@ from pathlib import Path
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.campaigns import compare_campaigns
-from layerbench.cli import STATE, main
-from layerbench.imports import import_results
-from layerbench.settings import Overrides
+from layerbench.campaign.settings import Overrides
+from layerbench.cli.main import STATE, main
+from layerbench.importing.sources import import_results
 from layerbench.store import Store
 
 

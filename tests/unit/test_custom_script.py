@@ -10,8 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layerbench.campaign import Workload, parse_campaign, smoke_dataset
-from layerbench.custom_script import (
+from layerbench.campaign.models import Workload, parse_campaign, smoke_dataset
+from layerbench.errors import BadInput
+from layerbench.server.snapshot import dataset_key
+from layerbench.sysbench.command import cleanup_command, hook_script, prepare_command, run_command
+from layerbench.sysbench.custom_script import (
     check_script,
     dataset_flags,
     dataset_label,
@@ -20,9 +23,6 @@ from layerbench.custom_script import (
     parse_probe,
     script_digest,
 )
-from layerbench.errors import BadInput
-from layerbench.server.snapshot import dataset_key
-from layerbench.sysbench import cleanup_command, hook_script, prepare_command, run_command
 
 MODULE = 'local m = {}\nfunction m.name(n) return "kv" .. n end\nreturn m\n'
 EVENTS = "function prepare() end\nfunction cleanup() end\nfunction event() end\n"

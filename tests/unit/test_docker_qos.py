@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from layerbench.backends.docker_qos import resource_options
-from layerbench.campaign import DockerVariant
+from layerbench.backends.docker.qos import resource_options
+from layerbench.campaign.models import DockerVariant
 
 
 def options(qos: str, **resources: object) -> dict[str, object]:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from layerbench.analysis.attainable import runs_needed, verdict_possible
-from layerbench.campaign import MAX_RUNS, parse_campaign
+from layerbench.campaign.models import MAX_RUNS, parse_campaign
+from layerbench.campaign.settings import MIN_RUNS, Settings
 from layerbench.errors import BadInput
-from layerbench.importer import parse_csv
-from layerbench.settings import MIN_RUNS, Settings
+from layerbench.importing.table import parse_csv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,7 +41,7 @@ def test_an_import_holds_at_most_20000_runs() -> None:
 
 def test_quickstart_lists_every_study_that_init_knows(capsys: pytest.CaptureFixture[str]) -> None:
     """docs/quickstart.md shows `layerbench init --list`: the same studies, in the same order."""
-    from layerbench.cli import main
+    from layerbench.cli.main import main
 
     with pytest.raises(SystemExit) as done:
         main(["init", "--list"])
@@ -96,7 +96,7 @@ def first_table_keys(page: str, heading: str) -> list[str]:
     ("backends/vm.md", "## Options", "VMVariant"), ("backends/kubernetes.md", "## Options", "KubernetesVariant")])
 def test_every_documented_key_is_a_key_of_the_campaign_file(page: str, heading: str, model: str) -> None:
     """Option names in the docs' tables are the models' fields (a renamed key would leave the docs wrong)."""
-    from layerbench import campaign as models
+    from layerbench.campaign import models
 
     fields = getattr(models, model).model_fields
     keys = first_table_keys(page, heading)
@@ -119,7 +119,7 @@ def test_every_documented_default_is_the_models(page: str, heading: str, model: 
 
     import yaml
 
-    from layerbench import campaign as models
+    from layerbench.campaign import models
 
     fields, checked = getattr(models, model).model_fields, 0
     for row in first_table(page, heading):

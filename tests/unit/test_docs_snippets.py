@@ -30,9 +30,9 @@ import pytest
 import yaml
 from test_hostile_inputs import validate
 
-from layerbench.campaign import parse_campaign
-from layerbench.import_logs import read_mapping
-from layerbench.plan import make_plan
+from layerbench.campaign.models import parse_campaign
+from layerbench.importing.logs import read_mapping
+from layerbench.run.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^(?P<marker>[ \t]*<!-- snippet: (?P<kind>[\w-]+)(?: \((?P<note>[^)]*)\))? -->\n)?"

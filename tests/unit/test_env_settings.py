@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from layerbench import paths, workdirs
-from layerbench.cli import main
+from layerbench import paths
+from layerbench.cli.main import main
 from layerbench.envvars import env_setting
+from layerbench.hosts import workdirs
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "layerbench"

@@ -52,7 +52,7 @@ def test_every_format_writes_a_file(tmp_path: Path) -> None:
 
 def test_csv_cells_a_spreadsheet_would_evaluate_are_inert(tmp_path: Path) -> None:
     """OWASP CSV injection: a text cell starting with = + - @ (or tab/CR) gets a leading quote; numbers stay."""
-    from layerbench.importer import import_csv
+    from layerbench.importing.table import import_csv
 
     source = tmp_path / "hostile.csv"
     source.write_text('variant,iteration,tps\n"=HYPERLINK(""http://x"")",1,10\n+cmd,1,11\n-2+3,1,12\n@SUM(A1),1,13\n'

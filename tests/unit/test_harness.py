@@ -9,8 +9,8 @@ import threading
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.campaign import parse_campaign
-from layerbench.harness import cpu_set, cpu_text, harness_cpus, pinned
+from layerbench.campaign.models import parse_campaign
+from layerbench.run.harness import cpu_set, cpu_text, harness_cpus, pinned
 
 
 def variant(**pins):

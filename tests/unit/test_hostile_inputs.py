@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from layerbench.cli import main
+from layerbench.cli.main import main
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "hostile"
 HANG_GUARD_SECONDS = 120
@@ -27,7 +27,7 @@ HANG_GUARD_SECONDS = 120
 
 def validate(path: Path | str) -> tuple[int, str]:
     err = io.StringIO()
-    from layerbench import cli
+    from layerbench.cli import main as cli
 
     # console._file, not .file: the property returns sys.stderr when unset, and restoring that would pin the
     # console to this test's capture for every later test

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
-from layerbench.hosts import Host, HostEntry, explain_ssh_failure
-from layerbench.placement import network_path, placement_of
-from layerbench.remote import CPU_MARK, parse_facts, parse_ping, placed_usage, split_cpu_mark
+from layerbench.hosts.inventory import Host, HostEntry, explain_ssh_failure
+from layerbench.hosts.placement import network_path, placement_of
+from layerbench.hosts.remote import CPU_MARK, parse_facts, parse_ping, placed_usage, split_cpu_mark
 
 APP = {"ssh": "bench@10.0.0.6", "identity_file": "~/.ssh/bench", "known_hosts": "/tmp/kh"}
 

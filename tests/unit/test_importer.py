@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.errors import BadInput
-from layerbench.importer import import_csv, parse_csv
+from layerbench.importing.table import import_csv, parse_csv
 from layerbench.records import CampaignRecord
 from layerbench.report.markdown import render
 from layerbench.store import Store

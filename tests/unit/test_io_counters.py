@@ -14,7 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from layerbench.analysis.io import CGROUP, hit_ratio, io_notes, io_row, run_io
-from layerbench.io_counters import (
+from layerbench.measure.io import (
     STATUS_COUNTERS,
     IoWindow,
     Reading,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.backends import kubernetes_manifests as m
-from layerbench.campaign import KubernetesVariant
+from layerbench.backends.kubernetes import manifests as m
+from layerbench.campaign.models import KubernetesVariant
 from layerbench.errors import BadInput
 
 
@@ -22,7 +22,7 @@ def variant(**kw) -> KubernetesVariant:
 
 
 def test_qos_rules_are_checked_at_validation() -> None:
-    from layerbench.campaign import parse_campaign
+    from layerbench.campaign.models import parse_campaign
 
     data = {"name": "q", "baseline": "pod", "workload": {}, "variants": [
         {"name": "pod", "backend": "kubernetes", "qos": "besteffort", "limits": {"cpu": "1"}}]}
@@ -137,7 +137,7 @@ def test_client_job_never_retries() -> None:
 
 def test_each_sysbench_step_is_a_job_of_its_own() -> None:
     """cleanup, prepare and run share a namespace: their Jobs and Secrets must not collide."""
-    from layerbench.backends.kubernetes_job import job_name
+    from layerbench.backends.kubernetes.job import job_name
 
     names = [job_name(["sysbench", "--config-file=/x/sysbench.cfg", "oltp_read_write", step])
              for step in ("cleanup", "prepare", "run")]
@@ -155,7 +155,7 @@ def test_a_job_waits_for_the_service_then_runs_sysbench(monkeypatch) -> None:
     import subprocess
     import time
 
-    from layerbench.backends import kubernetes_job
+    from layerbench.backends.kubernetes import job as kubernetes_job
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
@@ -201,7 +201,7 @@ def test_client_anti_affinity_keeps_the_job_off_the_server_pods_node() -> None:
 @pytest.mark.parametrize("key", [{"client_node_selector": {"a": "b"}}, {"client_anti_affinity": True}])
 @pytest.mark.parametrize("client", ["host", "port-forward"])
 def test_client_placement_without_a_job_is_refused(key: dict, client: str) -> None:
-    from layerbench.campaign import parse_campaign
+    from layerbench.campaign.models import parse_campaign
 
     variants = [{"name": "k", "backend": "kubernetes", "client": client, **key}]
     data = {"name": "c", "baseline": "k", "workloads": [{}], "variants": variants}
@@ -212,7 +212,7 @@ def test_client_placement_without_a_job_is_refused(key: dict, client: str) -> No
 def test_an_unschedulable_pod_is_named_with_the_schedulers_message() -> None:
     from types import SimpleNamespace as NS
 
-    from layerbench.backends.kubernetes_job import unschedulable_reason
+    from layerbench.backends.kubernetes.job import unschedulable_reason
 
     message = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
     pending = NS(status=NS(conditions=[NS(type="PodScheduled", status="False", reason="Unschedulable",

@@ -15,18 +15,18 @@ from hypothesis import strategies as st
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.latency import distribution_rows, percentile_comparisons
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
-from layerbench.latency_histogram import (
+from layerbench.report import csv_export, json_export, markdown
+from layerbench.store import Store
+from layerbench.sysbench.command import parse_output
+from layerbench.sysbench.histogram import (
     bucket_of,
     bucket_value,
     distribution,
     parse_histogram,
     percentile_ms,
 )
-from layerbench.report import csv_export, json_export, markdown
-from layerbench.store import Store
-from layerbench.sysbench import parse_output
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

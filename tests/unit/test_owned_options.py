@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from test_hostile_inputs import VALID, assert_one_line_bad_input, validate
 
 from layerbench.backends.base import Endpoint
-from layerbench.campaign import OWNED_BY_LAYERBENCH, ExternalVariant, Workload, parse_campaign
+from layerbench.campaign.models import OWNED_BY_LAYERBENCH, ExternalVariant, Workload, parse_campaign
 from layerbench.errors import BadInput
-from layerbench.hosts import HostEntry, is_host_address
+from layerbench.hosts.inventory import HostEntry, is_host_address
 from layerbench.secrets import Secret
-from layerbench.sysbench import cleanup_command, config_file_text, prepare_command, run_command
-from layerbench.sysbench_options import OWNED_SYSBENCH_OPTIONS, option_name, owned_options_table
+from layerbench.sysbench.command import cleanup_command, config_file_text, prepare_command, run_command
+from layerbench.sysbench.options import OWNED_SYSBENCH_OPTIONS, option_name, owned_options_table
 
 ROOT = Path(__file__).resolve().parents[2]
 OWNED = sorted(OWNED_SYSBENCH_OPTIONS)
@@ -182,7 +182,7 @@ def test_leading_dashes_on_an_option_of_the_user_say_how_to_write_it(tmp_path: P
 
 def test_a_stored_campaign_with_an_owned_option_is_refused_on_resume() -> None:
     """resume reads the campaign from the store: a store of an earlier version cannot carry one past the check."""
-    from layerbench.campaign import stored_campaign
+    from layerbench.campaign.models import stored_campaign
 
     with pytest.raises(BadInput, match="--threads belongs to layerbench"):
         stored_campaign({**VALID, "workload": {**VALID["workload"], "options": {"threads": 64}}})
@@ -193,9 +193,9 @@ def test_a_stored_campaign_with_an_owned_option_is_refused_on_resume() -> None:
 
 def test_docs_list_the_owned_sysbench_options_as_the_code_does() -> None:
     text = (ROOT / "docs" / "campaign.md").read_text()
-    block = text.split("<!-- owned-sysbench-options: rendered from src/layerbench/sysbench_options.py -->\n", 1)[1]
+    block = text.split("<!-- owned-sysbench-options: rendered from src/layerbench/sysbench/options.py -->\n", 1)[1]
     assert block.split("\n<!-- /owned-sysbench-options -->", 1)[0] == owned_options_table(), (
-        "docs/campaign.md is out of date: paste layerbench.sysbench_options.owned_options_table() between the markers")
+        "docs/campaign.md is out of date: paste layerbench.sysbench.options.owned_options_table() between the markers")
 
 
 def test_docs_list_the_owned_server_options_as_the_code_does() -> None:

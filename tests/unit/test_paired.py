@@ -18,12 +18,12 @@ from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.blocks_simulation import simulate
 from layerbench.analysis.paired import pair_by_round, pairs_needed, signed_rank_intervals, smallest_p
 from layerbench.analysis.report_model import method_line
-from layerbench.campaign import campaign_as_dict, parse_campaign
+from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.records import CampaignRecord
 from layerbench.report.evidence import evidence
 from layerbench.report.markdown import render
-from layerbench.schedule import build_schedule
+from layerbench.run.schedule import build_schedule
 from layerbench.store import Store
 
 ALPHA, CAMPAIGNS = 0.05, 3000
@@ -210,7 +210,7 @@ def test_the_report_says_why_a_campaign_is_unpaired(tmp_path: Path, estimator: s
 def test_an_imported_campaign_has_no_rounds_and_is_unpaired(tmp_path: Path) -> None:
     import shutil
 
-    from layerbench.importer import import_csv
+    from layerbench.importing.table import import_csv
 
     shutil.copy(Path(__file__).resolve().parents[1] / "data" / "import" / "study-4v4.csv", tmp_path / "s.csv")
     with Store(tmp_path / "lb.db") as store:
@@ -277,8 +277,8 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A campaign stored before the setting keeps unpaired; `report --estimator paired` analyses it paired for
     that report only; a wrong value is one line, exit 2."""
-    from layerbench.cli import STATE, main
-    from layerbench.settings import Overrides
+    from layerbench.campaign.settings import Overrides
+    from layerbench.cli.main import STATE, main
 
     monkeypatch.setitem(STATE, "debug", False)
     db = tmp_path / "lb.db"
@@ -294,7 +294,7 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
         said[value] = (int(done.value.code or 0), capsys.readouterr().err)
     assert said["paired"][0] == 0 and "paired by round" in (tmp_path / "r" / "report.md").read_text()
     assert said["both"][0] == 2
-    from layerbench.importer import statistics_options
+    from layerbench.importing.table import statistics_options
 
     with pytest.raises(BadInput) as error:
         statistics_options(None, None, None, None, "both")

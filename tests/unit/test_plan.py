@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from layerbench.campaign import campaign_as_dict, parse_campaign
-from layerbench.plan import IMAGE_BUILD_SECONDS, RUN_OVERHEAD, make_plan, past_overheads
+from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.records import CampaignRecord
-from layerbench.schedule import build_schedule
+from layerbench.run.plan import IMAGE_BUILD_SECONDS, RUN_OVERHEAD, make_plan, past_overheads
+from layerbench.run.schedule import build_schedule
 from layerbench.store import RunRecord, Store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src/layerbench/data/examples"
@@ -123,7 +123,7 @@ LOCAL_PATHS = {  # the examples without hosts: every variant here
 
 @pytest.mark.parametrize("name", sorted(REMOTE_CLIENT_PATHS))
 def test_each_remote_client_variant_says_exactly_the_path_it_takes(name: str) -> None:
-    from layerbench.plan import path_text
+    from layerbench.run.plan import path_text
 
     campaign = example("remote-client")
     variant = next(v for v in campaign.variants if v.name == name)
@@ -135,7 +135,7 @@ def test_each_remote_client_variant_says_exactly_the_path_it_takes(name: str) ->
 
 @pytest.mark.parametrize(("study", "name"), sorted(LOCAL_PATHS))
 def test_each_local_variant_says_exactly_the_path_it_takes(study: str, name: str) -> None:
-    from layerbench.plan import path_text
+    from layerbench.run.plan import path_text
 
     campaign = example(study)
     variant = next(v for v in campaign.variants if v.name == name)
@@ -183,7 +183,7 @@ HOSTS = {"db": {"local": True, "address": "10.231.77.1"}, "app": {"ssh": "root@1
      "sysbench on this machine: TCP to the external server 10.0.0.9:3307"),
 ])
 def test_every_placement_says_its_hosts_and_path(variant: dict, words: str) -> None:
-    from layerbench.plan import path_text
+    from layerbench.run.plan import path_text
 
     campaign = parse_campaign({"name": "placed", "baseline": "v", "hosts": HOSTS, "workload": {"reset": "reprepare"},
                                "variants": [{"name": "v", **variant}]})

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from layerbench.campaign import parse_campaign, smoke_version
+from layerbench.campaign.models import parse_campaign, smoke_version
 
 DATA = {
     "name": "p", "baseline": "h", "repetitions": 10,

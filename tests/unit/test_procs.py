@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from layerbench.errors import RunFailed
-from layerbench.procs import run, start
+from layerbench.hosts.procs import run, start
 
 
 def script(out: str = "") -> list[str]:

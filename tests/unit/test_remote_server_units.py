@@ -14,10 +14,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from layerbench.errors import RunFailed
-from layerbench.hosts import Host
-from layerbench.remote import remove_remote_folder
-from layerbench.remote_cpu import IO_SCRIPT, SCRIPT, component_io, component_seconds, parse_io_lines, parse_reading
-from layerbench.remote_server import (
+from layerbench.hosts.inventory import Host
+from layerbench.hosts.remote import remove_remote_folder
+from layerbench.measure.remote_cpu import (
+    IO_SCRIPT,
+    SCRIPT,
+    component_io,
+    component_seconds,
+    parse_io_lines,
+    parse_reading,
+)
+from layerbench.server.manifest import FileEntry, Manifest, build_manifest
+from layerbench.server.remote_files import (
     HASH_MARK,
     hash_problems,
     hash_script,
@@ -25,7 +33,6 @@ from layerbench.remote_server import (
     manifest_digest,
     parse_hashes,
 )
-from layerbench.server.manifest import FileEntry, Manifest, build_manifest
 
 H1, H2 = "0" * 31 + "1", "ab" * 16
 
@@ -121,7 +128,7 @@ def test_a_server_host_with_another_server_build_is_a_fairness_difference() -> N
 
 
 def test_a_remote_containers_components_are_read_from_its_hosts_processes() -> None:
-    from layerbench.backends.docker_remote import parse_components
+    from layerbench.backends.docker.remote import parse_components
 
     text = ("SHIM 900 /usr/bin/containerd-shim-runc-v2 -namespace moby -id abc\n"
             "PROXY 901 /usr/bin/docker-proxy -proto tcp -host-ip 10.0.0.5 -host-port 31000 -container-port 3306\n"
@@ -133,21 +140,21 @@ def test_a_remote_containers_components_are_read_from_its_hosts_processes() -> N
 
 @given(st.text(max_size=300), st.integers(min_value=1, max_value=2**22), st.none() | st.integers(1, 65535))
 def test_any_process_listing_parses_without_a_crash(text: str, pid: int, port: int | None) -> None:
-    from layerbench.backends.docker_remote import parse_components
+    from layerbench.backends.docker.remote import parse_components
 
     found = parse_components(text, pid, port)
     assert found["server"] == [pid] and all(isinstance(p, int) for pids in found.values() for p in pids)
 
 
 def test_the_image_is_sent_only_when_the_hosts_daemon_lacks_this_build() -> None:
-    from layerbench.backends.docker_remote import needs_image
+    from layerbench.backends.docker.remote import needs_image
 
     assert needs_image("sha256:a", None) and needs_image("sha256:a", "sha256:b")
     assert not needs_image("sha256:a", "sha256:a") and not needs_image(None, None)
 
 
 def test_boot_file_sums_are_read_from_sha256sum_lines_only() -> None:
-    from layerbench.backends.vm_remote import parse_sums
+    from layerbench.backends.vm.remote import parse_sums
 
     good = "a" * 64
     text = f"{good}  root.img\n{good}  ./dir/initrd.gz\n{'g' * 64}  kernel\nnoise\n{good} one-space\n"
@@ -156,7 +163,7 @@ def test_boot_file_sums_are_read_from_sha256sum_lines_only() -> None:
 
 @given(st.text(max_size=300))
 def test_any_sha256sum_output_parses_without_a_crash(text: str) -> None:
-    from layerbench.backends.vm_remote import parse_sums
+    from layerbench.backends.vm.remote import parse_sums
 
     assert all(len(v) == 64 for v in parse_sums(text).values())
 

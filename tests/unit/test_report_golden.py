@@ -42,7 +42,7 @@ def reanalysed(tmp_path: Path, name: str, baseline: str, fmt: str = "md") -> str
     import importlib
     import shutil
 
-    from layerbench.importer import import_csv
+    from layerbench.importing.table import import_csv
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     source = tmp_path / name
@@ -91,7 +91,7 @@ def test_report_options_change_the_verdict_without_touching_the_store(tmp_path: 
     'need >= 5 runs per side'; --min-runs 6 does the same as a floor of the user's."""
     import shutil
 
-    from layerbench.importer import import_csv
+    from layerbench.importing.table import import_csv
 
     shutil.copy(IMPORTS / "study-4v4.csv", tmp_path / "s.csv")
     with Store(tmp_path / "lb.db") as store:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.resources import (
+from layerbench.measure.cpu import (
     ResourceSampler,
     ResourceUsage,
     parse_cpu_stat,

@@ -5,8 +5,8 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.campaign import parse_campaign
-from layerbench.schedule import build_schedule
+from layerbench.campaign.models import parse_campaign
+from layerbench.run.schedule import build_schedule
 
 
 def campaign(n_variants: int = 3, reps: int = 4, order: str = "rounds", seed: int = 1, threads=(2,)):

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from layerbench.analysis.fairness import FLAVOUR_DEFAULTS, fairness_differences, flavour_differences
-from layerbench.campaign import parse_campaign
+from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.secrets import Secret
 from layerbench.server.flavour import parse_version

@@ -136,7 +136,7 @@ workloads:
 def test_a_host_variant_prepares_its_snapshot_with_its_own_server() -> None:
     """A MySQL datadir is not MariaDB's: each host variant's snapshot is made (and keyed) by its own server, so no
     MySQL variant needs reset: reprepare; docker/vm/kubernetes variants keep this host's MariaDB."""
-    from layerbench.campaign import parse_campaign
+    from layerbench.campaign.models import parse_campaign
     from layerbench.server.servers import server_fields, server_from_fields, snapshot_server
 
     data = {"name": "f", "baseline": "a", "variants": [

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.backends.base import Endpoint
-from layerbench.campaign import Workload
+from layerbench.campaign.models import Workload
 from layerbench.secrets import Secret
-from layerbench.sysbench import (
+from layerbench.sysbench.command import (
     config_file_text,
     hook_script,
     lua_string,

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from tests.unit.test_hostile_inputs import validate as run_validate
 
-from layerbench.hosts import Host, HostEntry
+from layerbench.hosts.inventory import Host, HostEntry
 
 
 def validate(tmp_path: Path, app: dict, hosts: dict | None = None,

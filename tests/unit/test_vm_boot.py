@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.backends.vm_qemu import (
+from layerbench.backends.vm.qemu import (
     AccelDecision,
     Disks,
     boot_with_fallback,

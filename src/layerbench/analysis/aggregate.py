@@ -22,11 +22,11 @@ from layerbench.analysis.fairness import Difference, fairness_differences, vm_si
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
-from layerbench.latency_histogram import percentile_key
+from layerbench.campaign.settings import Overrides
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
 from layerbench.records.campaign import IMPORTED
-from layerbench.settings import Overrides
 from layerbench.store import Store
+from layerbench.sysbench.histogram import percentile_key
 
 # metric key -> (label, higher is better)
 METRICS: dict[str, tuple[str, bool]] = {

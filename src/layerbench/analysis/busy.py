@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from layerbench.measure.cpu import BUSY_SHARE
 from layerbench.records import BusyDecision, QuietWait, Usage
-from layerbench.resources import BUSY_SHARE
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from layerbench.analysis.paired import RoundValues, paired_tests
 from layerbench.analysis.stats import Comparison, Summary, compare, summarize
-from layerbench.settings import Settings
+from layerbench.campaign.settings import Settings
 
 CV_WARNING = 0.10
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from layerbench.analysis.aggregate import Analysis, Point, latency_metric
 from layerbench.analysis.stats import Comparison
-from layerbench.latency_histogram import PERCENTILES, percentile_key
+from layerbench.sysbench.histogram import PERCENTILES, percentile_key
 
 SHOWN = (*PERCENTILES, 100.0)
 

@@ -29,8 +29,8 @@ from layerbench.analysis.latency import (
 from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, meanings
+from layerbench.campaign.settings import Settings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
-from layerbench.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from layerbench.backends.base import Backend, Endpoint, ServerSpec
-from layerbench.campaign import VariantBase
-from layerbench.hosts import Hosts
+
+if TYPE_CHECKING:
+    from layerbench.campaign.models import VariantBase
+    from layerbench.hosts.inventory import Hosts
 
 _MODULES = {
-    "host": ("layerbench.backends.host", "HostBackend"),
-    "external": ("layerbench.backends.external", "ExternalBackend"),
-    "docker": ("layerbench.backends.docker", "DockerBackend"),
-    "vm": ("layerbench.backends.vm", "VMBackend"),
-    "kubernetes": ("layerbench.backends.kubernetes", "KubernetesBackend"),
+    "host": ("layerbench.backends.host.local", "HostBackend"),
+    "external": ("layerbench.backends.external.backend", "ExternalBackend"),
+    "docker": ("layerbench.backends.docker.local", "DockerBackend"),
+    "vm": ("layerbench.backends.vm.local", "VMBackend"),
+    "kubernetes": ("layerbench.backends.kubernetes.backend", "KubernetesBackend"),
 }
 
 
-REMOTE_SERVER = {"host": ("layerbench.backends.host_remote", "RemoteHostBackend"),
-                 "docker": ("layerbench.backends.docker_remote", "RemoteDockerBackend"),
-                 "vm": ("layerbench.backends.vm_remote", "RemoteVMBackend")}
+REMOTE_SERVER = {"host": ("layerbench.backends.host.remote", "RemoteHostBackend"),
+                 "docker": ("layerbench.backends.docker.remote", "RemoteDockerBackend"),
+                 "vm": ("layerbench.backends.vm.remote", "RemoteVMBackend")}
 
 
 def make_backend(variant: VariantBase, hosts: Hosts | None = None) -> Backend:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from layerbench.campaign import ConfigValue
-from layerbench.owners import processes_with
-from layerbench.procs import Completed, run, with_cpus
+from layerbench.campaign.models import ConfigValue
+from layerbench.hosts.owners import processes_with
+from layerbench.hosts.procs import Completed, run, with_cpus
 from layerbench.secrets import Secret
 
 

@@ -6,18 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from layerbench.records.json import (
-    JSONObject,
-    as_float,
-    as_int,
-    as_list,
-    as_object,
-    as_str,
-    opt_float,
-    opt_int,
-    opt_str,
-)
-from layerbench.settings import (
+from layerbench.campaign.settings import (
     ALPHA,
     CORRECTION,
     MIN_RUNS,
@@ -28,6 +17,17 @@ from layerbench.settings import (
     UNSTABLE_RATIO,
     Overrides,
     Settings,
+)
+from layerbench.records.json import (
+    JSONObject,
+    as_float,
+    as_int,
+    as_list,
+    as_object,
+    as_str,
+    opt_float,
+    opt_int,
+    opt_str,
 )
 
 IMPORTED = "imported"  # the backend and workload name of results measured elsewhere

@@ -14,7 +14,7 @@ from layerbench.analysis.aggregate import Analysis, RunRow, label_number
 from layerbench.analysis.io import CGROUP, COMPONENT_FIGURES, SERVER_FIGURES, RunIo
 from layerbench.analysis.latency import SHOWN
 from layerbench.analysis.report_model import Report, as_report
-from layerbench.latency_histogram import percentile_key
+from layerbench.sysbench.histogram import percentile_key
 
 COLUMNS = ["campaign_id", "run", "round", "variant", "workload", "threads", "repetition", "status", "error",
            "total_queries", "qps", "tps", "lat_avg_ms", "lat_pct_ms", "percentile", "steady_cut_intervals",

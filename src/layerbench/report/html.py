@@ -16,9 +16,9 @@ from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.report_model import AnswerRow, Report, as_report
 from layerbench.analysis.stats import Comparison
-from layerbench.latency_histogram import percentile_key
 from layerbench.report import charts, evidence, io_table
 from layerbench.report.text import fmt, run_numbers, window_text
+from layerbench.sysbench.histogram import percentile_key
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:24px;

@@ -10,8 +10,8 @@ from typing import Any
 
 from layerbench.analysis.aggregate import Analysis, RunRow
 from layerbench.analysis.report_model import Report, as_report
-from layerbench.latency_histogram import percentile_key
 from layerbench.report import evidence
+from layerbench.sysbench.histogram import percentile_key
 
 SCHEMA = "layerbench.analysis/1"
 UNDEFINED_WHY = "a single value (n=1) has no spread: sd, CV, intervals and p-values are undefined"

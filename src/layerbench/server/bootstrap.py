@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from layerbench.backends.base import ServerSpec
-from layerbench.campaign import ConfigValue
+from layerbench.campaign.models import ConfigValue
 from layerbench.secrets import write_private
 from layerbench.server.flavour import MARIADB, Flavour, init_sql, install_db_command, sql_string
 from layerbench.server.mycnf import merged_settings, render_mycnf

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.errors import PrerequisiteMissing, RunFailed
-from layerbench.procs import require_program, run
-from layerbench.workdirs import cache_dir
+from layerbench.hosts.procs import require_program, run
+from layerbench.hosts.workdirs import cache_dir
 
 RECIPE_VERSION = 1
 SUITE = "bookworm"

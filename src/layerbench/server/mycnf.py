@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from layerbench.campaign import OWNED_BY_LAYERBENCH, ConfigValue, VariantBase, canonical_option, check_option_value
+from layerbench.campaign.models import (
+    OWNED_BY_LAYERBENCH,
+    ConfigValue,
+    VariantBase,
+    canonical_option,
+    check_option_value,
+)
 from layerbench.errors import BadInput
 
 # Defaults every variant shares, chosen for benchmarking (documented in docs/campaign.md).

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
-from layerbench.procs import require_program, run
+from layerbench.hosts.procs import require_program, run
+from layerbench.hosts.workdirs import cache_dir, folder_lock
 from layerbench.server.image import checked, mirror
-from layerbench.workdirs import cache_dir, folder_lock
 
 RECIPE_VERSION = 2  # the steps after the packages are installed (the kept packages do not depend on it)
 SUITE = "sid"
@@ -264,7 +264,7 @@ def remove_build(folder: Path) -> None:
 
 
 def mounts_under(folder: Path) -> list[str]:
-    from layerbench.environment import unescape_mount_field
+    from layerbench.measure.environment import unescape_mount_field
 
     prefix = f"{folder.resolve()}/"
     lines = Path("/proc/self/mounts").read_text().split("\n")

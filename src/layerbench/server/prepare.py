@@ -18,20 +18,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from layerbench import owners
 from layerbench.backends.base import ClientRunner, Endpoint, HostClient, ServerSpec
-from layerbench.backends.host import HostBackend
-from layerbench.campaign import HostVariant, Workload
-from layerbench.critical import signals_deferred
+from layerbench.backends.host.local import HostBackend
+from layerbench.campaign.models import HostVariant, Workload
 from layerbench.errors import RunFailed
+from layerbench.hosts import owners
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.workdirs import datasets_dir, folder_lock
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
 from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
 from layerbench.server.servers import resolve_server, server_fields
 from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
-from layerbench.sysbench import cleanup_command, config_file_text, lua_string, prepare_command, test_script
-from layerbench.workdirs import datasets_dir, folder_lock
+from layerbench.sysbench.command import cleanup_command, config_file_text, lua_string, prepare_command, test_script
 
 Say = Callable[[str], None]
 RESUME_MIN_BYTES = 64 << 20  # a build interrupted with less table data than this starts over (cheaper than keeping)
@@ -162,8 +162,8 @@ def reclaim_killed_builds(scratch: Path, say: Say) -> None:
     (`resume`): its server stopped (it would run on, on a removed datadir), its private folder removed, its
     owner notes forgotten (a later `clean` would otherwise remove this build's folder). The build folder itself
     stays: its partial/ may be resumed. Called with the build lock held: no live build of this dataset exists."""
-    from layerbench.cleanup import clean_owned
-    from layerbench.procs import pid_alive
+    from layerbench.hosts.procs import pid_alive
+    from layerbench.run.cleanup import clean_owned
 
     for owned in owners.recorded():
         if pid_alive(owned.harness_pid) or not any(Path(p).is_relative_to(scratch) for p in owned.paths):

@@ -16,9 +16,9 @@ import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from layerbench.campaign import ConfigValue, HostVariant, ServerSettings
+from layerbench.campaign.models import ConfigValue, HostVariant, ServerSettings
 from layerbench.errors import BadInput, shown
-from layerbench.procs import require_program
+from layerbench.hosts.procs import require_program
 from layerbench.server.flavour import Flavour, detect_flavour
 
 DEFAULT_MYSQL = "9.7"

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layerbench.campaign import Workload
-from layerbench.custom_script import dataset_flags, script_digest
+from layerbench.campaign.models import Workload
+from layerbench.hosts.workdirs import datasets_dir
 from layerbench.server.manifest import build_manifest, check_snapshot, read_manifest, write_manifest
-from layerbench.sysbench import test_script
-from layerbench.workdirs import datasets_dir
+from layerbench.sysbench.command import test_script
+from layerbench.sysbench.custom_script import dataset_flags, script_digest
 
 
 def server_version(binary: str = "mariadbd") -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from layerbench.backends.base import Endpoint
-from layerbench.campaign import Workload
+from layerbench.campaign.models import Workload
 from layerbench.server.datadir import query
 
 

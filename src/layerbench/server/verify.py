@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.host import HostBackend
-from layerbench.campaign import Workload
+from layerbench.backends.host.local import HostBackend
+from layerbench.campaign.models import Workload
 from layerbench.secrets import generate_password
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.restore import read_facts

@@ -21,9 +21,9 @@ from importlib import resources
 from pathlib import Path
 
 from layerbench.errors import PrerequisiteMissing, RunFailed
-from layerbench.procs import require_program, run
+from layerbench.hosts.procs import require_program, run
+from layerbench.hosts.workdirs import cache_dir
 from layerbench.server.image import build_rootfs, image_key
-from layerbench.workdirs import cache_dir
 
 RECIPE_VERSION = 1
 KERNEL_PACKAGE = "linux-image-amd64"

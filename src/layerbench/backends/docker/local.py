@@ -1,0 +1,356 @@
+"""The Docker backend: the same server binary and dataset as the host baseline, in a container, with the
+network path (published port through docker-proxy, the container's own address, host network), the storage
+path (named volume, bind mount, data-only container, the container's own layer, tmpfs) and the limits (CFS
+quota, cpuset, shares, memory, QoS presets) each one line of the variant. Uses the Docker SDK against
+`docker.from_env()`, so DOCKER_HOST is honoured. Everything created carries the label `layerbench=1`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.client_files import CLIENT_DIR
+from layerbench.backends.docker.client import ContainerClient
+from layerbench.backends.docker.daemon import docker_client
+from layerbench.backends.docker.procs import docker_components
+from layerbench.backends.docker.qos import check_resources, resource_options
+from layerbench.campaign.models import DockerVariant
+from layerbench.errors import BadInput, RunFailed
+from layerbench.hosts import owners
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.machine import free_port
+from layerbench.hosts.owners import processes_with
+from layerbench.measure.procfs import cgroup_dirs
+from layerbench.server import bootstrap
+from layerbench.server.bootstrap import server_files, write_server_files
+from layerbench.server.datadir import wait_until_ready
+from layerbench.server.mycnf import check_overlay
+from layerbench.server.restore import copy_tree
+
+START_TIMEOUT = 180.0
+DATADIR = "/var/lib/mysql"
+CONF = "/etc/layerbench"
+LOGS = "/var/log/layerbench"
+SNAPSHOT = "/snapshot"
+IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_command runs
+
+
+def labels(spec: ServerSpec, role: str) -> dict[str, str]:
+    return {"layerbench": "1", "layerbench.campaign.models": spec.campaign, "layerbench.label": spec.label,
+            "layerbench.role": role, "layerbench.run.harness": str(os.getpid())}
+
+
+def server_command(snapshot: bool, storage: str) -> list[str]:
+    """The container's command: fill the datadir (unless bind-mounted, filled from the host), start mariadbd."""
+    fill = f"cp -a {SNAPSHOT}/. {DATADIR}/" if snapshot else shlex.join(
+        bootstrap.install_db_command("mariadb-install-db", Path(DATADIR))) + " >/dev/null"
+    steps = [f"mkdir -p {DATADIR} /run/mysqld"]
+    if storage != "bind" or not snapshot:
+        steps.append(fill)
+    steps.append(f"exec mariadbd --defaults-file={CONF}/my.cnf --init-file={CONF}/init.sql "
+                 f"--log-error={LOGS}/server.log")
+    return ["sh", "-c", " && ".join(steps)]
+
+
+class DockerBackend:
+    kind = "docker"
+
+    def __init__(self, variant: DockerVariant) -> None:
+        self.docker: Any = None
+        self.variant = variant
+        self.facts: dict[str, Any] = {}
+        self.spec: ServerSpec | None = None
+        self.container: Any = None
+        self.created: list[tuple[str, Any]] = []  # (kind, object) in creation order
+        self.bind_dir: Path | None = None
+        self.port: int | None = None
+        self.image: str | None = None
+
+    # --- preflight -----------------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        check_variant(docker_client(), self.variant)  # the daemon answers (a check's own client, kept nowhere)
+
+    def prepare(self, say: Callable[[str], None]) -> None:
+        if self.variant.image is None:
+            from layerbench.server.image import ensure_docker_image
+
+            ensure_docker_image(docker_client(), say)
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    def up(self, spec: ServerSpec) -> Endpoint:
+        self.docker, self.spec = docker_client(), spec
+        from layerbench.server.image import image_tag
+
+        self.image = self.variant.image or image_tag()
+        owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
+        endpoint = self._start(spec)
+        try:
+            wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        except RunFailed as error:
+            cause = self.exit_cause()
+            raise RunFailed(f"server container {cause}" if cause else str(error)) from None
+        with contextlib.suppress(FileNotFoundError):
+            (spec.private_dir / "conf" / "init.sql").unlink()
+        self.facts = daemon_facts(self.docker, self.image)
+        return endpoint
+
+    def _start(self, spec: ServerSpec) -> Endpoint:
+        variant = self.variant
+        network = self._network(spec)
+        self.port = self._free_port(spec.listen_address) if variant.network == "host" else 3306
+        self._write_config(spec)
+        kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
+        self.container = self._create("container", lambda: self.docker.containers.create(
+            self.image, server_command(spec.snapshot is not None, variant.storage), name=spec.label,
+            labels=labels(spec, "server"), detach=True, **kwargs))
+        self.container.start()
+        self.container.reload()
+        return Endpoint(self._address(variant, spec), self._published_port(variant), spec.user, spec.password,
+                        spec.database)
+
+    def _network(self, spec: ServerSpec) -> dict[str, Any]:
+        variant = self.variant
+        if variant.network == "host":
+            return {"network_mode": "host"}
+        if variant.network == "bridge" and variant.client == "host":
+            address = spec.listen_address  # loopback: docker-proxy; another host's client: kernel NAT
+            return {"ports": {"3306/tcp": (address, self._free_port(address))}}
+        net = self._create("network", lambda: self.docker.networks.create(
+            f"{spec.label}-net", driver="bridge", labels=labels(spec, "network")))
+        return {"network": net.name}
+
+    def _free_port(self, address: str) -> int:
+        """A free port on the daemon's machine (this one; backends/docker_remote.py asks its host)."""
+        return free_port(address)
+
+    def _create(self, kind: str, create: Any) -> Any:
+        """Create a Docker object and note it for down() with no signal in between (a Ctrl-C while the daemon
+        creates it waits until the object is noted, so down() always removes it)."""
+        with signals_deferred():
+            obj = create()
+            self.created.append((kind, obj))
+        return obj
+
+    def _address(self, variant: DockerVariant, spec: ServerSpec) -> str:
+        if variant.network == "host" or (variant.network == "bridge" and variant.client == "host"):
+            return spec.listen_address
+        networks = self.container.attrs["NetworkSettings"]["Networks"]
+        return next(iter(networks.values()))["IPAddress"]
+
+    def _published_port(self, variant: DockerVariant) -> int:
+        if variant.network == "bridge" and variant.client == "host":
+            return int(self.container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
+        return int(self.port or 3306)
+
+    def _write_config(self, spec: ServerSpec) -> None:
+        owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
+                 "bind-address": spec.listen_address if self.variant.network == "host" else "0.0.0.0",
+                 "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+        write_server_files(server_files(spec, owned), spec.private_dir / "conf")
+
+    def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
+        variant = self.variant
+        volumes = {str((spec.private_dir / "conf").resolve()): {"bind": CONF, "mode": "ro"},
+                   str(spec.run_dir.resolve()): {"bind": LOGS, "mode": "rw"}}
+        if spec.snapshot is not None and variant.storage != "bind":
+            volumes[str(spec.snapshot.resolve())] = {"bind": SNAPSHOT, "mode": "ro"}
+        extra: dict[str, Any] = {}
+        storage = variant.storage
+        if storage == "bind":
+            volumes[str(self._bind_dir(spec).resolve())] = {"bind": DATADIR, "mode": "rw"}
+        elif storage == "volume":
+            volumes[self._volume(spec, spec.label).name] = {"bind": DATADIR, "mode": "rw"}
+        elif storage == "data-container":
+            extra["volumes_from"] = [self._data_container(spec)]
+        elif storage == "tmpfs":
+            extra["tmpfs"] = {DATADIR: "rw,size=90%"}
+        return {"volumes": volumes, **extra}
+
+    def _bind_dir(self, spec: ServerSpec) -> Path:
+        self.bind_dir = spec.work_dir / "docker" / spec.label / "datadir"
+        self.bind_dir.parent.mkdir(parents=True, exist_ok=True)
+        if spec.snapshot is not None:
+            copy_tree(spec.snapshot, self.bind_dir, facts_dir=spec.run_dir)
+        else:
+            self.bind_dir.mkdir()
+        return self.bind_dir
+
+    def _volume(self, spec: ServerSpec, name: str) -> Any:
+        return self._create("volume", lambda: self.docker.volumes.create(name=name, labels=labels(spec, "volume")))
+
+    def _data_container(self, spec: ServerSpec) -> str:
+        volume = self._volume(spec, f"{spec.label}-data")
+        holder = self._create("container", lambda: self.docker.containers.create(
+            self.image, ["true"], name=f"{spec.label}-data", labels=labels(spec, "data"),
+            volumes={volume.name: {"bind": DATADIR, "mode": "rw"}}))
+        return str(holder.name)
+
+    def _alive(self) -> bool:
+        return container_alive(self.container)
+
+    def down(self) -> None:
+        with signals_deferred():
+            self._remove_all()
+
+    def _remove_all(self) -> None:
+        for kind, obj in reversed(self.created):
+            with contextlib.suppress(Exception):
+                obj.remove(force=True) if kind == "container" else obj.remove()
+        self.created.clear()
+        self.container = None
+        if self.spec is not None:
+            shutil.rmtree(self.spec.work_dir / "docker" / self.spec.label, ignore_errors=True)
+            owners.forget(self.spec.label)
+            self.spec = None
+
+    def exit_cause(self) -> str | None:
+        return container_exit_cause(self.container, self.variant.resources.memory)
+
+    # --- accounting and description ------------------------------------------------------------------------
+
+    def server_pid(self) -> int | None:
+        return container_pid(self.container)
+
+    def components(self) -> dict[str, list[int]]:
+        return docker_components(self.server_pid(), published_host_port(self.container))
+
+    def client_processes(self, hook: Path) -> list[int]:
+        """sysbench on this host (client: host) or in its client container (its hook under CLIENT_DIR)."""
+        return host_client_processes(hook) + processes_with(f"{CLIENT_DIR}/hook.lua")
+
+    def cgroups(self) -> list[Path]:
+        pid = self.server_pid()
+        return cgroup_dirs(pid) if pid else []
+
+    def describe(self) -> dict[str, Any]:
+        v = self.variant
+        return {"backend": "docker", "image": self.image, "network": v.network, "storage": v.storage, "qos": v.qos,
+                "limits": resource_options(v), "client": v.client, **self.facts}
+
+    def client(self) -> ClientRunner | None:
+        if self.variant.client == "host":
+            return None
+        assert self.spec is not None
+        network = "host" if self.variant.network == "host" else f"{self.spec.label}-net"
+        return ContainerClient(self.docker, self.image or "", network, self.spec, self.variant.client_cpus)
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        path = self.spec.run_dir / "server.log" if self.spec else None
+        text = path.read_text(errors="replace") if path and path.exists() else ""
+        if not text and self.container is not None:
+            with contextlib.suppress(Exception):
+                text = self.container.logs(tail=lines).decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def check_variant(client: Any, variant: DockerVariant) -> None:
+    """What a docker variant asks of its daemon and of itself: limits, the overlay, a QoS preset alone, its image."""
+    check_resources(variant)
+    check_overlay(variant.server.config, f"variants.{variant.name}")
+    if variant.qos and (variant.resources.cpu_shares or variant.resources.cpuset):
+        raise BadInput(f"variants.{variant.name}.qos: a QoS preset sets shares and cpuset itself; remove "
+                       "resources.cpu_shares / resources.cpuset or the preset")
+    if variant.image:
+        check_image(client, variant)
+
+
+def check_image(client: Any, variant: DockerVariant) -> None:
+    """The image is on the Docker host and holds the programs the container's command runs (server_command)."""
+    import docker.errors
+
+    where = f"variants.{variant.name}.image: {variant.image}"
+    try:
+        client.images.get(variant.image)
+    except docker.errors.ImageNotFound:
+        raise BadInput(f"{where} is not on this Docker host; pull it (`docker pull`) or remove `image:` to use "
+                       "the locally built one") from None
+    needed = IMAGE_PROGRAMS + (("sysbench",) if variant.client == "container" else ())
+    missing = missing_programs(client, str(variant.image), needed)
+    if missing:
+        raise BadInput(f"{where} has no {', '.join(missing)} on its PATH; layerbench starts the server with "
+                       "mariadbd and mariadb-install-db (MySQL images: not yet); remove `image:` to use the "
+                       "locally built one")
+
+
+def missing_programs(client: Any, image: str, programs: tuple[str, ...]) -> list[str]:
+    """Which of the programs `sh` in the image does not find (all of them when the image has no sh): a labelled
+    container that is never given a network, removed before this returns."""
+    script = "; ".join(f"command -v {p} >/dev/null || echo {p}" for p in programs)
+    check_labels = {"layerbench": "1", "layerbench.role": "image-check", "layerbench.run.harness": str(os.getpid())}
+    container = None
+    try:
+        with signals_deferred():  # a Ctrl-C while the daemon creates it lands once `container` is set
+            container = client.containers.create(image, ["-c", script], entrypoint=["sh"], labels=check_labels,
+                                                 network_mode="none")
+        return programs_not_found(container, programs)
+    finally:
+        if container is not None:
+            container.remove(force=True)
+
+
+def programs_not_found(container: Any, programs: tuple[str, ...]) -> list[str]:
+    import docker.errors
+
+    try:
+        container.start()
+    except docker.errors.APIError:  # no sh in the image: it cannot run the server's command either
+        return list(programs)
+    try:
+        container.wait(timeout=60)
+    except Exception:  # the daemon's read timed out: the image's sh never finished
+        return ["sh that finishes `command -v` within 60 s"]
+    return container.logs(stdout=True, stderr=False).decode(errors="replace").split()
+
+
+def daemon_facts(client: Any, image: str) -> dict[str, Any]:
+    """The daemon's version, storage driver and the image's id, read once the server is up."""
+    info: dict[str, Any] = {}
+    with contextlib.suppress(Exception):
+        info |= {"docker_version": client.version().get("Version"), "storage_driver": client.info().get("Driver")}
+        info["image_id"] = client.images.get(image).id
+    return info
+
+
+def container_alive(container: Any) -> bool:
+    try:
+        container.reload()
+    except Exception:
+        return False
+    return bool(container.status in ("created", "running"))
+
+
+def container_exit_cause(container: Any, memory_limit: str | None) -> str | None:
+    """Why the server container stopped, when it did: OOM-killed by its memory limit, or its exit code."""
+    try:
+        container.reload()
+        state = container.attrs["State"]
+    except Exception:
+        return None
+    if state.get("Running"):
+        return None
+    if state.get("OOMKilled"):
+        return f"was OOM-killed (memory limit {memory_limit or 'of the container'}; raise resources.memory)"
+    return f"exited with code {state.get('ExitCode')}"
+
+
+def container_pid(container: Any) -> int | None:
+    try:
+        container.reload()
+        return int(container.attrs["State"]["Pid"]) or None
+    except Exception:
+        return None
+
+
+def published_host_port(container: Any) -> int | None:
+    try:
+        return int(container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return None

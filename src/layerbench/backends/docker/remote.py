@@ -1,0 +1,243 @@
+"""The docker backend on an ssh: host of the inventory: the same container as backends/docker.py (network and
+storage modes, limits, QoS presets, my.cnf overlay, generated password), on that host's Docker daemon, reached
+with the Docker SDK's own `ssh://` support shelling out to OpenSSH (`use_ssh_client=True`).
+
+The SDK runs plain `ssh [-l user] [-p port] HOST docker system dial-stdio`: it reads ~/.ssh/config, the agent and
+known_hosts, but takes no other option. So such a host is named by what plain `ssh` reaches (an alias of
+~/.ssh/config carrying its key and known_hosts file), and an inventory entry with identity_file or known_hosts is
+refused in one line rather than connected some other way. Paths given to the daemon are paths on that host: the
+run's folder `<work_dir>/runs/<label>/` (0700: my.cnf and init SQL written over SSH, the server's log), the
+dataset snapshot shipped there (remote_server.py). The image built on this machine is sent to that daemon when it
+lacks it (the SDK's save and load). CPU: the container's PIDs on that host (remote_cpu.py reads them there)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ServerSpec
+from layerbench.backends.docker.local import CONF, DATADIR, LOGS, SNAPSHOT, DockerBackend, check_variant, daemon_facts
+from layerbench.backends.host.remote import pick_port
+from layerbench.campaign.models import DockerVariant
+from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.inventory import Host
+from layerbench.server.bootstrap import server_files
+from layerbench.server.datadir import wait_until_ready
+from layerbench.server.remote_files import (
+    check_tools,
+    claim_run_folder,
+    release_run_folder,
+    remote_snapshot,
+    restore_on_host,
+    runs_root,
+    ship_snapshot,
+    storage_on_host,
+)
+
+START_TIMEOUT = 180.0
+
+
+def sdk_url(host: Host) -> str:
+    return f"ssh://{host.entry.ssh}"
+
+
+def remote_docker_client(host: Host) -> Any:
+    """A Docker SDK client for the daemon of an ssh: host, or a one-line error naming the host."""
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.DockerClient(base_url=sdk_url(host), use_ssh_client=True, timeout=120)
+        client.ping()
+    except (docker.errors.DockerException, OSError) as error:
+        raise PrerequisiteMissing(f"hosts.{host.name}: no Docker daemon answers through the SDK's "
+                                  f"{sdk_url(host)} ({type(error).__name__}); check `ssh {host.entry.ssh} docker "
+                                  "info` works without a prompt") from None
+    return client
+
+
+def parse_components(text: str, server_pid: int, host_port: int | None) -> dict[str, list[int]]:
+    """`SHIM <pid> <cmdline>` and `PROXY <pid> <cmdline>` lines -> the container's components on its host."""
+    out: dict[str, list[int]] = {"server": [server_pid]}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        pid, _, args = rest.partition(" ")
+        if not pid.isdigit():
+            continue
+        if kind == "SHIM" and "containerd-shim" in args.split(" ", 1)[0]:
+            out["containerd-shim"] = [int(pid)]
+        elif kind == "PROXY" and host_port and str(host_port) in args.split():
+            out.setdefault("docker-proxy", []).append(int(pid))
+    return out
+
+
+def components_script(server_pid: int) -> str:
+    return (f"p=$(awk '{{print $4}}' /proc/{server_pid}/stat 2>/dev/null); "
+            "[ -n \"$p\" ] && echo \"SHIM $p $(tr '\\0' ' ' < /proc/$p/cmdline)\"; "
+            "for q in $(pgrep -x docker-proxy); do echo \"PROXY $q $(tr '\\0' ' ' < /proc/$q/cmdline)\"; done; true")
+
+
+def image_stream(local: Any, tag: str) -> Iterator[bytes]:
+    yield from local.images.get(tag).save(named=True)
+
+
+def needs_image(local_id: str | None, remote_id: str | None) -> bool:
+    """Ship the image when the host's daemon lacks it or holds another build under the same tag."""
+    return local_id is not None and local_id != remote_id
+
+
+class RemoteDockerBackend(DockerBackend):
+    """DockerBackend with the daemon, ports, files and processes of an ssh: host."""
+
+    def __init__(self, variant: DockerVariant, host: Host) -> None:
+        super().__init__(variant)
+        self.host = host
+        self.folder: str | None = None
+        self.owner: str | None = None
+        self.shipped: dict[str, object] = {}
+        self.storage_facts: dict[str, object] = {}
+
+    def check(self) -> None:
+        v, where = self.variant, f"variants.{self.variant.name}.server_host"
+        e = self.host.entry
+        if e.identity_file or e.known_hosts or e.port:
+            raise BadInput(f"{where}: a docker server on {self.host.name} is reached with the Docker SDK's ssh://, "
+                           "which runs plain `ssh HOST`; put identity_file/known_hosts/port into a Host block of "
+                           f"~/.ssh/config and give its alias as hosts.{self.host.name}.ssh")
+        if v.client != "host" or v.network == "bridge-direct":
+            raise BadInput(f"{where}: a docker server on an ssh: host serves sysbench through its published port or "
+                           "host network: use network bridge or host and client: host (client_host places it)")
+        self.host.check()
+        missing = check_tools(self.host)
+        if missing:
+            raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them there")
+        check_variant(remote_docker_client(self.host), v)
+
+    def prepare(self, say: Callable[[str], None]) -> None:
+        """The image built here (as locally), sent to the host's daemon when it lacks this build."""
+        if self.variant.image is not None:
+            return
+        from layerbench.backends.docker.daemon import docker_client
+        from layerbench.server.image import ensure_docker_image, image_tag
+
+        local = docker_client()
+        ensure_docker_image(local, say)
+        remote, tag = remote_docker_client(self.host), image_tag()
+        if needs_image(image_id(local, tag), image_id(remote, tag)):
+            say(f"sending image {tag} to the Docker daemon of host {self.host.name}")
+            remote.images.load(image_stream(local, tag))
+            if image_id(remote, tag) != image_id(local, tag):
+                raise RunFailed(f"hosts.{self.host.name}: the image sent to its daemon is not {tag}")
+
+    def _free_port(self, address: str) -> int:
+        return pick_port(self.host)
+
+    def up(self, spec: ServerSpec) -> Any:
+        from layerbench.server.image import image_tag
+
+        self.docker, self.spec = remote_docker_client(self.host), spec
+        self.image = self.variant.image or image_tag()
+        with signals_deferred():  # noted for down() and `clean` before anything exists on the host
+            self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
+        q = shlex.quote(self.folder)
+        self.host.shell(f"umask 077 && mkdir -p {q}/conf {q}/logs && chmod 777 {q}/logs", name="mkdir")
+        if spec.snapshot is not None:
+            self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _t: None)
+        endpoint = self._start(spec)
+        try:
+            wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        except RunFailed as error:
+            cause = self.exit_cause()
+            raise RunFailed(f"server container {cause}" if cause else str(error)) from None
+        self.host.shell(f"rm -f {q}/conf/init.sql", name=f"rm on {self.host.name}")
+        self.storage_facts = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
+        self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name}
+        return endpoint
+
+    def _write_config(self, spec: ServerSpec) -> None:
+        assert self.folder is not None
+        owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
+                 "bind-address": spec.listen_address if self.variant.network == "host" else "0.0.0.0",
+                 "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+        files = server_files(spec, owned)
+        self.host.write_private(f"{self.folder}/conf/my.cnf", files.mycnf)
+        self.host.write_private(f"{self.folder}/conf/init.sql", files.init_sql)
+
+    def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
+        assert self.folder is not None
+        local = super()._mounts(spec)  # volumes, data containers, tmpfs: created on the host's daemon
+        volumes = {k: v for k, v in local["volumes"].items() if not k.startswith("/")}
+        volumes[f"{self.folder}/conf"] = {"bind": CONF, "mode": "ro"}
+        volumes[f"{self.folder}/logs"] = {"bind": LOGS, "mode": "rw"}
+        if spec.snapshot is not None and self.variant.storage != "bind":
+            volumes[f"{remote_snapshot(self.host, spec.snapshot.parent.name)}/datadir"] = {"bind": SNAPSHOT,
+                                                                                          "mode": "ro"}
+        if self.variant.storage == "bind":
+            volumes[f"{self.folder}/datadir"] = {"bind": DATADIR, "mode": "rw"}
+        return {**local, "volumes": volumes}
+
+    def _bind_dir(self, spec: ServerSpec) -> Path:
+        """The bind-mounted datadir is filled on the host (`_mounts` names its path there)."""
+        assert self.folder is not None
+        if spec.snapshot is not None:
+            restore_on_host(self.host, spec.snapshot.parent, f"{self.folder}/datadir", spec.run_dir)
+        else:
+            self.host.shell(f"mkdir -p {shlex.quote(self.folder)}/datadir", name=f"mkdir on {self.host.name}")
+        return Path(f"{self.folder}/datadir")
+
+    def _remove_all(self) -> None:
+        self.spec = None  # nothing of the run lives on this machine's work folder
+        super()._remove_all()
+        release_run_folder(self.host, self.folder, self.owner)
+        self.folder = self.owner = None
+
+    def components(self) -> dict[str, list[int]]:
+        pid = self.server_pid()
+        if not pid:
+            return {}
+        done = self.host.shell(components_script(pid), name=f"processes on {self.host.name}", timeout=30)
+        return parse_components(done.output, pid, published_port_of(self.container))
+
+    def client_processes(self, hook: Path) -> list[int]:
+        return []
+
+    def cgroups(self) -> list[Path]:
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        facts = super().describe()
+        if self.shipped:
+            facts["dataset_on_host"] = dict(self.shipped)
+        if self.storage_facts:
+            facts["storage"] = dict(self.storage_facts)  # the run's environment.storage (execution.py takes it)
+        return facts
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        if self.folder is not None:
+            done = self.host.run(["tail", "-n", str(int(lines)), f"{self.folder}/logs/server.log"], timeout=30)
+            if done.returncode == 0 and done.output.strip():
+                return done.output
+        if self.container is not None:
+            try:
+                return str(self.container.logs(tail=lines).decode(errors="replace"))
+            except Exception:
+                return ""
+        return ""
+
+
+def image_id(client: Any, tag: str) -> str | None:
+    import docker.errors
+
+    try:
+        return str(client.images.get(tag).id)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def published_port_of(container: Any) -> int | None:
+    from layerbench.backends.docker.local import published_host_port
+
+    return published_host_port(container)

@@ -1,0 +1,1 @@
+"""The external backend: a server someone else runs, reached by address."""

@@ -1,0 +1,204 @@
+"""The host backend on an ssh: host of the inventory: the same private server as backends/host.py (its own
+datadir, my.cnf, port, CPU pinning, generated password), started and stopped over SSH.
+
+Everything of one run lives in one 0700 folder on that host, `<work_dir>/runs/<run label>/`: the datadir, the
+my.cnf, the init SQL with the password (removed once the server has read it), the server's log and pid file.
+An owner record on this machine names the host and the folder, so `layerbench clean` reaches it after a crash;
+`down` stops the server (its pid file, checked against its command line) and removes the folder. The server
+listens on the host's address (`address:`, else the host part of `ssh:`): sysbench on another host, sysbench on
+that host, and this machine's readiness and status queries all connect there."""
+
+from __future__ import annotations
+
+import random
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
+from layerbench.campaign.models import HostVariant
+from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.inventory import Host
+from layerbench.server.bootstrap import server_files
+from layerbench.server.datadir import wait_until_ready
+from layerbench.server.flavour import Flavour, install_db_command, parse_version
+from layerbench.server.mycnf import HELP_ARGS, check_names_known, check_overlay, parse_server_options
+from layerbench.server.remote_files import (
+    check_tools,
+    claim_run_folder,
+    release_run_folder,
+    restore_on_host,
+    runs_root,
+    ship_snapshot,
+    storage_on_host,
+)
+
+START_TIMEOUT = 120.0
+PORTS = (20000, 40000)
+
+
+def find_server(host: Host, variant: HostVariant) -> tuple[str, Flavour]:
+    """The server binary on the host (the variant's `mysqld:` or mariadbd) and its flavour, or a one-line error."""
+    where = f"variants.{variant.name}.mysqld" if variant.mysqld else f"variants.{variant.name}.server_host"
+    wanted = shlex.quote(variant.mysqld or "mariadbd")
+    script = (f"b=$(command -v {wanted} || {{ [ -x /usr/sbin/{wanted} ] && echo /usr/sbin/{wanted}; }}) && "
+              "echo \"BINARY $b\" && \"$b\" --version")
+    done = host.shell(script, name=f"server on {host.name}", timeout=30)
+    binary = next((line[7:].strip() for line in done.output.splitlines() if line.startswith("BINARY ")), "")
+    if done.returncode != 0 or not binary:
+        raise PrerequisiteMissing(f"{where}: no {variant.mysqld or 'mariadbd'} on host {host.name}; install the "
+                                  "server there (Debian: apt-get install mariadb-server)")
+    flavour = parse_version(done.output)
+    if flavour is None:
+        raise BadInput(f"{where}: {binary} on host {host.name} is not a server layerbench knows")
+    return binary, flavour
+
+
+def pick_port(host: Host) -> int:
+    """A port nothing listens on, on the host (ss); random in PORTS so two campaigns rarely try the same."""
+    candidates = random.sample(range(*PORTS), 20)
+    script = "for p in " + " ".join(map(str, candidates)) + \
+        "; do ss -Htln \"sport = :$p\" | grep -q . || { echo PORT $p; exit 0; }; done; exit 1"
+    done = host.shell(script, name=f"port on {host.name}", timeout=30)
+    for line in done.output.splitlines():
+        if line.startswith("PORT "):
+            return int(line.split()[1])
+    raise RunFailed(f"hosts.{host.name}: no free port found in {PORTS[0]}-{PORTS[1]}")
+
+
+class RemoteHostBackend:
+    """A private server started over SSH on `host`; the same variant type as the local host backend."""
+
+    kind = "host"
+
+    def __init__(self, variant: HostVariant, host: Host) -> None:
+        self.variant, self.host = variant, host
+        self.folder: str | None = None
+        self.pid: int | None = None
+        self.binary: str | None = None
+        self.flavour: Flavour | None = None
+        self.owner: str | None = None
+        self.shipped: dict[str, object] = {}
+        self.storage: dict[str, object] = {}
+
+    def check(self) -> None:
+        where = f"variants.{self.variant.name}.server_host"
+        self.host.check()
+        missing = check_tools(self.host)
+        if missing:
+            raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them "
+                                      "there (Debian: apt-get install rsync xxhash coreutils findutils iproute2)")
+        binary, flavour = find_server(self.host, self.variant)
+        if self.variant.server.config:  # option names against the server of that host, as preflight does here
+            helped = self.host.run([binary, *HELP_ARGS], name=f"{Path(binary).name} --help on {self.host.name}",
+                                   timeout=60)
+            check_names_known(self.variant, parse_server_options(helped.output),
+                              f"{Path(binary).name} on host {self.host.name}")
+        if flavour.is_mariadb and self.host.run(["sh", "-c", "command -v mariadb-install-db"]).returncode != 0:
+            raise PrerequisiteMissing(f"{where}: no mariadb-install-db on host {self.host.name}; install "
+                                      "mariadb-server there")
+        check_overlay(self.variant.server.config, f"variants.{self.variant.name}")
+        self._check_cpus()
+
+    def _check_cpus(self) -> None:
+        """The server's CPU list on its host (client_cpus: on the host that runs sysbench, preflight.py)."""
+        cpus = self.variant.cpus
+        if cpus and self.host.run(["taskset", "-c", cpus, "true"], timeout=30).returncode != 0:
+            raise BadInput(f"variants.{self.variant.name}.cpus: {cpus!r} is not a CPU list of host "
+                           f"{self.host.name}; see nproc there")
+
+    def prepare(self, say: Callable[[str], None]) -> None:
+        """Nothing to build; the dataset is shipped by the first run that needs it (up)."""
+
+    def up(self, spec: ServerSpec) -> Endpoint:
+        self.binary, self.flavour = find_server(self.host, self.variant)
+        with signals_deferred():  # noted for down() and `clean` before anything exists on the host
+            self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
+        folder = self.folder
+        self.host.shell(f"umask 077 && mkdir -p {shlex.quote(folder)}", name=f"mkdir on {self.host.name}")
+        self._datadir(spec, f"{folder}/datadir")
+        self.storage = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
+        port = pick_port(self.host)
+        owned = {"datadir": f"{folder}/datadir", "port": port, "bind-address": spec.listen_address,
+                 "socket": f"{folder}/mysqld.sock", "pid-file": f"{folder}/mysqld.pid", "user": "root"}
+        files = server_files(spec, owned, self.flavour)
+        self.host.write_private(f"{folder}/my.cnf", files.mycnf)
+        self.host.write_private(f"{folder}/init.sql", files.init_sql)
+        self._start(folder)
+        endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database)
+        wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        self.host.shell(f"rm -f {shlex.quote(folder)}/init.sql", name=f"rm on {self.host.name}")
+        return endpoint
+
+    def _datadir(self, spec: ServerSpec, datadir: str) -> None:
+        assert self.binary is not None and self.flavour is not None
+        if spec.snapshot is not None:
+            self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _text: None)
+            restore_on_host(self.host, spec.snapshot.parent, datadir, spec.run_dir)
+            return
+        page = next((v for k, v in spec.config.items() if k.replace("-", "_").lower() == "innodb_page_size"), None)
+        extra = [f"--innodb-page-size={page}"] if page is not None else []
+        cmd = install_db_command("mariadb-install-db", Path(datadir), extra) if self.flavour.is_mariadb else \
+            self.flavour.init_command(self.binary, Path(datadir), extra)
+        done = self.host.run(cmd, name=f"install-db on {self.host.name}", log_path=spec.run_dir / "install-db.log",
+                             timeout=300)
+        if done.returncode != 0:
+            last = done.output.strip().splitlines()[-1:] or ["no output"]
+            raise RunFailed(f"hosts.{self.host.name}: {Path(cmd[0]).name} failed: {last[0][:200]}")
+
+    def _start(self, folder: str) -> None:
+        assert self.binary is not None
+        f = shlex.quote(folder)
+        taskset = f"taskset -c {shlex.quote(self.variant.cpus)} " if self.variant.cpus else ""
+        script = (f"cd {f} && {{ {taskset}setsid {shlex.quote(self.binary)} --defaults-file={f}/my.cnf "
+                  f"--init-file={f}/init.sql --log-error={f}/server.log > {f}/server.stdout.log 2>&1 < /dev/null & "
+                  f"echo $! > {f}/server.pid; echo PID $!; }}")
+        with signals_deferred():  # the server and the note of it come into being together
+            done = self.host.shell(script, name=f"start on {self.host.name}", timeout=60)
+            pid = next((line[4:] for line in done.output.splitlines() if line.startswith("PID ")), "")
+            if not pid.isdigit():
+                raise RunFailed(f"hosts.{self.host.name}: the server did not start: {done.output.strip()[:200]}")
+            self.pid = int(pid)
+
+    def _alive(self) -> bool:
+        if self.pid is None:
+            return False
+        done = self.host.run(["kill", "-0", str(self.pid)], name=f"alive on {self.host.name}", timeout=30)
+        return done.returncode == 0
+
+    def down(self) -> None:
+        with signals_deferred():
+            release_run_folder(self.host, self.folder, self.owner)
+            self.folder = self.pid = self.owner = None
+
+    def exit_cause(self) -> str | None:
+        return None
+
+    def components(self) -> dict[str, list[int]]:
+        """The server's PID on its host (another kernel's numbers: only the remote sampler reads them)."""
+        return {"server": [self.pid]} if self.pid else {}
+
+    def client_processes(self, hook: Path) -> list[int]:
+        return []
+
+    def cgroups(self) -> list[Path]:
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {"backend": "host", "server_binary": self.binary, "server_host": self.host.name}
+        if self.shipped:
+            facts["dataset_on_host"] = dict(self.shipped)
+        if self.storage:
+            facts["storage"] = dict(self.storage)  # the run's environment.storage (execution.py takes it out)
+        return facts | (self.flavour.facts() if self.flavour else {})
+
+    def client(self) -> ClientRunner | None:
+        return None
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        if self.folder is None:
+            return ""
+        done = self.host.run(["tail", "-n", str(int(lines)), f"{self.folder}/server.log"], timeout=30)
+        return done.output if done.returncode == 0 else ""

@@ -1,0 +1,232 @@
+"""The Kubernetes backend: the same server image and dataset as the other variants, as a pod of the QoS class the
+variant asks for (BestEffort, Burstable, Guaranteed, optionally with exclusive cores from the static CPU manager),
+in a labelled namespace of its own per run, deleted at the end, on error and on Ctrl-C (`layerbench clean` finds
+namespaces a crashed harness left). sysbench runs on this host against the Service's cluster IP, or as a Job in
+the cluster, or (last resort, slow) through `kubectl port-forward`.
+
+Data: on a cluster whose node is this machine (scripts/k8s-local), the run's dataset snapshot reaches the pod
+through a read-only hostPath and is copied into the datadir volume (emptyDir or PVC) or used in place (a hostPath
+copy); elsewhere, workloads need `reset: reprepare`: the tables are prepared from where sysbench runs, so with
+`client: job` cleanup, prepare and run are Jobs in the cluster and this host needs no route to the pod.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.client_files import CLIENT_DIR
+from layerbench.backends.kubernetes import cluster, manifests, pod
+from layerbench.backends.kubernetes.job import JobClient
+from layerbench.backends.kubernetes.procs import pod_components
+from layerbench.campaign.models import KubernetesVariant
+from layerbench.errors import RunFailed
+from layerbench.hosts import owners
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.owners import processes_with
+from layerbench.hosts.procs import ManagedProcess
+from layerbench.measure.procfs import cgroup_dirs
+from layerbench.server.bootstrap import server_files
+from layerbench.server.datadir import wait_until_ready
+from layerbench.server.mycnf import check_overlay
+
+
+class KubernetesBackend:
+    kind = "kubernetes"
+
+    def __init__(self, variant: KubernetesVariant) -> None:
+        self.api: Any = None
+        self.core: Any = None
+        self.variant = variant
+        self.spec: ServerSpec | None = None
+        self.ns: str | None = None
+        self.image: str | None = None
+        self.pod: Any = None
+        self.facts: dict[str, Any] = {}
+        self.server_pids: list[int] = []
+        self.forward: ManagedProcess | None = None
+        self.nodes: list[Any] = []
+        self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
+
+    # --- preflight -----------------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """The cluster answers and can hold the pod as asked; reads only, keeps nothing."""
+        check_overlay(self.variant.server.config, f"variants.{self.variant.name}")
+        pod.check_cluster(self.variant)
+
+    def prepare(self, say: Callable[[str], None]) -> None:
+        """Make sure the nodes have the locally built image (imported into the local cluster's containerd)."""
+        if self.variant.image is None:
+            pod.ensure_image_on_nodes(self.variant, say)
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+
+    def up(self, spec: ServerSpec) -> Endpoint:
+        variant = self.variant
+        self.api, self.core, self.nodes = pod.connect(variant)
+        self.facts["cpu_manager_policy"] = cluster.check_cpu_manager(
+            self.core, self.nodes, variant, manifests.exclusive_cpus(manifests.resources_for(variant)))
+        from layerbench.server.image import image_tag
+
+        self.spec = spec
+        self.image = variant.image or image_tag()
+        with signals_deferred():  # the namespace is noted for down() before it is created
+            self.ns = manifests.dns_name(spec.label)
+            work = spec.work_dir / "k8s" / self.ns
+            owners.record(spec.label, pid=None, marker="", paths=[work])
+        self._create_base(spec)
+        snapshot, host_datadir, self.facts["data"] = pod.data_source(self.variant, spec, work, self.nodes)
+        for body in manifests.server_objects(variant, self.image, self.ns, self._labels("server"),
+                                             snapshot_path=snapshot, host_datadir=host_datadir):
+            self._create(body)
+        self.pod = self._wait_ready(variant)
+        self._check_qos(variant)
+        self._record_pod_facts()
+        endpoint = self._endpoint(spec, variant)
+        if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
+            wait_until_ready(endpoint, alive=self._alive, timeout=60, log_tail=self.server_log_tail)
+        # else: this host may have no route to the cluster; every sysbench Job waits for the Service itself
+        return endpoint
+
+    def _labels(self, role: str) -> dict[str, str]:
+        assert self.spec is not None
+        return manifests.labels(self.spec.campaign, self.spec.label, role)
+
+    def _create_base(self, spec: ServerSpec) -> None:
+        assert self.ns is not None
+        with signals_deferred():  # no Ctrl-C between the request and the API server's creation
+            self.core.create_namespace(manifests.namespace(self.ns, self._labels("namespace")))
+        owned = {"datadir": manifests.DATADIR, "port": manifests.PORT, "socket": manifests.SOCKET,
+                 "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+        files = server_files(spec, owned)
+        self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": files.mycnf}, self._labels("config")))
+        self._create(manifests.secret("server-init", self.ns, {"init.sql": files.init_sql}, self._labels("secret")))
+
+    def _create(self, body: dict[str, Any]) -> None:
+        pod.create_object(self.api, self.core, body)
+
+    def _server_pod(self) -> Any:
+        return pod.server_pod(self.core, str(self.ns))
+
+    def _wait_ready(self, variant: KubernetesVariant) -> Any:
+        return pod.wait_ready(self.core, str(self.ns), variant.ready_timeout, self._failure)
+
+    def _failure(self, text: str) -> str:
+        events = cluster.recent_events(self.core, self.ns or "")
+        tail = self.server_log_tail(3).strip().replace("\n", " | ")
+        return text + (f"; events: {events}" if events else "") + (f"; server log: {tail}" if tail else "")
+
+    def _check_qos(self, variant: KubernetesVariant) -> None:
+        got = self.pod.status.qos_class
+        wanted = manifests.QOS_CLASS[variant.qos]
+        self.facts |= {"qos_class": got, "node": self.pod.spec.node_name, "pod_ip": self.pod.status.pod_ip}
+        self.placement = {"server_node": self.pod.spec.node_name}
+        if got != wanted:
+            raise RunFailed(f"variants.{variant.name}.qos: asked for {wanted}, the pod is {got}; check "
+                            "requests/limits (a LimitRange in the namespace may add some)")
+
+    def _endpoint(self, spec: ServerSpec, variant: KubernetesVariant) -> Endpoint:
+        service = self.core.read_namespaced_service(manifests.SERVER, self.ns)
+        self.facts["service_ip"] = service.spec.cluster_ip
+        host, port = service.spec.cluster_ip, manifests.PORT
+        if variant.client == "port-forward":
+            host, port = "127.0.0.1", self._port_forward(spec)
+        self.facts["client_path"] = {"host": "this host -> Service cluster IP (kube-proxy)",
+                                     "job": "a Job in the cluster -> Service cluster IP",
+                                     "port-forward": "kubectl port-forward (slow path)"}[variant.client]
+        return Endpoint(host, port, spec.user, spec.password, spec.database)
+
+    def _port_forward(self, spec: ServerSpec) -> int:
+        self.forward, port = pod.port_forward(self.variant, str(self.ns), spec.run_dir)
+        self.warn("sysbench reaches the server through kubectl port-forward: a slow path that swamps the "
+                  "measurement; use client: host or job where the network allows")
+        return port
+
+    def warn(self, text: str) -> None:
+        """Recorded in describe(); the report lists it under Warnings."""
+        self.facts.setdefault("warnings", [])
+        if text not in self.facts["warnings"]:
+            self.facts["warnings"].append(text)
+
+    def _alive(self) -> bool:
+        with contextlib.suppress(Exception):
+            found = self._server_pod()
+            return found is not None and found.status.phase in ("Pending", "Running")
+        return False
+
+    def down(self) -> None:
+        with signals_deferred():
+            self._delete_all()
+
+    def _delete_all(self) -> None:
+        if self.forward is not None:
+            self.forward.stop(timeout=5)
+            self.forward = None
+        if self.ns is not None and self.core is not None:
+            pod.delete_namespace(self.core, self.ns)
+        if self.spec is not None:
+            shutil.rmtree(self.spec.work_dir / "k8s" / (self.ns or ""), ignore_errors=True)
+            owners.forget(self.spec.label)
+        self.ns, self.spec, self.pod, self.server_pids = None, None, None, []
+        self.placement = {}
+
+    def exit_cause(self) -> str | None:
+        return pod.pod_exit_cause(self._server_pod() if self.ns else None, self.variant.limits.get("memory"))
+
+    # --- accounting and description ------------------------------------------------------------------------
+
+    def components(self) -> dict[str, list[int]]:
+        if self.pod is None:
+            return {}
+        found = pod_components(str(self.pod.metadata.uid))
+        self.server_pids = found.get("server", self.server_pids)
+        return found
+
+    def client_processes(self, hook: Path) -> list[int]:
+        """sysbench on this host (client: host, port-forward) or in a Job's pod on this machine (its hook under
+        CLIENT_DIR)."""
+        return host_client_processes(hook) + processes_with(f"{CLIENT_DIR}/hook.lua")
+
+    def cgroups(self) -> list[Path]:
+        if not self.server_pids:
+            self.components()
+        return cgroup_dirs(self.server_pids[0]) if self.server_pids else []
+
+    def _record_pod_facts(self) -> None:
+        """What describe() reports about the running pod: its CPUs, its node's versions, a CPU manager warning."""
+        v = self.variant
+        if self.components().get("server"):
+            self.facts["server_cpus_allowed"] = pod.cpus_allowed(self.server_pids[0])
+        self.facts |= pod.node_versions(self.nodes, self.facts.get("node"))
+        if not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
+                manifests.exclusive_cpus(manifests.resources_for(v)):
+            self.warn("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although "
+                      "cpu_manager_static is false (a whole CPU count); use a fractional cpu limit (like 999m) "
+                      "for a pod on the shared cores")
+
+    def describe(self) -> dict[str, Any]:
+        v = self.variant
+        # placement: the same dict the Job client fills as its pods are scheduled: the record has both nodes
+        return {"backend": "kubernetes", "image": self.image, **self.facts, "placement": self.placement,
+                "qos_asked": v.qos, "kind": v.kind, "storage": v.storage, "client": v.client,
+                "resources": manifests.resources_for(v), "cpu_manager_static": v.cpu_manager_static}
+
+    def client(self) -> ClientRunner | None:
+        if self.variant.client != "job":
+            return None
+        assert self.spec is not None and self.ns is not None
+        return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant,
+                         server=(str(self.facts.get("service_ip")), manifests.PORT), placement=self.placement)
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        with contextlib.suppress(Exception):
+            found = self._server_pod()
+            if found is not None:
+                return str(self.core.read_namespaced_pod_log(found.metadata.name, self.ns, container=manifests.SERVER,
+                                                             tail_lines=lines, _request_timeout=cluster.TIMEOUT))
+        return ""

@@ -1,0 +1,202 @@
+"""Talking to a cluster: which kubeconfig, whether the API answers, what the nodes can hold, which CPU manager
+policy their kubelets run, whether the local image is on the node, and the pod events that explain a pod that
+does not come up. Uses the official `kubernetes` client."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.kubernetes.manifests import quantity
+from layerbench.campaign.models import KubernetesVariant
+from layerbench.envvars import env_setting
+from layerbench.errors import BadInput, PrerequisiteMissing
+
+TIMEOUT = 15
+
+
+def local_kubeconfig() -> Path:
+    """The kubeconfig that scripts/k8s-local writes."""
+    return Path(env_setting("K8S_LOCAL_DIR") or "/var/tmp/layerbench-k8s") / "kubeconfig"  # as scripts/k8s-local
+
+
+def kubeconfig_path(variant: KubernetesVariant) -> Path:
+    """The variant's kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the local cluster's."""
+    where = f"variants.{variant.name}.kubeconfig"
+    if variant.kubeconfig:
+        path = Path(variant.kubeconfig).expanduser()
+        if not path.is_file():
+            raise BadInput(f"{where}: {path} is not a file; fix the path or remove kubeconfig")
+        return path
+    candidates = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(":") if p]
+    candidates += [Path.home() / ".kube" / "config", local_kubeconfig()]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise BadInput(f"{where}: no kubeconfig found (KUBECONFIG, ~/.kube/config, {local_kubeconfig()}); start the "
+                   "local cluster with `scripts/k8s-local up` or set kubeconfig")
+
+
+def api_client(variant: KubernetesVariant) -> Any:
+    """An API client for the variant's kubeconfig and context, checked to answer (one line if it does not)."""
+    from kubernetes import client, config
+
+    path = kubeconfig_path(variant)
+    try:
+        api = config.new_client_from_config(config_file=str(path), context=variant.context)
+    except config.ConfigException as error:
+        raise BadInput(f"variants.{variant.name}.context: {error}; check the kubeconfig {path}") from None
+    try:
+        client.VersionApi(api).get_code(_request_timeout=TIMEOUT)
+    except Exception as error:
+        host = api.configuration.host
+        raise PrerequisiteMissing(f"variants.{variant.name}: the Kubernetes API at {host} does not answer "
+                                  f"({type(error).__name__}); start the cluster (scripts/k8s-local up) or fix "
+                                  f"the kubeconfig {path}") from None
+    return api
+
+
+def nodes_for(core: Any, variant: KubernetesVariant) -> list[Any]:
+    selector = ",".join(f"{k}={v}" for k, v in variant.node_selector.items())
+    nodes = core.list_node(label_selector=selector or None, _request_timeout=TIMEOUT).items
+    if not nodes:
+        raise BadInput(f"variants.{variant.name}.node_selector: {variant.node_selector} matches no node of the "
+                       "cluster; fix the labels or remove node_selector")
+    return list(nodes)
+
+
+def check_client_placement(core: Any, server_nodes: list[Any], variant: KubernetesVariant) -> None:
+    """A sysbench Job the scheduler can never place would fail every run: refuse, before anything is created,
+    a client_node_selector that matches no node, and client_anti_affinity when the server and the client can
+    only go to one and the same node."""
+    if variant.client != "job":
+        return
+    where = f"variants.{variant.name}"
+    clients = server_nodes
+    if variant.client_node_selector is not None:
+        selector = ",".join(f"{k}={v}" for k, v in variant.client_node_selector.items())
+        clients = core.list_node(label_selector=selector or None, _request_timeout=TIMEOUT).items
+        if not clients:
+            raise BadInput(f"{where}.client_node_selector: {variant.client_node_selector} matches no node of the "
+                           "cluster; fix the labels or remove client_node_selector")
+    names = {n.metadata.name for n in server_nodes} | {n.metadata.name for n in clients}
+    if variant.client_anti_affinity and len(names) < 2:
+        raise BadInput(f"{where}.client_anti_affinity: the server and the sysbench Job can only run on node "
+                       f"{names.pop()}, so the Job could never be placed; widen client_node_selector or set "
+                       "client_anti_affinity: false")
+
+
+def check_capacity(nodes: list[Any], resources: dict[str, dict[str, str]], variant: KubernetesVariant) -> None:
+    """Requests no node can hold would leave the pod Pending forever: refuse them before anything is created."""
+    for key, asked in resources.get("requests", {}).items():
+        if key not in ("cpu", "memory"):
+            continue
+        best = max(quantity(node.status.allocatable.get(key, "0")) for node in nodes)
+        if quantity(asked) > best:
+            shown = f"{best:.3f}".rstrip("0").rstrip(".") if key == "cpu" else f"{best / 2**20:.0f}Mi"
+            raise BadInput(f"variants.{variant.name}.requests.{key}: {asked} is more than any node can give "
+                           f"(largest allocatable: {shown}); lower it")
+
+
+def check_storage_class(storage: Any, variant: KubernetesVariant) -> None:
+    if variant.storage != "pvc":
+        return
+    classes = storage.list_storage_class(_request_timeout=TIMEOUT).items
+    names = [c.metadata.name for c in classes]
+    if variant.storage_class and variant.storage_class not in names:
+        raise BadInput(f"variants.{variant.name}.storage_class: {variant.storage_class!r} does not exist in the "
+                       f"cluster (it has: {', '.join(names) or 'none'}); fix it or use storage: emptydir")
+    default = [c for c in classes if (c.metadata.annotations or {}).get(
+        "storageclass.kubernetes.io/is-default-class") == "true"]
+    if not variant.storage_class and not default:
+        raise BadInput(f"variants.{variant.name}.storage: pvc needs a storage class and the cluster has no default "
+                       "one; set storage_class or use storage: emptydir or hostpath")
+
+
+def kubelet_config(core: Any, node: str) -> dict[str, Any]:
+    """The kubelet's running configuration (its /configz), or {} when the API does not proxy it."""
+    try:
+        raw = core.connect_get_node_proxy_with_path(node, "configz", _preload_content=False,
+                                                    _request_timeout=TIMEOUT).data
+        return dict(json.loads(raw).get("kubeletconfig", {}))
+    except Exception:
+        return {}
+
+
+def check_cpu_manager(core: Any, nodes: list[Any], variant: KubernetesVariant, exclusive: bool) -> str:
+    """The nodes' CPU manager policy; with cpu_manager_static it must be static, and the pod must qualify."""
+    policies = {n.metadata.name: kubelet_config(core, n.metadata.name).get("cpuManagerPolicy", "unknown")
+                for n in nodes}
+    if not variant.cpu_manager_static:
+        return ",".join(sorted(set(policies.values())))
+    where = f"variants.{variant.name}.cpu_manager_static"
+    if not exclusive:
+        raise BadInput(f"{where}: exclusive cores need qos: guaranteed with a whole number of CPUs (like cpu: 1)")
+    wrong = {n: p for n, p in policies.items() if p != "static"}
+    if wrong:
+        node, policy = next(iter(wrong.items()))
+        raise BadInput(f"{where}: the kubelet on node {node} runs the CPU manager policy {policy!r}, not 'static'; "
+                       "restart the local cluster with K8S_LOCAL_CPU_MANAGER_POLICY=static scripts/k8s-local up "
+                       "(after `down`), or set cpu_manager_static: false")
+    return "static"
+
+
+def this_machine_addresses() -> set[str]:
+    out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=False).stdout
+    found = {line.split()[3].split("/")[0] for line in out.splitlines() if len(line.split()) > 3}
+    return found | {socket.gethostname()}
+
+
+def node_is_this_machine(nodes: list[Any]) -> bool:
+    """True when every candidate node is this machine (k8s-local), so hostPath reaches our dataset snapshots."""
+    mine = this_machine_addresses()
+    for node in nodes:
+        addresses = {a.address for a in node.status.addresses or []}
+        if not addresses & mine:
+            return False
+    return True
+
+
+def image_on_nodes(nodes: list[Any], image: str) -> bool:
+    wanted = {image, f"docker.io/{image}", f"docker.io/library/{image}"}
+    return all(any(wanted & set(i.names or []) for i in node.status.images or []) for node in nodes)
+
+
+def k8s_local_script() -> Path | None:
+    """scripts/k8s-local of this source tree (the backend runs from a checkout or an editable install)."""
+    path = Path(__file__).resolve().parents[4] / "scripts" / "k8s-local"
+    return path if path.is_file() else None
+
+
+def pod_trouble(core: Any, ns: str, pod: Any) -> str | None:
+    """Why a pod cannot become ready, if it is clear already: unschedulable, image pull, crash loop, OOM."""
+    for cond in pod.status.conditions or []:
+        if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
+            return f"unschedulable: {cond.message}"
+    for status in pod.status.container_statuses or []:
+        waiting = status.state.waiting if status.state else None
+        if waiting and waiting.reason in ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull",
+                                          "CrashLoopBackOff", "CreateContainerConfigError", "InvalidImageName",
+                                          "CreateContainerError"):
+            return f"{waiting.reason}: {waiting.message or ''}".strip()
+        terminated = (status.state.terminated if status.state else None) or (
+            status.last_state.terminated if status.last_state else None)
+        if terminated and (terminated.reason == "OOMKilled" or status.restart_count or pod.spec.restart_policy
+                           == "Never"):
+            return f"container {terminated.reason or 'terminated'} (exit {terminated.exit_code})"
+    return None
+
+
+def recent_events(core: Any, ns: str, limit: int = 3) -> str:
+    try:
+        events = core.list_namespaced_event(ns, _request_timeout=TIMEOUT).items
+    except Exception:
+        return ""
+    events.sort(key=lambda e: str(e.last_timestamp or e.event_time or e.metadata.creation_timestamp or ""))
+    return "; ".join(f"{e.reason}: {e.message}" for e in events[-limit:] if e.type == "Warning" or e.reason in (
+        "FailedScheduling", "Failed", "BackOff", "FailedMount", "OOMKilling"))
+

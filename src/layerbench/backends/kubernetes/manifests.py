@@ -1,0 +1,177 @@
+"""The Kubernetes objects of one run as plain dicts (pure: no API calls): a labelled namespace, a Secret with the
+server's init SQL (the password), a ConfigMap with the my.cnf, the server as a bare Pod or a one-replica
+StatefulSet, a Service, and the sysbench Job.
+
+QoS classes follow the kubelet's own rule (kubernetes.io/docs/concepts/workloads/pods/pod-qos): BestEffort has no
+requests or limits; Guaranteed has cpu and memory limits equal to its requests; anything else is Burstable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.client_files import CLIENT_DIR
+from layerbench.campaign.kubernetes_qos import (  # noqa: F401 - part of this module's vocabulary
+    BURSTABLE_DEFAULT,
+    GUARANTEED_DEFAULT,
+    exclusive_cpus,
+    quantity,
+    resources_for,
+)
+from layerbench.campaign.models import KubernetesVariant
+from layerbench.server import bootstrap
+
+DATADIR = "/var/lib/mysql"
+CONF = "/etc/layerbench"
+SECRET_DIR = "/etc/layerbench-secret"
+SNAPSHOT = "/snapshot"
+SOCKET = "/run/mysqld/mysqld.sock"
+PORT = 3306
+SERVER = "mariadb"
+
+QOS_CLASS = {"besteffort": "BestEffort", "burstable": "Burstable", "guaranteed": "Guaranteed"}
+
+def dns_name(text: str) -> str:
+    """A DNS-1123 label (namespaces, object names): lower case, digits and '-', at most 63 characters."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-")
+    return name or "layerbench"
+
+
+def labels(campaign: str, label: str, role: str) -> dict[str, str]:
+    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", campaign).strip("-_.")[:63] or "campaign"
+    return {"layerbench": "1", "layerbench.campaign.models": value, "layerbench.label": dns_name(label),
+            "layerbench.role": role, "layerbench.run.harness": str(os.getpid()), "layerbench.host": host_label()}
+
+
+def host_label() -> str:
+    """This machine, so that `clean` never takes another machine's harness PID for a dead one of ours."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", socket.gethostname()).strip("-_.")[:63] or "host"
+
+
+def namespace(name: str, meta_labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": meta_labels}}
+
+
+def secret(name: str, ns: str, files: dict[str, str], meta_labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": name, "namespace": ns,
+            "labels": meta_labels}, "stringData": files}
+
+
+def config_map(name: str, ns: str, files: dict[str, str], meta_labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns,
+            "labels": meta_labels}, "data": files}
+
+
+def server_command(fill_from_snapshot: bool, data_in_place: bool) -> list[str]:
+    """Fill the datadir (from the snapshot, or a fresh install; nothing when a hostPath already holds the copy),
+    then run mariadbd in the foreground, logging to stderr (the pod's log)."""
+    steps = [f"mkdir -p {DATADIR} /run/mysqld"]
+    if fill_from_snapshot and not data_in_place:
+        steps.append(f"cp -a {SNAPSHOT}/. {DATADIR}/")
+    elif not fill_from_snapshot:
+        steps.append(shlex.join(bootstrap.install_db_command("mariadb-install-db", Path(DATADIR))) + " >/dev/null")
+    steps.append(f"exec mariadbd --defaults-file={CONF}/my.cnf --init-file={SECRET_DIR}/init.sql")
+    return ["sh", "-c", " && ".join(steps)]
+
+
+def _data_volume(variant: KubernetesVariant, host_datadir: str | None) -> dict[str, Any] | None:
+    if variant.storage == "emptydir":
+        return {"name": "data", "emptyDir": {}}
+    if variant.storage == "hostpath":
+        return {"name": "data", "hostPath": {"path": host_datadir, "type": "Directory"}}
+    if variant.kind == "pod":
+        return {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    return None  # a StatefulSet's volumeClaimTemplate provides it
+
+
+def pod_template(variant: KubernetesVariant, image: str, meta_labels: dict[str, str], *, snapshot_path: str | None,
+                 host_datadir: str | None, restart: str) -> dict[str, Any]:
+    """The server pod: my.cnf from the ConfigMap, init SQL from the Secret, the datadir on the chosen volume,
+    the snapshot (when restored by copy) from a read-only hostPath."""
+    mounts = [{"name": "conf", "mountPath": CONF, "readOnly": True},
+              {"name": "init", "mountPath": SECRET_DIR, "readOnly": True},
+              {"name": "data", "mountPath": DATADIR}]
+    volumes = [{"name": "conf", "configMap": {"name": "mycnf"}},
+               {"name": "init", "secret": {"secretName": "server-init", "defaultMode": 0o400}}]
+    data = _data_volume(variant, host_datadir)
+    volumes += [data] if data else []
+    in_place = variant.storage == "hostpath"
+    if snapshot_path and not in_place:
+        mounts.append({"name": "snapshot", "mountPath": SNAPSHOT, "readOnly": True})
+        volumes.append({"name": "snapshot", "hostPath": {"path": snapshot_path, "type": "Directory"}})
+    container = {
+        "name": SERVER, "image": image, "imagePullPolicy": "IfNotPresent",
+        "command": server_command(snapshot_path is not None, in_place),
+        "ports": [{"containerPort": PORT, "name": "mysql"}], "volumeMounts": mounts,
+        "resources": resources_for(variant),
+        "readinessProbe": {"exec": {"command": ["mariadb-admin", f"--socket={SOCKET}", "ping"]},
+                           "periodSeconds": 1, "timeoutSeconds": 5, "failureThreshold": 3},
+    }
+    spec = {"containers": [container], "volumes": volumes, "restartPolicy": restart,
+            "terminationGracePeriodSeconds": 20, "enableServiceLinks": False,
+            "automountServiceAccountToken": False, **({"nodeSelector": variant.node_selector}
+                                                      if variant.node_selector else {})}
+    return {"metadata": {"labels": meta_labels}, "spec": spec}
+
+
+def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels: dict[str, str], *,
+                   snapshot_path: str | None, host_datadir: str | None) -> list[dict[str, Any]]:
+    """The server as a bare Pod (with a PVC when storage is pvc) or a one-replica StatefulSet, and its Service."""
+    selector = {"layerbench.label": meta_labels["layerbench.label"], "layerbench.role": "server"}
+    objects: list[dict[str, Any]] = []
+    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": variant.storage_size}},
+             **({"storageClassName": variant.storage_class} if variant.storage_class else {})}
+    if variant.kind == "pod":
+        template = pod_template(variant, image, meta_labels, snapshot_path=snapshot_path,
+                                host_datadir=host_datadir, restart="Never")
+        if variant.storage == "pvc":
+            objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                            "metadata": {"name": "data", "namespace": ns, "labels": meta_labels}, "spec": claim})
+        objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": SERVER, "namespace": ns,
+                        "labels": meta_labels}, "spec": template["spec"]})
+    else:
+        template = pod_template(variant, image, meta_labels, snapshot_path=snapshot_path,
+                                host_datadir=host_datadir, restart="Always")
+        spec: dict[str, Any] = {"replicas": 1, "serviceName": SERVER, "selector": {"matchLabels": selector},
+                                "template": template}
+        if variant.storage == "pvc":
+            spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": claim}]
+        objects.append({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                        "metadata": {"name": SERVER, "namespace": ns, "labels": meta_labels}, "spec": spec})
+    objects.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVER, "namespace": ns,
+                    "labels": meta_labels}, "spec": {"selector": selector, "ports": [{"port": PORT,
+                    "targetPort": PORT, "name": "mysql"}]}})
+    return objects
+
+
+def client_placement(variant: KubernetesVariant, server_labels: dict[str, str]) -> dict[str, Any]:
+    """Where the scheduler may put a sysbench Job's pod: `client_node_selector` (default: the server's
+    `node_selector`) and, with `client_anti_affinity`, a required anti-affinity to the run's server pod per node
+    (topology key kubernetes.io/hostname), so client and server never share a node."""
+    selector = variant.node_selector if variant.client_node_selector is None else variant.client_node_selector
+    placement: dict[str, Any] = {"nodeSelector": dict(selector)} if selector else {}
+    if variant.client_anti_affinity:
+        server = {"layerbench.label": server_labels["layerbench.label"], "layerbench.role": "server"}
+        term = {"labelSelector": {"matchLabels": server}, "topologyKey": "kubernetes.io/hostname"}
+        placement["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return placement
+
+
+def client_job(image: str, ns: str, args: list[str], meta_labels: dict[str, str], *, name: str = "sysbench",
+               secret: str = "sysbench-client", placement: dict[str, Any] | None = None) -> dict[str, Any]:
+    """sysbench as a Job (no retries: a failed benchmark is a failed run), its files from the Secret `secret`,
+    placed as `placement` (from client_placement) says."""
+    container = {"name": "sysbench", "image": image, "imagePullPolicy": "IfNotPresent", "command": args,
+                 "volumeMounts": [{"name": "client", "mountPath": CLIENT_DIR, "readOnly": True}]}
+    spec = {"restartPolicy": "Never", "containers": [container], "enableServiceLinks": False,
+            "automountServiceAccountToken": False,
+            "volumes": [{"name": "client", "secret": {"secretName": secret, "defaultMode": 0o400}}],
+            **(placement or {})}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns,
+            "labels": meta_labels}, "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": meta_labels},
+                                                                               "spec": spec}}}

@@ -1,0 +1,189 @@
+"""The pod side of the Kubernetes backend, as plain functions: connect to a cluster, create an object, find the
+server pod and why it stopped, where it finds its dataset, a port-forward to it, facts of its node, and the
+deletion of a run's namespace (also used by `layerbench clean`)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from layerbench.backends.base import ServerSpec
+from layerbench.backends.kubernetes import cluster, manifests
+from layerbench.campaign.models import KubernetesVariant
+from layerbench.errors import BadInput, RunFailed
+from layerbench.hosts.machine import free_port
+from layerbench.hosts.procs import ManagedProcess, start
+from layerbench.server.restore import copy_tree
+
+DELETE_TIMEOUT = 180.0
+
+
+def check_cluster(variant: KubernetesVariant) -> None:
+    """The cluster answers and can hold the variant's pod (nodes, placement, capacity, storage, CPU manager)."""
+    from kubernetes import client
+
+    resources = manifests.resources_for(variant)
+    api, core, nodes = connect(variant)
+    cluster.check_client_placement(core, nodes, variant)
+    cluster.check_capacity(nodes, resources, variant)
+    cluster.check_storage_class(client.StorageV1Api(api), variant)
+    cluster.check_cpu_manager(core, nodes, variant, manifests.exclusive_cpus(resources))
+    if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
+        raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
+                       "machine, which is not the cluster's node; use emptydir or pvc")
+
+
+def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]) -> None:
+    """The locally built image on the cluster's nodes: imported into the local cluster's containerd if missing."""
+    from layerbench.backends.docker.daemon import docker_client
+    from layerbench.server.image import ensure_docker_image
+
+    tag = ensure_docker_image(docker_client(), say)
+    _, _, nodes = connect(variant)
+    if cluster.image_on_nodes(nodes, tag):
+        return
+    script = cluster.k8s_local_script()
+    if script is None or not cluster.node_is_this_machine(nodes):
+        raise BadInput(f"variants.{variant.name}.image: the cluster's nodes do not have {tag}; push it to a "
+                       "registry they can pull from and set image:")
+    say(f"importing {tag} into the local cluster's containerd")
+    done = subprocess.run([str(script), "image-import", tag], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RunFailed(f"scripts/k8s-local image-import {tag} failed: {done.stderr.strip()[-300:]}")
+
+
+def wait_ready(core: Any, ns: str, timeout: int, failure: Callable[[str], str]) -> Any:
+    """The server pod once Ready; RunFailed (with `failure`'s events and log) when it cannot start in time."""
+    deadline = time.monotonic() + timeout
+    found = None
+    while time.monotonic() < deadline:
+        found = server_pod(core, ns)
+        if found is not None:
+            if any(c.type == "Ready" and c.status == "True" for c in found.status.conditions or []):
+                return found
+            trouble = cluster.pod_trouble(core, ns, found)
+            if trouble:
+                raise RunFailed(failure(f"server pod {found.metadata.name}: {trouble}"))
+        time.sleep(0.5)
+    phase = found.status.phase if found is not None else "not created"
+    raise RunFailed(failure(f"server pod not Ready within {timeout} s (phase {phase}); "
+                            "raise ready_timeout or see the events"))
+
+
+def create_object(api: Any, core: Any, body: dict[str, Any]) -> None:
+    from kubernetes import client
+
+    ns = body["metadata"].get("namespace")
+    kind = body["kind"]
+    if kind == "StatefulSet":
+        client.AppsV1Api(api).create_namespaced_stateful_set(ns, body)
+    elif kind == "Job":
+        client.BatchV1Api(api).create_namespaced_job(ns, body)
+    else:
+        method = {"Pod": "pod", "Service": "service", "Secret": "secret", "ConfigMap": "config_map",
+                  "PersistentVolumeClaim": "persistent_volume_claim"}[kind]
+        getattr(core, f"create_namespaced_{method}")(ns, body)
+
+
+def server_pod(core: Any, ns: str) -> Any:
+    pods = core.list_namespaced_pod(ns, label_selector="layerbench.role=server", _request_timeout=cluster.TIMEOUT).items
+    return pods[0] if pods else None
+
+
+def pod_exit_cause(pod: Any, memory_limit: str | None) -> str | None:
+    """Why the server container stopped: OOM-killed by its memory limit, or its exit code; None while it runs."""
+    for status in (pod.status.container_statuses or []) if pod else []:
+        term = (status.state.terminated if status.state else None) or (
+            status.last_state.terminated if status.last_state else None)
+        if term and term.reason == "OOMKilled":
+            return f"was OOM-killed (memory limit {memory_limit or 'of the pod'}; raise limits.memory)"
+        if term:
+            return f"exited with code {term.exit_code} ({term.reason})"
+    return None
+
+
+def data_source(variant: KubernetesVariant, spec: ServerSpec, work: Path,
+                nodes: list[Any]) -> tuple[str | None, str | None, str]:
+    """Where the pod finds the dataset: the snapshot through hostPath (copied into its volume), a hostPath copy
+    used in place, or nothing (an empty datadir for reset: reprepare); and a sentence saying which."""
+    if spec.snapshot is None:
+        where = "by sysbench Jobs in the cluster" if variant.client == "job" else "by sysbench on this host"
+        return None, None, f"empty datadir (tables prepared {where}: reset reprepare)"
+    if not cluster.node_is_this_machine(nodes):
+        raise RunFailed("the dataset snapshot reaches a pod through hostPath, which needs the cluster's node to "
+                        "be this machine; with a remote cluster set the workload's reset: reprepare")
+    if variant.storage == "hostpath":
+        target = work / "datadir"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        copy_tree(spec.snapshot, target, facts_dir=spec.run_dir)
+        return str(spec.snapshot.resolve()), str(target.resolve()), \
+            "snapshot copied on the host into the hostPath datadir"
+    return str(spec.snapshot.resolve()), None, \
+        f"snapshot copied from a read-only hostPath into the {variant.storage} datadir"
+
+
+def port_forward(variant: KubernetesVariant, ns: str, run_dir: Path) -> tuple[ManagedProcess, int]:
+    """`kubectl port-forward` of the server's Service to a free port of this host."""
+    kubectl = shutil.which("kubectl") or str(cluster.local_kubeconfig().parent / "kubectl")
+    local = sorted(Path("/var/cache/layerbench/k8s").glob("*/bin/kubectl"))
+    if not Path(kubectl).is_file() and local:
+        kubectl = str(local[-1])
+    if not Path(kubectl).is_file():
+        raise RunFailed("client: port-forward needs kubectl on PATH; install it or use client: host or job")
+    port = free_port()
+    cmd = [kubectl, f"--kubeconfig={cluster.kubeconfig_path(variant)}", "-n", ns,
+           "port-forward", f"svc/{manifests.SERVER}", f"{port}:{manifests.PORT}", "--address=127.0.0.1"]
+    return start("kubectl port-forward", cmd, log_path=run_dir / "port-forward.log"), port
+
+
+def node_versions(nodes: list[Any], name: str | None) -> dict[str, str]:
+    """The kubelet and container runtime versions of the node the pod runs on."""
+    with contextlib.suppress(Exception):
+        node = next(n for n in nodes if n.metadata.name == name)
+        return {"kubelet_version": node.status.node_info.kubelet_version,
+                "container_runtime": node.status.node_info.container_runtime_version}
+    return {}
+
+
+def connect(variant: KubernetesVariant) -> tuple[Any, Any, list[Any]]:
+    """An API client for the variant's cluster, its core API, and the nodes the server may run on."""
+    from kubernetes import client
+
+    api = cluster.api_client(variant)
+    core = client.CoreV1Api(api)
+    return api, core, cluster.nodes_for(core, variant)
+
+
+def cpus_allowed(pid: int) -> str | None:
+    """The CPUs the server may run on (its cpuset): shows whether the static CPU manager gave it exclusive ones."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def delete_namespace(core: Any, ns: str, timeout: float = DELETE_TIMEOUT) -> None:
+    """Delete a namespace and wait until it is gone (its pods' cores and memory are free again)."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.delete_namespace(ns, propagation_policy="Foreground", _request_timeout=cluster.TIMEOUT)
+    except ApiException as error:
+        if error.status == 404:
+            return
+        raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespace(ns, _request_timeout=cluster.TIMEOUT)
+        except ApiException as error:
+            if error.status == 404:
+                return
+        time.sleep(0.5)
+    raise RunFailed(f"namespace {ns} still exists {timeout:.0f} s after its deletion; see `kubectl get ns {ns}`")

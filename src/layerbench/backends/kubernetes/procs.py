@@ -1,0 +1,33 @@
+"""Host processes of a pod on a node that is this machine, for CPU accounting: found by the pod's UID in their
+cgroup path (the kubelet names pod cgroups `pod<uid>`, with '-' or '_' in the UID depending on the driver)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from layerbench.measure.procfs import cmdline, parent_of, read
+
+
+def pod_components(uid: str) -> dict[str, list[int]]:
+    """{"server": [mariadbd], "pod-other": [the pod's other processes], "containerd-shim": [...]}."""
+    keys = {f"pod{uid}", f"pod{uid.replace('-', '_')}"}
+    server: list[int] = []
+    other: list[int] = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        groups = read(proc / "cgroup")
+        if not any(key in groups for key in keys):
+            continue
+        pid = int(proc.name)
+        name = Path(cmdline(pid)[0] or "?").name
+        (server if name == "mariadbd" else other).append(pid)
+    out: dict[str, list[int]] = {}
+    if server:
+        out["server"] = server
+        shim = parent_of(server[0])
+        if shim and "containerd-shim" in " ".join(cmdline(shim)[:1]):
+            out["containerd-shim"] = [shim]
+    if other:
+        out["pod-other"] = other
+    return out

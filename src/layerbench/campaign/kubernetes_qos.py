@@ -1,0 +1,75 @@
+"""Kubernetes resource quantities and the kubelet's QoS rule (kubernetes.io/docs/concepts/workloads/pods/pod-qos):
+the requests and limits that make a pod the class a variant asks for. Pure, and a leaf: the campaign model checks
+a variant with it at validate time, the manifests use it to build the pod."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
+
+from layerbench.errors import BadInput
+
+if TYPE_CHECKING:
+    from layerbench.campaign.models import KubernetesVariant
+
+GUARANTEED_DEFAULT = {"cpu": "1", "memory": "2Gi"}
+BURSTABLE_DEFAULT = {"cpu": "500m", "memory": "1Gi"}
+_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": Decimal("0.001")}
+
+
+def quantity(text: str) -> Decimal:
+    """A Kubernetes resource quantity ("500m", "1.5", "2Gi", "1e3") as a number of units (cores or bytes)."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?\s*",
+                         str(text))
+    if not match:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)")
+    try:
+        return Decimal(match.group(1)) * Decimal(_SUFFIX[match.group(2) or ""])
+    except InvalidOperation:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)") from None
+
+
+def _check_quantities(values: dict[str, str], where: str) -> None:
+    for key, value in values.items():
+        if key not in ("cpu", "memory", "ephemeral-storage") and not key.startswith("hugepages-"):
+            raise BadInput(f"{where}.{key}: not a resource layerbench sets; use cpu or memory")
+        try:
+            quantity(value)
+        except ValueError as error:
+            raise BadInput(f"{where}.{key}: {error}") from None
+
+
+def resources_for(variant: KubernetesVariant) -> dict[str, dict[str, str]]:
+    """Requests and limits that make the pod the QoS class the variant asks for (explicit values win)."""
+    where = f"variants.{variant.name}"
+    _check_quantities(variant.requests, f"{where}.requests")
+    _check_quantities(variant.limits, f"{where}.limits")
+    if variant.qos == "besteffort":
+        if variant.requests or variant.limits:
+            raise BadInput(f"{where}.qos: a BestEffort pod has no requests or limits; remove them or use "
+                           "qos: burstable")
+        return {}
+    if variant.qos == "guaranteed":
+        limits = {**GUARANTEED_DEFAULT, **variant.requests, **variant.limits}
+        for key, value in variant.requests.items():
+            if quantity(value) != quantity(limits[key]):
+                raise BadInput(f"{where}.requests.{key}: {value} differs from the limit {limits[key]}; Guaranteed "
+                               "needs requests equal to limits (set one of them, or use qos: burstable)")
+        return {"requests": dict(limits), "limits": limits}
+    requests = {**BURSTABLE_DEFAULT, **variant.requests}
+    limits = dict(variant.limits)
+    for key, value in limits.items():
+        if key in requests and quantity(requests[key]) > quantity(value):
+            requests[key] = value  # the API server refuses requests above limits
+    if all(k in limits and quantity(limits[k]) == quantity(requests[k]) for k in ("cpu", "memory")):
+        raise BadInput(f"{where}.limits: equal to the requests for cpu and memory, which makes the pod Guaranteed; "
+                       "raise a limit or use qos: guaranteed")
+    return {"requests": requests, **({"limits": limits} if limits else {})}
+
+
+def exclusive_cpus(resources: dict[str, dict[str, str]]) -> bool:
+    """Whether the static CPU manager would give this pod whole cores: Guaranteed with an integer CPU count."""
+    cpu = resources.get("limits", {}).get("cpu")
+    return cpu is not None and resources.get("requests", {}).get("cpu") == cpu and quantity(cpu) % 1 == 0

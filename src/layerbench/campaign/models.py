@@ -1,0 +1,781 @@
+"""The campaign file: Pydantic models, `extends:` resolution, and loading with one-line errors.
+
+A campaign is one study: a baseline variant, other variants, one or more workloads, repetitions.
+Unknown keys are errors everywhere (a typo must never be silently ignored).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from layerbench.campaign import settings
+from layerbench.campaign.boundedyaml import load_text, read_campaign_text
+from layerbench.envvars import env_setting
+from layerbench.errors import BadInput, shown
+from layerbench.hosts.inventory import HostEntry, check_host_address
+from layerbench.sysbench.options import check_sysbench_options
+
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+ConfigValue = str | int | float | bool | None
+SIZE_RE = re.compile(r"^\d+(\.\d+)?\s*[KMGT]?i?B?$", re.IGNORECASE)
+
+# Bounds on what one campaign may ask for (docs/campaign.md, "Limits").
+MAX_RUNS = 20_000  # runs in one plan: 20,000 runs of 10 s are more than two days
+MAX_VARIANTS = 100
+MAX_WORKLOADS = 50
+MAX_THREAD_POINTS = 64
+MAX_THREADS = 4096
+MAX_SECONDS = 86_400  # a duration or warm-up of one run: a day
+MAX_CPU = 4095  # the highest CPU number a CPU list may name
+MAX_TEXT = 2000  # a description
+MAX_VALUE = 1000  # a my.cnf or sysbench option value
+# Set by layerbench for every backend, so the variant cannot move them (the backend owns where things live).
+OWNED_BY_LAYERBENCH = frozenset(
+    {"port", "socket", "datadir", "bind-address", "pid-file", "log-error", "user", "init-file", "basedir"}
+)
+# Names that carry a secret: never in a campaign file, which is stored with the results.
+SECRET_NAME = re.compile(r"(^|[-_])(password|passwd|pwd|pass|secret|token|api-?key|credentials?)$", re.IGNORECASE)
+NOT_SECRETS = frozenset({"disconnect-on-expired-password"})  # a real server option: a boolean
+OPTION_NAME = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
+
+
+def canonical_option(key: str) -> str:
+    return key.replace("_", "-").lower()
+
+
+def refuse_secret_names(keys: Any, fix: str) -> None:
+    for key in keys:
+        if SECRET_NAME.search(key) and canonical_option(key) not in NOT_SECRETS:
+            raise ValueError(f"{shown(key)} looks like a password; a campaign file is stored with its results, so "
+                             f"{fix}")
+
+
+def check_option_value(key: str, value: Any) -> None:
+    """No newline, control character or overlong text: a value must never add lines to a config file."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{key}: {shown(value)} is not a finite number")
+    if isinstance(value, str):
+        if len(value) > MAX_VALUE:
+            raise ValueError(f"{key}: a value of {len(value):,} characters; the limit is {MAX_VALUE}")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError(f"{key}: {shown(value)} contains a newline or control character; write it on one line")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")
+
+
+class ServerSettings(Strict):
+    """Which server (a flavour and a version: docs/servers.md) and how it is configured: a my.cnf overlay for
+    the [mysqld] section."""
+
+    flavour: Literal["mariadb", "mysql"] | None = Field(
+        default=None, description="the server family; default: the host's MariaDB (or the variant's mysqld:)")
+    version: str | None = Field(default=None, description="its version, like 9.7 or 10.11 (docs/servers.md)")
+    config: dict[str, ConfigValue] = Field(default_factory=dict, max_length=500)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _is_a_version(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, float):  # YAML reads 10.10 as the number 10.1: only a string keeps the version
+            raise ValueError(f"{shown(value)} is a number; write the version quoted, like '9.7' or '10.11'")
+        if isinstance(value, bool) or not isinstance(value, str | int) or not VERSION_RE.match(str(value)):
+            raise ValueError(f"{shown(value)} is not a version; write it like '9.7' or '10.11'")
+        return str(value)
+
+    @model_validator(mode="after")
+    def _version_needs_flavour(self) -> ServerSettings:
+        if self.version is not None and self.flavour is None:
+            raise ValueError("version: give the flavour too, like server: {flavour: mysql, version: '9.7'}")
+        return self
+
+    @field_validator("config")
+    @classmethod
+    def _keys_are_options(cls, value: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
+        for key, item in value.items():
+            if not re.fullmatch(OPTION_NAME, key):
+                raise ValueError(f"{shown(key)} is not a server option name (letters, digits, _ and -)")
+            if canonical_option(key) in OWNED_BY_LAYERBENCH:
+                raise ValueError(f"{key}: set by layerbench for each run; remove it")
+            check_option_value(key, item)
+        refuse_secret_names(value, "remove it (the server's passwords are generated for each run)")
+        return value
+
+
+class VariantBase(Strict):
+    name: Annotated[str, Field(pattern=NAME_RE)]
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    cpus: str | None = Field(default=None, description="CPU list for the server (taskset syntax: 0,1 or 0-1)")
+    client_cpus: str | None = Field(default=None, description="CPU list for sysbench")
+    cost_per_month: float | None = Field(default=None, ge=0, le=1e12)
+    description: str = Field(default="", max_length=MAX_TEXT)
+    extends: str | None = None
+    server_host: str | None = Field(default=None, description="the host of `hosts:` the server runs on")
+    client_host: str | None = Field(default=None, description="the host of `hosts:` sysbench runs on")
+    data_dir: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
+                                 description="an absolute directory on the filesystem the run's datadir lives on "
+                                 "(default: the work folder); docs/datasets.md")
+
+    @field_validator("cpus", "client_cpus", mode="before")
+    @classmethod
+    def _cpu_list(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
+        text = str(value).replace(" ", "")
+        if len(text) > 200 or not re.fullmatch(r"\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*", text):
+            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            if int(high or low) > MAX_CPU or int(high or low) < int(low):
+                raise ValueError(f"{shown(part)} is not a CPU range; write low-high with CPUs up to {MAX_CPU}")
+        return text
+
+
+class HostVariant(VariantBase):
+    backend: Literal["host"]
+    mysqld: str | None = Field(default=None, max_length=4096, description="server binary; default: mariadbd on PATH")
+
+
+class ExternalVariant(VariantBase):
+    backend: Literal["external"]
+    host: str = Field(default="127.0.0.1", max_length=253)
+    port: int = Field(default=3306, ge=1, le=65535)
+    user: str = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f]{1,80}$")
+    database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
+    password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+                                     description="environment variable holding the password")
+    password_file: str | None = Field(default=None, max_length=4096, description="file holding the password")
+
+    @field_validator("host")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        check_host_address(value, "give the server's address")  # it goes into sysbench's config file
+        return value
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> ExternalVariant:
+        if self.password_env and self.password_file:
+            raise ValueError("give password_env or password_file, not both")
+        if self.data_dir:
+            raise ValueError("data_dir: an external server keeps its datadir where it is; remove data_dir")
+        return self
+
+
+class DockerResources(Strict):
+    cpus: float | None = Field(default=None, gt=0, le=MAX_CPU + 1)
+    cpuset: str | None = None
+    cpu_shares: int | None = Field(default=None, ge=2, le=262_144)
+    memory: str | None = None
+
+    @field_validator("cpuset", mode="before")
+    @classmethod
+    def _cpuset(cls, value: Any) -> Any:
+        return VariantBase._cpu_list(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\d{1,12}(\.\d{1,6})?[bkmgBKMG]?", value.strip()):
+            raise ValueError(f"{shown(value)} is not a memory size; write it like 512m or 2g")
+        return value
+
+
+# A Docker image reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
+IMAGE_RE = (r"^(?:[A-Za-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
+            r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+
+
+class DockerVariant(VariantBase):
+    backend: Literal["docker"]
+    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE,
+                              description="default: the locally built layerbench image")
+    network: Literal["bridge", "bridge-direct", "host"] = "bridge"
+    storage: Literal["volume", "bind", "data-container", "container-fs", "tmpfs"] = "volume"
+    resources: DockerResources = Field(default_factory=DockerResources)
+    qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = None
+    client: Literal["host", "container"] = "host"
+
+    @model_validator(mode="after")
+    def _data_dir_needs_bind(self) -> DockerVariant:
+        if self.data_dir and self.storage != "bind":
+            raise ValueError(f"data_dir: the datadir is in Docker's own storage with storage: {self.storage}; set "
+                             "storage: bind to place it in data_dir")
+        return self
+
+
+class VMVariant(VariantBase):
+    backend: Literal["vm"]
+    vcpus: int = Field(default=1, ge=1, le=256)
+    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$")
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    disk_cache: Literal["none", "writeback"] = "none"
+    network: Literal["tap", "user"] = "user"
+    boot_timeout: int = Field(default=300, ge=5, le=MAX_SECONDS)
+
+
+class KubernetesVariant(VariantBase):
+    backend: Literal["kubernetes"]
+    context: str | None = Field(default=None, max_length=253)
+    kubeconfig: str | None = Field(default=None, max_length=4096)
+    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE)
+    qos: Literal["besteffort", "burstable", "guaranteed"] = "guaranteed"
+    requests: dict[str, str] = Field(default_factory=dict, max_length=8)
+    limits: dict[str, str] = Field(default_factory=dict, max_length=8)
+    kind: Literal["statefulset", "pod"] = "statefulset"
+    storage: Literal["pvc", "emptydir", "hostpath"] = "emptydir"
+    storage_class: str | None = Field(default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+    storage_size: str = Field(default="2Gi", pattern=r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+    node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
+    client: Literal["host", "job", "port-forward"] = "host"
+    client_node_selector: dict[str, str] | None = Field(
+        default=None, max_length=20,
+        description="node labels for the sysbench Job (client: job); default: node_selector")
+    client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
+    cpu_manager_static: bool = False
+    ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
+
+    @model_validator(mode="after")
+    def _qos_rules(self) -> KubernetesVariant:
+        """The kubelet's QoS rules, checked here so validate says what run would refuse."""
+        from layerbench.campaign.kubernetes_qos import resources_for
+
+        try:
+            resources_for(self)
+        except BadInput as error:
+            raise ValueError(str(error)) from None
+        return self
+
+
+Variant = Annotated[
+    HostVariant | ExternalVariant | DockerVariant | VMVariant | KubernetesVariant,
+    Field(discriminator="backend"),
+]
+BACKENDS = ("host", "external", "docker", "vm", "kubernetes")
+
+
+def recorded_percentiles(value: Any) -> list[float]:
+    """compare_percentiles: a list of the percentiles each run records, each once."""
+    from layerbench.sysbench.histogram import PERCENTILES
+
+    allowed = (*PERCENTILES, 100.0)
+    values = value if isinstance(value, list) else [value]
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, int | float) or float(item) not in allowed:
+            raise ValueError(f"{shown(item)} is not a recorded percentile; choose from "
+                             f"{', '.join(f'{p:g}' for p in allowed)} (100 is the maximum)")
+    if len(set(values)) < len(values):
+        raise ValueError("a percentile is listed twice; list each once")
+    return [float(v) for v in values]
+
+
+class Workload(Strict):
+    name: Annotated[str, Field(pattern=NAME_RE)] = "default"
+    test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f]{1,4096}$")
+    tables: int = Field(default=4, ge=1, le=10_000)
+    table_size: int = Field(default=10_000, ge=1, le=1_000_000_000)
+    threads: list[int] = Field(default_factory=lambda: [2])
+    duration: int = Field(default=10, ge=1, le=MAX_SECONDS, description="seconds of measured run")
+    warmup: int = Field(default=5, ge=0, le=MAX_SECONDS, description="seconds of unmeasured run before it")
+    report_interval: int = Field(default=1, ge=1, le=MAX_SECONDS)
+    percentile: int = Field(default=95, ge=1, le=100)
+    compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
+                                             "besides `percentile`: 50, 90, 95, 99, 99.9 or 100 (the maximum)")
+    rand_type: Literal["uniform", "gaussian", "special", "pareto", "zipfian"] | None = None
+    rand_seed: int | None = Field(default=0, ge=0, le=2**32 - 1)
+    buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
+    reset: Literal["snapshot", "reprepare", "none"] = "snapshot"
+    verify: Literal["files", "checksum"] = Field(
+        default="files", description="per run with reset: snapshot: files (the restored files against the "
+        "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
+    dataset_flags: Literal["auto", "always", "never"] | None = Field(
+        default=None, description="a Lua script of your own: whether sysbench gets --tables/--table-size (auto, "
+        "the default: each one the script declares in sysbench.cmdline.options; docs/campaign.md). Unset is auto "
+        "and is not stored, so the definitions of campaigns that do not use it stay as they were")
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _threads_list(cls, value: Any) -> Any:
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= MAX_THREADS:
+                raise ValueError(f"threads must be whole numbers from 1 to {MAX_THREADS}, got {shown(item)}")
+        if not values:
+            raise ValueError("threads needs at least one value")
+        if len(values) > MAX_THREAD_POINTS:
+            raise ValueError(f"{len(values)} thread counts; a sweep has at most {MAX_THREAD_POINTS}")
+        repeated = sorted({t for t in values if values.count(t) > 1})
+        if repeated:
+            raise ValueError(f"thread count {repeated[0]} is listed twice; list each count once "
+                             "(repetitions repeats every point)")
+        return values
+
+    @field_validator("compare_percentiles", mode="before")
+    @classmethod
+    def _recorded_percentiles(cls, value: Any) -> Any:
+        return recorded_percentiles(value)
+
+    @model_validator(mode="after")
+    def _not_the_main_percentile(self) -> Workload:
+        if self.percentile in self.compare_percentiles:
+            raise ValueError(f"compare_percentiles: {self.percentile:g} is already the workload's `percentile`; "
+                             "list only the others")
+        return self
+
+    @field_validator("buffer_pool")
+    @classmethod
+    def _percent(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\d{1,4}(\.\d{1,3})?%", value.strip()):
+            raise ValueError(f"{shown(value)} is not a percentage of the data size; write it like 10% or 150%")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench_options.py)
+        for key, item in value.items():
+            if not re.fullmatch(OPTION_NAME, key):
+                fix = "write it without the leading dashes" if key.startswith("-") else "letters, digits, _ and -"
+                raise ValueError(f"{shown(key)} is not a sysbench option name ({fix})")
+            check_option_value(key, item)
+        refuse_secret_names(value, "set the password with the variant's password_env or password_file "
+                                   "(backend external); layerbench passes it to sysbench in a private file")
+        return value
+
+    @model_validator(mode="after")
+    def _interval_fits(self) -> Workload:
+        if self.report_interval > self.warmup + self.duration:
+            raise ValueError(f"report_interval: {self.report_interval} s is longer than the run "
+                             f"({self.warmup + self.duration} s); use at most the duration")
+        return self
+
+    @model_validator(mode="after")
+    def _dataset_flags_of_a_script(self) -> Workload:
+        if self.dataset_flags not in (None, "auto") and not self.is_lua_path:
+            raise ValueError(f"workloads.{self.name}.dataset_flags: {self.test} is a built-in test, which always "
+                             "gets --tables and --table-size; remove dataset_flags")
+        return self
+
+    @property
+    def is_lua_path(self) -> bool:
+        return self.test.endswith(".lua") or "/" in self.test
+
+
+WALL_TIME = r"^\d{1,6}(\.\d{1,3})?\s?[smh]$"  # 90s, 30m, 2h
+
+
+def seconds_of(text: str) -> float:
+    return float(text.strip()[:-1]) * {"s": 1, "m": 60, "h": 3600}[text.strip()[-1]]
+
+
+class Adaptive(Strict):
+    """`repetitions: {auto: true, min: 6, max: 30, budget: 30m}`: rounds go on until every comparison is decided
+    (analysis/sequential.py), `max` rounds are done, or the budget of wall time would be passed."""
+
+    auto: Literal[True]
+    min: int = Field(default=6, ge=2, le=1000)
+    max: int = Field(default=30, ge=2, le=1000)
+    budget: str | None = Field(default=None, pattern=WALL_TIME, description="wall time, like 90s, 30m or 2h")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Adaptive:
+        if self.max < self.min:
+            raise ValueError(f"repetitions: max {self.max} is below min {self.min}; set max >= min")
+        if self.budget_seconds is not None and not 0 < self.budget_seconds <= 30 * MAX_SECONDS:
+            raise ValueError(f"repetitions: budget {self.budget} is not between 1 s and 30 days")
+        return self
+
+    @property
+    def budget_seconds(self) -> float | None:
+        return None if self.budget is None else seconds_of(self.budget)
+
+
+BUSY_POLICIES = ("rerun", "keep", "fail")
+
+
+def default_busy_policy() -> BusyPolicy:
+    """What a campaign without `busy:` does: $LAYERBENCH_BUSY (`rerun`, `keep` or `fail`) when it is set, else
+    `rerun`. For a shared machine that is busy during nearly every run (a CI runner), where replacing runs would
+    only use up the rerun limit."""
+    word = env_setting("LAYERBENCH_BUSY")
+    if word is None:
+        return BusyPolicy()
+    if word not in BUSY_POLICIES:
+        raise BadInput(f"LAYERBENCH_BUSY: {shown(word)} is not a policy; set it to rerun, keep or fail, or unset it")
+    return BusyPolicy(policy=word)  # type: ignore[arg-type]
+
+
+class BusyPolicy(Strict):
+    """`busy: rerun` (the default), `keep` or `fail`, or `busy: {policy: rerun, max_reruns: 4}`: what happens to a
+    run whose measured window was busy (analysis/busy.py). `rerun` replaces it by an extra run of the same variant
+    at the end of its round, at most `max_reruns` times per campaign (default: a quarter of the planned runs,
+    rounded up); `keep` keeps it (flagged in the warnings); `fail` stops the campaign."""
+
+    policy: Literal["rerun", "keep", "fail"] = "rerun"
+    max_reruns: int | None = Field(default=None, ge=0, le=MAX_RUNS, strict=True)
+
+    @model_validator(mode="after")
+    def _limit_is_for_reruns(self) -> BusyPolicy:
+        if self.max_reruns is not None and self.policy != "rerun":
+            raise ValueError(f"busy.max_reruns: limits reruns, but policy is {self.policy!r}; set policy: rerun or "
+                             "remove max_reruns")
+        return self
+
+    def reruns_allowed(self, planned_runs: int) -> int:
+        """The most runs one campaign may replace: max_reruns, else a quarter of the planned runs (at least 1)."""
+        if self.policy != "rerun":
+            return 0
+        return self.max_reruns if self.max_reruns is not None else max(1, math.ceil(planned_runs / 4))
+
+
+class Campaign(Strict):
+    name: Annotated[str, Field(pattern=NAME_RE)]
+    description: str = Field(default="", max_length=MAX_TEXT)
+    baseline: str = Field(max_length=63)
+    variants: list[Variant] = Field(min_length=1, max_length=MAX_VARIANTS)
+    workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
+    repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
+    order: Literal["rounds", "sequential"] = "rounds"
+    seed: int = Field(default=settings.SEED, ge=0, le=2**63 - 1)
+    output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
+    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: list(settings.REPORT_FORMATS))
+    noise_threshold: float = Field(default=settings.NOISE_THRESHOLD, ge=0, lt=1)
+    alpha: float = Field(default=settings.ALPHA, gt=0, lt=1)
+    min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
+                                 "a verdict, on top of what alpha needs (docs/import.md)")
+    estimator: Literal["paired", "unpaired"] = Field(default=settings.ESTIMATOR, description="paired: each "
+                                                     "variant against the baseline by round (docs/statistics.md)")
+    correction: Literal["point", "sweep"] = Field(default=settings.CORRECTION, description="the family over "
+                                                   "which p is Holm-corrected: the variants of each point, or "
+                                                   "every variant and thread count of a workload (docs/statistics.md)")
+    compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
+                                             "in every workload besides its `percentile` (docs/campaign.md)")
+    unstable_ratio: float = Field(default=settings.UNSTABLE_RATIO, gt=1, le=1000,
+                                  description="flag a run whose interval TPS swings wider")
+    max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
+    hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
+    wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "
+                                       "this long (at most 1 h) for other processes to leave the CPUs idle")
+    busy: BusyPolicy | None = None  # None: the default, BusyPolicy() (rerun); kept out of the stored definition
+
+    @field_validator("compare_percentiles", mode="before")
+    @classmethod
+    def _recorded_percentiles(cls, value: Any) -> Any:
+        return recorded_percentiles(value)
+
+    @field_validator("formats")
+    @classmethod
+    def _some_report(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("[] writes no report at all; list at least one of md, html, json, csv, or remove "
+                             f"formats: for the default ({', '.join(settings.REPORT_FORMATS)})")
+        return value
+
+    @model_validator(mode="after")
+    def _placement(self) -> Campaign:
+        from layerbench.hosts.placement import check_placement
+
+        check_placement(self.hosts, self.variants)
+        return self
+
+    @field_validator("wait_for_quiet")
+    @classmethod
+    def _bounded_wait(cls, value: str | None) -> str | None:
+        if value is not None and not (re.fullmatch(WALL_TIME, value) and 0 < seconds_of(value) <= 3600):
+            raise ValueError(f"{shown(value)} is not a wait from 1 s to 1 h; write it like 30s or 5m")
+        return value
+
+    @field_validator("busy", mode="before")
+    @classmethod
+    def _busy_word(cls, value: Any) -> Any:
+        """`busy: rerun` is `busy: {policy: rerun}`; anything but a policy word or a mapping is one line."""
+        if isinstance(value, str) and value in BUSY_POLICIES:
+            return {"policy": value}
+        if value is not None and not isinstance(value, dict):
+            raise ValueError(f"busy: {shown(value)} is not a policy; use rerun, keep or fail, or "
+                             "{policy: rerun, max_reruns: N}")
+        return value
+
+    @property
+    def busy_policy(self) -> BusyPolicy:
+        return self.busy or default_busy_policy()
+
+    @property
+    def planned_runs(self) -> int:
+        """Runs in the schedule: variants x (workload, threads) points x rounds (replacements come on top)."""
+        return len(self.variants) * sum(len(w.threads) for w in self.workloads) * self.rounds
+
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, value: Any) -> Any:
+        """A whole number, `auto`, or a mapping with auto: true; each error one line naming the key."""
+        if value == "auto":
+            value = {"auto": True}
+        if not isinstance(value, dict):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+                raise ValueError(f"repetitions: {shown(value)} is not a number of rounds; give 1 to 1000, or auto")
+            return value
+        try:
+            return Adaptive.model_validate(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = "".join(f".{p}" for p in first["loc"])
+            problem = {"extra_forbidden": "unknown key (use auto, min, max, budget)",
+                       "string_pattern_mismatch": "not a wall time; write it like 90s, 30m or 2h"}.get(
+                first["type"], first["msg"].removeprefix("Value error, ").removeprefix("repetitions: "))
+            raise ValueError(f"repetitions{key}: {shown(problem, 200, quote=False)}") from None
+
+    @model_validator(mode="after")
+    def _bounded_plan(self) -> Campaign:
+        """The number of runs, computed without building the schedule."""
+        points = sum(len(w.threads) for w in self.workloads)
+        runs = self.planned_runs
+        if runs > MAX_RUNS:
+            raise ValueError(f"repetitions: the plan holds {runs:,} runs ({len(self.variants)} variants x {points} "
+                             f"points x {self.rounds} repetitions), more than the limit of {MAX_RUNS:,}; "
+                             "split it into several campaigns")
+        if self.min_runs is not None and self.min_runs > self.rounds:
+            raise ValueError(f"min_runs: {self.min_runs} is more than repetitions ({self.rounds}), so no "
+                             f"verdict could ever be given; set repetitions: {self.min_runs} or more")
+        return self
+
+    @property
+    def rounds(self) -> int:
+        """Rounds planned: the fixed repetitions, or the most an adaptive campaign may run."""
+        return self.repetitions.max if isinstance(self.repetitions, Adaptive) else self.repetitions
+
+    @model_validator(mode="after")
+    def _names(self) -> Campaign:
+        names = [v.name for v in self.variants]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"variant names must be unique; repeated: {', '.join(dupes)}")
+        if self.baseline not in names:
+            raise ValueError(f"baseline {self.baseline!r} names no variant; choose one of: {', '.join(names)}")
+        wnames = [w.name for w in self.workloads]
+        if len(set(wnames)) != len(wnames):
+            raise ValueError("workload names must be unique; give each workload its own name")
+        return self
+
+    @model_validator(mode="after")
+    def _resets(self) -> Campaign:
+        """A snapshot can only be restored into a server layerbench starts itself."""
+        external = [v.name for v in self.variants if v.backend == "external"]  # type: ignore[attr-defined]
+        for workload in self.workloads:
+            if external and workload.reset == "snapshot":
+                raise ValueError(
+                    f"workloads.{workload.name}.reset: 'snapshot' cannot be restored into variant {external[0]!r} "
+                    "(backend external: a server layerbench does not own); set reset: none (its tables are "
+                    "prepared already) or reset: reprepare (cleanup + prepare before every run)")
+        return self
+
+    @model_validator(mode="after")
+    def _scripts_reach_clients(self) -> Campaign:
+        """A Lua script of the user's is a file on this host: sysbench in a client container or Job cannot read it."""
+        clients = [(v.name, getattr(v, "client", "host")) for v in self.variants]
+        for workload in self.workloads:
+            for name, client in clients:
+                if workload.is_lua_path and client in ("container", "job"):
+                    raise ValueError(
+                        f"variants.{name}.client: {client} runs sysbench where workloads.{workload.name}.test "
+                        f"({workload.test}, a file on this host) cannot be read; use client: host")
+        return self
+
+    @model_validator(mode="after")
+    def _client_placement_needs_a_job(self) -> Campaign:
+        """Only a Job is placed by the scheduler: placement options for any other client would be ignored."""
+        for v in self.variants:
+            if not isinstance(v, KubernetesVariant) or v.client == "job":
+                continue
+            for key in ("client_node_selector", "client_anti_affinity"):
+                if getattr(v, key) not in (None, False):
+                    raise ValueError(f"variants.{v.name}.{key}: places the sysbench Job, but client is "
+                                     f"{v.client!r}; set client: job or remove {key}")
+        return self
+
+    def variant(self, name: str) -> VariantBase:
+        return next(v for v in self.variants if v.name == name)
+
+    def workload(self, name: str) -> Workload:
+        return next(w for w in self.workloads if w.name == name)
+
+
+# --- loading ---------------------------------------------------------------------------------------------
+
+
+def deep_merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """Overlay wins; nested mappings merge key by key (so `extends` adds to a parent's server.config)."""
+    merged = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def resolve_extends(variants: list[Any]) -> list[Any]:
+    """Replace each variant that `extends` another by the merge of its ancestors and itself."""
+    by_name = {v["name"]: v for v in variants if isinstance(v, dict) and isinstance(v.get("name"), str)}
+    resolved: dict[str, dict[str, Any]] = {}
+
+    def resolve(name: str, chain: tuple[str, ...], index: int) -> dict[str, Any]:
+        if name in resolved:
+            return resolved[name]
+        raw = by_name[name]
+        parent = raw.get("extends")
+        if parent is None:
+            result = dict(raw)
+        elif not isinstance(parent, str):
+            raise BadInput(f"variants[{index}].extends: {shown(parent)} is not a variant name; give one name")
+        elif parent in chain:
+            raise BadInput(f"variants[{index}].extends: cycle {shown(' -> '.join((*chain, parent)), 200, False)}; "
+                           "remove one link")
+        elif parent not in by_name:
+            names = shown(", ".join(sorted(by_name)), 120, quote=False)
+            raise BadInput(f"variants[{index}].extends: {shown(parent)} names no variant; use one of: {names}")
+        else:
+            base = {k: v for k, v in resolve(parent, (*chain, name), index).items() if k != "description"}
+            result = deep_merge(base, raw)
+            result["extends"] = parent
+        resolved[name] = result
+        return result
+
+    out = []
+    for index, raw in enumerate(variants):
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            out.append(resolve(raw["name"], (raw["name"],), index))
+        else:
+            out.append(raw)
+    return out
+
+
+def normalise(data: Any) -> Any:
+    """Accept `workload:` (one) as well as `workloads:` (a list), and resolve `extends:`."""
+    if not isinstance(data, dict):
+        raise BadInput("campaign: the file must be a mapping with name, baseline, variants and workload")
+    data = dict(data)
+    if "workload" in data:
+        if "workloads" in data:
+            raise BadInput("workload: give `workload` (one) or `workloads` (a list), not both")
+        data["workloads"] = [data.pop("workload")]
+    variants = data.get("variants")
+    if isinstance(variants, list) and len(variants) > MAX_VARIANTS:
+        raise BadInput(f"variants: {len(variants)} variants; a campaign has at most {MAX_VARIANTS}, split it")
+    if isinstance(variants, list):
+        data["variants"] = resolve_extends(variants)
+    return data
+
+
+def _location(loc: tuple[Any, ...], data: Any) -> str:
+    parts: list[str] = []
+    for position, item in enumerate(loc):
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif item in BACKENDS and position and isinstance(loc[position - 1], int):
+            continue  # pydantic names the union member; the user never wrote it (a field `host` they did)
+        else:
+            name = str(item) if re.fullmatch(r"[\w.-]{1,64}", str(item)) else shown(item, 40)
+            parts.append(("." if parts else "") + name)
+    return "".join(parts) or "campaign"
+
+
+def _value_at(loc: tuple[Any, ...], data: Any) -> Any:
+    node = data
+    for item in loc:
+        in_dict = isinstance(node, dict) and item in node
+        if in_dict or (isinstance(node, list) and isinstance(item, int) and item < len(node)):
+            node = node[item]
+        elif item in BACKENDS:
+            continue
+        else:
+            return None
+    return node
+
+
+def describe_validation_error(error: ValidationError, data: Any) -> str:
+    """The first error as one line: field path, the value, what is wrong."""
+    first = error.errors()[0]
+    loc = tuple(first["loc"])
+    where = _location(loc, data)
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        return f"{where}: unknown key; remove it or check its spelling (see docs/campaign.md)"
+    if kind == "missing":
+        return f"{where}: required but missing; add it (see docs/campaign.md)"
+    if kind == "union_tag_invalid":
+        value = _value_at((*loc, "backend"), data)
+        return f"{where}.backend: {shown(value)} is not a backend; use one of: {', '.join(BACKENDS)}"
+    if kind == "union_tag_not_found":
+        return f"{where}.backend: missing; add backend: one of {', '.join(BACKENDS)}"
+    message = first["msg"].removeprefix("Value error, ")
+    value = _value_at(loc, data)
+    got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
+    if re.match(r"(variants|workloads|repetitions|busy)\.[\w.-]+: |(repetitions|min_runs|busy): ", message):
+        return message  # a cross-field check names its own field
+    return f"{where}: {shown(message, 300, quote=False)}{got}"
+
+
+def parse_campaign(data: Any) -> Campaign:
+    normalised = normalise(data)
+    try:
+        return Campaign.model_validate(normalised)
+    except ValidationError as error:
+        raise BadInput(describe_validation_error(error, normalised)) from None
+
+
+def load_campaign(path: str | os.PathLike[str]) -> Campaign:
+    """Read and validate a campaign file within bounds (boundedyaml); every problem is a one-line BadInput."""
+    file = Path(path)
+    name = shown(str(file), 100, quote=False, keep_end=True)
+    data = load_text(read_campaign_text(file), name)
+    try:
+        return parse_campaign(data)
+    except BadInput as error:
+        raise BadInput(f"{name}: {error}") from None
+
+
+def stored_campaign(definition: dict[str, Any]) -> Campaign:
+    """A campaign as a store holds it, for `resume`. Versions before 0.2 stored the then-default `min_runs: 6`
+    with every campaign; a rule that now refuses a `min_runs` above `repetitions` must not stop such a campaign
+    from being resumed, so that stale default is dropped (its report keeps the stored floor)."""
+    data = dict(definition)
+    floor, repetitions = data.get("min_runs"), data.get("repetitions")
+    if isinstance(floor, int) and isinstance(repetitions, int) and floor > repetitions:
+        data.pop("min_runs")
+    return parse_campaign(data)
+
+
+def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
+    return campaign.model_dump(mode="json", exclude_none=True)
+
+
+def smoke_dataset(workload: Workload) -> dict[str, int]:
+    """1 x 1000 rows; a script of the user's makes its own tables: only the dataset fields its workload sets
+    are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
+    small = {"tables": 1, "table_size": 1000}
+    return {k: v for k, v in small.items() if not workload.is_lua_path or k in workload.model_fields_set}
+
+
+def smoke_version(campaign: Campaign) -> Campaign:
+    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count, busy runs kept (a
+    rerun would only cost time). For checking that a campaign runs end to end (`layerbench run --smoke`), never for
+    numbers."""
+    workloads = [w.model_copy(update={**smoke_dataset(w), "duration": 3, "warmup": 0, "threads": [min(w.threads)]})
+                 for w in campaign.workloads]
+    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke",
+                                      "busy": BusyPolicy(policy="keep")})

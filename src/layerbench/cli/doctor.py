@@ -1,0 +1,54 @@
+"""`layerbench doctor`: are the prerequisites here, and did a crashed campaign leave anything behind?"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from layerbench.hosts.workdirs import cache_dir, work_root
+from layerbench.run.cleanup import leftovers
+from layerbench.server.snapshot import server_version
+
+PROGRAMS = {
+    "sysbench": "apt-get install sysbench (scripts/setup does it)",
+    "mariadbd": "apt-get install mariadb-server (scripts/setup does it)",
+    "mariadb-install-db": "apt-get install mariadb-server (scripts/setup does it)",
+    "taskset": "apt-get install util-linux",
+}
+
+
+def program_checks() -> list[tuple[bool, str]]:
+    out = []
+    for name, fix in PROGRAMS.items():
+        path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+        out.append((bool(path), f"{name}: {path}" if path else f"{name}: missing; {fix}"))
+    return out
+
+
+def version_checks() -> list[tuple[bool, str]]:
+    sysbench = subprocess.run(["sysbench", "--version"], capture_output=True, text=True, check=False).stdout
+    return [(True, f"server: {server_version()}"), (bool(sysbench), f"sysbench: {sysbench.strip() or 'unknown'}")]
+
+
+def leftover_checks() -> list[tuple[bool, str]]:
+    from layerbench.backends.vm.net import leftover_devices
+    from layerbench.run.cleanup import kubernetes_namespaces
+
+    found = leftovers()
+    namespaces = kubernetes_namespaces()
+    devices = leftover_devices()
+    if not found and not namespaces and not devices:
+        return [(True, "leftovers: none")]
+    return [(False, f"leftover of a crashed campaign: {o.label} (pid {o.pid}); run `layerbench clean`")
+            for o in found] + [(False, f"leftover Kubernetes namespace of a crashed campaign: {name}; run "
+                                       "`layerbench clean`") for name in namespaces] + [
+        (False, f"leftover VM network device of a crashed campaign: {name}; run `layerbench clean`")
+        for name in devices]
+
+
+def diagnose() -> list[tuple[bool, str]]:
+    checks = program_checks()
+    if all(ok for ok, _ in checks[:2]):
+        checks += version_checks()
+    checks += [(True, f"cache: {cache_dir()}"), (True, f"work dir: {work_root()}")]
+    return checks + leftover_checks()

@@ -1,0 +1,229 @@
+"""One helper to start every external process: its command recorded (secrets redacted), its output
+logged to the run's folder, and always reaped (terminate, then kill on a deadline)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from layerbench.errors import PrerequisiteMissing, RunFailed
+from layerbench.hosts.critical import signals_deferred
+from layerbench.secrets import Secret, redact
+
+_live: set[ManagedProcess] = set()
+_live_lock = threading.Lock()
+
+
+def require_program(name: str, hint: str) -> str:
+    """The absolute path of a program, or a PrerequisiteMissing error that says how to get it."""
+    found = shutil.which(name) or (shutil.which(name, path="/usr/sbin:/sbin:/usr/local/sbin"))
+    if not found:
+        raise PrerequisiteMissing(f"{name} not found on PATH; {hint}")
+    return found
+
+
+def command_text(cmd: Sequence[str], secrets: Sequence[Secret] = ()) -> str:
+    return redact(shlex.join(str(c) for c in cmd), secrets)
+
+
+def record_command(log_dir: Path | None, cmd: Sequence[str], secrets: Sequence[Secret] = ()) -> None:
+    if log_dir is None:
+        return
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / "commands.log").open("a", encoding="utf-8") as handle:
+        handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {command_text(cmd, secrets)}\n")
+
+
+def with_cpus(cmd: Sequence[str], cpus: str | None) -> list[str]:
+    """Prefix a command with taskset when a CPU list is given."""
+    if not cpus:
+        return [str(c) for c in cmd]
+    return [require_program("taskset", "install util-linux"), "-c", cpus, *map(str, cmd)]
+
+
+@dataclass(eq=False)
+class ManagedProcess:
+    """A started process whose output goes to a log file; stop() always reaps it."""
+
+    name: str
+    cmd: list[str]
+    popen: subprocess.Popen[bytes]
+    log_path: Path | None
+    secrets: list[Secret] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self, timeout: float = 30.0, sig: int = signal.SIGTERM) -> int | None:
+        """Signal the process and its group, wait up to timeout, then SIGKILL them; returns its exit code."""
+        if self.alive():
+            signal_group(self.popen, sig)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                signal_group(self.popen, signal.SIGKILL)
+                self.popen.wait(timeout=10)
+        with _live_lock:
+            _live.discard(self)
+        return self.popen.returncode
+
+    def tail(self, lines: int = 20) -> str:
+        return log_tail(self.log_path, lines, self.secrets)
+
+
+def signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
+    """Signal a process started here and every process it started in its group (start_new_session makes the
+    group the leader's PID): a script's children (mariadb-install-db's bootstrap server) must not outlive it,
+    writing into a folder that is being removed. Only while the leader is not reaped, so the group is ours."""
+    if popen.returncode is not None:
+        return
+    try:
+        os.killpg(popen.pid, sig)
+    except (ProcessLookupError, PermissionError):  # the leader left its group, or a member is not ours to signal
+        with contextlib.suppress(ProcessLookupError):
+            popen.send_signal(sig)
+
+
+def log_tail(path: Path | None, lines: int = 20, secrets: Sequence[Secret] = ()) -> str:
+    if path is None or not path.exists():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+    return redact("\n".join(text), secrets)
+
+
+def start(
+    name: str,
+    cmd: Sequence[str],
+    *,
+    log_path: Path | None,
+    secrets: Sequence[Secret] = (),
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> ManagedProcess:
+    """Start a long-lived process (a server), output to log_path, in its own process group."""
+    cmd = [str(c) for c in cmd]
+    record_command(log_path.parent if log_path else None, cmd, secrets)
+    out = log_path.open("ab") if log_path else subprocess.DEVNULL
+    try:
+        with signals_deferred():  # started and known to stop_all() together
+            popen = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, cwd=cwd, start_new_session=True,
+            )
+            proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
+            with _live_lock:
+                _live.add(proc)
+    except OSError as error:
+        raise RunFailed(f"{name}: cannot start {cmd[0]} ({error.strerror})") from None
+    finally:
+        if log_path:
+            out.close()  # type: ignore[union-attr]
+    return proc
+
+
+@dataclass
+class Completed:
+    returncode: int
+    output: str
+
+
+def run(
+    name: str,
+    cmd: Sequence[str],
+    *,
+    log_path: Path | None = None,
+    secrets: Sequence[Secret] = (),
+    timeout: float | None = None,
+    input_text: str | None = None,
+    on_line: Callable[[str], None] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Completed:
+    """Run a process to its end, streaming its output lines to on_line and to the log (redacted).
+
+    The process is killed when the timeout passes or when the caller is interrupted (KeyboardInterrupt).
+    """
+    cmd = [str(c) for c in cmd]
+    record_command(log_path.parent if log_path else None, cmd, secrets)
+    try:
+        with signals_deferred():  # started and known to stop_all() together
+            popen = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                env=env, cwd=cwd, start_new_session=True,
+            )
+            proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
+            with _live_lock:
+                _live.add(proc)
+    except OSError as error:
+        raise RunFailed(f"{name}: cannot start {cmd[0]} ({error.strerror})") from None
+    try:
+        return _collect(proc, timeout, input_text, on_line)
+    finally:
+        proc.stop(timeout=5, sig=signal.SIGKILL)
+
+
+def _collect(
+    proc: ManagedProcess, timeout: float | None, input_text: str | None,
+    on_line: Callable[[str], None] | None,
+) -> Completed:
+    popen = proc.popen
+    if input_text is not None and popen.stdin:
+        with contextlib.suppress(BrokenPipeError):
+            popen.stdin.write(input_text.encode())
+        popen.stdin.close()
+    timer = threading.Timer(timeout, signal_group, (popen, signal.SIGKILL)) if timeout else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    lines: list[str] = []
+    log = proc.log_path.open("a", encoding="utf-8") if proc.log_path else None
+    try:
+        assert popen.stdout is not None
+        for raw in popen.stdout:
+            line = redact(raw.decode("utf-8", errors="replace"), proc.secrets)
+            lines.append(line)
+            if log:
+                log.write(line)
+            if on_line:
+                on_line(line.rstrip("\n"))
+        popen.wait()
+    finally:
+        if timer:
+            timer.cancel()
+        if log:
+            log.close()
+    if timer and not timer.is_alive() and popen.returncode == -signal.SIGKILL and timeout:
+        raise RunFailed(f"{proc.name}: did not finish within {timeout:.0f} s and was killed")
+    return Completed(popen.returncode, "".join(lines))
+
+
+def stop_all() -> None:
+    """Reap every process this module started and that is still alive (used on errors and Ctrl-C)."""
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        proc.stop(timeout=10)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,1 @@
+"""Results measured elsewhere (published tables, raw sysbench logs) as stored campaigns."""

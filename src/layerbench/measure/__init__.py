@@ -1,0 +1,1 @@
+"""What the machine did during a run: CPU, I/O, environment fingerprints, samplers."""

@@ -1,0 +1,137 @@
+"""Where the CPU went on a server's ssh: host during a run: one small sh script prints that host's clock tick,
+uptime, /proc/stat `cpu` line and every process's /proc/<pid>/stat; it runs at the start and at the end of the
+window (two SSH round trips over the shared connection, no thread, nothing left on the host). The CPU seconds
+of each component (the backend's PIDs on that host and their descendants), `other` and `idle` come from the two
+readings with resources.py's own parsers, so a remote server is accounted like a local one.
+
+io_reading() does the same for the I/O window of io_counters.py: one script prints every process's stat line and
+its /proc/<pid>/io (shell builtins only, no process started per PID), read at the window's two marks; the
+counters of the backend's processes on that host are kept under `<component>@<host>`."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from layerbench.errors import RunFailed
+from layerbench.hosts.inventory import Host
+from layerbench.measure.cpu import ProcStat, descendants, parse_machine_stat, parse_proc_stat_line
+from layerbench.measure.io import Procs, parse_proc_io
+
+CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
+SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; '
+          'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true')
+
+
+IO_SCRIPT = (CLOCK +
+             'for d in /proc/[0-9]*; do read -r l < "$d/stat" 2>/dev/null || continue; echo "P $l"; '
+             '{ c=""; while read -r k v; do c="$c $k$v"; done < "$d/io"; echo "IO ${d#/proc/}$c"; } 2>/dev/null; '
+             'done; true')
+
+
+@dataclass
+class Reading:
+    tick: int = 100
+    uptime_ticks: int = 0
+    machine: tuple[int, int] = (0, 0)  # busy, idle ticks of all CPUs
+    procs: dict[int, ProcStat] = field(default_factory=dict)
+
+
+def parse_reading(text: str) -> Reading:
+    """The script's output; unreadable lines are skipped (a process may end while it is read)."""
+    reading = Reading()
+    with contextlib.suppress(ValueError):
+        reading.machine = parse_machine_stat(text)
+    for line in text.splitlines():
+        key, _, rest = line.partition(" ")
+        with contextlib.suppress(ValueError):
+            if key == "TICK" and 0 < int(rest) < 100_000:
+                reading.tick = int(rest)
+            elif key == "UPTIME":
+                reading.uptime_ticks = int(float(rest) * reading.tick)
+            elif key == "P":
+                stat = parse_proc_stat_line(rest)
+                reading.procs[stat.pid] = stat
+    return reading
+
+
+def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds per component between two readings, plus `other` (the rest of the busy time) and `idle`.
+    A process born after the first reading counts from zero; a PID reused in between is not mixed up."""
+    tick, out = last.tick, {}
+    seen: set[int] = set()
+    for name, pids in roots.items():
+        ticks = 0
+        for pid in descendants(list(pids), last.procs) - seen:
+            seen.add(pid)
+            stat, before = last.procs[pid], first.procs.get(pid)
+            same = before is not None and before.start == stat.start
+            ticks += max(0, stat.ticks - before.ticks) if same and before else \
+                stat.ticks if stat.start >= first.uptime_ticks else 0
+        out[name] = ticks / tick
+    busy = max(0, last.machine[0] - first.machine[0]) / tick
+    out["other"] = max(0.0, busy - sum(out.values()))
+    out["idle"] = max(0, last.machine[1] - first.machine[1]) / tick
+    return out
+
+
+class RemoteCpuWindow:
+    """start() and stop() around the measured window; result() the CPU seconds per component on the host."""
+
+    def __init__(self, host: Host, components: Callable[[], dict[str, list[int]]]) -> None:
+        self.host, self.components = host, components
+        self.first: Reading | None = None
+        self.last: Reading | None = None
+        self.error: str | None = None
+
+    def _read(self) -> Reading | None:
+        try:
+            done = self.host.shell(SCRIPT, name=f"cpu on {self.host.name}", timeout=30)
+        except RunFailed as error:
+            self.error = str(error)
+            return None
+        return parse_reading(done.output)
+
+    def start(self) -> None:
+        self.first = self._read()
+
+    def stop(self) -> None:
+        self.last = self._read()
+
+    def result(self) -> dict[str, float]:
+        if self.first is None or self.last is None:
+            return {}
+        return component_seconds(self.first, self.last, self.components())
+
+    def io_reading(self) -> tuple[int, Procs]:
+        """The I/O counters of the backend's processes on the host now (io_counters.IoWindow's `remote`)."""
+        roots = self.components()
+        done = self.host.shell(IO_SCRIPT, name=f"I/O on {self.host.name}", timeout=30)
+        return component_io(done.output, roots, self.host.name)
+
+
+def parse_io_lines(text: str) -> dict[int, dict[str, int]]:
+    """IO_SCRIPT's `IO <pid> rchar:1 wchar:2 ...` lines -> {pid: counters}; malformed lines are skipped."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 3 or parts[0] != "IO" or not parts[1].isdigit():
+            continue
+        with contextlib.suppress(ValueError):
+            counters = parse_proc_io("\n".join(p.replace(":", ": ", 1) for p in parts[2:]))
+            if counters:
+                out[int(parts[1])] = counters
+    return out
+
+
+def component_io(text: str, roots: dict[str, list[int]], host: str) -> tuple[int, Procs]:
+    """(the host's uptime in ticks, {pid: (component@host, start, counters)}) for the components' processes and
+    their descendants in IO_SCRIPT's output; a process is counted under the first component that holds it."""
+    reading, counters = parse_reading(text), parse_io_lines(text)
+    out: Procs = {}
+    for name, pids in roots.items():
+        for pid in sorted(descendants(list(pids), reading.procs)):
+            if pid not in out and pid in counters:
+                out[pid] = (f"{name}@{host}", reading.procs[pid].start, counters[pid])
+    return reading.uptime_ticks, out

@@ -1,0 +1,1 @@
+"""Running a campaign: plan, preflight, schedule, orchestrator, one run's execution, cleanup."""

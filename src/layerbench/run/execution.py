@@ -1,0 +1,335 @@
+"""One run: bring a server up for one variant on a freshly restored dataset, run sysbench's warm-up and
+measurement against it while sampling resources, and take everything down again, whatever happens. The
+campaign loop (orchestrator.py) hands each run a `RunContext` and stores the `RunRecord` it returns."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from layerbench.backends import Backend, ServerSpec, make_backend
+from layerbench.backends.base import ClientRunner, Endpoint, HostClient
+from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
+from layerbench.errors import RunFailed
+from layerbench.hosts import owners
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.inventory import Hosts
+from layerbench.hosts.placement import network_path, placement_of
+from layerbench.hosts.workdirs import work_root
+from layerbench.measure import environment
+from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
+from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
+from layerbench.measure.remote_cpu import RemoteCpuWindow
+from layerbench.run.harness import harness_cpus, pinned
+from layerbench.run.schedule import RunSpec
+from layerbench.secrets import generate_password, redact, write_private
+from layerbench.server.manifest import SnapshotCorrupt
+from layerbench.server.prepare import prepare_tables
+from layerbench.server.snapshot import Snapshot
+from layerbench.server.tables import existing_tables
+from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
+from layerbench.store import RunRecord
+from layerbench.sysbench.command import config_file_text, hook_script, parse_mark_records, parse_output, run_command
+from layerbench.sysbench.custom_script import dataset_label
+
+
+class Progress(Protocol):
+    """What the orchestrator tells whoever watches (the CLI draws it with Rich; tests ignore it)."""
+
+    def message(self, text: str) -> None: ...
+    def campaign_started(self, campaign_id: int, total: int, done: int, seconds_per_run: float) -> None: ...
+    def run_started(self, spec: RunSpec, position: int, total: int) -> None: ...
+    def interval(self, spec: RunSpec, tps: float, elapsed: float) -> None: ...
+    def run_finished(self, spec: RunSpec, record: RunRecord) -> None: ...
+
+
+def buffer_pool_bytes(percent: str, data_bytes: int) -> int:
+    """A buffer pool as a share of the measured data size, in whole MiB, at least 8 MiB."""
+    wanted = float(percent.strip().rstrip("%")) / 100.0 * data_bytes
+    return max(8, round(wanted / 2**20)) * 2**20
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
+
+
+@dataclass
+class RunContext:
+    """What every run of one campaign shares: the campaign, its hosts and their survey, where runs write, the
+    dataset snapshots (prepared once, cached), and who watches."""
+
+    campaign: Campaign
+    campaign_id: int
+    output_dir: Path
+    token: str  # makes this harness's resource names unique
+    hosts: Hosts
+    progress: Progress
+    snapshot_for: Callable[[Workload, VariantBase, Path], Snapshot]
+    survey: dict[str, Any] = field(default_factory=dict)
+
+
+class RunExecution:
+    """One scheduled run, executed once by `execute()`; `snapshot_corrupt` says whether it failed because the
+    cached dataset snapshot was damaged (the campaign loop then rebuilds it and runs this spec again)."""
+
+    def __init__(self, context: RunContext, spec: RunSpec) -> None:
+        self.ctx, self.spec = context, spec
+        self.variant = context.campaign.variant(spec.variant)
+        self.workload = context.campaign.workload(spec.workload)
+        self.backend: Backend = make_backend(self.variant, context.hosts)
+        self.password = generate_password()
+        self.private: Path | None = None
+        self.snapshot_corrupt = False
+        self._marks: WindowMarks | None = None  # set when sysbench starts: its totals mark the I/O window
+        self.work_dir = work_root() / "work"  # the variant's data_dir when it names one (set by _measure)
+        self.run_dir = context.output_dir / "runs" / (
+            f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}")
+        self.record = RunRecord(context.campaign_id, spec.variant, spec.workload, spec.threads, spec.repetition,
+                                idx=spec.idx, round=spec.round, started_at=time.time(),
+                                percentile=self.workload.percentile, run_dir=str(self.run_dir),
+                                warmup_seconds=float(self.workload.warmup))
+
+    def execute(self) -> RunRecord:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.ctx.campaign.wait_for_quiet:  # before anything of this run starts, so only others' work is seen
+            self.record.facts.quiet_wait = wait_for_quiet(seconds_of(self.ctx.campaign.wait_for_quiet))
+        owner = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-private"
+        try:
+            with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it
+                self.private = owners.private_folder(owner, "lb-private-")
+            self._measure(self.private)
+        except (RunFailed, Exception) as error:  # an unexpected error fails this run; the others go on
+            self._failed(error)
+        finally:
+            with signals_deferred():  # a cleanup, once begun, runs to its end
+                try:
+                    self.backend.down()
+                finally:
+                    if self.private is not None:
+                        shutil.rmtree(self.private, ignore_errors=True)
+                    owners.forget(owner)
+        self.record.finished_at = time.time()
+        return self.record
+
+    def _failed(self, error: BaseException) -> None:
+        self.snapshot_corrupt = isinstance(error, SnapshotCorrupt)
+        self.record.status = "failed"
+        cause = str(error) if isinstance(error, RunFailed) else f"internal error: {type(error).__name__}: {error}"
+        server = safe_exit_cause(self.backend)
+        if server and server not in cause:
+            cause += f"; the server {server}"
+        self.record.error = redact(cause, [self.password])
+        self.record.facts.other["server_log_tail"] = redact(safe_log_tail(self.backend), [self.password])
+
+    # --- the measurement -----------------------------------------------------------------------------------
+
+    def _measure(self, private: Path) -> None:
+        variant, workload, record = self.variant, self.workload, self.record
+        snapshot = self.ctx.snapshot_for(workload, variant, self.run_dir) if workload.reset == "snapshot" else None
+        checked = self._check_snapshot(snapshot)
+        self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
+        label = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-{slug(variant.name)}"
+        server_spec = ServerSpec(
+            self.ctx.campaign.name, label, self.run_dir, private, self.work_dir,
+            config=server_config(variant, workload, snapshot),
+            password=self.password, snapshot=snapshot.path if snapshot else None,
+            listen_address=placement_of(self.ctx.campaign.hosts, variant).listen_address,
+        )
+        started = time.monotonic()
+        endpoint = self.backend.up(server_spec)
+        record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
+        remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
+        reset = self._reset(endpoint, snapshot, private, remote) | script_facts(workload)
+        if snapshot is not None:
+            reset |= {**restore_record(self.run_dir, self.backend.kind), **checked,
+                      "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
+        record.facts.reset = reset
+        record.facts.environment = self._environment(endpoint)
+        if self.ctx.campaign.hosts:
+            record.facts.environment |= self._placement(endpoint)
+        if snapshot is not None and workload.buffer_pool:
+            record.facts.buffer_pool_ratio = workload.buffer_pool
+            record.facts.data_bytes = snapshot.data_bytes
+        self._benchmark(endpoint, private, remote or HostClient(variant.client_cpus))
+
+    def _reset(self, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
+               remote: ClientRunner | None) -> dict[str, Any]:
+        workload, started = self.workload, time.monotonic()
+        if workload.reset == "none":
+            tables = existing_tables(endpoint, workload)
+            missing = [f"sbtest{i}" for i in range(1, workload.tables + 1) if f"sbtest{i}" not in tables]
+            if missing and not workload.is_lua_path:  # a script of the user's may make its own tables
+                raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {workload.tables} "
+                                f"tables (missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}); "
+                                "prepare them with sysbench, or set reset: reprepare")
+            return {"method": "none", "tables": tables, "seconds": round(time.monotonic() - started, 3)}
+        if snapshot is None:
+            # on this host unpinned: prepare uses one thread per table, up to every CPU
+            prepare_tables(workload, endpoint, private, self.run_dir, None, cleanup_first=True, client=remote)
+            seconds = round(time.monotonic() - started, 3)
+            return {"method": "reprepare", "prepared_by": (remote or HostClient()).where, "seconds": seconds}
+        return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3)}
+
+    def _check_snapshot(self, snapshot: Snapshot | None) -> dict[str, Any]:
+        """Before the variant's server exists: the snapshot's files (and, with verify: checksum, its tables in a
+        private server), so that nothing of the check reaches the variant's buffer pool."""
+        if snapshot is None:
+            return {}
+        started = time.monotonic()
+        check_snapshot_files(snapshot)
+        facts: dict[str, Any] = {"verify": self.workload.verify}
+        if self.workload.verify == "checksum":
+            facts |= verify_by_checksum(snapshot, self.workload, self.run_dir)
+        return facts | {"check_seconds": round(time.monotonic() - started, 3)}
+
+    def _environment(self, endpoint: Endpoint) -> dict[str, Any]:
+        try:
+            variables = environment.server_variables(endpoint)
+        except Exception as error:  # e.g. a Job client on a cluster this host has no route to
+            variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
+        backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
+        storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
+        return {"host": environment.host_facts(), "backend": backend, "server_variables": variables,
+                "storage": storage, "tuning": environment.tuning_facts()}
+
+    def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner) -> None:
+        workload, hook = self.workload, self.run_dir / "hook.lua"
+        hook.write_text(hook_script(workload), encoding="utf-8")
+        config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
+        cmd = run_command(workload, config, hook, self.spec.threads)
+        files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
+        pids = lambda: self.backend.client_processes(hook)  # noqa: E731
+        server_host = self.ctx.hosts[self._server_host()]
+        remote_cpu = None if server_host.is_local else RemoteCpuWindow(server_host, self.backend.components)
+        local = self.backend.components if remote_cpu is None else dict  # another host's PIDs are not ours
+        sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
+        away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
+        with ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: connected before the window
+            io_window = IoWindow(local, pids, status, remote_cpu.io_reading if remote_cpu else None)
+            self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the window
+            if remote_cpu is not None:
+                remote_cpu.start()
+            sampler.start()
+            try:
+                done = client.run_client(cmd, files, log_path=self.run_dir / "sysbench.log",
+                                         timeout=workload.warmup + workload.duration + 120, on_line=self._on_line,
+                                         secrets=[endpoint.password])
+            finally:
+                usage = sampler.stop()
+                if remote_cpu is not None:
+                    remote_cpu.stop()
+        usage.harness_cpus = moved_to
+        self._record_output(done.returncode, done.output)
+        if self.ctx.campaign.hosts:
+            usage.cpu_seconds = placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey, server_host.name)
+        self.record.facts.resources = usage.as_dict()  # CPU per 1,000 transactions: analysis/aggregate.py
+        if (io := io_window.result()) is not None:
+            self.record.facts.io = io
+
+    def _on_line(self, line: str) -> None:
+        for rec in parse_mark_records(line):
+            if rec["kind"] == "interval" and rec["interval"] > 0:
+                self.ctx.progress.interval(self.spec, rec["events"] / rec["interval"], float(rec["time"]))
+            elif rec["kind"] == "total" and self._marks is not None:
+                self._marks.total_record()
+
+    def _record_output(self, returncode: int, output: str) -> None:
+        parsed, record = parse_output(output), self.record
+        record.intervals = parsed.intervals
+        if returncode != 0 or parsed.totals is None:
+            raise RunFailed(sysbench_failure(returncode, parsed.errors))
+        record.totals = parsed.totals
+        record.latency = parsed.latency
+        warm = [i for i in parsed.intervals if i.time <= self.workload.warmup + 1e-6]
+        record.facts.other["warmup_intervals"] = len(warm)
+
+    # --- placement on the campaign's hosts -----------------------------------------------------------------
+
+    def _server_host(self) -> str:
+        return placement_of(self.ctx.campaign.hosts, self.variant).server_host
+
+    def _placed_client(self, label: str) -> ClientRunner | None:
+        """sysbench on the variant's client_host when that is another host than its server's; else None."""
+        place = placement_of(self.ctx.campaign.hosts, self.variant)
+        if not place.remote_client and self.ctx.hosts[place.client_host].is_local:
+            return None
+        from layerbench.hosts.remote import SSHClient
+
+        return SSHClient(self.ctx.hosts[place.client_host], label, self.variant.client_cpus)
+
+    def _placement(self, endpoint: Endpoint) -> dict[str, Any]:
+        """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
+        place = placement_of(self.ctx.campaign.hosts, self.variant)
+        survey = self.ctx.survey
+        facts = survey.get("facts", {})
+        return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
+                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": network_path(self.variant, place),
+                              "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
+                "hosts": facts, "client_host": facts.get(place.client_host, {}),
+                "server_host": facts.get(place.server_host, {})}
+
+
+def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,
+               survey: dict[str, Any], server_host: str) -> dict[str, float]:
+    """CPU seconds per component named with its host: the server host's (read there when it is an ssh: host),
+    and sysbench's on its own host when it ran elsewhere."""
+    from layerbench.hosts.remote import SSHClient, placed_usage
+
+    remote = client if isinstance(client, SSHClient) else None
+    server_cpu = remote_cpu.result() if remote_cpu is not None else cpu
+    return placed_usage(server_cpu, server_host, remote, same_kernel(survey, remote, server_host))
+
+
+def same_kernel(survey: dict[str, Any], client: Any, server_host: str) -> bool:
+    """Whether a remote client's host runs the server host's kernel (the lab's namespaces): the server host's
+    machine-wide `other` then holds the client's CPU too."""
+    if client is None:
+        return False
+    facts = survey.get("facts", {})
+    server_boot = facts.get(server_host, {}).get("boot_id") or \
+        Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    return bool(facts.get(client.host.name, {}).get("boot_id") == server_boot)
+
+
+def script_facts(workload: Workload) -> dict[str, Any]:
+    """What defines the data a script of the user's made (its own tables), with the run's reset facts."""
+    return {"dataset": dataset_label(workload)} if workload.is_lua_path else {}
+
+
+def server_config(variant: VariantBase, workload: Workload, snapshot: Snapshot | None) -> dict[str, ConfigValue]:
+    config: dict[str, ConfigValue] = dict(variant.server.config)
+    if workload.buffer_pool and snapshot is not None:
+        config["innodb_buffer_pool_size"] = buffer_pool_bytes(workload.buffer_pool, snapshot.data_bytes)
+    return config
+
+
+def sysbench_failure(returncode: int, errors: list[str]) -> str:
+    """The cause of a failed sysbench run, in one line."""
+    cause = errors[0] if errors else f"sysbench exited with code {returncode}"
+    if returncode < 0:
+        cause = f"sysbench was killed by signal {-returncode}" + (f" ({cause})" if errors else "")
+    if "failed to initialize within" in cause:
+        cause += (" (sysbench 1.0 gives all threads 30 s to connect, fixed; the server answered too slowly, "
+                  "as an emulated VM does: use fewer threads)")
+    return cause
+
+
+def safe_exit_cause(backend: Backend) -> str | None:
+    """Why the server stopped, if the backend can tell; a failure to ask is no cause."""
+    try:
+        return backend.exit_cause()
+    except Exception:
+        return None
+
+
+def safe_log_tail(backend: Backend) -> str:
+    try:
+        return backend.server_log_tail(15)
+    except Exception as error:
+        return f"(no server log: {type(error).__name__})"

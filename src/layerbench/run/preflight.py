@@ -1,0 +1,325 @@
+"""Preflight: everything `run` checks before its first server starts, creating nothing. `validate`,
+`run --dry-run` and `run` itself call `preflight()`, so validate never says "valid" to what run refuses.
+
+Order: checks of the campaign alone (tests, my.cnf option names, limits against this machine, disk space),
+then every host the plan uses (the files its entry names, that it answers over SSH, sysbench and `client_cpus` where
+sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the
+throw-away container in which a docker variant's named image shows it holds the server's programs
+(backends/docker.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from layerbench.backends import Backend, make_backend
+from layerbench.campaign.models import Campaign, HostVariant, VariantBase, Workload
+from layerbench.errors import BadInput, PrerequisiteMissing, shown
+from layerbench.hosts.inventory import Host, Hosts
+from layerbench.hosts.placement import client_of, placement_of, server_of
+from layerbench.hosts.procs import require_program
+from layerbench.server.flavour import detect_flavour
+from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
+from layerbench.server.servers import check_wanted, resolve_server
+from layerbench.sysbench.custom_script import check_script
+
+SYSBENCH_SHARE = Path("/usr/share/sysbench")
+MAX_LUA_BYTES = 1 << 20
+BYTES_PER_ROW = 260  # a sysbench row with its secondary index in InnoDB, measured on 10.11 (~230) + margin
+
+
+def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
+    """Check everything; returns each variant with its checked backend (run goes on with prepare())."""
+    require_program("sysbench", "install sysbench (scripts/setup does it)")
+    for workload in campaign.workloads:
+        check_test(workload)
+    hosts = Hosts(campaign.hosts)
+    for variant in campaign.variants:
+        check_server_choice(variant, hosts[server_of(variant)].is_local)
+        if not hosts[server_of(variant)].is_local:
+            if not isinstance(variant, HostVariant) and not getattr(variant, "image", None):
+                check_option_names(variant)  # an image or a guest built here from this machine's package
+            continue  # the rest is its backend's check(), on the server's own host over SSH (a host variant's
+            # option names against that host's server: backends/host_remote.py)
+        if isinstance(variant, HostVariant):  # first: a server that is not there or not known is refused
+            resolve_server(variant)
+        check_machine_fits(variant)
+        if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
+            check_option_names(variant)  # the server of this host, or an image built from its package
+    check_disk_space(campaign)
+    check_hosts(campaign, hosts)
+    backends = [(variant, make_backend(variant, hosts)) for variant in campaign.variants]
+    for _, backend in backends:
+        backend.check()
+    check_remote_disk_space(campaign)  # after the checks: every server host answers over SSH
+    return backends
+
+
+def check_hosts(campaign: Campaign, hosts: Hosts) -> None:
+    """Every host the plan uses, as `run` reaches it: the files its entry names, the address a server here listens
+    on, that each answers over SSH with its host key checked (a host that only runs sysbench too), then on each host
+    that runs sysbench: sysbench itself and the variant's `client_cpus`."""
+    used = sorted({name for v in campaign.variants for name in (server_of(v), client_of(v))})
+    for name in used:
+        hosts[name].check_files()
+    for variant in campaign.variants:
+        check_listen_address(campaign, variant, hosts[server_of(variant)])
+    for name in used:
+        hosts[name].check()
+    has_sysbench: set[str] = set()
+    for variant in campaign.variants:
+        check_client_host(variant, hosts[client_of(variant)], has_sysbench)
+
+
+def check_listen_address(campaign: Campaign, variant: VariantBase, host: Host) -> None:
+    """A server here that listens on a `local: true` host's `address:` (for sysbench on another host) can bind
+    there: the address is one of this machine's (a socket is bound to a free port and closed at once)."""
+    import socket
+
+    address = placement_of(campaign.hosts, variant).listen_address
+    if not host.is_local or address.startswith("127.") or getattr(variant, "backend", "") == "external":
+        return
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+            probe.bind((address, 0))
+    except OSError as error:
+        raise BadInput(f"hosts.{host.name}.address: {shown(address)} is not an address of this machine, so the "
+                       f"server of variant {variant.name} cannot listen there ({error.strerror or error}); give one "
+                       "of this machine's addresses (ip -brief address)") from None
+
+
+def check_client_host(variant: VariantBase, host: Host, has_sysbench: set[str]) -> None:
+    """sysbench on the variant's client host (this machine's is checked first of all) and its CPU list there."""
+    from layerbench.hosts.machine import check_cpus
+
+    where, cpus = f"variants.{variant.name}", variant.client_cpus
+    if host.is_local:
+        check_cpus(cpus, f"{where}.client_cpus")
+        return
+    if host.name not in has_sysbench:
+        if host.run(["sysbench", "--version"], name=f"sysbench on {host.name}", timeout=30).returncode != 0:
+            raise PrerequisiteMissing(f"{where}.client_host: sysbench is not on host {host.name}; install it there "
+                                      "(Debian: apt-get install sysbench)")
+        has_sysbench.add(host.name)
+    if cpus and host.run(["taskset", "-c", cpus, "true"], name=f"taskset on {host.name}", timeout=30).returncode:
+        raise BadInput(f"{where}.client_cpus: {cpus!r} is not a CPU list of host {host.name}, where sysbench runs; "
+                       "see nproc there")
+
+
+def check_server_choice(variant: VariantBase, local: bool) -> None:
+    """`server: {flavour: mysql}` runs on the host backend of this machine only for now; a MariaDB `version` of
+    a variant whose server is built from this machine's package is that package's (docs/servers.md)."""
+    chosen, where = variant.server, f"variants.{variant.name}.server"
+    backend = getattr(variant, "backend", "?")
+    if chosen.flavour == "mysql" and not (isinstance(variant, HostVariant) and local):
+        place = backend if local else "an ssh: host"
+        raise BadInput(f"{where}.flavour: mysql runs on the host backend of this machine only, not yet on {place}; "
+                       "use backend: host for this variant")
+    if chosen.flavour == "mariadb" and chosen.version and backend in ("docker", "vm", "kubernetes") and \
+            not getattr(variant, "image", None):
+        mariadbd = require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
+        check_wanted(chosen, detect_flavour(mariadbd, f"{where}.version"), where)
+
+
+def check_test(workload: Workload) -> None:
+    """A built-in sysbench test by name, or a readable regular Lua file of at most 1 MiB."""
+    where = f"workloads.{workload.name}.test"
+    if not workload.is_lua_path:
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not (
+                SYSBENCH_SHARE / f"{workload.test}.lua").is_file():
+            raise BadInput(f"{where}: {shown(workload.test)} is not a sysbench test; use one of "
+                           f"{', '.join(builtin_tests()[:8])}, ... or a path to a .lua script")
+        return
+    path = Path(workload.test).expanduser()
+    try:
+        info = path.stat()
+    except OSError:
+        raise BadInput(f"{where}: {shown(workload.test)} is not a file; fix the path") from None
+    if not stat.S_ISREG(info.st_mode) or not os.access(path, os.R_OK):
+        raise BadInput(f"{where}: {shown(workload.test)} is not a readable regular file; fix the path")
+    if info.st_size > MAX_LUA_BYTES:
+        raise BadInput(f"{where}: {shown(workload.test)} has {info.st_size:,} bytes; a test script is under 1 MiB")
+    problem = lua_compile_error(path)
+    if problem:
+        raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
+                       f"({shown(problem, 120, quote=False)}); fix the script or the path")
+    check_script(workload)  # loads it: its modules, its declared options, the dataset flags it gets
+
+
+def lua_compile_error(path: Path) -> str | None:
+    """Compile (never run) the script with sysbench's own LuaJIT; the error text, or None when it loads."""
+    from layerbench.sysbench.command import lua_string
+
+    probe = f"local f, err = loadfile({lua_string(str(path.resolve()))})\nif not f then io.write('LUAERR ', err) end\n"
+    try:
+        done = subprocess.run(["sysbench", "/dev/stdin"], input=probe, capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None  # sysbench itself is checked above; run reports a script error as the run's cause
+    errors = [line.removeprefix("LUAERR ") for line in done.stdout.splitlines() if line.startswith("LUAERR ")]
+    return errors[0] if errors else None
+
+
+def builtin_tests() -> list[str]:
+    found = sorted(p.stem for p in SYSBENCH_SHARE.glob("*.lua") if p.stem.startswith(("oltp_", "select_")))
+    return found or ["oltp_read_write", "oltp_read_only", "oltp_write_only"]
+
+
+def check_machine_fits(variant: VariantBase) -> None:
+    """The server's CPU list names CPUs this process may use; memory limits fit in this machine's memory."""
+    from layerbench.hosts.machine import check_cpus
+
+    where = f"variants.{variant.name}"
+    check_cpus(variant.cpus, f"{where}.cpus")  # client_cpus: on the host that runs sysbench (check_client_host)
+    memory = getattr(getattr(variant, "resources", None), "memory", None) or (
+        getattr(variant, "memory", None) if getattr(variant, "backend", "") == "vm" else None)
+    if memory:
+        wanted, total = size_bytes(str(memory)), total_memory()
+        if total and wanted > total:
+            field = "resources.memory" if hasattr(variant, "resources") else "memory"
+            raise BadInput(f"{where}.{field}: {memory} is more than this machine's {total / 2**30:.1f} GiB of "
+                           "memory; use less")
+
+
+def size_bytes(text: str) -> float:
+    """512m, 2g, 1536M, 2G as bytes (Docker and QEMU both read the suffix as a power of 1024)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgtBKMGT]?)\s*", text)
+    if not match:
+        return 0.0
+    return float(match.group(1)) * 1024 ** "bkmgt".index(match.group(2).lower() or "b")
+
+
+def total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+def check_disk_space(campaign: Campaign) -> None:
+    """Room, said before: on every filesystem involved, the snapshots still to be built plus one run's working
+    copy (a run holds one datadir at a time; counted in full even where a clone shares the snapshot's blocks)
+    fit in the free space. Refuses with the numbers otherwise."""
+    from layerbench.hosts.workdirs import datasets_dir, work_root
+
+    needs: dict[int, tuple[Path, list[tuple[str, int]]]] = {}
+    for workload in campaign.workloads:
+        if workload.reset == "snapshot" and not cached(workload):
+            add_need(needs, existing_parent(datasets_dir()), f"snapshot of {workload.name}", dataset_bytes(workload))
+    copied = [dataset_bytes(w) for w in campaign.workloads if w.reset != "none"]
+    hosts = Hosts(campaign.hosts)
+    for folder in {Path(v.data_dir) if v.data_dir else work_root() for v in campaign.variants
+                   if getattr(v, "backend", "") != "external" and hosts[server_of(v)].is_local}:
+        if copied:
+            add_need(needs, existing_parent(folder), "one run's working copy", max(copied))
+    for folder, items in needs.values():
+        total, free = sum(size for _, size in items), shutil.disk_usage(folder).free
+        if total > free:
+            parts = " + ".join(f"{what} {gib(size)}" for what, size in items)
+            raise BadInput(f"workloads: {parts} = {gib(total)} needed on {folder}, which has {gib(free)} free; free "
+                           "space, use fewer tables or a smaller table_size, or put the data elsewhere "
+                           "(LAYERBENCH_DATA_DIR, a variant's data_dir)")
+
+
+def check_remote_disk_space(campaign: Campaign) -> None:
+    """On every ssh: host that runs a server: the shipped snapshots plus one run's working copy fit in the free
+    space of its work_dir (or of the variant's data_dir there). Refuses with the numbers otherwise."""
+    hosts = Hosts(campaign.hosts)
+    shipped = sum(dataset_bytes(w) for w in campaign.workloads if w.reset == "snapshot")
+    copied = max([dataset_bytes(w) for w in campaign.workloads if w.reset != "none"], default=0)
+    for v in campaign.variants:
+        host = hosts[server_of(v)]
+        if host.is_local or not copied:
+            continue
+        folder = v.data_dir or host.work_dir
+        free = free_bytes_on(host, folder)
+        if free is not None and shipped + copied > free:
+            raise BadInput(f"variants.{v.name}.server_host: snapshots {gib(shipped)} + one run's working copy "
+                           f"{gib(copied)} = {gib(shipped + copied)} needed on host {host.name} at {folder}, which "
+                           f"has {gib(free)} free; free space there or set hosts.{host.name}.work_dir")
+
+
+def free_bytes_on(host: Host, folder: str) -> int | None:
+    """Free bytes of the filesystem that holds folder (or its nearest existing parent) on an ssh: host."""
+    import shlex
+
+    script = (f"d={shlex.quote(folder)}; while [ ! -d \"$d\" ]; do d=$(dirname \"$d\"); done; "
+              "df -Pk \"$d\" | awk 'NR==2 {print \"FREE\", $4}'")
+    done = host.shell(script, name=f"df on {host.name}", timeout=30)
+    line = next((x for x in done.output.splitlines() if x.startswith("FREE ")), "")
+    return int(line.split()[1]) * 1024 if line[5:].strip().isdigit() else None
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:.2f} GiB"
+
+
+def add_need(needs: dict[int, tuple[Path, list[tuple[str, int]]]], folder: Path, what: str, size: int) -> None:
+    """Group what is needed by filesystem (device), so two folders on one disk add up."""
+    entry = needs.setdefault(folder.stat().st_dev, (folder, []))
+    entry[1].append((what, size))
+
+
+DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql schema
+
+
+def dataset_bytes(workload: Workload) -> int:
+    """The datadir a dataset makes: measured when its snapshot is cached, else estimated from the row count."""
+    from layerbench.server.snapshot import folder_size
+
+    folder = cached_folder(workload)
+    if folder is not None:
+        return folder_size(folder / "datadir")
+    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
+
+
+def cached(workload: Workload) -> bool:
+    return cached_folder(workload) is not None
+
+
+def cached_folder(workload: Workload) -> Path | None:
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.server.snapshot import dataset_key, server_version
+
+    try:
+        key, _ = dataset_key(workload, server_version(), None)
+    except OSError:
+        return None
+    folder = datasets_dir() / key
+    return folder if (folder / "meta.json").is_file() else None
+
+
+def existing_parent(path: Path) -> Path:
+    path = path.resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_option_names(variant: VariantBase) -> None:
+    """server.config names against the options the local server binary knows (`mariadbd --help --verbose`)."""
+    if not variant.server.config:
+        return
+    if isinstance(variant, HostVariant) and variant.server.flavour == "mysql":  # the rootfs's mysqld
+        command = resolve_server(variant).command
+        check_names_known(variant, server_options(command), Path(command[-1]).name)
+        return
+    wanted = getattr(variant, "mysqld", None) or "mariadbd"
+    binary = shutil.which(wanted) or shutil.which(wanted, path="/usr/sbin:/sbin")
+    if binary:
+        check_names_known(variant, server_options((binary,)), Path(binary).name)
+
+
+@lru_cache(maxsize=4)
+def server_options(command: tuple[str, ...]) -> frozenset[str]:
+    try:
+        done = subprocess.run([*command, *HELP_ARGS], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return parse_server_options(done.stdout)
