@@ -325,7 +325,7 @@ def report(
     correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
-    from layerbench.importing.table import statistics_options
+    from layerbench.cli.statistics_options import statistics_options
 
     overrides = statistics_options(alpha, min_runs, threshold, correction, estimator)
     path, ref = located(ref, db)
@@ -482,8 +482,8 @@ def import_results(
     correction: CorrectionOption = None, db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
+    from layerbench.cli.statistics_options import statistics_options
     from layerbench.importing.sources import import_results as import_any
-    from layerbench.importing.table import statistics_options
 
     options = statistics_options(alpha, min_runs, threshold, correction)
     path = store_path(db)
