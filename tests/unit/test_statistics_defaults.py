@@ -39,6 +39,16 @@ def test_the_prose_of_statistics_md_says_the_same_numbers() -> None:
     assert "minimum 6" not in STATISTICS and "need >= 6 runs per side (have" not in STATISTICS
 
 
+def test_the_methods_limits_in_statistics_md_are_the_codes() -> None:
+    """Not defaults but fixed limits of the methods, which the page names: where the bootstrap gives way to
+    Student's t, the exact distributions to the normal approximation, sorting all pairs to bisection."""
+    assert f"above {stats.BOOTSTRAP_MAX_N} runs Student's t interval" in STATISTICS
+    assert f"a side has more than {stats.EXACT_MAX} runs" in STATISTICS
+    assert f"up to {stats.EXACT_MAX} runs per side" in STATISTICS
+    assert f"Above {stats.PAIRWISE_MAX:,} pairs" in STATISTICS
+    assert f"tied |d| up to {paired.EXACT_PAIRS_MAX} pairs" in STATISTICS
+
+
 @pytest.mark.parametrize("key", ["seed", "noise_threshold", "alpha", "min_runs", "correction", "estimator",
                                  "unstable_ratio"])
 def test_campaign_md_gives_the_same_defaults(key: str) -> None:

@@ -57,7 +57,7 @@ class DeltaCI:
     delta: float  # Hodges-Lehmann estimate of variant / baseline - 1 (median of the pairwise ratios, minus 1)
     low: float
     high: float
-    confidence: float = 0.95  # the interval's attained confidence (the exact distribution is discrete)
+    confidence: float = 1 - DEFAULTS.alpha  # the interval's attained confidence (the exact distribution is discrete)
 
 
 @dataclass(frozen=True)
