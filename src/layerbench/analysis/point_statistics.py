@@ -34,7 +34,7 @@ def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher
 
 
 def first_run_outlier(values: Sequence[float]) -> bool:
-    """The first run differs from the median of the rest by more than DEFAULTS.outlier_mads MADs and
+    """The first run differs from the median of the rest by more than DEFAULTS.outlier_mads MADs and more than
     DEFAULTS.outlier_share of that median (a cold-cache run)."""
     if len(values) < 4:
         return False

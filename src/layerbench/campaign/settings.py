@@ -20,12 +20,13 @@ def _doc(default: Any, meaning: str) -> Any:
 
 @dataclass(frozen=True)
 class Defaults:
-    """Every default of the statistics. A campaign key of the same name (noise_threshold, alpha, min_runs, seed,
-    correction, estimator, unstable_ratio) or a `report` option overrides the first ones; the others are fixed."""
+    """Every default of the statistics. A campaign key of the same name overrides noise_threshold, alpha,
+    min_runs, seed, correction, estimator and unstable_ratio, and all of these but seed and unstable_ratio a
+    `report` option; the others are fixed."""
 
-    noise_threshold: float = _doc(0.02, "the band ±threshold: an interval wholly inside it is `within noise`, a "
-                                  "verdict of a difference needs the whole interval beyond it (benchstat's "
-                                  "default is 5 %; ours is stricter)")
+    noise_threshold: float = _doc(0.02, "the band ±threshold: an interval wholly inside it is `within noise`; "
+                                  "`slower` / `faster` need the whole interval beyond it (benchstat's default is "
+                                  "5 %; ours is stricter)")
     alpha: float = _doc(0.05, "the significance level of the verdicts (per look, alpha / looks, for adaptive "
                         "repetitions)")
     min_runs: int = _doc(0, "a floor of runs per side for a verdict on top of the runs the test needs to reach "
@@ -43,12 +44,13 @@ class Defaults:
                                  "steady window is flagged")
     cv_warning: float = _doc(0.10, "a variant whose TPS varies this much or more between runs (CV) is warned "
                              "about")
-    outlier_mads: float = _doc(3.0, "a first run further than this many MADs from the median of the others (and "
-                               "than outlier_share) is flagged as a cold-cache outlier")
-    outlier_share: float = _doc(0.05, "and further than this share of that median")
+    outlier_mads: float = _doc(3.0, "a first run further than this many MADs from the median of the other runs "
+                               "(and than outlier_share) is warned about as a cold-cache outlier")
+    outlier_share: float = _doc(0.05, "a first run is an outlier only when it is also further than this share of "
+                                "the other runs' median")
 
     def rows(self) -> list[tuple[str, str, str]]:
-        """(name, value, meaning) of every default, in order: the table of docs/statistics.md and the CLI's help."""
+        """(name, value, meaning) of every default, in order: the table of docs/statistics.md."""
         return [(f.name, self.shown(f.name), f.metadata["doc"]) for f in fields(self)]
 
     def shown(self, name: str) -> str:
