@@ -11,7 +11,7 @@ import pytest
 
 from layerbench.analysis.attainable import runs_needed, verdict_possible
 from layerbench.campaign.models import MAX_RUNS, parse_campaign
-from layerbench.campaign.settings import MIN_RUNS, Settings
+from layerbench.campaign.settings import DEFAULTS, Settings
 from layerbench.errors import BadInput
 from layerbench.importing.table import parse_csv
 
@@ -25,7 +25,7 @@ def test_the_runs_a_verdict_needs_come_from_alpha_and_holm(comparisons: int, alp
 
 
 def test_there_is_no_fixed_floor_of_runs_unless_the_campaign_sets_one() -> None:
-    assert MIN_RUNS == 0 and Settings().min_runs == 0
+    assert DEFAULTS.min_runs == 0 and Settings().min_runs == 0
     campaign = parse_campaign({"name": "c", "baseline": "a", "variants": [{"name": "a", "backend": "host"}],
                                "workload": {}})
     assert campaign.min_runs is None
@@ -136,6 +136,6 @@ def test_the_gate_text_docs_studies_quotes() -> None:
     """docs/studies.md quotes today's 'need more runs' text for 3 runs a side."""
     from layerbench.analysis.attainable import gate
 
-    text = gate(3, 3, comparisons=1, alpha=0.05, min_runs=None)
+    text = gate(3, 3, comparisons=1, alpha=0.05, min_runs=0)
     assert text == "need >= 4 runs per side (have 3 and 3: smallest attainable p = 0.1 is not below alpha 0.05)"
     assert f"`{text}`" in (ROOT / "docs" / "studies.md").read_text(encoding="utf-8")

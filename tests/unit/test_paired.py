@@ -294,7 +294,7 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
         said[value] = (int(done.value.code or 0), capsys.readouterr().err)
     assert said["paired"][0] == 0 and "paired by round" in (tmp_path / "r" / "report.md").read_text()
     assert said["both"][0] == 2
-    from layerbench.importing.table import statistics_options
+    from layerbench.cli.statistics_options import statistics_options
 
     with pytest.raises(BadInput) as error:
         statistics_options(None, None, None, None, "both")

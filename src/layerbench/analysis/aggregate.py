@@ -17,12 +17,12 @@ from layerbench.analysis.busy import (
     short_list,
     what_was_done,
 )
-from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
+from layerbench.analysis.point_statistics import comparisons, summaries, variant_warnings
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
-from layerbench.campaign.settings import Overrides
+from layerbench.campaign.settings import Overrides, Settings
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
 from layerbench.records.campaign import IMPORTED
 from layerbench.store import Store

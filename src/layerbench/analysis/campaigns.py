@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from layerbench.analysis.aggregate import Analysis, metric_values, mixed_percentiles, ordinal
-from layerbench.analysis.stats import Comparison, Verdict, compare
+from layerbench.analysis.stats import Comparison, Verdict, compare_with_baseline
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps
                 if metric == "lat_pct_ms" and mixed:  # p95 against p100 is no comparison
                     rows.append(not_compared(name, workload, threads, before[name], after[name], mixed))
                     continue
-                (found,) = compare(before[name], {name: after[name]}, higher_is_better=metric in ("tps", "qps"),
-                                   threshold=s.threshold, alpha=s.alpha, min_runs=s.min_runs)
+                (found,) = compare_with_baseline(before[name], {name: after[name]}, s,
+                                                 higher_is_better=metric in ("tps", "qps"))
                 rows.append(CrossRow(name, workload, threads, metric, sum(before[name]) / len(before[name]),
                                      sum(after[name]) / len(after[name]), found))
     return rows

@@ -150,7 +150,7 @@ def comparisons_at(analysis: Analysis) -> int:
 
 def rule(analysis: Analysis) -> str:
     s, family = analysis.settings, max(1, comparisons_at(analysis))
-    text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs or None)
+    text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
     if s.estimator != "paired":
         return text
     return (f"{text} Paired by round, the signed-rank test's smallest p with n pairs is 2 / 2^n: it needs >= "

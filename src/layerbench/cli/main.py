@@ -20,6 +20,7 @@ from rich.text import Text
 from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import Campaign, load_campaign, smoke_version
+from layerbench.campaign.settings import DEFAULTS
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.hosts.procs import stop_all
 from layerbench.paths import existing_store, store_path, where
@@ -58,15 +59,16 @@ STATE: dict[str, Any] = {"debug": False}
 DbOption = Annotated[Path | None, typer.Option(
     "--db", help="SQLite store [default: $LAYERBENCH_DB, else results/layerbench.db]")]
 AlphaOption = Annotated[float | None, typer.Option("--alpha", help="significance level of the verdicts "
-                                                                  "(default 0.05)")]
+                                                                  f"(default {DEFAULTS.shown('alpha')})")]
 MinRunsOption = Annotated[int | None, typer.Option("--min-runs", help="a floor of runs per side for a verdict, on "
-                                                                      "top of what alpha needs (default none)")]
-ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction "
-                                                                          "(default 0.02 = 2 %)")]
+                                                   f"top of what alpha needs (default {DEFAULTS.shown('min_runs')})")]
+ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction (default "
+                                                       f"{DEFAULTS.shown('noise_threshold')} = "
+                                                       f"{DEFAULTS.noise_threshold * 100:g} %)")]
 CorrectionOption = Annotated[str | None, typer.Option("--correction", help="the family over which p is "
                                                     "Holm-corrected: point (the variants of each point) or sweep "
-                                                    "(every thread count of a workload together) [default: point; "
-                                                    "report: the campaign's]")]
+                                                    "(every thread count of a workload together) [default: "
+                                                    f"{DEFAULTS.correction}; report: the campaign's]")]
 EstimatorOption = Annotated[str | None, typer.Option("--estimator", help="paired (each variant against the "
                                                   "baseline by round, where the rounds allow it) or unpaired "
                                                   "[default: the campaign's]")]
@@ -325,7 +327,7 @@ def report(
     correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
-    from layerbench.importing.table import statistics_options
+    from layerbench.cli.statistics_options import statistics_options
 
     overrides = statistics_options(alpha, min_runs, threshold, correction, estimator)
     path, ref = located(ref, db)
@@ -482,8 +484,8 @@ def import_results(
     correction: CorrectionOption = None, db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
+    from layerbench.cli.statistics_options import statistics_options
     from layerbench.importing.sources import import_results as import_any
-    from layerbench.importing.table import statistics_options
 
     options = statistics_options(alpha, min_runs, threshold, correction)
     path = store_path(db)
