@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from layerbench.analysis.aggregate import Analysis, metric_values, mixed_percentiles, ordinal
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.stats import Comparison, Verdict, compare
 
 
@@ -37,11 +38,12 @@ def not_compared(name: str, workload: str, threads: int | None, before: list[flo
     """The percentile latency of a variant whose runs in A and B report different percentiles: both means, no
     comparison (`not compared`, `95th vs 100th`)."""
     verdict = Verdict("not compared", " vs ".join(ordinal(p) for p in percentiles))
-    return CrossRow(name, workload, threads, "lat_pct_ms", sum(before) / len(before), sum(after) / len(after),
+    return CrossRow(name, workload, threads, Metric.LAT_PCT, sum(before) / len(before), sum(after) / len(after),
                     Comparison(name, None, None, None, verdict, len(before), len(after)))
 
 
-def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps", "lat_pct_ms")) -> list[CrossRow]:
+def compare_campaigns(a: Analysis, b: Analysis,
+                      metrics: tuple[Metric, ...] = (Metric.TPS, Metric.LAT_PCT)) -> list[CrossRow]:
     rows = []
     s = a.settings
     for workload, threads, names in shared_points(a, b):
@@ -53,10 +55,10 @@ def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps
                 if not before[name] or not after[name]:
                     continue
                 mixed = mixed_percentiles([r for r in runs_a + runs_b if r.variant == name])
-                if metric == "lat_pct_ms" and mixed:  # p95 against p100 is no comparison
+                if metric == Metric.LAT_PCT and mixed:  # p95 against p100 is no comparison
                     rows.append(not_compared(name, workload, threads, before[name], after[name], mixed))
                     continue
-                (found,) = compare(before[name], {name: after[name]}, higher_is_better=metric in ("tps", "qps"),
+                (found,) = compare(before[name], {name: after[name]}, higher_is_better=metric.higher_is_better,
                                    threshold=s.threshold, alpha=s.alpha, min_runs=s.min_runs)
                 rows.append(CrossRow(name, workload, threads, metric, sum(before[name]) / len(before[name]),
                                      sum(after[name]) / len(after[name]), found))

@@ -26,6 +26,7 @@ from layerbench.analysis.latency import (
     percentile_comparisons,
     point_title,
 )
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, meanings
@@ -90,7 +91,7 @@ def as_report(source: Analysis | Report) -> Report:
 
 def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
     notes = {(p.workload, p.threads): analysis.not_compared(p) for p in analysis.points}
-    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"),
+    return tuple(AnswerRow(v.variant, point_title(point), v.verdict(Metric.TPS), v.verdict(Metric.LAT_PCT),
                            notes[(point.workload, point.threads)])
                  for point in analysis.points for v in point.variants if v.variant != analysis.baseline)
 
@@ -109,7 +110,7 @@ def method_line(analysis: Analysis) -> str:
             f"drift): delta = Hodges-Lehmann ratio - 1 of the per-round ratios variant/baseline (median of the Walsh "
             f"averages of their logs) with its {level} interval from the exact Wilcoxon signed-rank test, {tail}")
     fallback = sorted({f"`{v.variant}` at {point_title(p)}" for p in analysis.points for v in p.variants
-                       if (c := v.verdict("tps")) and c.delta is not None and c.pairs is None})
+                       if (c := v.verdict(Metric.TPS)) and c.delta is not None and c.pairs is None})
     if not fallback:
         return line
     need = pairs_needed(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from layerbench.analysis.aggregate import Analysis, Overhead, Point
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
@@ -86,7 +87,7 @@ def ladder_figure(analysis: Analysis) -> go.Figure | None:
     if not any(v.extends for v in variants) or not analysis.points:
         return None
     point = analysis.points[0]
-    means = {v.variant: v.means.get("tps") for v in point.variants}
+    means = {v.variant: v.means.get(Metric.TPS) for v in point.variants}
     base = means.get(analysis.baseline)
     steps = [v.name for v in variants if means.get(v.name) is not None]
     if not base or len(steps) < 2:

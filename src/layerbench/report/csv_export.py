@@ -13,6 +13,7 @@ import io
 from layerbench.analysis.aggregate import Analysis, RunRow, label_number
 from layerbench.analysis.io import CGROUP, COMPONENT_FIGURES, SERVER_FIGURES, RunIo
 from layerbench.analysis.latency import SHOWN
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report, as_report
 from layerbench.sysbench.histogram import percentile_key
 
@@ -45,11 +46,11 @@ def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]
         note = analysis.not_compared(point)
         for v in point.variants:
             cells = []
-            for metric in ("tps", "lat_pct_ms"):
+            for metric in (Metric.TPS, Metric.LAT_PCT):
                 found = v.verdict(metric)
                 if found:
                     cells += [found.verdict.kind, found.verdict.text]
-                elif metric == "lat_pct_ms" and note and v.variant != analysis.baseline:
+                elif metric == Metric.LAT_PCT and note and v.variant != analysis.baseline:
                     cells += note.split(": ", 1)
                 else:
                     cells += ["", ""]
@@ -64,8 +65,7 @@ def row(analysis: Analysis, r: RunRow, replaced: dict[int, str]) -> list[object]
     reset = r.facts.reset
     why = replaced.get((r.idx or 0) + 1, "") if r.status == "replaced" else r.error or ""
     return [analysis.campaign_id, (r.idx or 0) + 1, r.round, r.variant, r.workload, r.threads, r.repetition,
-            r.status, why, r.values["queries"], r.values["qps"], r.values["tps"], r.values["lat_avg_ms"],
-            r.values["lat_pct_ms"], run_percentile(analysis, r), steady.cut if steady else "",
+            r.status, why, *[r.values[m] for m in Metric], run_percentile(analysis, r), steady.cut if steady else "",
             steady.kept if steady else "", (steady.steady if steady else ""), (w.unstable if w else ""),
             (round(w.swing, 4) if w and w.swing not in (None, float("inf")) else ""),
             reset.method if reset else "", (reset.seconds if reset and reset.seconds is not None else "")]

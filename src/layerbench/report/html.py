@@ -14,6 +14,7 @@ from layerbench.analysis.aggregate import Analysis
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import AnswerRow, Report, as_report
 from layerbench.analysis.stats import Comparison
 from layerbench.report import charts, evidence, io_table
@@ -88,7 +89,7 @@ def answer(report: Report) -> str:
     if not rows:
         return "<h2>The answer</h2>" + intro + f"<p>{esc(analysis.nothing_to_compare())}</p>"
     header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", "CI",
-              f"{analysis.metric_label('lat_pct_ms')}: verdict, delta [CI] (p, n)"]
+              f"{analysis.metric_label(Metric.LAT_PCT)}: verdict, delta [CI] (p, n)"]
     notes = "".join(f"<li>{esc(note)}</li>" for note in report.verdict_notes)
     return ("<h2>The answer</h2>" + intro + table(header, rows)
             + f"<p class='muted'>{esc(report.legend)}</p>" + (f"<ul class='warn'>{notes}</ul>" if notes else ""))
@@ -112,11 +113,11 @@ def warnings(analysis: Analysis) -> str:
 def per_variant(analysis: Analysis) -> str:
     parts = ["<h2>Throughput and latency per variant</h2>"]
     for point in analysis.points:
-        parts.append(chart(charts.runs_figure(analysis, point, "tps", "TPS"), f"tps-{point_title(point)}"))
-        parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", analysis.metric_label("lat_pct_ms")),
+        parts.append(chart(charts.runs_figure(analysis, point, Metric.TPS, "TPS"), f"tps-{point_title(point)}"))
+        parts.append(chart(charts.runs_figure(analysis, point, Metric.LAT_PCT, analysis.metric_label(Metric.LAT_PCT)),
                            f"latency-{point_title(point)}"))
         rows = [[esc(v.variant), str(s.n), fmt(s.mean), fmt(s.median), *evidence.summary_cells(s, fmt)]
-                for v in point.variants if (s := v.summaries.get("tps"))]
+                for v in point.variants if (s := v.summaries.get(Metric.TPS))]
         parts.append(table(["variant", "n", "mean TPS", "median", "sd", "CV", "95 % CI"], rows, {1, 2, 3, 4, 5}))
     return "".join(parts)
 

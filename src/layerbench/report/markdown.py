@@ -7,6 +7,7 @@ from layerbench.analysis.aggregate import METRICS, Analysis, RunRow
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report, as_report
 from layerbench.report import evidence, io_table
 from layerbench.report.text import fmt, pct, run_numbers, window_text
@@ -37,7 +38,7 @@ def answer_section(report: Report) -> list[str]:
             for a in report.answer]
     if not rows:
         return [*lines, analysis.nothing_to_compare(), ""]
-    label = analysis.metric_label("lat_pct_ms")
+    label = analysis.metric_label(Metric.LAT_PCT)
     header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", f"{label} verdict",
               f"{label} delta [CI] (p, n)"]
     notes = [f"- {note}" for note in report.verdict_notes]
@@ -49,7 +50,7 @@ def summary_section(analysis: Analysis) -> list[str]:
     rows = []
     for point in analysis.points:
         for v in point.variants:
-            s = v.summaries.get("tps")
+            s = v.summaries.get(Metric.TPS)
             if s:
                 sd, cv, ci = evidence.summary_cells(s, fmt)
                 rows.append([f"`{v.variant}`", point_title(point), str(s.n), fmt(s.mean), fmt(s.median), sd, cv,
@@ -80,7 +81,7 @@ def aggregate_section(analysis: Analysis) -> list[str]:
 
 def run_table(analysis: Analysis) -> list[str]:
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS",
-              "avg latency (ms)", analysis.metric_label("lat_pct_ms"), "steady window", "status"]
+              "avg latency (ms)", analysis.metric_label(Metric.LAT_PCT), "steady window", "status"]
     why = {r.run: r.status() for r in analysis.replaced}
     tagged = bool(analysis.run_percentiles)
     rows = [run_cells(r, why.get((r.idx or 0) + 1, "replaced"), tagged) for r in analysis.runs]

@@ -4,6 +4,7 @@ a pipe table (Markdown and `compare`)."""
 from __future__ import annotations
 
 from layerbench.analysis.aggregate import RunRow, label_number
+from layerbench.analysis.metrics import Metric
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -39,7 +40,7 @@ def run_numbers(r: RunRow, tagged: bool = False) -> list[str]:
     """A run's total queries, QPS, TPS, avg and percentile latency as the run tables show them; `tagged`: the
     latency with the percentile it is (`34.95 (p100)`), for campaigns whose runs report different ones."""
     v = r.values
-    latency = fmt(v["lat_pct_ms"])
-    if tagged and r.percentile is not None and v["lat_pct_ms"] is not None:
+    latency = fmt(v[Metric.LAT_PCT])
+    if tagged and r.percentile is not None and v[Metric.LAT_PCT] is not None:
         latency += f" (p{label_number(r.percentile)})"
-    return [fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), latency]
+    return [fmt(v[Metric.QUERIES], 0), fmt(v[Metric.QPS]), fmt(v[Metric.TPS]), fmt(v[Metric.LAT_AVG]), latency]
