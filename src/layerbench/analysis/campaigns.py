@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from layerbench.analysis.aggregate import Analysis, metric_values, mixed_percentiles, ordinal
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.report_model import legend
 from layerbench.analysis.stats import Comparison, Verdict, compare
 
 
@@ -21,6 +22,21 @@ class CrossRow:
     mean_a: float | None
     mean_b: float | None
     comparison: Comparison
+
+
+@dataclass(frozen=True)
+class CampaignComparison:
+    """What the `compare` command shows: campaign B against campaign A, every shared variant and point, with the
+    verdict legend at A's noise threshold; the terminal only renders it (report/markdown.py)."""
+
+    a: int  # campaign ids
+    b: int
+    rows: tuple[CrossRow, ...]
+    legend: str
+
+
+def campaign_comparison(a: Analysis, b: Analysis) -> CampaignComparison:
+    return CampaignComparison(a.campaign_id, b.campaign_id, tuple(compare_campaigns(a, b)), legend(a.settings))
 
 
 def shared_points(a: Analysis, b: Analysis) -> list[tuple[str, int | None, list[str]]]:

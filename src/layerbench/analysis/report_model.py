@@ -29,7 +29,7 @@ from layerbench.analysis.latency import (
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.sequential import decision_rows, headline
-from layerbench.analysis.stats import Comparison, meanings
+from layerbench.analysis.stats import Comparison, Summary, meanings
 from layerbench.campaign.settings import Settings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
 
@@ -46,8 +46,18 @@ class AnswerRow:
 
 
 @dataclass(frozen=True)
+class SummaryRow:
+    """One variant at one point: the summary of its runs' TPS, a row of every format's TPS-per-variant table."""
+
+    variant: str
+    point: str  # its title: `oltp_read_write, 8 threads`
+    where: tuple[str, int | None]  # (workload, threads), by which the HTML groups its tables
+    summary: Summary
+
+
+@dataclass(frozen=True)
 class Report:
-    analysis: Analysis
+    analysis: Analysis  # the runs, the definition and the environments, which the formats show as stored
     workloads: tuple[str, ...]  # one line per workload: test, data, threads, durations, repetitions, buffer pool
     method: str  # how the answer was computed, in one sentence
     rule: str  # the verdict rule at this campaign's alpha and family size
@@ -67,6 +77,9 @@ class Report:
     io: tuple[IoRow, ...] = ()  # where the I/O went, per point and variant (analysis/io.py)
     io_notes: tuple[str, ...] = ()  # why an I/O figure is missing that is no error, with the variants it concerns
     io_runs: dict[int, RunIo] = field(default_factory=dict)  # run_id -> its I/O per 1,000 transactions
+    summary: tuple[SummaryRow, ...] = ()  # the TPS per variant and point (built here once for every format)
+    run_verdicts: dict[tuple[str, str, int | None], tuple[str, str, str, str]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def report_model(analysis: Analysis) -> Report:
@@ -82,11 +95,34 @@ def report_model(analysis: Analysis) -> Report:
         tuple(missing_percentiles(analysis)), tuple(d.text(analysis.baseline) for d in analysis.differences),
         tuple(dataset_rows(analysis.runs)),
         io=(io := tuple(io_rows(analysis))), io_notes=tuple(io_notes(list(io))),
-        io_runs={r.run_id: f for r in analysis.runs if (f := run_figures(r)) is not None})
+        io_runs={r.run_id: f for r in analysis.runs if (f := run_figures(r)) is not None},
+        summary=summary_rows(analysis), run_verdicts=run_verdicts(analysis), warnings=tuple(analysis.warnings))
 
 
-def as_report(source: Analysis | Report) -> Report:
-    return source if isinstance(source, Report) else report_model(source)
+def summary_rows(analysis: Analysis) -> tuple[SummaryRow, ...]:
+    return tuple(SummaryRow(v.variant, point_title(p), (p.workload, p.threads), s)
+                 for p in analysis.points for v in p.variants if (s := v.summaries.get(Metric.TPS)))
+
+
+def run_verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], tuple[str, str, str, str]]:
+    """(variant, workload, threads) -> TPS verdict word and text, percentile latency verdict word and text (or
+    `not compared` and `95th vs 100th` when the point's runs report different percentiles); empty cells for
+    the baseline."""
+    out = {}
+    for point in analysis.points:
+        note = analysis.not_compared(point)
+        for v in point.variants:
+            cells: list[str] = []
+            for metric in (Metric.TPS, Metric.LAT_PCT):
+                found = v.verdict(metric)
+                if found:
+                    cells += [found.verdict.kind, found.verdict.text]
+                elif metric == Metric.LAT_PCT and note and v.variant != analysis.baseline:
+                    cells += note.split(": ", 1)
+                else:
+                    cells += ["", ""]
+            out[(v.variant, point.workload, point.threads)] = (cells[0], cells[1], cells[2], cells[3])
+    return out
 
 
 def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:

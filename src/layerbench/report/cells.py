@@ -1,5 +1,5 @@
-"""Values as text, the same in every format and in the terminal: numbers, deviations, a run's steady window,
-a pipe table (Markdown and `compare`)."""
+"""The cells of the report's tables as text, the same in every format and in the terminal: numbers,
+deviations, a run's steady window, a run's numbers (the Markdown table writer is report/markdown.py's)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,6 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f} %"
-
-
-def pipe_table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
-    """A Markdown table; `align`: one l or r per column (default: the first left, the rest right)."""
-    align = align or "l" + "r" * (len(header) - 1)
-    marks = ["---:" if a == "r" else ":---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
 
 
 def window_text(r: RunRow) -> str:
