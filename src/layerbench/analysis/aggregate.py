@@ -115,7 +115,7 @@ class Analysis:
     def metric_label(self, metric: str) -> str:
         if metric not in METRICS:
             return latency_label(metric)
-        return METRICS[metric][0].format(pct=self.percentile_label)
+        return Metric(metric).labelled(self.percentile_label)
 
     def not_compared(self, point: Point) -> str:
         """`not compared: 95th vs 100th` when the point's runs report different latency percentiles, else ''."""

@@ -1,5 +1,5 @@
 """Reports: one module per format, each rendering the one Report the analysis makes (analysis/report_model.py),
-never computing one; all with `render()`."""
+never computing one; all with `render(report)`. The HTML's markup is in templates/ (Jinja2, autoescaped)."""
 
 from __future__ import annotations
 

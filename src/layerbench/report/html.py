@@ -136,7 +136,7 @@ def per_variant(report: Report) -> list[dict[str, Any]]:
         rows: list[list[Cell]] = [[r.variant, str(r.summary.n), fmt(r.summary.mean), fmt(r.summary.median),
                                    *evidence.summary_cells(r.summary, fmt)]
                                   for r in report.summary if r.where == (point.workload, point.threads)]
-        out.append({"tps": chart(charts.runs_figure(report, point, Metric.TPS), f"tps-{title}"),
+        out.append({"throughput": chart(charts.runs_figure(report, point, Metric.TPS), f"tps-{title}"),
                     "latency": chart(charts.runs_figure(report, point, Metric.LAT_PCT), f"latency-{title}"),
                     "table": Table(header, rows, {1, 2, 3, 4, 5})})
     return out
