@@ -45,6 +45,7 @@ KIND_CLASS = {"slower": "slower", "faster": "faster", "slower?": "slower-maybe",
 
 TEMPLATES = Environment(loader=PackageLoader("layerbench.report", "templates"), autoescape=True,
                         undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+TEMPLATES.globals["zip"] = zip
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,11 @@ class Table:
     header: list[str]
     rows: list[list[Cell]]
     numeric: set[int] = field(default_factory=set)  # right-aligned columns
+
+    @property
+    def flags(self) -> list[bool]:
+        """Per column: right-aligned (a number) or not."""
+        return [i in self.numeric for i in range(len(self.header))]
 
 
 @dataclass(frozen=True)
