@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from layerbench.analysis.attainable import runs_needed, verdict_possible
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import MAX_RUNS, parse_campaign
 from layerbench.campaign.settings import DEFAULTS, Settings
 from layerbench.errors import BadInput
@@ -66,7 +67,7 @@ def test_report_json_has_exactly_the_keys_its_page_lists(tmp_path: Path) -> None
     listed = re.findall(r"^\| `(\w+)(?:\[\])?` \|", page, re.M)
     cid = fill_store(tmp_path / "lb.db", {"host": 1.0, "docker": 0.9}, reps=4)
     with Store(tmp_path / "lb.db") as store:
-        exported = document(analyze(store, cid))
+        exported = document(report_model(analyze(store, cid)))
     assert exported["schema"] == SCHEMA and f"schema `{SCHEMA}`" in page
     assert set(listed) == set(exported) | {"adaptive", "replaced_runs"}
 

@@ -313,7 +313,7 @@ def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
     with Store(path) as store:
         from layerbench.report.markdown import render
 
-        out.print(render(analyze(store, ref)), markup=False, highlight=False)
+        out.print(render(report_model(analyze(store, ref))), markup=False, highlight=False)
 
 
 @app.command()
@@ -525,10 +525,8 @@ def compare_cmd(
     db: DbOption = None,
 ) -> None:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
-    from layerbench.analysis.campaigns import compare_campaigns
-    from layerbench.analysis.report_model import legend
-    from layerbench.report.text import fmt
-    from layerbench.report.text import pipe_table as table
+    from layerbench.analysis.campaigns import campaign_comparison
+    from layerbench.report.markdown import render_comparison
 
     with Store(existing_store(db)) as store:
         first, second = analyze(store, a), analyze(store, b)
@@ -539,16 +537,10 @@ def compare_cmd(
         if not one.runs:
             raise BadInput(f"compare: campaign {one.campaign_id} ({one.name}, {one.status}) has no stored run; "
                            "nothing to compare")
-    rows = compare_campaigns(first, second)
-    if not rows:
+    found = campaign_comparison(first, second)
+    if not found.rows:
         raise BadInput(f"campaigns {a} and {b} share no variant measured at the same workload and threads")
-    body = [[f"`{r.variant}`", r.workload if r.threads is None else f"{r.workload}, {r.threads} thr",
-             r.metric, fmt(r.mean_a), fmt(r.mean_b), r.comparison.verdict.kind, r.comparison.verdict.text]
-            for r in rows]
-    header = ["variant", "point", "metric", f"A ({first.campaign_id})", f"B ({second.campaign_id})", "verdict",
-              "B vs A"]
-    out.print("\n".join([*table(header, body, "lllrrll"), "", legend(first.settings)]), markup=False,
-              highlight=False)
+    out.print(render_comparison(found), markup=False, highlight=False)
 
 
 def study_description(name: str) -> str:
