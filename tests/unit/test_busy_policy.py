@@ -134,7 +134,7 @@ def test_the_default_policy_stays_out_of_the_stored_definition() -> None:
 
 def finished(cid: int, spec: RunSpec, usage: dict | None, seed: int = 1) -> RunRecord:
     record = synthetic_run(cid, spec, 1.0, random.Random(seed), False)
-    record.facts.resources = usage
+    record.facts.resources = None if usage is None else Usage.from_json(usage)
     return record
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from golden import differences
 from layerbench.analysis.aggregate import analyze
-from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts
+from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts, Usage
 from layerbench.report import csv_export, json_export, markdown
 from layerbench.store import RunRecord, Store
 
@@ -55,8 +55,8 @@ def test_the_old_store_reads_as_typed_records(old_store: Path) -> None:
 
 def test_run_facts_are_written_with_their_format_and_read_back(tmp_path: Path) -> None:
     facts = RunFacts(reset={"method": "reprepare", "seconds": 1.5}, data_bytes=4096,
-                     resources={"cpu_seconds": {"server": 1.0, "other": 0.1}, "top_other": [{"name": "x",
-                                                                                                "cpu_seconds": 0.1}]},
+                     resources=Usage.from_json({"cpu_seconds": {"server": 1.0, "other": 0.1},
+                                                "top_other": [{"name": "x", "cpu_seconds": 0.1}]}),
                      other={"server_start_seconds": 0.8})
     document = facts.to_json()
     assert document["format"] == FORMAT and RunFacts.from_json(document) == facts
@@ -66,7 +66,7 @@ def test_run_facts_are_written_with_their_format_and_read_back(tmp_path: Path) -
         (run,) = store.runs(cid)
         stored = json.loads(store.db.execute("SELECT details FROM runs").fetchone()[0])
     assert stored["format"] == FORMAT and run.facts == StoredFacts.from_json(document)
-    assert run.facts.usage is not None and run.facts.usage.top_other == (("x", 0.1),)
+    assert run.facts.usage is not None and [(p.name, p.cpu_seconds) for p in run.facts.usage.top_other] == [("x", 0.1)]
     assert run.facts.reset is not None and run.facts.reset.seconds == 1.5
 
 

@@ -2,6 +2,7 @@
 format history). The store writes and returns these types; the analysis never indexes a raw row or dict."""
 
 from layerbench.records.campaign import AdaptiveRepetitions, CampaignRecord, VariantRecord, WorkloadRecord
+from layerbench.records.cpu import QuietWait, Throttling, TopProcess, Usage
 from layerbench.records.io import IoCounters
 from layerbench.records.run import (
     FORMAT,
@@ -9,12 +10,9 @@ from layerbench.records.run import (
     BusyDecision,
     Environment,
     HostFacts,
-    QuietWait,
     Reset,
     RunFacts,
     StoredFacts,
-    Throttling,
-    Usage,
 )
 from layerbench.records.stored import (
     CampaignListing,
@@ -27,5 +25,6 @@ from layerbench.records.stored import (
 
 __all__ = ["FORMAT", "AdaptiveRepetitions", "BackendFacts", "BusyDecision", "CampaignListing", "CampaignRecord",
            "Environment", "HostFacts", "IoCounters", "QuietWait", "Reset", "RunFacts", "RunMetrics", "ScheduledRun",
-           "StoredCampaign", "StoredFacts", "StoredInterval", "StoredRun", "Throttling", "Usage", "VariantRecord",
+           "StoredCampaign", "StoredFacts", "StoredInterval", "StoredRun", "Throttling", "TopProcess", "Usage",
+           "VariantRecord",
            "WorkloadRecord"]

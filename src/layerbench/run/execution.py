@@ -9,7 +9,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -224,13 +224,13 @@ class RunExecution:
                 usage = sampler.stop()
                 if remote_cpu is not None:
                     remote_cpu.stop()
-        usage.harness_cpus = moved_to
+        usage = replace(usage, harness_cpus=moved_to)
         self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
-            usage.cpu_seconds = placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey, server_host.name)
-        self.record.facts.resources = usage.as_dict()  # CPU per 1,000 transactions: analysis/aggregate.py
-        if (io := io_window.result()) is not None:
-            self.record.facts.io = io
+            usage = replace(usage, cpu_seconds=placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey,
+                                                          server_host.name))
+        self.record.facts.resources = usage  # CPU per 1,000 transactions: analysis/aggregate.py
+        self.record.facts.io = io_window.result()
 
     def _on_line(self, line: str) -> None:
         for rec in parse_mark_records(line):
