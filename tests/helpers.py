@@ -6,10 +6,9 @@ import random
 from pathlib import Path
 
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
-from layerbench.records import CampaignRecord, IoCounters
+from layerbench.records import CampaignRecord, Interval, IoCounters, RunRecord, Totals
 from layerbench.run.schedule import build_schedule
-from layerbench.store import RunRecord, Store
-from layerbench.sysbench.command import Interval, Totals
+from layerbench.store import Store
 
 
 def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple[int, ...] = (2,),

@@ -11,23 +11,21 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from layerbench.errors import BadInput
 from layerbench.records import (
     CampaignListing,
     CampaignRecord,
-    RunFacts,
     RunMetrics,
+    RunRecord,
     ScheduledRun,
     StoredCampaign,
     StoredFacts,
     StoredInterval,
     StoredRun,
 )
-from layerbench.sysbench.command import Interval, Totals
+from layerbench.records.stored import RUN_METRIC_COLUMNS
 
 SCHEMA_VERSION = 2  # 2: run_latency (the measured window's latency distribution); a v1 store gains it empty
 
@@ -92,50 +90,6 @@ CREATE TABLE IF NOT EXISTS run_latency (  -- the measured window's distribution,
   PRIMARY KEY (run_id, percentile)
 );
 """
-
-RUN_METRIC_COLUMNS = (
-    "duration", "transactions", "queries", "reads", "writes", "other", "tps", "qps",
-    "lat_min_ms", "lat_avg_ms", "lat_max_ms", "lat_pct_ms", "errors", "reconnects",
-)
-
-
-@dataclass
-class RunRecord:
-    """One finished (or failed) run, as it is written."""
-
-    campaign_id: int
-    variant: str
-    workload: str
-    threads: int | None
-    repetition: int
-    idx: int | None = None
-    round: int | None = None
-    status: str = "ok"
-    error: str | None = None
-    started_at: float | None = None
-    finished_at: float | None = None
-    totals: Totals | None = None
-    percentile: float | None = None  # which latency percentile totals.latency_pct_ms is (95, 99, 99.9, 100)
-    run_dir: str | None = None
-    intervals: list[Interval] = field(default_factory=list)
-    warmup_seconds: float = 0.0
-    facts: RunFacts = field(default_factory=RunFacts)
-    imported: dict[str, float] | None = None  # metric column -> value, for results measured elsewhere
-    latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
-
-    def metric_values(self) -> list[Any]:
-        if self.imported is not None:
-            return [self.imported.get(column) for column in RUN_METRIC_COLUMNS]
-        return _totals_values(self.totals)
-
-
-def _totals_values(totals: Totals | None) -> list[Any]:
-    if totals is None:
-        return [None] * len(RUN_METRIC_COLUMNS)
-    t = totals
-    return [t.duration, t.transactions, t.queries, t.reads, t.writes, t.other, t.tps, t.qps,
-            t.latency_min_ms, t.latency_avg_ms, t.latency_max_ms, t.latency_pct_ms, t.errors, t.reconnects]
-
 
 class Store:
     """A SQLite file; open it with Store(path) and use it as a context manager or call close()."""

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from golden import differences
 from layerbench.analysis.aggregate import analyze
-from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts, Usage
+from layerbench.records import FORMAT, CampaignRecord, RunFacts, RunRecord, StoredFacts, Usage
 from layerbench.report import csv_export, json_export, markdown
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 OLD_STORE = DATA / "stores" / "v2-host-campaign.db"

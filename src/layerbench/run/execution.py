@@ -26,6 +26,7 @@ from layerbench.measure import environment
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
+from layerbench.records import RunRecord
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
@@ -34,9 +35,9 @@ from layerbench.server.prepare import prepare_tables
 from layerbench.server.snapshot import Snapshot
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
-from layerbench.store import RunRecord
-from layerbench.sysbench.command import config_file_text, hook_script, parse_mark_records, parse_output, run_command
+from layerbench.sysbench.command import config_file_text, hook_script, run_command
 from layerbench.sysbench.custom_script import dataset_label
+from layerbench.sysbench.output import parse_mark_records, parse_output
 
 
 class Progress(Protocol):

@@ -20,14 +20,14 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.procs import stop_all
 from layerbench.measure.cpu import BUSY_SHARE
-from layerbench.records import BusyDecision, CampaignRecord
+from layerbench.records import BusyDecision, CampaignRecord, RunRecord
 from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_pool_bytes, slug
 from layerbench.run.preflight import preflight
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
 from layerbench.server.servers import snapshot_server
 from layerbench.server.snapshot import Snapshot
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 from layerbench.sysbench.custom_script import prepare_options_text
 
 
