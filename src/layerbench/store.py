@@ -285,3 +285,25 @@ def _insert_run(db: sqlite3.Connection, run: RunRecord) -> int:
     db.executemany("INSERT INTO run_latency VALUES (?, ?, ?)",
                    [(run_id, float(p), float(v)) for p, v in run.latency.items()])
     return run_id
+
+
+FinishedRun = tuple[int, str, str, float]  # campaign id, variant, workload, finished_at
+
+
+def past_finishes(path: Path) -> tuple[dict[int, CampaignRecord], list[FinishedRun]]:
+    """Every campaign of a store and its ok runs in the order they finished, read-only (the plan calibrates its
+    time estimate on them); nothing when the file is missing or not a readable store."""
+    if not path.is_file():
+        return {}, []
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            campaigns = {int(i): CampaignRecord.from_json(json.loads(d))
+                         for i, d in db.execute("SELECT id, definition FROM campaigns")}
+            rows = db.execute("SELECT campaign_id, variant, workload, finished_at FROM runs WHERE status='ok' AND "
+                              "finished_at IS NOT NULL ORDER BY campaign_id, finished_at").fetchall()
+        finally:
+            db.close()
+    except (sqlite3.Error, ValueError):
+        return {}, []
+    return campaigns, [(int(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]
