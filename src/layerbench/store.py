@@ -263,7 +263,7 @@ def _insert_campaign(db: sqlite3.Connection, definition: CampaignRecord, output_
     cur = db.execute(
         "INSERT INTO campaigns (name, status, started_at, definition, source_path, output_dir, baseline)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (definition.name, status, time.time(), json.dumps(definition.to_json()), source_path, output_dir,
+        (definition.name, status, time.time(), json.dumps(definition.stored_json()), source_path, output_dir,
          definition.baseline),
     )
     return int(cur.lastrowid or 0)

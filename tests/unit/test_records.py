@@ -13,7 +13,17 @@ from hypothesis import strategies as st
 
 from golden import differences
 from layerbench.analysis.aggregate import analyze
-from layerbench.records import FORMAT, CampaignRecord, RunFacts, RunRecord, StoredFacts, Usage
+from layerbench.records import (
+    CAMPAIGN_FORMAT,
+    FORMAT,
+    AdaptiveRepetitions,
+    CampaignRecord,
+    RunFacts,
+    RunRecord,
+    StoredFacts,
+    Usage,
+)
+from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN
 from layerbench.report import csv_export, json_export, markdown
 from layerbench.store import Store
 
@@ -115,3 +125,33 @@ def test_any_stored_json_reads_without_a_crash(document: dict) -> None:
     CampaignRecord.from_json(document).settings()
     StoredFacts.from_json(document)
     assert RunFacts.from_json(document).to_json()["format"] == FORMAT
+
+
+def test_a_stored_definition_carries_its_format_and_one_without_reads_as_format_0(tmp_path: Path) -> None:
+    with Store(tmp_path / "lb.db") as store:
+        cid = store.create_campaign(CampaignRecord.from_json({"name": "c", "baseline": "a"}), str(tmp_path))
+        stored = json.loads(store.db.execute("SELECT definition FROM campaigns").fetchone()[0])
+        record = store.campaign(cid).definition
+    assert stored == {"format": CAMPAIGN_FORMAT, "name": "c", "baseline": "a"}
+    assert record.format == CAMPAIGN_FORMAT and "format" not in record.to_json()  # resume parses to_json()
+    with Store(copy_of_old_store(tmp_path)) as store:
+        assert store.campaign("latest").definition.format == 0
+
+
+def copy_of_old_store(tmp_path: Path) -> Path:
+    path = tmp_path / "old.db"
+    shutil.copy(OLD_STORE, path)
+    return path
+
+
+def test_the_campaign_model_produces_the_adaptive_record_the_analysis_reads() -> None:
+    from layerbench.campaign.models import Adaptive, campaign_as_dict, parse_campaign
+
+    adaptive = Adaptive.model_validate({"auto": True, "max": 9, "budget": "2h"})
+    assert adaptive.record() == AdaptiveRepetitions(ROUNDS_MIN, 9, "2h")
+    assert Adaptive.model_validate({"auto": True}).record() == AdaptiveRepetitions()  # one set of defaults
+    campaign = parse_campaign({"name": "c", "baseline": "a", "variants": [{"name": "a", "backend": "host"}],
+                               "workload": {"test": "oltp_read_only"}, "repetitions": {"auto": True, "min": 3}})
+    record = CampaignRecord.from_json(campaign_as_dict(campaign))
+    assert record.repetitions == AdaptiveRepetitions(3, ROUNDS_MAX) == campaign.repetitions.record()
+    assert campaign_as_dict(campaign)["repetitions"] == record.repetitions.to_json()
