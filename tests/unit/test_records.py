@@ -18,6 +18,7 @@ from layerbench.records import (
     FORMAT,
     AdaptiveRepetitions,
     CampaignRecord,
+    Reset,
     RunFacts,
     RunRecord,
     StoredFacts,
@@ -64,7 +65,7 @@ def test_the_old_store_reads_as_typed_records(old_store: Path) -> None:
 
 
 def test_run_facts_are_written_with_their_format_and_read_back(tmp_path: Path) -> None:
-    facts = RunFacts(reset={"method": "reprepare", "seconds": 1.5}, data_bytes=4096,
+    facts = RunFacts(reset=Reset.of("reprepare", 1.5, {}), data_bytes=4096,
                      resources=Usage.from_json({"cpu_seconds": {"server": 1.0, "other": 0.1},
                                                 "top_other": [{"name": "x", "cpu_seconds": 0.1}]}),
                      other={"server_start_seconds": 0.8})

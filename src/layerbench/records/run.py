@@ -69,6 +69,15 @@ class Reset:
     legacy_checksum: bool = False
 
     @classmethod
+    def of(cls, method: str, seconds: float, facts: JSONObject) -> Reset:
+        """The record of a reset as the run made it: its method and time, and the facts of that method (the
+        snapshot's key, the restore, the verification, a script's dataset)."""
+        return cls.from_json({"method": method, "seconds": round(seconds, 3), **facts})
+
+    def to_json(self) -> JSONObject:
+        return dict(self.document)
+
+    @classmethod
     def from_json(cls, data: JSONObject) -> Reset:
         restore = data.get("restore")
         return cls(as_str(data.get("method")), opt_float(data.get("seconds")), dict(data),
@@ -152,6 +161,14 @@ class Environment:
     server_host: FactMap = field(default_factory=dict)  # the server's machine (with `hosts:`; runs since #15)
 
     @classmethod
+    def of(cls, host: JSONObject, backend: JSONObject, server_variables: dict[str, str], storage: JSONObject,
+           tuning: JSONObject, placement: JSONObject | None = None) -> Environment:
+        """The record of a run's environment as the run gathers it (measure/environment.py, the backend's
+        describe()); `placement`: with `hosts:`, where client and server ran and every host's facts."""
+        return cls.from_json({"host": host, "backend": backend, "server_variables": server_variables,
+                              "storage": storage, "tuning": tuning, **(placement or {})})
+
+    @classmethod
     def from_json(cls, data: JSONObject) -> Environment:
         variables = {str(k): str(v) for k, v in as_object(data.get("server_variables")).items()}
         return cls(HostFacts.from_json(as_object(data.get("host"))),
@@ -168,8 +185,8 @@ class RunFacts:
     """Everything a run recorded besides totals, intervals and latency; the orchestrator fills it as the run
     goes with the records of each part, and to_json() writes them (with the format number) for the store."""
 
-    reset: JSONObject | None = None
-    environment: JSONObject | None = None
+    reset: Reset | None = None
+    environment: Environment | None = None
     resources: Usage | None = None
     quiet_wait: QuietWait | None = None
     data_bytes: int | None = None
@@ -179,9 +196,9 @@ class RunFacts:
     busy: BusyDecision | None = None  # what `busy:` did with this run when it was busy
 
     def to_json(self) -> JSONObject:
-        records = {"resources": self.resources, "quiet_wait": self.quiet_wait, "io": self.io, "busy": self.busy}
-        named = {"reset": self.reset, "environment": self.environment, "data_bytes": self.data_bytes,
-                 "buffer_pool_ratio": self.buffer_pool_ratio,
+        records = {"reset": self.reset, "environment": self.environment, "resources": self.resources,
+                   "quiet_wait": self.quiet_wait, "io": self.io, "busy": self.busy}
+        named = {"data_bytes": self.data_bytes, "buffer_pool_ratio": self.buffer_pool_ratio,
                  **{k: r.to_json() if r is not None else None for k, r in records.items()}}
         order = ("reset", "environment", "resources", "quiet_wait", "data_bytes", "buffer_pool_ratio", "io", "busy")
         return {"format": FORMAT, **self.other, **{k: named[k] for k in order if named[k] is not None}}
@@ -192,7 +209,8 @@ class RunFacts:
                 "io", "busy")
         other = {k: v for k, v in data.items() if k not in kept}
         found = {k: as_object(data[k]) if isinstance(data.get(k), dict) else None for k in kept}
-        return cls(found["reset"], found["environment"], _read(Usage, found["resources"]),
+        return cls(_read(Reset, found["reset"]), _read(Environment, found["environment"]),
+                   _read(Usage, found["resources"]),
                    _read(QuietWait, found["quiet_wait"]), opt_int(data.get("data_bytes")),
                    opt_str(data.get("buffer_pool_ratio")), other, _read(IoCounters, found["io"]),
                    _read(BusyDecision, found["busy"]))
@@ -218,8 +236,7 @@ class StoredFacts:
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
         raw = RunFacts.from_json(data)
-        return cls(Reset.from_json(raw.reset) if raw.reset is not None else None,
-                   Environment.from_json(raw.environment) if raw.environment else None,
+        return cls(raw.reset, raw.environment if raw.environment and raw.environment.document else None,
                    raw.resources if raw.resources and raw.resources.document else None, raw.quiet_wait,
                    raw.data_bytes, raw.buffer_pool_ratio, raw.io if raw.io and raw.io.document else None,
                    raw.busy if raw.busy and raw.busy.document else None)
