@@ -50,6 +50,24 @@ def test_a_store_of_the_previous_version_reports_as_it_did(old_store: Path, modu
     assert text == expected or golden.endswith((".json", ".csv"))
 
 
+RELEASE_STORE = DATA / "stores" / "v3-host-campaign.db"  # main 39415ee: run facts format 1, a definition without one
+
+
+@pytest.mark.parametrize(("module", "golden"), [(markdown, "store_v3_report.md"), (json_export, "store_v3_report.json"),
+                                                (csv_export, "store_v3_report.csv")])
+def test_a_store_of_the_release_before_records_owned_their_json_reports_as_it_did(tmp_path: Path, module,
+                                                                                   golden: str) -> None:
+    """Adaptive repetitions, busy runs kept, I/O counters, latency distributions: as that release reported them."""
+    path = tmp_path / "release.db"
+    shutil.copy(RELEASE_STORE, path)
+    with Store(path) as store:
+        definition, text = store.campaign(1).definition, module.render(analyze(store, 1))
+    assert definition.format == 0 and isinstance(definition.repetitions, AdaptiveRepetitions)
+    expected = (DATA / "golden" / golden).read_text()
+    assert differences(golden, text, expected) == []
+    assert text == expected or golden.endswith((".json", ".csv"))
+
+
 def test_the_old_store_reads_as_typed_records(old_store: Path) -> None:
     with Store(old_store) as store:
         campaign, runs = store.campaign("latest"), store.runs(1)
