@@ -21,6 +21,7 @@ from layerbench.measure.procfs import (
     parse_steal,
     read,
     some_processes,
+    tasks,
     uptime_ticks,
 )
 from layerbench.records import QuietWait, Throttling, TopProcess, Usage
@@ -76,7 +77,7 @@ def parse_cpu_stat(text: str) -> dict[str, float]:
 def context_switches(pids: set[int]) -> tuple[int, int]:
     voluntary = involuntary = 0
     for pid in pids:
-        for task in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+        for task in tasks(pid):
             text = read(f"/proc/{pid}/task/{task}/status")
             if text:
                 try:

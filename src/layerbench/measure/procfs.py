@@ -106,6 +106,23 @@ def read(path: str | Path) -> str:
     return read_file(path) or ""
 
 
+def read_whole(path: str | Path) -> str | None:
+    """A /proc or /sys file of any size (cpuinfo and mounts outgrow one read on large machines); None when
+    unreadable."""
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def tasks(pid: int) -> list[str]:
+    """The thread ids of a process (its /proc/<pid>/task entries); none when it is gone."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
 def pids() -> list[int]:
     """Every process's PID now."""
     try:

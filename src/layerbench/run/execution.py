@@ -22,7 +22,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.placement import network_path, placement_of
 from layerbench.hosts.workdirs import work_root
-from layerbench.measure import environment
+from layerbench.measure import environment, procfs
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
@@ -293,7 +293,7 @@ def same_kernel(survey: dict[str, Any], client: Any, server_host: str) -> bool:
         return False
     facts = survey.get("facts", {})
     server_boot = facts.get(server_host, {}).get("boot_id") or \
-        Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        procfs.read("/proc/sys/kernel/random/boot_id").strip()
     return bool(facts.get(client.host.name, {}).get("boot_id") == server_boot)
 
 
