@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from golden import differences
@@ -18,6 +18,9 @@ from layerbench.records import (
     FORMAT,
     AdaptiveRepetitions,
     CampaignRecord,
+    Environment,
+    IoCounters,
+    QuietWait,
     Reset,
     RunFacts,
     RunRecord,
@@ -174,3 +177,21 @@ def test_the_campaign_model_produces_the_adaptive_record_the_analysis_reads() ->
     record = CampaignRecord.from_json(campaign_as_dict(campaign))
     assert record.repetitions == AdaptiveRepetitions(3, ROUNDS_MAX) == campaign.repetitions.record()
     assert campaign_as_dict(campaign)["repetitions"] == record.repetitions.to_json()
+
+
+RECORD_KEYS = st.sampled_from(["cpu_seconds", "throttling", "steal_seconds", "top_other", "window_seconds", "samples",
+                               "ctx_voluntary", "ctx_involuntary", "harness_cpus", "waited_seconds", "quiet",
+                               "busy_share", "max_seconds", "processes", "cgroups", "server_status", "errors",
+                               "notes", "min", "max", "budget", "method", "seconds", "restore", "host", "backend"])
+HOSTILE = (JSON_VALUES | st.sampled_from([10**400, "[/x]", "a\nb", float("inf"), [1, "x"], ""])
+           | st.dictionaries(st.sampled_from(["a", "[/x]", ""]), JSON_VALUES, max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(RECORD_KEYS, HOSTILE, max_size=10))
+def test_every_record_reads_hostile_json_and_writes_what_it_reads_back(document: dict) -> None:
+    """Each record type writes the JSON it reads: what from_json made of any document survives to_json and back."""
+    for kind in (Usage, QuietWait, IoCounters, AdaptiveRepetitions, Reset, Environment):
+        record = kind.from_json(document)
+        written = json.dumps(record.to_json(), default=str)  # NaN is written as NaN: compare the JSON text
+        assert json.dumps(kind.from_json(json.loads(written)).to_json(), default=str) == written, kind.__name__
