@@ -105,7 +105,7 @@ class RemoteCpuWindow:
         return component_seconds(self.first, self.last, self.components())
 
     def io_reading(self) -> tuple[int, Procs]:
-        """The I/O counters of the backend's processes on the host now (io_counters.IoWindow's `remote`)."""
+        """The I/O counters of the backend's processes on the host now (measure/io.py IoWindow's `remote`)."""
         roots = self.components()
         done = self.host.shell(IO_SCRIPT, name=f"I/O on {self.host.name}", timeout=30)
         return component_io(done.output, roots, self.host.name)

@@ -1,10 +1,13 @@
 """What one run recorded besides its numbers: the dataset reset, the environment (machine, server variables,
-the backend's facts and warnings), the resource usage, the quiet-machine wait, the buffer pool sizing. Written
-by the orchestrator, stored as JSON in `runs.details` with a format number, read back by the analysis.
+the backend's facts and warnings), the resource usage, the quiet-machine wait, the I/O counters, the busy
+decision, the buffer pool sizing. The run fills RunFacts with these records (Reset.of, Environment.of, the
+samplers' Usage, QuietWait and IoCounters, analysis/busy.py's BusyDecision); RunFacts.to_json writes them into
+`runs.details` with a format number, and the same records read them back for the analysis.
 
 Format history: none (before layerbench 0.3): the same keys without a number; 1: `format` added; later in 1,
-the optional `busy` (what the campaign's `busy:` policy did with a busy run). A later format must read every
-earlier one (tests/unit/test_records.py reads a store written before format 1)."""
+the optional `busy` (what the campaign's `busy:` policy did with a busy run), then the records writing their own
+parts (#28: the same keys, so still format 1). A later format must read every earlier one
+(tests/unit/test_records.py reads a store written before format 1 and one of the release before #28)."""
 
 from __future__ import annotations
 
