@@ -172,14 +172,6 @@ def parent_of(pid: int) -> int | None:
     return stat.ppid if stat is not None else None
 
 
-def status_field(pid: int, key: str) -> str | None:
-    """One `key:` line of /proc/<pid>/status (Cpus_allowed_list, say), stripped; None when absent."""
-    for line in read(f"/proc/{pid}/status").splitlines():
-        if line.startswith(f"{key}:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
 def cgroup_dirs(pid: int) -> list[Path]:
     """The cpu controller's cgroup directory of pid (cgroup v1 cpu,cpuacct or the v2 unified tree)."""
     dirs = []
