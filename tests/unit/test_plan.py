@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
-from layerbench.records import CampaignRecord
+from layerbench.records import CampaignRecord, RunRecord
 from layerbench.run.plan import IMAGE_BUILD_SECONDS, RUN_OVERHEAD, make_plan, past_overheads
 from layerbench.run.schedule import build_schedule
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src/layerbench/data/examples"
 DATA = {

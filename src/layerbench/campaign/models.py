@@ -13,13 +13,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from layerbench.campaign import settings
 from layerbench.campaign.boundedyaml import load_text, read_campaign_text
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry, check_host_address
+from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN, AdaptiveRepetitions
 from layerbench.sysbench.options import check_sysbench_options
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -387,8 +388,8 @@ class Adaptive(Strict):
     (analysis/sequential.py), `max` rounds are done, or the budget of wall time would be passed."""
 
     auto: Literal[True]
-    min: int = Field(default=6, ge=2, le=1000)
-    max: int = Field(default=30, ge=2, le=1000)
+    min: int = Field(default=ROUNDS_MIN, ge=2, le=1000)
+    max: int = Field(default=ROUNDS_MAX, ge=2, le=1000)
     budget: str | None = Field(default=None, pattern=WALL_TIME, description="wall time, like 90s, 30m or 2h")
 
     @model_validator(mode="after")
@@ -402,6 +403,14 @@ class Adaptive(Strict):
     @property
     def budget_seconds(self) -> float | None:
         return None if self.budget is None else seconds_of(self.budget)
+
+    def record(self) -> AdaptiveRepetitions:
+        """The stored record of these settings (records/campaign.py): what the store keeps and the analysis reads."""
+        return AdaptiveRepetitions(self.min, self.max, self.budget)
+
+    @model_serializer
+    def _as_record(self) -> dict[str, Any]:
+        return self.record().to_json()  # the record writes the stored JSON (campaign_as_dict)
 
 
 BUSY_POLICIES = ("rerun", "keep", "fail")

@@ -24,10 +24,11 @@ from layerbench.campaign.settings import DEFAULTS
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.hosts.procs import stop_all
 from layerbench.paths import existing_store, store_path, where
+from layerbench.records import RunRecord
 from layerbench.report import write_report
 from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign, slug
 from layerbench.run.schedule import RunSpec
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 
 HELP = """What does each layer under your MySQL-compatible database cost? Variants vs a baseline, measured with
 sysbench.

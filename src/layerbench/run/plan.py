@@ -9,8 +9,6 @@ which the median is used. The store is opened read-only and never created here.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from layerbench.campaign.models import (
 from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import network_path, placement_of
 from layerbench.run.schedule import build_schedule
+from layerbench.store import past_finishes
 from layerbench.sysbench.custom_script import dataset_label
 
 # Seconds a run costs beyond warm-up and duration (start, restore, checks, stop), per backend, measured here.
@@ -192,22 +191,11 @@ def workload_line(campaign: Campaign, workload: Workload) -> str:
 
 def past_overheads(store: Path) -> dict[str, list[float]]:
     """Per backend, the overheads of the past runs in `store` (read-only; a missing store has none)."""
-    if not store.is_file():
-        return {}
-    try:
-        db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            campaigns = dict(db.execute("SELECT id, definition FROM campaigns").fetchall())
-            rows = db.execute("SELECT campaign_id, variant, workload, finished_at FROM runs WHERE status='ok' AND "
-                              "finished_at IS NOT NULL ORDER BY campaign_id, finished_at").fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return {}
+    campaigns, rows = past_finishes(store)
     found: dict[str, list[float]] = {}
     for previous, row in pairwise(rows):
         if previous[0] == row[0]:
-            backend, overhead = run_overhead(json.loads(campaigns[row[0]]), row[1], row[2], row[3] - previous[3])
+            backend, overhead = run_overhead(campaigns[row[0]].to_json(), row[1], row[2], row[3] - previous[3])
             if backend is not None:
                 found.setdefault(backend, []).append(overhead)
     return found
