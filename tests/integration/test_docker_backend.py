@@ -21,7 +21,8 @@ from test_host_campaign import run_cli
 from helpers import stored_rows
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.docker.local import DockerBackend
-from layerbench.campaign.models import DockerVariant, Workload, parse_campaign
+from layerbench.backends.docker.variant import DockerVariant
+from layerbench.campaign.models import Workload, parse_campaign
 from layerbench.run import orchestrator
 from layerbench.secrets import generate_password
 from layerbench.server.datadir import query

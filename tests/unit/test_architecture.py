@@ -85,19 +85,22 @@ def test_no_class_over_200_lines() -> None:
 
 
 def test_every_backend_implements_every_member_of_the_protocol() -> None:
-    import importlib
     import inspect
 
-    from layerbench.backends import _MODULES, REMOTE_SERVER
+    from layerbench.backends import backend_class
     from layerbench.backends.base import Backend
+    from layerbench.backends.registry import VARIANT_TYPES
 
     members = {name: inspect.signature(fn) for name, fn in vars(Backend).items()
                if callable(fn) and not name.startswith("_")}
     assert {"check", "up", "down", "exit_cause", "client_processes", "components", "describe"} <= set(members)
     # the backends by kind take their variant; those of a server on an ssh: host also take that host
-    for table, takes in ((_MODULES, ["variant"]), (REMOTE_SERVER, ["variant", "host"])):
-        for module_name, class_name in table.values():
-            cls = getattr(importlib.import_module(module_name), class_name)
+    local = [t.local_backend for t in VARIANT_TYPES]
+    remote = [t.remote_backend for t in VARIANT_TYPES if t.remote_backend is not None]
+    for table, takes in ((local, ["variant"]), (remote, ["variant", "host"])):
+        for location in table:
+            cls = backend_class(location)
+            class_name = cls.__name__
             for name, wanted in members.items():
                 got = inspect.signature(getattr(cls, name))
                 assert list(got.parameters) == list(wanted.parameters), f"{class_name}.{name}{got} is not {wanted}"

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from layerbench.backends import Backend, ServerSpec, make_backend
-from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
-from layerbench.hosts.placement import network_path, placement_of
+from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.measure import environment
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
@@ -29,12 +28,14 @@ from layerbench.measure.remote_cpu import RemoteCpuWindow
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
+from layerbench.server.endpoint import Endpoint
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.prepare import prepare_tables
 from layerbench.server.snapshot import Snapshot
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
 from layerbench.store import RunRecord
+from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import config_file_text, hook_script, parse_mark_records, parse_output, run_command
 from layerbench.sysbench.custom_script import dataset_label
 
@@ -269,7 +270,7 @@ class RunExecution:
         survey = self.ctx.survey
         facts = survey.get("facts", {})
         return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
-                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": network_path(self.variant, place),
+                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": self.variant.network_path(place),
                               "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
                 "hosts": facts, "client_host": facts.get(place.client_host, {}),
                 "server_host": facts.get(place.server_host, {})}

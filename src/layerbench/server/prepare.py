@@ -1,6 +1,6 @@
-"""Building a dataset snapshot: `sysbench prepare` into a private host server, verified once by CHECKSUM TABLE,
-shut down cleanly, and given its file manifest. An interrupted build is resumed: the tables it finished are
-kept, the others prepared (built-in tests; a script of the user's is prepared again from the start).
+"""Building a dataset snapshot: `sysbench prepare` into a private server on this host (private.py), verified once
+by CHECKSUM TABLE, shut down cleanly, and given its file manifest. An interrupted build is resumed: the tables it
+finished are kept, the others prepared (built-in tests; a script of the user's is prepared again from the start).
 
 Also the prepare of `reset: reprepare` (prepare_tables) and the progress lines both print.
 """
@@ -18,19 +18,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, HostClient, ServerSpec
-from layerbench.backends.host.local import HostBackend
-from layerbench.campaign.models import HostVariant, Workload
+from layerbench.campaign.models import Workload
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.workdirs import datasets_dir, folder_lock
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
+from layerbench.server.endpoint import Endpoint, ServerSpec
 from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
-from layerbench.server.servers import resolve_server, server_fields
+from layerbench.server.private import PrivateServer
+from layerbench.server.servers import ChosenServer, ServerChoice, resolve_server, server_fields
 from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
+from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import cleanup_command, config_file_text, lua_string, prepare_command, test_script
 
 Say = Callable[[str], None]
@@ -105,12 +106,12 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
 
 def ensure_snapshot(workload: Workload, page_size: str | None, *, log_dir: Path,
                     on_line: Callable[[str], None] | None = None, say: Say | None = None,
-                    server: HostVariant | None = None) -> Snapshot:
+                    server: ChosenServer | None = None) -> Snapshot:
     """The cached snapshot for this dataset, prepared now (or its interrupted build resumed) if it is missing, by
     `server` (a host variant's own server: servers.snapshot_server; default: this host's MariaDB), whose
     `--version` is part of the key. One build per dataset at a time on this machine: another process that needs
     it waits, then uses it."""
-    server = server or HostVariant(name="prepare", backend="host")
+    server = server or ServerChoice("prepare")
     key, inputs = dataset_key(workload, resolve_server(server).identity(), page_size)
     found = find_snapshot(key)
     if found is not None:
@@ -138,7 +139,7 @@ def build_folder(key: str) -> Path:
 
 def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, *,
                    log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None = None,
-                   server: HostVariant | None = None) -> Snapshot:
+                   server: ChosenServer | None = None) -> Snapshot:
     scratch = build_folder(key)
     owner = f"prepare-{key}-{os.getpid()}"
     private: Path | None = None
@@ -183,12 +184,12 @@ class Builder:
 
     def __init__(self, workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, scratch: Path,
                  private: Path, log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None,
-                 server: HostVariant | None = None) -> None:
+                 server: ChosenServer | None = None) -> None:
         self.workload, self.key, self.inputs, self.page_size = workload, key, inputs, page_size
         self.scratch, self.private, self.log_dir, self.on_line = scratch, private, log_dir, on_line
         self.say = say or (lambda _text: None)
-        self.server = server or HostVariant(name="prepare", backend="host")
-        self.backend = HostBackend(self.server)
+        self.server = server or ServerChoice("prepare")
+        self.backend = PrivateServer(self.server)
         self.partial = scratch / "partial"
         self.resumed = False
 

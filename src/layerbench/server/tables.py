@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from layerbench.backends.base import Endpoint
 from layerbench.campaign.models import Workload
 from layerbench.server.datadir import query
+from layerbench.server.endpoint import Endpoint
 
 
 def table_names(workload: Workload) -> list[str]:

@@ -20,7 +20,7 @@ from layerbench.backends.docker.client import ContainerClient
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.docker.procs import docker_components
 from layerbench.backends.docker.qos import check_resources, resource_options
-from layerbench.campaign.models import DockerVariant
+from layerbench.backends.docker.variant import DockerVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred

@@ -19,8 +19,8 @@ from typing import Any
 
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.docker.local import CONF, DATADIR, LOGS, SNAPSHOT, DockerBackend, check_variant, daemon_facts
+from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.host.remote import pick_port
-from layerbench.campaign.models import DockerVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host

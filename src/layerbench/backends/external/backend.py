@@ -10,7 +10,7 @@ from typing import Any
 import pymysql
 
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.campaign.models import ExternalVariant
+from layerbench.backends.external.variant import ExternalVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.secrets import Secret, read_secret_from
 from layerbench.server.datadir import connect

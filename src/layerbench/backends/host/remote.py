@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
-from layerbench.campaign.models import HostVariant
+from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host

@@ -23,7 +23,7 @@ from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.kubernetes import cluster, manifests, pod
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.procs import pod_components
-from layerbench.campaign.models import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.client_files import CLIENT_DIR
-from layerbench.campaign.kubernetes_qos import (  # noqa: F401 - part of this module's vocabulary
+from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this module's vocabulary
     BURSTABLE_DEFAULT,
     GUARANTEED_DEFAULT,
     exclusive_cpus,
     quantity,
     resources_for,
 )
-from layerbench.campaign.models import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.server import bootstrap
 
 DATADIR = "/var/lib/mysql"

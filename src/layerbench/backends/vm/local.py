@@ -28,7 +28,7 @@ from layerbench.backends.vm.qemu import (
     user_netdev,
     wait_for_guest,
 )
-from layerbench.campaign.models import VMVariant
+from layerbench.backends.vm.variant import VMVariant
 from layerbench.errors import BadInput
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
