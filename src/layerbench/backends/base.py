@@ -4,6 +4,7 @@ and the values it exchanges."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -103,3 +104,15 @@ def image_built() -> bool:
 # The server image the docker, vm and kubernetes backends build from this machine's packages (server/image.py).
 SERVER_IMAGE_COST = FirstTimeCost("the server image, built once from Debian packages (debootstrap + MariaDB; "
                                   "`layerbench image build`)", 120, rank=0, cached=image_built)  # 106 s measured
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What a backend leaves outside the owner records when a harness dies (`layerbench clean` and `doctor`):
+    `clean(include_live)` removes them and says what it did; `find(include_live)` names them, for the backends
+    whose leftovers doctor lists; `after_processes`: removable only once the recorded processes are stopped."""
+
+    what: str  # "Kubernetes namespace": doctor's "leftover <what> of a crashed campaign: <name>"
+    clean: Callable[[bool], list[str]]
+    find: Callable[[bool], list[str]] | None = None
+    after_processes: bool = False

@@ -4,7 +4,8 @@ backend classes subclass base.BackendBase) and one line here."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import importlib
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
@@ -14,6 +15,9 @@ from layerbench.backends.host.variant import HostVariant
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.backends.vm.variant import VMVariant
 from layerbench.campaign.variant import VariantBase
+
+if TYPE_CHECKING:
+    from layerbench.backends.base import Leftovers
 
 VARIANT_TYPES: tuple[type[VariantBase], ...] = (HostVariant, ExternalVariant, DockerVariant, VMVariant,
                                                 KubernetesVariant)
@@ -31,3 +35,17 @@ KINDS = tuple(kind_of(t) for t in VARIANT_TYPES)
 BY_KIND = dict(zip(KINDS, VARIANT_TYPES, strict=True))
 REMOTE_SERVER_KINDS = tuple(k for k, t in BY_KIND.items() if t.remote_backend is not None)  # on an ssh: host
 REMOTE_CLIENT_KINDS = tuple(k for k, t in BY_KIND.items() if t.remote_client)  # sysbench on another host
+
+
+def has_own_size(kind: str) -> bool:
+    """A variant of this backend has CPUs and memory of its own (a VM's vcpus and memory), which fairness compares
+    with the baseline's; False for a kind no backend has (an imported campaign's)."""
+    variant_type = BY_KIND.get(kind)
+    return variant_type is not None and variant_type.own_size
+
+
+def leftover_kinds() -> list[Leftovers]:
+    """Each backend's Leftovers (its variant model names the module), those removed before the recorded processes
+    first; imported only here, when `clean` or `doctor` asks (the Docker and Kubernetes clients are not small)."""
+    found = [importlib.import_module(t.leftovers).LEFTOVERS for t in VARIANT_TYPES if t.leftovers]
+    return sorted(found, key=lambda leftovers: leftovers.after_processes)

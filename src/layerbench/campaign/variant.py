@@ -153,6 +153,8 @@ class VariantBase(Strict):
     remote_client: ClassVar[bool] = False  # sysbench may run on another host than the server's
     owns_server: ClassVar[bool] = True  # layerbench starts (and resets) the server; False: an existing one
     run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, restore, stop)
+    leftovers: ClassVar[str | None] = None  # module whose LEFTOVERS (backends.base.Leftovers) `clean` removes
+    own_size: ClassVar[bool] = False  # its CPUs and memory are its own (a guest's), compared with the baseline's
 
     @property
     def client_kind(self) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.docker.client import ContainerClient
 from layerbench.backends.docker.daemon import docker_client
@@ -58,7 +58,7 @@ def server_command(snapshot: bool, storage: str) -> list[str]:
     return ["sh", "-c", " && ".join(steps)]
 
 
-class DockerBackend:
+class DockerBackend(BackendBase):
     kind = "docker"
 
     def __init__(self, variant: DockerVariant) -> None:

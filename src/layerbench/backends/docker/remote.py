@@ -204,9 +204,6 @@ class RemoteDockerBackend(DockerBackend):
     def client_processes(self, hook: Path) -> list[int]:
         return []
 
-    def cgroups(self) -> list[Path]:
-        return []
-
     def describe(self) -> dict[str, Any]:
         facts = super().describe()
         if self.shipped:

@@ -58,6 +58,7 @@ class DockerVariant(VariantBase):
     remote_backend: ClassVar[str | None] = "layerbench.backends.docker.remote:RemoteDockerBackend"
     remote_client: ClassVar[bool] = True
     run_overhead: ClassVar[float] = 8
+    leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
 
     @model_validator(mode="after")
     def _data_dir_needs_bind(self) -> DockerVariant:

@@ -54,6 +54,7 @@ class KubernetesVariant(VariantBase):
 
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
     run_overhead: ClassVar[float] = 8
+    leftovers: ClassVar[str | None] = "layerbench.backends.kubernetes.cleanup"
 
     @model_validator(mode="after")
     def _qos_rules(self) -> KubernetesVariant:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
 from layerbench.backends.vm import net as vm_net
 from layerbench.backends.vm.qemu import (
     QMP,
@@ -49,7 +49,7 @@ def run_number(label: str) -> int:
     return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 0
 
 
-class VMBackend:
+class VMBackend(BackendBase):
     kind = "vm"
 
     def __init__(self, variant: VMVariant) -> None:
@@ -219,19 +219,10 @@ class VMBackend:
     def components(self) -> dict[str, list[int]]:
         return {"qemu": [self.qemu.pid]} if self.qemu is not None and self.qemu.alive() else {}
 
-    def client_processes(self, hook: Path) -> list[int]:
-        return host_client_processes(hook)
-
-    def cgroups(self) -> list[Path]:
-        return []
-
     def describe(self) -> dict[str, Any]:
         v = self.variant
         return {"backend": "vm", **self.facts, "vcpus": v.vcpus, "memory": v.memory, "disk_cache": v.disk_cache,
                 "network": v.network, "accel_asked": v.accel, "qemu_cpus": v.cpus}
-
-    def client(self) -> ClientRunner | None:
-        return None
 
     def server_log_tail(self, lines: int = 20) -> str:
         text = self._console()

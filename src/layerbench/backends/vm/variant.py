@@ -40,6 +40,8 @@ class VMVariant(VariantBase):
     local_backend: ClassVar[str] = "layerbench.backends.vm.local:VMBackend"
     remote_backend: ClassVar[str | None] = "layerbench.backends.vm.remote:RemoteVMBackend"
     run_overhead: ClassVar[float] = 20
+    leftovers: ClassVar[str | None] = "layerbench.backends.vm.net"
+    own_size: ClassVar[bool] = True  # vcpus and memory: the guest's size
 
     @property
     def builds_server_here(self) -> bool:
