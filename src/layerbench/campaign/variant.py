@@ -113,6 +113,10 @@ class ServerSettings(Strict):
 
 
 class VariantBase(Strict):
+    """The fields every variant has, and the questions plan, preflight, placement, the harness and the campaign
+    model ask its backend: the class attributes and methods below, whose defaults each backend's variant model
+    (backends/<name>/variant.py) overrides where it differs."""
+
     name: Annotated[str, Field(pattern=NAME_RE)]
     server: ServerSettings = Field(default_factory=ServerSettings)
     cpus: str | None = Field(default=None, description="CPU list for the server (taskset syntax: 0,1 or 0-1)")
@@ -141,8 +145,6 @@ class VariantBase(Strict):
             if int(high or low) > MAX_CPU or int(high or low) < int(low):
                 raise ValueError(f"{shown(part)} is not a CPU range; write low-high with CPUs up to {MAX_CPU}")
         return text
-
-
 
     # --- what the core asks the variant's backend (defaults: a server layerbench starts, sysbench on a host) ---
     if TYPE_CHECKING:

@@ -189,7 +189,7 @@ class Builder:
         self.scratch, self.private, self.log_dir, self.on_line = scratch, private, log_dir, on_line
         self.say = say or (lambda _text: None)
         self.server = server or ServerChoice("prepare")
-        self.backend = PrivateServer(self.server)
+        self.host_server = PrivateServer(self.server)
         self.partial = scratch / "partial"
         self.resumed = False
 
@@ -207,7 +207,7 @@ class Builder:
         started = time.monotonic()
         self.resumed = self.partial.is_dir()
         try:
-            endpoint = self.backend.up(self.spec())
+            endpoint = self.host_server.up(self.spec())
             shutil.rmtree(self.partial, ignore_errors=True)  # the server runs on its own copy now
             self.fill(endpoint)
             meta = self.verify(endpoint)
@@ -216,7 +216,7 @@ class Builder:
             self.keep_partial()
             raise
         finally:
-            self.backend.down()
+            self.host_server.down()
         meta["prepare_seconds"] = round(time.monotonic() - started, 2)
         return self.publish(meta)
 
@@ -266,25 +266,25 @@ class Builder:
         """A clean shutdown (a consistent datadir), without the buffer-pool dump (runs start cold); the datadir
         moves to the build folder's datadir/."""
         query(endpoint, "SET GLOBAL innodb_buffer_pool_dump_at_shutdown = OFF")
-        if self.backend.process:
-            self.backend.process.stop(timeout=600)
-        self.backend.process = None
-        assert self.backend.datadir is not None
-        self.backend.datadir.rename(self.scratch / "datadir")
-        self.backend.datadir = None
+        if self.host_server.process:
+            self.host_server.process.stop(timeout=600)
+        self.host_server.process = None
+        assert self.host_server.datadir is not None
+        self.host_server.datadir.rename(self.scratch / "datadir")
+        self.host_server.datadir = None
 
     def keep_partial(self) -> None:
         """On an error or a signal: stop the server cleanly and keep its datadir for the next build to resume, when
         it holds at least RESUME_MIN_BYTES of tables (else the build folder goes, as after any other failure)."""
-        datadir = self.backend.datadir
+        datadir = self.host_server.datadir
         with signals_deferred(), contextlib.suppress(Exception):
-            if self.backend.process:
-                self.backend.process.stop(timeout=120)
-                self.backend.process = None
+            if self.host_server.process:
+                self.host_server.process.stop(timeout=120)
+                self.host_server.process = None
             if datadir is not None and table_bytes(datadir) >= RESUME_MIN_BYTES:
                 shutil.rmtree(self.partial, ignore_errors=True)
                 datadir.rename(self.partial)
-                self.backend.datadir = None
+                self.host_server.datadir = None
 
     def publish(self, meta: dict[str, Any]) -> Snapshot:
         datadir = self.scratch / "datadir"

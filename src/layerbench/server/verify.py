@@ -43,14 +43,14 @@ def checksum_in_private_server(snapshot: Snapshot, workload: Workload, log_dir: 
     """CHECKSUM TABLE of every table, in a private server on this host on its own restore of the snapshot."""
     root = Path(tempfile.mkdtemp(prefix="lb-verify-", dir=snapshot.folder.parent))
     private = Path(tempfile.mkdtemp(prefix="lb-verify-private-"))
-    backend = PrivateServer(server_from_fields("verify", snapshot.meta.get("server")))  # the server that made it
+    server = PrivateServer(server_from_fields("verify", snapshot.meta.get("server")))  # the server that made it
     spec = ServerSpec("verify", f"verify-{snapshot.key}", log_dir, private, root,
                       config={"innodb_buffer_pool_size": "128M"}, password=generate_password(), snapshot=snapshot.path)
     try:
-        endpoint = backend.up(spec)
+        endpoint = server.up(spec)
         return table_checksums(endpoint, workload_tables(endpoint, workload))
     finally:
-        backend.down()
+        server.down()
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
 

@@ -128,7 +128,7 @@ class DockerBackend(BackendBase):
         return {"network": net.name}
 
     def _free_port(self, address: str) -> int:
-        """A free port on the daemon's machine (this one; backends/docker_remote.py asks its host)."""
+        """A free port on the daemon's machine (this one; backends/docker/remote.py asks its host)."""
         return free_port(address)
 
     def _create(self, kind: str, create: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The docker backend on an ssh: host of the inventory: the same container as backends/docker.py (network and
+"""The docker backend on an ssh: host of the inventory: the same container as backends/docker/local.py (network and
 storage modes, limits, QoS presets, my.cnf overlay, generated password), on that host's Docker daemon, reached
 with the Docker SDK's own `ssh://` support shelling out to OpenSSH (`use_ssh_client=True`).
 

@@ -1,4 +1,4 @@
-"""The host backend on an ssh: host of the inventory: the same private server as backends/host.py (its own
+"""The host backend on an ssh: host of the inventory: the same private server as backends/host/local.py (its own
 datadir, my.cnf, port, CPU pinning, generated password), started and stopped over SSH.
 
 Everything of one run lives in one 0700 folder on that host, `<work_dir>/runs/<run label>/`: the datadir, the

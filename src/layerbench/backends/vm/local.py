@@ -2,7 +2,7 @@
 of the variant's size. Boot files are built once (server/vmimage.py); each run gets a qcow2 overlay on the
 root disk, a data disk made from the run's dataset snapshot, a config disk (my.cnf, the init SQL with the
 run's password, in the run's private folder), and either QEMU user networking or a tap on a bridge of its
-own (backends/vm_net.py). The end is graceful (SQL SHUTDOWN, the guest init syncs and powers off), then QMP
+own (backends/vm/net.py). The end is graceful (SQL SHUTDOWN, the guest init syncs and powers off), then QMP
 `quit`, then a kill on deadline; the QEMU process, tap, bridge and disk images are always removed, also on
 Ctrl-C, and `layerbench clean` finds what a killed harness left."""
 

@@ -1,4 +1,4 @@
-"""The vm backend on an ssh: host of the inventory: the same QEMU guest as backends/vm.py (the same boot files,
+"""The vm backend on an ssh: host of the inventory: the same QEMU guest as backends/vm/local.py (the same boot files,
 server package and dataset bytes, vCPUs, memory, disk cache, KVM or a labelled TCG), started over SSH.
 
 The boot files are built on this machine as today and sent once per host into `<work_dir>/vm-boot/<key>/`,
