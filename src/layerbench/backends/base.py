@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from layerbench.campaign.variant import FirstTimeCost
+from layerbench.endpoint import Endpoint
 from layerbench.hosts.owners import processes_with
-from layerbench.server.endpoint import Endpoint, ServerSpec
+from layerbench.server.spec import ServerSpec
 from layerbench.sysbench.client import ClientRunner, HostClient
 
 __all__ = ["Backend", "BackendBase", "ClientRunner", "Endpoint", "HostClient", "ServerSpec", "host_client_processes"]

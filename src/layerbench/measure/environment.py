@@ -10,8 +10,8 @@ from functools import cache
 from pathlib import Path, PurePath
 from typing import Any
 
+from layerbench.endpoint import Endpoint
 from layerbench.server.datadir import query
-from layerbench.server.endpoint import Endpoint
 
 
 def _first(pattern: str, text: str) -> str | None:

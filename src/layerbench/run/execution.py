@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
@@ -28,7 +29,6 @@ from layerbench.measure.remote_cpu import RemoteCpuWindow
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
-from layerbench.server.endpoint import Endpoint
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.prepare import prepare_tables
 from layerbench.server.snapshot import Snapshot

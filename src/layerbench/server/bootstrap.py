@@ -10,9 +10,9 @@ from pathlib import Path
 
 from layerbench.campaign.variant import ConfigValue
 from layerbench.secrets import write_private
-from layerbench.server.endpoint import ServerSpec
 from layerbench.server.flavour import MARIADB, Flavour, init_sql, install_db_command, sql_string
 from layerbench.server.mycnf import merged_settings, render_mycnf
+from layerbench.server.spec import ServerSpec
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pymysql
 
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
-from layerbench.server.endpoint import Endpoint
 
 
 def connect(endpoint: Endpoint, timeout: float = 5.0, database: str | None = None) -> Any:

@@ -19,17 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.campaign.models import Workload
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.workdirs import datasets_dir, folder_lock
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
-from layerbench.server.endpoint import Endpoint, ServerSpec
 from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
 from layerbench.server.private import PrivateServer
 from layerbench.server.servers import ChosenServer, ServerChoice, resolve_server, server_fields
 from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot
+from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
 from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import cleanup_command, config_file_text, lua_string, prepare_command, test_script

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
@@ -21,9 +22,9 @@ from layerbench.hosts.procs import ManagedProcess, run, start, with_cpus
 from layerbench.secrets import write_private
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
-from layerbench.server.endpoint import Endpoint, ServerSpec
 from layerbench.server.restore import copy_tree
 from layerbench.server.servers import ChosenServer, ServerProgram, resolve_server
+from layerbench.server.spec import ServerSpec
 
 START_TIMEOUT = 120.0
 SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes with its NUL; mariadbd and mysqld refuse a longer socket path

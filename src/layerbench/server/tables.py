@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from layerbench.campaign.models import Workload
+from layerbench.endpoint import Endpoint
 from layerbench.server.datadir import query
-from layerbench.server.endpoint import Endpoint
 
 
 def table_names(workload: Workload) -> list[str]:

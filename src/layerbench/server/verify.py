@@ -17,12 +17,12 @@ from typing import Any
 
 from layerbench.campaign.models import Workload
 from layerbench.secrets import generate_password
-from layerbench.server.endpoint import ServerSpec
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.private import PrivateServer
 from layerbench.server.restore import read_facts
 from layerbench.server.servers import server_from_fields
 from layerbench.server.snapshot import Snapshot, remove_snapshot, snapshot_problems
+from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import table_checksums, workload_tables
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.campaign.models import Workload
-from layerbench.server.endpoint import Endpoint
+from layerbench.endpoint import Endpoint
 from layerbench.sysbench.custom_script import dataset_flags, env_prefix, script_path
 from layerbench.sysbench.histogram import distribution, parse_histogram
 

@@ -1,5 +1,5 @@
-"""The values a started server and its user exchange: where sysbench connects (Endpoint), and what bringing up
-one server for one run needs (ServerSpec). Every backend returns and takes these (backends/base.py)."""
+"""What bringing up one server for one run needs (ServerSpec): every backend's up() takes it (backends/base.py),
+as does the private server of a dataset build (private.py)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,6 @@ from pathlib import Path
 
 from layerbench.campaign.variant import ConfigValue
 from layerbench.secrets import Secret
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where sysbench connects. The password is a Secret and never prints."""
-
-    host: str
-    port: int
-    user: str
-    password: Secret
-    database: str = "sbtest"
-    socket: str | None = None
-
-    def describe(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}/{self.database}"
 
 
 @dataclass
