@@ -1,11 +1,11 @@
 """The one list of backends: each backend's variant model, in the order the campaign docs and errors name them.
 Adding a backend is a folder backends/<name>/ (its variant.py subclasses campaign.variant.VariantBase, its
-backend classes subclass base.BackendBase) and one line here."""
+backend classes subclass base.BackendBase) and its variant model's import and entry in VARIANT_TYPES here."""
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Union
 
 from pydantic import Field
 
@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 VARIANT_TYPES: tuple[type[VariantBase], ...] = (HostVariant, ExternalVariant, DockerVariant, VMVariant,
                                                 KubernetesVariant)
 # A campaign's variant: the model its `backend:` names.
-VARIANT = Annotated[HostVariant | ExternalVariant | DockerVariant | VMVariant | KubernetesVariant,
-                    Field(discriminator="backend")]
+VARIANT = Annotated[Union[VARIANT_TYPES], Field(discriminator="backend")]  # noqa: UP007 - a union of a tuple
 
 
 def kind_of(variant_type: type[VariantBase]) -> str:
