@@ -42,7 +42,7 @@ def campaign_file(tmp_path: Path, **changes) -> Path:
 def labelled(campaign: str = NAME) -> list[str]:
     """What this session's campaigns left in Docker (other sessions' campaigns may run at the same time)."""
     client = docker.from_env()
-    label = f"layerbench.campaign.models={campaign}"
+    label = f"layerbench.campaign={campaign}"
     found = [f"container {c.name}" for c in client.containers.list(all=True, filters={"label": label})]
     found += [f"volume {v.name}" for v in client.volumes.list(filters={"label": label})]
     found += [f"network {n.name}" for n in client.networks.list(filters={"label": label})]

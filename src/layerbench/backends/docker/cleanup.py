@@ -25,7 +25,7 @@ def clean_docker(include_live: bool = False) -> list[str]:
             collection.list(filters={"label": "layerbench=1"})
         for item in items:
             harness = int((item.attrs.get("Labels") or item.attrs.get("Config", {}).get("Labels") or {}).get(
-                "layerbench.run.harness", "0") or 0)
+                "layerbench.harness", "0") or 0)
             if harness and pid_alive(harness) and harness != os.getpid() and not include_live:
                 continue
             item.remove(force=True) if kind == "containers" else item.remove()

@@ -42,8 +42,8 @@ IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_c
 
 
 def labels(spec: ServerSpec, role: str) -> dict[str, str]:
-    return {"layerbench": "1", "layerbench.campaign.models": spec.campaign, "layerbench.label": spec.label,
-            "layerbench.role": role, "layerbench.run.harness": str(os.getpid())}
+    return {"layerbench": "1", "layerbench.campaign": spec.campaign, "layerbench.label": spec.label,
+            "layerbench.role": role, "layerbench.harness": str(os.getpid())}
 
 
 def server_command(snapshot: bool, storage: str) -> list[str]:
@@ -284,7 +284,7 @@ def missing_programs(client: Any, image: str, programs: tuple[str, ...]) -> list
     """Which of the programs `sh` in the image does not find (all of them when the image has no sh): a labelled
     container that is never given a network, removed before this returns."""
     script = "; ".join(f"command -v {p} >/dev/null || echo {p}" for p in programs)
-    check_labels = {"layerbench": "1", "layerbench.role": "image-check", "layerbench.run.harness": str(os.getpid())}
+    check_labels = {"layerbench": "1", "layerbench.role": "image-check", "layerbench.harness": str(os.getpid())}
     container = None
     try:
         with signals_deferred():  # a Ctrl-C while the daemon creates it lands once `container` is set

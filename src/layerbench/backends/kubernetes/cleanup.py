@@ -24,7 +24,7 @@ def kubernetes_namespaces(include_live: bool = False) -> list[str]:
         meta = ns.metadata.labels or {}
         if meta.get("layerbench.host") != host_label() or ns.status.phase == "Terminating":
             continue
-        harness = int(meta.get("layerbench.run.harness", "0") or 0)
+        harness = int(meta.get("layerbench.harness", "0") or 0)
         if harness and pid_alive(harness) and harness != os.getpid() and not include_live:
             continue
         found.append(ns.metadata.name)
