@@ -387,11 +387,10 @@ def clean(all_: Annotated[bool, typer.Option("--all", help="also what running ca
 
     Its servers, VMs, datadirs, containers, Kubernetes namespaces, taps and bridges. The store is never touched:
     clean names the campaigns in it that have runs left, and the command that continues each."""
-    from layerbench.backends.vm.net import clean_devices
-    from layerbench.run.cleanup import clean_docker, clean_kubernetes, clean_recorded
+    from layerbench.run.cleanup import clean_backends, clean_recorded
 
-    done = clean_docker(include_live=all_) + clean_kubernetes(include_live=all_) + clean_recorded(include_live=all_)
-    done += clean_devices(include_live=all_)  # VM taps and bridges, after their QEMU is gone
+    done = clean_backends(include_live=all_) + clean_recorded(include_live=all_)
+    done += clean_backends(include_live=all_, after_processes=True)  # VM taps and bridges, after their QEMU is gone
     for line in done:
         out.print(line)
     out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path, PurePath
 from typing import Any
 
-from layerbench.backends.base import Endpoint
+from layerbench.endpoint import Endpoint
 from layerbench.measure.procfs import read_whole
 from layerbench.server.datadir import query
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from layerbench.backends import Backend, ServerSpec, make_backend
-from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
-from layerbench.hosts.placement import network_path, placement_of
+from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.measure import environment, procfs
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
@@ -35,6 +35,7 @@ from layerbench.server.prepare import prepare_tables
 from layerbench.server.snapshot import Snapshot
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
+from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import config_file_text, hook_script, run_command
 from layerbench.sysbench.custom_script import dataset_label
 from layerbench.sysbench.output import parse_mark_records, parse_output
@@ -269,7 +270,7 @@ class RunExecution:
         survey = self.ctx.survey
         facts = survey.get("facts", {})
         return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
-                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": network_path(self.variant, place),
+                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": self.variant.network_path(place),
                               "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
                 "hosts": facts, "client_host": facts.get(place.client_host, {}),
                 "server_host": facts.get(place.server_host, {})}

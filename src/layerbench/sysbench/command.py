@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import Endpoint
 from layerbench.campaign.models import Workload
+from layerbench.endpoint import Endpoint
 from layerbench.sysbench.custom_script import dataset_flags, env_prefix, script_path
 
 SYSBENCH_SHARE = "/usr/share/sysbench"
