@@ -177,6 +177,7 @@ install_csi() {
     { kc -n "$CSI_NS" get pods -o wide >&2 || true; die "CSI driver not registered within 180s (kubectl -n $CSI_NS logs ...)"; }
   waitfor "CSI pods Ready" 120 kubelet csi_pods_ready ||
     { kc -n "$CSI_NS" get pods -o wide >&2 || true; die "CSI pods not Ready within 120s"; }
+  sed -i '/^\(CSI_DRIVER\|STORAGE_CLASS\|VOLUME_SNAPSHOT_CLASS\)=/d' "$K/cluster.env"
   echo "CSI_DRIVER=$CSI_DRIVER" >>"$K/cluster.env"
   echo "STORAGE_CLASS=$CSI_STORAGE_CLASS" >>"$K/cluster.env"
   echo "VOLUME_SNAPSHOT_CLASS=$CSI_SNAPSHOT_CLASS" >>"$K/cluster.env"
