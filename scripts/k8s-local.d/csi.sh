@@ -26,7 +26,9 @@ CSI_DATA=$K/csi-hostpath
 
 # what the cached builds were made from: the sidecars' versions; the driver's source (rebuilt alone, ~1 min)
 csi_sidecars_key() { echo "provisioner=$CSI_PROVISIONER_VERSION snapshotter=$CSI_SNAPSHOTTER_VERSION"; }
-csi_driver_key() { (cd "$CSI_SRC" && cat go.mod go.sum ./*.go) | sha256sum | cut -c1-16; }
+csi_driver_key() { # its tests (go test in that folder) are not part of the image
+  (cd "$CSI_SRC" && cat go.mod go.sum $(printf '%s\n' ./*.go | grep -v '_test\.go$')) | sha256sum | cut -c1-16
+}
 csi_image() { # binary -> image reference
   case $1 in
     layerbench-csi-hostpath) echo "localhost/layerbench/csi-hostpath:$(csi_driver_key)" ;;
