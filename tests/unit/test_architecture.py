@@ -238,3 +238,28 @@ def test_no_circle_between_packages() -> None:
     assert first_circle(package_graph(import_graph())) == []
     assert first_circle(package_graph({"layerbench.a.x": {"layerbench.b.y"}, "layerbench.b.y": {"layerbench.a.z"},
                                        "layerbench.a.z": set()})) != []
+
+
+def documented_layers() -> list[set[str]]:
+    """ARCHITECTURE.md's drawing, top to bottom: the packages (and modules) named at the start of each line."""
+    text = (SRC.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    block = text.split("```\n", 2)[1]
+    layers = []
+    for line in block.splitlines():
+        words = line.split()
+        if words and words[0].endswith(".py") and not words[0].endswith("/"):  # the leaf modules' line
+            layers.append({w.removesuffix(".py") for w in words if w.endswith(".py")})
+            continue
+        named = [w for w in words[:2] if w.endswith("/") or "/<" in w or w.endswith(".py")]
+        layers.append({w.split("/")[0].removesuffix(".py") for w in named})
+    return layers
+
+
+def test_each_package_imports_only_the_layers_below_it_as_architecture_md_draws() -> None:
+    layers = documented_layers()
+    level = {name: depth for depth, names in enumerate(layers) for name in names}
+    graph = package_graph(import_graph())
+    assert {"cli", "run", "backends", "hosts", "records", "store"} <= set(level)
+    upward = [f"{a} -> {b}" for a, targets in graph.items() for b in targets
+              if a in level and b in level and level[b] < level[a]]  # one layer may import within itself
+    assert upward == [], f"imports against ARCHITECTURE.md's layers: {upward}"

@@ -1,1 +1,2 @@
-"""The campaign file: bounded YAML reading, its Pydantic models, extends:, settings (defaults once)."""
+"""The campaign file: bounded YAML reading, its Pydantic models (the variant models come from backends/),
+extends:, the workload model."""
