@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from layerbench.errors import PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
@@ -118,19 +119,24 @@ def start(
     record_command(log_path.parent if log_path else None, cmd, secrets)
     out = log_path.open("ab") if log_path else subprocess.DEVNULL
     try:
+        return _spawn(name, cmd, log_path, secrets, stdout=out, stdin=subprocess.DEVNULL, env=env, cwd=cwd)
+    finally:
+        if log_path:
+            out.close()  # type: ignore[union-attr]
+
+
+def _spawn(name: str, cmd: list[str], log_path: Path | None, secrets: Sequence[Secret], *, stdout: Any,
+           stdin: Any, env: dict[str, str] | None, cwd: Path | None) -> ManagedProcess:
+    """Popen in a process group of its own, known to stop_all() from the moment it exists."""
+    try:
         with signals_deferred():  # started and known to stop_all() together
-            popen = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, cwd=cwd, start_new_session=True,
-            )
+            popen = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT, stdin=stdin, env=env, cwd=cwd,
+                                     start_new_session=True)
             proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
             with _live_lock:
                 _live.add(proc)
     except OSError as error:
         raise RunFailed(f"{name}: cannot start {cmd[0]} ({error.strerror})") from None
-    finally:
-        if log_path:
-            out.close()  # type: ignore[union-attr]
     return proc
 
 
@@ -158,18 +164,8 @@ def run(
     """
     cmd = [str(c) for c in cmd]
     record_command(log_path.parent if log_path else None, cmd, secrets)
-    try:
-        with signals_deferred():  # started and known to stop_all() together
-            popen = subprocess.Popen(
-                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                env=env, cwd=cwd, start_new_session=True,
-            )
-            proc = ManagedProcess(name, cmd, popen, log_path, list(secrets))
-            with _live_lock:
-                _live.add(proc)
-    except OSError as error:
-        raise RunFailed(f"{name}: cannot start {cmd[0]} ({error.strerror})") from None
+    proc = _spawn(name, cmd, log_path, secrets, stdout=subprocess.PIPE,
+                  stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL, env=env, cwd=cwd)
     try:
         return _collect(proc, timeout, input_text, on_line)
     finally:

@@ -92,11 +92,7 @@ class DockerBackend(BackendBase):
         self.image = self.variant.image or image_tag()
         owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
-        try:
-            wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
-        except RunFailed as error:
-            cause = self.exit_cause()
-            raise RunFailed(f"server container {cause}" if cause else str(error)) from None
+        self._wait_until_ready(endpoint)
         with contextlib.suppress(FileNotFoundError):
             (spec.private_dir / "conf" / "init.sql").unlink()
         self.facts = daemon_facts(self.docker, self.image)
@@ -195,6 +191,14 @@ class DockerBackend(BackendBase):
 
     def _alive(self) -> bool:
         return container_alive(self.container)
+
+    def _wait_until_ready(self, endpoint: Endpoint) -> None:
+        """Until the server answers; a container that stopped says why (OOM-killed, its exit code)."""
+        try:
+            wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        except RunFailed as error:
+            cause = self.exit_cause()
+            raise RunFailed(f"server container {cause}" if cause else str(error)) from None
 
     def down(self) -> None:
         with signals_deferred():

@@ -25,7 +25,6 @@ from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
 from layerbench.server.bootstrap import server_files
-from layerbench.server.datadir import wait_until_ready
 from layerbench.server.remote_files import (
     check_tools,
     claim_run_folder,
@@ -36,8 +35,6 @@ from layerbench.server.remote_files import (
     ship_snapshot,
     storage_on_host,
 )
-
-START_TIMEOUT = 180.0
 
 
 def sdk_url(host: Host) -> str:
@@ -147,11 +144,7 @@ class RemoteDockerBackend(DockerBackend):
         if spec.snapshot is not None:
             self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _t: None)
         endpoint = self._start(spec)
-        try:
-            wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
-        except RunFailed as error:
-            cause = self.exit_cause()
-            raise RunFailed(f"server container {cause}" if cause else str(error)) from None
+        self._wait_until_ready(endpoint)
         self.host.shell(f"rm -f {q}/conf/init.sql", name=f"rm on {self.host.name}")
         self.storage_facts = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name}
