@@ -137,7 +137,7 @@ def test_a_host_variant_prepares_its_snapshot_with_its_own_server() -> None:
     """A MySQL datadir is not MariaDB's: each host variant's snapshot is made (and keyed) by its own server, so no
     MySQL variant needs reset: reprepare; docker/vm/kubernetes variants keep this host's MariaDB."""
     from layerbench.campaign.models import parse_campaign
-    from layerbench.server.servers import server_fields, server_from_fields, snapshot_server
+    from layerbench.server.servers import server_fields, server_from_fields
 
     data = {"name": "f", "baseline": "a", "variants": [
         {"name": "a", "backend": "host"},
@@ -145,10 +145,10 @@ def test_a_host_variant_prepares_its_snapshot_with_its_own_server() -> None:
         {"name": "d", "backend": "docker", "server": {"flavour": "mariadb"}}],
         "workloads": [{"name": "w", "test": "oltp_read_only", "tables": 1, "table_size": 100}]}
     campaign = parse_campaign(data)
-    mysql = snapshot_server(campaign.variant("m"))
+    mysql = campaign.variant("m").snapshot_server()
     assert (mysql.server.flavour, mysql.server.version, mysql.server.config) == ("mysql", "9.7", {})
-    assert snapshot_server(campaign.variant("a")).server.flavour is None
-    assert snapshot_server(campaign.variant("d")).server.flavour is None
+    assert campaign.variant("a").snapshot_server().server.flavour is None
+    assert campaign.variant("d").snapshot_server().server.flavour is None
     again = server_from_fields("verify", server_fields(mysql))
     assert (again.server.flavour, again.server.version, again.name) == ("mysql", "9.7", "verify")
     assert server_from_fields("verify", None).server.flavour is None  # a snapshot from before: this host's MariaDB

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
+from layerbench.server.servers import ServerChoice
 from layerbench.server.settings import (  # noqa: F401 - the campaign file's vocabulary, read from here too
     MAX_VALUE,
     NOT_SECRETS,
@@ -32,9 +33,6 @@ from layerbench.server.settings import (  # noqa: F401 - the campaign file's voc
     check_option_value,
     refuse_secret_names,
 )
-
-if TYPE_CHECKING:
-    from layerbench.server.servers import ServerChoice
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 # Bounds on what one variant may ask for (docs/campaign.md, "Limits"; those of the whole campaign: models.py).
@@ -160,10 +158,10 @@ class VariantBase(Strict):
         """What is built once and cached on this machine before this variant's first run."""
         return []
 
-    def snapshot_server(self) -> ServerChoice | None:
-        """The server that prepares this variant's dataset snapshot (its datadir format); None: this host's
-        MariaDB (the server the images are built from)."""
-        return None
+    def snapshot_server(self) -> ServerChoice:
+        """The private host server that prepares (and checks) this variant's dataset snapshot, for its datadir
+        format: by default this host's MariaDB (the server the Docker, VM and Kubernetes images are built from)."""
+        return ServerChoice("prepare")
 
 
 def which_server(program: str) -> tuple[str, ...] | None:

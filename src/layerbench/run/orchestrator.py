@@ -25,7 +25,6 @@ from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_
 from layerbench.run.preflight import preflight
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
-from layerbench.server.servers import snapshot_server
 from layerbench.server.snapshot import Snapshot
 from layerbench.store import Store
 from layerbench.sysbench.custom_script import prepare_options_text
@@ -226,7 +225,7 @@ class Orchestrator:
     # --- one run -------------------------------------------------------------------------------------------
 
     def snapshot_for(self, workload: Workload, variant: VariantBase, log_dir: Path) -> Snapshot:
-        server = snapshot_server(variant)  # a host variant's own server (MySQL's datadir is not MariaDB's)
+        server = variant.snapshot_server()  # a host variant's own server (MySQL's datadir is not MariaDB's)
         key = (workload.name, page_size_of(variant), str(server.server.flavour), str(server.server.version),
                str(server.mysqld))
         if key not in self.snapshots:

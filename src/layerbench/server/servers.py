@@ -16,15 +16,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
 from layerbench.server.flavour import Flavour, detect_flavour
 from layerbench.server.settings import ConfigValue, ServerSettings
-
-if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
-    from layerbench.backends.variant_base import VariantBase
 
 DEFAULT_MYSQL = "9.7"
 VERSION_TIMEOUT = 10.0
@@ -137,13 +134,6 @@ def rootfs_mysql(version: str, where: str) -> ServerProgram:
     flavour = detect_flavour(command, f"{where}.version")
     flavour = replace(flavour, defaults={**flavour.defaults, **ROOTFS_MYSQL_DEFAULTS})
     return ServerProgram(flavour, command, dict(rootfs.paths()))
-
-
-def snapshot_server(variant: VariantBase) -> ServerChoice:
-    """The private host server that prepares (and checks) a variant's dataset snapshot: the one its backend names
-    (a host variant on this machine: its own server, for its datadir format), else this host's MariaDB (the
-    server the Docker, VM and Kubernetes images are built from)."""
-    return variant.snapshot_server() or ServerChoice("prepare")
 
 
 def server_fields(variant: ChosenServer) -> dict[str, str | None]:

@@ -39,8 +39,8 @@ class HostVariant(VariantBase):
             return resolve_server(self).command
         return which_server(self.mysqld or "mariadbd")
 
-    def snapshot_server(self) -> ServerChoice | None:
+    def snapshot_server(self) -> ServerChoice:
         """The variant's own server on this machine (MySQL's datadir is not MariaDB's)."""
         if self.server_host is not None:
-            return None
+            return super().snapshot_server()
         return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
