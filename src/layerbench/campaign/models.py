@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from layerbench.campaign import settings
 from layerbench.campaign.boundedyaml import load_text, read_campaign_text
+from layerbench.campaign.neighbours import Neighbour, NeighbourList, neighbours_of
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry, check_host_address
@@ -127,6 +128,7 @@ class VariantBase(Strict):
     data_dir: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
                                  description="an absolute directory on the filesystem the run's datadir lives on "
                                  "(default: the work folder); docs/datasets.md")
+    neighbours: NeighbourList | None = None  # load beside this variant's server, besides the campaign's (#32)
 
     @field_validator("cpus", "client_cpus", mode="before")
     @classmethod
@@ -471,6 +473,7 @@ class Campaign(Strict):
     wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "
                                        "this long (at most 1 h) for other processes to leave the CPUs idle")
     busy: BusyPolicy | None = None  # None: the default, BusyPolicy() (rerun); kept out of the stored definition
+    neighbours: NeighbourList | None = None  # load beside every variant's server (docs/neighbours.md)
 
     @field_validator("compare_percentiles", mode="before")
     @classmethod
@@ -612,6 +615,10 @@ class Campaign(Strict):
 
     def workload(self, name: str) -> Workload:
         return next(w for w in self.workloads if w.name == name)
+
+    def neighbours_of(self, variant: VariantBase) -> list[Neighbour]:
+        """The load generators beside this variant's server: the campaign's and the variant's own."""
+        return neighbours_of(self.neighbours or [], variant.neighbours)
 
 
 # --- loading ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from layerbench.records.json import (
     opt_int,
     opt_str,
 )
+from layerbench.records.neighbours import NeighbourRecords
 
 FORMAT = 1
 Scalar = str | int | float | bool | None
@@ -250,6 +251,7 @@ class StoredFacts:
     buffer_pool_ratio: str | None = None
     io: IoCounters | None = None
     busy: BusyDecision | None = None
+    neighbours: NeighbourRecords = field(default_factory=NeighbourRecords)  # records/neighbours.py (#32)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
@@ -259,4 +261,5 @@ class StoredFacts:
                    Usage.from_json(raw.resources) if raw.resources else None,
                    QuietWait.from_json(raw.quiet_wait) if raw.quiet_wait is not None else None,
                    raw.data_bytes, raw.buffer_pool_ratio, IoCounters.from_json(raw.io) if raw.io else None,
-                   BusyDecision.from_json(raw.busy) if raw.busy else None)
+                   BusyDecision.from_json(raw.busy) if raw.busy else None,
+                   NeighbourRecords.from_json(data.get("neighbours")))
