@@ -146,7 +146,7 @@ def check_kinds(value: Any) -> Any:
     if isinstance(value, list):
         for position, item in enumerate(value):
             kind = item.get("kind") if isinstance(item, dict) else None
-            if isinstance(item, dict) and kind not in KIND_FIELDS:
+            if isinstance(item, dict) and (not isinstance(kind, str) or kind not in KIND_FIELDS):
                 raise ValueError(f"item {position + 1}: kind {shown(kind)} is not a kind of neighbour; use one of: "
                                  f"{', '.join(KIND_FIELDS)}")
     return value

@@ -23,7 +23,8 @@ def check_neighbours(campaign: Campaign) -> None:
         neighbours = campaign.neighbours_of(variant)
         names = [n.name for n in neighbours]
         server = placement_of(campaign.hosts, variant).server_host
-        if neighbours and campaign.hosts and not campaign.hosts[server].local:
+        entry = (campaign.hosts or {}).get(server)
+        if neighbours and entry is not None and not entry.local:
             raise BadInput(f"variants.{variant.name}.neighbours: its server runs on the ssh: host {server}; "
                            "neighbours on an ssh: host are not yet supported; remove them or place the server here")
         for neighbour in neighbours:

@@ -5,6 +5,7 @@ no process is started here (running.py does that through hosts/procs.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,17 @@ def iperf3_client_command(neighbour: Neighbour, address: str, port: int, json_pa
 # --- what the tool said it achieved -----------------------------------------------------------------------
 
 
+def read_or_value_error(parse: Callable[[str], dict[str, float]]) -> Callable[[str], dict[str, float]]:
+    """A parser whose every failure on a damaged or foreign report is a ValueError naming what was wrong."""
+    def checked(text: str) -> dict[str, float]:
+        try:
+            return parse(text)
+        except (KeyError, IndexError, TypeError, AttributeError, OverflowError, yaml.YAMLError) as error:
+            raise ValueError(f"not a report of the expected shape ({type(error).__name__}: {error})"[:200]) from None
+    return checked
+
+
+@read_or_value_error
 def stress_ng_achieved(text: str) -> dict[str, float]:
     """From stress-ng's --yaml file: bogo ops per second (all workers), CPU % per worker, seconds run."""
     data = yaml.safe_load(text) if text.strip() else None
@@ -77,6 +89,7 @@ def json_document(text: str) -> dict[str, Any]:
     return data
 
 
+@read_or_value_error
 def fio_achieved(text: str) -> dict[str, float]:
     """From fio's JSON: read and write operations and bytes per second of the job, and its runtime."""
     job = json_document(text)["jobs"][0]
@@ -92,6 +105,7 @@ def fio_achieved(text: str) -> dict[str, float]:
     return out
 
 
+@read_or_value_error
 def iperf3_achieved(text: str) -> dict[str, float]:
     """From iperf3's client JSON: bits per second sent (and received by the server), seconds."""
     end = json_document(text).get("end") or {}

@@ -16,7 +16,7 @@ from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.report_model import AnswerRow, Report, as_report
 from layerbench.analysis.stats import Comparison
-from layerbench.report import charts, evidence, io_table
+from layerbench.report import charts, evidence, io_table, neighbours
 from layerbench.report.text import fmt, run_numbers, window_text
 from layerbench.sysbench.histogram import percentile_key
 
@@ -246,6 +246,7 @@ def render(source: Analysis | Report) -> str:
         latency_distribution(report),
         "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
         titled("Thread sweep", chart(charts.sweep_figure(report), "sweep")), overhead(report), io_section(report),
+        neighbours.html_section(analysis),  # report/neighbours.py (#32)
         titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(report),
         environment(report),
         campaign_as_run(analysis), run_table(analysis),

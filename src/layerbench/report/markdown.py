@@ -8,7 +8,7 @@ from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.report_model import Report, as_report
-from layerbench.report import evidence, io_table
+from layerbench.report import evidence, io_table, neighbours
 from layerbench.report.text import fmt, pct, run_numbers, window_text
 from layerbench.report.text import pipe_table as table
 
@@ -224,6 +224,7 @@ def render(source: Analysis | Report) -> str:
     lines += summary_section(analysis)
     lines += aggregate_section(analysis) + percentiles_section(report)
     lines += sweep_section(report) + overhead_section(report) + io_section(report) + price_section(report)
+    lines += neighbours.markdown_section(analysis)  # report/neighbours.py (#32)
     lines += fairness_section(report) + run_table(analysis)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
