@@ -220,3 +220,14 @@ def test_a_child_that_sets_neighbours_replaces_its_parents_list() -> None:
     data["variants"].append({"name": "child", "extends": "noisy", "neighbours": [{"name": "disk", "kind": "disk"}]})
     parsed = parse_campaign(data)
     assert [n.name for n in parsed.neighbours_of(parsed.variant("child"))] == ["disk"]
+
+
+def test_the_report_row_takes_the_median_of_what_each_run_achieved() -> None:
+    from layerbench.analysis.neighbours import row
+
+    runs = [NeighbourRun("d", "disk", "host", None, 0, "fsync 4K blocks on a 1M file in /a|b<x>", "fio",
+                         achieved={"write_iops": v, "write_bytes_per_second": v * 4096}) for v in (100.0, 300.0, 200.0)]
+    shown = row("noisy", runs)
+    assert shown.achieved == "200 write IOPS (0.8 MiB/s)" and shown.runs == 3 and shown.placement == "host"
+    failed = row("noisy", [NeighbourRun("h", "cpu", "host", "0", 3, "i", "stress-ng", error="no report from x")])
+    assert failed.achieved == "no report from x" and failed.placement == "host, CPUs 0, nice 3"

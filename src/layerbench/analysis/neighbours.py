@@ -33,9 +33,11 @@ class NeighbourRow:
 
 
 def neighbour_rows(analysis: Analysis) -> list[NeighbourRow]:
-    """One row per variant and neighbour, in the order of the stored runs; [] when no run had neighbours."""
+    """One row per variant and neighbour, variants in the campaign's order, each variant's neighbours in the order
+    its runs recorded them; [] when no run had neighbours."""
+    order = [v.name for v in analysis.definition.variants]
     seen: dict[tuple[str, str], list[NeighbourRun]] = {}
-    for run in analysis.runs:
+    for run in sorted(analysis.runs, key=lambda r: order.index(r.variant) if r.variant in order else len(order)):
         if run.status != "ok":
             continue
         for n in run.facts.neighbours.neighbours:

@@ -10,12 +10,18 @@ from layerbench.analysis.neighbours import COLUMNS, INTRO, TITLE, neighbour_rows
 from layerbench.report.text import pipe_table
 
 
+def cell(text: str) -> str:
+    """A markdown table cell: a `|` (a folder name may hold one) would split the row."""
+    return text.replace("|", "/")
+
+
 def markdown_section(analysis: Analysis) -> list[str]:
     rows = neighbour_rows(analysis)
     if not rows:
         return []
     said = [f"- {w}" for r in rows for w in r.warnings]
-    return [f"## {TITLE}", "", INTRO, "", *pipe_table(list(COLUMNS), [r.cells() for r in rows], "lllllll"), "", *said,
+    return [f"## {TITLE}", "", INTRO, "", *pipe_table(list(COLUMNS), [[cell(c) for c in r.cells()] for r in rows],
+                                                "lllllll"), "", *said,
             *([""] if said else [])]
 
 
