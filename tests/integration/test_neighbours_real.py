@@ -114,3 +114,31 @@ def test_sigkill_leaves_a_neighbour_that_clean_removes(tmp_path: Path) -> None:
         for pid in processes_with(str(tmp_path)):  # whatever of this test's campaign is still there
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_every_kind_runs_reports_what_it_achieved_and_leaves_nothing(tmp_path: Path) -> None:
+    """stress-ng (cpu, memory), fio (fsync-heavy disk) and iperf3 (loopback) started, checked, stopped, read back;
+    afterwards no process names this test's folders, no owner record is left, the disk folder is gone."""
+    from layerbench.campaign.neighbours import Neighbour
+    from layerbench.neighbours.running import NeighboursRunning
+
+    neighbours = [Neighbour(name="hog", kind="cpu", load=50, cpus="0", nice=5),
+                  Neighbour(name="mem", kind="memory", size="4M"),
+                  Neighbour(name="disk", kind="disk", pattern="fsync", size="4M", folder=str(tmp_path)),
+                  Neighbour(name="net", kind="network", bitrate="10M")]
+    label = f"lbtest-neighbours-{os.getpid()}"
+    running = NeighboursRunning(neighbours, tmp_path / "run", label, tmp_path)
+    facts: dict = {}
+    running.facts = facts
+    with running:
+        assert set(running.components()) == {"neighbour:hog", "neighbour:mem", "neighbour:disk", "neighbour:net"}
+        assert len(list(tmp_path.glob("lb-neighbour-disk-*"))) == 1
+        time.sleep(2)
+    by_name = {n.name: n for n in running.record().neighbours}
+    assert by_name["hog"].achieved["cpu_percent_per_worker"] > 0 and by_name["hog"].cpus == "0"
+    assert by_name["mem"].achieved["bogo_ops_per_second"] > 0  # MB/s only after a longer run (stress-ng says)
+    assert by_name["disk"].achieved["write_iops"] > 0 and by_name["disk"].achieved["fsyncs"] > 0
+    assert by_name["net"].achieved["bits_per_second"] > 0
+    assert all(n.check["running"] for n in by_name.values()) and facts["neighbours"]["format"] == 1
+    assert processes_with(str(tmp_path)) == [] and list(tmp_path.glob("lb-neighbour-*")) == []
+    assert not any(o.label.startswith(label) for o in recorded())

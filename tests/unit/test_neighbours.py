@@ -169,6 +169,9 @@ def test_command_lines() -> None:
 def test_the_tools_own_reports_are_read() -> None:
     cpu = tools.stress_ng_achieved((DATA / "stress-ng-cpu.yaml").read_text())
     assert cpu == {"bogo_ops_per_second": 485.39, "cpu_percent_per_worker": 28.0, "seconds": 2.02}
+    stream = tools.stress_ng_achieved((DATA / "stress-ng-stream.yaml").read_text())
+    assert stream["read_mb_per_second"] == 3632.2 and stream["write_mb_per_second"] == 2421.4
+    assert "read_mb_per_second" not in cpu
     disk = tools.fio_achieved((DATA / "fio-fsync-sigterm.json").read_text())
     assert disk["write_iops"] == 892.5 and disk["fsyncs"] > 0 and "read_iops" not in disk
     net = tools.iperf3_achieved((DATA / "iperf3-client-sigterm.json").read_text())

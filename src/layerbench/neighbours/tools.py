@@ -72,9 +72,14 @@ def stress_ng_achieved(text: str) -> dict[str, float]:
     if not isinstance(metrics, list) or not metrics or not isinstance(metrics[0], dict):
         raise ValueError("no metrics in stress-ng's YAML report")
     first = metrics[0]
-    return {"bogo_ops_per_second": round(float(first["bogo-ops-per-second-real-time"]), 2),
-            "cpu_percent_per_worker": round(float(first["cpu-usage-per-instance"]), 1),
-            "seconds": round(float(first["wall-clock-time"]), 2)}
+    out = {"bogo_ops_per_second": round(float(first["bogo-ops-per-second-real-time"]), 2),
+           "cpu_percent_per_worker": round(float(first["cpu-usage-per-instance"]), 1),
+           "seconds": round(float(first["wall-clock-time"]), 2)}
+    for key, name in (("memory-read-rate-mb-per-sec", "read_mb_per_second"),
+                      ("memory-write-rate-mb-per-sec", "write_mb_per_second")):
+        if key in first:  # the stream stressor's memory bandwidth (MB: 10**6 bytes, as stress-ng says)
+            out[name] = round(float(first[key]), 1)
+    return out
 
 
 def json_document(text: str) -> dict[str, Any]:

@@ -51,6 +51,9 @@ class NeighbourRun:
         a = self.achieved
         if not a:
             return self.error or "no report"
+        if self.kind == "memory" and "read_mb_per_second" in a:
+            return (f"{a['read_mb_per_second']:,.0f} MB/s read, {a.get('write_mb_per_second', 0):,.0f} MB/s written, "
+                    f"{a.get('cpu_percent_per_worker', 0):.0f} % CPU per worker")
         if self.kind in ("cpu", "memory"):
             return (f"{a.get('cpu_percent_per_worker', 0):.0f} % CPU per worker, "
                     f"{a.get('bogo_ops_per_second', 0):,.0f} bogo ops/s")
