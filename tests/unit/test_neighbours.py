@@ -234,3 +234,25 @@ def test_the_report_row_takes_the_median_of_what_each_run_achieved() -> None:
     assert shown.achieved == "200 write IOPS (0.8 MiB/s)" and shown.runs == 3 and shown.placement == "host"
     failed = row("noisy", [NeighbourRun("h", "cpu", "host", "0", 3, "i", "stress-ng", error="no report from x")])
     assert failed.achieved == "no report from x" and failed.placement == "host, CPUs 0, nice 3"
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ({"name": "x", "kind": "gpu"}, "kind 'gpu' is not a kind of neighbour"),
+    ({"name": "x", "kind": "cpu", "load": 150}, "load: Input should be less than or equal to 100"),
+    ({"name": "x", "kind": "cpu", "workers": 4 * len(os.sched_getaffinity(0)) + 1}, "workers on a machine of"),
+    ({"name": "x", "kind": "disk", "size": "9999999G"}, "size: 9999999G does not fit"),
+    ({"name": "x", "kind": "network", "to": "nowhere"}, "'nowhere' is not a host of `hosts:`"),
+])
+def test_validate_refuses_in_one_line_with_exit_2(tmp_path: Path, entry: dict[str, Any], said: str) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign(None, [entry], output=str(tmp_path / "out"))))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
+    assert not (tmp_path / "out").exists()
