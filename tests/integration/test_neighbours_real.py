@@ -68,16 +68,18 @@ def test_a_cpu_neighbour_on_the_servers_cpu_lowers_its_tps(tmp_path: Path) -> No
     assert "## Neighbours" in report and "hog" in report and "CPU per worker" in report
 
 
-def test_the_neighbours_record_and_cpu_component(tmp_path: Path) -> None:
-    variants = [{"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1", "neighbours": [HOG]}]
+def test_the_neighbours_record_cpu_and_io_components(tmp_path: Path) -> None:
+    disk = {"name": "disk", "kind": "disk", "pattern": "fsync", "size": "8M"}
+    variants = [{"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1", "neighbours": [HOG, disk]}]
     done = layerbench("run", str(campaign(tmp_path, "it-neighbours-record", variants, 3, 1)))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with Store(tmp_path / "out" / "layerbench.db") as store:
         run = store.runs(store.campaign("latest").id)[0]
-    (hog,) = run.facts.neighbours.neighbours
+    hog, _ = run.facts.neighbours.neighbours
     assert (hog.name, hog.kind, hog.tool, hog.cpus) == ("hog", "cpu", "stress-ng", "0")
     assert hog.check["running"] is True and hog.achieved["bogo_ops_per_second"] > 0
     assert run.facts.usage is not None and run.facts.usage.cpu_seconds["neighbour:hog"] > 0
+    assert run.facts.io is not None and run.facts.io.processes["neighbour:disk"]["write_bytes"] > 0
 
 
 def wait_for_neighbour(out: Path, proc: subprocess.Popen[bytes], limit: float = 600) -> Path:

@@ -213,7 +213,7 @@ class RunExecution:
         sampler = ResourceSampler(neighbours.with_components(local), self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with neighbours, ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: before the window
-            io_window = IoWindow(local, pids, status, remote_cpu.io_reading if remote_cpu else None)
+            io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reading if remote_cpu else None)
             self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the window
             if remote_cpu is not None:
                 remote_cpu.start()
