@@ -256,3 +256,19 @@ def test_validate_refuses_in_one_line_with_exit_2(tmp_path: Path, entry: dict[st
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
     assert not (tmp_path / "out").exists()
+
+
+def test_a_network_neighbour_sends_to_loopback_or_a_local_hosts_address() -> None:
+    import socket
+
+    from layerbench.hosts.inventory import HostEntry
+    from layerbench.neighbours.running import address_of, listening
+
+    assert address_of(None, None) == "127.0.0.1" and address_of("loopback", {}) == "127.0.0.1"
+    assert address_of("here", {"here": HostEntry(local=True)}) == "127.0.0.1"
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+        assert not listening(port)
+        server.listen()
+        assert listening(port)
