@@ -1,9 +1,10 @@
 """Calibration of the verdicts by simulation (issue #23): how often each verdict is given for a known true effect
 (the power table) and how often the delta interval covers the true effect (the coverage table).
 
-Every simulated campaign goes through the project's own `analysis.stats.compare`, exactly as a report does. The
-model is multiplicative, as throughput is: variant = (1 + effect) x a draw from the baseline's distribution, so the
-true delta is `effect` for the ratio of means, of medians and for the shift of the log values alike.
+Every simulated campaign goes through the project's own `analysis.stats.compare_with_baseline`, exactly as a
+report does. The model is multiplicative, as throughput is: variant = (1 + effect) x a draw from the baseline's
+distribution, so the true delta is `effect` for the ratio of means, of medians and for the shift of the log values
+alike.
 
     .venv/bin/python bench/verdict_calibration.py [--campaigns 1000] [--coverage-campaigns 4000] [--seed 23]
 
@@ -21,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 from common import parse_args
 
-from layerbench.analysis.stats import KINDS, Comparison, compare
+from layerbench.analysis.stats import KINDS, Comparison, compare_with_baseline
 
 CV = 0.05
 
@@ -48,7 +49,7 @@ def campaigns(draw: Callable, n: int, effect: float, count: int, rng: np.random.
 
 
 def run_compare(base: np.ndarray, variant: np.ndarray) -> Comparison:
-    return compare(base, {"v": variant})[0]
+    return compare_with_baseline(base, {"v": variant})[0]
 
 
 def power_row(n: int, effect: float, count: int, rng: np.random.Generator) -> Counter:

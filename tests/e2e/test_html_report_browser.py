@@ -11,6 +11,7 @@ import yaml
 from playwright.sync_api import sync_playwright
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.report import write_report
 from layerbench.run import orchestrator
@@ -36,7 +37,7 @@ output: {out}
 """))
     with Store(out / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
-        return write_report(analyze(store, outcome.campaign_id), "html", outcome.output_dir)
+        return write_report(report_model(analyze(store, outcome.campaign_id)), "html", outcome.output_dir)
 
 
 def test_report_opens_offline_and_every_chart_renders(report: Path, artifacts: Path) -> None:

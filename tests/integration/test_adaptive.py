@@ -11,6 +11,7 @@ import yaml
 from test_host_campaign import campaign_file
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.report import html, json_export
 from layerbench.report.markdown import render
@@ -36,16 +37,17 @@ def test_a_clear_cost_is_decided_before_max_rounds(tmp_path: Path) -> None:
                "server": {"config": {"innodb_buffer_pool_size": "6M"}}}
     _, analysis = run(tmp_path, "it-adaptive-cost", starved, {"auto": True, "min": 4, "max": 14})
     state = analysis.adaptive
-    assert state is not None, render(analysis)  # a failed run (a busy machine) is stored and left out, as always
-    assert state.reason == "all decided" and state.rounds < 14, render(analysis)
+    # a failed run (a busy machine) is stored and left out, as always
+    assert state is not None, render(report_model(analysis))
+    assert state.reason == "all decided" and state.rounds < 14, render(report_model(analysis))
     print(f"injected cost: {state.decisions[0].kind} after {state.rounds} of max 14 rounds")
     assert [d.kind for d in state.decisions] == ["slower"]
     assert len(analysis.runs) == 2 * state.rounds and analysis.planned_runs == len(analysis.runs)
-    text = render(analysis)
+    text = render(report_model(analysis))
     assert "## Adaptive repetitions" in text and f"stopped after {state.rounds} rounds" in text
     assert "campaign is" not in text  # no "x of y planned runs" warning: the rounds it needed were the plan
-    assert "<h2>Adaptive repetitions</h2>" in html.render(analysis)
-    document = json.loads(json_export.render(analysis))
+    assert "<h2>Adaptive repetitions</h2>" in html.render(report_model(analysis))
+    document = json.loads(json_export.render(report_model(analysis)))
     assert document["adaptive"]["decisions"][0]["decided"] is True
 
 
@@ -53,11 +55,11 @@ def test_an_identical_variant_runs_out_without_a_false_verdict(tmp_path: Path) -
     same = {"name": "same-again", "extends": "base"}
     _, analysis = run(tmp_path, "it-adaptive-aa", same, {"auto": True, "min": 6, "max": 9, "budget": "75s"})
     state = analysis.adaptive
-    assert state is not None, render(analysis)
+    assert state is not None, render(report_model(analysis))
     (decision,) = state.decisions
     print(f"A/A: {decision.kind} after {state.rounds} rounds ({state.reason})")
     # not a firm slower/faster; a `faster?`/`slower?` at the last look is within the alpha the design spends
-    assert decision.kind not in {"slower", "faster", "need more runs"}, render(analysis)
+    assert decision.kind not in {"slower", "faster", "need more runs"}, render(report_model(analysis))
     assert state.reason in {"budget", "max rounds", "all decided"}
     if state.reason != "all decided":
-        assert "open after" in render(analysis)
+        assert "open after" in render(report_model(analysis))

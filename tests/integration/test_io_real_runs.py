@@ -12,6 +12,7 @@ from test_host_campaign import our_servers
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.io import io_rows, run_figures
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.measure.io import NOT_COUNTED
 from layerbench.report import csv_export, html, json_export, markdown
@@ -65,13 +66,13 @@ def test_an_io_bound_buffer_pool_reads_from_disk_an_in_memory_one_does_not(tmp_p
 
 
 def check_every_format(analysis) -> None:
-    text = markdown.render(analysis)
+    text = markdown.render(report_model(analysis))
     assert "## Where the I/O went" in text and "| `base` | io-bound, 2 threads |" in text
     assert text.index("## Where the overhead went") < text.index("## Where the I/O went")
-    assert "<h2>Where the I/O went</h2>" in html.render(analysis)
-    doc = json_export.document(analysis)
+    assert "<h2>Where the I/O went</h2>" in html.render(report_model(analysis))
+    doc = json_export.document(report_model(analysis))
     assert len(doc["io"]) == 2 and all(run["io"]["server_status"] for run in doc["runs"])
-    header, *rows = csv_export.render(analysis).splitlines()
+    header, *rows = csv_export.render(report_model(analysis)).splitlines()
     at = header.split(",").index("io_pages_from_disk_per_1000_tx")
     assert all(row.split(",")[at] != "" for row in rows)
 
@@ -88,7 +89,7 @@ def test_a_container_s_io_is_split_by_component(tmp_path: Path, own_cache: Path)
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store)
         (run,) = store.runs(outcome.campaign_id)
-        text = markdown.render(analyze(store, outcome.campaign_id))
+        text = markdown.render(report_model(analyze(store, outcome.campaign_id)))
     assert outcome.failed == 0, outcome.failures
     assert labelled(name) == []
     io = run.facts.io

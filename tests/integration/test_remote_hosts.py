@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from helpers import stored_rows
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.hosts.inventory import Host, HostEntry
@@ -232,7 +233,7 @@ def test_a_sysbench_version_that_differs_between_hosts_is_reported(lab_hosts: di
 
     with Store(tmp_path / "out" / "layerbench.db") as store:
         analysis = analyze(store, int(runs[0]["campaign_id"]))
-    text = write_report(analysis, "md", tmp_path / "rep").read_text()
+    text = write_report(report_model(analysis), "md", tmp_path / "rep").read_text()
     assert "client host fact sysbench_version" in text
     assert "sysbench 1.0.99-other" in text and "sysbench 1.0.20" in text
 

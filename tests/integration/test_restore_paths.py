@@ -18,6 +18,7 @@ import yaml
 from test_host_campaign import campaign_file, our_servers, run_cli
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import Workload, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.report.markdown import render
@@ -122,7 +123,7 @@ def test_campaign_on_xfs_restores_by_clone_and_reports_it(tmp_path: Path, xfs: P
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
         runs = {r.variant: r.facts for r in store.runs(outcome.campaign_id)}
-        report = render(analyze(store, outcome.campaign_id))
+        report = render(report_model(analyze(store, outcome.campaign_id)))
     assert outcome.failed == 0
     clone, copy = runs["tiny-bp"].reset, runs["base"].reset
     assert clone and clone.restore and clone.restore.method == "clone" and clone.verify == "files"

@@ -12,6 +12,7 @@ import yaml
 from test_host_campaign import campaign_file
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.report.markdown import render
 from layerbench.run import orchestrator
@@ -42,11 +43,11 @@ def test_identical_is_not_different_and_a_real_cost_is_slower(tmp_path: Path) ->
     # An A/A pays alpha by design: p < alpha in up to 1 campaign in 20 (`faster?` / `slower?`, seen in CI with
     # +7.2 % [+1.3, +11.9], p = 0.015), which tests/unit/test_stats.py measures on 4,000 simulated campaigns. What
     # must not happen is a firm verdict, a whole interval beyond ±5 % (0.25 % of simulated A/A campaigns).
-    assert kinds["same-again"] not in {"slower", "faster", "need more runs"}, render(analysis)
-    assert kinds["starved"] == "slower", render(analysis)
+    assert kinds["same-again"] not in {"slower", "faster", "need more runs"}, render(report_model(analysis))
+    assert kinds["starved"] == "slower", render(report_model(analysis))
     starved = next(v for v in point.variants if v.variant == "starved").verdict("tps")
     assert starved.delta is not None and starved.delta.high < -0.05 and starved.p_adjusted < 0.05
-    text = render(analysis)
+    text = render(report_model(analysis))
     assert "| `starved` |" in text and "**slower**" in text
     # every run has a window; runs with >= 3 measured intervals also have an MSER-5 steady state
     assert all(r.window is not None for r in analysis.runs)

@@ -14,6 +14,7 @@ from test_host_campaign import campaign_file
 
 from helpers import interrupt_campaign, stored_rows
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.backends.vm.net import leftover_devices
 from layerbench.campaign.models import parse_campaign
 from layerbench.hosts.workdirs import work_root
@@ -52,7 +53,7 @@ def test_vm_runs_through_both_network_modes_and_is_marked_emulated(tmp_path: Pat
         outcome = orchestrator.run_campaign(campaign, store)
         runs = {r["variant"].replace(f"-{tag}", ""): {**r, "details": json.loads(r["details"])}
                 for r in stored_rows(store, outcome.campaign_id)}
-        report = render(analyze(store, outcome.campaign_id))
+        report = render(report_model(analyze(store, outcome.campaign_id)))
     assert {v: r["status"] for v, r in runs.items()} == dict.fromkeys(runs, "ok"), [r["error"] for r in runs.values()]
     for name in ("vm-user", "vm-tap"):
         facts = runs[name]["details"]["environment"]["backend"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from helpers import synthetic_run
 from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.busy import busy_run, decide, what_was_done
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign, stored_campaign
 from layerbench.errors import BadInput, MachineBusy
 from layerbench.records import BusyDecision, StoredFacts, Usage
@@ -250,16 +251,16 @@ def test_the_analysis_leaves_a_replaced_run_out_and_every_format_lists_it(tmp_pa
                          "used); the verdicts use the clean runs")
     assert busy_summary(analysis) == ["busy machine: 1 run(s) replaced by reruns (run 2 by run 7); the analysis "
                                       "uses the clean runs"]
-    md = markdown.render(analysis)
+    md = markdown.render(report_model(analysis))
     assert "## Replaced runs (busy machine)" in md
     second = next(r.variant for r in analysis.runs if r.idx == 1)
     assert (f"| run 2 | {second} | default, 1 threads | 1 | run 7 | busy: processes outside the run took 60 % of the "
             "CPUs, hypervisor steal 5 %; busiest: stress-ng-cpu (5.5 CPU-s) |") in md
     assert "replaced by run 7: busy: processes outside" in md  # the run table
-    document = json_export.document(analysis)
+    document = json_export.document(report_model(analysis))
     assert [r["run"] for r in document["replaced_runs"]] == [2]
     assert next(r for r in document["runs"] if r["index"] == 2)["busy"]["action"] == "replaced"
-    row = next(line for line in csv_export.render(analysis).splitlines() if line.startswith(f"{cid},2,"))
+    row = next(line for line in csv_export.render(report_model(analysis)).splitlines() if line.startswith(f"{cid},2,"))
     assert ',replaced,"replaced by run 7: busy: processes outside the run took 60 %' in row
 
 

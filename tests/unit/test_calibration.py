@@ -1,7 +1,8 @@
 """Calibration of the verdicts by seeded simulation (issue #23): false `slower`/`faster` with no real difference,
 `within noise` wrongly given for a real effect beyond the threshold, and the coverage of the delta interval, for
 normal, skewed (lognormal) and outlier-contaminated runs. Campaigns are simulated in batches through the same
-`shift_intervals` and `verdict` that `compare` uses; bench/verdict_calibration.py prints the full tables."""
+`shift_intervals` and `verdict` that `compare_with_baseline` uses; bench/verdict_calibration.py prints the full
+tables."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from layerbench.analysis.stats import DeltaCI, compare, exact_cut, shift_intervals, verdict
+from layerbench.analysis.stats import DeltaCI, compare_with_baseline, exact_cut, shift_intervals, verdict
+from layerbench.campaign.settings import Settings
 
 ALPHA, THRESHOLD, CAMPAIGNS = 0.05, 0.02, 4000
 
@@ -38,7 +40,7 @@ def simulate(draw: Callable, n: int, effect: float, seed: int) -> tuple[np.ndarr
 
 def verdicts(draw: Callable, n: int, effect: float, seed: int) -> list[str]:
     found = shift_intervals(*simulate(draw, n, effect, seed), alpha=ALPHA)
-    return [verdict(DeltaCI(d, lo, hi), p, n, n, threshold=THRESHOLD, alpha=ALPHA).kind
+    return [verdict(DeltaCI(d, lo, hi), p, n, n, Settings(THRESHOLD, ALPHA)).kind
             for d, lo, hi, p in zip(found.delta, found.low, found.high, found.p, strict=True)]
 
 
@@ -103,6 +105,6 @@ def test_compare_gives_what_the_batch_gives() -> None:
     base, variant = simulate(lognormal, 7, -0.05, seed=9)
     batch = shift_intervals(base[:20], variant[:20], alpha=ALPHA)
     for i in range(20):
-        one = compare(base[i], {"v": variant[i]})[0]
+        one = compare_with_baseline(base[i], {"v": variant[i]})[0]
         assert one.delta is not None and one.p is not None
         assert (one.delta.low, one.delta.high, one.p) == pytest.approx((batch.low[i], batch.high[i], batch.p[i]))

@@ -61,16 +61,16 @@ def test_a_sweep_family_corrects_the_same_p_values_more_than_a_point_family(tmp_
 
 def test_the_report_names_the_family(tmp_path: Path) -> None:
     point, sweep = analysed(tmp_path, None), analysed(tmp_path, "sweep")
-    said = markdown.render(point)
+    said = markdown.render(report_model(point))
     assert ("p Holm-corrected across the variants of each point (workload and thread count), not across the points "
             "of a sweep (correction: point; `correction: sweep` corrects them together)") in said
     assert "after the Holm correction for 1 comparison(s)" in said
-    said = markdown.render(sweep)
+    said = markdown.render(report_model(sweep))
     assert "p Holm-corrected across every variant and thread count of each workload's sweep (correction: sweep)" in said
     assert "after the Holm correction for 3 comparison(s)" in said
     assert "correction: sweep" in html.render(report_model(sweep))
     assert [runs_needed(comparisons=m, alpha=0.05) for m in (1, 6)] == [4, 5]  # as docs/statistics.md says
-    single = markdown.render(analysed(tmp_path / "one", None, threads=(2,)))
+    single = markdown.render(report_model(analysed(tmp_path / "one", None, threads=(2,))))
     assert "p Holm-corrected across the variants of each point," in single
 
 

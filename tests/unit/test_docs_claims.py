@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from layerbench.analysis.attainable import runs_needed, verdict_possible
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import MAX_RUNS, parse_campaign
-from layerbench.campaign.settings import MIN_RUNS, Settings
+from layerbench.campaign.settings import DEFAULTS, Settings
 from layerbench.errors import BadInput
 from layerbench.importing.table import parse_csv
 
@@ -25,7 +26,7 @@ def test_the_runs_a_verdict_needs_come_from_alpha_and_holm(comparisons: int, alp
 
 
 def test_there_is_no_fixed_floor_of_runs_unless_the_campaign_sets_one() -> None:
-    assert MIN_RUNS == 0 and Settings().min_runs == 0
+    assert DEFAULTS.min_runs == 0 and Settings().min_runs == 0
     campaign = parse_campaign({"name": "c", "baseline": "a", "variants": [{"name": "a", "backend": "host"}],
                                "workload": {}})
     assert campaign.min_runs is None
@@ -66,7 +67,7 @@ def test_report_json_has_exactly_the_keys_its_page_lists(tmp_path: Path) -> None
     listed = re.findall(r"^\| `(\w+)(?:\[\])?` \|", page, re.M)
     cid = fill_store(tmp_path / "lb.db", {"host": 1.0, "docker": 0.9}, reps=4)
     with Store(tmp_path / "lb.db") as store:
-        exported = document(analyze(store, cid))
+        exported = document(report_model(analyze(store, cid)))
     assert exported["schema"] == SCHEMA and f"schema `{SCHEMA}`" in page
     assert set(listed) == set(exported) | {"adaptive", "replaced_runs"}
 
@@ -136,6 +137,6 @@ def test_the_gate_text_docs_studies_quotes() -> None:
     """docs/studies.md quotes today's 'need more runs' text for 3 runs a side."""
     from layerbench.analysis.attainable import gate
 
-    text = gate(3, 3, comparisons=1, alpha=0.05, min_runs=None)
+    text = gate(3, 3, comparisons=1, alpha=0.05, min_runs=0)
     assert text == "need >= 4 runs per side (have 3 and 3: smallest attainable p = 0.1 is not below alpha 0.05)"
     assert f"`{text}`" in (ROOT / "docs" / "studies.md").read_text(encoding="utf-8")

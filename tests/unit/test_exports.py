@@ -10,6 +10,7 @@ from pathlib import Path
 from golden import check
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.report import csv_export, json_export, write_report
 from layerbench.store import Store
 
@@ -23,7 +24,7 @@ def analysis(tmp_path: Path):
 
 def test_json_golden_and_schema(tmp_path: Path) -> None:
     a = analysis(tmp_path)
-    text = json_export.render(a)
+    text = json_export.render(report_model(a))
     doc = json.loads(text)
     assert doc["schema"] == "layerbench.analysis/1"
     assert {"campaign", "settings", "points", "sweeps", "price_performance", "warnings", "runs"} <= doc.keys()
@@ -37,7 +38,7 @@ def test_json_golden_and_schema(tmp_path: Path) -> None:
 
 def test_csv_one_row_per_run(tmp_path: Path) -> None:
     a = analysis(tmp_path)
-    rows = list(csv.DictReader(io.StringIO(csv_export.render(a))))
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(report_model(a)))))
     assert len(rows) == 24 and rows[0].keys() >= {"variant", "threads", "tps", "lat_pct_ms", "steady_state"}
     assert {r["variant"] for r in rows} == {"host", "vm"} and all(float(r["tps"]) > 0 for r in rows)
 
@@ -45,7 +46,7 @@ def test_csv_one_row_per_run(tmp_path: Path) -> None:
 def test_every_format_writes_a_file(tmp_path: Path) -> None:
     a = analysis(tmp_path)
     for fmt in ("md", "html", "json", "csv"):
-        path = write_report(a, fmt, tmp_path / "out")
+        path = write_report(report_model(a), fmt, tmp_path / "out")
         assert path.exists() and path.stat().st_size > 100
     assert "<script>" in (tmp_path / "out" / "report.html").read_text()[:5_000_000]
 
@@ -59,7 +60,7 @@ def test_csv_cells_a_spreadsheet_would_evaluate_are_inert(tmp_path: Path) -> Non
                       "plain,1,14\n", encoding="utf-8")
     with Store(tmp_path / "lb.db") as store:
         cid = import_csv(store, source, "hostile", "plain")
-        rows = list(csv.DictReader(io.StringIO(csv_export.render(analyze(store, cid)))))
+        rows = list(csv.DictReader(io.StringIO(csv_export.render(report_model(analyze(store, cid))))))
     variants = {r["variant"] for r in rows}
     assert variants == {"'=HYPERLINK(\"http://x\")", "'+cmd", "'-2+3", "'@SUM(A1)", "plain"}
     assert all(not r["variant"].startswith(("=", "+", "-", "@")) for r in rows)
@@ -74,4 +75,4 @@ def test_report_into_a_file_is_one_line_bad_input(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     with pytest.raises(BadInput, match=r"--output: .* cannot hold the report"):
-        write_report(analysis(tmp_path), "md", blocker)
+        write_report(report_model(analysis(tmp_path)), "md", blocker)

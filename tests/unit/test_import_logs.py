@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.settings import Overrides
 from layerbench.errors import BadInput
 from layerbench.importing.sources import import_results
@@ -123,15 +124,15 @@ def test_every_format_marks_the_percentile_latency_as_not_compared(tmp_path: Pat
     cid, store = imported(tmp_path, str(mixed_folder(tmp_path)))
     with store:
         analysis = analyze(store, cid)
-    md = markdown.render(analysis)
+    md = markdown.render(report_model(analysis))
     row = next(line for line in md.splitlines() if line.startswith("| `rate40-p100` | imported, 2 threads |"))
     assert "| **slower** | -94.35% [-95.4, -93.9] (p=0.029, n=4+4) | not compared: 95th vs 100th | - |" in row
     assert "| 34.95 (p100) |" in md and "| 3.68 (p95) |" in md  # each file's percentile latency, tagged
-    assert "not compared: 95th vs 100th" in html.render(analysis)
-    document = json.loads(json_export.render(analysis))
+    assert "not compared: 95th vs 100th" in html.render(report_model(analysis))
+    document = json.loads(json_export.render(report_model(analysis)))
     assert any("not compared: 95th vs 100th" in w for w in document["warnings"])
     assert sorted({r["percentile"] for r in document["runs"]}) == [95, 100]
-    rows = list(csv.DictReader(io.StringIO(csv_export.render(analysis))))
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(report_model(analysis)))))
     assert {(r["variant"], r["percentile"], r["lat_pct_verdict"], r["lat_pct_delta"]) for r in rows} == {
         ("rate40-p100", "100", "not compared", "95th vs 100th"), ("unlimited", "95", "", "")}
     assert {r["tps_verdict"] for r in rows if r["variant"] == "rate40-p100"} == {"slower"}
@@ -150,7 +151,7 @@ def test_files_of_one_percentile_are_compared_as_before(tmp_path: Path) -> None:
         analysis = analyze(store, cid)
     assert analysis.run_percentiles == () and analysis.not_compared(analysis.points[0]) == ""
     assert all("lat_pct_ms" in v.comparisons for v in analysis.points[0].variants if v.variant != "unlimited")
-    assert " (p95)" not in markdown.render(analysis)
+    assert " (p95)" not in markdown.render(report_model(analysis))
 
 
 @pytest.mark.parametrize(("fixture", "test"), [

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.errors import BadInput
 from layerbench.importing.table import import_csv, parse_csv
 from layerbench.records import CampaignRecord
@@ -35,7 +36,7 @@ def test_import_and_report(tmp_path: Path) -> None:
     docker = next(v for v in analysis.points[0].variants if v.variant == "docker")
     tps = next(d for d in docker.deltas if d.metric == "tps")
     assert tps.deviation_pct == pytest.approx((114.2666667 / 121.1333333 - 1) * 100, abs=1e-4)
-    text = render(analysis)
+    text = render(report_model(analysis))
     assert f"Imported from `{path.resolve()}`" in text and "`docker` vs `host`" in text
 
 
@@ -132,7 +133,7 @@ def test_rows_of_another_percentile_keep_it_and_only_their_latency_is_not_compar
     assert "tps" in docker.comparisons and "lat_pct_ms" not in docker.comparisons
     assert docker.comparisons["tps"].verdict.kind == "slower"
     assert analysis.not_compared(analysis.points[0]) == "not compared: 95th vs 99th"
-    assert "| 9.10 (p99) |" in render(analysis)
+    assert "| 9.10 (p99) |" in render(report_model(analysis))
 
 
 @settings(max_examples=25, deadline=None)

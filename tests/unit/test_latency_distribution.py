@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.latency import distribution_rows, percentile_comparisons
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.report import csv_export, json_export, markdown
@@ -119,12 +120,12 @@ def test_reports_carry_the_distribution_and_compare_at_asked_percentiles(tmp_pat
     assert set(found) == {"lat_p99_ms", "lat_p50_ms"}
     assert found["lat_p99_ms"].comparison.verdict.kind == "slower" and found["lat_p99_ms"].label == "p99 latency (ms)"
     assert found["lat_p50_ms"].comparison.verdict.kind != "slower"
-    text = markdown.render(analysis)
+    text = markdown.render(report_model(analysis))
     assert "## Latency at other percentiles" in text and "p99 latency (ms) | **slower**" in text
     assert "p95 latency (ms) verdict" in text  # the answer keeps the campaign's percentile
-    doc = json_export.document(analysis)
+    doc = json_export.document(report_model(analysis))
     assert doc["runs"][0]["latency_ms"]["p99.9"] > 0 and len(doc["percentile_comparisons"]) == 2
-    header, first = csv_export.render(analysis).splitlines()[:2]
+    header, first = csv_export.render(report_model(analysis)).splitlines()[:2]
     columns = header.split(",")
     at = columns.index("lat_p50_ms")
     assert columns[at:at + 6] == ["lat_p50_ms", "lat_p90_ms", "lat_p95_ms", "lat_p99_ms", "lat_p99.9_ms", "lat_max_ms"]
@@ -143,9 +144,9 @@ def test_schema_1_store_migrates_and_still_reports(tmp_path: Path) -> None:
         analysis = analyze(store, cid)
         version = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
     assert version == "2" and distribution_rows(analysis) == []
-    assert "`docker` vs `host`" in markdown.render(analysis)
-    assert "recorded no latency distribution" in __import__("layerbench.report.html", fromlist=["render"]).render(
-        analysis)
+    assert "`docker` vs `host`" in markdown.render(report_model(analysis))
+    html = __import__("layerbench.report.html", fromlist=["render"])
+    assert "recorded no latency distribution" in html.render(report_model(analysis))
 
 
 def test_window_without_events_records_nothing() -> None:

@@ -17,7 +17,7 @@ from helpers import synthetic_campaign, synthetic_run
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.blocks_simulation import simulate
 from layerbench.analysis.paired import pair_by_round, pairs_needed, signed_rank_intervals, smallest_p
-from layerbench.analysis.report_model import method_line
+from layerbench.analysis.report_model import method_line, report_model
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.records import CampaignRecord
@@ -180,7 +180,7 @@ def test_a_failed_run_leaves_its_round_unpaired(tmp_path: Path) -> None:
     cid = drifting_store(tmp_path / "b.db", rounds=9, fail={first.idx})
     analysis, found = tps(tmp_path / "b.db", cid)
     assert (found.pairs, found.n_baseline, found.n_variant) == (8, 8, 9)
-    assert "n=8 pairs of 8+9 runs)" in evidence(found) and "n=8 pairs of" in render(analysis)
+    assert "n=8 pairs of 8+9 runs)" in evidence(found) and "n=8 pairs of" in render(report_model(analysis))
 
 
 def test_too_few_pairs_fall_back_to_unpaired_and_the_report_says_so(tmp_path: Path) -> None:
@@ -294,7 +294,7 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
         said[value] = (int(done.value.code or 0), capsys.readouterr().err)
     assert said["paired"][0] == 0 and "paired by round" in (tmp_path / "r" / "report.md").read_text()
     assert said["both"][0] == 2
-    from layerbench.importing.table import statistics_options
+    from layerbench.cli.statistics_options import statistics_options
 
     with pytest.raises(BadInput) as error:
         statistics_options(None, None, None, None, "both")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from golden import differences
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts
 from layerbench.report import csv_export, json_export, markdown
 from layerbench.store import RunRecord, Store
@@ -33,7 +34,7 @@ def old_store(tmp_path: Path) -> Path:
 def test_a_store_of_the_previous_version_reports_as_it_did(old_store: Path, module, golden: str) -> None:
     """The markdown as printed; the exports' numbers at the precision another CPU reproduces (tests/golden.py)."""
     with Store(old_store) as store:
-        text = module.render(analyze(store, 1))
+        text = module.render(report_model(analyze(store, 1)))
     expected = (DATA / "golden" / golden).read_text()
     assert differences(golden, text, expected) == []
     assert text == expected or golden.endswith((".json", ".csv"))

@@ -10,6 +10,7 @@ import pytest
 from golden import GOLDEN, check
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.report.markdown import render
 from layerbench.store import Store
 
@@ -18,7 +19,7 @@ def test_markdown_report_golden(tmp_path: Path) -> None:
     db = tmp_path / "lb.db"
     cid = fill_store(db, {"host": 1.0, "docker-bridge": 0.9, "docker-host": 0.995}, reps=7, fail={4})
     with Store(db) as store:
-        text = render(analyze(store, cid))
+        text = render(report_model(analyze(store, cid)))
     assert "`docker-bridge` vs `host`" in text and "failed: sysbench was killed by signal 9" in text
     assert "| `docker-bridge` | default, 2 threads | **slower** | -9.93% [-11.4, -8.3] (p=0.002, n=6+7)" in text
     assert "| `docker-host` | default, 2 threads | **~** |" in text or "**within noise**" in text
@@ -29,7 +30,7 @@ def test_markdown_sweep_and_price_golden(tmp_path: Path) -> None:
     db = tmp_path / "lb.db"
     cid = fill_store(db, {"host": 1.0, "vm": 0.95}, reps=3, threads=(2, 4), costs={"host": 200.0, "vm": 120.0})
     with Store(db) as store:
-        text = render(analyze(store, cid))
+        text = render(report_model(analyze(store, cid)))
     assert "## Thread sweep" in text and "## Price-performance" in text
     check("report_sweep_price.md", text)
 
@@ -50,7 +51,7 @@ def reanalysed(tmp_path: Path, name: str, baseline: str, fmt: str = "md") -> str
     module = importlib.import_module({"md": "layerbench.report.markdown", "html": "layerbench.report.html",
                                       "json": "layerbench.report.json_export"}[fmt])
     with Store(tmp_path / "lb.db") as store:
-        text = module.render(analyze(store, import_csv(store, source, "study", baseline)))
+        text = module.render(report_model(analyze(store, import_csv(store, source, "study", baseline))))
     return text.replace(str(source.resolve()), "<source>")
 
 

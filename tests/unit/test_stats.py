@@ -10,7 +10,7 @@ from scipy import stats as sp
 
 from layerbench.analysis.stats import (
     DeltaCI,
-    compare,
+    compare_with_baseline,
     format_delta,
     holm,
     mann_whitney_p,
@@ -19,6 +19,7 @@ from layerbench.analysis.stats import (
     summarize,
     verdict,
 )
+from layerbench.campaign.settings import Settings
 
 A = [512.3, 498.1, 505.9, 520.4, 509.7, 501.2, 515.0, 507.7]
 B = [488.0, 479.5, 492.3, 485.1, 481.9, 490.6, 476.4, 487.2]
@@ -134,13 +135,20 @@ def test_verdicts() -> None:
     assert verdict(slower, 0.45, 10, 10).kind == "~"
     small = verdict(DeltaCI(0.004, -0.012, 0.015), 0.6, 10, 10)  # shown to be smaller than ±2 %, p aside
     assert small.kind == "within noise" and small.text.startswith("+0.40% [-1.2, +1.5]")
-    need = verdict(slower, 0.002, 3, 3)
-    assert need.kind == "need more runs" and need.text == "need >= 6 runs per side (have 3 and 3)"
+    need = verdict(slower, 0.002, 3, 3)  # 3 + 3 runs: the smallest attainable p is 2 / C(6, 3) = 0.1
+    assert need.kind == "need more runs"
+    assert need.text == "need >= 4 runs per side (have 3 and 3: smallest attainable p = 0.1 is not below alpha 0.05)"
+    floor = verdict(slower, 0.002, 5, 5, Settings(min_runs=6))
+    assert floor.kind == "need more runs" and floor.text == "need >= 6 runs per side (have 5 and 5: min_runs is 6)"
 
 
 @given(st.integers(0, 5), st.integers(0, 20))
 def test_too_few_runs_never_get_a_verdict(n_small: int, n_other: int) -> None:
-    assert verdict(DeltaCI(-0.5, -0.6, -0.4), 0.0001, n_small, n_other).kind == "need more runs"
+    """Below the campaign's floor (min_runs 6 here), or below what alpha needs (4 + 4 for one comparison; with
+    unequal sides the attainable p decides: 2 + 8 runs can reach 2 / C(10, 2) = 0.044)."""
+    assert verdict(DeltaCI(-0.5, -0.6, -0.4), 0.0001, n_small, n_other, Settings(min_runs=6)).kind == "need more runs"
+    if n_small < 4:
+        assert verdict(DeltaCI(-0.5, -0.6, -0.4), 0.0001, n_small, n_small).kind == "need more runs"
 
 
 def test_benchstat_formatting() -> None:
@@ -159,7 +167,7 @@ def test_the_report_says_when_holm_makes_the_interval_and_the_verdict_differ() -
 
 def test_compare_applies_holm_across_variants() -> None:
     base = A
-    out = compare(base, {"same": [x + 0.5 for x in A], "slow": B, "none": []})
+    out = compare_with_baseline(base, {"same": [x + 0.5 for x in A], "slow": B, "none": []})
     by = {c.variant: c for c in out}
     assert by["slow"].verdict.kind == "slower" and by["slow"].p_adjusted >= by["slow"].p
     assert by["same"].verdict.kind in {"~", "within noise"}
@@ -200,7 +208,8 @@ def test_an_identical_variant_is_called_different_at_most_alpha_of_the_time() ->
     kinds = []
     for _ in range(4000):
         base, same, slow = rng.normal(720, 50, 6), rng.normal(720, 50, 6), rng.normal(260, 40, 6)
-        out = {c.variant: c for c in compare(list(base), {"same": list(same), "slow": list(slow)}, threshold=0.05)}
+        out = {c.variant: c for c in compare_with_baseline(list(base), {"same": list(same), "slow": list(slow)},
+                                                            Settings(threshold=0.05))}
         assert out["slow"].verdict.kind == "slower"
         kinds.append(out["same"].verdict.kind)
     shares = {kind: kinds.count(kind) / len(kinds) for kind in set(kinds)}

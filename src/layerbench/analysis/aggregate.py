@@ -17,25 +17,20 @@ from layerbench.analysis.busy import (
     short_list,
     what_was_done,
 )
-from layerbench.analysis.compare import Settings, comparisons, summaries, variant_warnings
 from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
+from layerbench.analysis.metrics import Metric
+from layerbench.analysis.point_statistics import comparisons, summaries, variant_warnings
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
-from layerbench.campaign.settings import Overrides
+from layerbench.campaign.settings import Overrides, Settings
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
 from layerbench.records.campaign import IMPORTED
 from layerbench.store import Store
 from layerbench.sysbench.histogram import percentile_key
 
 # metric key -> (label, higher is better)
-METRICS: dict[str, tuple[str, bool]] = {
-    "queries": ("total queries", True),
-    "qps": ("QPS", True),
-    "tps": ("TPS", True),
-    "lat_avg_ms": ("avg latency (ms)", False),
-    "lat_pct_ms": ("p{pct} latency (ms)", False),
-}
+METRICS: dict[str, tuple[str, bool]] = {m: (m.label, m.higher_is_better) for m in Metric}
 
 
 @dataclass(frozen=True)
@@ -55,7 +50,7 @@ class RunRow:
     series: tuple[tuple[float, float, bool], ...] = ()  # (time, tps, warm-up) per interval
     transactions: int | None = None  # of the measured part (after the warm-up)
     latency: dict[float, float] = field(default_factory=dict, compare=False)  # percentile -> ms (schema 2 runs)
-    percentile: float | None = None  # which percentile values["lat_pct_ms"] is (imported logs may differ)
+    percentile: float | None = None  # which percentile values[Metric.LAT_PCT] is (imported logs may differ)
 
 
 @dataclass(frozen=True)
@@ -78,7 +73,7 @@ class VariantPoint:
     summaries: dict[str, Summary] = field(default_factory=dict)
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # metric -> vs the baseline
 
-    def verdict(self, metric: str = "tps") -> Comparison | None:
+    def verdict(self, metric: str = Metric.TPS) -> Comparison | None:
         return self.comparisons.get(metric)
 
 
@@ -120,7 +115,7 @@ class Analysis:
     def metric_label(self, metric: str) -> str:
         if metric not in METRICS:
             return latency_label(metric)
-        return METRICS[metric][0].format(pct=self.percentile_label)
+        return Metric(metric).labelled(self.percentile_label)
 
     def not_compared(self, point: Point) -> str:
         """`not compared: 95th vs 100th` when the point's runs report different latency percentiles, else ''."""
@@ -195,7 +190,7 @@ def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | N
     ok = [r for r in runs if r.status == "ok"]
     means = {m: mean_of([r.values[m] for r in ok]) for m in METRICS}
     if len(percentiles_of(ok).get(name, ())) > 1:
-        means["lat_pct_ms"] = None  # its runs report different percentiles: no one mean
+        means[Metric.LAT_PCT] = None  # its runs report different percentiles: no one mean
     deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m],
                           None if m in uncompared else deviation(base_means.get(m), means[m]), METRICS[m][1])
               for m in METRICS]
@@ -240,7 +235,7 @@ def percentiles_of(runs: list[RunRow]) -> dict[str, tuple[float, ...]]:
     """Per variant, the latency percentiles its successful runs report (imported logs may each say another)."""
     out: dict[str, dict[float, None]] = {}
     for r in runs:
-        if r.status == "ok" and r.percentile is not None and r.values.get("lat_pct_ms") is not None:
+        if r.status == "ok" and r.percentile is not None and r.values.get(Metric.LAT_PCT) is not None:
             out.setdefault(r.variant, {})[r.percentile] = None
     return {v: tuple(found) for v, found in out.items()}
 
@@ -266,7 +261,7 @@ def point_values(here: list[RunRow], names: list[str]) -> dict[str, dict[str, li
     latency (its runs' numbers are not one quantity)."""
     values = {m: metric_values(here, names, m) for m in METRICS}
     own = percentiles_of(here)
-    values["lat_pct_ms"] = {n: v for n, v in values["lat_pct_ms"].items() if len(own.get(n, ())) <= 1}
+    values[Metric.LAT_PCT] = {n: v for n, v in values[Metric.LAT_PCT].items() if len(own.get(n, ())) <= 1}
     return values
 
 
@@ -277,7 +272,7 @@ def point_tests(here: list[RunRow], names: list[str], baseline: str, settings: S
     comparisons Holm corrects together with this point's (correction: sweep). A point whose runs report
     different percentiles compares no percentile latency."""
     values = point_values(here, names)
-    metrics = {m: METRICS[m][1] for m in METRICS if not (m == "lat_pct_ms" and mixed_percentiles(here))}
+    metrics = {m: METRICS[m][1] for m in METRICS if not (m == Metric.LAT_PCT and mixed_percentiles(here))}
     compared = {m: comparisons(baseline, values[m], higher, settings, family.get(m, ()),
                                paired_values(here, values[m], m, settings)) for m, higher in metrics.items()}
     for metric, (_, higher) in extra.items():
@@ -303,8 +298,8 @@ def build_point(workload: str, threads: int | None, here: list[RunRow], variants
     base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
     base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
     if len(percentiles_of(base_ok).get(baseline, ())) > 1:
-        base_means["lat_pct_ms"] = None  # the baseline's own runs report different percentiles: no one mean
-    uncompared = ("lat_pct_ms",) if mixed_percentiles(here) else ()  # no deviation between two percentiles
+        base_means[Metric.LAT_PCT] = None  # the baseline's own runs report different percentiles: no one mean
+    uncompared = (Metric.LAT_PCT,) if mixed_percentiles(here) else ()  # no deviation between two percentiles
     names = [v for v in variants if any(r.variant == v for r in here)]
     by_variant = {v: [r for r in here if r.variant == v] for v in names}
     plain = [variant_point(v, by_variant[v], base_means, uncompared) for v in names]
@@ -316,8 +311,8 @@ def build_point(workload: str, threads: int | None, here: list[RunRow], variants
     compared = point_tests(here, names, baseline, settings, extra or {}, family or {})
     full = [with_statistics(p, stats_by_metric, compared) for p in plain]
     where = workload if threads is None else f"{workload} / {threads} threads"
-    warnings = [w for p in full for w in variant_warnings(where, p.variant, values["tps"][p.variant],
-                                                          p.summaries.get("tps"))]
+    warnings = [w for p in full for w in variant_warnings(where, p.variant, values[Metric.TPS][p.variant],
+                                                          p.summaries.get(Metric.TPS))]
     note = not_compared_note(where, here)
     return Point(workload, threads, full, (note, *warnings) if note else tuple(warnings))
 
@@ -484,7 +479,7 @@ def adaptive_state(analysis: Analysis, per_round: int) -> AdaptiveState | None:
         return None
     decisions = tuple(Decision(p.workload if p.threads is None else f"{p.workload} / {p.threads} threads",
                                v.variant, c.verdict.kind)
-                      for p in analysis.points for v in p.variants if (c := v.verdict("tps")) is not None)
+                      for p in analysis.points for v in p.variants if (c := v.verdict(Metric.TPS)) is not None)
     rounds, low, high = complete_rounds(analysis.runs, per_round), spec.rounds_min, spec.rounds_max
     done = bool(decisions) and all(d.decided for d in decisions)
     reason = stop_reason(done, rounds, low, high, analysis.status.startswith("finished"))
@@ -555,9 +550,9 @@ def sweep_table(analysis: Analysis, workload: str, variant: str) -> list[SweepRo
         if base is None or mine is None:
             continue
         deltas = {d.metric: d.deviation_pct for d in mine.deltas}
-        found = mine.verdict("tps")
-        rows.append(SweepRow(int(point.threads or 0), base.means["tps"], mine.means["tps"], deltas["tps"],
-                             deltas["lat_pct_ms"], found.verdict.kind if found else "-",
+        found = mine.verdict(Metric.TPS)
+        rows.append(SweepRow(int(point.threads or 0), base.means[Metric.TPS], mine.means[Metric.TPS],
+                             deltas[Metric.TPS], deltas[Metric.LAT_PCT], found.verdict.kind if found else "-",
                              found.verdict.text if found else "", found))
     return rows
 
@@ -579,7 +574,7 @@ def price_performance(analysis: Analysis) -> list[PricePerformance]:
     costs = {v.name: v.cost_per_month for v in analysis.definition.variants}
     if not any(costs.values()):
         return []
-    tps = {name: mean_of([r.values["tps"] for r in analysis.runs if r.variant == name and r.status == "ok"])
+    tps = {name: mean_of([r.values[Metric.TPS] for r in analysis.runs if r.variant == name and r.status == "ok"])
            for name in costs}
     base = tps.get(analysis.baseline)
     out = []

@@ -5,7 +5,8 @@ With n1 and n2 runs and no ties, the most extreme arrangement (every run of one 
 other) has the exact two-sided p = 2 / C(n1 + n2, n1) (Mann & Whitney, Ann. Math. Statist. 18, 1947); no data
 can do better. Holm's procedure (Scand. J. Statist. 6, 1979) multiplies the smallest of m p-values by m, so a
 verdict is reachable only when m * 2 / C(n1 + n2, n1) < alpha. Below that, the runs are shown with their
-evidence and "need more runs" says how many would do; `min_runs` stays as an optional floor of the user's.
+evidence and "need more runs" says how many would do; `min_runs` stays as an optional floor of the user's
+(0: none, the default: DEFAULTS.min_runs).
 """
 
 from __future__ import annotations
@@ -31,23 +32,24 @@ def runs_needed(*, comparisons: int, alpha: float) -> int:
     return next(n for n in range(2, LARGEST_N) if verdict_possible(n, n, comparisons=comparisons, alpha=alpha))
 
 
-def gate(n1: int, n2: int, *, comparisons: int, alpha: float, min_runs: int | None) -> str | None:
-    """Why no verdict can be given at these sample sizes ('need >= N runs per side (...)'), else None."""
-    fewest, floor = min(n1, n2), max(2, min_runs or 0, runs_needed(comparisons=comparisons, alpha=alpha))
+def gate(n1: int, n2: int, *, comparisons: int, alpha: float, min_runs: int) -> str | None:
+    """Why no verdict can be given at these sample sizes ('need >= N runs per side (...)'), else None; min_runs:
+    the campaign's floor (0: none)."""
+    fewest, floor = min(n1, n2), max(2, min_runs, runs_needed(comparisons=comparisons, alpha=alpha))
     if not verdict_possible(n1, n2, comparisons=comparisons, alpha=alpha):
         times = f" x {comparisons} comparisons" if comparisons > 1 else ""
         why = f"smallest attainable p = {smallest_p(n1, n2):.3g}{times} is not below alpha {alpha:g}"
     elif fewest < 2:
         why = f"a side has {fewest} run"
-    elif fewest < (min_runs or 0):
+    elif fewest < min_runs:
         why = f"min_runs is {min_runs}"
     else:
         return None
     return f"need >= {floor} runs per side (have {n1} and {n2}: {why})"
 
 
-def rule_text(*, comparisons: int, alpha: float, min_runs: int | None) -> str:
-    """The rule, once per report."""
+def rule_text(*, comparisons: int, alpha: float, min_runs: int) -> str:
+    """The rule, once per report (min_runs 0: no floor of the campaign's)."""
     n = runs_needed(comparisons=comparisons, alpha=alpha)
     floor = f"; and the campaign's own floor, min_runs {min_runs}" if min_runs else ""
     return (f"A verdict needs runs enough for the Mann-Whitney test to reach alpha {alpha:g} after the Holm "

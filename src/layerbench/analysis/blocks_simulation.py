@@ -17,6 +17,7 @@ import numpy as np
 
 from layerbench.analysis.paired import signed_rank_intervals, verdict_reachable
 from layerbench.analysis.stats import DeltaCI, Shifts, shift_intervals, verdict
+from layerbench.campaign.settings import DEFAULTS, Settings
 
 ESTIMATORS = ("unpaired", "paired", "auto")  # auto: paired where the pairs can reach alpha after Holm, else unpaired
 DIFFERENT = {"slower", "slower?", "faster", "faster?"}
@@ -73,13 +74,14 @@ def intervals(base: np.ndarray, variant: np.ndarray, estimator: str, alpha: floa
 
 
 def simulate(effects: tuple[float, ...], *, rounds: int, drift: float, estimator: str, cv: float = 0.05,
-             campaigns: int = 2000, alpha: float = 0.05, threshold: float = 0.02, seed: int = 30,
-             round_sd: float | None = None) -> Outcome:
+             campaigns: int = 2000, alpha: float = DEFAULTS.alpha, threshold: float = DEFAULTS.noise_threshold,
+             seed: int = 30, round_sd: float | None = None) -> Outcome:
     """`campaigns` campaigns of `rounds` rounds with one variant per effect, analysed with `estimator`."""
     base, variants = draw(effects, rounds, drift, cv, campaigns, np.random.default_rng(seed), round_sd)
     found = [intervals(base, v, estimator, alpha, len(effects)) for v in variants]
     adjusted = holm_rows(np.stack([f.p for f in found], axis=1))
+    rule = Settings(threshold, alpha)
     kinds = np.array([[verdict(DeltaCI(f.delta[row], f.low[row], f.high[row]), adjusted[row, k], rounds, rounds,
-                               threshold=threshold, alpha=alpha, min_runs=1).kind
+                               rule, comparisons=len(effects)).kind
                        for k, f in enumerate(found)] for row in range(campaigns)])
     return Outcome(kinds, found[0].low, found[0].high)

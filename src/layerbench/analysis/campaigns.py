@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from layerbench.analysis.aggregate import Analysis, metric_values, mixed_percentiles, ordinal
-from layerbench.analysis.stats import Comparison, Verdict, compare
+from layerbench.analysis.metrics import Metric
+from layerbench.analysis.report_model import legend
+from layerbench.analysis.stats import Comparison, Verdict, compare_with_baseline
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,21 @@ class CrossRow:
     mean_a: float | None
     mean_b: float | None
     comparison: Comparison
+
+
+@dataclass(frozen=True)
+class CampaignComparison:
+    """What the `compare` command shows: campaign B against campaign A, every shared variant and point, with the
+    verdict legend at A's noise threshold; the terminal only renders it (report/markdown.py)."""
+
+    a: int  # campaign ids
+    b: int
+    rows: tuple[CrossRow, ...]
+    legend: str
+
+
+def campaign_comparison(a: Analysis, b: Analysis) -> CampaignComparison:
+    return CampaignComparison(a.campaign_id, b.campaign_id, tuple(compare_campaigns(a, b)), legend(a.settings))
 
 
 def shared_points(a: Analysis, b: Analysis) -> list[tuple[str, int | None, list[str]]]:
@@ -37,11 +54,12 @@ def not_compared(name: str, workload: str, threads: int | None, before: list[flo
     """The percentile latency of a variant whose runs in A and B report different percentiles: both means, no
     comparison (`not compared`, `95th vs 100th`)."""
     verdict = Verdict("not compared", " vs ".join(ordinal(p) for p in percentiles))
-    return CrossRow(name, workload, threads, "lat_pct_ms", sum(before) / len(before), sum(after) / len(after),
+    return CrossRow(name, workload, threads, Metric.LAT_PCT, sum(before) / len(before), sum(after) / len(after),
                     Comparison(name, None, None, None, verdict, len(before), len(after)))
 
 
-def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps", "lat_pct_ms")) -> list[CrossRow]:
+def compare_campaigns(a: Analysis, b: Analysis,
+                      metrics: tuple[Metric, ...] = (Metric.TPS, Metric.LAT_PCT)) -> list[CrossRow]:
     rows = []
     s = a.settings
     for workload, threads, names in shared_points(a, b):
@@ -53,11 +71,11 @@ def compare_campaigns(a: Analysis, b: Analysis, metrics: tuple[str, ...] = ("tps
                 if not before[name] or not after[name]:
                     continue
                 mixed = mixed_percentiles([r for r in runs_a + runs_b if r.variant == name])
-                if metric == "lat_pct_ms" and mixed:  # p95 against p100 is no comparison
+                if metric == Metric.LAT_PCT and mixed:  # p95 against p100 is no comparison
                     rows.append(not_compared(name, workload, threads, before[name], after[name], mixed))
                     continue
-                (found,) = compare(before[name], {name: after[name]}, higher_is_better=metric in ("tps", "qps"),
-                                   threshold=s.threshold, alpha=s.alpha, min_runs=s.min_runs)
+                (found,) = compare_with_baseline(before[name], {name: after[name]}, s,
+                                                 higher_is_better=metric.higher_is_better)
                 rows.append(CrossRow(name, workload, threads, metric, sum(before[name]) / len(before[name]),
                                      sum(after[name]) / len(after[name]), found))
     return rows

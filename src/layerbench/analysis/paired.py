@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats as sp
 
 from layerbench.analysis.stats import DeltaCI, Shifts, Tested, on_scale, relative
+from layerbench.campaign.settings import DEFAULTS
 
 EXACT_PAIRS_MAX = 50  # pairs up to which the exact distribution is used (without zeros or ties), as SciPy does
 PAIRED, UNPAIRED = "paired", "unpaired"
@@ -97,7 +98,7 @@ def walsh_averages(d: np.ndarray) -> np.ndarray:
     return np.sort((d[..., i] + d[..., j]) / 2, axis=-1)
 
 
-def signed_rank_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 0.05) -> Shifts:
+def signed_rank_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = DEFAULTS.alpha) -> Shifts:
     """Per row of 2-D arrays (column k of both: the same round), the paired Hodges-Lehmann relative delta, its
     signed-rank (1 - alpha) interval, its attained confidence and the test's two-sided p."""
     base, variant = np.atleast_2d(np.asarray(base, dtype=float)), np.atleast_2d(np.asarray(variant, dtype=float))

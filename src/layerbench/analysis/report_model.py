@@ -26,9 +26,10 @@ from layerbench.analysis.latency import (
     percentile_comparisons,
     point_title,
 )
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.sequential import decision_rows, headline
-from layerbench.analysis.stats import Comparison, meanings
+from layerbench.analysis.stats import Comparison, Summary, meanings
 from layerbench.campaign.settings import Settings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
 
@@ -45,8 +46,18 @@ class AnswerRow:
 
 
 @dataclass(frozen=True)
+class SummaryRow:
+    """One variant at one point: the summary of its runs' TPS, a row of every format's TPS-per-variant table."""
+
+    variant: str
+    point: str  # its title: `oltp_read_write, 8 threads`
+    where: tuple[str, int | None]  # (workload, threads), by which the HTML groups its tables
+    summary: Summary
+
+
+@dataclass(frozen=True)
 class Report:
-    analysis: Analysis
+    analysis: Analysis  # the runs, the definition and the environments, which the formats show as stored
     workloads: tuple[str, ...]  # one line per workload: test, data, threads, durations, repetitions, buffer pool
     method: str  # how the answer was computed, in one sentence
     rule: str  # the verdict rule at this campaign's alpha and family size
@@ -66,6 +77,9 @@ class Report:
     io: tuple[IoRow, ...] = ()  # where the I/O went, per point and variant (analysis/io.py)
     io_notes: tuple[str, ...] = ()  # why an I/O figure is missing that is no error, with the variants it concerns
     io_runs: dict[int, RunIo] = field(default_factory=dict)  # run_id -> its I/O per 1,000 transactions
+    summary: tuple[SummaryRow, ...] = ()  # the TPS per variant and point (built here once for every format)
+    run_verdicts: dict[tuple[str, str, int | None], tuple[str, str, str, str]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def report_model(analysis: Analysis) -> Report:
@@ -81,16 +95,39 @@ def report_model(analysis: Analysis) -> Report:
         tuple(missing_percentiles(analysis)), tuple(d.text(analysis.baseline) for d in analysis.differences),
         tuple(dataset_rows(analysis.runs)),
         io=(io := tuple(io_rows(analysis))), io_notes=tuple(io_notes(list(io))),
-        io_runs={r.run_id: f for r in analysis.runs if (f := run_figures(r)) is not None})
+        io_runs={r.run_id: f for r in analysis.runs if (f := run_figures(r)) is not None},
+        summary=summary_rows(analysis), run_verdicts=run_verdicts(analysis), warnings=tuple(analysis.warnings))
 
 
-def as_report(source: Analysis | Report) -> Report:
-    return source if isinstance(source, Report) else report_model(source)
+def summary_rows(analysis: Analysis) -> tuple[SummaryRow, ...]:
+    return tuple(SummaryRow(v.variant, point_title(p), (p.workload, p.threads), s)
+                 for p in analysis.points for v in p.variants if (s := v.summaries.get(Metric.TPS)))
+
+
+def run_verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], tuple[str, str, str, str]]:
+    """(variant, workload, threads) -> TPS verdict word and text, percentile latency verdict word and text (or
+    `not compared` and `95th vs 100th` when the point's runs report different percentiles); empty cells for
+    the baseline."""
+    out = {}
+    for point in analysis.points:
+        note = analysis.not_compared(point)
+        for v in point.variants:
+            cells: list[str] = []
+            for metric in (Metric.TPS, Metric.LAT_PCT):
+                found = v.verdict(metric)
+                if found:
+                    cells += [found.verdict.kind, found.verdict.text]
+                elif metric == Metric.LAT_PCT and note and v.variant != analysis.baseline:
+                    cells += note.split(": ", 1)
+                else:
+                    cells += ["", ""]
+            out[(v.variant, point.workload, point.threads)] = (cells[0], cells[1], cells[2], cells[3])
+    return out
 
 
 def answer_rows(analysis: Analysis) -> tuple[AnswerRow, ...]:
     notes = {(p.workload, p.threads): analysis.not_compared(p) for p in analysis.points}
-    return tuple(AnswerRow(v.variant, point_title(point), v.verdict("tps"), v.verdict("lat_pct_ms"),
+    return tuple(AnswerRow(v.variant, point_title(point), v.verdict(Metric.TPS), v.verdict(Metric.LAT_PCT),
                            notes[(point.workload, point.threads)])
                  for point in analysis.points for v in point.variants if v.variant != analysis.baseline)
 
@@ -109,7 +146,7 @@ def method_line(analysis: Analysis) -> str:
             f"drift): delta = Hodges-Lehmann ratio - 1 of the per-round ratios variant/baseline (median of the Walsh "
             f"averages of their logs) with its {level} interval from the exact Wilcoxon signed-rank test, {tail}")
     fallback = sorted({f"`{v.variant}` at {point_title(p)}" for p in analysis.points for v in p.variants
-                       if (c := v.verdict("tps")) and c.delta is not None and c.pairs is None})
+                       if (c := v.verdict(Metric.TPS)) and c.delta is not None and c.pairs is None})
     if not fallback:
         return line
     need = pairs_needed(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha)
@@ -150,7 +187,7 @@ def comparisons_at(analysis: Analysis) -> int:
 
 def rule(analysis: Analysis) -> str:
     s, family = analysis.settings, max(1, comparisons_at(analysis))
-    text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs or None)
+    text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
     if s.estimator != "paired":
         return text
     return (f"{text} Paired by round, the signed-rank test's smallest p with n pairs is 2 / 2^n: it needs >= "

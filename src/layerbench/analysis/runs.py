@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.steady_state import SteadyState, is_unstable, mser5, swing_ratio
 from layerbench.records import RunMetrics, StoredInterval
 
@@ -41,9 +42,9 @@ def steady_window(intervals: tuple[StoredInterval, ...] | list[StoredInterval], 
 def run_values(metrics: RunMetrics, window: Window) -> dict[str, float | None]:
     """The values a run contributes to the statistics."""
     return {
-        "queries": metrics.value("queries"),
-        "qps": window.qps if window.qps is not None else metrics.value("qps"),
-        "tps": window.tps if window.tps is not None else metrics.value("tps"),
-        "lat_avg_ms": metrics.value("lat_avg_ms"),
-        "lat_pct_ms": metrics.value("lat_pct_ms"),
+        Metric.QUERIES: metrics.value(Metric.QUERIES),
+        Metric.QPS: window.qps if window.qps is not None else metrics.value(Metric.QPS),
+        Metric.TPS: window.tps if window.tps is not None else metrics.value(Metric.TPS),
+        Metric.LAT_AVG: metrics.value(Metric.LAT_AVG),
+        Metric.LAT_PCT: metrics.value(Metric.LAT_PCT),
     }

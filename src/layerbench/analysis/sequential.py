@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from layerbench.analysis.stats import shift_intervals
+from layerbench.campaign.settings import DEFAULTS
 from layerbench.records import AdaptiveRepetitions
 
 DECIDED = ("slower", "faster", "within noise")
@@ -100,7 +101,8 @@ def classify(low: np.ndarray, high: np.ndarray, p: np.ndarray, alpha: float, thr
 
 
 def simulate_rounds(effect: float, *, campaigns: int = 2000, cv: float = 0.05, rounds_min: int = 4,
-                    rounds_max: int = 20, alpha: float = 0.05, threshold: float = 0.02, seed: int = 1) -> Simulated:
+                    rounds_max: int = 20, alpha: float = DEFAULTS.alpha, threshold: float = DEFAULTS.noise_threshold,
+                    seed: int = DEFAULTS.seed) -> Simulated:
     """Campaigns of one baseline and one variant with log-normal runs (sd `cv`) whose true ratio is 1 + effect,
     stopped by the rule above. Each look uses only the rounds so far, as a real campaign does."""
     rng = np.random.Generator(np.random.PCG64(seed))

@@ -3,7 +3,7 @@ with an interval that agrees with its test, Holm's correction, and verdicts prin
 
 The unit is the run (intervals within a run are correlated). Methods:
 - Summary of one variant: mean, median, sd, CV and a percentile bootstrap CI of the mean (Efron & Tibshirani,
-  "An Introduction to the Bootstrap", 1993), 10,000 seeded resamples, vectorised.
+  "An Introduction to the Bootstrap", 1993), seeded resamples (DEFAULTS.resamples), vectorised.
 - Delta against the baseline: the Hodges-Lehmann estimate of the shift of log(values) (the median of the
   pairwise log ratios variant_j / baseline_i), reported as a relative delta exp(shift) - 1, with the interval
   obtained by inverting the Mann-Whitney test (Hodges & Lehmann, Ann. Math. Statist. 34, 1963; Bauer, JASA 67,
@@ -32,8 +32,8 @@ import numpy as np
 from scipy import stats as sp
 
 from layerbench.analysis.attainable import gate
+from layerbench.campaign.settings import DEFAULTS, Settings
 
-RESAMPLES = 10_000
 BOOTSTRAP_MAX_N = 200  # above this many runs the interval of the mean is Student's t (the bootstrap adds nothing)
 PAIRWISE_MAX = 250_000  # above this many pairs the interval's ends are found by bisection, not by sorting all pairs
 EXACT_MAX = 20  # runs per side up to which the exact distribution of U is used (without ties)
@@ -57,7 +57,7 @@ class DeltaCI:
     delta: float  # Hodges-Lehmann estimate of variant / baseline - 1 (median of the pairwise ratios, minus 1)
     low: float
     high: float
-    confidence: float = 0.95  # the interval's attained confidence (the exact distribution is discrete)
+    confidence: float = 1 - DEFAULTS.alpha  # the interval's attained confidence (the exact distribution is discrete)
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,9 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Tested:
-    """A delta and p computed elsewhere for one variant (paired by round, analysis/paired.py), for `compare` to
-    correct and judge with the others; its caller passes only pairs enough for the test to reach alpha."""
+    """A delta and p computed elsewhere for one variant (paired by round, analysis/paired.py), for
+    `compare_with_baseline` to correct and judge with the others; its caller passes only pairs enough for the
+    test to reach alpha."""
 
     delta: DeltaCI
     p: float
@@ -105,8 +106,8 @@ def percentile_interval(samples: np.ndarray, confidence: float) -> tuple[float, 
     return float(low), float(high)
 
 
-def summarize(values: Sequence[float], *, seed: int = 1, resamples: int = RESAMPLES,
-              confidence: float = 0.95) -> Summary:
+def summarize(values: Sequence[float], *, seed: int = DEFAULTS.seed, resamples: int = DEFAULTS.resamples,
+              confidence: float = DEFAULTS.confidence) -> Summary:
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("summarize needs at least one value")
@@ -272,7 +273,7 @@ def cuts(base: np.ndarray, variant: np.ndarray, alpha: float) -> tuple[np.ndarra
     return out_c, out_conf
 
 
-def shift_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 0.05) -> Shifts:
+def shift_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = DEFAULTS.alpha) -> Shifts:
     """Hodges-Lehmann delta with its Mann-Whitney-inverted (1 - alpha) interval, per row: one simulated campaign
     per row of 2-D arrays (a 1-D pair is one row)."""
     base, variant = np.atleast_2d(np.asarray(base, dtype=float)), np.atleast_2d(np.asarray(variant, dtype=float))
@@ -287,7 +288,8 @@ def shift_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 0.05) 
                   confidence, mann_whitney_pvalues(base, variant))
 
 
-def shift_delta(baseline: Sequence[float], variant: Sequence[float], *, alpha: float = 0.05) -> tuple[DeltaCI, float]:
+def shift_delta(baseline: Sequence[float], variant: Sequence[float], *,
+                alpha: float = DEFAULTS.alpha) -> tuple[DeltaCI, float]:
     """One comparison: the relative Hodges-Lehmann delta with its (1 - alpha) interval, and the test's p."""
     base, other = np.asarray(baseline, dtype=float), np.asarray(variant, dtype=float)
     if base.size == 0 or other.size == 0:
@@ -317,7 +319,8 @@ KINDS = ("slower", "slower?", "faster", "faster?", "within noise", "~", "need mo
 
 
 def meanings(threshold: float) -> dict[str, str]:
-    """What each verdict word says, for the legends of every report and of `compare` (docs/statistics.md)."""
+    """What each verdict word says, for the legends of every report and of the `compare` command
+    (docs/statistics.md)."""
     band = f"±{threshold * 100:g} %"
     return {
         "slower / faster": f"a real difference (p < alpha) and the whole interval beyond {band}",
@@ -365,51 +368,53 @@ def direction(delta: DeltaCI, threshold: float) -> tuple[int, bool]:
     return -1, delta.high < -threshold
 
 
-def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, *, threshold: float = 0.02,
-            alpha: float = 0.05, min_runs: int = 6, higher_is_better: bool = True,
-            p_raw: float | None = None) -> Verdict:
-    """need more runs: too few; within noise: the whole interval inside ±threshold (shown to differ by less than
-    the threshold, whatever p says); ~: p >= alpha (no detectable difference); slower / faster: p < alpha and
-    the whole interval beyond the threshold on one side; slower? / faster?: p < alpha, but the interval reaches
-    into the band (a real difference, not shown to exceed the threshold)."""
-    n = min(n_base, n_variant)
-    if n < min_runs:
-        return Verdict("need more runs", f"need >= {min_runs} runs per side (have {n_base} and {n_variant})")
-    notes = disagreement(delta, p_adjusted, p_raw, alpha)
+def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, settings: Settings | None = None, *,
+            higher_is_better: bool = True, p_raw: float | None = None, comparisons: int = 1) -> Verdict:
+    """need more runs: fewer runs than the test needs to reach alpha after Holm over `comparisons`, or than the
+    settings' min_runs (analysis/attainable.py); within noise: the whole interval inside ±threshold (shown to
+    differ by less than the threshold, whatever p says); ~: p >= alpha (no detectable difference); slower /
+    faster: p < alpha and the whole interval beyond the threshold on one side; slower? / faster?: p < alpha, but
+    the interval reaches into the band (a real difference, not shown to exceed the threshold)."""
+    rule = settings or Settings()
+    short = gate(n_base, n_variant, comparisons=comparisons, alpha=rule.alpha, min_runs=rule.min_runs)
+    if short:
+        return Verdict("need more runs", short)
+    n, threshold = min(n_base, n_variant), rule.threshold
+    notes = disagreement(delta, p_adjusted, p_raw, rule.alpha)
     if -threshold <= delta.low and delta.high <= threshold:
         return Verdict("within noise", format_delta(delta, p_adjusted, n, True), notes)
-    if p_adjusted >= alpha:
+    if p_adjusted >= rule.alpha:
         return Verdict("~", format_delta(delta, p_adjusted, n, False), notes)
     side, beyond = direction(delta, threshold)
     word = "faster" if (side > 0) == higher_is_better else "slower"
     return Verdict(word if beyond else f"{word}?", format_delta(delta, p_adjusted, n, True), notes)
 
 
-def compare(baseline: Sequence[float], variants: Mapping[str, Sequence[float]], *, higher_is_better: bool = True,
-            threshold: float = 0.02, alpha: float = 0.05, min_runs: int | None = None,
-            paired: Mapping[str, Tested] | None = None, family: Sequence[float] = ()) -> list[Comparison]:
-    """Each variant against the baseline for one metric, Holm-corrected across the variants and, when given,
-    `family`: the raw p of the other comparisons corrected together with these (the same metric at the other
-    points of a sweep). The interval is the (1 - alpha) Hodges-Lehmann interval of each comparison alone:
-    unpaired, or for the variants in `paired` the delta and p given there (paired by round), whose verdict
-    counts the pairs as its n per side."""
-    paired = paired or {}
+NO_RUNS = Verdict("need more runs", "no successful runs on one side")
+
+
+def compare_with_baseline(baseline: Sequence[float], variants: Mapping[str, Sequence[float]],
+                          settings: Settings | None = None, *, higher_is_better: bool = True,
+                          paired: Mapping[str, Tested] | None = None,
+                          family: Sequence[float] = ()) -> list[Comparison]:
+    """Each variant against the baseline for one metric under `settings` (threshold, alpha, min_runs),
+    Holm-corrected across the variants and, when given, `family`: the raw p of the other comparisons corrected
+    together with these (the same metric at the other points of a sweep). The interval is the (1 - alpha)
+    Hodges-Lehmann interval of each comparison alone: unpaired, or for the variants in `paired` the delta and p
+    given there (paired by round), whose verdict counts the pairs as its n per side."""
+    rule, paired = settings or Settings(), paired or {}
     names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
     found = {name: (paired[name].delta, paired[name].p) if name in paired else
-             shift_delta(baseline, variants[name], alpha=alpha) for name in names}
+             shift_delta(baseline, variants[name], alpha=rule.alpha) for name in names}
     adjusted = dict(zip(names, holm([found[name][1] for name in names], family), strict=True))
     out = []
     for name, values in variants.items():
         if name not in adjusted:
-            out.append(Comparison(name, None, None, None, Verdict("need more runs", "no successful runs on one side"),
-                                  len(baseline), len(values)))
+            out.append(Comparison(name, None, None, None, NO_RUNS, len(baseline), len(values)))
             continue
-        delta, p = found[name]
-        pairs = paired[name].pairs if name in paired else None
+        (delta, p), pairs = found[name], paired[name].pairs if name in paired else None
         n1, n2 = (pairs, pairs) if pairs is not None else (len(baseline), len(values))
-        short = gate(n1, n2, comparisons=len(names) + len(family), alpha=alpha, min_runs=min_runs)
-        judged = Verdict("need more runs", short) if short else verdict(
-            delta, adjusted[name], n1, n2, threshold=threshold, alpha=alpha, min_runs=1,
-            higher_is_better=higher_is_better, p_raw=p)
+        judged = verdict(delta, adjusted[name], n1, n2, rule, higher_is_better=higher_is_better, p_raw=p,
+                         comparisons=len(names) + len(family))
         out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values), pairs))
     return out

@@ -452,21 +452,21 @@ class Campaign(Strict):
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
     order: Literal["rounds", "sequential"] = "rounds"
-    seed: int = Field(default=settings.SEED, ge=0, le=2**63 - 1)
+    seed: int = Field(default=settings.DEFAULTS.seed, ge=0, le=2**63 - 1)
     output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
     formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: list(settings.REPORT_FORMATS))
-    noise_threshold: float = Field(default=settings.NOISE_THRESHOLD, ge=0, lt=1)
-    alpha: float = Field(default=settings.ALPHA, gt=0, lt=1)
+    noise_threshold: float = Field(default=settings.DEFAULTS.noise_threshold, ge=0, lt=1)
+    alpha: float = Field(default=settings.DEFAULTS.alpha, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
                                  "a verdict, on top of what alpha needs (docs/import.md)")
-    estimator: Literal["paired", "unpaired"] = Field(default=settings.ESTIMATOR, description="paired: each "
+    estimator: Literal["paired", "unpaired"] = Field(default=settings.DEFAULTS.estimator, description="paired: each "
                                                      "variant against the baseline by round (docs/statistics.md)")
-    correction: Literal["point", "sweep"] = Field(default=settings.CORRECTION, description="the family over "
+    correction: Literal["point", "sweep"] = Field(default=settings.DEFAULTS.correction, description="the family over "
                                                    "which p is Holm-corrected: the variants of each point, or "
                                                    "every variant and thread count of a workload (docs/statistics.md)")
     compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
                                              "in every workload besides its `percentile` (docs/campaign.md)")
-    unstable_ratio: float = Field(default=settings.UNSTABLE_RATIO, gt=1, le=1000,
+    unstable_ratio: float = Field(default=settings.DEFAULTS.unstable_ratio, gt=1, le=1000,
                                   description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
     hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only

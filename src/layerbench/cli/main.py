@@ -20,6 +20,7 @@ from rich.text import Text
 from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import Campaign, load_campaign, smoke_version
+from layerbench.campaign.settings import DEFAULTS
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.hosts.procs import stop_all
 from layerbench.paths import existing_store, store_path, where
@@ -58,15 +59,16 @@ STATE: dict[str, Any] = {"debug": False}
 DbOption = Annotated[Path | None, typer.Option(
     "--db", help="SQLite store [default: $LAYERBENCH_DB, else results/layerbench.db]")]
 AlphaOption = Annotated[float | None, typer.Option("--alpha", help="significance level of the verdicts "
-                                                                  "(default 0.05)")]
+                                                                  f"(default {DEFAULTS.shown('alpha')})")]
 MinRunsOption = Annotated[int | None, typer.Option("--min-runs", help="a floor of runs per side for a verdict, on "
-                                                                      "top of what alpha needs (default none)")]
-ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction "
-                                                                          "(default 0.02 = 2 %)")]
+                                                   f"top of what alpha needs (default {DEFAULTS.shown('min_runs')})")]
+ThresholdOption = Annotated[float | None, typer.Option("--threshold", help="noise threshold as a fraction (default "
+                                                       f"{DEFAULTS.shown('noise_threshold')} = "
+                                                       f"{DEFAULTS.noise_threshold * 100:g} %)")]
 CorrectionOption = Annotated[str | None, typer.Option("--correction", help="the family over which p is "
                                                     "Holm-corrected: point (the variants of each point) or sweep "
-                                                    "(every thread count of a workload together) [default: point; "
-                                                    "report: the campaign's]")]
+                                                    "(every thread count of a workload together) [default: "
+                                                    f"{DEFAULTS.correction}; report: the campaign's]")]
 EstimatorOption = Annotated[str | None, typer.Option("--estimator", help="paired (each variant against the "
                                                   "baseline by round, where the rounds allow it) or unpaired "
                                                   "[default: the campaign's]")]
@@ -311,7 +313,7 @@ def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
     with Store(path) as store:
         from layerbench.report.markdown import render
 
-        out.print(render(analyze(store, ref)), markup=False, highlight=False)
+        out.print(render(report_model(analyze(store, ref))), markup=False, highlight=False)
 
 
 @app.command()
@@ -325,7 +327,7 @@ def report(
     correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
-    from layerbench.importing.table import statistics_options
+    from layerbench.cli.statistics_options import statistics_options
 
     overrides = statistics_options(alpha, min_runs, threshold, correction, estimator)
     path, ref = located(ref, db)
@@ -482,8 +484,8 @@ def import_results(
     correction: CorrectionOption = None, db: DbOption = None,
 ) -> None:
     """Import results measured elsewhere, to analyse and report them like layerbench's own."""
+    from layerbench.cli.statistics_options import statistics_options
     from layerbench.importing.sources import import_results as import_any
-    from layerbench.importing.table import statistics_options
 
     options = statistics_options(alpha, min_runs, threshold, correction)
     path = store_path(db)
@@ -523,10 +525,8 @@ def compare_cmd(
     db: DbOption = None,
 ) -> None:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
-    from layerbench.analysis.campaigns import compare_campaigns
-    from layerbench.analysis.report_model import legend
-    from layerbench.report.text import fmt
-    from layerbench.report.text import pipe_table as table
+    from layerbench.analysis.campaigns import campaign_comparison
+    from layerbench.report.markdown import render_comparison
 
     with Store(existing_store(db)) as store:
         first, second = analyze(store, a), analyze(store, b)
@@ -537,16 +537,10 @@ def compare_cmd(
         if not one.runs:
             raise BadInput(f"compare: campaign {one.campaign_id} ({one.name}, {one.status}) has no stored run; "
                            "nothing to compare")
-    rows = compare_campaigns(first, second)
-    if not rows:
+    found = campaign_comparison(first, second)
+    if not found.rows:
         raise BadInput(f"campaigns {a} and {b} share no variant measured at the same workload and threads")
-    body = [[f"`{r.variant}`", r.workload if r.threads is None else f"{r.workload}, {r.threads} thr",
-             r.metric, fmt(r.mean_a), fmt(r.mean_b), r.comparison.verdict.kind, r.comparison.verdict.text]
-            for r in rows]
-    header = ["variant", "point", "metric", f"A ({first.campaign_id})", f"B ({second.campaign_id})", "verdict",
-              "B vs A"]
-    out.print("\n".join([*table(header, body, "lllrrll"), "", legend(first.settings)]), markup=False,
-              highlight=False)
+    out.print(render_comparison(found), markup=False, highlight=False)
 
 
 def study_description(name: str) -> str:

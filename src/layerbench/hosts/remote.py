@@ -176,12 +176,6 @@ def clean_remote(remote: dict[str, Any]) -> tuple[list[str], bool]:
     return [f"host {host.name} did not answer; {folder} may remain there (run `layerbench clean` again)"], False
 
 
-def leftover_folders(host: Host, prefix: str) -> list[str]:
-    """Client folders on a host whose label starts with prefix (`layerbench clean` and the tests use it)."""
-    done = host.shell(f"ls -d /tmp/{shlex.quote(prefix)}*-client 2>/dev/null; true", name=f"ls on {host.name}")
-    return [line for line in done.output.split() if line.endswith("-client")]
-
-
 # --- the campaign's hosts: preflight survey and per-run evidence -----------------------------------------------
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from layerbench.campaign.boundedyaml import read_bounded_text
 from layerbench.campaign.models import MAX_RUNS, MAX_THREADS
-from layerbench.campaign.settings import CORRECTIONS, ESTIMATORS, Overrides
+from layerbench.campaign.settings import Overrides
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord
 from layerbench.store import RunRecord, Store
@@ -173,25 +173,6 @@ def row_percentile(row: ImportedRow, compared: str | None) -> str | None:
     if compared in row.metrics:
         return compared
     return next((m for m in row.metrics if PERCENTILE_COLUMN.match(m)), None)
-
-
-def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None,
-                       correction: str | None = None, estimator: str | None = None) -> Overrides:
-    """--alpha, --min-runs, --threshold, --correction, --estimator, checked; one-line errors for values out of
-    range."""
-    if estimator is not None and estimator not in ESTIMATORS:
-        raise BadInput(f"--estimator: {shown(estimator)} is not an estimator; use paired (by round, where the rounds "
-                       "allow it) or unpaired")
-    if correction is not None and correction not in CORRECTIONS:
-        raise BadInput(f"--correction: {shown(correction)} is not a family of comparisons; use point (the variants "
-                       "of each point) or sweep (every thread count of a workload together)")
-    if alpha is not None and not 0 < alpha < 1:
-        raise BadInput(f"--alpha: {alpha:g} is not a significance level; use a number between 0 and 1, like 0.05")
-    if min_runs is not None and min_runs < 2:
-        raise BadInput(f"--min-runs: {min_runs} runs cannot carry a verdict; use 2 or more, or leave it out")
-    if threshold is not None and not 0 <= threshold < 1:
-        raise BadInput(f"--threshold: {threshold:g} is not a noise threshold; use a fraction like 0.02 (2 %)")
-    return Overrides(threshold, alpha, min_runs, correction, estimator)
 
 
 def import_csv(store: Store, path: Path, name: str, baseline: str, options: Overrides | None = None) -> int:

@@ -6,18 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from layerbench.campaign.settings import (
-    ALPHA,
-    CORRECTION,
-    MIN_RUNS,
-    NOISE_THRESHOLD,
-    REPORT_FORMATS,
-    SEED,
-    STORED_ESTIMATOR,
-    UNSTABLE_RATIO,
-    Overrides,
-    Settings,
-)
+from layerbench.campaign.settings import DEFAULTS, REPORT_FORMATS, Overrides, Settings
 from layerbench.records.json import (
     JSONObject,
     as_float,
@@ -102,17 +91,17 @@ class CampaignRecord:
     repetitions: int | AdaptiveRepetitions
     description: str | None = None
     order: str | None = None
-    noise_threshold: float = NOISE_THRESHOLD
-    alpha: float = ALPHA
-    min_runs: int = MIN_RUNS
-    seed: int = SEED
-    unstable_ratio: float = UNSTABLE_RATIO
+    noise_threshold: float = DEFAULTS.noise_threshold
+    alpha: float = DEFAULTS.alpha
+    min_runs: int = DEFAULTS.min_runs
+    seed: int = DEFAULTS.seed
+    unstable_ratio: float = DEFAULTS.unstable_ratio
     compare_percentiles: tuple[float, ...] = ()
     formats: tuple[str, ...] | None = None
     imported_from: str | None = None
     imported_layouts: tuple[str, ...] = ()  # sysbench output layouts of imported log files
-    estimator: str = STORED_ESTIMATOR  # paired | unpaired; campaigns stored before it existed were unpaired
-    correction: str = CORRECTION  # the Holm family: "point" or "sweep" (stores before it: "point")
+    estimator: str = DEFAULTS.stored_estimator  # paired | unpaired; stored before it existed: unpaired
+    correction: str = DEFAULTS.correction  # the Holm family: "point" or "sweep" (stores before it: "point")
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -123,13 +112,15 @@ class CampaignRecord:
                    tuple(VariantRecord.from_json(as_object(v)) for v in as_list(get("variants"))),
                    tuple(WorkloadRecord.from_json(as_object(w)) for w in as_list(get("workloads"))),
                    _repetitions(get("repetitions")), opt_str(get("description")), opt_str(get("order")),
-                   as_float(get("noise_threshold"), NOISE_THRESHOLD), as_float(get("alpha"), ALPHA),
-                   as_int(get("min_runs") or MIN_RUNS), as_int(get("seed"), SEED),
-                   as_float(get("unstable_ratio"), UNSTABLE_RATIO),
+                   as_float(get("noise_threshold"), DEFAULTS.noise_threshold),
+                   as_float(get("alpha"), DEFAULTS.alpha),
+                   as_int(get("min_runs") or DEFAULTS.min_runs), as_int(get("seed"), DEFAULTS.seed),
+                   as_float(get("unstable_ratio"), DEFAULTS.unstable_ratio),
                    tuple(as_float(p) for p in as_list(get("compare_percentiles"))),
                    None if formats is None else tuple(as_str(f) for f in as_list(formats)),
                    opt_str(get("imported_from")), tuple(as_str(x) for x in as_list(get("imported_layouts"))),
-                   as_str(get("estimator"), STORED_ESTIMATOR), opt_str(get("correction")) or CORRECTION, dict(data))
+                   as_str(get("estimator"), DEFAULTS.stored_estimator),
+                   opt_str(get("correction")) or DEFAULTS.correction, dict(data))
 
     def to_json(self) -> JSONObject:
         return dict(self.document)

@@ -1,12 +1,11 @@
 """Reports: one module per format, each rendering the one Report the analysis makes (analysis/report_model.py),
-never computing one; all with `render()`."""
+never computing one; all with `render(report)`. The HTML's markup is in templates/ (Jinja2, autoescaped)."""
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 
-from layerbench.analysis.aggregate import Analysis
 from layerbench.analysis.report_model import Report
 from layerbench.errors import BadInput, shown
 
@@ -14,7 +13,7 @@ FORMATS = {"md": "markdown", "html": "html", "json": "json_export", "csv": "csv_
 EXTENSIONS = {"md": "md", "html": "html", "json": "json", "csv": "csv"}
 
 
-def write_report(report: Analysis | Report, fmt: str, directory: Path) -> Path:
+def write_report(report: Report, fmt: str, directory: Path) -> Path:
     """Render one format into directory/report.<ext> and return the path."""
     if fmt not in FORMATS:
         raise BadInput(f"--format: {shown(fmt)} is not a report format; use one of: {', '.join(FORMATS)}")

@@ -1,17 +1,18 @@
-"""Charts of an Analysis as Plotly figures (the HTML report inlines plotly.js once, so it opens offline)."""
+"""Charts of a Report as Plotly figures (the HTML report inlines plotly.js once, so it opens offline)."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from layerbench.analysis.aggregate import Analysis, Overhead, Point
+from layerbench.analysis.aggregate import Overhead, Point
+from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
 
-def colour(analysis: Analysis, variant: str) -> str:
-    names = analysis.definition.variant_names
+def colour(report: Report, variant: str) -> str:
+    names = report.analysis.definition.variant_names
     index = names.index(variant) if variant in names else len(names)
     return PALETTE[index % len(PALETTE)]
 
@@ -22,14 +23,15 @@ def layout(fig: go.Figure, title: str, y: str, x: str = "") -> go.Figure:
     return fig
 
 
-def runs_figure(analysis: Analysis, point: Point, metric: str, label: str) -> go.Figure:
+def runs_figure(report: Report, point: Point, metric: Metric) -> go.Figure:
     """Each run a point; the mean with its 95 % bootstrap CI as an error bar, per variant."""
+    analysis, label = report.analysis, report.analysis.metric_label(metric)
     fig = go.Figure()
     for v in point.variants:
         values = [r.values[metric] for r in analysis.runs if r.variant == v.variant and r.workload == point.workload
                   and r.threads == point.threads and r.status == "ok" and r.values[metric] is not None]
         fig.add_trace(go.Box(y=values, name=v.variant, boxpoints="all", jitter=0.4, pointpos=0,
-                             marker_color=colour(analysis, v.variant), line_color="rgba(0,0,0,0)",
+                             marker_color=colour(report, v.variant), line_color="rgba(0,0,0,0)",
                              fillcolor="rgba(0,0,0,0)", hoverinfo="y", showlegend=False))
         s = v.summaries.get(metric)
         if s:
@@ -41,9 +43,9 @@ def runs_figure(analysis: Analysis, point: Point, metric: str, label: str) -> go
     return layout(fig, f"{label}: each run, mean and 95 % CI ({point.workload}, {point.threads} threads)", label)
 
 
-def timeline_figure(analysis: Analysis) -> go.Figure:
+def timeline_figure(report: Report) -> go.Figure:
     """TPS per interval of every run: warm-up shaded, the MSER-5 cut marked, unstable runs dashed."""
-    fig = go.Figure()
+    analysis, fig = report.analysis, go.Figure()
     shown: set[str] = set()
     warmup = max((float(w.warmup) for w in analysis.definition.workloads), default=0.0)
     for r in analysis.runs:
@@ -53,7 +55,7 @@ def timeline_figure(analysis: Analysis) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[t for t, _, _ in r.series], y=[tps for _, tps, _ in r.series], mode="lines",
             name=r.variant, legendgroup=r.variant, showlegend=r.variant not in shown, opacity=0.75,
-            line={"color": colour(analysis, r.variant), "width": 1.2, "dash": "dash" if unstable else "solid"},
+            line={"color": colour(report, r.variant), "width": 1.2, "dash": "dash" if unstable else "solid"},
             hovertemplate=f"run {(r.idx or 0) + 1} {r.variant}" + "<br>%{x:.0f} s: %{y:,.0f} TPS<extra></extra>"))
         shown.add(r.variant)
     if warmup > 0:
@@ -72,21 +74,22 @@ def sweep_figure(report: Report) -> go.Figure | None:
         if workload not in base_done:
             fig.add_trace(go.Scatter(x=[r.threads for r in rows], y=[r.baseline_tps for r in rows],
                                      mode="lines+markers", name=f"{analysis.baseline} ({workload})",
-                                     line={"color": colour(analysis, analysis.baseline)}))
+                                     line={"color": colour(report, analysis.baseline)}))
             base_done.add(workload)
         fig.add_trace(go.Scatter(x=[r.threads for r in rows], y=[r.variant_tps for r in rows], mode="lines+markers",
-                                 name=f"{variant} ({workload})", line={"color": colour(analysis, variant)}))
+                                 name=f"{variant} ({workload})", line={"color": colour(report, variant)}))
     fig.update_xaxes(type="log")
     return layout(fig, "Thread sweep: TPS by thread count", "TPS", "threads")
 
 
-def ladder_figure(analysis: Analysis) -> go.Figure | None:
+def ladder_figure(report: Report) -> go.Figure | None:
     """Cumulative gain of each step when variants extend each other (a tuning ladder)."""
+    analysis = report.analysis
     variants = analysis.definition.variants
     if not any(v.extends for v in variants) or not analysis.points:
         return None
     point = analysis.points[0]
-    means = {v.variant: v.means.get("tps") for v in point.variants}
+    means = {v.variant: v.means.get(Metric.TPS) for v in point.variants}
     base = means.get(analysis.baseline)
     steps = [v.name for v in variants if means.get(v.name) is not None]
     if not base or len(steps) < 2:
@@ -99,11 +102,11 @@ def ladder_figure(analysis: Analysis) -> go.Figure | None:
 
 
 def price_figure(report: Report) -> go.Figure | None:
-    analysis, rows = report.analysis, report.price
+    rows = report.price
     if not rows:
         return None
     fig = go.Figure(go.Bar(x=[r.variant for r in rows], y=[r.tps_per_cost for r in rows],
-                           marker_color=[colour(analysis, r.variant) for r in rows]))
+                           marker_color=[colour(report, r.variant) for r in rows]))
     return layout(fig, "Price-performance: TPS per currency unit per month", "TPS per unit")
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import csv
 import io
 
-from layerbench.analysis.aggregate import Analysis, RunRow, label_number
+from layerbench.analysis.aggregate import RunRow, label_number
 from layerbench.analysis.io import CGROUP, COMPONENT_FIGURES, SERVER_FIGURES, RunIo
 from layerbench.analysis.latency import SHOWN
-from layerbench.analysis.report_model import Report, as_report
+from layerbench.analysis.metrics import Metric
+from layerbench.analysis.report_model import Report
 from layerbench.sysbench.histogram import percentile_key
 
 COLUMNS = ["campaign_id", "run", "round", "variant", "workload", "threads", "repetition", "status", "error",
@@ -37,42 +38,23 @@ def io_cells(found: RunIo | None) -> list[object]:
     return cells
 
 
-def verdicts(analysis: Analysis) -> dict[tuple[str, str, int | None], list[str]]:
-    """(variant, workload, threads) -> TPS verdict word and text, percentile latency verdict word and text (or
-    `not compared` and `95th vs 100th` when the point's runs report different percentiles)."""
-    out = {}
-    for point in analysis.points:
-        note = analysis.not_compared(point)
-        for v in point.variants:
-            cells = []
-            for metric in ("tps", "lat_pct_ms"):
-                found = v.verdict(metric)
-                if found:
-                    cells += [found.verdict.kind, found.verdict.text]
-                elif metric == "lat_pct_ms" and note and v.variant != analysis.baseline:
-                    cells += note.split(": ", 1)
-                else:
-                    cells += ["", ""]
-            out[(v.variant, point.workload, point.threads)] = cells
-    return out
-
-
-def row(analysis: Analysis, r: RunRow, replaced: dict[int, str]) -> list[object]:
+def row(report: Report, r: RunRow, replaced: dict[int, str]) -> list[object]:
     """`error`: why a failed run failed, or why a replaced run was replaced (busy: rerun) and by which run."""
     w = r.window
     steady = w.steady if w else None
     reset = r.facts.reset
+    analysis = report.analysis
     why = replaced.get((r.idx or 0) + 1, "") if r.status == "replaced" else r.error or ""
     return [analysis.campaign_id, (r.idx or 0) + 1, r.round, r.variant, r.workload, r.threads, r.repetition,
-            r.status, why, r.values["queries"], r.values["qps"], r.values["tps"], r.values["lat_avg_ms"],
-            r.values["lat_pct_ms"], run_percentile(analysis, r), steady.cut if steady else "",
+            r.status, why, *[r.values[m] for m in Metric], run_percentile(report, r), steady.cut if steady else "",
             steady.kept if steady else "", (steady.steady if steady else ""), (w.unstable if w else ""),
             (round(w.swing, 4) if w and w.swing not in (None, float("inf")) else ""),
             reset.method if reset else "", (reset.seconds if reset and reset.seconds is not None else "")]
 
 
-def run_percentile(analysis: Analysis, r: RunRow) -> int | float:
+def run_percentile(report: Report, r: RunRow) -> int | float:
     """Which percentile the run's lat_pct_ms is: its own when the campaign's runs report different ones."""
+    analysis = report.analysis
     return label_number(r.percentile) if analysis.run_percentiles and r.percentile is not None else analysis.percentile
 
 
@@ -86,17 +68,15 @@ def neutralised(value: object) -> object:
     return value
 
 
-def render(source: Analysis | Report) -> str:
-    report = as_report(source)
+def render(report: Report) -> str:
     analysis = report.analysis
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
-    judged = verdicts(analysis)
     replaced = {x.run: x.status() for x in analysis.replaced}
     for r in analysis.runs:
-        extra = judged.get((r.variant, r.workload, r.threads), ["", "", "", ""])
+        extra = report.run_verdicts.get((r.variant, r.workload, r.threads), ("", "", "", ""))
         dist = [r.latency.get(p) for p in SHOWN]
-        cells = [*row(analysis, r, replaced), *extra, *dist, *io_cells(report.io_runs.get(r.run_id))]
+        cells = [*row(report, r, replaced), *extra, *dist, *io_cells(report.io_runs.get(r.run_id))]
         writer.writerow(["" if v is None else neutralised(v) for v in cells])
     return out.getvalue()

@@ -1,23 +1,27 @@
 """The HTML report: ONE self-contained file (styles and plotly.js inlined, no network needed to open it), in the
 order a reader needs it: the answer, warnings, runs, the latency distribution, time series, sweeps, overhead, ladder,
-price, environment, the campaign as run, the run table."""
+price, environment, the campaign as run, the run table. This module turns the Report into the values of each
+section; the markup is in report/templates/ (Jinja2 with autoescape: every value is text unless marked as markup,
+which only Plotly's chart HTML and the inlined plotly.js are)."""
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 from plotly.offline import get_plotlyjs
 
-from layerbench.analysis.aggregate import Analysis
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
-from layerbench.analysis.report_model import AnswerRow, Report, as_report
+from layerbench.analysis.metrics import Metric
+from layerbench.analysis.report_model import AnswerRow, Report
 from layerbench.analysis.stats import Comparison
 from layerbench.report import charts, evidence, io_table, neighbours
-from layerbench.report.text import fmt, run_numbers, window_text
+from layerbench.report.cells import fmt, run_numbers, window_text
 from layerbench.sysbench.histogram import percentile_key
 
 STYLE = """
@@ -39,218 +43,210 @@ KIND_CLASS = {"slower": "slower", "faster": "faster", "slower?": "slower-maybe",
               "within noise": "noise", "~": "same",
               "need more runs": "need", "-": "need"}
 
-
-def esc(value: Any) -> str:
-    return html.escape(str(value))
-
-
-def table(header: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
-    numeric = numeric or set()
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>"
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+TEMPLATES = Environment(loader=PackageLoader("layerbench.report", "templates"), autoescape=True,
+                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+TEMPLATES.globals["zip"] = zip
 
 
-def ci_bar(found: Comparison | None, scale: float = 0.5) -> str:
-    """The delta's CI as a small bar around 0 (the black tick); ±scale fills the box."""
+@dataclass(frozen=True)
+class Bold:
+    text: str
+    tag: str = "bold"
+
+
+@dataclass(frozen=True)
+class VerdictWord:
+    kind: str
+    css: str
+    tag: str = "verdict"
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A delta's interval as a small bar around 0 (the black tick): left edge and width in % of the box."""
+
+    left: float
+    width: float
+    title: str
+    tag: str = "bar"
+
+
+Cell = str | Bold | VerdictWord | Bar
+
+
+@dataclass(frozen=True)
+class Table:
+    header: list[str]
+    rows: list[list[Cell]]
+    numeric: set[int] = field(default_factory=set)  # right-aligned columns
+
+    @property
+    def flags(self) -> list[bool]:
+        """Per column: right-aligned (a number) or not."""
+        return [i in self.numeric for i in range(len(self.header))]
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str
+    html: Markup  # Plotly's own HTML of the figure
+
+
+def ci_bar(found: Comparison | None, scale: float = 0.5) -> Bar | str:
+    """The delta's CI as a small bar around 0; ±scale fills the box."""
     if not found or not found.delta or evidence.single(found):
         return ""
     def pos(x: float) -> float:
         return max(0.0, min(100.0, 50 + x / scale * 50))
     low, high = pos(found.delta.low), pos(found.delta.high)
-    return (f"<div class='ci' title='interval {found.delta.low * 100:+.1f} % to {found.delta.high * 100:+.1f} %'>"
-            f"<i style='left:50%'></i><span style='left:{low:.1f}%;width:{max(high - low, 0.5):.1f}%'></span></div>")
+    return Bar(low, max(high - low, 0.5), f"interval {found.delta.low * 100:+.1f} % to {found.delta.high * 100:+.1f} %")
 
 
-def chart(fig: Any, name: str) -> str:
+def chart(fig: Any, name: str) -> Chart | None:
     if fig is None:
-        return ""
-    return f"<div class='lb-chart' data-chart='{esc(name)}'>" + fig.to_html(
-        full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}) + "</div>"
+        return None
+    return Chart(name, Markup(fig.to_html(full_html=False, include_plotlyjs=False,
+                                          config={"displaylogo": False, "responsive": True})))
 
 
-def answer_row(a: AnswerRow) -> list[str]:
+def answer_row(a: AnswerRow) -> list[Cell]:
     kind = evidence.verdict_word(a.tps)
-    return [f"<b>{esc(a.variant)}</b>", esc(a.point),
-            f"<span class='verdict {KIND_CLASS.get(kind, 'need')}'>{esc(kind)}</span>",
-            esc(evidence.evidence_with_note(a.tps)), ci_bar(a.tps),
-            esc(f"{evidence.verdict_word(a.latency)}: {evidence.evidence_with_note(a.latency)}" if a.latency else
-                a.latency_note or "-")]
+    return [Bold(a.variant), a.point, VerdictWord(kind, KIND_CLASS.get(kind, "need")),
+            evidence.evidence_with_note(a.tps), ci_bar(a.tps),
+            f"{evidence.verdict_word(a.latency)}: {evidence.evidence_with_note(a.latency)}" if a.latency else
+            a.latency_note or "-"]
 
 
-def answer(report: Report) -> str:
+def answer(report: Report) -> dict[str, Any]:
     analysis = report.analysis
-    rows = [answer_row(a) for a in report.answer]
-    method = report.method.replace("`", "")
-    intro = (f"<p>{esc(method)} The bar: the interval, ±50 % full width, tick at 0.</p>"
-             f"<p>{esc(report.rule)}</p>")
-    if not rows:
-        return "<h2>The answer</h2>" + intro + f"<p>{esc(analysis.nothing_to_compare())}</p>"
     header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", "CI",
-              f"{analysis.metric_label('lat_pct_ms')}: verdict, delta [CI] (p, n)"]
-    notes = "".join(f"<li>{esc(note)}</li>" for note in report.verdict_notes)
-    return ("<h2>The answer</h2>" + intro + table(header, rows)
-            + f"<p class='muted'>{esc(report.legend)}</p>" + (f"<ul class='warn'>{notes}</ul>" if notes else ""))
+              f"{analysis.metric_label(Metric.LAT_PCT)}: verdict, delta [CI] (p, n)"]
+    return {"method": report.method.replace("`", ""), "rule": report.rule, "legend": report.legend,
+            "table": Table(header, [answer_row(a) for a in report.answer]), "notes": report.verdict_notes,
+            "nothing": analysis.nothing_to_compare()}
 
 
-def adaptive(report: Report) -> str:
+def adaptive(report: Report) -> dict[str, Any] | None:
     if report.adaptive is None:
-        return ""
+        return None
     said, decisions = report.adaptive
-    rows = [[esc(cell) for cell in row] for row in decisions]
-    return (f"<h2>Adaptive repetitions</h2><p>{esc(said)}</p>"
-            + table(["point", "variant", "TPS verdict", "status"], rows))
+    return {"said": said, "table": Table(["point", "variant", "TPS verdict", "status"], [list(r) for r in decisions])}
 
 
-def warnings(analysis: Analysis) -> str:
-    if not analysis.warnings:
-        return ""
-    return "<h2>Warnings</h2><ul class='warn'>" + "".join(f"<li>{esc(w)}</li>" for w in analysis.warnings) + "</ul>"
+def per_variant(report: Report) -> list[dict[str, Any]]:
+    """Per point: each run's TPS and percentile latency as charts, and the TPS summary (the Report's rows)."""
+    header = ["variant", "n", "mean TPS", "median", "sd", "CV", "95 % CI"]
+    out = []
+    for point in report.analysis.points:
+        title = point_title(point)
+        rows: list[list[Cell]] = [[r.variant, str(r.summary.n), fmt(r.summary.mean), fmt(r.summary.median),
+                                   *evidence.summary_cells(r.summary, fmt)]
+                                  for r in report.summary if r.where == (point.workload, point.threads)]
+        out.append({"throughput": chart(charts.runs_figure(report, point, Metric.TPS), f"tps-{title}"),
+                    "latency": chart(charts.runs_figure(report, point, Metric.LAT_PCT), f"latency-{title}"),
+                    "table": Table(header, rows, {1, 2, 3, 4, 5})})
+    return out
 
 
-def per_variant(analysis: Analysis) -> str:
-    parts = ["<h2>Throughput and latency per variant</h2>"]
-    for point in analysis.points:
-        parts.append(chart(charts.runs_figure(analysis, point, "tps", "TPS"), f"tps-{point_title(point)}"))
-        parts.append(chart(charts.runs_figure(analysis, point, "lat_pct_ms", analysis.metric_label("lat_pct_ms")),
-                           f"latency-{point_title(point)}"))
-        rows = [[esc(v.variant), str(s.n), fmt(s.mean), fmt(s.median), *evidence.summary_cells(s, fmt)]
-                for v in point.variants if (s := v.summaries.get("tps"))]
-        parts.append(table(["variant", "n", "mean TPS", "median", "sd", "CV", "95 % CI"], rows, {1, 2, 3, 4, 5}))
-    return "".join(parts)
-
-
-def latency_distribution(report: Report) -> str:
+def latency_distribution(report: Report) -> dict[str, Any]:
     """p50 ... max of the measured window per variant (median over runs), and the other percentiles compared."""
-    rows = report.distribution
     keys = [percentile_key(p) for p in SHOWN]
-    body = [[esc(r.variant), esc(r.point), str(r.runs), *[fmt(r.median_ms.get(k)) for k in keys]] for r in rows]
-    parts = [table(["variant", "point", "runs", *[f"{k} (ms)" for k in keys]], body, set(range(2, 3 + len(keys))))
-             if body else "<p class='muted'>These runs recorded no latency distribution (imported, or measured "
-             "before layerbench recorded it).</p>"]
-    found = [[esc(c.variant), esc(c.point), esc(c.label), esc(evidence.verdict_word(c.comparison)),
-              esc(evidence.evidence_with_note(c.comparison))] for c in report.percentiles]
-    if found:
-        parts.append(table(["variant", "point", "metric", "verdict", "delta [CI] (p, n)"], found))
-    parts += [f"<p class='warn'>{esc(m)}</p>" for m in report.missing_percentiles]
-    return ("<h2>Latency distribution</h2><p>Percentiles of each run's measured window (sysbench's histogram, one "
-            "bucket of resolution, about 1.8 %; max exact), median over the runs.</p>" + "".join(parts))
+    body: list[list[Cell]] = [[r.variant, r.point, str(r.runs), *[fmt(r.median_ms.get(k)) for k in keys]]
+                              for r in report.distribution]
+    found: list[list[Cell]] = [[c.variant, c.point, c.label, evidence.verdict_word(c.comparison),
+                                evidence.evidence_with_note(c.comparison)] for c in report.percentiles]
+    return {"table": Table(["variant", "point", "runs", *[f"{k} (ms)" for k in keys]], body,
+                           set(range(2, 3 + len(keys)))),
+            "percentiles": Table(["variant", "point", "metric", "verdict", "delta [CI] (p, n)"], found),
+            "missing": report.missing_percentiles}
 
 
-def overhead(report: Report) -> str:
+def overhead(report: Report) -> dict[str, Any] | None:
     rows = report.overhead
     if not rows:
-        return ("<h2>Where the overhead went</h2><p class='muted'>No resource samples were recorded for these "
-                "runs.</p>")
+        return None
     components = list(report.overhead_components)
-    body = [[esc(r.variant), esc(r.point), *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
-             "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %", fmt(r.throttled_seconds)]
-            for r in rows]
+    body: list[list[Cell]] = [[r.variant, r.point, *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
+                               "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %",
+                               fmt(r.throttled_seconds)] for r in rows]
     header = ["variant", "point", *components, "throttled periods", "throttled s / run"]
-    return ("<h2>Where the overhead went</h2><p>CPU seconds per 1,000 transactions by component (mean of runs), "
-            "and cgroup CPU throttling.</p>" + chart(charts.overhead_figure(rows, components), "overhead")
-            + table(header, body, set(range(2, len(header)))))
+    return {"chart": chart(charts.overhead_figure(rows, components), "overhead"),
+            "table": Table(header, body, set(range(2, len(header))))}
 
 
-def io_section(report: Report) -> str:
+def io_section(report: Report) -> dict[str, Any] | None:
     """Where the I/O went, right after the CPU attribution (report/io_table.py)."""
     rows = list(report.io)
     if not rows:
-        return ""
-    parts = [f"<h2>{io_table.TITLE}</h2><p>{esc(io_table.INTRO)}</p>"]
-    for t in (io_table.server_table(rows, code=""), io_table.component_table(rows, code="")):
-        if t.rows:
-            parts.append(table(t.header, [[esc(c) for c in row] for row in t.rows],
-                               set(range(t.text_columns, len(t.header)))))
-    parts += [f"<p class='warn'>{esc(w)}</p>" for r in rows for w in r.warnings]
-    parts += [f"<p class='muted'>{esc(n)}</p>" for n in report.io_notes]
-    return "".join(parts)
+        return None
+    tables = [Table(t.header, list(t.rows), set(range(t.text_columns, len(t.header))))
+              for t in (io_table.server_table(rows, code=""), io_table.component_table(rows, code="")) if t.rows]
+    return {"title": io_table.TITLE, "intro": io_table.INTRO, "tables": tables,
+            "warnings": [w for r in rows for w in r.warnings], "notes": report.io_notes}
 
 
-def price(report: Report) -> str:
+def price(report: Report) -> dict[str, Any] | None:
     rows = report.price
     if not rows:
-        return ""
-    body = table(["variant", "cost / month", "mean TPS", "TPS per unit", "cost of the baseline's TPS"],
-                 [[esc(r.variant), fmt(r.cost_per_month), fmt(r.mean_tps), fmt(r.tps_per_cost, 3),
-                   fmt(r.cost_for_baseline_tps)] for r in rows], {1, 2, 3, 4})
-    return "<h2>Price-performance</h2>" + chart(charts.price_figure(report), "price") + body
+        return None
+    body: list[list[Cell]] = [[r.variant, fmt(r.cost_per_month), fmt(r.mean_tps), fmt(r.tps_per_cost, 3),
+                               fmt(r.cost_for_baseline_tps)] for r in rows]
+    return {"chart": chart(charts.price_figure(report), "price"),
+            "table": Table(["variant", "cost / month", "mean TPS", "TPS per unit", "cost of the baseline's TPS"],
+                           body, {1, 2, 3, 4})}
 
 
-def environment(report: Report) -> str:
+def environment(report: Report) -> dict[str, Any]:
+    """The baseline's machine facts, per variant its data (restore path, verification, reset time, buffer pool at
+    start, datadir storage), and every unasked difference between the variants."""
     analysis = report.analysis
-    parts = ["<h2>Environment and fairness</h2>"]
     env = analysis.environments.get(analysis.baseline)
     facts = {**env.host.all, **{f"storage {k}": v for k, v in env.storage.items()}, **env.tuning} if env else {}
-    if facts:
-        parts.append(table(["fact (baseline)", "value"], [[esc(k), esc(v)] for k, v in facts.items()]))
-    parts.append(dataset_table(report))
-    if report.differences:
-        parts.append("<ul class='warn'>" + "".join(f"<li>{esc(d)}</li>" for d in report.differences) + "</ul>")
-    else:
-        parts.append("<p>No difference between the variants' servers or machines beyond what the campaign asked "
-                     "for.</p>")
-    return "".join(parts)
+    data: list[list[Cell]] = [[d.variant, d.restore, d.verified, fmt(d.reset_seconds), d.start_state, d.storage]
+                              for d in report.data]
+    return {"facts": Table(["fact (baseline)", "value"], [[str(k), str(v)] for k, v in facts.items()]),
+            "data": Table(list(DATA_COLUMNS), data, {3}), "differences": report.differences}
 
 
-def dataset_table(report: Report) -> str:
-    """Per variant: restore path, verification, reset time, buffer pool at start, datadir storage."""
-    rows = [[esc(d.variant), esc(d.restore), esc(d.verified), fmt(d.reset_seconds), esc(d.start_state), esc(d.storage)]
-            for d in report.data]
-    return table(list(DATA_COLUMNS), rows, {3}) if rows else ""
-
-
-def campaign_as_run(analysis: Analysis) -> str:
-    text = yaml.safe_dump(analysis.definition.to_json(), sort_keys=False)
+def campaign_as_run(report: Report) -> dict[str, str]:
+    analysis = report.analysis
     order = ", ".join(f"{(r.idx or 0) + 1}:{r.variant}" for r in sorted(analysis.runs, key=lambda r: r.idx or 0))
-    return (f"<h2>The campaign as run</h2><pre>{esc(text)}</pre><p class='muted'>Schedule (run: variant): "
-            f"{esc(order)}</p>")
+    return {"yaml": yaml.safe_dump(analysis.definition.to_json(), sort_keys=False), "order": order}
 
 
-def replaced(analysis: Analysis) -> str:
+def replaced(report: Report) -> dict[str, Any] | None:
     """The runs replaced because the machine was busy, with why; nothing when there were none."""
-    if not analysis.replaced:
-        return ""
-    return (f"<h2>{esc(REPLACED_TITLE)}</h2><p>{esc(REPLACED_INTRO)}</p>"
-            + table(list(REPLACED_COLUMNS), [[esc(c) for c in r.cells()] for r in analysis.replaced]))
+    found = report.analysis.replaced
+    if not found:
+        return None
+    return {"title": REPLACED_TITLE, "intro": REPLACED_INTRO,
+            "table": Table(list(REPLACED_COLUMNS), [list(r.cells()) for r in found])}
 
 
-def run_table(analysis: Analysis) -> str:
-    rows = []
+def run_table(report: Report) -> Table:
+    analysis = report.analysis
     why = {r.run: r.status() for r in analysis.replaced}
+    rows: list[list[Cell]] = []
     for r in analysis.runs:
-        status = {"ok": "ok", "replaced": esc(why.get((r.idx or 0) + 1, "replaced"))}.get(
-            r.status, f"failed: {esc(r.error or '')}")
-        rows.append([str((r.idx or 0) + 1), esc(r.variant), esc(r.workload), str(r.threads), str(r.repetition),
-                     *run_numbers(r, bool(analysis.run_percentiles)), esc(window_text(r)), status])
+        status = {"ok": "ok", "replaced": why.get((r.idx or 0) + 1, "replaced")}.get(
+            r.status, f"failed: {r.error or ''}")
+        rows.append([str((r.idx or 0) + 1), r.variant, r.workload, str(r.threads), str(r.repetition),
+                     *run_numbers(r, bool(analysis.run_percentiles)), window_text(r), status])
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS", "avg lat (ms)",
               f"p{analysis.percentile_label} lat (ms)", "steady window", "status"]
-    return "<h2>Runs</h2>" + table(header, rows, {5, 6, 7, 8, 9})
+    return Table(header, rows, {5, 6, 7, 8, 9})
 
 
-def titled(title: str, body: str) -> str:
-    return f"<h2>{esc(title)}</h2>{body}" if body else ""
-
-
-def render(source: Analysis | Report) -> str:
-    report = as_report(source)
+def render(report: Report) -> str:
     analysis = report.analysis
-    state = "" if analysis.status in ("finished", "imported") else (
-        f"<p class='warn'><b>This campaign is {esc(analysis.status)}</b>: {len(analysis.runs)} of "
-        f"{analysis.planned_runs} runs are stored; everything below covers those only.</p>")
-    sections = [
-        f"<h1>{esc(analysis.name)}</h1><p class='muted'>layerbench campaign {analysis.campaign_id}, "
-        f"{esc(analysis.status)}</p><p>{esc(analysis.definition.description or '')}</p>", state,
-        answer(report), adaptive(report), warnings(analysis), replaced(analysis), per_variant(analysis),
-        latency_distribution(report),
-        "<h2>TPS over time</h2>" + chart(charts.timeline_figure(analysis), "timeline"),
-        titled("Thread sweep", chart(charts.sweep_figure(report), "sweep")), overhead(report), io_section(report),
-        neighbours.html_section(analysis),  # report/neighbours.py (#32)
-        titled("Tuning ladder", chart(charts.ladder_figure(analysis), "ladder")), price(report),
-        environment(report),
-        campaign_as_run(analysis), run_table(analysis),
-    ]
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(analysis.name)} - layerbench"
-            f"</title><style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
-            + "".join(sections) + "</body></html>")
+    return TEMPLATES.get_template("report.html").render(
+        name=analysis.name, campaign_id=analysis.campaign_id, status=analysis.status,
+        description=analysis.definition.description or "", runs=len(analysis.runs),
+        planned_runs=analysis.planned_runs, unfinished=analysis.status not in ("finished", "imported"),
+        style=Markup(STYLE), plotly=Markup(get_plotlyjs()), answer=answer(report), adaptive=adaptive(report),
+        warnings=report.warnings, replaced=replaced(report), per_variant=per_variant(report),
+        distribution=latency_distribution(report), timeline=chart(charts.timeline_figure(report), "timeline"),
+        sweep=chart(charts.sweep_figure(report), "sweep"), overhead=overhead(report), io=io_section(report),
+        neighbours=neighbours.html_section(report),  # report/neighbours.py (#32)
+        ladder=chart(charts.ladder_figure(report), "ladder"), price=price(report), environment=environment(report),
+        campaign=campaign_as_run(report), runs_table=run_table(report))

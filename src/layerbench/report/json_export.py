@@ -8,8 +8,8 @@ import json
 import math
 from typing import Any
 
-from layerbench.analysis.aggregate import Analysis, RunRow
-from layerbench.analysis.report_model import Report, as_report
+from layerbench.analysis.aggregate import RunRow
+from layerbench.analysis.report_model import Report
 from layerbench.report import evidence
 from layerbench.sysbench.histogram import percentile_key
 
@@ -64,10 +64,10 @@ def comparison_entry(comparison: Any) -> dict[str, Any]:
     return dict(entry)
 
 
-def points_entry(analysis: Analysis) -> list[dict[str, Any]]:
+def points_entry(report: Report) -> list[dict[str, Any]]:
     """The points with every comparison's evidence as text, and n = 1 shown as undefined."""
     out = []
-    for point in analysis.points:
+    for point in report.analysis.points:
         entry = plain(point)
         for shown, variant in zip(entry["variants"], point.variants, strict=True):
             shown["summaries"] = {m: summary_entry(s) for m, s in variant.summaries.items()}
@@ -87,8 +87,7 @@ def adaptive_entry(report: Report) -> dict[str, Any]:
     return {**entry, "headline": report.adaptive[0]}
 
 
-def document(source: Analysis | Report) -> dict[str, Any]:
-    report = as_report(source)
+def document(report: Report) -> dict[str, Any]:
     analysis = report.analysis
     return plain({
         "schema": SCHEMA,
@@ -96,7 +95,7 @@ def document(source: Analysis | Report) -> dict[str, Any]:
                      "baseline": analysis.baseline, "planned_runs": analysis.planned_runs,
                      "definition": analysis.definition.to_json()},
         "settings": analysis.settings,
-        "points": points_entry(analysis),
+        "points": points_entry(report),
         "method": report.method,  # how the answer was computed: paired by round or unpaired, and why
         "verdict_rule": report.rule,
         **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
@@ -108,7 +107,7 @@ def document(source: Analysis | Report) -> dict[str, Any]:
         "sweeps": [{"workload": w, "variant": v, "rows": rows} for (w, v), rows in report.sweeps.items()],
         "io": report.io,
         "price_performance": report.price,
-        "warnings": analysis.warnings,
+        "warnings": list(report.warnings),
         "differences": analysis.differences,
         "environments": {k: {n: e.document.get(n) for n in ("host", "backend", "storage", "tuning")}
                          for k, e in analysis.environments.items()},
@@ -116,5 +115,5 @@ def document(source: Analysis | Report) -> dict[str, Any]:
     })
 
 
-def render(source: Analysis | Report) -> str:
-    return json.dumps(document(source), indent=2, sort_keys=False) + "\n"
+def render(report: Report) -> str:
+    return json.dumps(document(report), indent=2, sort_keys=False) + "\n"

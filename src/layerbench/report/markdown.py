@@ -1,16 +1,27 @@
-"""The Markdown report, in the shape published studies use: a per-run table and per-metric aggregates. Renders
-a Report (analysis/report_model.py); computes nothing."""
+"""The Markdown report, in the shape published studies use: a per-run table and per-metric aggregates, and the
+`compare` command's table; with the one pipe-table writer. Renders a Report (analysis/report_model.py) or a
+CampaignComparison (analysis/campaigns.py); computes nothing."""
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import METRICS, Analysis, RunRow
+from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
+from layerbench.analysis.campaigns import CampaignComparison
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
-from layerbench.analysis.report_model import Report, as_report
+from layerbench.analysis.metrics import Metric
+from layerbench.analysis.report_model import Report
 from layerbench.report import evidence, io_table, neighbours
-from layerbench.report.text import fmt, pct, run_numbers, window_text
-from layerbench.report.text import pipe_table as table
+from layerbench.report.cells import fmt, pct, run_numbers, window_text
+
+
+def table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
+    """A Markdown pipe table; `align`: one l or r per column (default: the first left, the rest right)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = ["---:" if a == "r" else ":---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
 
 
 def heading(report: Report) -> list[str]:
@@ -37,28 +48,27 @@ def answer_section(report: Report) -> list[str]:
             for a in report.answer]
     if not rows:
         return [*lines, analysis.nothing_to_compare(), ""]
-    label = analysis.metric_label("lat_pct_ms")
+    label = analysis.metric_label(Metric.LAT_PCT)
     header = ["variant", "point", "TPS verdict", "TPS delta [CI] (p, n)", f"{label} verdict",
               f"{label} delta [CI] (p, n)"]
     notes = [f"- {note}" for note in report.verdict_notes]
     return [*lines, *table(header, rows, "llllll"), "", report.legend, "", *notes, *([""] if notes else [])]
 
 
-def summary_section(analysis: Analysis) -> list[str]:
+def summary_section(report: Report) -> list[str]:
     lines = ["## TPS per variant (runs as the unit: mean of each run's steady window)", ""]
     rows = []
-    for point in analysis.points:
-        for v in point.variants:
-            s = v.summaries.get("tps")
-            if s:
-                sd, cv, ci = evidence.summary_cells(s, fmt)
-                rows.append([f"`{v.variant}`", point_title(point), str(s.n), fmt(s.mean), fmt(s.median), sd, cv,
-                             fmt(s.min), fmt(s.max), ci])
+    for row in report.summary:
+        s = row.summary
+        sd, cv, ci = evidence.summary_cells(s, fmt)
+        rows.append([f"`{row.variant}`", row.point, str(s.n), fmt(s.mean), fmt(s.median), sd, cv, fmt(s.min),
+                     fmt(s.max), ci])
     header = ["variant", "point", "n", "mean", "median", "sd", "CV", "min", "max", "95 % CI of the mean"]
     return [*lines, *table(header, rows, "llrrrrrrrr"), ""]
 
 
-def aggregate_section(analysis: Analysis) -> list[str]:
+def aggregate_section(report: Report) -> list[str]:
+    analysis = report.analysis
     lines = ["## Aggregated results (mean of successful runs; deviation from the baseline, as published studies "
              "print it)", ""]
     for point in analysis.points:
@@ -78,9 +88,10 @@ def aggregate_section(analysis: Analysis) -> list[str]:
     return lines
 
 
-def run_table(analysis: Analysis) -> list[str]:
+def run_table(report: Report) -> list[str]:
+    analysis = report.analysis
     header = ["#", "variant", "workload", "threads", "iteration", "total queries", "QPS", "TPS",
-              "avg latency (ms)", analysis.metric_label("lat_pct_ms"), "steady window", "status"]
+              "avg latency (ms)", analysis.metric_label(Metric.LAT_PCT), "steady window", "status"]
     why = {r.run: r.status() for r in analysis.replaced}
     tagged = bool(analysis.run_percentiles)
     rows = [run_cells(r, why.get((r.idx or 0) + 1, "replaced"), tagged) for r in analysis.runs]
@@ -105,21 +116,23 @@ def adaptive_section(report: Report) -> list[str]:
             *rows, ""]
 
 
-def warnings_section(analysis: Analysis) -> list[str]:
-    if not analysis.warnings:
+def warnings_section(report: Report) -> list[str]:
+    if not report.warnings:
         return []
-    return ["## Warnings", "", *[f"- {w}" for w in analysis.warnings], ""]
+    return ["## Warnings", "", *[f"- {w}" for w in report.warnings], ""]
 
 
-def replaced_section(analysis: Analysis) -> list[str]:
+def replaced_section(report: Report) -> list[str]:
     """The runs replaced because the machine was busy, with why; nothing when there were none."""
+    analysis = report.analysis
     if not analysis.replaced:
         return []
     rows = [[c.replace("|", "/") for c in r.cells()] for r in analysis.replaced]
     return [f"## {REPLACED_TITLE}", "", REPLACED_INTRO, "", *table(list(REPLACED_COLUMNS), rows, "llllll"), ""]
 
 
-def environment_lines(analysis: Analysis) -> list[str]:
+def environment_lines(report: Report) -> list[str]:
+    analysis = report.analysis
     env = analysis.environments.get(analysis.baseline)
     if not env:
         return []
@@ -145,7 +158,7 @@ def dataset_lines(report: Report) -> list[str]:
 
 
 def fairness_section(report: Report) -> list[str]:
-    lines = ["## Environment and fairness", "", *environment_lines(report.analysis), *dataset_lines(report)]
+    lines = ["## Environment and fairness", "", *environment_lines(report), *dataset_lines(report)]
     if not report.differences:
         return [*lines, "No difference between the variants' servers or machines beyond what the campaign asked for.",
                 ""]
@@ -216,16 +229,24 @@ def io_section(report: Report) -> list[str]:
     return [*lines, *[f"- {w}" for w in said], *([""] if said else [])]
 
 
-def render(source: Analysis | Report) -> str:
-    report = as_report(source)
+def render(report: Report) -> str:
     analysis = report.analysis
-    lines = heading(report) + answer_section(report) + adaptive_section(report) + warnings_section(analysis)
-    lines += replaced_section(analysis)
-    lines += summary_section(analysis)
-    lines += aggregate_section(analysis) + percentiles_section(report)
+    lines = heading(report) + answer_section(report) + adaptive_section(report) + warnings_section(report)
+    lines += replaced_section(report)
+    lines += summary_section(report)
+    lines += aggregate_section(report) + percentiles_section(report)
     lines += sweep_section(report) + overhead_section(report) + io_section(report) + price_section(report)
-    lines += neighbours.markdown_section(analysis)  # report/neighbours.py (#32)
-    lines += fairness_section(report) + run_table(analysis)
-    lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in METRICS)}. "
+    lines += neighbours.markdown_section(report)  # report/neighbours.py (#32)
+    lines += fairness_section(report) + run_table(report)
+    lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in Metric)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")
     return "\n".join(lines) + "\n"
+
+
+def render_comparison(found: CampaignComparison) -> str:
+    """The `compare` command's table: B against A for every shared variant and point, then the legend."""
+    body = [[f"`{r.variant}`", r.workload if r.threads is None else f"{r.workload}, {r.threads} thr",
+             r.metric, fmt(r.mean_a), fmt(r.mean_b), r.comparison.verdict.kind, r.comparison.verdict.text]
+            for r in found.rows]
+    header = ["variant", "point", "metric", f"A ({found.a})", f"B ({found.b})", "verdict", "B vs A"]
+    return "\n".join([*table(header, body, "lllrrll"), "", found.legend])

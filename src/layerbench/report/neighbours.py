@@ -1,13 +1,13 @@
 """The Neighbours section of the markdown and HTML reports (rows from analysis/neighbours.py); nothing when the
-campaign ran no neighbours."""
+campaign ran no neighbours. The HTML side gives the template (templates/report.html) plain text only: autoescape
+makes every value text."""
 
 from __future__ import annotations
 
-import html
+from typing import Any
 
-from layerbench.analysis.aggregate import Analysis
 from layerbench.analysis.neighbours import COLUMNS, INTRO, TITLE, neighbour_rows
-from layerbench.report.text import pipe_table
+from layerbench.analysis.report_model import Report
 
 
 def cell(text: str) -> str:
@@ -15,21 +15,19 @@ def cell(text: str) -> str:
     return text.replace("|", "/")
 
 
-def markdown_section(analysis: Analysis) -> list[str]:
-    rows = neighbour_rows(analysis)
+def markdown_section(report: Report) -> list[str]:
+    rows = neighbour_rows(report.analysis)
     if not rows:
         return []
+    table = ["| " + " | ".join(COLUMNS) + " |", "| " + " | ".join(":---" for _ in COLUMNS) + " |"]
+    table += ["| " + " | ".join(cell(c) for c in r.cells()) + " |" for r in rows]
     said = [f"- {w}" for r in rows for w in r.warnings]
-    return [f"## {TITLE}", "", INTRO, "", *pipe_table(list(COLUMNS), [[cell(c) for c in r.cells()] for r in rows],
-                                                "lllllll"), "", *said,
-            *([""] if said else [])]
+    return [f"## {TITLE}", "", INTRO, "", *table, "", *said, *([""] if said else [])]
 
 
-def html_section(analysis: Analysis) -> str:
-    rows = neighbour_rows(analysis)
+def html_section(report: Report) -> dict[str, Any] | None:
+    rows = neighbour_rows(report.analysis)
     if not rows:
-        return ""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r.cells()) + "</tr>" for r in rows)
-    warn = "".join(f"<p class='warn'>{html.escape(w)}</p>" for r in rows for w in r.warnings)
-    return f"<h2>{TITLE}</h2><p>{html.escape(INTRO)}</p><table><tr>{head}</tr>{body}</table>{warn}"
+        return None
+    table = {"header": list(COLUMNS), "rows": [r.cells() for r in rows], "flags": [False] * len(COLUMNS)}
+    return {"title": TITLE, "intro": INTRO, "table": table, "warnings": [w for r in rows for w in r.warnings]}

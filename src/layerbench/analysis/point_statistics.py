@@ -1,6 +1,7 @@
-"""Per (workload, threads) point: a summary per variant and metric, each variant's comparison with the
-baseline (Holm-corrected across the variants of the point, or of a whole sweep; paired by round where the
-campaign asks for it and the rounds allow it, analysis/paired.py), and the warnings the numbers deserve."""
+"""The statistics of one (workload, threads) point: a summary per variant and metric, each variant's comparison
+with the baseline (Holm-corrected across the variants of the point, or of a whole sweep; paired by round where the
+campaign asks for it and the rounds allow it, analysis/paired.py), and the warnings the numbers deserve (a CV of
+DEFAULTS.cv_warning or more, a first run that is an outlier)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,8 @@ import statistics
 from collections.abc import Sequence
 
 from layerbench.analysis.paired import RoundValues, paired_tests
-from layerbench.analysis.stats import Comparison, Summary, compare, summarize
-from layerbench.campaign.settings import Settings
-
-CV_WARNING = 0.10
-
-__all__ = ["Settings", "comparisons", "first_run_outlier", "summaries", "variant_warnings"]
+from layerbench.analysis.stats import Comparison, Summary, compare_with_baseline, summarize
+from layerbench.campaign.settings import DEFAULTS, Settings
 
 
 def summaries(values_by_variant: dict[str, list[float]], seed: int) -> dict[str, Summary]:
@@ -31,24 +28,25 @@ def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher
     if not base or not others:
         return {}
     paired = paired_tests(baseline, by_round, settings.alpha, len(family)) if by_round else {}
-    found = compare(base, others, higher_is_better=higher_is_better, threshold=settings.threshold,
-                    alpha=settings.alpha, min_runs=settings.min_runs, paired=paired, family=family)
+    found = compare_with_baseline(base, others, settings, higher_is_better=higher_is_better, paired=paired,
+                                  family=family)
     return {c.variant: c for c in found}
 
 
 def first_run_outlier(values: Sequence[float]) -> bool:
-    """The first run differs from the median of the rest by more than 3 MADs and 5 % (a cold-cache run)."""
+    """The first run differs from the median of the rest by more than DEFAULTS.outlier_mads MADs and more than
+    DEFAULTS.outlier_share of that median (a cold-cache run)."""
     if len(values) < 4:
         return False
     rest = list(values[1:])
     middle = statistics.median(rest)
     mad = statistics.median(abs(v - middle) for v in rest)
-    return abs(values[0] - middle) > max(3 * mad, 0.05 * abs(middle))
+    return abs(values[0] - middle) > max(DEFAULTS.outlier_mads * mad, DEFAULTS.outlier_share * abs(middle))
 
 
 def variant_warnings(where: str, name: str, values: list[float], summary: Summary | None) -> list[str]:
     out = []
-    if summary is not None and summary.n > 1 and summary.cv >= CV_WARNING:
+    if summary is not None and summary.n > 1 and summary.cv >= DEFAULTS.cv_warning:
         out.append(f"{where}: `{name}` TPS varies a lot between runs (CV {summary.cv * 100:.0f} %)")
     if first_run_outlier(values):
         out.append(f"{where}: `{name}`'s first run is an outlier ({values[0]:,.1f} TPS vs a median of "

@@ -1,9 +1,10 @@
-"""Values as text, the same in every format and in the terminal: numbers, deviations, a run's steady window,
-a pipe table (Markdown and `compare`)."""
+"""The cells of the report's tables as text, the same in every format and in the terminal: numbers,
+deviations, a run's steady window, a run's numbers (the Markdown table writer is report/markdown.py's)."""
 
 from __future__ import annotations
 
 from layerbench.analysis.aggregate import RunRow, label_number
+from layerbench.analysis.metrics import Metric
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -18,15 +19,6 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f} %"
 
 
-def pipe_table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
-    """A Markdown table; `align`: one l or r per column (default: the first left, the rest right)."""
-    align = align or "l" + "r" * (len(header) - 1)
-    marks = ["---:" if a == "r" else ":---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
 def window_text(r: RunRow) -> str:
     w = r.window
     if w is None or w.steady is None:
@@ -39,7 +31,7 @@ def run_numbers(r: RunRow, tagged: bool = False) -> list[str]:
     """A run's total queries, QPS, TPS, avg and percentile latency as the run tables show them; `tagged`: the
     latency with the percentile it is (`34.95 (p100)`), for campaigns whose runs report different ones."""
     v = r.values
-    latency = fmt(v["lat_pct_ms"])
-    if tagged and r.percentile is not None and v["lat_pct_ms"] is not None:
+    latency = fmt(v[Metric.LAT_PCT])
+    if tagged and r.percentile is not None and v[Metric.LAT_PCT] is not None:
         latency += f" (p{label_number(r.percentile)})"
-    return [fmt(v["queries"], 0), fmt(v["qps"]), fmt(v["tps"]), fmt(v["lat_avg_ms"]), latency]
+    return [fmt(v[Metric.QUERIES], 0), fmt(v[Metric.QPS]), fmt(v[Metric.TPS]), fmt(v[Metric.LAT_AVG]), latency]
