@@ -14,7 +14,7 @@ from pathlib import Path
 
 from layerbench.backends.base import Endpoint, ServerSpec
 from layerbench.backends.host.local import HostBackend
-from layerbench.campaign.models import HostVariant
+from layerbench.backends.host.variant import HostVariant
 from layerbench.secrets import generate_password
 
 

@@ -59,14 +59,8 @@ from layerbench.server.datadir import query
 from layerbench.server.prepare import ensure_snapshot
 from layerbench.server.tables import table_checksums
 from layerbench.store import Store
-from layerbench.sysbench.command import (
-    config_file_text,
-    hook_script,
-    parse_mark_line,
-    parse_output,
-    run_command,
-    workload_args,
-)
+from layerbench.sysbench.command import config_file_text, hook_script, run_command, workload_args
+from layerbench.sysbench.output import parse_mark_line, parse_output
 
 INGREDIENTS = ("hook", "stream", "sampler", "checksum", "env")
 SERVER_CPU, CLIENT_CPU = "0", "1"

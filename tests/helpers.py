@@ -6,10 +6,9 @@ import random
 from pathlib import Path
 
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
-from layerbench.records import CampaignRecord
+from layerbench.records import CampaignRecord, Interval, IoCounters, RunRecord, Totals
 from layerbench.run.schedule import build_schedule
-from layerbench.store import RunRecord, Store
-from layerbench.sysbench.command import Interval, Totals
+from layerbench.store import Store
 
 
 def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple[int, ...] = (2,),
@@ -52,7 +51,7 @@ def synthetic_run(cid: int, spec, factor: float, rng: random.Random, failed: boo
     record.totals = Totals(10.0, transactions, transactions * 20, transactions * 14, transactions * 4,
                            transactions * 2, transactions / 10, transactions * 2.0, 0, 0, transactions,
                            1.0, 3.6 / factor, 20.0, 4.5 / factor, 1000.0)
-    record.facts.io = synthetic_io(transactions, factor)
+    record.facts.io = IoCounters.from_json(synthetic_io(transactions, factor))
     return record
 
 

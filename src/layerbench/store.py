@@ -11,23 +11,21 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from layerbench.errors import BadInput
 from layerbench.records import (
     CampaignListing,
     CampaignRecord,
-    RunFacts,
     RunMetrics,
+    RunRecord,
     ScheduledRun,
     StoredCampaign,
     StoredFacts,
     StoredInterval,
     StoredRun,
 )
-from layerbench.sysbench.command import Interval, Totals
+from layerbench.records.stored import RUN_METRIC_COLUMNS
 
 SCHEMA_VERSION = 2  # 2: run_latency (the measured window's latency distribution); a v1 store gains it empty
 
@@ -92,50 +90,6 @@ CREATE TABLE IF NOT EXISTS run_latency (  -- the measured window's distribution,
   PRIMARY KEY (run_id, percentile)
 );
 """
-
-RUN_METRIC_COLUMNS = (
-    "duration", "transactions", "queries", "reads", "writes", "other", "tps", "qps",
-    "lat_min_ms", "lat_avg_ms", "lat_max_ms", "lat_pct_ms", "errors", "reconnects",
-)
-
-
-@dataclass
-class RunRecord:
-    """One finished (or failed) run, as it is written."""
-
-    campaign_id: int
-    variant: str
-    workload: str
-    threads: int | None
-    repetition: int
-    idx: int | None = None
-    round: int | None = None
-    status: str = "ok"
-    error: str | None = None
-    started_at: float | None = None
-    finished_at: float | None = None
-    totals: Totals | None = None
-    percentile: float | None = None  # which latency percentile totals.latency_pct_ms is (95, 99, 99.9, 100)
-    run_dir: str | None = None
-    intervals: list[Interval] = field(default_factory=list)
-    warmup_seconds: float = 0.0
-    facts: RunFacts = field(default_factory=RunFacts)
-    imported: dict[str, float] | None = None  # metric column -> value, for results measured elsewhere
-    latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
-
-    def metric_values(self) -> list[Any]:
-        if self.imported is not None:
-            return [self.imported.get(column) for column in RUN_METRIC_COLUMNS]
-        return _totals_values(self.totals)
-
-
-def _totals_values(totals: Totals | None) -> list[Any]:
-    if totals is None:
-        return [None] * len(RUN_METRIC_COLUMNS)
-    t = totals
-    return [t.duration, t.transactions, t.queries, t.reads, t.writes, t.other, t.tps, t.qps,
-            t.latency_min_ms, t.latency_avg_ms, t.latency_max_ms, t.latency_pct_ms, t.errors, t.reconnects]
-
 
 class Store:
     """A SQLite file; open it with Store(path) and use it as a context manager or call close()."""
@@ -309,7 +263,7 @@ def _insert_campaign(db: sqlite3.Connection, definition: CampaignRecord, output_
     cur = db.execute(
         "INSERT INTO campaigns (name, status, started_at, definition, source_path, output_dir, baseline)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (definition.name, status, time.time(), json.dumps(definition.to_json()), source_path, output_dir,
+        (definition.name, status, time.time(), json.dumps(definition.stored_json()), source_path, output_dir,
          definition.baseline),
     )
     return int(cur.lastrowid or 0)
@@ -331,3 +285,25 @@ def _insert_run(db: sqlite3.Connection, run: RunRecord) -> int:
     db.executemany("INSERT INTO run_latency VALUES (?, ?, ?)",
                    [(run_id, float(p), float(v)) for p, v in run.latency.items()])
     return run_id
+
+
+FinishedRun = tuple[int, str, str, float]  # campaign id, variant, workload, finished_at
+
+
+def past_finishes(path: Path) -> tuple[dict[int, CampaignRecord], list[FinishedRun]]:
+    """Every campaign of a store and its ok runs in the order they finished, read-only (the plan calibrates its
+    time estimate on them); nothing when the file is missing or not a readable store."""
+    if not path.is_file():
+        return {}, []
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            campaigns = {int(i): CampaignRecord.from_json(json.loads(d))
+                         for i, d in db.execute("SELECT id, definition FROM campaigns")}
+            rows = db.execute("SELECT campaign_id, variant, workload, finished_at FROM runs WHERE status='ok' AND "
+                              "finished_at IS NOT NULL ORDER BY campaign_id, finished_at").fetchall()
+        finally:
+            db.close()
+    except (sqlite3.Error, ValueError):
+        return {}, []
+    return campaigns, [(int(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]

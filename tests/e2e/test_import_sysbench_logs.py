@@ -79,7 +79,7 @@ def make_logs(folder: Path) -> None:
     against a server of our own, each saved as an archive would hold it (BOM, CRLF, a wrapper's lines)."""
     from layerbench.backends.base import ServerSpec
     from layerbench.backends.host.local import HostBackend
-    from layerbench.campaign.models import HostVariant
+    from layerbench.backends.host.variant import HostVariant
     from layerbench.secrets import generate_password, write_private
     from layerbench.sysbench.command import config_file_text
 

@@ -21,7 +21,8 @@ from test_host_campaign import run_cli
 from helpers import stored_rows
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.docker.local import DockerBackend
-from layerbench.campaign.models import DockerVariant, Workload, parse_campaign
+from layerbench.backends.docker.variant import DockerVariant
+from layerbench.campaign.models import Workload, parse_campaign
 from layerbench.run import orchestrator
 from layerbench.secrets import generate_password
 from layerbench.server.datadir import query
@@ -41,7 +42,7 @@ def campaign_file(tmp_path: Path, **changes) -> Path:
 def labelled(campaign: str = NAME) -> list[str]:
     """What this session's campaigns left in Docker (other sessions' campaigns may run at the same time)."""
     client = docker.from_env()
-    label = f"layerbench.campaign.models={campaign}"
+    label = f"layerbench.campaign={campaign}"
     found = [f"container {c.name}" for c in client.containers.list(all=True, filters={"label": label})]
     found += [f"volume {v.name}" for v in client.volumes.list(filters={"label": label})]
     found += [f"network {n.name}" for n in client.networks.list(filters={"label": label})]

@@ -141,7 +141,7 @@ def test_docker_kill_of_the_server_container_fails_that_run_only(tmp_path: Path)
 
         def interval(self, spec, tps: float, elapsed: float) -> None:
             if not self.killed and elapsed >= 2:
-                ours = ["layerbench.role=server", f"layerbench.campaign.models={OWN}"]
+                ours = ["layerbench.role=server", f"layerbench.campaign={OWN}"]
                 for c in docker.from_env().containers.list(filters={"label": ours}):
                     if str(tmp_path) in str(c.attrs["Mounts"]):
                         c.kill()
@@ -157,7 +157,7 @@ def test_docker_kill_of_the_server_container_fails_that_run_only(tmp_path: Path)
         runs = stored_rows(store, outcome.campaign_id)
     assert spy.killed
     assert [(r["variant"], r["status"]) for r in runs] == [("box", "failed"), ("host", "ok")]
-    assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign.models={OWN}"}) == []
+    assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign={OWN}"}) == []
 
 
 def test_two_campaigns_at_once_do_not_collide(tmp_path: Path) -> None:
@@ -200,4 +200,4 @@ def test_an_oom_killed_container_fails_the_run_with_that_cause(tmp_path: Path) -
         outcome = orchestrator.run_campaign(campaign, store)
         (run,) = stored_rows(store, outcome.campaign_id)
     assert run["status"] == "failed" and "OOM-killed" in run["error"] and "resources.memory" in run["error"]
-    assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign.models={OWN}"}) == []
+    assert docker.from_env().containers.list(all=True, filters={"label": f"layerbench.campaign={OWN}"}) == []

@@ -218,7 +218,7 @@ def test_ctrl_c_keeps_stored_runs_then_resume_completes(tmp_path: Path) -> None:
 def test_external_backend_against_a_server_we_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from layerbench.backends.base import ServerSpec
     from layerbench.backends.host.local import HostBackend
-    from layerbench.campaign.models import HostVariant
+    from layerbench.backends.host.variant import HostVariant
     from layerbench.secrets import generate_password
 
     (tmp_path / "run").mkdir()
@@ -271,9 +271,10 @@ def test_a_private_folder_too_deep_for_a_socket_still_starts_and_leaves_nothing(
     """A socket path longer than sun_path's 107 bytes stops mariadbd at start: the backend puts the socket in a
     short folder of its own (CI's pytest folders crossed the limit at pytest-290) and removes it at down()."""
     from layerbench.backends.base import ServerSpec
-    from layerbench.backends.host.local import SOCKET_PATH_MAX, HostBackend
-    from layerbench.campaign.models import HostVariant
+    from layerbench.backends.host.local import HostBackend
+    from layerbench.backends.host.variant import HostVariant
     from layerbench.secrets import generate_password
+    from layerbench.server.private import SOCKET_PATH_MAX
 
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     (deep / "run").mkdir(parents=True)

@@ -36,7 +36,7 @@ OWN = f"it-k8s-{os.getpid()}"  # this module's campaign name: it checks only the
 def namespaces() -> list[str]:
     core = _kubernetes_core()
     assert core is not None, "the cluster does not answer"
-    return [ns.metadata.name for ns in core.list_namespace(label_selector=f"layerbench.campaign.models={OWN}").items]
+    return [ns.metadata.name for ns in core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items]
 
 
 def run_campaign(tmp_path: Path, variants: list[dict], workload: dict | None = None) -> list[dict]:

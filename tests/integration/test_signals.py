@@ -175,7 +175,7 @@ def docker_leftovers(campaign: str) -> list[str]:
     import docker
 
     client = docker.from_env()
-    label = {"label": f"layerbench.campaign.models={campaign}"}
+    label = {"label": f"layerbench.campaign={campaign}"}
     found = [f"container {c.name}" for c in client.containers.list(all=True, filters=label)]
     found += [f"volume {v.name}" for v in client.volumes.list(filters=label)]
     return found + [f"network {n.name}" for n in client.networks.list(filters=label)]

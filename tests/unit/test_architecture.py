@@ -85,20 +85,137 @@ def test_no_class_over_200_lines() -> None:
 
 
 def test_every_backend_implements_every_member_of_the_protocol() -> None:
-    import importlib
     import inspect
 
-    from layerbench.backends import _MODULES, REMOTE_SERVER
+    from layerbench.backends import backend_class
     from layerbench.backends.base import Backend
+    from layerbench.backends.registry import VARIANT_TYPES
 
     members = {name: inspect.signature(fn) for name, fn in vars(Backend).items()
                if callable(fn) and not name.startswith("_")}
     assert {"check", "up", "down", "exit_cause", "client_processes", "components", "describe"} <= set(members)
     # the backends by kind take their variant; those of a server on an ssh: host also take that host
-    for table, takes in ((_MODULES, ["variant"]), (REMOTE_SERVER, ["variant", "host"])):
-        for module_name, class_name in table.values():
-            cls = getattr(importlib.import_module(module_name), class_name)
+    local = [t.local_backend for t in VARIANT_TYPES]
+    remote = [t.remote_backend for t in VARIANT_TYPES if t.remote_backend is not None]
+    for table, takes in ((local, ["variant"]), (remote, ["variant", "host"])):
+        for location in table:
+            cls = backend_class(location)
+            class_name = cls.__name__
             for name, wanted in members.items():
                 got = inspect.signature(getattr(cls, name))
                 assert list(got.parameters) == list(wanted.parameters), f"{class_name}.{name}{got} is not {wanted}"
             assert list(inspect.signature(cls).parameters) == takes, f"{class_name} takes {takes}"
+
+
+# --- a backend is a package that holds everything about it (issue #28) --------------------------------------------
+
+BACKENDS = PACKAGE / "backends"
+
+
+def core_files() -> list[Path]:
+    """Every module outside backends/: they ask a backend through its variant's methods, never by its class."""
+    return [path for path in sorted(PACKAGE.rglob("*.py")) if not path.is_relative_to(BACKENDS)]
+
+
+def backend_class_names() -> set[str]:
+    """The variant models and backend classes of every backend (backends/registry.py)."""
+    from layerbench.backends import backend_class
+    from layerbench.backends.registry import VARIANT_TYPES
+
+    names = {t.__name__ for t in VARIANT_TYPES}
+    for t in VARIANT_TYPES:
+        names |= {backend_class(location).__name__ for location in (t.local_backend, t.remote_backend) if location}
+    return names
+
+
+def names_in(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).rpartition(".")[2])
+    return names
+
+
+def test_no_module_outside_backends_names_a_backend_or_variant_class() -> None:
+    classes = backend_class_names()
+    assert {"HostVariant", "DockerVariant", "HostBackend", "RemoteVMBackend"} <= classes  # the check sees them
+    named = {f"{path.relative_to(SRC)}: {sorted(names_in(path) & classes)}" for path in core_files()
+             if names_in(path) & classes}
+    assert named == set(), "ask the variant (campaign/variant.py) instead of naming its class"
+
+
+def probes(path: Path) -> list[str]:
+    """isinstance on a variant model, getattr on a variant, a variant's `backend` compared with a backend's name."""
+    from layerbench.backends.registry import KINDS
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 2:
+            target, second = ast.unparse(node.args[0]), ast.unparse(node.args[1])
+            if node.func.id == "isinstance" and "Variant" in second:
+                found.append(ast.unparse(node))
+            if node.func.id in ("getattr", "hasattr") and target in ("variant", "v", "self.variant"):
+                found.append(ast.unparse(node))
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "backend" \
+                and any(isinstance(c, ast.Constant) and c.value in KINDS for c in node.comparators):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_no_probe_stands_in_for_the_protocol(tmp_path: Path) -> None:
+    sample = tmp_path / "probe_sample.py"
+    sample.write_text("isinstance(v, HostVariant)\ngetattr(variant, 'image', None)\nv.backend == 'vm'\n")
+    assert len(probes(sample)) == 3  # the check sees each kind of probe
+    found = {f"{path.relative_to(SRC)}: {probe}" for path in core_files() for probe in probes(path)}
+    found |= {f"{path.relative_to(SRC)}: {probe}" for path in sorted(BACKENDS.rglob("*.py")) for probe in probes(path)
+              if "getattr" in probe or "hasattr" in probe}
+    assert found == set(), "add a method to VariantBase (its default once) and override it in the backend's variant"
+
+
+def test_server_never_imports_backends() -> None:
+    graph = import_graph()
+    found = {f"{module} -> {target}" for module, targets in graph.items() if module.startswith("layerbench.server")
+             for target in targets if target.startswith("layerbench.backends")}
+    assert found == set()
+
+
+def test_every_backend_package_is_registered_once_with_its_own_kind() -> None:
+    from layerbench.backends.registry import BY_KIND, KINDS, VARIANT_TYPES
+
+    packages = {path.parent.name for path in BACKENDS.glob("*/variant.py")}
+    assert packages == set(KINDS) == set(BY_KIND) and len(KINDS) == len(VARIANT_TYPES)
+    for kind, variant_type in BY_KIND.items():  # everything a backend names lives in its own folder
+        own = f"layerbench.backends.{kind}."
+        assert variant_type.__module__ == f"{own}variant"
+        for location in (variant_type.local_backend, variant_type.remote_backend, variant_type.leftovers):
+            assert (location or own).startswith(own), f"{kind}: {location}"
+
+
+def test_no_backend_class_repeats_a_default_of_backend_base() -> None:
+    """BackendBase gives the no-op defaults once; a backend overrides only what it does differently."""
+    import inspect
+    import textwrap
+
+    from layerbench.backends import backend_class
+    from layerbench.backends.base import BackendBase
+    from layerbench.backends.registry import VARIANT_TYPES
+
+    def body(fn: object) -> list[str]:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+        assert isinstance(tree, ast.FunctionDef)
+        return [ast.unparse(s) for s in tree.body
+                if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]  # a docstring says nothing
+
+    defaults = {name: body(fn) for name, fn in vars(BackendBase).items() if inspect.isfunction(fn)}
+    repeated = []
+    for t in VARIANT_TYPES:
+        for location in filter(None, (t.local_backend, t.remote_backend)):
+            cls = backend_class(location)
+            assert issubclass(cls, BackendBase), f"{cls.__name__} does not subclass BackendBase"
+            repeated += [f"{cls.__name__}.{name}" for name, fn in vars(cls).items()
+                         if name in defaults and inspect.isfunction(fn) and body(fn) == defaults[name]]
+    assert repeated == []

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
-from layerbench.measure.cpu import ProcStat, ResourceSampler, busy_share, parse_steal, top_processes, wait_for_quiet
+from layerbench.measure.cpu import ResourceSampler, busy_share, top_processes, wait_for_quiet
+from layerbench.measure.procfs import ProcStat, parse_steal
 from layerbench.records import QuietWait, Usage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "proc"
@@ -46,7 +47,7 @@ def test_steal_and_the_top_processes_from_recorded_proc_text() -> None:
     last = {1: ProcStat(1, 0, 400, 5, "make"), 2: ProcStat(2, 1, 950, 6, "mariadbd"),
             3: ProcStat(3, 1, 20, 99, "reused"), 4: ProcStat(4, 1, 200, 100, "cc1")}
     top = top_processes(first, last, exclude={2})  # 2 is the run's own server
-    assert [p["name"] for p in top] == ["make", "cc1", "reused"]  # a reused pid counts from zero
+    assert [p.name for p in top] == ["make", "cc1", "reused"]  # a reused pid counts from zero
 
 
 def test_the_sampler_names_a_real_busy_process_outside_the_run() -> None:
@@ -60,16 +61,17 @@ def test_the_sampler_names_a_real_busy_process_outside_the_run() -> None:
     finally:
         spin.kill(), sleeper.kill(), spin.wait(), sleeper.wait()
     assert usage.cpu_seconds["other"] > 0.5
-    assert all(p["pid"] != sleeper.pid for p in usage.top_other)
-    assert usage.top_other and usage.top_other[0]["cpu_seconds"] > 0
+    assert all(p.pid != sleeper.pid for p in usage.top_other)
+    assert usage.top_other and usage.top_other[0].cpu_seconds > 0
 
 
 def test_wait_for_quiet_is_bounded_and_recorded() -> None:
     never = wait_for_quiet(0.4, threshold=-1.0, step=0.2)  # no machine is ever below -1: the wait runs out
-    assert never["quiet"] is False and never["waited_seconds"] >= 0.4 and never["max_seconds"] == 0.4
+    assert never.quiet is False and never.waited_seconds >= 0.4 and never.max_seconds == 0.4
     always = wait_for_quiet(60, threshold=1.0, step=0.1)  # every machine is at most 100 % busy: no wait
-    assert always["quiet"] is True and 0 <= always["busy_share"] <= 1
+    assert always.quiet is True and always.busy_share is not None and 0 <= always.busy_share <= 1
     assert busy_share((100, 300), (150, 350)) == 0.5
-    text = quiet_wait_warning([("run 1", QuietWait.from_json(never)), ("run 2", QuietWait.from_json(always))])
+    never, always = QuietWait.from_json(never.to_json()), QuietWait.from_json(always.to_json())  # as stored
+    text = quiet_wait_warning([("run 1", never), ("run 2", always)])
     assert text is not None and text.startswith("wait_for_quiet: 1 of 2 runs started on a busy machine")
-    assert quiet_wait_warning([("run 2", QuietWait.from_json(always))]) is None
+    assert quiet_wait_warning([("run 2", always)]) is None

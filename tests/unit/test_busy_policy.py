@@ -17,11 +17,11 @@ from layerbench.analysis.busy import busy_run, decide, what_was_done
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign, stored_campaign
 from layerbench.errors import BadInput, MachineBusy
-from layerbench.records import BusyDecision, StoredFacts, Usage
+from layerbench.records import BusyDecision, RunRecord, StoredFacts, Usage
 from layerbench.report import csv_export, json_export, markdown
 from layerbench.run.orchestrator import Orchestrator
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 
 BUSY = {"cpu_seconds": {"server": 1.0, "client": 1.0, "other": 6.0, "idle": 2.0}, "steal_seconds": 0.5,
         "top_other": [{"pid": 9, "name": "stress-ng-cpu", "cpu_seconds": 3.0},
@@ -135,7 +135,7 @@ def test_the_default_policy_stays_out_of_the_stored_definition() -> None:
 
 def finished(cid: int, spec: RunSpec, usage: dict | None, seed: int = 1) -> RunRecord:
     record = synthetic_run(cid, spec, 1.0, random.Random(seed), False)
-    record.facts.resources = usage
+    record.facts.resources = None if usage is None else Usage.from_json(usage)
     return record
 
 

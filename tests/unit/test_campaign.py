@@ -8,7 +8,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from layerbench.campaign.models import DockerVariant, HostVariant, load_campaign, parse_campaign
+from layerbench.backends.docker.variant import DockerVariant
+from layerbench.backends.host.variant import HostVariant
+from layerbench.campaign.models import load_campaign, parse_campaign
 from layerbench.errors import BadInput
 
 VALID: dict[str, Any] = {

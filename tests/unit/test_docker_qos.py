@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from layerbench.backends.docker.qos import resource_options
-from layerbench.campaign.models import DockerVariant
+from layerbench.backends.docker.variant import DockerVariant
 
 
 def options(qos: str, **resources: object) -> dict[str, object]:

@@ -89,6 +89,14 @@ def first_table_keys(page: str, heading: str) -> list[str]:
     return [name.split(":")[0] for row in first_table(page, heading) for name in re.findall(r"`([^`]+)`", row[0])]
 
 
+def model_class(name: str) -> type:
+    """A model of the campaign file by name: the campaign's own, or a backend's variant (backends/registry.py)."""
+    from layerbench.backends.registry import VARIANT_TYPES
+    from layerbench.campaign import models
+
+    return {t.__name__: t for t in VARIANT_TYPES}.get(name) or vars(models)[name]
+
+
 @pytest.mark.parametrize(("page", "heading", "model"), [
     ("campaign.md", "## Top level", "Campaign"), ("campaign.md", "## Variants (all backends)", "HostVariant"),
     ("campaign.md", "### `backend: host`", "HostVariant"), ("campaign.md", "### `backend: external`",
@@ -97,9 +105,7 @@ def first_table_keys(page: str, heading: str) -> list[str]:
     ("backends/vm.md", "## Options", "VMVariant"), ("backends/kubernetes.md", "## Options", "KubernetesVariant")])
 def test_every_documented_key_is_a_key_of_the_campaign_file(page: str, heading: str, model: str) -> None:
     """Option names in the docs' tables are the models' fields (a renamed key would leave the docs wrong)."""
-    from layerbench.campaign import models
-
-    fields = getattr(models, model).model_fields
+    fields = model_class(model).model_fields
     keys = first_table_keys(page, heading)
     assert keys
     for key in keys:
@@ -120,9 +126,7 @@ def test_every_documented_default_is_the_models(page: str, heading: str, model: 
 
     import yaml
 
-    from layerbench.campaign import models
-
-    fields, checked = getattr(models, model).model_fields, 0
+    fields, checked = model_class(model).model_fields, 0
     for row in first_table(page, heading):
         key, default = re.fullmatch(r"`([a-z_]+)`", row[0]), re.fullmatch(r"`([^`]+)`", row[column])
         if key and default and key.group(1) in fields:

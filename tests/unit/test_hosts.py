@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from layerbench.backends.docker.variant import DockerVariant
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.hosts.inventory import Host, HostEntry, explain_ssh_failure
-from layerbench.hosts.placement import network_path, placement_of
+from layerbench.hosts.placement import placement_of
 from layerbench.hosts.remote import CPU_MARK, parse_facts, parse_ping, placed_usage, split_cpu_mark
 
 APP = {"ssh": "bench@10.0.0.6", "identity_file": "~/.ssh/bench", "known_hosts": "/tmp/kh"}
@@ -31,21 +32,22 @@ def test_a_remote_client_is_given_the_server_hosts_address() -> None:
     parsed = parse_campaign(campaign({"backend": "docker", "server_host": "db", "client_host": "app"}))
     place = placement_of(parsed.hosts, parsed.variants[0])
     assert place.listen_address == "10.0.0.5" and place.remote_client
-    assert "kernel NAT" in network_path(parsed.variants[0], place)
+    assert "kernel NAT" in parsed.variants[0].network_path(place)
     loop = placement_of(parsed.hosts, parsed.variants[0].model_copy(update={"client_host": "db"}))
     assert loop.listen_address == "127.0.0.1"
-    assert "docker-proxy" in network_path(parsed.variants[0], loop)
+    assert "docker-proxy" in parsed.variants[0].network_path(loop)
 
 
 def test_a_server_on_an_ssh_host_listens_on_its_address_for_every_client() -> None:
     parsed = parse_campaign(campaign({"backend": "host", "server_host": "app", "client_host": "app"}))
     place = placement_of(parsed.hosts, parsed.variants[0])
     assert place.listen_address == "10.0.0.6" and not place.remote_client
-    assert "own address 10.0.0.6" in network_path(parsed.variants[0], place)
+    assert "own address 10.0.0.6" in parsed.variants[0].network_path(place)
     remote = placement_of(parsed.hosts, parsed.variants[0].model_copy(update={"client_host": "db"}))
     assert remote.listen_address == "10.0.0.6" and remote.remote_client
-    docker = parsed.variants[0].model_copy(update={"backend": "docker", "network": "bridge", "client": "host"})
-    assert "app's own address 10.0.0.6 from that host: kernel NAT" in network_path(docker, place)
+    docker = DockerVariant(name="v", backend="docker", network="bridge", client="host", server_host="app",
+                           client_host="app")  # the same placement, a docker server (its own words for the path)
+    assert "app's own address 10.0.0.6 from that host: kernel NAT" in docker.network_path(place)
 
 
 @pytest.mark.parametrize(("variant", "hosts", "words"), [

@@ -90,7 +90,7 @@ def test_an_import_that_fails_half_way_leaves_nothing(tmp_path: Path) -> None:
     runs before it are stored."""
     import sqlite3
 
-    from layerbench.store import RunRecord
+    from layerbench.records import RunRecord
 
     runs = [RunRecord(0, "host", "imported", 2, i + 1, imported={"tps": 500.0 + i}) for i in range(400)]
     runs[299].variant = None  # type: ignore[assignment]

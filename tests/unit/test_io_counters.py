@@ -109,10 +109,10 @@ def test_a_real_process_writing_4_mib_is_seen_under_its_component(tmp_path: Path
     finally:
         child.communicate(b"\n", timeout=60)
     found = window.result()
-    assert found is not None and found["window_seconds"] >= 0
-    server = found["processes"]["server"]
+    assert found is not None and found.window_seconds >= 0
+    server = found.processes["server"]
     assert server["write_bytes"] >= 4 * 2**20 and server["syscw"] >= 64 and server["wchar"] >= 4 * 2**20
-    assert found["server_status"] == {} and found["errors"] == ["server status: ConnectionRefusedError"]
+    assert found.server_status == {} and list(found.errors) == ["server status: ConnectionRefusedError"]
 
 
 class Counting(IoWindow):
@@ -224,6 +224,6 @@ def test_a_server_that_cannot_be_reached_is_named_in_the_window_without_the_pass
         window.begin()
         window.end()
     result = window.result()
-    assert result is not None and result["server_status"] == {}
-    assert result["errors"] == ["server status: OperationalError"]
+    assert result is not None and result.server_status == {}
+    assert list(result.errors) == ["server status: OperationalError"]
     assert "hunter2" not in repr(result)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from layerbench.backends.kubernetes import manifests as m
-from layerbench.campaign.models import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput
 
 

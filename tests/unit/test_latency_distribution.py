@@ -20,7 +20,6 @@ from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.report import csv_export, json_export, markdown
 from layerbench.store import Store
-from layerbench.sysbench.command import parse_output
 from layerbench.sysbench.histogram import (
     bucket_of,
     bucket_value,
@@ -28,6 +27,7 @@ from layerbench.sysbench.histogram import (
     parse_histogram,
     percentile_ms,
 )
+from layerbench.sysbench.output import parse_output
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

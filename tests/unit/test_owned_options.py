@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from test_hostile_inputs import VALID, assert_one_line_bad_input, validate
 
 from layerbench.backends.base import Endpoint
-from layerbench.campaign.models import OWNED_BY_LAYERBENCH, ExternalVariant, Workload, parse_campaign
+from layerbench.backends.external.variant import ExternalVariant
+from layerbench.campaign.models import OWNED_BY_LAYERBENCH, Workload, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.hosts.inventory import HostEntry, is_host_address
 from layerbench.secrets import Secret

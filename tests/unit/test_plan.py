@@ -8,11 +8,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.backends.registry import BY_KIND
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
-from layerbench.records import CampaignRecord
-from layerbench.run.plan import IMAGE_BUILD_SECONDS, RUN_OVERHEAD, make_plan, past_overheads
+from layerbench.records import CampaignRecord, RunRecord
+from layerbench.run.plan import make_plan, past_overheads
 from layerbench.run.schedule import build_schedule
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
+
+RUN_OVERHEAD = {kind: variant.run_overhead for kind, variant in BY_KIND.items()}  # each backend's fixed overhead
+IMAGE_BUILD_SECONDS = SERVER_IMAGE_COST.seconds
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "src/layerbench/data/examples"
 DATA = {

@@ -8,15 +8,29 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from golden import differences
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
-from layerbench.records import FORMAT, CampaignRecord, RunFacts, StoredFacts
+from layerbench.records import (
+    CAMPAIGN_FORMAT,
+    FORMAT,
+    AdaptiveRepetitions,
+    CampaignRecord,
+    Environment,
+    IoCounters,
+    QuietWait,
+    Reset,
+    RunFacts,
+    RunRecord,
+    StoredFacts,
+    Usage,
+)
+from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN
 from layerbench.report import csv_export, json_export, markdown
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 OLD_STORE = DATA / "stores" / "v2-host-campaign.db"
@@ -40,6 +54,24 @@ def test_a_store_of_the_previous_version_reports_as_it_did(old_store: Path, modu
     assert text == expected or golden.endswith((".json", ".csv"))
 
 
+RELEASE_STORE = DATA / "stores" / "v3-host-campaign.db"  # main 39415ee: run facts format 1, a definition without one
+
+
+@pytest.mark.parametrize(("module", "golden"), [(markdown, "store_v3_report.md"), (json_export, "store_v3_report.json"),
+                                                (csv_export, "store_v3_report.csv")])
+def test_a_store_of_the_release_before_records_owned_their_json_reports_as_it_did(tmp_path: Path, module,
+                                                                                   golden: str) -> None:
+    """Adaptive repetitions, busy runs kept, I/O counters, latency distributions: as that release reported them."""
+    path = tmp_path / "release.db"
+    shutil.copy(RELEASE_STORE, path)
+    with Store(path) as store:
+        definition, text = store.campaign(1).definition, module.render(report_model(analyze(store, 1)))
+    assert definition.format == 0 and isinstance(definition.repetitions, AdaptiveRepetitions)
+    expected = (DATA / "golden" / golden).read_text()
+    assert differences(golden, text, expected) == []
+    assert text == expected or golden.endswith((".json", ".csv"))
+
+
 def test_the_old_store_reads_as_typed_records(old_store: Path) -> None:
     with Store(old_store) as store:
         campaign, runs = store.campaign("latest"), store.runs(1)
@@ -55,9 +87,9 @@ def test_the_old_store_reads_as_typed_records(old_store: Path) -> None:
 
 
 def test_run_facts_are_written_with_their_format_and_read_back(tmp_path: Path) -> None:
-    facts = RunFacts(reset={"method": "reprepare", "seconds": 1.5}, data_bytes=4096,
-                     resources={"cpu_seconds": {"server": 1.0, "other": 0.1}, "top_other": [{"name": "x",
-                                                                                                "cpu_seconds": 0.1}]},
+    facts = RunFacts(reset=Reset.of("reprepare", 1.5, {}), data_bytes=4096,
+                     resources=Usage.from_json({"cpu_seconds": {"server": 1.0, "other": 0.1},
+                                                "top_other": [{"name": "x", "cpu_seconds": 0.1}]}),
                      other={"server_start_seconds": 0.8})
     document = facts.to_json()
     assert document["format"] == FORMAT and RunFacts.from_json(document) == facts
@@ -67,7 +99,7 @@ def test_run_facts_are_written_with_their_format_and_read_back(tmp_path: Path) -
         (run,) = store.runs(cid)
         stored = json.loads(store.db.execute("SELECT details FROM runs").fetchone()[0])
     assert stored["format"] == FORMAT and run.facts == StoredFacts.from_json(document)
-    assert run.facts.usage is not None and run.facts.usage.top_other == (("x", 0.1),)
+    assert run.facts.usage is not None and [(p.name, p.cpu_seconds) for p in run.facts.usage.top_other] == [("x", 0.1)]
     assert run.facts.reset is not None and run.facts.reset.seconds == 1.5
 
 
@@ -116,3 +148,51 @@ def test_any_stored_json_reads_without_a_crash(document: dict) -> None:
     CampaignRecord.from_json(document).settings()
     StoredFacts.from_json(document)
     assert RunFacts.from_json(document).to_json()["format"] == FORMAT
+
+
+def test_a_stored_definition_carries_its_format_and_one_without_reads_as_format_0(tmp_path: Path) -> None:
+    with Store(tmp_path / "lb.db") as store:
+        cid = store.create_campaign(CampaignRecord.from_json({"name": "c", "baseline": "a"}), str(tmp_path))
+        stored = json.loads(store.db.execute("SELECT definition FROM campaigns").fetchone()[0])
+        record = store.campaign(cid).definition
+    assert stored == {"format": CAMPAIGN_FORMAT, "name": "c", "baseline": "a"}
+    assert record.format == CAMPAIGN_FORMAT and "format" not in record.to_json()  # resume parses to_json()
+    with Store(copy_of_old_store(tmp_path)) as store:
+        assert store.campaign("latest").definition.format == 0
+
+
+def copy_of_old_store(tmp_path: Path) -> Path:
+    path = tmp_path / "old.db"
+    shutil.copy(OLD_STORE, path)
+    return path
+
+
+def test_the_campaign_model_produces_the_adaptive_record_the_analysis_reads() -> None:
+    from layerbench.campaign.models import Adaptive, campaign_as_dict, parse_campaign
+
+    adaptive = Adaptive.model_validate({"auto": True, "max": 9, "budget": "2h"})
+    assert adaptive.record() == AdaptiveRepetitions(ROUNDS_MIN, 9, "2h")
+    assert Adaptive.model_validate({"auto": True}).record() == AdaptiveRepetitions()  # one set of defaults
+    campaign = parse_campaign({"name": "c", "baseline": "a", "variants": [{"name": "a", "backend": "host"}],
+                               "workload": {"test": "oltp_read_only"}, "repetitions": {"auto": True, "min": 3}})
+    record = CampaignRecord.from_json(campaign_as_dict(campaign))
+    assert record.repetitions == AdaptiveRepetitions(3, ROUNDS_MAX) == campaign.repetitions.record()
+    assert campaign_as_dict(campaign)["repetitions"] == record.repetitions.to_json()
+
+
+RECORD_KEYS = st.sampled_from(["cpu_seconds", "throttling", "steal_seconds", "top_other", "window_seconds", "samples",
+                               "ctx_voluntary", "ctx_involuntary", "harness_cpus", "waited_seconds", "quiet",
+                               "busy_share", "max_seconds", "processes", "cgroups", "server_status", "errors",
+                               "notes", "min", "max", "budget", "method", "seconds", "restore", "host", "backend"])
+HOSTILE = (JSON_VALUES | st.sampled_from([10**400, "[/x]", "a\nb", float("inf"), [1, "x"], ""])
+           | st.dictionaries(st.sampled_from(["a", "[/x]", ""]), JSON_VALUES, max_size=3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(RECORD_KEYS, HOSTILE, max_size=10))
+def test_every_record_reads_hostile_json_and_writes_what_it_reads_back(document: dict) -> None:
+    """Each record type writes the JSON it reads: what from_json made of any document survives to_json and back."""
+    for kind in (Usage, QuietWait, IoCounters, AdaptiveRepetitions, Reset, Environment):
+        record = kind.from_json(document)
+        written = json.dumps(record.to_json(), default=str)  # NaN is written as NaN: compare the JSON text
+        assert json.dumps(kind.from_json(json.loads(written)).to_json(), default=str) == written, kind.__name__

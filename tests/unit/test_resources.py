@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 
 from layerbench.measure.cpu import (
     ResourceSampler,
-    ResourceUsage,
     parse_cpu_stat,
-    parse_machine_stat,
-    parse_proc_stat_line,
     parse_status,
 )
+from layerbench.measure.procfs import parse_machine_stat, parse_proc_stat_line
+from layerbench.records import Usage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "proc"
 
@@ -65,7 +64,7 @@ def test_a_busy_server_is_counted_once() -> None:
     assert 1.2 <= usage.cpu_seconds["server"] <= 1.65  # minus at most one interval before the child exited
     total = sum(v for k, v in usage.cpu_seconds.items() if k != "idle")
     assert total <= 2 * usage.window_seconds * 1.15  # 2 CPUs: nothing is counted twice
-    again = ResourceUsage.from_dict(usage.as_dict())
+    again = Usage.from_json(usage.to_json())
     assert again.cpu_seconds == usage.cpu_seconds
     assert set(usage.cpu_seconds) >= {"server", "other", "idle"}
 

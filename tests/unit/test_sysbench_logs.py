@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.errors import BadInput
-from layerbench.sysbench.logs import parse_log
+from layerbench.sysbench.output import parse_log
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
 DATA = LOGS.parent

@@ -61,7 +61,7 @@ def busy_run(usage: Usage, threshold: float = BUSY_SHARE) -> Busy | None:
     other = usage.cpu_seconds.get("other", 0.0)
     if total <= 0 or other / total <= threshold:
         return None
-    return Busy(other / total, usage.steal_seconds / total, usage.top_other)
+    return Busy(other / total, usage.steal_seconds / total, tuple((p.name, p.cpu_seconds) for p in usage.top_other))
 
 
 def decide(busy: Busy, policy: str, used: int, allowed: int, next_idx: int) -> BusyDecision:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from layerbench.backends.registry import has_own_size
 from layerbench.records import CampaignRecord, Environment, HostFacts, VariantRecord
 from layerbench.records.run import FactMap
 
@@ -173,7 +174,7 @@ def cpu_list_size(cpus: str) -> int:
 
 def baseline_size(variant: VariantRecord, env: Environment | None) -> tuple[int | None, str | None]:
     """The baseline's CPU count (its pinning, else the machine's) and memory limit (None: the machine's)."""
-    if variant.backend == "vm":
+    if has_own_size(variant.backend):
         return variant.vcpus, variant.vm_memory
     count = cpu_list_size(variant.cpus) if variant.cpus else (env.host.cpu_count if env else None)
     return count, variant.memory_limit
@@ -189,7 +190,7 @@ def vm_size_differences(baseline: str, definition: CampaignRecord,
     cpus, memory = baseline_size(variants[baseline], environments.get(baseline))
     out = []
     for name, variant in variants.items():
-        if name == baseline or variant.backend != "vm":
+        if name == baseline or not has_own_size(variant.backend):
             continue
         vcpus = variant.vcpus
         if cpus is not None and vcpus != cpus:

@@ -1,78 +1,20 @@
-"""The one small interface every deployment model implements, and the values it exchanges."""
+"""The one small interface every deployment model implements (Backend), its defaults given once (BackendBase),
+and the values it exchanges."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from layerbench.campaign.models import ConfigValue
+from layerbench.campaign.variant import FirstTimeCost
+from layerbench.endpoint import Endpoint
 from layerbench.hosts.owners import processes_with
-from layerbench.hosts.procs import Completed, run, with_cpus
-from layerbench.secrets import Secret
+from layerbench.server.spec import ServerSpec
+from layerbench.sysbench.client import ClientRunner, HostClient
 
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where sysbench connects. The password is a Secret and never prints."""
-
-    host: str
-    port: int
-    user: str
-    password: Secret
-    database: str = "sbtest"
-    socket: str | None = None
-
-    def describe(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}/{self.database}"
-
-
-@dataclass
-class ServerSpec:
-    """Everything a backend needs to bring up one server for one run (the variant is the backend's own)."""
-
-    campaign: str
-    label: str  # resource name prefix: every container/VM/dir created carries it, so `clean` finds it
-    run_dir: Path  # this run's log folder (inside the output folder: nothing secret goes here)
-    private_dir: Path  # 0700 folder outside the output folder for password files; removed after the run
-    work_dir: Path  # campaign work folder for datadirs and images
-    config: dict[str, ConfigValue] = field(default_factory=dict)  # my.cnf [mysqld] overlay
-    password: Secret = field(default_factory=lambda: Secret(""))
-    user: str = "layerbench"
-    database: str = "sbtest"
-    snapshot: Path | None = None  # a prepared datadir to restore; None: a fresh, empty datadir
-    listen_address: str = "127.0.0.1"  # where the server listens / publishes; a remote client's address for it
-
-
-class ClientRunner(Protocol):
-    """Where sysbench runs, for every step that talks to the server (cleanup, prepare, run): this host, a
-    container, a Kubernetes Job. `files` are the command's private files (config with the password, report
-    hook) by name; a runner elsewhere mounts them and rewrites the paths in `cmd`."""
-
-    where: str  # for the run's record: "this host", "a Job in the cluster", ...
-
-    def run_client(
-        self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
-        on_line: Any = None, secrets: list[Secret] | None = None,
-    ) -> Completed: ...
-
-
-class HostClient:
-    """sysbench on this host, pinned to `cpus` when given: the runner when a backend's client() is None."""
-
-    where = "this host"
-
-    def __init__(self, cpus: str | None = None) -> None:
-        self.cpus = cpus
-
-    def run_client(
-        self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
-        on_line: Any = None, secrets: list[Secret] | None = None,
-    ) -> Completed:
-        name = " ".join(["sysbench", cmd[-1]]) if cmd[-1] in ("prepare", "cleanup") else "sysbench"
-        return run(name, with_cpus(cmd, self.cpus), log_path=log_path, secrets=secrets or [], timeout=timeout,
-                   on_line=on_line)
+__all__ = ["Backend", "BackendBase", "ClientRunner", "Endpoint", "HostClient", "ServerSpec", "host_client_processes"]
 
 
 class Backend(Protocol):
@@ -121,3 +63,57 @@ class Backend(Protocol):
 def host_client_processes(hook: Path) -> list[int]:
     """sysbench started on this host for this run: its command line names the run's own hook file."""
     return processes_with(str(hook))
+
+
+class BackendBase:
+    """The defaults of Backend, given once: a server with nothing to build, no cgroups of its own, sysbench on this
+    host, nothing to say about why it stopped. A backend class subclasses it and overrides what differs."""
+
+    kind: str
+
+    def prepare(self, say: Callable[[str], None]) -> None:
+        """Nothing to build."""
+
+    def down(self) -> None:
+        """Nothing to stop."""
+
+    def exit_cause(self) -> str | None:
+        return None
+
+    def components(self) -> dict[str, list[int]]:
+        return {}
+
+    def client_processes(self, hook: Path) -> list[int]:
+        return host_client_processes(hook)
+
+    def cgroups(self) -> list[Path]:
+        return []
+
+    def client(self) -> ClientRunner | None:
+        return None
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        return ""
+
+
+def image_built() -> bool:
+    from layerbench.server.image import rootfs_path
+
+    return rootfs_path().exists()
+
+
+# The server image the docker, vm and kubernetes backends build from this machine's packages (server/image.py).
+SERVER_IMAGE_COST = FirstTimeCost("the server image, built once from Debian packages (debootstrap + MariaDB; "
+                                  "`layerbench image build`)", 120, rank=0, cached=image_built)  # 106 s measured
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What a backend leaves outside the owner records when a harness dies (`layerbench clean` and `doctor`):
+    `clean(include_live)` removes them and says what it did; `find(include_live)` names them, for the backends
+    whose leftovers doctor lists; `after_processes`: removable only once the recorded processes are stopped."""
+
+    what: str  # "Kubernetes namespace": doctor's "leftover <what> of a crashed campaign: <name>"
+    clean: Callable[[bool], list[str]]
+    find: Callable[[bool], list[str]] | None = None
+    after_processes: bool = False

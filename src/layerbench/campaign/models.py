@@ -13,260 +13,44 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
+from layerbench.backends.registry import KINDS, REMOTE_CLIENT_KINDS, REMOTE_SERVER_KINDS, VARIANT
 from layerbench.campaign import settings
 from layerbench.campaign.boundedyaml import load_text, read_campaign_text
 from layerbench.campaign.neighbours import Neighbour, NeighbourList, neighbours_of
+from layerbench.campaign.variant import (  # noqa: F401 - the campaign file's vocabulary, imported from here too
+    MAX_CPU,
+    MAX_SECONDS,
+    MAX_TEXT,
+    MAX_VALUE,
+    NAME_RE,
+    OPTION_NAME,
+    OWNED_BY_LAYERBENCH,
+    ConfigValue,
+    ServerSettings,
+    Strict,
+    VariantBase,
+    canonical_option,
+    check_option_value,
+    refuse_secret_names,
+)
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
-from layerbench.hosts.inventory import HostEntry, check_host_address
+from layerbench.hosts.inventory import HostEntry
+from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN, AdaptiveRepetitions
 from layerbench.sysbench.options import check_sysbench_options
 
-NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
-ConfigValue = str | int | float | bool | None
-SIZE_RE = re.compile(r"^\d+(\.\d+)?\s*[KMGT]?i?B?$", re.IGNORECASE)
-
-# Bounds on what one campaign may ask for (docs/campaign.md, "Limits").
+# Bounds on what one campaign may ask for (docs/campaign.md, "Limits"; those of one variant: variant.py).
 MAX_RUNS = 20_000  # runs in one plan: 20,000 runs of 10 s are more than two days
 MAX_VARIANTS = 100
 MAX_WORKLOADS = 50
 MAX_THREAD_POINTS = 64
 MAX_THREADS = 4096
-MAX_SECONDS = 86_400  # a duration or warm-up of one run: a day
-MAX_CPU = 4095  # the highest CPU number a CPU list may name
-MAX_TEXT = 2000  # a description
-MAX_VALUE = 1000  # a my.cnf or sysbench option value
-# Set by layerbench for every backend, so the variant cannot move them (the backend owns where things live).
-OWNED_BY_LAYERBENCH = frozenset(
-    {"port", "socket", "datadir", "bind-address", "pid-file", "log-error", "user", "init-file", "basedir"}
-)
-# Names that carry a secret: never in a campaign file, which is stored with the results.
-SECRET_NAME = re.compile(r"(^|[-_])(password|passwd|pwd|pass|secret|token|api-?key|credentials?)$", re.IGNORECASE)
-NOT_SECRETS = frozenset({"disconnect-on-expired-password"})  # a real server option: a boolean
-OPTION_NAME = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
 
 
-def canonical_option(key: str) -> str:
-    return key.replace("_", "-").lower()
-
-
-def refuse_secret_names(keys: Any, fix: str) -> None:
-    for key in keys:
-        if SECRET_NAME.search(key) and canonical_option(key) not in NOT_SECRETS:
-            raise ValueError(f"{shown(key)} looks like a password; a campaign file is stored with its results, so "
-                             f"{fix}")
-
-
-def check_option_value(key: str, value: Any) -> None:
-    """No newline, control character or overlong text: a value must never add lines to a config file."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{key}: {shown(value)} is not a finite number")
-    if isinstance(value, str):
-        if len(value) > MAX_VALUE:
-            raise ValueError(f"{key}: a value of {len(value):,} characters; the limit is {MAX_VALUE}")
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
-            raise ValueError(f"{key}: {shown(value)} contains a newline or control character; write it on one line")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")
-
-
-class ServerSettings(Strict):
-    """Which server (a flavour and a version: docs/servers.md) and how it is configured: a my.cnf overlay for
-    the [mysqld] section."""
-
-    flavour: Literal["mariadb", "mysql"] | None = Field(
-        default=None, description="the server family; default: the host's MariaDB (or the variant's mysqld:)")
-    version: str | None = Field(default=None, description="its version, like 9.7 or 10.11 (docs/servers.md)")
-    config: dict[str, ConfigValue] = Field(default_factory=dict, max_length=500)
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _is_a_version(cls, value: Any) -> Any:
-        if value is None:
-            return None
-        if isinstance(value, float):  # YAML reads 10.10 as the number 10.1: only a string keeps the version
-            raise ValueError(f"{shown(value)} is a number; write the version quoted, like '9.7' or '10.11'")
-        if isinstance(value, bool) or not isinstance(value, str | int) or not VERSION_RE.match(str(value)):
-            raise ValueError(f"{shown(value)} is not a version; write it like '9.7' or '10.11'")
-        return str(value)
-
-    @model_validator(mode="after")
-    def _version_needs_flavour(self) -> ServerSettings:
-        if self.version is not None and self.flavour is None:
-            raise ValueError("version: give the flavour too, like server: {flavour: mysql, version: '9.7'}")
-        return self
-
-    @field_validator("config")
-    @classmethod
-    def _keys_are_options(cls, value: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
-        for key, item in value.items():
-            if not re.fullmatch(OPTION_NAME, key):
-                raise ValueError(f"{shown(key)} is not a server option name (letters, digits, _ and -)")
-            if canonical_option(key) in OWNED_BY_LAYERBENCH:
-                raise ValueError(f"{key}: set by layerbench for each run; remove it")
-            check_option_value(key, item)
-        refuse_secret_names(value, "remove it (the server's passwords are generated for each run)")
-        return value
-
-
-class VariantBase(Strict):
-    name: Annotated[str, Field(pattern=NAME_RE)]
-    server: ServerSettings = Field(default_factory=ServerSettings)
-    cpus: str | None = Field(default=None, description="CPU list for the server (taskset syntax: 0,1 or 0-1)")
-    client_cpus: str | None = Field(default=None, description="CPU list for sysbench")
-    cost_per_month: float | None = Field(default=None, ge=0, le=1e12)
-    description: str = Field(default="", max_length=MAX_TEXT)
-    extends: str | None = None
-    server_host: str | None = Field(default=None, description="the host of `hosts:` the server runs on")
-    client_host: str | None = Field(default=None, description="the host of `hosts:` sysbench runs on")
-    data_dir: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
-                                 description="an absolute directory on the filesystem the run's datadir lives on "
-                                 "(default: the work folder); docs/datasets.md")
-    neighbours: NeighbourList | None = None  # load beside this variant's server, besides the campaign's (#32)
-
-    @field_validator("cpus", "client_cpus", mode="before")
-    @classmethod
-    def _cpu_list(cls, value: Any) -> Any:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
-        text = str(value).replace(" ", "")
-        if len(text) > 200 or not re.fullmatch(r"\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*", text):
-            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
-        for part in text.split(","):
-            low, _, high = part.partition("-")
-            if int(high or low) > MAX_CPU or int(high or low) < int(low):
-                raise ValueError(f"{shown(part)} is not a CPU range; write low-high with CPUs up to {MAX_CPU}")
-        return text
-
-
-class HostVariant(VariantBase):
-    backend: Literal["host"]
-    mysqld: str | None = Field(default=None, max_length=4096, description="server binary; default: mariadbd on PATH")
-
-
-class ExternalVariant(VariantBase):
-    backend: Literal["external"]
-    host: str = Field(default="127.0.0.1", max_length=253)
-    port: int = Field(default=3306, ge=1, le=65535)
-    user: str = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f]{1,80}$")
-    database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
-    password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
-                                     description="environment variable holding the password")
-    password_file: str | None = Field(default=None, max_length=4096, description="file holding the password")
-
-    @field_validator("host")
-    @classmethod
-    def _an_address(cls, value: str) -> str:
-        check_host_address(value, "give the server's address")  # it goes into sysbench's config file
-        return value
-
-    @model_validator(mode="after")
-    def _one_password_source(self) -> ExternalVariant:
-        if self.password_env and self.password_file:
-            raise ValueError("give password_env or password_file, not both")
-        if self.data_dir:
-            raise ValueError("data_dir: an external server keeps its datadir where it is; remove data_dir")
-        return self
-
-
-class DockerResources(Strict):
-    cpus: float | None = Field(default=None, gt=0, le=MAX_CPU + 1)
-    cpuset: str | None = None
-    cpu_shares: int | None = Field(default=None, ge=2, le=262_144)
-    memory: str | None = None
-
-    @field_validator("cpuset", mode="before")
-    @classmethod
-    def _cpuset(cls, value: Any) -> Any:
-        return VariantBase._cpu_list(value)
-
-    @field_validator("memory")
-    @classmethod
-    def _memory(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d{1,12}(\.\d{1,6})?[bkmgBKMG]?", value.strip()):
-            raise ValueError(f"{shown(value)} is not a memory size; write it like 512m or 2g")
-        return value
-
-
-# A Docker image reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
-IMAGE_RE = (r"^(?:[A-Za-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
-            r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
-
-
-class DockerVariant(VariantBase):
-    backend: Literal["docker"]
-    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE,
-                              description="default: the locally built layerbench image")
-    network: Literal["bridge", "bridge-direct", "host"] = "bridge"
-    storage: Literal["volume", "bind", "data-container", "container-fs", "tmpfs"] = "volume"
-    resources: DockerResources = Field(default_factory=DockerResources)
-    qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = None
-    client: Literal["host", "container"] = "host"
-
-    @model_validator(mode="after")
-    def _data_dir_needs_bind(self) -> DockerVariant:
-        if self.data_dir and self.storage != "bind":
-            raise ValueError(f"data_dir: the datadir is in Docker's own storage with storage: {self.storage}; set "
-                             "storage: bind to place it in data_dir")
-        return self
-
-
-class VMVariant(VariantBase):
-    backend: Literal["vm"]
-    vcpus: int = Field(default=1, ge=1, le=256)
-    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$")
-    accel: Literal["auto", "kvm", "tcg"] = "auto"
-    disk_cache: Literal["none", "writeback"] = "none"
-    network: Literal["tap", "user"] = "user"
-    boot_timeout: int = Field(default=300, ge=5, le=MAX_SECONDS)
-
-
-class KubernetesVariant(VariantBase):
-    backend: Literal["kubernetes"]
-    context: str | None = Field(default=None, max_length=253)
-    kubeconfig: str | None = Field(default=None, max_length=4096)
-    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE)
-    qos: Literal["besteffort", "burstable", "guaranteed"] = "guaranteed"
-    requests: dict[str, str] = Field(default_factory=dict, max_length=8)
-    limits: dict[str, str] = Field(default_factory=dict, max_length=8)
-    kind: Literal["statefulset", "pod"] = "statefulset"
-    storage: Literal["pvc", "emptydir", "hostpath"] = "emptydir"
-    storage_class: str | None = Field(default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
-    storage_size: str = Field(default="2Gi", pattern=r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$")
-    node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
-    client: Literal["host", "job", "port-forward"] = "host"
-    client_node_selector: dict[str, str] | None = Field(
-        default=None, max_length=20,
-        description="node labels for the sysbench Job (client: job); default: node_selector")
-    client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
-    cpu_manager_static: bool = False
-    ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
-
-    @model_validator(mode="after")
-    def _qos_rules(self) -> KubernetesVariant:
-        """The kubelet's QoS rules, checked here so validate says what run would refuse."""
-        from layerbench.campaign.kubernetes_qos import resources_for
-
-        try:
-            resources_for(self)
-        except BadInput as error:
-            raise ValueError(str(error)) from None
-        return self
-
-
-Variant = Annotated[
-    HostVariant | ExternalVariant | DockerVariant | VMVariant | KubernetesVariant,
-    Field(discriminator="backend"),
-]
-BACKENDS = ("host", "external", "docker", "vm", "kubernetes")
+Variant = VARIANT
+BACKENDS = KINDS
 
 
 def recorded_percentiles(value: Any) -> list[float]:
@@ -389,8 +173,8 @@ class Adaptive(Strict):
     (analysis/sequential.py), `max` rounds are done, or the budget of wall time would be passed."""
 
     auto: Literal[True]
-    min: int = Field(default=6, ge=2, le=1000)
-    max: int = Field(default=30, ge=2, le=1000)
+    min: int = Field(default=ROUNDS_MIN, ge=2, le=1000)
+    max: int = Field(default=ROUNDS_MAX, ge=2, le=1000)
     budget: str | None = Field(default=None, pattern=WALL_TIME, description="wall time, like 90s, 30m or 2h")
 
     @model_validator(mode="after")
@@ -404,6 +188,14 @@ class Adaptive(Strict):
     @property
     def budget_seconds(self) -> float | None:
         return None if self.budget is None else seconds_of(self.budget)
+
+    def record(self) -> AdaptiveRepetitions:
+        """The stored record of these settings (records/campaign.py): what the store keeps and the analysis reads."""
+        return AdaptiveRepetitions(self.min, self.max, self.budget)
+
+    @model_serializer
+    def _as_record(self) -> dict[str, Any]:
+        return self.record().to_json()  # the record writes the stored JSON (campaign_as_dict)
 
 
 BUSY_POLICIES = ("rerun", "keep", "fail")
@@ -492,7 +284,7 @@ class Campaign(Strict):
     def _placement(self) -> Campaign:
         from layerbench.hosts.placement import check_placement
 
-        check_placement(self.hosts, self.variants)
+        check_placement(self.hosts, self.variants, REMOTE_SERVER_KINDS, REMOTE_CLIENT_KINDS)
         return self
 
     @field_validator("wait_for_quiet")
@@ -577,37 +369,26 @@ class Campaign(Strict):
     @model_validator(mode="after")
     def _resets(self) -> Campaign:
         """A snapshot can only be restored into a server layerbench starts itself."""
-        external = [v.name for v in self.variants if v.backend == "external"]  # type: ignore[attr-defined]
+        external = [v for v in self.variants if not v.owns_server]
         for workload in self.workloads:
             if external and workload.reset == "snapshot":
                 raise ValueError(
-                    f"workloads.{workload.name}.reset: 'snapshot' cannot be restored into variant {external[0]!r} "
-                    "(backend external: a server layerbench does not own); set reset: none (its tables are "
+                    f"workloads.{workload.name}.reset: 'snapshot' cannot be restored into variant "
+                    f"{external[0].name!r} (backend {external[0].backend}: a server layerbench does not own); set "
+                    "reset: none (its tables are "
                     "prepared already) or reset: reprepare (cleanup + prepare before every run)")
         return self
 
     @model_validator(mode="after")
     def _scripts_reach_clients(self) -> Campaign:
         """A Lua script of the user's is a file on this host: sysbench in a client container or Job cannot read it."""
-        clients = [(v.name, getattr(v, "client", "host")) for v in self.variants]
+        elsewhere = [v for v in self.variants if not v.client_reads_host_files]
         for workload in self.workloads:
-            for name, client in clients:
-                if workload.is_lua_path and client in ("container", "job"):
+            for v in elsewhere:
+                if workload.is_lua_path:
                     raise ValueError(
-                        f"variants.{name}.client: {client} runs sysbench where workloads.{workload.name}.test "
+                        f"variants.{v.name}.client: {v.client_kind} runs sysbench where workloads.{workload.name}.test "
                         f"({workload.test}, a file on this host) cannot be read; use client: host")
-        return self
-
-    @model_validator(mode="after")
-    def _client_placement_needs_a_job(self) -> Campaign:
-        """Only a Job is placed by the scheduler: placement options for any other client would be ignored."""
-        for v in self.variants:
-            if not isinstance(v, KubernetesVariant) or v.client == "job":
-                continue
-            for key in ("client_node_selector", "client_anti_affinity"):
-                if getattr(v, key) not in (None, False):
-                    raise ValueError(f"variants.{v.name}.{key}: places the sysbench Job, but client is "
-                                     f"{v.client!r}; set client: job or remove {key}")
         return self
 
     def variant(self, name: str) -> VariantBase:

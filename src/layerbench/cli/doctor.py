@@ -31,19 +31,14 @@ def version_checks() -> list[tuple[bool, str]]:
 
 
 def leftover_checks() -> list[tuple[bool, str]]:
-    from layerbench.backends.vm.net import leftover_devices
-    from layerbench.run.cleanup import kubernetes_namespaces
+    from layerbench.run.cleanup import backend_leftovers
 
     found = leftovers()
-    namespaces = kubernetes_namespaces()
-    devices = leftover_devices()
-    if not found and not namespaces and not devices:
+    in_backends = backend_leftovers()  # Kubernetes namespaces, VM network devices
+    if not found and not in_backends:
         return [(True, "leftovers: none")]
     return [(False, f"leftover of a crashed campaign: {o.label} (pid {o.pid}); run `layerbench clean`")
-            for o in found] + [(False, f"leftover Kubernetes namespace of a crashed campaign: {name}; run "
-                                       "`layerbench clean`") for name in namespaces] + [
-        (False, f"leftover VM network device of a crashed campaign: {name}; run `layerbench clean`")
-        for name in devices]
+            for o in found] + [(False, line) for line in in_backends]
 
 
 def diagnose() -> list[tuple[bool, str]]:

@@ -24,10 +24,11 @@ from layerbench.campaign.settings import DEFAULTS
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.hosts.procs import stop_all
 from layerbench.paths import existing_store, store_path, where
+from layerbench.records import RunRecord
 from layerbench.report import write_report
 from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign, slug
 from layerbench.run.schedule import RunSpec
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 
 HELP = """What does each layer under your MySQL-compatible database cost? Variants vs a baseline, measured with
 sysbench.
@@ -386,11 +387,10 @@ def clean(all_: Annotated[bool, typer.Option("--all", help="also what running ca
 
     Its servers, VMs, datadirs, containers, Kubernetes namespaces, taps and bridges. The store is never touched:
     clean names the campaigns in it that have runs left, and the command that continues each."""
-    from layerbench.backends.vm.net import clean_devices
-    from layerbench.run.cleanup import clean_docker, clean_kubernetes, clean_recorded
+    from layerbench.run.cleanup import clean_backends, clean_recorded
 
-    done = clean_docker(include_live=all_) + clean_kubernetes(include_live=all_) + clean_recorded(include_live=all_)
-    done += clean_devices(include_live=all_)  # VM taps and bridges, after their QEMU is gone
+    done = clean_backends(include_live=all_) + clean_recorded(include_live=all_)
+    done += clean_backends(include_live=all_, after_processes=True)  # VM taps and bridges, after their QEMU is gone
     for line in done:
         out.print(line)
     out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")

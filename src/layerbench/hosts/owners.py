@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.hosts.workdirs import work_root
+from layerbench.measure import procfs
 
 
 def owners_dir() -> Path:
@@ -69,10 +70,7 @@ def recorded() -> list[Owned]:
 
 
 def cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    return " ".join(procfs.cmdline(pid))
 
 
 def processes_with(marker: str) -> list[int]:
@@ -80,7 +78,7 @@ def processes_with(marker: str) -> list[int]:
     if not marker:
         return []
     found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit() and int(proc.name) != os.getpid() and marker in cmdline(int(proc.name)):
-            found.append(int(proc.name))
+    for pid in procfs.pids():
+        if pid != os.getpid() and marker in cmdline(pid):
+            found.append(pid)
     return found

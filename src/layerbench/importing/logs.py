@@ -1,8 +1,8 @@
 """Import raw sysbench output files (one file per run) as a stored campaign: which file is which variant,
 iteration and thread count (from a folder's layout, the file names, or a mapping file), each parsed by
-sysbench_logs, stored with its percentile and interval series. Files that report different latency percentiles
-(95th, 100th) are imported together: TPS, QPS and average latency are compared, the percentile latency is
-shown per file and marked "not compared: 95th vs 100th" (analysis/aggregate.py).
+sysbench/output.py (the parser the live run uses too), stored with its percentile and interval series. Files
+that report different latency percentiles (95th, 100th) are imported together: TPS, QPS and average latency
+are compared, the percentile latency is shown per file and marked "not compared: 95th vs 100th" (analysis/aggregate.py).
 
 Without a mapping file a file is named `VARIANT-ITERATION.ext` (or `VARIANT_ITERATION`, `VARIANT-run3.log`),
 or lies in a folder named after its variant with the iteration as the last number of its name
@@ -26,9 +26,9 @@ from layerbench.campaign.models import MAX_RUNS
 from layerbench.campaign.settings import Overrides
 from layerbench.errors import BadInput, shown
 from layerbench.importing.table import check_name
-from layerbench.records import CampaignRecord
-from layerbench.store import RunRecord, Store
-from layerbench.sysbench.logs import LogRun, parse_log
+from layerbench.records import CampaignRecord, RunRecord
+from layerbench.store import Store
+from layerbench.sysbench.output import LogRun, parse_log
 
 MAX_LOG_BYTES = 64 << 20  # a sysbench log of hours with 1 s intervals is a few MB
 LARGEST = 100_000  # iterations and threads: far above any study, far below what breaks arithmetic

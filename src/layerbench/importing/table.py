@@ -24,8 +24,8 @@ from layerbench.campaign.boundedyaml import read_bounded_text
 from layerbench.campaign.models import MAX_RUNS, MAX_THREADS
 from layerbench.campaign.settings import Overrides
 from layerbench.errors import BadInput, shown
-from layerbench.records import CampaignRecord
-from layerbench.store import RunRecord, Store
+from layerbench.records import CampaignRecord, RunRecord
+from layerbench.store import Store
 
 METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_max_ms")
 KNOWN_COLUMNS = ("variant", "iteration", "threads", *METRIC_COLUMNS, "lat_p<N>_ms")

@@ -10,7 +10,8 @@ from functools import cache
 from pathlib import Path, PurePath
 from typing import Any
 
-from layerbench.backends.base import Endpoint
+from layerbench.endpoint import Endpoint
+from layerbench.measure.procfs import read_whole
 from layerbench.server.datadir import query
 
 
@@ -22,8 +23,7 @@ def _first(pattern: str, text: str) -> str | None:
 @cache
 def host_facts() -> dict[str, Any]:
     """Facts about this machine that do not change during a campaign."""
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    meminfo = Path("/proc/meminfo").read_text() if Path("/proc/meminfo").exists() else ""
+    cpuinfo, meminfo = read_whole("/proc/cpuinfo") or "", read_whole("/proc/meminfo") or ""
     mem_kb = _first(r"^MemTotal:\s+(\d+)", meminfo)
     sysbench = subprocess.run(["sysbench", "--version"], capture_output=True, text=True, check=False).stdout
     return {
@@ -43,10 +43,9 @@ def server_variables(endpoint: Endpoint) -> dict[str, str]:
 
 
 def read_text(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
+    """A /proc or /sys file through the one /proc reader (measure/procfs.py), stripped; None when unreadable."""
+    text = read_whole(path)
+    return None if text is None else text.strip()
 
 
 MOUNT_ESCAPE = re.compile(r"\\([0-7]{3})")

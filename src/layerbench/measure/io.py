@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.measure.cpu import all_processes, descendants, read, some_processes
+from layerbench.measure.procfs import all_processes, descendants, read, read_file, some_processes, uptime_ticks
+from layerbench.records import IoCounters
 
 PROC_IO_KEYS = ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes")
 CGROUP_IO_KEYS = ("rbytes", "wbytes", "rios", "wios")
@@ -117,7 +118,7 @@ def proc_io(pid: int) -> dict[str, int] | None:
 
 def io_cgroup_dir(pid: int, root: Path = Path("/sys/fs/cgroup")) -> Path | None:
     """The cgroup directory holding pid's block I/O counters: the v2 unified one, or v1's blkio."""
-    for line in (read(f"/proc/{pid}/cgroup") or "").splitlines():
+    for line in read(f"/proc/{pid}/cgroup").splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
@@ -144,18 +145,19 @@ THROTTLE_RULES = ("read_bps_device", "write_bps_device", "read_iops_device", "wr
 def v1_counts(directory: Path) -> bool:
     """cgroup v1 counts a cgroup's block I/O in blkio.throttle.* only while it has a throttle rule (seen here on
     kernel 6.18: a cgroup without one shows `Total 0` after direct reads and writes)."""
-    return any((read(directory / f"blkio.throttle.{name}") or "").strip() for name in THROTTLE_RULES)
+    return any(read(directory / f"blkio.throttle.{name}").strip() for name in THROTTLE_RULES)
 
 
 def cgroup_io(directory: Path) -> dict[str, int] | None:
     """Block I/O of a cgroup since it was made: rbytes, wbytes, rios, wios; None where it is not counted."""
-    text = read(directory / "io.stat")
+    text = read_file(directory / "io.stat")
     try:
         if text is not None:
             return parse_io_stat(text)
         if not v1_counts(directory):
             return None
-        done, ops = read(directory / "blkio.throttle.io_service_bytes"), read(directory / "blkio.throttle.io_serviced")
+        done = read_file(directory / "blkio.throttle.io_service_bytes")
+        ops = read_file(directory / "blkio.throttle.io_serviced")
         if done is None or ops is None:
             return None
         (rbytes, wbytes), (rios, wios) = parse_blkio_v1(done), parse_blkio_v1(ops)
@@ -227,11 +229,6 @@ def proc_deltas(before: Procs, after: Procs, born_after: int) -> dict[str, dict[
     return out
 
 
-def uptime_ticks() -> int:
-    text = read("/proc/uptime") or "0"
-    return int(float(text.split()[0]) * os.sysconf("SC_CLK_TCK"))
-
-
 class IoWindow:
     """Reads every counter at begin() and at end() of sysbench's measured window; result() gives the deltas.
     Never raises: what could not be read is named in the result's `errors`."""
@@ -281,20 +278,16 @@ class IoWindow:
         if len(self.readings) == 1:
             self.readings.append(self._read())
 
-    def result(self) -> dict[str, Any] | None:
-        """The record of the window: seconds, per-component process counters, cgroup block I/O, server counters;
-        None when the window never ended (a failed run)."""
+    def result(self) -> IoCounters | None:
+        """The record of the window (records/io.py): seconds, per-component process counters, cgroup block I/O,
+        server counters; None when the window never ended (a failed run)."""
         if len(self.readings) < 2:
             return None
         before, after = self.readings
-        return {
-            "window_seconds": round(after.at - before.at, 3),
-            "processes": process_deltas(before, after, self.born_after),
-            "cgroups": {d: deltas(before.cgroups[d], c) for d, c in after.cgroups.items() if d in before.cgroups},
-            "server_status": deltas(before.status, after.status),
-            "errors": sorted(set(before.errors + after.errors)),
-            "notes": self.notes,
-        }
+        return IoCounters(round(after.at - before.at, 3), process_deltas(before, after, self.born_after),
+                          {d: deltas(before.cgroups[d], c) for d, c in after.cgroups.items() if d in before.cgroups},
+                          deltas(before.status, after.status), tuple(sorted(set(before.errors + after.errors))),
+                          tuple(self.notes))
 
 
 class WindowMarks:

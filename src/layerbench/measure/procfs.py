@@ -1,35 +1,185 @@
-"""/proc as the backends read it: a process's command line and parent, and the cgroup directory whose limits and
-throttling apply to it (shared by the container and pod backends; a leaf module)."""
+"""The one reader of /proc (and the small /sys files beside it): a file read with one system call, a process's
+stat line, command line, parent and cgroup directory, every process's PID, the machine's CPU ticks and uptime.
+The CPU sampler (cpu.py), the I/O window (io.py), the server host's readings over SSH (remote_cpu.py: the same
+parsers on text a script printed there) and the backends' process finders all read through here.
+Parsing is pure; reading is kept to the few functions under "reading"."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
+TICKS = os.sysconf("SC_CLK_TCK")
 
-def read(path: Path) -> str:
+
+@dataclass(frozen=True)
+class ProcStat:
+    pid: int
+    ppid: int
+    ticks: int  # utime + stime, all threads
+    start: int  # starttime in ticks since boot (detects PID reuse)
+    name: str = ""  # the command name (comm), kept so a process that ended can still be named
+
+
+# --- parsing (pure) ---------------------------------------------------------------------------------------
+
+
+def parse_proc_stat_line(text: str) -> ProcStat:
+    """/proc/<pid>/stat; the command may hold spaces and parentheses, so split after the LAST ')'."""
+    head, sep, tail = text.rpartition(")")
+    if not sep or "(" not in head:
+        raise ValueError("not a /proc/<pid>/stat line")
+    fields = tail.split()
+    if len(fields) < 20:
+        raise ValueError("too few fields in /proc/<pid>/stat")
     try:
-        return path.read_text()
+        pid, _, name = head.partition("(")
+        return ProcStat(int(pid), int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19]), name[:40])
+    except ValueError:
+        raise ValueError("non-numeric field in /proc/<pid>/stat") from None
+
+
+def cpu_line(text: str) -> list[str] | None:
+    """The fields of /proc/stat's `cpu` line (all CPUs), or None when there is none."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            return parts[1:]
+    return None
+
+
+def parse_machine_stat(text: str) -> tuple[int, int]:
+    """(busy ticks, idle ticks) of all CPUs from /proc/stat's `cpu` line (idle includes iowait)."""
+    fields = cpu_line(text)
+    if fields is None:
+        raise ValueError("no cpu line in /proc/stat")
+    try:
+        values = [int(v) for v in fields[:8]]
+    except ValueError:
+        raise ValueError("non-numeric cpu line in /proc/stat") from None
+    if len(values) < 5:
+        raise ValueError("short cpu line in /proc/stat")
+    idle = values[3] + values[4]
+    return sum(values) - idle, idle
+
+
+def parse_steal(text: str) -> int:
+    """Steal ticks of all CPUs (time a hypervisor gave this VM's CPUs to others) from /proc/stat's `cpu` line."""
+    fields = cpu_line(text) or []
+    return int(fields[7]) if len(fields) > 7 and fields[7].isdigit() else 0
+
+
+def descendants(roots: list[int], procs: dict[int, ProcStat]) -> set[int]:
+    """The roots that exist in procs and every process below them."""
+    children: dict[int, list[int]] = {}
+    for stat in procs.values():
+        children.setdefault(stat.ppid, []).append(stat.pid)
+    found, stack = set(), [p for p in roots if p in procs]
+    while stack:
+        pid = stack.pop()
+        if pid not in found:
+            found.add(pid)
+            stack += children.get(pid, [])
+    return found
+
+
+# --- reading ----------------------------------------------------------------------------------------------
+
+
+def read_file(path: str | Path) -> str | None:
+    """A small /proc or /sys file, read with one system call (cheaper than open()); None when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return ""
+        return None
+    try:
+        return os.read(fd, 65536).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read(path: str | Path) -> str:
+    """A small /proc or /sys file; "" when unreadable (a process that ended, a file the kernel lacks)."""
+    return read_file(path) or ""
+
+
+def read_whole(path: str | Path) -> str | None:
+    """A /proc or /sys file of any size (cpuinfo and mounts outgrow one read on large machines); None when
+    unreadable."""
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def tasks(pid: int) -> list[str]:
+    """The thread ids of a process (its /proc/<pid>/task entries); none when it is gone."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def pids() -> list[int]:
+    """Every process's PID now."""
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def stat_of(pid: int) -> ProcStat | None:
+    try:
+        return parse_proc_stat_line(read(f"/proc/{pid}/stat"))
+    except ValueError:
+        return None
+
+
+def some_processes(wanted: list[int]) -> dict[int, ProcStat]:
+    """The stat of each of these PIDs that is still there."""
+    return {pid: stat for pid in wanted if (stat := stat_of(pid)) is not None}
+
+
+def all_processes() -> dict[int, ProcStat]:
+    """The stat of every process (keyed by the PID its stat line names)."""
+    return {stat.pid: stat for pid in pids() if (stat := stat_of(pid)) is not None}
+
+
+def uptime_ticks() -> int:
+    """Time since boot in clock ticks (the unit of a process's start time)."""
+    try:
+        return int(float(read("/proc/uptime").split()[0]) * TICKS)
+    except (IndexError, ValueError):
+        return 0
 
 
 def cmdline(pid: int) -> list[str]:
-    return read(Path(f"/proc/{pid}/cmdline")).split("\0")
+    return read_bytes(Path(f"/proc/{pid}/cmdline")).decode(errors="replace").split("\0")
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def parent_of(pid: int) -> int | None:
-    text = read(Path(f"/proc/{pid}/stat"))
-    if not text:
-        return None
-    fields = text.rsplit(")", 1)[-1].split()
-    return int(fields[1]) if len(fields) > 1 else None
+    stat = stat_of(pid)
+    return stat.ppid if stat is not None else None
 
 
 def cgroup_dirs(pid: int) -> list[Path]:
     """The cpu controller's cgroup directory of pid (cgroup v1 cpu,cpuacct or the v2 unified tree)."""
     dirs = []
-    for line in read(Path(f"/proc/{pid}/cgroup")).splitlines():
-        _, controllers, path = line.split(":", 2)
+    for line in read(f"/proc/{pid}/cgroup").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
         if "cpu" in controllers.split(","):
             for mount in ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"):
                 if Path(mount + path).is_dir():

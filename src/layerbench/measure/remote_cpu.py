@@ -2,9 +2,9 @@
 uptime, /proc/stat `cpu` line and every process's /proc/<pid>/stat; it runs at the start and at the end of the
 window (two SSH round trips over the shared connection, no thread, nothing left on the host). The CPU seconds
 of each component (the backend's PIDs on that host and their descendants), `other` and `idle` come from the two
-readings with resources.py's own parsers, so a remote server is accounted like a local one.
+readings with measure/procfs.py's parsers, so a remote server is accounted like a local one.
 
-io_reading() does the same for the I/O window of io_counters.py: one script prints every process's stat line and
+io_reading() does the same for the I/O window of measure/io.py: one script prints every process's stat line and
 its /proc/<pid>/io (shell builtins only, no process started per PID), read at the window's two marks; the
 counters of the backend's processes on that host are kept under `<component>@<host>`."""
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from layerbench.errors import RunFailed
 from layerbench.hosts.inventory import Host
-from layerbench.measure.cpu import ProcStat, descendants, parse_machine_stat, parse_proc_stat_line
 from layerbench.measure.io import Procs, parse_proc_io
+from layerbench.measure.procfs import ProcStat, descendants, parse_machine_stat, parse_proc_stat_line
 
 CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
 SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; '
@@ -105,7 +105,7 @@ class RemoteCpuWindow:
         return component_seconds(self.first, self.last, self.components())
 
     def io_reading(self) -> tuple[int, Procs]:
-        """The I/O counters of the backend's processes on the host now (io_counters.IoWindow's `remote`)."""
+        """The I/O counters of the backend's processes on the host now (measure/io.py IoWindow's `remote`)."""
         roots = self.components()
         done = self.host.shell(IO_SCRIPT, name=f"I/O on {self.host.name}", timeout=30)
         return component_io(done.output, roots, self.host.name)

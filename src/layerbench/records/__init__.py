@@ -1,7 +1,14 @@
 """Typed, versioned records: the contract between a run, the store and the report (see records/run.py for the
 format history). The store writes and returns these types; the analysis never indexes a raw row or dict."""
 
-from layerbench.records.campaign import AdaptiveRepetitions, CampaignRecord, VariantRecord, WorkloadRecord
+from layerbench.records.campaign import (
+    CAMPAIGN_FORMAT,
+    AdaptiveRepetitions,
+    CampaignRecord,
+    VariantRecord,
+    WorkloadRecord,
+)
+from layerbench.records.cpu import QuietWait, Throttling, TopProcess, Usage
 from layerbench.records.io import IoCounters
 from layerbench.records.run import (
     FORMAT,
@@ -9,23 +16,47 @@ from layerbench.records.run import (
     BusyDecision,
     Environment,
     HostFacts,
-    QuietWait,
     Reset,
     RunFacts,
     StoredFacts,
-    Throttling,
-    Usage,
 )
 from layerbench.records.stored import (
     CampaignListing,
     RunMetrics,
+    RunRecord,
     ScheduledRun,
     StoredCampaign,
     StoredInterval,
     StoredRun,
 )
+from layerbench.records.totals import Interval, Totals
 
-__all__ = ["FORMAT", "AdaptiveRepetitions", "BackendFacts", "BusyDecision", "CampaignListing", "CampaignRecord",
-           "Environment", "HostFacts", "IoCounters", "QuietWait", "Reset", "RunFacts", "RunMetrics", "ScheduledRun",
-           "StoredCampaign", "StoredFacts", "StoredInterval", "StoredRun", "Throttling", "Usage", "VariantRecord",
-           "WorkloadRecord"]
+__all__ = [
+    "CAMPAIGN_FORMAT",
+    "FORMAT",
+    "AdaptiveRepetitions",
+    "BackendFacts",
+    "BusyDecision",
+    "CampaignListing",
+    "CampaignRecord",
+    "Environment",
+    "HostFacts",
+    "Interval",
+    "IoCounters",
+    "QuietWait",
+    "Reset",
+    "RunFacts",
+    "RunMetrics",
+    "RunRecord",
+    "ScheduledRun",
+    "StoredCampaign",
+    "StoredFacts",
+    "StoredInterval",
+    "StoredRun",
+    "Throttling",
+    "TopProcess",
+    "Totals",
+    "Usage",
+    "VariantRecord",
+    "WorkloadRecord",
+]

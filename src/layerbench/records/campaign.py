@@ -1,10 +1,14 @@
 """The campaign as a store keeps it and the analysis reads it: a typed view of the stored definition JSON
-(what `campaign.py` validated, or what an importer knows of results measured elsewhere), which keeps that JSON
-whole so `resume` and the "campaign as run" section see exactly what was stored."""
+(what campaign/models.py validated, or what an importer knows of results measured elsewhere), which keeps that
+JSON whole so `resume` and the "campaign as run" section see exactly what was stored.
+
+Format history of the definition JSON (its `format` key, written by stored_json()): none (before #28): the same
+keys without a number, read as format 0; 1: `format` added. A later format must read every earlier one
+(tests/unit/test_records.py reads stores of both)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from layerbench.campaign.settings import DEFAULTS, REPORT_FORMATS, Overrides, Settings
 from layerbench.records.json import (
@@ -20,19 +24,33 @@ from layerbench.records.json import (
 )
 
 IMPORTED = "imported"  # the backend and workload name of results measured elsewhere
+CAMPAIGN_FORMAT = 1  # of the campaign definition JSON (see the history above)
+ROUNDS_MIN, ROUNDS_MAX = 6, 30  # repetitions: auto's defaults (campaign/models.py Adaptive takes them from here)
 
 
 @dataclass(frozen=True)
 class AdaptiveRepetitions:
-    """repetitions: auto: rounds from `min` to `max`, stopped early when every comparison is decided."""
+    """repetitions: auto: rounds from `min` to `max`, stopped early when every comparison is decided, or before
+    the wall-time `budget` would be passed. The one description of adaptive repetitions: the campaign model
+    (campaign/models.py Adaptive) validates the file's mapping and produces this record, whose JSON is what the
+    store keeps; the orchestrator and the analysis read this record."""
 
-    rounds_min: int = 6
-    rounds_max: int = 30
-    budget: str | None = None
+    rounds_min: int = ROUNDS_MIN
+    rounds_max: int = ROUNDS_MAX
+    budget: str | None = None  # wall time, like 90s, 30m or 2h
 
     @property
     def looks(self) -> int:
         return max(1, self.rounds_max - self.rounds_min + 1)
+
+    @classmethod
+    def from_json(cls, data: JSONObject) -> AdaptiveRepetitions:
+        return cls(as_int(data.get("min"), ROUNDS_MIN), as_int(data.get("max"), ROUNDS_MAX),
+                   opt_str(data.get("budget")))
+
+    def to_json(self) -> JSONObject:
+        budget = {} if self.budget is None else {"budget": self.budget}
+        return {"auto": True, "min": self.rounds_min, "max": self.rounds_max, **budget}
 
 
 @dataclass(frozen=True)
@@ -103,6 +121,7 @@ class CampaignRecord:
     estimator: str = DEFAULTS.stored_estimator  # paired | unpaired; stored before it existed: unpaired
     correction: str = DEFAULTS.correction  # the Holm family: "point" or "sweep" (stores before it: "point")
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
+    format: int = 0  # the stored definition's format (0: stored before it had one, or not stored yet)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> CampaignRecord:
@@ -120,10 +139,16 @@ class CampaignRecord:
                    None if formats is None else tuple(as_str(f) for f in as_list(formats)),
                    opt_str(get("imported_from")), tuple(as_str(x) for x in as_list(get("imported_layouts"))),
                    as_str(get("estimator"), DEFAULTS.stored_estimator),
-                   opt_str(get("correction")) or DEFAULTS.correction, dict(data))
+                   opt_str(get("correction")) or DEFAULTS.correction,
+                   {k: v for k, v in data.items() if k != "format"}, as_int(get("format"), 0))
 
     def to_json(self) -> JSONObject:
+        """The definition as validated (what resume parses again and the report shows), without its format."""
         return dict(self.document)
+
+    def stored_json(self) -> JSONObject:
+        """The JSON the store keeps: the definition with the current format number."""
+        return {"format": CAMPAIGN_FORMAT, **self.document}
 
     @classmethod
     def imported(cls, name: str, baseline: str, origin: str, variants: list[str], threads: list[int],
@@ -144,7 +169,7 @@ class CampaignRecord:
 
     def with_statistics(self, overrides: Overrides) -> CampaignRecord:
         """The same campaign analysed with other settings (`report --alpha ...`); the store keeps its own."""
-        return CampaignRecord.from_json({**self.document, **overrides.campaign_keys()})
+        return replace(CampaignRecord.from_json({**self.document, **overrides.campaign_keys()}), format=self.format)
 
     @property
     def report_formats(self) -> tuple[str, ...]:
@@ -163,7 +188,4 @@ class CampaignRecord:
 
 
 def _repetitions(value: object) -> int | AdaptiveRepetitions:
-    if isinstance(value, dict):
-        return AdaptiveRepetitions(as_int(value.get("min"), 6), as_int(value.get("max"), 30),
-                                   opt_str(value.get("budget")))
-    return as_int(value, 0)
+    return AdaptiveRepetitions.from_json(value) if isinstance(value, dict) else as_int(value, 0)

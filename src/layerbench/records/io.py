@@ -1,6 +1,8 @@
-"""A run's I/O record as the analysis reads it: the deltas io_counters.IoWindow took over sysbench's measured
+"""A run's I/O record, written and read here: the deltas measure/io.py IoWindow took over sysbench's measured
 window (per-component /proc/PID/io, the server cgroup's block I/O, SHOW GLOBAL STATUS), stored in the run's
-facts under `io` (absent in runs made before it was recorded)."""
+facts under `io` (absent in runs made before it was recorded).
+
+Format history (the run facts' `format`, records/run.py): the same keys since `io` was first stored in format 1."""
 
 from __future__ import annotations
 
@@ -30,3 +32,8 @@ class IoCounters:
                    {str(k): counters(v) for k, v in as_object(data.get("cgroups")).items()},
                    counters(data.get("server_status")), tuple(as_str(e) for e in as_list(data.get("errors"))),
                    tuple(as_str(n) for n in as_list(data.get("notes"))), dict(data))
+
+    def to_json(self) -> JSONObject:
+        return {"window_seconds": self.window_seconds, "processes": {k: dict(v) for k, v in self.processes.items()},
+                "cgroups": {k: dict(v) for k, v in self.cgroups.items()}, "server_status": dict(self.server_status),
+                "errors": list(self.errors), "notes": list(self.notes)}

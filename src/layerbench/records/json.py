@@ -28,7 +28,7 @@ def opt_str(value: object) -> str | None:
 def as_float(value: object, default: float = 0.0) -> float:
     try:
         return default if value is None or isinstance(value, bool) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer like 10**400, which json.loads reads
         return default
 
 

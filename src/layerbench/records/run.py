@@ -1,19 +1,23 @@
 """What one run recorded besides its numbers: the dataset reset, the environment (machine, server variables,
-the backend's facts and warnings), the resource usage, the quiet-machine wait, the buffer pool sizing. Written
-by the orchestrator, stored as JSON in `runs.details` with a format number, read back by the analysis.
+the backend's facts and warnings), the resource usage, the quiet-machine wait, the I/O counters, the busy
+decision, the buffer pool sizing. The run fills RunFacts with these records (Reset.of, Environment.of, the
+samplers' Usage, QuietWait and IoCounters, analysis/busy.py's BusyDecision); RunFacts.to_json writes them into
+`runs.details` with a format number, and the same records read them back for the analysis.
 
 Format history: none (before layerbench 0.3): the same keys without a number; 1: `format` added; later in 1,
-the optional `busy` (what the campaign's `busy:` policy did with a busy run). A later format must read every
-earlier one (tests/unit/test_records.py reads a store written before format 1)."""
+the optional `busy` (what the campaign's `busy:` policy did with a busy run), then the records writing their own
+parts (#28: the same keys, so still format 1). A later format must read every earlier one
+(tests/unit/test_records.py reads a store written before format 1 and one of the release before #28)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from layerbench.records.cpu import QuietWait, Usage
 from layerbench.records.io import IoCounters
 from layerbench.records.json import (
     JSONObject,
-    as_bool,
     as_float,
     as_int,
     as_list,
@@ -69,25 +73,21 @@ class Reset:
     legacy_checksum: bool = False
 
     @classmethod
+    def of(cls, method: str, seconds: float, facts: JSONObject) -> Reset:
+        """The record of a reset as the run made it: its method and time, and the facts of that method (the
+        snapshot's key, the restore, the verification, a script's dataset)."""
+        return cls.from_json({"method": method, "seconds": round(seconds, 3), **facts})
+
+    def to_json(self) -> JSONObject:
+        return dict(self.document)
+
+    @classmethod
     def from_json(cls, data: JSONObject) -> Reset:
         restore = data.get("restore")
         return cls(as_str(data.get("method")), opt_float(data.get("seconds")), dict(data),
                    Restore.from_json(restore) if isinstance(restore, dict) else None, opt_str(data.get("verify")),
                    opt_float(data.get("check_seconds")), opt_str(data.get("buffer_pool_at_start")),
                    data.get("verified") == "checksum")
-
-
-@dataclass(frozen=True)
-class QuietWait:
-    """wait_for_quiet before the run: how long it waited and whether the machine was quiet at the end."""
-
-    waited_seconds: float
-    quiet: bool
-    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, data: JSONObject) -> QuietWait:
-        return cls(as_float(data.get("waited_seconds")), as_bool(data.get("quiet"), True), dict(data))
 
 
 @dataclass(frozen=True)
@@ -118,38 +118,6 @@ class BusyDecision:
         return {"action": self.action, "policy": self.policy, "share": round(self.share, 4),
                 "steal_share": round(self.steal_share, 4), "top": [[n, round(s, 2)] for n, s in self.top],
                 "replaced_by": self.replaced_by, "reruns_used": self.reruns_used, "max_reruns": self.max_reruns}
-
-
-@dataclass(frozen=True)
-class Throttling:
-    periods: int
-    throttled: int
-    seconds: float
-
-    @classmethod
-    def from_json(cls, data: JSONObject) -> Throttling:
-        return cls(as_int(data.get("nr_periods")), as_int(data.get("nr_throttled")),
-                   as_float(data.get("throttled_seconds")))
-
-
-@dataclass(frozen=True)
-class Usage:
-    """The sampler's record (resources.ResourceUsage as stored): CPU seconds per component, "other" and "idle"
-    included; cgroup throttling; hypervisor steal; the busiest processes outside the run."""
-
-    cpu_seconds: dict[str, float]
-    throttling: dict[str, Throttling]
-    steal_seconds: float
-    top_other: tuple[tuple[str, float], ...]  # (process name, CPU seconds)
-    document: JSONObject = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, data: JSONObject) -> Usage:
-        cpu = {str(k): as_float(v) for k, v in as_object(data.get("cpu_seconds")).items()}
-        throttling = {str(k): Throttling.from_json(as_object(v)) for k, v in as_object(data.get("throttling")).items()}
-        top = tuple((as_str(as_object(p).get("name"), "?"), as_float(as_object(p).get("cpu_seconds")))
-                    for p in as_list(data.get("top_other")))
-        return cls(cpu, throttling, as_float(data.get("steal_seconds")), top, dict(data))
 
 
 @dataclass(frozen=True)
@@ -197,6 +165,14 @@ class Environment:
     server_host: FactMap = field(default_factory=dict)  # the server's machine (with `hosts:`; runs since #15)
 
     @classmethod
+    def of(cls, host: JSONObject, backend: JSONObject, server_variables: dict[str, str], storage: JSONObject,
+           tuning: JSONObject, placement: JSONObject | None = None) -> Environment:
+        """The record of a run's environment as the run gathers it (measure/environment.py, the backend's
+        describe()); `placement`: with `hosts:`, where client and server ran and every host's facts."""
+        return cls.from_json({"host": host, "backend": backend, "server_variables": server_variables,
+                              "storage": storage, "tuning": tuning, **(placement or {})})
+
+    @classmethod
     def from_json(cls, data: JSONObject) -> Environment:
         variables = {str(k): str(v) for k, v in as_object(data.get("server_variables")).items()}
         return cls(HostFacts.from_json(as_object(data.get("host"))),
@@ -211,32 +187,41 @@ class Environment:
 @dataclass
 class RunFacts:
     """Everything a run recorded besides totals, intervals and latency; the orchestrator fills it as the run
-    goes (`document` is the JSON form, kept whole for exports)."""
+    goes with the records of each part, and to_json() writes them (with the format number) for the store."""
 
-    reset: JSONObject | None = None
-    environment: JSONObject | None = None
-    resources: JSONObject | None = None
-    quiet_wait: JSONObject | None = None
+    reset: Reset | None = None
+    environment: Environment | None = None
+    resources: Usage | None = None
+    quiet_wait: QuietWait | None = None
     data_bytes: int | None = None
     buffer_pool_ratio: str | None = None
     other: JSONObject = field(default_factory=dict)  # server_start_seconds, warmup_intervals, imported, ...
-    io: JSONObject | None = None  # the measured window's I/O counters (io_counters.IoWindow.result())
-    busy: JSONObject | None = None  # what `busy:` did with this run when it was busy (BusyDecision.to_json())
+    io: IoCounters | None = None  # the measured window's I/O counters (measure/io.py IoWindow.result())
+    busy: BusyDecision | None = None  # what `busy:` did with this run when it was busy
 
     def to_json(self) -> JSONObject:
-        named = {"reset": self.reset, "environment": self.environment, "resources": self.resources,
-                 "quiet_wait": self.quiet_wait, "data_bytes": self.data_bytes,
-                 "buffer_pool_ratio": self.buffer_pool_ratio, "io": self.io, "busy": self.busy}
-        return {"format": FORMAT, **self.other, **{k: v for k, v in named.items() if v is not None}}
+        records = {"reset": self.reset, "environment": self.environment, "resources": self.resources,
+                   "quiet_wait": self.quiet_wait, "io": self.io, "busy": self.busy}
+        named = {"data_bytes": self.data_bytes, "buffer_pool_ratio": self.buffer_pool_ratio,
+                 **{k: r.to_json() if r is not None else None for k, r in records.items()}}
+        order = ("reset", "environment", "resources", "quiet_wait", "data_bytes", "buffer_pool_ratio", "io", "busy")
+        return {"format": FORMAT, **self.other, **{k: named[k] for k in order if named[k] is not None}}
 
     @classmethod
     def from_json(cls, data: JSONObject) -> RunFacts:
-        named = ("reset", "environment", "resources", "quiet_wait")
-        kept = (*named, "format", "data_bytes", "buffer_pool_ratio", "io", "busy")
+        kept = ("reset", "environment", "resources", "quiet_wait", "format", "data_bytes", "buffer_pool_ratio",
+                "io", "busy")
         other = {k: v for k, v in data.items() if k not in kept}
-        return cls(*(as_object(data[k]) if isinstance(data.get(k), dict) else None for k in named),
-                   opt_int(data.get("data_bytes")), opt_str(data.get("buffer_pool_ratio")), other,
-                   *(as_object(data[k]) if isinstance(data.get(k), dict) else None for k in ("io", "busy")))
+        found = {k: as_object(data[k]) if isinstance(data.get(k), dict) else None for k in kept}
+        return cls(_read(Reset, found["reset"]), _read(Environment, found["environment"]),
+                   _read(Usage, found["resources"]),
+                   _read(QuietWait, found["quiet_wait"]), opt_int(data.get("data_bytes")),
+                   opt_str(data.get("buffer_pool_ratio")), other, _read(IoCounters, found["io"]),
+                   _read(BusyDecision, found["busy"]))
+
+
+def _read(kind: Any, data: JSONObject | None) -> Any:
+    return kind.from_json(data) if data is not None else None
 
 
 @dataclass(frozen=True)
@@ -256,10 +241,8 @@ class StoredFacts:
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
         raw = RunFacts.from_json(data)
-        return cls(Reset.from_json(raw.reset) if raw.reset is not None else None,
-                   Environment.from_json(raw.environment) if raw.environment else None,
-                   Usage.from_json(raw.resources) if raw.resources else None,
-                   QuietWait.from_json(raw.quiet_wait) if raw.quiet_wait is not None else None,
-                   raw.data_bytes, raw.buffer_pool_ratio, IoCounters.from_json(raw.io) if raw.io else None,
-                   BusyDecision.from_json(raw.busy) if raw.busy else None,
+        return cls(raw.reset, raw.environment if raw.environment and raw.environment.document else None,
+                   raw.resources if raw.resources and raw.resources.document else None, raw.quiet_wait,
+                   raw.data_bytes, raw.buffer_pool_ratio, raw.io if raw.io and raw.io.document else None,
+                   raw.busy if raw.busy and raw.busy.document else None,
                    NeighbourRecords.from_json(data.get("neighbours")))

@@ -1,12 +1,15 @@
-"""The rows of a store as the analysis and the commands read them: a campaign with its typed definition, its
-schedule, its runs (numbers, facts, latency distribution) and their interval samples."""
+"""The rows of a store: a run as it is written (RunRecord), and as the analysis and the commands read them: a
+campaign with its typed definition, its schedule, its runs (numbers, facts, latency distribution) and their
+interval samples."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from layerbench.records.campaign import CampaignRecord
-from layerbench.records.run import StoredFacts
+from layerbench.records.run import RunFacts, StoredFacts
+from layerbench.records.totals import Interval, Totals
 
 
 @dataclass(frozen=True)
@@ -93,3 +96,47 @@ class StoredRun:
     intervals: tuple[StoredInterval, ...] = ()
     latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
     finished_at: float | None = None  # when the run ended, its cleanup done (None: not recorded)
+
+
+RUN_METRIC_COLUMNS = (
+    "duration", "transactions", "queries", "reads", "writes", "other", "tps", "qps",
+    "lat_min_ms", "lat_avg_ms", "lat_max_ms", "lat_pct_ms", "errors", "reconnects",
+)
+
+
+@dataclass
+class RunRecord:
+    """One finished (or failed) run, as it is written."""
+
+    campaign_id: int
+    variant: str
+    workload: str
+    threads: int | None
+    repetition: int
+    idx: int | None = None
+    round: int | None = None
+    status: str = "ok"
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    totals: Totals | None = None
+    percentile: float | None = None  # which latency percentile totals.latency_pct_ms is (95, 99, 99.9, 100)
+    run_dir: str | None = None
+    intervals: list[Interval] = field(default_factory=list)
+    warmup_seconds: float = 0.0
+    facts: RunFacts = field(default_factory=RunFacts)
+    imported: dict[str, float] | None = None  # metric column -> value, for results measured elsewhere
+    latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
+
+    def metric_values(self) -> list[Any]:
+        if self.imported is not None:
+            return [self.imported.get(column) for column in RUN_METRIC_COLUMNS]
+        return _totals_values(self.totals)
+
+
+def _totals_values(totals: Totals | None) -> list[Any]:
+    if totals is None:
+        return [None] * len(RUN_METRIC_COLUMNS)
+    t = totals
+    return [t.duration, t.transactions, t.queries, t.reads, t.writes, t.other, t.tps, t.qps,
+            t.latency_min_ms, t.latency_avg_ms, t.latency_max_ms, t.latency_pct_ms, t.errors, t.reconnects]

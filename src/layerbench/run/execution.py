@@ -9,24 +9,25 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from layerbench.backends import Backend, ServerSpec, make_backend
-from layerbench.backends.base import ClientRunner, Endpoint, HostClient
 from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
-from layerbench.hosts.placement import network_path, placement_of
+from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
-from layerbench.measure import environment
+from layerbench.measure import environment, procfs
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
 from layerbench.neighbours.running import NeighboursRunning
+from layerbench.records import Environment, Reset, RunRecord
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
@@ -35,9 +36,10 @@ from layerbench.server.prepare import prepare_tables
 from layerbench.server.snapshot import Snapshot
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
-from layerbench.store import RunRecord
-from layerbench.sysbench.command import config_file_text, hook_script, parse_mark_records, parse_output, run_command
+from layerbench.sysbench.client import ClientRunner, HostClient
+from layerbench.sysbench.command import config_file_text, hook_script, run_command
 from layerbench.sysbench.custom_script import dataset_label
+from layerbench.sysbench.output import parse_mark_records, parse_output
 
 
 class Progress(Protocol):
@@ -146,21 +148,20 @@ class RunExecution:
         endpoint = self.backend.up(server_spec)
         record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
         remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
-        reset = self._reset(endpoint, snapshot, private, remote) | script_facts(workload)
+        method, seconds, facts = self._reset(endpoint, snapshot, private, remote)
         if snapshot is not None:
-            reset |= {**restore_record(self.run_dir, self.backend.kind), **checked,
+            facts |= {**restore_record(self.run_dir, self.backend.kind), **checked,
                       "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
-        record.facts.reset = reset
+        record.facts.reset = Reset.of(method, seconds, facts | script_facts(workload))
         record.facts.environment = self._environment(endpoint)
-        if self.ctx.campaign.hosts:
-            record.facts.environment |= self._placement(endpoint)
         if snapshot is not None and workload.buffer_pool:
             record.facts.buffer_pool_ratio = workload.buffer_pool
             record.facts.data_bytes = snapshot.data_bytes
         self._benchmark(endpoint, private, remote or HostClient(variant.client_cpus))
 
     def _reset(self, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
-               remote: ClientRunner | None) -> dict[str, Any]:
+               remote: ClientRunner | None) -> tuple[str, float, dict[str, Any]]:
+        """(method, seconds, the method's facts): the dataset as the workload's `reset:` asks."""
         workload, started = self.workload, time.monotonic()
         if workload.reset == "none":
             tables = existing_tables(endpoint, workload)
@@ -169,13 +170,12 @@ class RunExecution:
                 raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {workload.tables} "
                                 f"tables (missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}); "
                                 "prepare them with sysbench, or set reset: reprepare")
-            return {"method": "none", "tables": tables, "seconds": round(time.monotonic() - started, 3)}
+            return "none", time.monotonic() - started, {"tables": tables}
         if snapshot is None:
             # on this host unpinned: prepare uses one thread per table, up to every CPU
             prepare_tables(workload, endpoint, private, self.run_dir, None, cleanup_first=True, client=remote)
-            seconds = round(time.monotonic() - started, 3)
-            return {"method": "reprepare", "prepared_by": (remote or HostClient()).where, "seconds": seconds}
-        return {"method": "snapshot", "snapshot": snapshot.key, "seconds": round(time.monotonic() - started, 3)}
+            return "reprepare", time.monotonic() - started, {"prepared_by": (remote or HostClient()).where}
+        return "snapshot", time.monotonic() - started, {"snapshot": snapshot.key}
 
     def _check_snapshot(self, snapshot: Snapshot | None) -> dict[str, Any]:
         """Before the variant's server exists: the snapshot's files (and, with verify: checksum, its tables in a
@@ -189,15 +189,16 @@ class RunExecution:
             facts |= verify_by_checksum(snapshot, self.workload, self.run_dir)
         return facts | {"check_seconds": round(time.monotonic() - started, 3)}
 
-    def _environment(self, endpoint: Endpoint) -> dict[str, Any]:
+    def _environment(self, endpoint: Endpoint) -> Environment:
         try:
             variables = environment.server_variables(endpoint)
         except Exception as error:  # e.g. a Job client on a cluster this host has no route to
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
         storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
-        return {"host": environment.host_facts(), "backend": backend, "server_variables": variables,
-                "storage": storage, "tuning": environment.tuning_facts()}
+        placement = self._placement(endpoint) if self.ctx.campaign.hosts else None
+        return Environment.of(environment.host_facts(), backend, variables, storage, environment.tuning_facts(),
+                              placement)
 
     def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner) -> None:
         workload, hook = self.workload, self.run_dir / "hook.lua"
@@ -226,13 +227,13 @@ class RunExecution:
                 usage = sampler.stop()
                 if remote_cpu is not None:
                     remote_cpu.stop()
-        usage.harness_cpus = moved_to
+        usage = replace(usage, harness_cpus=moved_to)
         self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
-            usage.cpu_seconds = placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey, server_host.name)
-        self.record.facts.resources = usage.as_dict()  # CPU per 1,000 transactions: analysis/aggregate.py
-        if (io := io_window.result()) is not None:
-            self.record.facts.io = io
+            usage = replace(usage, cpu_seconds=placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey,
+                                                          server_host.name))
+        self.record.facts.resources = usage  # CPU per 1,000 transactions: analysis/aggregate.py
+        self.record.facts.io = io_window.result()
 
     def _on_line(self, line: str) -> None:
         for rec in parse_mark_records(line):
@@ -271,7 +272,7 @@ class RunExecution:
         survey = self.ctx.survey
         facts = survey.get("facts", {})
         return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
-                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": network_path(self.variant, place),
+                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": self.variant.network_path(place),
                               "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
                 "hosts": facts, "client_host": facts.get(place.client_host, {}),
                 "server_host": facts.get(place.server_host, {})}
@@ -305,7 +306,7 @@ def same_kernel(survey: dict[str, Any], client: Any, server_host: str) -> bool:
         return False
     facts = survey.get("facts", {})
     server_boot = facts.get(server_host, {}).get("boot_id") or \
-        Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        procfs.read("/proc/sys/kernel/random/boot_id").strip()
     return bool(facts.get(client.host.name, {}).get("boot_id") == server_boot)
 
 

@@ -29,15 +29,10 @@ def cpu_text(cpus: set[int]) -> str:
     return ",".join(str(c) for c in sorted(cpus))
 
 
-def server_cpus(variant: VariantBase) -> str | None:
-    resources = getattr(variant, "resources", None)
-    return variant.cpus or getattr(resources, "cpuset", None)
-
-
 def harness_cpus(variant: VariantBase, allowed: set[int], remote: bool) -> set[int]:
     """The CPUs the harness moves to during the run: `allowed` minus the server's and sysbench's; empty when
     either is unpinned, a host is remote, or nothing is left over."""
-    server = server_cpus(variant)
+    server = variant.server_cpu_list()
     if remote or not server or not variant.client_cpus:
         return set()
     return allowed - cpu_set(server) - cpu_set(variant.client_cpus)

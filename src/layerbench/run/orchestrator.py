@@ -20,14 +20,14 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.procs import stop_all
 from layerbench.measure.cpu import BUSY_SHARE
-from layerbench.records import BusyDecision, CampaignRecord, Usage
+from layerbench.records import BusyDecision, CampaignRecord, RunRecord
 from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_pool_bytes, slug
 from layerbench.run.preflight import preflight
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
 from layerbench.server.servers import snapshot_server
 from layerbench.server.snapshot import Snapshot
-from layerbench.store import RunRecord, Store
+from layerbench.store import Store
 from layerbench.sysbench.custom_script import prepare_options_text
 
 
@@ -178,15 +178,15 @@ class Orchestrator:
     def busy_decision(self, campaign_id: int, record: RunRecord) -> BusyDecision | None:
         """The `busy:` policy on a finished run (analysis/busy.py): None for a quiet (or failed) run; else the
         decision, stored with the run; a replaced run gets status `replaced`, so the analysis leaves it out."""
-        if record.status != "ok" or not record.facts.resources:
+        if record.status != "ok" or record.facts.resources is None:
             return None
-        found = busy_run(Usage.from_json(record.facts.resources))
+        found = busy_run(record.facts.resources)
         if found is None:
             return None
         policy = self.campaign.busy_policy
         decision = decide(found, policy.policy, self.store.replaced_count(campaign_id),
                           policy.reruns_allowed(self.campaign.planned_runs), self.store.next_index(campaign_id))
-        record.facts.busy = decision.to_json()
+        record.facts.busy = decision
         if decision.action == "replaced":
             record.status = "replaced"
         return decision

@@ -9,52 +9,22 @@ which the median is used. The store is opened read-only and never created here.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from layerbench.campaign.models import (
-    BusyPolicy,
-    Campaign,
-    DockerVariant,
-    ExternalVariant,
-    HostVariant,
-    KubernetesVariant,
-    VariantBase,
-    VMVariant,
-    Workload,
-)
+from layerbench.campaign.models import BusyPolicy, Campaign, VariantBase, Workload
 from layerbench.hosts.inventory import LOCAL, HostEntry
-from layerbench.hosts.placement import network_path, placement_of
+from layerbench.hosts.placement import placement_of
 from layerbench.neighbours.plan import neighbour_lines
 from layerbench.run.schedule import build_schedule
+from layerbench.store import past_finishes
 from layerbench.sysbench.custom_script import dataset_label
 
-# Seconds a run costs beyond warm-up and duration (start, restore, checks, stop), per backend, measured here.
-RUN_OVERHEAD = {"host": 4, "external": 2, "docker": 8, "vm": 20, "kubernetes": 8}
 PREPARE_ROWS_PER_SECOND = 40_000
-MIN_SAMPLES = 3  # past runs of a backend needed before its median replaces the fixed overhead
-# First-time costs, measured on this project's 2-core machine (docs/backends/*.md give the details).
-IMAGE_BUILD_SECONDS = 120  # 106 s measured here (debootstrap, packages, docker import)
-VM_BOOT_FILES_SECONDS = 60
-K8S_COLD_BUILD_SECONDS = 310
-
-DOCKER_NETWORK = {  # where the packets go is said by the variant's path (placement.network_path)
-    "bridge": "bridge network, port published",
-    "bridge-direct": "a bridge network of its own",
-    "host": "the host's network",
-}
-DOCKER_STORAGE = {
-    "volume": "datadir on a named volume", "bind": "datadir on a bind-mounted host folder",
-    "data-container": "datadir on a volume of a data-only container", "container-fs": "datadir in the overlay layer",
-    "tmpfs": "datadir in memory (tmpfs)",
-}
-VM_NETWORK = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
+MIN_SAMPLES = 3  # past runs of a backend needed before its median replaces its fixed overhead (variant.run_overhead)
 
 
 @dataclass(frozen=True)
@@ -84,34 +54,13 @@ def host_words(hosts: dict[str, HostEntry] | None, name: str) -> str:
     return f"host {name} (this machine, no SSH)" if entry.local else f"host {name} ({entry.ssh}, over SSH)"
 
 
-def client_words(variant: VariantBase) -> str | None:
-    """Where sysbench runs when that is not simply a host: a container or a Job; None otherwise."""
-    client = getattr(variant, "client", "host")
-    if client == "container":
-        return "sysbench in a container of its own on the server's Docker daemon"
-    if client == "job":
-        return "sysbench as a Job in the cluster"
-    return None
-
-
 def path_text(hosts: dict[str, HostEntry] | None, variant: VariantBase) -> str:
     """Which host runs the server, which runs sysbench (over SSH or not), and the network path between them: the
     same placement and words each run records (placement.py), so the preview cannot say another path."""
     place = placement_of(hosts, variant)
-    path = network_path(variant, place)
-    client = client_words(variant)
-    server = host_words(hosts, place.server_host)
-    if isinstance(variant, ExternalVariant):
-        return f"sysbench on {host_words(hosts, place.client_host)}: {path}"
-    if isinstance(variant, KubernetesVariant):
-        where = f"server in the cluster, {client or 'sysbench on ' + host_words(hosts, place.client_host)}"
-    elif client is not None:
-        where = f"server on {server}, {client}"
-    elif place.server_host == place.client_host:
-        where = f"server and sysbench on {server}"
-    else:
-        where = f"server on {server}, sysbench on {host_words(hosts, place.client_host)}"
-    return f"{where}: {path}"
+    where = variant.where_text(host_words(hosts, place.server_host), host_words(hosts, place.client_host),
+                               place.server_host == place.client_host)
+    return f"{where}: {variant.network_path(place)}"
 
 
 def cpus_text(variant: VariantBase) -> str:
@@ -120,50 +69,9 @@ def cpus_text(variant: VariantBase) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def host_line(v: HostVariant) -> str:
-    if v.server.flavour == "mysql":
-        return (f"a private MySQL {v.server.version or '9.7'} (mysqld of the cached rootfs, a plain host process; "
-                "free port), its own datadir copy")
-    return f"a private {v.mysqld or 'mariadbd'} (free port), its own datadir copy"
-
-
-def external_line(v: ExternalVariant) -> str:
-    return f"nothing: uses the server at {v.host}:{v.port}, database {v.database} as {v.user}"
-
-
-def docker_line(v: DockerVariant) -> str:
-    limits = [f"{k}={val}" for k, val in v.resources.model_dump(exclude_none=True).items()]
-    limits += [f"qos preset {v.qos}"] if v.qos else []
-    return (f"a container of {v.image or 'the local layerbench image'}; {DOCKER_NETWORK[v.network]}; "
-            f"{DOCKER_STORAGE[v.storage]}; limits: {', '.join(limits) or 'none'}")
-
-
-def vm_line(v: VMVariant) -> str:
-    accel = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}[v.accel]
-    return (f"a QEMU VM, {v.vcpus} vCPU(s), {v.memory} memory, {accel}; disk cache {v.disk_cache}; "
-            f"{VM_NETWORK[v.network]}")
-
-
-def kubernetes_line(v: KubernetesVariant) -> str:
-    resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", v.requests), ("limits", v.limits))
-                          for k, val in values.items())
-    where = v.context or ("the local cluster (scripts/k8s-local)" if v.kubeconfig is None else v.kubeconfig)
-    kind = "a StatefulSet's pod" if v.kind == "statefulset" else "a bare pod"
-    return (f"a namespace on {where} with {kind}, QoS {v.qos}{'; ' + resources if resources else ''}; "
-            f"storage {v.storage}")
-
-
-DESCRIBE: dict[type, Callable[[Any], str]] = {
-    HostVariant: host_line, ExternalVariant: external_line, DockerVariant: docker_line, VMVariant: vm_line,
-    KubernetesVariant: kubernetes_line,
-}
-
-
 def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None) -> str:
     """What the variant creates (its backend's words), then where each part runs and the path (its placement)."""
-    kind = getattr(variant, "backend", "?")
-    describe = DESCRIBE.get(type(variant))
-    text = describe(variant) if describe else kind
+    kind, text = variant.backend, variant.describe_plan()
     config = ", ".join(f"{k}={val}" for k, val in variant.server.config.items())
     where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
     extra = "; ".join(p for p in (path_text(hosts, variant), cpus_text(variant), where,
@@ -193,22 +101,11 @@ def workload_line(campaign: Campaign, workload: Workload) -> str:
 
 def past_overheads(store: Path) -> dict[str, list[float]]:
     """Per backend, the overheads of the past runs in `store` (read-only; a missing store has none)."""
-    if not store.is_file():
-        return {}
-    try:
-        db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            campaigns = dict(db.execute("SELECT id, definition FROM campaigns").fetchall())
-            rows = db.execute("SELECT campaign_id, variant, workload, finished_at FROM runs WHERE status='ok' AND "
-                              "finished_at IS NOT NULL ORDER BY campaign_id, finished_at").fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return {}
+    campaigns, rows = past_finishes(store)
     found: dict[str, list[float]] = {}
     for previous, row in pairwise(rows):
         if previous[0] == row[0]:
-            backend, overhead = run_overhead(json.loads(campaigns[row[0]]), row[1], row[2], row[3] - previous[3])
+            backend, overhead = run_overhead(campaigns[row[0]].to_json(), row[1], row[2], row[3] - previous[3])
             if backend is not None:
                 found.setdefault(backend, []).append(overhead)
     return found
@@ -229,37 +126,10 @@ def run_overhead(definition: dict[str, Any], variant: str, workload: str, gap: f
 
 
 def first_time_costs(campaign: Campaign) -> list[tuple[str, float]]:
-    """(what, seconds) of what is built once and cached, for what is not cached yet on this machine."""
-    from layerbench.server.image import rootfs_path
-
-    kinds = {getattr(v, "backend", "") for v in campaign.variants}
-    costs: list[tuple[str, float]] = []
-    needs_image = any(isinstance(v, DockerVariant | KubernetesVariant) and v.image is None
-                      for v in campaign.variants) or "vm" in kinds
-    if needs_image and not rootfs_path().exists():
-        costs.append(("the server image, built once from Debian packages (debootstrap + MariaDB; "
-                      "`layerbench image build`)", IMAGE_BUILD_SECONDS))
-    if "vm" in kinds and not vm_boot_files_cached():
-        costs.append(("the VM's kernel and initramfs, built once from Debian packages", VM_BOOT_FILES_SECONDS))
-    if any(isinstance(v, KubernetesVariant) and v.kubeconfig is None and v.context is None
-           for v in campaign.variants) and not local_cluster_built():
-        costs.append(("the local Kubernetes cluster, built once: run `scripts/k8s-local up` before `run` "
-                      "(docs/backends/kubernetes-local.md)", K8S_COLD_BUILD_SECONDS))
-    return costs
-
-
-def vm_boot_files_cached() -> bool:
-    from layerbench.server.vmimage import vm_cache
-
-    folder = vm_cache()
-    return folder.is_dir() and any(folder.iterdir())
-
-
-def local_cluster_built() -> bool:
-    from layerbench.hosts.workdirs import cache_dir
-
-    folder = cache_dir() / "k8s"
-    return folder.is_dir() and any(folder.iterdir())
+    """(what, seconds) of what is built once and cached (each variant's backend says what it needs), for what is
+    not cached yet on this machine."""
+    needed = {cost.what: cost for v in campaign.variants for cost in v.first_time_costs()}
+    return [(cost.what, cost.seconds) for cost in sorted(needed.values(), key=lambda c: c.rank) if not cost.cached()]
 
 
 def prepare_rate() -> tuple[float, str]:
@@ -320,12 +190,12 @@ def busy_line(campaign: Campaign) -> str:
 
 def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     schedule = build_schedule(campaign)
-    kinds = {v.name: getattr(v, "backend", "host") for v in campaign.variants}
+    variants = {v.name: v for v in campaign.variants}
     past = past_overheads(store) if store is not None else {}
-    used = sorted(set(kinds.values()))
+    used = sorted({v.backend for v in campaign.variants})
     calibrated = {k: statistics.median(past[k]) for k in used if len(past.get(k, [])) >= MIN_SAMPLES}
     seconds = sum(campaign.workload(s.workload).warmup + campaign.workload(s.workload).duration
-                  + calibrated.get(kinds[s.variant], RUN_OVERHEAD.get(kinds[s.variant], 5)) for s in schedule)
+                  + calibrated.get(variants[s.variant].backend, variants[s.variant].run_overhead) for s in schedule)
     data_lines, prepare_seconds = dataset_lines(campaign)
     costs = first_time_costs(campaign)
     lines = [variant_line(v, campaign.hosts) for v in campaign.variants]

@@ -5,7 +5,7 @@ Order: checks of the campaign alone (tests, my.cnf option names, limits against 
 then every host the plan uses (the files its entry names, that it answers over SSH, sysbench and `client_cpus` where
 sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the
 throw-away container in which a docker variant's named image shows it holds the server's programs
-(backends/docker.py).
+(backends/docker/local.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
-from layerbench.campaign.models import Campaign, HostVariant, VariantBase, Workload
+from layerbench.campaign.models import Campaign, VariantBase, Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
@@ -27,7 +27,7 @@ from layerbench.hosts.procs import require_program
 from layerbench.neighbours.checks import check_neighbours
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
-from layerbench.server.servers import check_wanted, resolve_server
+from layerbench.server.servers import check_wanted
 from layerbench.sysbench.custom_script import check_script
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
@@ -42,16 +42,16 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         check_test(workload)
     hosts = Hosts(campaign.hosts)
     for variant in campaign.variants:
-        check_server_choice(variant, hosts[server_of(variant)].is_local)
-        if not hosts[server_of(variant)].is_local:
-            if not isinstance(variant, HostVariant) and not getattr(variant, "image", None):
+        local = hosts[server_of(variant)].is_local
+        check_server_choice(variant, local)
+        if not local:
+            if variant.checks_options_here(local):
                 check_option_names(variant)  # an image or a guest built here from this machine's package
             continue  # the rest is its backend's check(), on the server's own host over SSH (a host variant's
-            # option names against that host's server: backends/host_remote.py)
-        if isinstance(variant, HostVariant):  # first: a server that is not there or not known is refused
-            resolve_server(variant)
+            # option names against that host's server: backends/host/remote.py)
+        variant.check_server_here()  # first: a server that is not there or not known is refused
         check_machine_fits(variant)
-        if isinstance(variant, HostVariant) or (variant.backend != "external" and not getattr(variant, "image", None)):
+        if variant.checks_options_here(local):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
     check_neighbours(campaign)  # their CPUs, room and targets (#32)
@@ -85,7 +85,7 @@ def check_listen_address(campaign: Campaign, variant: VariantBase, host: Host) -
     import socket
 
     address = placement_of(campaign.hosts, variant).listen_address
-    if not host.is_local or address.startswith("127.") or getattr(variant, "backend", "") == "external":
+    if not host.is_local or address.startswith("127.") or not variant.owns_server:
         return
     try:
         with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
@@ -118,13 +118,11 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
     """`server: {flavour: mysql}` runs on the host backend of this machine only for now; a MariaDB `version` of
     a variant whose server is built from this machine's package is that package's (docs/servers.md)."""
     chosen, where = variant.server, f"variants.{variant.name}.server"
-    backend = getattr(variant, "backend", "?")
-    if chosen.flavour == "mysql" and not (isinstance(variant, HostVariant) and local):
-        place = backend if local else "an ssh: host"
+    if chosen.flavour == "mysql" and not variant.runs_mysql(local):
+        place = variant.backend if local else "an ssh: host"
         raise BadInput(f"{where}.flavour: mysql runs on the host backend of this machine only, not yet on {place}; "
                        "use backend: host for this variant")
-    if chosen.flavour == "mariadb" and chosen.version and backend in ("docker", "vm", "kubernetes") and \
-            not getattr(variant, "image", None):
+    if chosen.flavour == "mariadb" and chosen.version and variant.builds_server_here:
         mariadbd = require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
         check_wanted(chosen, detect_flavour(mariadbd, f"{where}.version"), where)
 
@@ -179,12 +177,11 @@ def check_machine_fits(variant: VariantBase) -> None:
 
     where = f"variants.{variant.name}"
     check_cpus(variant.cpus, f"{where}.cpus")  # client_cpus: on the host that runs sysbench (check_client_host)
-    memory = getattr(getattr(variant, "resources", None), "memory", None) or (
-        getattr(variant, "memory", None) if getattr(variant, "backend", "") == "vm" else None)
-    if memory:
-        wanted, total = size_bytes(str(memory)), total_memory()
+    limit = variant.memory_limit()
+    if limit:
+        field, memory = limit
+        wanted, total = size_bytes(memory), total_memory()
         if total and wanted > total:
-            field = "resources.memory" if hasattr(variant, "resources") else "memory"
             raise BadInput(f"{where}.{field}: {memory} is more than this machine's {total / 2**30:.1f} GiB of "
                            "memory; use less")
 
@@ -217,7 +214,7 @@ def check_disk_space(campaign: Campaign) -> None:
     copied = [dataset_bytes(w) for w in campaign.workloads if w.reset != "none"]
     hosts = Hosts(campaign.hosts)
     for folder in {Path(v.data_dir) if v.data_dir else work_root() for v in campaign.variants
-                   if getattr(v, "backend", "") != "external" and hosts[server_of(v)].is_local}:
+                   if v.owns_server and hosts[server_of(v)].is_local}:
         if copied:
             add_need(needs, existing_parent(folder), "one run's working copy", max(copied))
     for folder, items in needs.values():
@@ -308,14 +305,9 @@ def check_option_names(variant: VariantBase) -> None:
     """server.config names against the options the local server binary knows (`mariadbd --help --verbose`)."""
     if not variant.server.config:
         return
-    if isinstance(variant, HostVariant) and variant.server.flavour == "mysql":  # the rootfs's mysqld
-        command = resolve_server(variant).command
+    command = variant.server_command_here()
+    if command:
         check_names_known(variant, server_options(command), Path(command[-1]).name)
-        return
-    wanted = getattr(variant, "mysqld", None) or "mariadbd"
-    binary = shutil.which(wanted) or shutil.which(wanted, path="/usr/sbin:/sbin")
-    if binary:
-        check_names_known(variant, server_options((binary,)), Path(binary).name)
 
 
 @lru_cache(maxsize=4)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pymysql
 
-from layerbench.backends.base import Endpoint
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 
 

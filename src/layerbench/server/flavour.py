@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from layerbench.campaign.models import ConfigValue
+from layerbench.campaign.variant import ConfigValue
 from layerbench.errors import BadInput, shown
 from layerbench.secrets import Secret
 

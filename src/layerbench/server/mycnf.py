@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from layerbench.campaign.models import (
+from layerbench.campaign.variant import (
     OWNED_BY_LAYERBENCH,
     ConfigValue,
     VariantBase,

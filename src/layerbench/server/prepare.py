@@ -1,6 +1,6 @@
-"""Building a dataset snapshot: `sysbench prepare` into a private host server, verified once by CHECKSUM TABLE,
-shut down cleanly, and given its file manifest. An interrupted build is resumed: the tables it finished are
-kept, the others prepared (built-in tests; a script of the user's is prepared again from the start).
+"""Building a dataset snapshot: `sysbench prepare` into a private server on this host (private.py), verified once
+by CHECKSUM TABLE, shut down cleanly, and given its file manifest. An interrupted build is resumed: the tables it
+finished are kept, the others prepared (built-in tests; a script of the user's is prepared again from the start).
 
 Also the prepare of `reset: reprepare` (prepare_tables) and the progress lines both print.
 """
@@ -18,9 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, HostClient, ServerSpec
-from layerbench.backends.host.local import HostBackend
-from layerbench.campaign.models import HostVariant, Workload
+from layerbench.campaign.models import Workload
+from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
@@ -28,9 +27,12 @@ from layerbench.hosts.workdirs import datasets_dir, folder_lock
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
 from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
-from layerbench.server.servers import resolve_server, server_fields
+from layerbench.server.private import PrivateServer
+from layerbench.server.servers import ChosenServer, ServerChoice, resolve_server, server_fields
 from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot
+from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
+from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import cleanup_command, config_file_text, lua_string, prepare_command, test_script
 
 Say = Callable[[str], None]
@@ -105,12 +107,12 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
 
 def ensure_snapshot(workload: Workload, page_size: str | None, *, log_dir: Path,
                     on_line: Callable[[str], None] | None = None, say: Say | None = None,
-                    server: HostVariant | None = None) -> Snapshot:
+                    server: ChosenServer | None = None) -> Snapshot:
     """The cached snapshot for this dataset, prepared now (or its interrupted build resumed) if it is missing, by
     `server` (a host variant's own server: servers.snapshot_server; default: this host's MariaDB), whose
     `--version` is part of the key. One build per dataset at a time on this machine: another process that needs
     it waits, then uses it."""
-    server = server or HostVariant(name="prepare", backend="host")
+    server = server or ServerChoice("prepare")
     key, inputs = dataset_key(workload, resolve_server(server).identity(), page_size)
     found = find_snapshot(key)
     if found is not None:
@@ -138,7 +140,7 @@ def build_folder(key: str) -> Path:
 
 def build_snapshot(workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, *,
                    log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None = None,
-                   server: HostVariant | None = None) -> Snapshot:
+                   server: ChosenServer | None = None) -> Snapshot:
     scratch = build_folder(key)
     owner = f"prepare-{key}-{os.getpid()}"
     private: Path | None = None
@@ -183,12 +185,12 @@ class Builder:
 
     def __init__(self, workload: Workload, key: str, inputs: dict[str, Any], page_size: str | None, scratch: Path,
                  private: Path, log_dir: Path, on_line: Callable[[str], None] | None, say: Say | None,
-                 server: HostVariant | None = None) -> None:
+                 server: ChosenServer | None = None) -> None:
         self.workload, self.key, self.inputs, self.page_size = workload, key, inputs, page_size
         self.scratch, self.private, self.log_dir, self.on_line = scratch, private, log_dir, on_line
         self.say = say or (lambda _text: None)
-        self.server = server or HostVariant(name="prepare", backend="host")
-        self.backend = HostBackend(self.server)
+        self.server = server or ServerChoice("prepare")
+        self.host_server = PrivateServer(self.server)
         self.partial = scratch / "partial"
         self.resumed = False
 
@@ -206,7 +208,7 @@ class Builder:
         started = time.monotonic()
         self.resumed = self.partial.is_dir()
         try:
-            endpoint = self.backend.up(self.spec())
+            endpoint = self.host_server.up(self.spec())
             shutil.rmtree(self.partial, ignore_errors=True)  # the server runs on its own copy now
             self.fill(endpoint)
             meta = self.verify(endpoint)
@@ -215,7 +217,7 @@ class Builder:
             self.keep_partial()
             raise
         finally:
-            self.backend.down()
+            self.host_server.down()
         meta["prepare_seconds"] = round(time.monotonic() - started, 2)
         return self.publish(meta)
 
@@ -265,25 +267,25 @@ class Builder:
         """A clean shutdown (a consistent datadir), without the buffer-pool dump (runs start cold); the datadir
         moves to the build folder's datadir/."""
         query(endpoint, "SET GLOBAL innodb_buffer_pool_dump_at_shutdown = OFF")
-        if self.backend.process:
-            self.backend.process.stop(timeout=600)
-        self.backend.process = None
-        assert self.backend.datadir is not None
-        self.backend.datadir.rename(self.scratch / "datadir")
-        self.backend.datadir = None
+        if self.host_server.process:
+            self.host_server.process.stop(timeout=600)
+        self.host_server.process = None
+        assert self.host_server.datadir is not None
+        self.host_server.datadir.rename(self.scratch / "datadir")
+        self.host_server.datadir = None
 
     def keep_partial(self) -> None:
         """On an error or a signal: stop the server cleanly and keep its datadir for the next build to resume, when
         it holds at least RESUME_MIN_BYTES of tables (else the build folder goes, as after any other failure)."""
-        datadir = self.backend.datadir
+        datadir = self.host_server.datadir
         with signals_deferred(), contextlib.suppress(Exception):
-            if self.backend.process:
-                self.backend.process.stop(timeout=120)
-                self.backend.process = None
+            if self.host_server.process:
+                self.host_server.process.stop(timeout=120)
+                self.host_server.process = None
             if datadir is not None and table_bytes(datadir) >= RESUME_MIN_BYTES:
                 shutil.rmtree(self.partial, ignore_errors=True)
                 datadir.rename(self.partial)
-                self.backend.datadir = None
+                self.host_server.datadir = None
 
     def publish(self, meta: dict[str, Any]) -> Snapshot:
         datadir = self.scratch / "datadir"

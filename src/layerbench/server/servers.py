@@ -1,4 +1,5 @@
-"""Which server a host variant runs, from its `server: {flavour, version}` (or its `mysqld:` binary): the
+"""Which server a private server on this host runs (a host variant's, or the one that prepares a dataset), from
+its `server: {flavour, version}` (or its `mysqld:` binary): the
 command that starts it, the settings that place its own files, its flavour (read from the server's own
 `--version`) and the identity its dataset snapshots are keyed by. The host backend starts what this module
 resolves and never names a server program itself (docs/servers.md).
@@ -15,8 +16,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Protocol
 
-from layerbench.campaign.models import ConfigValue, HostVariant, ServerSettings
+from layerbench.campaign.variant import ConfigValue, ServerSettings, VariantBase
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
 from layerbench.server.flavour import Flavour, detect_flavour
@@ -26,6 +28,32 @@ VERSION_TIMEOUT = 10.0
 # A MySQL of the rootfs reads no file outside it: LOAD DATA / SELECT INTO OUTFILE are off (the option has no
 # default directory there, and a benchmark needs none).
 ROOTFS_MYSQL_DEFAULTS: dict[str, ConfigValue] = {"secure-file-priv": "NULL"}
+
+
+class ChosenServer(Protocol):
+    """What names a server to run: a host variant, or a ServerChoice."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def server(self) -> ServerSettings: ...
+    @property
+    def mysqld(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class ServerChoice:
+    """A server named by its flavour and version (or its binary), without a variant: the one that prepares or
+    checks a dataset snapshot."""
+
+    name: str
+    flavour: str | None = None
+    version: str | None = None
+    mysqld: str | None = None
+
+    @property
+    def server(self) -> ServerSettings:
+        return ServerSettings(flavour=self.flavour, version=self.version)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -58,7 +86,7 @@ def version_text(command: tuple[str, ...]) -> str:
     return done.stdout.strip() or "unknown"
 
 
-def host_binary(variant: HostVariant) -> str:
+def host_binary(variant: ChosenServer) -> str:
     if variant.mysqld:
         path = shutil.which(variant.mysqld)
         if not path:
@@ -68,7 +96,7 @@ def host_binary(variant: HostVariant) -> str:
     return require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
 
 
-def resolve_server(variant: HostVariant) -> ServerProgram:
+def resolve_server(variant: ChosenServer) -> ServerProgram:
     """The variant's server, or a one-line BadInput (an unknown version, a server not built, a mismatch)."""
     chosen = variant.server
     where = f"variants.{variant.name}.server"
@@ -108,24 +136,20 @@ def rootfs_mysql(version: str, where: str) -> ServerProgram:
     return ServerProgram(flavour, command, dict(rootfs.paths()))
 
 
-def snapshot_server(variant: object) -> HostVariant:
-    """The private host server that prepares (and checks) a variant's dataset snapshot: the variant's own server
-    for a host variant on this machine (its datadir format), else this host's MariaDB (the server the Docker,
-    VM and Kubernetes images are built from)."""
-    if isinstance(variant, HostVariant) and variant.server_host is None:
-        chosen = ServerSettings(flavour=variant.server.flavour, version=variant.server.version)
-        return HostVariant(name="prepare", backend="host", mysqld=variant.mysqld, server=chosen)
-    return HostVariant(name="prepare", backend="host")
+def snapshot_server(variant: VariantBase) -> ServerChoice:
+    """The private host server that prepares (and checks) a variant's dataset snapshot: the one its backend names
+    (a host variant on this machine: its own server, for its datadir format), else this host's MariaDB (the
+    server the Docker, VM and Kubernetes images are built from)."""
+    return variant.snapshot_server() or ServerChoice("prepare")
 
 
-def server_fields(variant: HostVariant) -> dict[str, str | None]:
+def server_fields(variant: ChosenServer) -> dict[str, str | None]:
     """What a snapshot's meta.json keeps of the server that made it (server_from_fields reads it back)."""
     return {"flavour": variant.server.flavour, "version": variant.server.version, "mysqld": variant.mysqld}
 
 
-def server_from_fields(name: str, fields: object) -> HostVariant:
+def server_from_fields(name: str, fields: object) -> ServerChoice:
     """The server a snapshot's meta.json names (this host's MariaDB for a snapshot from before it was kept)."""
     if not isinstance(fields, dict):
-        return HostVariant(name=name, backend="host")
-    chosen = ServerSettings(flavour=fields.get("flavour"), version=fields.get("version"))
-    return HostVariant(name=name, backend="host", mysqld=fields.get("mysqld"), server=chosen)
+        return ServerChoice(name)
+    return ServerChoice(name, fields.get("flavour"), fields.get("version"), fields.get("mysqld"))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from layerbench.backends.base import Endpoint
 from layerbench.campaign.models import Workload
+from layerbench.endpoint import Endpoint
 from layerbench.server.datadir import query
 
 

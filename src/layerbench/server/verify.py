@@ -3,7 +3,7 @@ the variant's own server (so its buffer pool starts as cold for every variant: d
 
 - files (default): the snapshot's files by stat against its manifest (a changed file is hashed again), and the
   restore's own check of each copied (full hash) or cloned (size + sampled pages) file (server/restore.py);
-- checksum: also CHECKSUM TABLE of every table, in a private host server started on a fresh restore of the
+- checksum: also CHECKSUM TABLE of every table, in a private server on this host started on a fresh restore of the
   snapshot, compared with the values taken once when the snapshot was built.
 """
 
@@ -15,14 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ServerSpec
-from layerbench.backends.host.local import HostBackend
 from layerbench.campaign.models import Workload
 from layerbench.secrets import generate_password
 from layerbench.server.manifest import SnapshotCorrupt
+from layerbench.server.private import PrivateServer
 from layerbench.server.restore import read_facts
 from layerbench.server.servers import server_from_fields
 from layerbench.server.snapshot import Snapshot, remove_snapshot, snapshot_problems
+from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import table_checksums, workload_tables
 
 
@@ -40,17 +40,17 @@ def check_snapshot_files(snapshot: Snapshot) -> None:
 
 
 def checksum_in_private_server(snapshot: Snapshot, workload: Workload, log_dir: Path) -> dict[str, int]:
-    """CHECKSUM TABLE of every table, in a private host server on its own restore of the snapshot."""
+    """CHECKSUM TABLE of every table, in a private server on this host on its own restore of the snapshot."""
     root = Path(tempfile.mkdtemp(prefix="lb-verify-", dir=snapshot.folder.parent))
     private = Path(tempfile.mkdtemp(prefix="lb-verify-private-"))
-    backend = HostBackend(server_from_fields("verify", snapshot.meta.get("server")))  # the server that made it
+    server = PrivateServer(server_from_fields("verify", snapshot.meta.get("server")))  # the server that made it
     spec = ServerSpec("verify", f"verify-{snapshot.key}", log_dir, private, root,
                       config={"innodb_buffer_pool_size": "128M"}, password=generate_password(), snapshot=snapshot.path)
     try:
-        endpoint = backend.up(spec)
+        endpoint = server.up(spec)
         return table_checksums(endpoint, workload_tables(endpoint, workload))
     finally:
-        backend.down()
+        server.down()
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(private, ignore_errors=True)
 

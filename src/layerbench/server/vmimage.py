@@ -207,7 +207,7 @@ def tree_bytes(folder: Path) -> int:
 def ext4_command(tree: str | None, size_bytes: int, target: str, *, extra_mib: int, min_mib: int = 16,
                  label: str = "") -> list[str]:
     """mkfs.ext4 of `tree` (size_bytes of files, or empty) into the image `target` with `extra_mib` free; the same
-    command runs here and on a server's ssh: host (backends/vm_remote.py)."""
+    command runs here and on a server's ssh: host (backends/vm/remote.py)."""
     size_mib = max(min_mib, size_bytes * 13 // 10 // 2**20 + extra_mib)
     cmd = ["mkfs.ext4", "-q", "-F", "-E", "root_owner=0:0", "-O", "^has_journal" if size_mib < 32 else "has_journal"]
     cmd += ["-L", label] if label else []

@@ -1,25 +1,20 @@
-"""sysbench: command lines, the Lua report hook, and parsing of its output (machine lines and human text).
+"""sysbench's command lines and the Lua report hook (its output is read by sysbench/output.py).
 
 The measured run goes through a small wrapper script that loads the real test (a bundled oltp_* test or
 the user's Lua file) and installs `sysbench.hooks.report_intermediate` / `report_cumulative` (sysbench 1.0
-API), which print one `LAYERBENCH {json}` line per interval and one at the end. Credentials reach sysbench
-through `--config-file` (a 0600 file), never argv.
+API), which print one `LAYERBENCH {json}` line per interval and one at the end (output.MARK). Credentials reach
+sysbench through `--config-file` (a 0600 file), never argv.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import Endpoint
 from layerbench.campaign.models import Workload
+from layerbench.endpoint import Endpoint
 from layerbench.sysbench.custom_script import dataset_flags, env_prefix, script_path
-from layerbench.sysbench.histogram import distribution, parse_histogram
 
-MARK = "LAYERBENCH "
 SYSBENCH_SHARE = "/usr/share/sysbench"
 
 HOOK_LUA = r"""-- written by layerbench: runs the test below and reports each interval as one JSON line
@@ -78,55 +73,6 @@ function sysbench.hooks.report_cumulative(stat)
   io.stdout:flush()
 end
 """
-
-
-@dataclass(frozen=True)
-class Interval:
-    """One report interval: rates per second over that interval."""
-
-    time: float
-    threads: int
-    tps: float
-    qps: float
-    reads_ps: float
-    writes_ps: float
-    other_ps: float
-    latency_pct_ms: float | None
-    errors_ps: float
-    reconnects_ps: float
-
-
-@dataclass(frozen=True)
-class Totals:
-    """The whole measured run."""
-
-    duration: float
-    transactions: int
-    queries: int
-    reads: int
-    writes: int
-    other: int
-    tps: float
-    qps: float
-    errors: int
-    reconnects: int
-    events: int
-    latency_min_ms: float | None = None
-    latency_avg_ms: float | None = None
-    latency_max_ms: float | None = None
-    latency_pct_ms: float | None = None
-    latency_sum_ms: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class ParsedOutput:
-    intervals: list[Interval] = field(default_factory=list)
-    totals: Totals | None = None
-    errors: list[str] = field(default_factory=list)  # FATAL/ALERT lines sysbench printed
-    latency: dict[float, float] = field(default_factory=dict)  # percentile -> ms of the measured window
 
 
 # --- command lines ----------------------------------------------------------------------------------------
@@ -224,144 +170,3 @@ def run_command(workload: Workload, config_file: Path, hook_file: Path, threads:
     if workload.warmup > 0:
         cmd.append(f"--report-checkpoints={workload.warmup}")
     return [*cmd, "run"]
-
-
-# --- parsing ----------------------------------------------------------------------------------------------
-
-
-def _rate(value: float, seconds: float) -> float:
-    return value / seconds if seconds > 0 else 0.0
-
-
-def interval_from_record(rec: dict[str, Any]) -> Interval:
-    seconds = float(rec["interval"])
-    queries = rec["reads"] + rec["writes"] + rec["other"]
-    return Interval(
-        time=float(rec["time"]), threads=int(rec["threads"]), tps=_rate(rec["events"], seconds),
-        qps=_rate(queries, seconds), reads_ps=_rate(rec["reads"], seconds),
-        writes_ps=_rate(rec["writes"], seconds), other_ps=_rate(rec["other"], seconds),
-        latency_pct_ms=rec.get("latency_pct_ms"), errors_ps=_rate(rec["errors"], seconds),
-        reconnects_ps=_rate(rec["reconnects"], seconds),
-    )
-
-
-def totals_from_record(rec: dict[str, Any]) -> Totals:
-    seconds = float(rec["interval"])
-    queries = int(rec["reads"] + rec["writes"] + rec["other"])
-    return Totals(
-        duration=seconds, transactions=int(rec["events"]), queries=queries, reads=int(rec["reads"]),
-        writes=int(rec["writes"]), other=int(rec["other"]), tps=_rate(rec["events"], seconds),
-        qps=_rate(queries, seconds), errors=int(rec["errors"]), reconnects=int(rec["reconnects"]),
-        events=int(rec["events"]), latency_min_ms=rec.get("latency_min_ms"),
-        latency_avg_ms=rec.get("latency_avg_ms"), latency_max_ms=rec.get("latency_max_ms"),
-        latency_pct_ms=rec.get("latency_pct_ms"), latency_sum_ms=rec.get("latency_sum_ms"),
-    )
-
-
-NEEDED_KEYS = frozenset({"kind", "time", "interval", "events", "reads", "writes", "other", "errors", "reconnects"})
-_decoder = json.JSONDecoder()
-
-
-def parse_mark_records(line: str) -> list[dict[str, Any]]:
-    """Every `LAYERBENCH {...}` record in a line (two threads' output can share one line); damaged ones skipped."""
-    records = []
-    start = line.find(MARK)
-    while start >= 0:
-        try:
-            record, end = _decoder.raw_decode(line, start + len(MARK))
-        except ValueError:
-            end = start + len(MARK)
-        else:
-            if isinstance(record, dict) and record.keys() >= NEEDED_KEYS:
-                records.append(record)
-        start = line.find(MARK, end)
-    return records
-
-
-def parse_mark_line(line: str) -> dict[str, Any] | None:
-    """The first `LAYERBENCH {...}` record of a line, or None."""
-    records = parse_mark_records(line)
-    return records[0] if records else None
-
-
-def parse_output(text: str) -> ParsedOutput:
-    """Machine lines first; totals from the human summary when the machine total is missing; for an imported
-    log without machine lines, the human text alone."""
-    parsed = ParsedOutput(errors=fatal_lines(text))
-    for line in text.splitlines():
-        for record in parse_mark_records(line):
-            try:
-                if record["kind"] == "interval":
-                    parsed.intervals.append(interval_from_record(record))
-                elif record["kind"] == "total":
-                    parsed.totals = totals_from_record(record)
-            except (TypeError, ValueError, KeyError):
-                continue
-    if parsed.totals is None:
-        human = parse_human(text)
-        parsed.totals = human.totals
-        parsed.intervals = parsed.intervals or human.intervals
-    counts = parse_histogram(text)
-    if counts and parsed.totals is not None:
-        parsed.latency = distribution(counts, parsed.totals.latency_max_ms)
-    return parsed
-
-
-def fatal_lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if re.match(r"^\s*(FATAL|ALERT)\b", line)][:20]
-
-
-# --- the human text (sysbench 1.0.x "General statistics" and 1.1 "Throughput" layouts) --------------------
-
-_NUM = r"([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
-_INTERVAL_10 = re.compile(
-    r"^\[\s*" + _NUM + r"s\s*\]\s*thds:\s*(\d+)\s+tps:\s*" + _NUM + r"\s+qps:\s*" + _NUM
-    + r"\s*\(r/w/o:\s*" + _NUM + "/" + _NUM + "/" + _NUM + r"\)\s+lat\s*\(ms,\s*\d+%\):\s*" + _NUM
-    + r"\s+err/s:?\s*" + _NUM + r"\s+reconn/s:\s*" + _NUM
-)
-
-
-def _find(pattern: str, text: str) -> float | None:
-    match = re.search(pattern, text, re.MULTILINE)
-    if not match:
-        return None
-    try:
-        return float(match.group(1))
-    except ValueError:
-        return None
-
-
-def parse_intervals(text: str) -> list[Interval]:
-    out = []
-    for line in text.splitlines():
-        m = _INTERVAL_10.match(line.strip())
-        if m:
-            g = [float(x) for x in m.groups()]
-            out.append(Interval(g[0], int(g[1]), g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9]))
-    return out
-
-
-def parse_human(text: str) -> ParsedOutput:
-    """Totals from sysbench's own summary (1.0.x layout, or the 1.1 layout with a Throughput block)."""
-    parsed = ParsedOutput(intervals=parse_intervals(text), errors=fatal_lines(text))
-    transactions = _find(r"^\s*transactions:\s+(\d+)", text)
-    queries = _find(r"^\s*queries:\s+(\d+)", text)
-    duration = _find(r"^\s*total time:\s+" + _NUM + r"s", text) or _find(r"^\s*time elapsed:\s+" + _NUM + r"s", text)
-    if transactions is None or queries is None or not duration:
-        return parsed
-    pct = _find(r"^\s*\d+(?:th)? percentile:\s+" + _NUM, text)
-    parsed.totals = Totals(
-        duration=duration, transactions=int(transactions), queries=int(queries),
-        reads=int(_find(r"^\s*read:\s+(\d+)", text) or 0), writes=int(_find(r"^\s*write:\s+(\d+)", text) or 0),
-        other=int(_find(r"^\s*other:\s+(\d+)", text) or 0),
-        tps=_find(r"^\s*transactions:\s+\d+\s+\(" + _NUM, text) or _find(r"^\s*events/s \(eps\):\s+" + _NUM, text)
-        or transactions / duration,
-        qps=_find(r"^\s*queries:\s+\d+\s+\(" + _NUM, text) or queries / duration,
-        errors=int(_find(r"^\s*ignored errors:\s+(\d+)", text) or 0),
-        reconnects=int(_find(r"^\s*reconnects:\s+(\d+)", text) or 0),
-        events=int(_find(r"^\s*total number of events:\s+(\d+)", text) or transactions),
-        latency_min_ms=_find(r"^\s*min:\s+" + _NUM, text), latency_avg_ms=_find(r"^\s*avg:\s+" + _NUM, text),
-        latency_max_ms=_find(r"^\s*max:\s+" + _NUM, text), latency_pct_ms=pct,
-        latency_sum_ms=_find(r"^\s*sum:\s+" + _NUM, text),
-    )
-    return parsed

@@ -36,9 +36,9 @@ class ContainerClient:
             with signals_deferred():  # created and known to the finally below, with no signal in between
                 container = self.client.containers.create(
                     self.image, args, name=f"{self.spec.label}-client", detach=True,
-                    labels={"layerbench": "1", "layerbench.campaign.models": self.spec.campaign,
+                    labels={"layerbench": "1", "layerbench.campaign": self.spec.campaign,
                             "layerbench.label": self.spec.label, "layerbench.role": "client",
-                            "layerbench.run.harness": str(os.getpid())},
+                            "layerbench.harness": str(os.getpid())},
                     volumes={str(folder.resolve()): {"bind": CLIENT_DIR, "mode": "ro"}},
                     **({"network_mode": "host"} if self.network == "host" else {"network": self.network}),
                     **({"cpuset_cpus": self.cpus} if self.cpus else {}))

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.docker.client import ContainerClient
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.docker.procs import docker_components
 from layerbench.backends.docker.qos import check_resources, resource_options
-from layerbench.campaign.models import DockerVariant
+from layerbench.backends.docker.variant import DockerVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
@@ -42,8 +42,8 @@ IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_c
 
 
 def labels(spec: ServerSpec, role: str) -> dict[str, str]:
-    return {"layerbench": "1", "layerbench.campaign.models": spec.campaign, "layerbench.label": spec.label,
-            "layerbench.role": role, "layerbench.run.harness": str(os.getpid())}
+    return {"layerbench": "1", "layerbench.campaign": spec.campaign, "layerbench.label": spec.label,
+            "layerbench.role": role, "layerbench.harness": str(os.getpid())}
 
 
 def server_command(snapshot: bool, storage: str) -> list[str]:
@@ -58,7 +58,7 @@ def server_command(snapshot: bool, storage: str) -> list[str]:
     return ["sh", "-c", " && ".join(steps)]
 
 
-class DockerBackend:
+class DockerBackend(BackendBase):
     kind = "docker"
 
     def __init__(self, variant: DockerVariant) -> None:
@@ -128,7 +128,7 @@ class DockerBackend:
         return {"network": net.name}
 
     def _free_port(self, address: str) -> int:
-        """A free port on the daemon's machine (this one; backends/docker_remote.py asks its host)."""
+        """A free port on the daemon's machine (this one; backends/docker/remote.py asks its host)."""
         return free_port(address)
 
     def _create(self, kind: str, create: Any) -> Any:
@@ -284,7 +284,7 @@ def missing_programs(client: Any, image: str, programs: tuple[str, ...]) -> list
     """Which of the programs `sh` in the image does not find (all of them when the image has no sh): a labelled
     container that is never given a network, removed before this returns."""
     script = "; ".join(f"command -v {p} >/dev/null || echo {p}" for p in programs)
-    check_labels = {"layerbench": "1", "layerbench.role": "image-check", "layerbench.run.harness": str(os.getpid())}
+    check_labels = {"layerbench": "1", "layerbench.role": "image-check", "layerbench.harness": str(os.getpid())}
     container = None
     try:
         with signals_deferred():  # a Ctrl-C while the daemon creates it lands once `container` is set

@@ -18,7 +18,7 @@ import math
 import os
 from typing import Any
 
-from layerbench.campaign.models import DockerVariant
+from layerbench.backends.docker.variant import DockerVariant
 from layerbench.errors import BadInput
 from layerbench.hosts.machine import check_cpus
 

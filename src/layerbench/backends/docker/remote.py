@@ -1,4 +1,4 @@
-"""The docker backend on an ssh: host of the inventory: the same container as backends/docker.py (network and
+"""The docker backend on an ssh: host of the inventory: the same container as backends/docker/local.py (network and
 storage modes, limits, QoS presets, my.cnf overlay, generated password), on that host's Docker daemon, reached
 with the Docker SDK's own `ssh://` support shelling out to OpenSSH (`use_ssh_client=True`).
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.docker.local import CONF, DATADIR, LOGS, SNAPSHOT, DockerBackend, check_variant, daemon_facts
+from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.host.remote import pick_port
-from layerbench.campaign.models import DockerVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
@@ -202,9 +202,6 @@ class RemoteDockerBackend(DockerBackend):
         return parse_components(done.output, pid, published_port_of(self.container))
 
     def client_processes(self, hook: Path) -> list[int]:
-        return []
-
-    def cgroups(self) -> list[Path]:
         return []
 
     def describe(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The host backend on an ssh: host of the inventory: the same private server as backends/host.py (its own
+"""The host backend on an ssh: host of the inventory: the same private server as backends/host/local.py (its own
 datadir, my.cnf, port, CPU pinning, generated password), started and stopped over SSH.
 
 Everything of one run lives in one 0700 folder on that host, `<work_dir>/runs/<run label>/`: the datadir, the
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import random
 import shlex
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec
-from layerbench.campaign.models import HostVariant
+from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
+from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
@@ -68,7 +67,7 @@ def pick_port(host: Host) -> int:
     raise RunFailed(f"hosts.{host.name}: no free port found in {PORTS[0]}-{PORTS[1]}")
 
 
-class RemoteHostBackend:
+class RemoteHostBackend(BackendBase):
     """A private server started over SSH on `host`; the same variant type as the local host backend."""
 
     kind = "host"
@@ -108,9 +107,6 @@ class RemoteHostBackend:
         if cpus and self.host.run(["taskset", "-c", cpus, "true"], timeout=30).returncode != 0:
             raise BadInput(f"variants.{self.variant.name}.cpus: {cpus!r} is not a CPU list of host "
                            f"{self.host.name}; see nproc there")
-
-    def prepare(self, say: Callable[[str], None]) -> None:
-        """Nothing to build; the dataset is shipped by the first run that needs it (up)."""
 
     def up(self, spec: ServerSpec) -> Endpoint:
         self.binary, self.flavour = find_server(self.host, self.variant)
@@ -173,17 +169,11 @@ class RemoteHostBackend:
             release_run_folder(self.host, self.folder, self.owner)
             self.folder = self.pid = self.owner = None
 
-    def exit_cause(self) -> str | None:
-        return None
-
     def components(self) -> dict[str, list[int]]:
         """The server's PID on its host (another kernel's numbers: only the remote sampler reads them)."""
         return {"server": [self.pid]} if self.pid else {}
 
     def client_processes(self, hook: Path) -> list[int]:
-        return []
-
-    def cgroups(self) -> list[Path]:
         return []
 
     def describe(self) -> dict[str, Any]:
@@ -193,9 +183,6 @@ class RemoteHostBackend:
         if self.storage:
             facts["storage"] = dict(self.storage)  # the run's environment.storage (execution.py takes it out)
         return facts | (self.flavour.facts() if self.flavour else {})
-
-    def client(self) -> ClientRunner | None:
-        return None
 
     def server_log_tail(self, lines: int = 20) -> str:
         if self.folder is None:

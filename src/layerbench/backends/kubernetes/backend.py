@@ -18,12 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.kubernetes import cluster, manifests, pod
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.procs import pod_components
-from layerbench.campaign.models import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
@@ -35,7 +35,7 @@ from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
 
 
-class KubernetesBackend:
+class KubernetesBackend(BackendBase):
     kind = "kubernetes"
 
     def __init__(self, variant: KubernetesVariant) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.kubernetes.manifests import quantity
-from layerbench.campaign.models import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, PrerequisiteMissing
 

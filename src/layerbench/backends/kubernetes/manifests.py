@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.client_files import CLIENT_DIR
-from layerbench.campaign.kubernetes_qos import (  # noqa: F401 - part of this module's vocabulary
+from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this module's vocabulary
     BURSTABLE_DEFAULT,
     GUARANTEED_DEFAULT,
     exclusive_cpus,
     quantity,
     resources_for,
 )
-from layerbench.campaign.models import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.server import bootstrap
 
 DATADIR = "/var/lib/mysql"
@@ -44,8 +44,8 @@ def dns_name(text: str) -> str:
 
 def labels(campaign: str, label: str, role: str) -> dict[str, str]:
     value = re.sub(r"[^A-Za-z0-9_.-]+", "-", campaign).strip("-_.")[:63] or "campaign"
-    return {"layerbench": "1", "layerbench.campaign.models": value, "layerbench.label": dns_name(label),
-            "layerbench.role": role, "layerbench.run.harness": str(os.getpid()), "layerbench.host": host_label()}
+    return {"layerbench": "1", "layerbench.campaign": value, "layerbench.label": dns_name(label),
+            "layerbench.role": role, "layerbench.harness": str(os.getpid()), "layerbench.host": host_label()}
 
 
 def host_label() -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.kubernetes import cluster, manifests
-from layerbench.campaign.models import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts.machine import free_port
 from layerbench.hosts.procs import ManagedProcess, start

@@ -2,7 +2,7 @@
 of the variant's size. Boot files are built once (server/vmimage.py); each run gets a qcow2 overlay on the
 root disk, a data disk made from the run's dataset snapshot, a config disk (my.cnf, the init SQL with the
 run's password, in the run's private folder), and either QEMU user networking or a tap on a bridge of its
-own (backends/vm_net.py). The end is graceful (SQL SHUTDOWN, the guest init syncs and powers off), then QMP
+own (backends/vm/net.py). The end is graceful (SQL SHUTDOWN, the guest init syncs and powers off), then QMP
 `quit`, then a kill on deadline; the QEMU process, tap, bridge and disk images are always removed, also on
 Ctrl-C, and `layerbench clean` finds what a killed harness left."""
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.base import ClientRunner, Endpoint, ServerSpec, host_client_processes
+from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
 from layerbench.backends.vm import net as vm_net
 from layerbench.backends.vm.qemu import (
     QMP,
@@ -28,7 +28,7 @@ from layerbench.backends.vm.qemu import (
     user_netdev,
     wait_for_guest,
 )
-from layerbench.campaign.models import VMVariant
+from layerbench.backends.vm.variant import VMVariant
 from layerbench.errors import BadInput
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
@@ -49,7 +49,7 @@ def run_number(label: str) -> int:
     return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 0
 
 
-class VMBackend:
+class VMBackend(BackendBase):
     kind = "vm"
 
     def __init__(self, variant: VMVariant) -> None:
@@ -219,19 +219,10 @@ class VMBackend:
     def components(self) -> dict[str, list[int]]:
         return {"qemu": [self.qemu.pid]} if self.qemu is not None and self.qemu.alive() else {}
 
-    def client_processes(self, hook: Path) -> list[int]:
-        return host_client_processes(hook)
-
-    def cgroups(self) -> list[Path]:
-        return []
-
     def describe(self) -> dict[str, Any]:
         v = self.variant
         return {"backend": "vm", **self.facts, "vcpus": v.vcpus, "memory": v.memory, "disk_cache": v.disk_cache,
                 "network": v.network, "accel_asked": v.accel, "qemu_cpus": v.cpus}
-
-    def client(self) -> ClientRunner | None:
-        return None
 
     def server_log_tail(self, lines: int = 20) -> str:
         text = self._console()

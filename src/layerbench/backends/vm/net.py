@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from layerbench.backends.base import Leftovers
 from layerbench.errors import RunFailed
 from layerbench.hosts.procs import pid_alive
 
@@ -84,3 +85,6 @@ def clean_devices(include_live: bool = False) -> list[str]:
         if ip("link", "del", name).returncode == 0:
             done.append(f"removed network device {name}")
     return done
+
+
+LEFTOVERS = Leftovers("VM network device", clean=clean_devices, find=leftover_devices, after_processes=True)

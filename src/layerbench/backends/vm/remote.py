@@ -1,4 +1,4 @@
-"""The vm backend on an ssh: host of the inventory: the same QEMU guest as backends/vm.py (the same boot files,
+"""The vm backend on an ssh: host of the inventory: the same QEMU guest as backends/vm/local.py (the same boot files,
 server package and dataset bytes, vCPUs, memory, disk cache, KVM or a labelled TCG), started over SSH.
 
 The boot files are built on this machine as today and sent once per host into `<work_dir>/vm-boot/<key>/`,
@@ -25,7 +25,7 @@ from layerbench.backends.base import Endpoint, ServerSpec
 from layerbench.backends.host.remote import pick_port
 from layerbench.backends.vm.local import EMULATED, VMBackend, sql_shutdown
 from layerbench.backends.vm.qemu import Disks, boot_with_fallback, qemu_command, user_netdev, wait_for_guest
-from layerbench.campaign.models import VMVariant
+from layerbench.backends.vm.variant import VMVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host

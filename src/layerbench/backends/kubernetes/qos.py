@@ -1,6 +1,6 @@
 """Kubernetes resource quantities and the kubelet's QoS rule (kubernetes.io/docs/concepts/workloads/pods/pod-qos):
-the requests and limits that make a pod the class a variant asks for. Pure, and a leaf: the campaign model checks
-a variant with it at validate time, the manifests use it to build the pod."""
+the requests and limits that make a pod the class a variant asks for. Pure, and a leaf: the variant model checks
+itself with it at validate time, the manifests use it to build the pod."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from layerbench.errors import BadInput
 
 if TYPE_CHECKING:
-    from layerbench.campaign.models import KubernetesVariant
+    from layerbench.backends.kubernetes.variant import KubernetesVariant
 
 GUARANTEED_DEFAULT = {"cpu": "1", "memory": "2Gi"}
 BURSTABLE_DEFAULT = {"cpu": "500m", "memory": "1Gi"}

@@ -1,0 +1,124 @@
+"""A docker variant: the server in a container (image, network, storage, resource limits), sysbench on a host
+or in a container of its own."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.campaign.variant import IMAGE_RE, MAX_CPU, FirstTimeCost, Strict, VariantBase
+from layerbench.errors import shown
+from layerbench.hosts.placement import Placement, tcp_path
+
+NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
+    "bridge": "bridge network, port published",
+    "bridge-direct": "a bridge network of its own",
+    "host": "the host's network",
+}
+STORAGE_WORDS = {
+    "volume": "datadir on a named volume", "bind": "datadir on a bind-mounted host folder",
+    "data-container": "datadir on a volume of a data-only container", "container-fs": "datadir in the overlay layer",
+    "tmpfs": "datadir in memory (tmpfs)",
+}
+
+
+class DockerResources(Strict):
+    cpus: float | None = Field(default=None, gt=0, le=MAX_CPU + 1)
+    cpuset: str | None = None
+    cpu_shares: int | None = Field(default=None, ge=2, le=262_144)
+    memory: str | None = None
+
+    @field_validator("cpuset", mode="before")
+    @classmethod
+    def _cpuset(cls, value: Any) -> Any:
+        return VariantBase._cpu_list(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\d{1,12}(\.\d{1,6})?[bkmgBKMG]?", value.strip()):
+            raise ValueError(f"{shown(value)} is not a memory size; write it like 512m or 2g")
+        return value
+
+
+class DockerVariant(VariantBase):
+    backend: Literal["docker"]
+    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE,
+                              description="default: the locally built layerbench image")
+    network: Literal["bridge", "bridge-direct", "host"] = "bridge"
+    storage: Literal["volume", "bind", "data-container", "container-fs", "tmpfs"] = "volume"
+    resources: DockerResources = Field(default_factory=DockerResources)
+    qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = None
+    client: Literal["host", "container"] = "host"
+
+    local_backend: ClassVar[str] = "layerbench.backends.docker.local:DockerBackend"
+    remote_backend: ClassVar[str | None] = "layerbench.backends.docker.remote:RemoteDockerBackend"
+    remote_client: ClassVar[bool] = True
+    run_overhead: ClassVar[float] = 8
+    leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
+
+    @model_validator(mode="after")
+    def _data_dir_needs_bind(self) -> DockerVariant:
+        if self.data_dir and self.storage != "bind":
+            raise ValueError(f"data_dir: the datadir is in Docker's own storage with storage: {self.storage}; set "
+                             "storage: bind to place it in data_dir")
+        return self
+
+    @property
+    def client_kind(self) -> str:
+        return self.client
+
+    @property
+    def client_reads_host_files(self) -> bool:
+        return self.client != "container"
+
+    @property
+    def builds_server_here(self) -> bool:
+        return self.image is None
+
+    def client_words(self) -> str | None:
+        if self.client == "container":
+            return "sysbench in a container of its own on the server's Docker daemon"
+        return None
+
+    def describe_plan(self) -> str:
+        limits = [f"{k}={val}" for k, val in self.resources.model_dump(exclude_none=True).items()]
+        limits += [f"qos preset {self.qos}"] if self.qos else []
+        return (f"a container of {self.image or 'the local layerbench image'}; {NETWORK_WORDS[self.network]}; "
+                f"{STORAGE_WORDS[self.storage]}; limits: {', '.join(limits) or 'none'}")
+
+    def network_path(self, placement: Placement) -> str:
+        """Published port (docker-proxy on loopback, else the kernel's NAT), host network, or a bridge network
+        of the run's own."""
+        if self.network == "host":
+            return f"host network: {tcp_path(placement)}"
+        if self.client == "container":
+            return "container to container on a bridge network of the run's own (no NAT, no proxy)"
+        if self.network == "bridge-direct":
+            return ("the container's own address on a bridge network of the run's own, from this machine (no NAT, "
+                    "no proxy)")
+        address = placement.listen_address
+        if placement.remote_client:
+            return f"published port on {address} from another host: kernel NAT (iptables DNAT), no docker-proxy"
+        if not address.startswith("127."):
+            return (f"published port on {placement.server_host}'s own address {address} from that host: kernel NAT "
+                    "(iptables DNAT for local traffic), no docker-proxy")
+        return f"published port on {address}: docker-proxy (a userland copy)"
+
+    def remote_client_problem(self) -> str | None:
+        if self.network == "bridge-direct":
+            return ("network bridge-direct gives the container an address only this machine routes; use network: "
+                    "bridge (published port) or host")
+        return None
+
+    def memory_limit(self) -> tuple[str, str] | None:
+        return ("resources.memory", self.resources.memory) if self.resources.memory else None
+
+    def server_cpu_list(self) -> str | None:
+        return self.cpus or self.resources.cpuset
+
+    def first_time_costs(self) -> list[FirstTimeCost]:
+        return [SERVER_IMAGE_COST] if self.image is None else []

@@ -1,0 +1,46 @@
+"""A host variant: a private server process on a host of the inventory (this machine or an ssh: host)."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from layerbench.campaign.variant import VariantBase, which_server
+from layerbench.server.servers import ServerChoice, resolve_server
+
+
+class HostVariant(VariantBase):
+    backend: Literal["host"]
+    mysqld: str | None = Field(default=None, max_length=4096, description="server binary; default: mariadbd on PATH")
+
+    local_backend: ClassVar[str] = "layerbench.backends.host.local:HostBackend"
+    remote_backend: ClassVar[str | None] = "layerbench.backends.host.remote:RemoteHostBackend"
+    remote_client: ClassVar[bool] = True
+    run_overhead: ClassVar[float] = 4
+
+    def describe_plan(self) -> str:
+        if self.server.flavour == "mysql":
+            return (f"a private MySQL {self.server.version or '9.7'} (mysqld of the cached rootfs, a plain host "
+                    "process; free port), its own datadir copy")
+        return f"a private {self.mysqld or 'mariadbd'} (free port), its own datadir copy"
+
+    def checks_options_here(self, local: bool) -> bool:
+        return local  # on an ssh: host, against that host's server (backends/host/remote.py)
+
+    def runs_mysql(self, local: bool) -> bool:
+        return local
+
+    def check_server_here(self) -> None:
+        resolve_server(self)
+
+    def server_command_here(self) -> tuple[str, ...] | None:
+        if self.server.flavour == "mysql":  # the rootfs's mysqld
+            return resolve_server(self).command
+        return which_server(self.mysqld or "mariadbd")
+
+    def snapshot_server(self) -> ServerChoice | None:
+        """The variant's own server on this machine (MySQL's datadir is not MariaDB's)."""
+        if self.server_host is not None:
+            return None
+        return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)

@@ -1,0 +1,113 @@
+"""A kubernetes variant: the server in a pod (StatefulSet or bare) of a namespace of its own, with the QoS class,
+storage and node placement it asks for; sysbench on a host, in a Job, or through kubectl port-forward."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.backends.kubernetes.qos import resources_for
+from layerbench.campaign.variant import IMAGE_RE, MAX_SECONDS, FirstTimeCost, VariantBase
+from layerbench.errors import BadInput
+from layerbench.hosts.placement import Placement
+
+PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
+              "job": "a Job's pod in the cluster to the Service's cluster IP",
+              "port-forward": "kubectl port-forward from this machine (a slow path)"}
+COLD_BUILD_SECONDS = 310
+
+
+def local_cluster_built() -> bool:
+    from layerbench.hosts.workdirs import cache_dir
+
+    folder = cache_dir() / "k8s"
+    return folder.is_dir() and any(folder.iterdir())
+
+
+LOCAL_CLUSTER_COST = FirstTimeCost("the local Kubernetes cluster, built once: run `scripts/k8s-local up` before `run` "
+                                   "(docs/backends/kubernetes-local.md)", COLD_BUILD_SECONDS, rank=2,
+                                   cached=local_cluster_built)
+
+
+class KubernetesVariant(VariantBase):
+    backend: Literal["kubernetes"]
+    context: str | None = Field(default=None, max_length=253)
+    kubeconfig: str | None = Field(default=None, max_length=4096)
+    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE)
+    qos: Literal["besteffort", "burstable", "guaranteed"] = "guaranteed"
+    requests: dict[str, str] = Field(default_factory=dict, max_length=8)
+    limits: dict[str, str] = Field(default_factory=dict, max_length=8)
+    kind: Literal["statefulset", "pod"] = "statefulset"
+    storage: Literal["pvc", "emptydir", "hostpath"] = "emptydir"
+    storage_class: str | None = Field(default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+    storage_size: str = Field(default="2Gi", pattern=r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+    node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
+    client: Literal["host", "job", "port-forward"] = "host"
+    client_node_selector: dict[str, str] | None = Field(
+        default=None, max_length=20,
+        description="node labels for the sysbench Job (client: job); default: node_selector")
+    client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
+    cpu_manager_static: bool = False
+    ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
+
+    local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
+    run_overhead: ClassVar[float] = 8
+    leftovers: ClassVar[str | None] = "layerbench.backends.kubernetes.cleanup"
+
+    @model_validator(mode="after")
+    def _qos_rules(self) -> KubernetesVariant:
+        """The kubelet's QoS rules, checked here so validate says what run would refuse."""
+        try:
+            resources_for(self)
+        except BadInput as error:
+            raise ValueError(str(error)) from None
+        return self
+
+    @model_validator(mode="after")
+    def _client_placement_needs_a_job(self) -> KubernetesVariant:
+        """Only a Job is placed by the scheduler: placement options for any other client would be ignored."""
+        if self.client == "job":
+            return self
+        for key, value in (("client_node_selector", self.client_node_selector),
+                           ("client_anti_affinity", self.client_anti_affinity)):
+            if value not in (None, False):
+                raise ValueError(f"variants.{self.name}.{key}: places the sysbench Job, but client is "
+                                 f"{self.client!r}; set client: job or remove {key}")
+        return self
+
+    @property
+    def client_kind(self) -> str:
+        return self.client
+
+    @property
+    def client_reads_host_files(self) -> bool:
+        return self.client != "job"
+
+    @property
+    def builds_server_here(self) -> bool:
+        return self.image is None
+
+    def client_words(self) -> str | None:
+        return "sysbench as a Job in the cluster" if self.client == "job" else None
+
+    def describe_plan(self) -> str:
+        resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", self.requests),
+                                                                       ("limits", self.limits))
+                              for k, val in values.items())
+        where = self.context or ("the local cluster (scripts/k8s-local)" if self.kubeconfig is None else
+                                 self.kubeconfig)
+        kind = "a StatefulSet's pod" if self.kind == "statefulset" else "a bare pod"
+        return (f"a namespace on {where} with {kind}, QoS {self.qos}{'; ' + resources if resources else ''}; "
+                f"storage {self.storage}")
+
+    def where_text(self, server: str, client: str, same_host: bool) -> str:
+        return f"server in the cluster, {self.client_words() or 'sysbench on ' + client}"
+
+    def network_path(self, placement: Placement) -> str:
+        return PATH_WORDS[self.client]
+
+    def first_time_costs(self) -> list[FirstTimeCost]:
+        costs = [SERVER_IMAGE_COST] if self.image is None else []
+        return costs + ([LOCAL_CLUSTER_COST] if self.kubeconfig is None and self.context is None else [])

@@ -1,0 +1,63 @@
+"""A vm variant: the server in a QEMU guest (vCPUs, memory, accelerator, disk cache, network) made from the
+same Debian rootfs as the Docker image."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.campaign.variant import MAX_SECONDS, FirstTimeCost, VariantBase
+from layerbench.hosts.placement import Placement, tcp_path
+
+NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
+ACCEL_WORDS = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}
+QEMU_FORWARD = "forwarded to the guest by QEMU's user networking (slirp, in the QEMU process)"
+BOOT_FILES_SECONDS = 60
+
+
+def boot_files_cached() -> bool:
+    from layerbench.server.vmimage import vm_cache
+
+    folder = vm_cache()
+    return folder.is_dir() and any(folder.iterdir())
+
+
+BOOT_FILES_COST = FirstTimeCost("the VM's kernel and initramfs, built once from Debian packages", BOOT_FILES_SECONDS,
+                                rank=1, cached=boot_files_cached)
+
+
+class VMVariant(VariantBase):
+    backend: Literal["vm"]
+    vcpus: int = Field(default=1, ge=1, le=256)
+    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$")
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    disk_cache: Literal["none", "writeback"] = "none"
+    network: Literal["tap", "user"] = "user"
+    boot_timeout: int = Field(default=300, ge=5, le=MAX_SECONDS)
+
+    local_backend: ClassVar[str] = "layerbench.backends.vm.local:VMBackend"
+    remote_backend: ClassVar[str | None] = "layerbench.backends.vm.remote:RemoteVMBackend"
+    run_overhead: ClassVar[float] = 20
+    leftovers: ClassVar[str | None] = "layerbench.backends.vm.net"
+    own_size: ClassVar[bool] = True  # vcpus and memory: the guest's size
+
+    @property
+    def builds_server_here(self) -> bool:
+        return True
+
+    def describe_plan(self) -> str:
+        return (f"a QEMU VM, {self.vcpus} vCPU(s), {self.memory} memory, {ACCEL_WORDS[self.accel]}; disk cache "
+                f"{self.disk_cache}; {NETWORK_WORDS[self.network]}")
+
+    def network_path(self, placement: Placement) -> str:
+        if self.network == "tap":
+            return "to the guest's own address on a tap device (virtio-net) on a bridge"
+        return f"{tcp_path(placement)}, {QEMU_FORWARD}"
+
+    def memory_limit(self) -> tuple[str, str] | None:
+        return "memory", self.memory
+
+    def first_time_costs(self) -> list[FirstTimeCost]:
+        return [SERVER_IMAGE_COST, BOOT_FILES_COST]

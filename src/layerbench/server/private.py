@@ -1,0 +1,130 @@
+"""A private server on this machine: the program servers.py resolves (MariaDB by default, the MySQL of a cached
+rootfs, or a `mysqld:` build) started on its own datadir, socket and port (CPU-pinned when asked), always
+stopped and removed by down(). The host backend runs a variant's server this way; a dataset snapshot is
+prepared and checked in one (prepare.py, verify.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from layerbench.endpoint import Endpoint
+from layerbench.errors import RunFailed
+from layerbench.hosts import owners
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.machine import free_port
+from layerbench.hosts.procs import ManagedProcess, run, start, with_cpus
+from layerbench.secrets import write_private
+from layerbench.server.bootstrap import server_files
+from layerbench.server.datadir import wait_until_ready
+from layerbench.server.restore import copy_tree
+from layerbench.server.servers import ChosenServer, ServerProgram, resolve_server
+from layerbench.server.spec import ServerSpec
+
+START_TIMEOUT = 120.0
+SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes with its NUL; mariadbd and mysqld refuse a longer socket path
+
+
+class PrivateServer:
+    """Starts `<server> --defaults-file=<generated my.cnf>` under taskset; stops it cleanly; reaps it."""
+
+    def __init__(self, choice: ChosenServer, cpus: str | None = None) -> None:
+        self.choice, self.cpus = choice, cpus
+        self.process: ManagedProcess | None = None
+        self.datadir: Path | None = None
+        self.server: ServerProgram | None = None
+        self.log_path: Path | None = None
+        self.label: str | None = None
+        self.socket_dir: Path | None = None  # a short folder of our own when private_dir is too deep for a socket
+
+    def up(self, spec: ServerSpec) -> Endpoint:
+        self.server = server = resolve_server(self.choice)
+        mycnf = spec.run_dir / "my.cnf"
+        with signals_deferred():  # noted for down() and `clean` before anything exists
+            self.datadir = spec.work_dir / "datadirs" / spec.label
+            self.label = spec.label
+            # until the server starts: mariadb-install-db and its bootstrap server (both name the datadir; the
+            # command line read from /proc ends every argument with a space, so no longer path matches)
+            owners.record(spec.label, pid=None, marker=f"--datadir={self.datadir} ", paths=[self.datadir])
+        prepare_datadir(self.datadir, spec, server)
+        port = free_port(spec.listen_address)
+        sock = spec.private_dir / "mysqld.sock"
+        if len(os.fsencode(sock)) > SOCKET_PATH_MAX:  # the server refuses to start: use a short folder of ours
+            with signals_deferred():
+                self.socket_dir = Path(tempfile.mkdtemp(prefix="lb-sock-", dir="/tmp"))  # not TMPDIR: may be as deep
+                owners.record(spec.label, pid=None, marker=f"--datadir={self.datadir} ",
+                              paths=[self.datadir, self.socket_dir])
+            sock = self.socket_dir / "mysqld.sock"
+        owned = {
+            "datadir": str(self.datadir), "port": port, "bind-address": spec.listen_address, "socket": str(sock),
+            "pid-file": str(spec.private_dir / "mysqld.pid"), "user": "root", **server.paths,
+        }
+        files = server_files(spec, owned, server.flavour)
+        init_file = write_private(spec.private_dir / "init.sql", files.init_sql)
+        self.log_path = spec.run_dir / "server.log"
+        cmd = with_cpus([*server.command, f"--defaults-file={mycnf}", f"--init-file={init_file}",
+                         f"--log-error={self.log_path}"], self.cpus)
+        with signals_deferred():  # the server and the note of its PID come into being together
+            self.process = start(Path(server.program).name, cmd, log_path=spec.run_dir / "server.stdout.log",
+                                 secrets=[spec.password])
+            owners.record(spec.label, pid=self.process.pid, marker=f"--defaults-file={mycnf}",
+                          paths=[self.datadir, *([self.socket_dir] if self.socket_dir else [])])
+        endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database, str(sock))
+        wait_until_ready(endpoint, alive=self.process.alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
+        with contextlib.suppress(FileNotFoundError):
+            init_file.unlink()  # the server has read it; the password lives on only in memory
+        return endpoint
+
+    def down(self) -> None:
+        with signals_deferred():
+            self._stop_and_remove()
+
+    def _stop_and_remove(self) -> None:
+        if self.process is not None:
+            self.process.stop(timeout=5)  # the datadir is removed next: no clean shutdown is needed
+            self.process = None
+        if self.datadir is not None:
+            shutil.rmtree(self.datadir, ignore_errors=True)
+            self.datadir = None
+        if self.socket_dir is not None:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
+        if self.label is not None:
+            owners.forget(self.label)
+            self.label = None
+
+    def server_log_tail(self, lines: int = 20) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+
+def page_size_option(config: dict[str, Any]) -> list[str]:
+    page = next((v for k, v in config.items() if k.replace("-", "_").lower() == "innodb_page_size"), None)
+    return [f"--innodb-page-size={page}"] if page is not None else []
+
+
+def prepare_datadir(datadir: Path, spec: ServerSpec, server: ServerProgram) -> None:
+    """Restore the snapshot into datadir, or initialise an empty one the flavour's way."""
+    if datadir.exists():
+        shutil.rmtree(datadir)
+    datadir.parent.mkdir(parents=True, exist_ok=True)
+    if spec.snapshot is not None:
+        copy_tree(spec.snapshot, datadir, facts_dir=spec.run_dir)
+        return
+    cmd = server.flavour.init_command(server.command, datadir, page_size_option(spec.config), server.path_options())
+    started = time.monotonic()
+    # its bootstrap server's temporary tables go to the private folder, which goes whatever ends the run
+    env = {**os.environ, "TMPDIR": str(spec.private_dir)}
+    name = "mysqld --initialize" if not server.flavour.is_mariadb else Path(cmd[0]).name
+    done = run(name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300, env=env)
+    if done.returncode != 0:
+        shutil.rmtree(datadir, ignore_errors=True)
+        last = done.output.strip().splitlines()[-1:] or ["no output"]
+        raise RunFailed(f"{name} failed after {time.monotonic() - started:.0f} s: {last[0]}")
