@@ -16,9 +16,9 @@ from helpers import interrupt_campaign, stored_rows
 from layerbench.backends.kubernetes import backend as kubernetes
 from layerbench.backends.kubernetes import cluster as kubernetes_cluster
 from layerbench.backends.kubernetes.backend import KubernetesBackend
+from layerbench.backends.kubernetes.cleanup import _kubernetes_core
 from layerbench.campaign.models import parse_campaign
 from layerbench.run import orchestrator
-from layerbench.run.cleanup import _kubernetes_core
 from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]

@@ -121,7 +121,7 @@ def test_sigkill_leaves_a_neighbour_that_clean_removes(tmp_path: Path) -> None:
 def test_every_kind_runs_reports_what_it_achieved_and_leaves_nothing(tmp_path: Path) -> None:
     """stress-ng (cpu, memory), fio (fsync-heavy disk) and iperf3 (loopback) started, checked, stopped, read back;
     afterwards no process names this test's folders, no owner record is left, the disk folder is gone."""
-    from layerbench.campaign.neighbours import Neighbour
+    from layerbench.neighbours.model import Neighbour
     from layerbench.neighbours.running import NeighboursRunning
 
     neighbours = [Neighbour(name="hog", kind="cpu", load=50, cpus="0", nice=5),

@@ -17,10 +17,10 @@ from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.backends.vm.net import leftover_devices
 from layerbench.campaign.models import parse_campaign
+from layerbench.hosts.owners import cmdline
 from layerbench.hosts.workdirs import work_root
 from layerbench.report.markdown import render
 from layerbench.run import orchestrator
-from layerbench.run.cleanup import cmdline
 from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]

@@ -219,3 +219,22 @@ def test_no_backend_class_repeats_a_default_of_backend_base() -> None:
             repeated += [f"{cls.__name__}.{name}" for name, fn in vars(cls).items()
                          if name in defaults and inspect.isfunction(fn) and body(fn) == defaults[name]]
     assert repeated == []
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """First-level package (or top-level module) -> the others it imports: layerbench.run.plan counts as run."""
+    def package(module: str) -> str:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else parts[0]
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        packages.setdefault(package(module), set()).update(package(t) for t in targets)
+    return {name: targets - {name} for name, targets in packages.items()}
+
+
+def test_no_circle_between_packages() -> None:
+    """The packages import one way (../DESIGN.md's pipeline): a circle between two packages, even through a
+    function-local import, would mean a module sits in the wrong one."""
+    assert first_circle(package_graph(import_graph())) == []
+    assert first_circle(package_graph({"layerbench.a.x": {"layerbench.b.y"}, "layerbench.b.y": {"layerbench.a.z"},
+                                       "layerbench.a.z": set()})) != []

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from layerbench.analysis.busy import busy_run, busy_warning, quiet_wait_warning
+from layerbench.hosts.procfs import ProcStat, parse_steal
 from layerbench.measure.cpu import ResourceSampler, busy_share, top_processes, wait_for_quiet
-from layerbench.measure.procfs import ProcStat, parse_steal
 from layerbench.records import QuietWait, Usage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "proc"

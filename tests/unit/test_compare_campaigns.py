@@ -5,10 +5,10 @@ from pathlib import Path
 
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
-from layerbench.analysis.campaigns import compare_campaigns
-from layerbench.campaign.settings import Overrides
+from layerbench.analysis.cross_campaign import compare_campaigns
 from layerbench.cli.main import STATE, main
 from layerbench.importing.sources import import_results
+from layerbench.settings import Overrides
 from layerbench.store import Store
 
 

@@ -16,10 +16,10 @@ from layerbench.analysis.attainable import runs_needed
 from layerbench.analysis.report_model import report_model
 from layerbench.analysis.stats import holm
 from layerbench.campaign.models import parse_campaign
-from layerbench.campaign.settings import Overrides
 from layerbench.cli.main import STATE, main
 from layerbench.errors import BadInput
 from layerbench.report import html, markdown
+from layerbench.settings import Overrides
 from layerbench.store import Store
 
 THREADS = (2, 4, 8)

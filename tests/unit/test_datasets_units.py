@@ -15,7 +15,7 @@ from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.datasets import dataset_rows
 from layerbench.campaign.models import Workload, parse_campaign
 from layerbench.errors import BadInput
-from layerbench.measure.environment import mount_of, parse_mounts
+from layerbench.hosts.procfs import mount_of, parse_mounts
 from layerbench.records.run import StoredFacts
 from layerbench.server.manifest import (
     PAGE,

@@ -12,9 +12,9 @@ import pytest
 from layerbench.analysis.attainable import runs_needed, verdict_possible
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import MAX_RUNS, parse_campaign
-from layerbench.campaign.settings import DEFAULTS, Settings
 from layerbench.errors import BadInput
 from layerbench.importing.table import parse_csv
+from layerbench.settings import DEFAULTS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

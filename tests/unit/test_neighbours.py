@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from layerbench.analysis.busy import busy_run
 from layerbench.campaign.models import parse_campaign
-from layerbench.campaign.neighbours import Neighbour
 from layerbench.errors import BadInput
 from layerbench.neighbours import tools
-from layerbench.neighbours.checks import check_neighbours
-from layerbench.neighbours.plan import neighbour_lines
+from layerbench.neighbours.model import Neighbour
 from layerbench.records import Usage
 from layerbench.records.neighbours import FORMAT, NeighbourRecords, NeighbourRun
 from layerbench.records.run import StoredFacts
+from layerbench.run.neighbour_checks import check_neighbours
+from layerbench.run.neighbour_plan import neighbour_lines
 
 DATA = Path(__file__).parent.parent / "data" / "neighbours"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
-from layerbench.analysis.campaigns import campaign_comparison
+from layerbench.analysis.cross_campaign import campaign_comparison
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report, report_model
 from layerbench.analysis.stats import Summary

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from layerbench.hosts.procfs import parse_machine_stat, parse_proc_stat_line
 from layerbench.measure.cpu import (
     ResourceSampler,
     parse_cpu_stat,
     parse_status,
 )
-from layerbench.measure.procfs import parse_machine_stat, parse_proc_stat_line
 from layerbench.records import Usage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "proc"

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = [ROOT / "scripts" / "setup", ROOT / "scripts" / "k8s-local", ROOT / "scripts" / "lab-hosts",
-           ROOT / ".ci" / "run"]
+SCRIPTS = [ROOT / "scripts" / "setup", ROOT / "scripts" / "k8s-local", ROOT / "scripts" / "k8s-local.d" / "csi.sh",
+           ROOT / "scripts" / "k8s-local.d" / "node2.sh",
+           ROOT / "scripts" / "lab-hosts", ROOT / ".ci" / "run"]
 EARLY_READER = re.compile(r"\|\s*(head\b|grep\s+(-\w*[qm]|--quiet|--max-count)|sed\s+(-n\s+)?'?\d*q)")
 
 

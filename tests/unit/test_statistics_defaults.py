@@ -12,8 +12,8 @@ import pytest
 
 from layerbench.analysis import blocks_simulation, paired, point_statistics, sequential, stats
 from layerbench.campaign.models import parse_campaign
-from layerbench.campaign.settings import DEFAULTS, Settings
 from layerbench.records import CampaignRecord
+from layerbench.settings import DEFAULTS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 STATISTICS = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")

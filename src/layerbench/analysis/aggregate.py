@@ -23,9 +23,9 @@ from layerbench.analysis.point_statistics import comparisons, summaries, variant
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
-from layerbench.campaign.settings import Overrides, Settings
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
 from layerbench.records.campaign import IMPORTED
+from layerbench.settings import Overrides, Settings
 from layerbench.store import Store
 from layerbench.sysbench.histogram import percentile_key
 

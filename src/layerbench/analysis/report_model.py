@@ -30,8 +30,8 @@ from layerbench.analysis.metrics import Metric
 from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, Summary, meanings
-from layerbench.campaign.settings import Settings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
+from layerbench.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from layerbench.analysis.stats import shift_intervals
-from layerbench.campaign.settings import DEFAULTS
 from layerbench.records import AdaptiveRepetitions
+from layerbench.settings import DEFAULTS
 
 DECIDED = ("slower", "faster", "within noise")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from layerbench.backends.base import Backend, Endpoint, ServerSpec
 
 if TYPE_CHECKING:
-    from layerbench.campaign.variant import VariantBase
+    from layerbench.backends.variant_base import VariantBase
     from layerbench.hosts.inventory import Hosts
 
 

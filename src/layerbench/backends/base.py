@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from layerbench.campaign.variant import FirstTimeCost
+from layerbench.backends.variant_base import FirstTimeCost
 from layerbench.endpoint import Endpoint
 from layerbench.hosts.owners import processes_with
 from layerbench.server.spec import ServerSpec

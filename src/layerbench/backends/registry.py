@@ -13,8 +13,8 @@ from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.external.variant import ExternalVariant
 from layerbench.backends.host.variant import HostVariant
 from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.backends.variant_base import VariantBase
 from layerbench.backends.vm.variant import VMVariant
-from layerbench.campaign.variant import VariantBase
 
 if TYPE_CHECKING:
     from layerbench.backends.base import Leftovers

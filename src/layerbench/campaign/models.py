@@ -15,11 +15,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
+from layerbench import settings
 from layerbench.backends.registry import KINDS, REMOTE_CLIENT_KINDS, REMOTE_SERVER_KINDS, VARIANT
-from layerbench.campaign import settings
-from layerbench.campaign.boundedyaml import load_text, read_campaign_text
-from layerbench.campaign.neighbours import Neighbour, NeighbourList, neighbours_of
-from layerbench.campaign.variant import (  # noqa: F401 - the campaign file's vocabulary, imported from here too
+from layerbench.backends.variant_base import (  # noqa: F401 - the campaign file's vocabulary, imported from here too
     MAX_CPU,
     MAX_SECONDS,
     MAX_TEXT,
@@ -35,9 +33,11 @@ from layerbench.campaign.variant import (  # noqa: F401 - the campaign file's vo
     check_option_value,
     refuse_secret_names,
 )
+from layerbench.campaign.boundedyaml import load_text, read_campaign_text
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
+from layerbench.neighbours.model import Neighbour, NeighbourList, neighbours_of
 from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN, AdaptiveRepetitions
 from layerbench.sysbench.options import check_sysbench_options
 

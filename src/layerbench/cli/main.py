@@ -20,7 +20,6 @@ from rich.text import Text
 from layerbench.analysis.aggregate import analyze, busy_summary
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import Campaign, load_campaign, smoke_version
-from layerbench.campaign.settings import DEFAULTS
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.hosts.procs import stop_all
 from layerbench.paths import existing_store, store_path, where
@@ -28,6 +27,7 @@ from layerbench.records import RunRecord
 from layerbench.report import write_report
 from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign, slug
 from layerbench.run.schedule import RunSpec
+from layerbench.settings import DEFAULTS
 from layerbench.store import Store
 
 HELP = """What does each layer under your MySQL-compatible database cost? Variants vs a baseline, measured with
@@ -525,7 +525,7 @@ def compare_cmd(
     db: DbOption = None,
 ) -> None:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
-    from layerbench.analysis.campaigns import campaign_comparison
+    from layerbench.analysis.cross_campaign import campaign_comparison
     from layerbench.report.markdown import render_comparison
 
     with Store(existing_store(db)) as store:

@@ -3,8 +3,8 @@ checked here, on the command line's side, into the Overrides the analysis takes;
 
 from __future__ import annotations
 
-from layerbench.campaign.settings import CORRECTIONS, ESTIMATORS, Overrides
 from layerbench.errors import BadInput, shown
+from layerbench.settings import CORRECTIONS, ESTIMATORS, Overrides
 
 
 def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None,

@@ -12,8 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from layerbench.hosts import procfs
 from layerbench.hosts.workdirs import work_root
-from layerbench.measure import procfs
 
 
 def owners_dir() -> Path:

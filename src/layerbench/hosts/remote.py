@@ -88,7 +88,7 @@ def split_cpu_mark(output: str) -> tuple[str, float | None]:
 
 
 def rewrite_paths(cmd: list[str], files: dict[str, str], folder: str) -> list[str]:
-    from layerbench.backends.client_files import rewrite
+    from layerbench.hosts.client_files import rewrite
 
     return rewrite(cmd, files, folder)
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from layerbench.campaign.boundedyaml import load_text, read_bounded_text
 from layerbench.campaign.models import MAX_RUNS
-from layerbench.campaign.settings import Overrides
 from layerbench.errors import BadInput, shown
 from layerbench.importing.table import check_name
 from layerbench.records import CampaignRecord, RunRecord
+from layerbench.settings import Overrides
 from layerbench.store import Store
 from layerbench.sysbench.output import LogRun, parse_log
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from layerbench.campaign.settings import Overrides
 from layerbench.importing.logs import import_logs
 from layerbench.importing.table import import_csv
+from layerbench.settings import Overrides
 from layerbench.store import Store
 
 

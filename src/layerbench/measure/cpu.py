@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from layerbench.measure.procfs import (
+from layerbench.hosts.procfs import (
     TICKS,
     ProcStat,
     all_processes,

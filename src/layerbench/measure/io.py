@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.measure.procfs import all_processes, descendants, read, read_file, some_processes, uptime_ticks
+from layerbench.hosts.procfs import all_processes, descendants, read, read_file, some_processes, uptime_ticks
 from layerbench.records import IoCounters
 
 PROC_IO_KEYS = ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes", "cancelled_write_bytes")

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from layerbench.errors import RunFailed
 from layerbench.hosts.inventory import Host
+from layerbench.hosts.procfs import ProcStat, descendants, parse_machine_stat, parse_proc_stat_line
 from layerbench.measure.io import Procs, parse_proc_io
-from layerbench.measure.procfs import ProcStat, descendants, parse_machine_stat, parse_proc_stat_line
 
 CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
 SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; '

@@ -14,7 +14,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from layerbench.campaign.neighbours import Neighbour
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners, procs
 from layerbench.hosts.critical import signals_deferred
@@ -22,6 +21,7 @@ from layerbench.hosts.inventory import HostEntry
 from layerbench.hosts.machine import free_port
 from layerbench.measure.cpu import TICKS, all_processes, descendants
 from layerbench.neighbours import tools
+from layerbench.neighbours.model import Neighbour
 from layerbench.records.neighbours import NeighbourRecords, NeighbourRun
 
 PROBE_SECONDS = 1.0  # how long the start check watches the neighbours' CPU

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from layerbench.campaign.neighbours import Neighbour
+from layerbench.neighbours.model import Neighbour
 
 RUNTIME = 86_400  # fio and iperf3 run "until stopped": a day, far beyond any run; stop() ends them sooner
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from layerbench.campaign.settings import DEFAULTS, REPORT_FORMATS, Overrides, Settings
 from layerbench.records.json import (
     JSONObject,
     as_float,
@@ -22,6 +21,7 @@ from layerbench.records.json import (
     opt_int,
     opt_str,
 )
+from layerbench.settings import DEFAULTS, REPORT_FORMATS, Overrides, Settings
 
 IMPORTED = "imported"  # the backend and workload name of results measured elsewhere
 CAMPAIGN_FORMAT = 1  # of the campaign definition JSON (see the history above)

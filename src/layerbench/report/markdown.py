@@ -1,12 +1,12 @@
 """The Markdown report, in the shape published studies use: a per-run table and per-metric aggregates, and the
 `compare` command's table; with the one pipe-table writer. Renders a Report (analysis/report_model.py) or a
-CampaignComparison (analysis/campaigns.py); computes nothing."""
+CampaignComparison (analysis/cross_campaign.py); computes nothing."""
 
 from __future__ import annotations
 
 from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
-from layerbench.analysis.campaigns import CampaignComparison
+from layerbench.analysis.cross_campaign import CampaignComparison
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.metrics import Metric

@@ -17,12 +17,12 @@ from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
-from layerbench.hosts import owners
+from layerbench.hosts import owners, procfs
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
-from layerbench.measure import environment, procfs
+from layerbench.measure import environment
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow

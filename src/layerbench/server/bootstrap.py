@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from layerbench.campaign.variant import ConfigValue
 from layerbench.secrets import write_private
 from layerbench.server.flavour import MARIADB, Flavour, init_sql, install_db_command, sql_string
 from layerbench.server.mycnf import merged_settings, render_mycnf
+from layerbench.server.settings import ConfigValue
 from layerbench.server.spec import ServerSpec
 
 

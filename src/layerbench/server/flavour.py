@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from layerbench.campaign.variant import ConfigValue
 from layerbench.errors import BadInput, shown
 from layerbench.secrets import Secret
+from layerbench.server.settings import ConfigValue
 
 VERSION_TIMEOUT = 10.0
 _VERSION = re.compile(r"\bVer\s+(?P<version>(?P<major>\d+)\.(?P<minor>\d+)\.\d+)(?P<suffix>\S*)")

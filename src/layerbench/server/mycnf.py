@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from layerbench.campaign.variant import (
-    OWNED_BY_LAYERBENCH,
-    ConfigValue,
-    VariantBase,
-    canonical_option,
-    check_option_value,
-)
 from layerbench.errors import BadInput
+from layerbench.server.settings import OWNED_BY_LAYERBENCH, ConfigValue, canonical_option, check_option_value
+
+if TYPE_CHECKING:  # type hints only: backends/ import server/
+    from layerbench.backends.variant_base import VariantBase
 
 # Defaults every variant shares, chosen for benchmarking (documented in docs/campaign.md).
 BENCHMARK_DEFAULTS: dict[str, ConfigValue] = {

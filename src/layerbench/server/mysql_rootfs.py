@@ -264,7 +264,7 @@ def remove_build(folder: Path) -> None:
 
 
 def mounts_under(folder: Path) -> list[str]:
-    from layerbench.measure.environment import unescape_mount_field
+    from layerbench.hosts.procfs import unescape_mount_field
 
     prefix = f"{folder.resolve()}/"
     lines = Path("/proc/self/mounts").read_text().split("\n")

@@ -16,9 +16,8 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from layerbench.campaign.models import Workload
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
@@ -34,6 +33,9 @@ from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
 from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import cleanup_command, config_file_text, lua_string, prepare_command, test_script
+
+if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
+    from layerbench.campaign.models import Workload
 
 Say = Callable[[str], None]
 RESUME_MIN_BYTES = 64 << 20  # a build interrupted with less table data than this starts over (cheaper than keeping)
@@ -165,7 +167,7 @@ def reclaim_killed_builds(scratch: Path, say: Say) -> None:
     owner notes forgotten (a later `clean` would otherwise remove this build's folder). The build folder itself
     stays: its partial/ may be resumed. Called with the build lock held: no live build of this dataset exists."""
     from layerbench.hosts.procs import pid_alive
-    from layerbench.run.cleanup import clean_owned
+    from layerbench.hosts.reclaim import clean_owned
 
     for owned in owners.recorded():
         if pid_alive(owned.harness_pid) or not any(Path(p).is_relative_to(scratch) for p in owned.paths):

@@ -110,7 +110,7 @@ def storage_on_host(host: Host, folder: str) -> dict[str, object]:
     records them here), read from the host's /proc/self/mounts."""
     from pathlib import PurePosixPath
 
-    from layerbench.measure.environment import mount_of
+    from layerbench.hosts.procfs import mount_of
 
     done = host.shell(f"readlink -f {shlex.quote(folder)}; cat /proc/self/mounts", name=f"mounts on {host.name}",
                       timeout=30)

@@ -16,12 +16,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from layerbench.campaign.variant import ConfigValue, ServerSettings, VariantBase
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
 from layerbench.server.flavour import Flavour, detect_flavour
+from layerbench.server.settings import ConfigValue, ServerSettings
+
+if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
+    from layerbench.backends.variant_base import VariantBase
 
 DEFAULT_MYSQL = "9.7"
 VERSION_TIMEOUT = 10.0

@@ -12,13 +12,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from layerbench.campaign.models import Workload
 from layerbench.hosts.workdirs import datasets_dir
 from layerbench.server.manifest import build_manifest, check_snapshot, read_manifest, write_manifest
 from layerbench.sysbench.command import test_script
 from layerbench.sysbench.custom_script import dataset_flags, script_digest
+
+if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
+    from layerbench.campaign.models import Workload
 
 
 def server_version(binary: str = "mariadbd") -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from layerbench.campaign.variant import ConfigValue
 from layerbench.secrets import Secret
+from layerbench.server.settings import ConfigValue
 
 
 @dataclass

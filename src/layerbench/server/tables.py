@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from layerbench.campaign.models import Workload
+from typing import TYPE_CHECKING
+
 from layerbench.endpoint import Endpoint
 from layerbench.server.datadir import query
+
+if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
+    from layerbench.campaign.models import Workload
 
 
 def table_names(workload: Workload) -> list[str]:

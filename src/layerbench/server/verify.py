@@ -13,9 +13,8 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from layerbench.campaign.models import Workload
 from layerbench.secrets import generate_password
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.private import PrivateServer
@@ -24,6 +23,9 @@ from layerbench.server.servers import server_from_fields
 from layerbench.server.snapshot import Snapshot, remove_snapshot, snapshot_problems
 from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import table_checksums, workload_tables
+
+if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
+    from layerbench.campaign.models import Workload
 
 
 def corrupt(snapshot: Snapshot, problem: str) -> SnapshotCorrupt:

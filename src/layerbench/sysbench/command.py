@@ -9,11 +9,13 @@ sysbench through `--config-file` (a 0600 file), never argv.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from layerbench.campaign.models import Workload
 from layerbench.endpoint import Endpoint
 from layerbench.sysbench.custom_script import dataset_flags, env_prefix, script_path
+
+if TYPE_CHECKING:  # the campaign's Workload model, for type hints only: campaign/ imports sysbench/
+    from layerbench.campaign.models import Workload
 
 SYSBENCH_SHARE = "/usr/share/sysbench"
 

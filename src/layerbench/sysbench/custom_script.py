@@ -17,9 +17,12 @@ import re
 import subprocess
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from layerbench.campaign.models import Workload
 from layerbench.errors import BadInput, shown
+
+if TYPE_CHECKING:  # the campaign's Workload model, for type hints only: campaign/ imports sysbench/
+    from layerbench.campaign.models import Workload
 
 DATASET_FLAGS = ("tables", "table_size")
 MAX_SCRIPT_FILES = 200  # Lua files under the script's folder that go into the dataset's identity

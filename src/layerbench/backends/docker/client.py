@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.client_files import CLIENT_DIR, collect_stream, rewrite
 from layerbench.errors import RunFailed
+from layerbench.hosts.client_files import CLIENT_DIR, collect_stream, rewrite
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.procs import Completed, record_command
 from layerbench.secrets import Secret, redact, write_private

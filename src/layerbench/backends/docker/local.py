@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.docker.client import ContainerClient
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.docker.procs import docker_components
@@ -23,10 +22,11 @@ from layerbench.backends.docker.qos import check_resources, resource_options
 from layerbench.backends.docker.variant import DockerVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import owners
+from layerbench.hosts.client_files import CLIENT_DIR
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.machine import free_port
 from layerbench.hosts.owners import processes_with
-from layerbench.measure.procfs import cgroup_dirs
+from layerbench.hosts.procfs import cgroup_dirs
 from layerbench.server import bootstrap
 from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import wait_until_ready

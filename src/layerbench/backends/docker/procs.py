@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from layerbench.measure.procfs import cmdline, parent_of
+from layerbench.hosts.procfs import cmdline, parent_of
 
 
 def proxies_for(host_port: int) -> list[int]:

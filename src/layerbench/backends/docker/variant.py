@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.campaign.variant import IMAGE_RE, MAX_CPU, FirstTimeCost, Strict, VariantBase
+from layerbench.backends.variant_base import IMAGE_RE, MAX_CPU, FirstTimeCost, Strict, VariantBase
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
 

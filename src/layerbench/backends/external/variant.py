@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from layerbench.campaign.variant import VariantBase
+from layerbench.backends.variant_base import VariantBase
 from layerbench.hosts.inventory import check_host_address
 from layerbench.hosts.placement import Placement
 

@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from layerbench.campaign.variant import VariantBase, which_server
+from layerbench.backends.variant_base import VariantBase, which_server
 from layerbench.server.servers import ServerChoice, resolve_server
 
 

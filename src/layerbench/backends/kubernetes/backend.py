@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.kubernetes import cluster, manifests, pod
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.procs import pod_components
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
+from layerbench.hosts.client_files import CLIENT_DIR
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.owners import processes_with
+from layerbench.hosts.procfs import cgroup_dirs
 from layerbench.hosts.procs import ManagedProcess
-from layerbench.measure.procfs import cgroup_dirs
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.client_files import collect_stream, rewrite
 from layerbench.backends.kubernetes import manifests
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
+from layerbench.hosts.client_files import collect_stream, rewrite
 from layerbench.hosts.procs import Completed, record_command
 from layerbench.secrets import Secret, redact
 

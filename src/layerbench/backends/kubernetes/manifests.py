@@ -15,7 +15,6 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.client_files import CLIENT_DIR
 from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this module's vocabulary
     BURSTABLE_DEFAULT,
     GUARANTEED_DEFAULT,
@@ -24,6 +23,7 @@ from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this mo
     resources_for,
 )
 from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.hosts.client_files import CLIENT_DIR
 from layerbench.server import bootstrap
 
 DATADIR = "/var/lib/mysql"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from layerbench.measure.procfs import cmdline, parent_of, read
+from layerbench.hosts.procfs import cmdline, parent_of, read
 
 
 def pod_components(uid: str) -> dict[str, list[int]]:

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.kubernetes.qos import resources_for
-from layerbench.campaign.variant import IMAGE_RE, MAX_SECONDS, FirstTimeCost, VariantBase
+from layerbench.backends.variant_base import IMAGE_RE, MAX_SECONDS, FirstTimeCost, VariantBase
 from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement
 

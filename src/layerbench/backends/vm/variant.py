@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.campaign.variant import MAX_SECONDS, FirstTimeCost, VariantBase
+from layerbench.backends.variant_base import MAX_SECONDS, FirstTimeCost, VariantBase
 from layerbench.hosts.placement import Placement, tcp_path
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}

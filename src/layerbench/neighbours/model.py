@@ -1,7 +1,7 @@
 """The campaign's `neighbours:`: load generators started beside the server for a run (docs/neighbours.md), as
 Pydantic models. One model with a `kind` (cpu, memory, disk, network) whose own fields are checked per kind, so
 that every error names the field the user wrote. What depends on the machine (its CPUs, free space, the
-inventory's hosts) is checked before anything starts by neighbours/checks.py (from preflight)."""
+inventory's hosts) is checked before anything starts by run/neighbour_checks.py (from preflight)."""
 
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ Parsing is pure; reading is kept to the few functions under "reading"."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -188,3 +189,35 @@ def cgroup_dirs(pid: int) -> list[Path]:
         elif controllers == "" and Path("/sys/fs/cgroup" + path).is_dir():
             dirs.append(Path("/sys/fs/cgroup" + path))
     return dirs[:1]
+
+
+MOUNT_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+def unescape_mount_field(field: str) -> str:
+    """/proc/self/mounts writes space, tab, newline and backslash in a field as octal escapes (\\040 ...)."""
+    return MOUNT_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mounts(text: str) -> list[dict[str, str]]:
+    """Lines of /proc/self/mounts as device, mount point, filesystem type and options; malformed lines skipped."""
+    mounts = []
+    for line in text.split("\n"):  # only "\n" ends a line: other control characters are kept in fields
+        parts = line.split(" ")
+        if len(parts) >= 4 and all(parts[:4]):
+            device, point, fstype, options = (unescape_mount_field(p) for p in parts[:4])
+            mounts.append({"device": device, "mount_point": point, "fstype": fstype, "options": options})
+    return mounts
+
+
+def mount_of(path: PurePath, text: str | None = None) -> dict[str, str] | None:
+    """Filesystem type, device and options of the mount holding path (the longest mount point that contains it;
+    the last one listed when one point is mounted over)."""
+    target = str(path.resolve()) if isinstance(path, Path) else str(path)  # a PurePath: another host's, resolved
+    best: dict[str, str] | None = None
+    for mount in parse_mounts(text if text is not None else (read_whole("/proc/self/mounts") or "")):
+        point = mount["mount_point"]
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best["mount_point"])):
+            best = mount
+    return best

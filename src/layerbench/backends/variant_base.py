@@ -8,109 +8,44 @@ A leaf of the campaign package: the campaign model (models.py) and the backends'
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from layerbench.campaign.neighbours import NeighbourList
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
+from layerbench.neighbours.model import NeighbourList
+from layerbench.server.settings import (  # noqa: F401 - the campaign file's vocabulary, read from here too
+    MAX_VALUE,
+    NOT_SECRETS,
+    OPTION_NAME,
+    OWNED_BY_LAYERBENCH,
+    SECRET_NAME,
+    VERSION_RE,
+    ConfigValue,
+    ServerSettings,
+    Strict,
+    canonical_option,
+    check_option_value,
+    refuse_secret_names,
+)
 
 if TYPE_CHECKING:
     from layerbench.server.servers import ServerChoice
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
-ConfigValue = str | int | float | bool | None
-
 # Bounds on what one variant may ask for (docs/campaign.md, "Limits"; those of the whole campaign: models.py).
 MAX_SECONDS = 86_400  # a duration or warm-up of one run: a day
 MAX_CPU = 4095  # the highest CPU number a CPU list may name
 MAX_TEXT = 2000  # a description
-MAX_VALUE = 1000  # a my.cnf or sysbench option value
-# Set by layerbench for every backend, so the variant cannot move them (the backend owns where things live).
-OWNED_BY_LAYERBENCH = frozenset(
-    {"port", "socket", "datadir", "bind-address", "pid-file", "log-error", "user", "init-file", "basedir"}
-)
-# Names that carry a secret: never in a campaign file, which is stored with the results.
-SECRET_NAME = re.compile(r"(^|[-_])(password|passwd|pwd|pass|secret|token|api-?key|credentials?)$", re.IGNORECASE)
-NOT_SECRETS = frozenset({"disconnect-on-expired-password"})  # a real server option: a boolean
-OPTION_NAME = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
 # A Docker image reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
 IMAGE_RE = (r"^(?:[A-Za-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
             r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
 
-
-def canonical_option(key: str) -> str:
-    return key.replace("_", "-").lower()
-
-
-def refuse_secret_names(keys: Any, fix: str) -> None:
-    for key in keys:
-        if SECRET_NAME.search(key) and canonical_option(key) not in NOT_SECRETS:
-            raise ValueError(f"{shown(key)} looks like a password; a campaign file is stored with its results, so "
-                             f"{fix}")
-
-
-def check_option_value(key: str, value: Any) -> None:
-    """No newline, control character or overlong text: a value must never add lines to a config file."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{key}: {shown(value)} is not a finite number")
-    if isinstance(value, str):
-        if len(value) > MAX_VALUE:
-            raise ValueError(f"{key}: a value of {len(value):,} characters; the limit is {MAX_VALUE}")
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
-            raise ValueError(f"{key}: {shown(value)} contains a newline or control character; write it on one line")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")
-
-
-class ServerSettings(Strict):
-    """Which server (a flavour and a version: docs/servers.md) and how it is configured: a my.cnf overlay for
-    the [mysqld] section."""
-
-    flavour: Literal["mariadb", "mysql"] | None = Field(
-        default=None, description="the server family; default: the host's MariaDB (or the variant's mysqld:)")
-    version: str | None = Field(default=None, description="its version, like 9.7 or 10.11 (docs/servers.md)")
-    config: dict[str, ConfigValue] = Field(default_factory=dict, max_length=500)
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _is_a_version(cls, value: Any) -> Any:
-        if value is None:
-            return None
-        if isinstance(value, float):  # YAML reads 10.10 as the number 10.1: only a string keeps the version
-            raise ValueError(f"{shown(value)} is a number; write the version quoted, like '9.7' or '10.11'")
-        if isinstance(value, bool) or not isinstance(value, str | int) or not VERSION_RE.match(str(value)):
-            raise ValueError(f"{shown(value)} is not a version; write it like '9.7' or '10.11'")
-        return str(value)
-
-    @model_validator(mode="after")
-    def _version_needs_flavour(self) -> ServerSettings:
-        if self.version is not None and self.flavour is None:
-            raise ValueError("version: give the flavour too, like server: {flavour: mysql, version: '9.7'}")
-        return self
-
-    @field_validator("config")
-    @classmethod
-    def _keys_are_options(cls, value: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
-        for key, item in value.items():
-            if not re.fullmatch(OPTION_NAME, key):
-                raise ValueError(f"{shown(key)} is not a server option name (letters, digits, _ and -)")
-            if canonical_option(key) in OWNED_BY_LAYERBENCH:
-                raise ValueError(f"{key}: set by layerbench for each run; remove it")
-            check_option_value(key, item)
-        refuse_secret_names(value, "remove it (the server's passwords are generated for each run)")
-        return value
 
 
 class VariantBase(Strict):

@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 from layerbench.campaign.models import Campaign, VariantBase
-from layerbench.campaign.neighbours import WORKERS_PER_CPU, Neighbour, size_bytes
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.machine import check_cpus
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
+from layerbench.neighbours.model import WORKERS_PER_CPU, Neighbour, size_bytes
 
 
 def check_neighbours(campaign: Campaign) -> None:

@@ -1,0 +1,63 @@
+"""Reclaiming what the owner records (owners.py) name: stop the processes we started if they are still ours,
+remove their folders, forget the record; for `clean`, `doctor` and a build that takes over a killed one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from layerbench.hosts.owners import Owned, cmdline, forget, processes_with, recorded
+from layerbench.hosts.procs import pid_alive
+from layerbench.hosts.remote import clean_remote
+
+
+def stop_process(pid: int, marker: str, timeout: float = 30.0) -> bool:
+    """SIGTERM, then SIGKILL, the process if it is still the one we started; True if one was stopped."""
+    if not pid_alive(pid) or marker not in cmdline(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid_alive(pid) and marker in cmdline(pid):
+        time.sleep(0.2)
+    if pid_alive(pid) and marker in cmdline(pid):
+        os.kill(pid, signal.SIGKILL)
+    return True
+
+
+def clean_recorded(include_live: bool = False) -> list[str]:
+    """Remove what crashed harnesses left; with include_live also what live harnesses own. Returns a log."""
+    done = []
+    for owned in recorded():
+        if pid_alive(owned.harness_pid) and owned.harness_pid != os.getpid() and not include_live:
+            continue
+        done += clean_owned(owned)
+    return done
+
+
+def clean_owned(owned: Owned, keep: frozenset[Path] = frozenset()) -> list[str]:
+    """Stop the processes of one owner record, remove its folders (except those in `keep`), then forget it (a
+    remote host that does not answer keeps it for the next `clean`). Returns a log."""
+    done = []
+    pids = set(processes_with(owned.marker)) | ({owned.pid} if owned.pid else set())
+    for pid in sorted(pids):
+        if stop_process(pid, owned.marker):
+            done.append(f"stopped process {pid} ({owned.label})")
+    for path in owned.paths:
+        if Path(path).exists() and Path(path) not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+            done.append(f"removed {path}")
+    if owned.remote:
+        said, removed = clean_remote(owned.remote)
+        done += said
+        if not removed:
+            return done  # the host did not answer: keep the record for the next `clean`
+    forget(owned.label)
+    return done
+
+
+def leftovers() -> list[Owned]:
+    """What crashed harnesses left behind (for `layerbench doctor`)."""
+    return [o for o in recorded() if not pid_alive(o.harness_pid)]
