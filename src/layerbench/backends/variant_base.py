@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
+from layerbench.neighbours.model import NeighbourList
 from layerbench.server.servers import ServerChoice
 from layerbench.server.settings import (  # noqa: F401 - the campaign file's vocabulary, read from here too
     MAX_VALUE,
@@ -62,6 +63,7 @@ class VariantBase(Strict):
     data_dir: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
                                  description="an absolute directory on the filesystem the run's datadir lives on "
                                  "(default: the work folder); docs/datasets.md")
+    neighbours: NeighbourList | None = None  # load beside this variant's server, besides the campaign's (#32)
 
     @field_validator("cpus", "client_cpus", mode="before")
     @classmethod

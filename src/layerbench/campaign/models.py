@@ -37,6 +37,7 @@ from layerbench.campaign.boundedyaml import load_text, read_campaign_text
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
+from layerbench.neighbours.model import Neighbour, NeighbourList, neighbours_of
 from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN, AdaptiveRepetitions
 from layerbench.sysbench.options import check_sysbench_options
 
@@ -264,6 +265,7 @@ class Campaign(Strict):
     wait_for_quiet: str | None = Field(default=None, max_length=20, description="before each run, wait up to "
                                        "this long (at most 1 h) for other processes to leave the CPUs idle")
     busy: BusyPolicy | None = None  # None: the default, BusyPolicy() (rerun); kept out of the stored definition
+    neighbours: NeighbourList | None = None  # load beside every variant's server (docs/neighbours.md)
 
     @field_validator("compare_percentiles", mode="before")
     @classmethod
@@ -394,6 +396,10 @@ class Campaign(Strict):
 
     def workload(self, name: str) -> Workload:
         return next(w for w in self.workloads if w.name == name)
+
+    def neighbours_of(self, variant: VariantBase) -> list[Neighbour]:
+        """The load generators beside this variant's server: the campaign's and the variant's own."""
+        return neighbours_of(self.neighbours or [], variant.neighbours)
 
 
 # --- loading ---------------------------------------------------------------------------------------------

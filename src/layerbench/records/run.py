@@ -27,6 +27,7 @@ from layerbench.records.json import (
     opt_int,
     opt_str,
 )
+from layerbench.records.neighbours import NeighbourRecords
 
 FORMAT = 1
 Scalar = str | int | float | bool | None
@@ -235,6 +236,7 @@ class StoredFacts:
     buffer_pool_ratio: str | None = None
     io: IoCounters | None = None
     busy: BusyDecision | None = None
+    neighbours: NeighbourRecords = field(default_factory=NeighbourRecords)  # records/neighbours.py (#32)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
@@ -242,4 +244,5 @@ class StoredFacts:
         return cls(raw.reset, raw.environment if raw.environment and raw.environment.document else None,
                    raw.resources if raw.resources and raw.resources.document else None, raw.quiet_wait,
                    raw.data_bytes, raw.buffer_pool_ratio, raw.io if raw.io and raw.io.document else None,
-                   raw.busy if raw.busy and raw.busy.document else None)
+                   raw.busy if raw.busy and raw.busy.document else None,
+                   NeighbourRecords.from_json(data.get("neighbours")))

@@ -11,7 +11,7 @@ from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report
-from layerbench.report import evidence, io_table
+from layerbench.report import evidence, io_table, neighbours
 from layerbench.report.cells import fmt, pct, run_numbers, window_text
 
 
@@ -236,6 +236,7 @@ def render(report: Report) -> str:
     lines += summary_section(report)
     lines += aggregate_section(report) + percentiles_section(report)
     lines += sweep_section(report) + overhead_section(report) + io_section(report) + price_section(report)
+    lines += neighbours.markdown_section(report)  # report/neighbours.py (#32)
     lines += fairness_section(report) + run_table(report)
     lines.append(f"_Metrics: {', '.join(analysis.metric_label(m) for m in Metric)}. "
                  "Made by layerbench from the stored runs; `layerbench report` rebuilds it offline._")

@@ -26,6 +26,7 @@ from layerbench.measure import environment
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
+from layerbench.neighbours.running import NeighboursRunning
 from layerbench.records import Environment, Reset, RunRecord
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
@@ -209,10 +210,11 @@ class RunExecution:
         server_host = self.ctx.hosts[self._server_host()]
         remote_cpu = None if server_host.is_local else RemoteCpuWindow(server_host, self.backend.components)
         local = self.backend.components if remote_cpu is None else dict  # another host's PIDs are not ours
-        sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
+        neighbours = run_neighbours(self.ctx, self.spec, self.variant, self.run_dir, self.work_dir, self.record)
+        sampler = ResourceSampler(neighbours.with_components(local), self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
-        with ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: connected before the window
-            io_window = IoWindow(local, pids, status, remote_cpu.io_reading if remote_cpu else None)
+        with neighbours, ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: before the window
+            io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reading if remote_cpu else None)
             self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the window
             if remote_cpu is not None:
                 remote_cpu.start()
@@ -274,6 +276,16 @@ class RunExecution:
                               "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
                 "hosts": facts, "client_host": facts.get(place.client_host, {}),
                 "server_host": facts.get(place.server_host, {})}
+
+
+def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir: Path, work_dir: Path,
+                   record: RunRecord) -> NeighboursRunning:
+    """The run's neighbours (#32, docs/neighbours.md): started before the warm-up, stopped after the measured
+    window, their record then written into the run's facts (records/neighbours.py)."""
+    label = f"lb{ctx.campaign_id}-{ctx.token}-{spec.idx + 1}"
+    running = NeighboursRunning(ctx.campaign.neighbours_of(variant), run_dir, label, work_dir, ctx.campaign.hosts)
+    running.facts = record.facts.other
+    return running
 
 
 def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,

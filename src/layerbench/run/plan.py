@@ -18,6 +18,7 @@ from typing import Any
 from layerbench.campaign.models import BusyPolicy, Campaign, VariantBase, Workload
 from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
+from layerbench.run.neighbour_plan import neighbour_lines
 from layerbench.run.schedule import build_schedule
 from layerbench.store import past_finishes
 from layerbench.sysbench.custom_script import dataset_label
@@ -198,6 +199,7 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     data_lines, prepare_seconds = dataset_lines(campaign)
     costs = first_time_costs(campaign)
     lines = [variant_line(v, campaign.hosts) for v in campaign.variants]
+    lines += neighbour_lines(campaign)  # run/neighbour_plan.py (#32)
     lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
     lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
     lines.append(busy_line(campaign))

@@ -24,6 +24,7 @@ from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import require_program
+from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.servers import check_wanted
@@ -53,6 +54,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         if variant.checks_options_here(local):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
+    check_neighbours(campaign)  # their CPUs, room and targets (#32)
     check_hosts(campaign, hosts)
     backends = [(variant, make_backend(variant, hosts)) for variant in campaign.variants]
     for _, backend in backends:

@@ -1,0 +1,169 @@
+"""The campaign's `neighbours:`: load generators started beside the server for a run (docs/neighbours.md), as
+Pydantic models. One model with a `kind` (cpu, memory, disk, network) whose own fields are checked per kind, so
+that every error names the field the user wrote. What depends on the machine (its CPUs, free space, the
+inventory's hosts) is checked before anything starts by run/neighbour_checks.py (from preflight)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from layerbench.errors import shown
+
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+MAX_NEIGHBOURS = 16  # per variant, its campaign's included
+MAX_WORKERS = 1024  # a static bound; the machine's own (CPUs x WORKERS_PER_CPU) is checked by preflight
+WORKERS_PER_CPU = 4  # a neighbour may start at most this many workers per CPU of this machine
+MAX_STREAMS = 32
+SIZE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # 64M, 1G: a count of KiB, MiB or GiB
+RATE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # iperf3 bits per second: 100M
+NOT_YET = frozenset({"docker", "container", "kubernetes", "pod", "ssh"})
+KIND_FIELDS = {"cpu": {"workers", "load"}, "memory": {"workers", "method", "size"},
+               "disk": {"pattern", "size", "block_size", "folder"}, "network": {"to", "bitrate", "streams"}}
+
+
+def size_bytes(text: str) -> int:
+    """64M as bytes (powers of 1024); the text is already checked against SIZE_RE."""
+    number, unit = SIZE_RE.fullmatch(text).groups()  # type: ignore[union-attr]
+    return int(number) * 1024 ** (" KMG".index(unit))
+
+
+def cpu_list(value: Any) -> str | None:
+    """A taskset CPU list (0 or 0,1 or 0-3), normalised; ValueError with the fix otherwise."""
+    if value is None:
+        return None
+    text = str(value).replace(" ", "") if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    if len(text) > 200 or not re.fullmatch(r"\d{1,4}(-\d{1,4})?(,\d{1,4}(-\d{1,4})?)*", text):
+        raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        if int(high or low) < int(low):
+            raise ValueError(f"{shown(part)} is not a CPU range; write low-high")
+    return text
+
+
+class Neighbour(BaseModel):
+    """One load generator: its kind and intensity, and where it runs (only `placement: host` today)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    name: Annotated[str, Field(pattern=NAME_RE)]
+    kind: Literal["cpu", "memory", "disk", "network"]
+    placement: Literal["host"] = "host"
+    cpus: str | None = Field(default=None, description="CPU list the neighbour is pinned to (taskset)")
+    nice: int = Field(default=0, ge=0, le=19, description="its nice value (0: as the harness)")
+    workers: int | None = Field(default=None, ge=1, le=MAX_WORKERS, description="cpu, memory: stress-ng workers")
+    load: int | None = Field(default=None, ge=1, le=100, description="cpu: duty cycle of each worker, percent")
+    method: Literal["stream", "vm"] | None = Field(default=None, description="memory: stress-ng's stressor")
+    size: str | None = Field(default=None, max_length=12, description="memory: bytes per worker; disk: file size")
+    pattern: Literal["randread", "randwrite", "read", "write", "randrw", "fsync"] | None = Field(
+        default=None, description="disk: fio's access pattern (fsync: random writes, each followed by fsync)")
+    block_size: str | None = Field(default=None, max_length=12, description="disk: fio's block size, like 4K")
+    folder: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
+                               description="disk: where fio writes (default: the run's data filesystem)")
+    to: str | None = Field(default=None, max_length=63, description="network: loopback or a host of `hosts:`")
+    bitrate: str | None = Field(default=None, max_length=12, description="network: iperf3's target, like 100M")
+    streams: int | None = Field(default=None, ge=1, le=MAX_STREAMS, description="network: parallel streams")
+
+    @field_validator("placement", mode="before")
+    @classmethod
+    def _placement_today(cls, value: Any) -> Any:
+        if isinstance(value, str) and value in NOT_YET:
+            raise ValueError(f"{shown(value)}: not yet; only placement: host runs a neighbour today "
+                             "(docs/neighbours.md)")
+        return value
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpus(cls, value: Any) -> Any:
+        return cpu_list(value)
+
+    @field_validator("size", "block_size")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        if value is not None and not SIZE_RE.fullmatch(value):
+            raise ValueError(f"{shown(value)} is not a size; write it like 4K, 64M or 1G")
+        return value
+
+    @field_validator("bitrate")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None and not RATE_RE.fullmatch(value):
+            raise ValueError(f"{shown(value)} is not a bit rate; write it like 500K, 100M or 1G (bits per second)")
+        return value
+
+    @model_validator(mode="after")
+    def _fields_of_its_kind(self) -> Neighbour:
+        mine = KIND_FIELDS[self.kind]
+        for other in sorted(set().union(*KIND_FIELDS.values()) - mine):
+            if getattr(self, other) is not None:
+                kinds = " or ".join(k for k, f in KIND_FIELDS.items() if other in f)
+                raise ValueError(f"{other}: only a {kinds} neighbour has it, and {self.name} is a {self.kind} "
+                                 f"neighbour; remove it (it may use: {', '.join(sorted(mine))})")
+        if self.kind == "memory" and self.size and size_bytes(self.size) > 64 * 2**30:
+            raise ValueError(f"size: {self.size} per memory worker is more than 64G; use less")
+        return self
+
+    # --- the effective intensity (defaults once, here) ----------------------------------------------------
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or 1
+
+    @property
+    def duty_cycle(self) -> int:
+        return self.load or 100
+
+    @property
+    def disk_pattern(self) -> str:
+        return self.pattern or "randwrite"
+
+    @property
+    def file_size(self) -> str:
+        return self.size or ("64M" if self.kind == "memory" else "256M")
+
+    def intensity(self) -> str:
+        """The asked intensity in words, for the plan and the report."""
+        if self.kind == "cpu":
+            return f"{self.worker_count} worker(s) at {self.duty_cycle} %"
+        if self.kind == "memory":
+            return f"{self.worker_count} {self.method or 'stream'} worker(s) of {self.file_size}"
+        if self.kind == "disk":
+            where = self.folder or "the data's filesystem"
+            return f"{self.disk_pattern} {self.block_size or '4K'} blocks on a {self.file_size} file in {where}"
+        rate = f" at {self.bitrate}bit/s" if self.bitrate else " unlimited"
+        return f"{self.streams or 1} TCP stream(s) to {self.to or 'loopback'}{rate}"
+
+    def where(self) -> str:
+        pinned = f", CPUs {self.cpus}" if self.cpus else ""
+        return f"{self.placement}{pinned}{f', nice {self.nice}' if self.nice else ''}"
+
+
+def check_kinds(value: Any) -> Any:
+    """Before the items are read: an unknown kind named in one line with the kinds there are."""
+    if isinstance(value, list):
+        for position, item in enumerate(value):
+            kind = item.get("kind") if isinstance(item, dict) else None
+            if isinstance(item, dict) and (not isinstance(kind, str) or kind not in KIND_FIELDS):
+                raise ValueError(f"item {position + 1}: kind {shown(kind)} is not a kind of neighbour; use one of: "
+                                 f"{', '.join(KIND_FIELDS)}")
+    return value
+
+
+def unique_names(value: list[Neighbour]) -> list[Neighbour]:
+    names = [n.name for n in value]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f"two neighbours are named {shown(name)}; give each its own name")
+    return value
+
+
+NeighbourList = Annotated[list[Neighbour], BeforeValidator(check_kinds), AfterValidator(unique_names),
+                          Field(max_length=MAX_NEIGHBOURS)]
+
+
+def neighbours_of(campaign_list: list[Neighbour], variant_list: list[Neighbour] | None) -> list[Neighbour]:
+    """A variant's neighbours: the campaign's (for every variant) and its own (inherited through `extends:`)."""
+    return [*campaign_list, *(variant_list or [])]

@@ -1,0 +1,215 @@
+"""Neighbours while a run is measured: each load generator started through hosts/procs.py (command recorded,
+output logged to the run's folder, always reaped) with an owner record (hosts/owners.py) written before it
+starts, so that `layerbench clean` finds it after a SIGKILL of the harness; checked to be running at the asked
+intensity; stopped at the end of the measured window; and its own report of what it achieved read back."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from layerbench.errors import RunFailed
+from layerbench.hosts import owners, procs
+from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.inventory import HostEntry
+from layerbench.hosts.machine import free_port
+from layerbench.measure.cpu import TICKS, all_processes, descendants
+from layerbench.neighbours import tools
+from layerbench.neighbours.model import Neighbour
+from layerbench.records.neighbours import NeighbourRecords, NeighbourRun
+
+PROBE_SECONDS = 1.0  # how long the start check watches the neighbours' CPU
+LOW_SHARE = 0.5  # a CPU neighbour below this share of its asked duty cycle is said to be short of its intensity
+HINTS = {"stress-ng": "install stress-ng (scripts/setup does it)", "fio": "install fio (scripts/setup does it)",
+         "iperf3": "install iperf3 (scripts/setup does it)"}
+TOOL = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3"}
+
+
+@dataclass
+class Started:
+    """One neighbour's processes (the iperf3 server first, when it has one), its report file, its folder."""
+
+    neighbour: Neighbour
+    labels: list[str]
+    processes: list[procs.ManagedProcess]
+    report: Path
+    folder: Path | None = None
+    check: dict[str, Any] = field(default_factory=dict)
+
+
+def address_of(to: str | None, hosts: dict[str, HostEntry] | None) -> str:
+    """The address a network neighbour sends to: loopback, or a host of the inventory on this machine."""
+    entry = (hosts or {}).get(to or "loopback")
+    return entry.address if entry is not None and entry.address else "127.0.0.1"
+
+
+def listening(port: int) -> bool:
+    """Whether a TCP socket listens on `port` (from /proc/net/tcp and tcp6: state 0A)."""
+    wanted = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        if any(p[1].endswith(wanted) and p[3] == "0A" for p in (line.split() for line in lines) if len(p) > 3):
+            return True
+    return False
+
+
+class NeighboursRunning:
+    """`with NeighboursRunning(...)`: the run's neighbours start on entry and stop on exit; `components`
+    names their processes for the resource sampler (`neighbour:<name>`), `record()` is what they did."""
+
+    def __init__(self, neighbours: list[Neighbour], run_dir: Path, label: str, data_folder: Path,
+                 hosts: dict[str, HostEntry] | None = None) -> None:
+        self.neighbours, self.folder, self.label = neighbours, run_dir / "neighbours", label
+        self.data_folder, self.hosts = data_folder, hosts
+        self.started: list[Started] = []
+        self.runs: list[NeighbourRun] = []
+        self.facts: dict[str, Any] | None = None  # a run's facts: `neighbours` is written there on exit
+
+    def __bool__(self) -> bool:
+        return bool(self.neighbours)
+
+    def __enter__(self) -> NeighboursRunning:
+        try:
+            for neighbour in self.neighbours:
+                self.started.append(self._start(neighbour))
+            self._check()
+        except BaseException:
+            self._stop_all()
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        with signals_deferred():
+            self.runs = self._stop_all()
+        if self.facts is not None and self.neighbours:
+            self.facts["neighbours"] = self.record().to_json()
+
+    def components(self) -> dict[str, list[int]]:
+        return {f"neighbour:{s.neighbour.name}": [p.pid for p in s.processes if p.alive()] for s in self.started}
+
+    def with_components(self, others: Callable[[], dict[str, list[int]]]) -> Callable[[], dict[str, list[int]]]:
+        return lambda: {**others(), **self.components()}
+
+    def record(self) -> NeighbourRecords:
+        return NeighbourRecords(tuple(self.runs))
+
+    # --- starting ------------------------------------------------------------------------------------------
+
+    def _start(self, neighbour: Neighbour) -> Started:
+        procs.require_program(TOOL[neighbour.kind], HINTS[TOOL[neighbour.kind]])
+        self.folder.mkdir(parents=True, exist_ok=True)
+        label = f"{self.label}-nb-{neighbour.name}"
+        if neighbour.kind in ("cpu", "memory"):
+            report = self.folder / f"{neighbour.name}.stress-ng.yaml"
+            return Started(neighbour, [label], [self._spawn(label, neighbour, tools.stress_ng_command(
+                neighbour, report), str(report))], report)
+        if neighbour.kind == "disk":
+            return self._start_disk(neighbour, label)
+        return self._start_network(neighbour, label)
+
+    def _spawn(self, label: str, neighbour: Neighbour, cmd: list[str], marker: str,
+               paths: list[Path] | None = None, log: str = "") -> procs.ManagedProcess:
+        """The owner record first (found by `clean` through `marker`, a path unique to this run), then the
+        process, niced and pinned as asked, in one step that a signal cannot split."""
+        full = [*(["nice", "-n", str(neighbour.nice)] if neighbour.nice else []), *cmd]
+        with signals_deferred():
+            owners.record(label, pid=None, marker=marker, paths=paths or [])
+            return procs.start(f"neighbour {neighbour.name}", procs.with_cpus(full, neighbour.cpus),
+                               log_path=self.folder / f"{neighbour.name}{log}.log")
+
+    def _start_disk(self, neighbour: Neighbour, label: str) -> Started:
+        base = Path(neighbour.folder) if neighbour.folder else self.data_folder
+        folder = base / f"lb-neighbour-{neighbour.name}-{secrets.token_hex(4)}"
+        report = self.folder / f"{neighbour.name}.fio.json"
+        with signals_deferred():  # noted before it exists: a SIGKILL in between leaves nothing `clean` misses
+            owners.record(label, pid=None, marker=str(folder), paths=[folder])
+            folder.mkdir(parents=True)
+        proc = self._spawn(label, neighbour, tools.fio_command(neighbour, folder, report), str(folder), [folder])
+        return Started(neighbour, [label], [proc], report, folder)
+
+    def _start_network(self, neighbour: Neighbour, label: str) -> Started:
+        address = address_of(neighbour.to, self.hosts)
+        port = free_port(address)
+        server_report = self.folder / f"{neighbour.name}.iperf3-server.json"
+        report = self.folder / f"{neighbour.name}.iperf3.json"
+        server = self._spawn(f"{label}-server", neighbour, tools.iperf3_server_command(address, port, server_report),
+                             str(server_report), log="-server")
+        started = Started(neighbour, [f"{label}-server", label], [server], report)
+        deadline = time.monotonic() + 10
+        while not listening(port) and server.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not listening(port):
+            self._stop_one(started)
+            raise RunFailed(f"neighbour {neighbour.name}: iperf3's server did not listen on {address}:{port}; "
+                            f"{server.tail(3) or 'no output'}")
+        client = tools.iperf3_client_command(neighbour, address, port, report)
+        started.processes.append(self._spawn(label, neighbour, client, str(report)))
+        return started
+
+    # --- the check at the start -------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        """Watch every neighbour for PROBE_SECONDS: each must still run; a CPU neighbour's workers are measured
+        against the asked duty cycle (a shortfall is recorded as a warning: the CPUs are shared)."""
+        before = all_processes()
+        time.sleep(PROBE_SECONDS)
+        after = all_processes()
+        for s in self.started:
+            dead = [p for p in s.processes if not p.alive()]
+            if dead:
+                raise RunFailed(f"neighbour {s.neighbour.name}: {TOOL[s.neighbour.kind]} stopped at its start "
+                                f"(exit code {dead[0].popen.returncode}); {dead[0].tail(3) or 'no output'}")
+            pids = descendants([p.pid for p in s.processes], after)
+            ticks = sum(after[p].ticks - (before[p].ticks if p in before and before[p].start == after[p].start
+                                          else 0) for p in pids)
+            s.check = {"running": True, "cpu_percent": round(100 * ticks / TICKS / PROBE_SECONDS, 1)}
+            if s.neighbour.kind == "cpu":
+                asked = s.neighbour.worker_count * s.neighbour.duty_cycle
+                s.check |= {"asked_cpu_percent": asked, "at_intensity": s.check["cpu_percent"] >= LOW_SHARE * asked}
+
+    # --- stopping -------------------------------------------------------------------------------------------
+
+    def _stop_all(self) -> list[NeighbourRun]:
+        runs = []
+        for s in reversed(self.started):
+            runs.insert(0, self._stop_one(s))
+        self.started = []
+        return runs
+
+    def _stop_one(self, s: Started) -> NeighbourRun:
+        """Stop (SIGTERM: each tool writes its report), reap, read what it achieved, remove its files."""
+        codes = [p.stop(timeout=15) for p in reversed(s.processes)]  # the client before the iperf3 server
+        achieved, error = self._achieved(s)
+        if s.folder is not None:
+            shutil.rmtree(s.folder, ignore_errors=True)
+        for label in s.labels:
+            owners.forget(label)
+        return run_record(s, achieved, error, codes)
+
+    @staticmethod
+    def _achieved(s: Started) -> tuple[dict[str, float], str | None]:
+        parse = {"cpu": tools.stress_ng_achieved, "memory": tools.stress_ng_achieved, "disk": tools.fio_achieved,
+                 "network": tools.iperf3_achieved}[s.neighbour.kind]
+        try:
+            return parse(s.report.read_text(encoding="utf-8", errors="replace")), None
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+            return {}, f"no report from {TOOL[s.neighbour.kind]} ({type(error).__name__}: {str(error)[:120]})"
+
+
+def run_record(s: Started, achieved: dict[str, float], error: str | None, codes: list[int | None]) -> NeighbourRun:
+    n, warnings = s.neighbour, []
+    if s.check.get("at_intensity") is False:
+        warnings.append(f"at its start it used {s.check['cpu_percent']:.0f} % CPU of the {s.check['asked_cpu_percent']}"
+                        " % asked (the CPUs were shared)")
+    return NeighbourRun(n.name, n.kind, n.placement, n.cpus, n.nice, n.intensity(), TOOL[n.kind],
+                        n.model_dump(mode="json", exclude_none=True), dict(s.check), achieved, tuple(warnings), error,
+                        tuple(c for c in codes if c is not None))

@@ -1,0 +1,274 @@
+"""Neighbours without starting anything: the campaign's `neighbours:` (models, hostile input, one-line errors,
+`extends:` inheritance), the machine checks of preflight, the tools' command lines, the parsers of their own
+reports (real captured outputs in tests/data/neighbours), the stored record, and the plan's words."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layerbench.analysis.busy import busy_run
+from layerbench.campaign.models import parse_campaign
+from layerbench.errors import BadInput
+from layerbench.neighbours import tools
+from layerbench.neighbours.model import Neighbour
+from layerbench.records import Usage
+from layerbench.records.neighbours import FORMAT, NeighbourRecords, NeighbourRun
+from layerbench.records.run import StoredFacts
+from layerbench.run.neighbour_checks import check_neighbours
+from layerbench.run.neighbour_plan import neighbour_lines
+
+DATA = Path(__file__).parent.parent / "data" / "neighbours"
+
+
+def campaign(neighbours: Any = None, variant_neighbours: Any = None, **extra: Any) -> dict[str, Any]:
+    noisy: dict[str, Any] = {"name": "noisy", "extends": "base"}
+    if variant_neighbours is not None:
+        noisy["neighbours"] = variant_neighbours
+    data: dict[str, Any] = {"name": "c", "baseline": "base", "variants": [{"name": "base", "backend": "host"}, noisy],
+                            "workload": {"tables": 1, "table_size": 1000}, **extra}
+    if neighbours is not None:
+        data["neighbours"] = neighbours
+    return data
+
+
+def refused(data: dict[str, Any]) -> str:
+    with pytest.raises(BadInput) as caught:
+        check_neighbours(parse_campaign(data))
+    message = str(caught.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+# --- the campaign file ------------------------------------------------------------------------------------
+
+
+def test_a_variants_neighbours_are_inherited_and_the_campaigns_apply_to_all() -> None:
+    parsed = parse_campaign(campaign([{"name": "disk", "kind": "disk"}], [{"name": "hog", "kind": "cpu", "load": 50}]))
+    more = parsed.model_copy(update={"variants": parsed.variants})
+    assert [n.name for n in more.neighbours_of(more.variant("base"))] == ["disk"]
+    assert [n.name for n in more.neighbours_of(more.variant("noisy"))] == ["disk", "hog"]
+    data = campaign(None, [{"name": "hog", "kind": "cpu"}])
+    data["variants"].append({"name": "child", "extends": "noisy"})
+    child = parse_campaign(data)
+    assert [n.name for n in child.neighbours_of(child.variant("child"))] == ["hog"]
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ({"name": "x", "kind": "gpu"}, "kind 'gpu' is not a kind of neighbour; use one of: cpu, memory, disk, network"),
+    ({"name": "x", "kind": "cpu", "load": 150}, "neighbours[0].load: Input should be less than or equal to 100"),
+    ({"name": "x", "kind": "cpu", "load": 0}, "neighbours[0].load"),
+    ({"name": "x", "kind": "cpu", "pattern": "read"}, "pattern: only a disk neighbour has it"),
+    ({"name": "x", "kind": "disk", "size": "lots"}, "'lots' is not a size"),
+    ({"name": "x", "kind": "network", "bitrate": "fast"}, "'fast' is not a bit rate"),
+    ({"name": "x", "kind": "cpu", "placement": "docker"}, "'docker': not yet"),
+    ({"name": "x", "kind": "cpu", "placement": "pod"}, "'pod': not yet"),
+    ({"name": "x", "kind": "cpu", "cpus": "0-x"}, "is not a CPU list"),
+    ({"name": "x", "kind": "cpu", "nice": -5}, "nice"),
+    ({"name": "x", "kind": "cpu", "colour": "red"}, "unknown key"),
+    ({"name": "x", "kind": "memory", "size": "100G"}, "more than 64G"),
+])
+def test_bad_entries_are_refused_in_one_line(entry: dict[str, Any], said: str) -> None:
+    with pytest.raises(BadInput) as caught:
+        parse_campaign(campaign(None, [entry]))
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_one_name_twice_is_refused() -> None:
+    with pytest.raises(BadInput, match="two neighbours are named 'a'"):
+        parse_campaign(campaign([{"name": "a", "kind": "cpu"}, {"name": "a", "kind": "disk"}]))
+    assert "both use this name" in refused(campaign([{"name": "a", "kind": "cpu"}], [{"name": "a", "kind": "cpu"}]))
+
+
+hostile = st.one_of(st.text(max_size=30), st.integers(), st.just(10**400), st.floats(), st.none(), st.booleans(),
+                    st.lists(st.text(max_size=5), max_size=3), st.just("[/x]"), st.just("a\nb"), st.just(""),
+                    st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.sampled_from(["name", "kind", "placement", "cpus", "nice", "workers", "load", "method", "size",
+                            "pattern", "block_size", "folder", "to", "bitrate", "streams"]), value=hostile)
+def test_hostile_values_give_one_line_or_a_valid_neighbour(key: str, value: Any) -> None:
+    entry = {"name": "x", "kind": "cpu", key: value}
+    try:
+        parsed = parse_campaign(campaign(None, [entry]))
+    except BadInput as error:
+        assert "\n" not in str(error) and len(str(error)) < 600
+        return
+    (n,) = parsed.neighbours_of(parsed.variant("noisy"))
+    assert n.kind in ("cpu", "memory", "disk", "network") and n.intensity()
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=hostile)
+def test_a_hostile_neighbours_list_gives_one_line(value: Any) -> None:
+    try:
+        parse_campaign(campaign(value))
+    except BadInput as error:
+        assert "\n" not in str(error)
+
+
+# --- the machine checks (preflight, so `validate` says them) --------------------------------------------------
+
+
+def test_more_workers_than_cpus_times_the_factor_is_refused() -> None:
+    cpus = len(os.sched_getaffinity(0))
+    said = refused(campaign(None, [{"name": "hog", "kind": "cpu", "workers": cpus * 4 + 1}]))
+    assert f"variants.noisy.neighbours.hog.workers: {cpus * 4 + 1} workers" in said and "at most" in said
+    check_neighbours(parse_campaign(campaign(None, [{"name": "hog", "kind": "cpu", "workers": cpus * 4}])))
+
+
+def test_a_cpu_that_is_not_here_is_refused() -> None:
+    assert "hog.cpus: CPU 4000 does not exist here" in refused(
+        campaign(None, [{"name": "hog", "kind": "cpu", "cpus": "4000"}]))
+
+
+def test_a_disk_neighbour_larger_than_the_free_space_is_refused(tmp_path: Path) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    too_big = f"{free // 2**30 + 2}G"
+    said = refused(campaign(None, [{"name": "d", "kind": "disk", "size": too_big, "folder": str(tmp_path)}]))
+    assert f"neighbours.d.size: {too_big} does not fit" in said
+    check_neighbours(parse_campaign(campaign(None, [{"name": "d", "kind": "disk", "size": "1M",
+                                                     "folder": str(tmp_path)}])))
+    assert "is not a folder here" in refused(campaign(None, [{"name": "d", "kind": "disk",
+                                                              "folder": str(tmp_path / "no")}]))
+
+
+def test_a_network_neighbour_to_an_unknown_or_ssh_host_is_refused() -> None:
+    assert "to: 'far' is not a host of `hosts:`; use one of: loopback" in refused(
+        campaign(None, [{"name": "n", "kind": "network", "to": "far"}]))
+    hosts = {"here": {"local": True}, "lab": {"ssh": "root@10.0.0.2"}}
+    said = refused(campaign(None, [{"name": "n", "kind": "network", "to": "lab"}], hosts=hosts))
+    assert "not yet" in said
+    check_neighbours(parse_campaign(campaign(None, [{"name": "n", "kind": "network", "to": "here"}], hosts=hosts)))
+
+
+# --- the tools: command lines and their own reports ----------------------------------------------------------
+
+
+def test_command_lines() -> None:
+    hog = Neighbour(name="hog", kind="cpu", workers=2, load=60)
+    assert tools.stress_ng_command(hog, Path("/r/h.yaml")) == [
+        "stress-ng", "--cpu", "2", "--cpu-load", "60", "--timeout", "0", "--metrics-brief", "--yaml", "/r/h.yaml"]
+    vm = Neighbour(name="m", kind="memory", method="vm", size="8M")
+    assert tools.stress_ng_command(vm, Path("/y"))[1:5] == ["--vm", "1", "--vm-bytes", "8M"]
+    disk = tools.fio_command(Neighbour(name="d", kind="disk", pattern="fsync", size="16M"), Path("/f"), Path("/j"))
+    assert "--rw=randwrite" in disk and "--fsync=1" in disk and "--size=16M" in disk and "--directory=/f" in disk
+    client = tools.iperf3_client_command(Neighbour(name="n", kind="network", bitrate="50M", streams=2), "127.0.0.1",
+                                         5201, Path("/j"))
+    assert client[:3] == ["iperf3", "-c", "127.0.0.1"] and client[9:11] == ["-b", "50M"] and "-P" in client
+
+
+def test_the_tools_own_reports_are_read() -> None:
+    cpu = tools.stress_ng_achieved((DATA / "stress-ng-cpu.yaml").read_text())
+    assert cpu == {"bogo_ops_per_second": 485.39, "cpu_percent_per_worker": 28.0, "seconds": 2.02}
+    stream = tools.stress_ng_achieved((DATA / "stress-ng-stream.yaml").read_text())
+    assert stream["read_mb_per_second"] == 3632.2 and stream["write_mb_per_second"] == 2421.4
+    assert "read_mb_per_second" not in cpu
+    disk = tools.fio_achieved((DATA / "fio-fsync-sigterm.json").read_text())
+    assert disk["write_iops"] == 892.5 and disk["fsyncs"] > 0 and "read_iops" not in disk
+    net = tools.iperf3_achieved((DATA / "iperf3-client-sigterm.json").read_text())
+    assert 99e6 < net["bits_per_second"] < 101e6
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=200))
+def test_a_damaged_report_is_a_value_error(text: str) -> None:
+    for parse in (tools.stress_ng_achieved, tools.fio_achieved, tools.iperf3_achieved):
+        with contextlib.suppress(ValueError):
+            parse(text)
+
+
+# --- the record, the busy check, the plan ---------------------------------------------------------------------
+
+
+def test_the_record_round_trips_and_reads_damaged_input() -> None:
+    run = NeighbourRun("hog", "cpu", "host", "0", 5, "1 worker(s) at 100 %", "stress-ng", {"name": "hog"},
+                       {"running": True, "cpu_percent": 99.0}, {"cpu_percent_per_worker": 98.0,
+                                                                 "bogo_ops_per_second": 500.0}, ("w",), None, (0,))
+    records = NeighbourRecords((run,))
+    assert records.to_json()["format"] == FORMAT
+    assert NeighbourRecords.from_json(records.to_json()) == records
+    assert StoredFacts.from_json({"neighbours": records.to_json()}).neighbours == records
+    assert StoredFacts.from_json({}).neighbours == NeighbourRecords()
+    assert NeighbourRecords.from_json({"neighbours": [None, "x", {"achieved": {"a": "b"}}]}).neighbours[2].name == "?"
+    assert run.achieved_text() == "98 % CPU per worker, 500 bogo ops/s"
+
+
+def test_a_neighbours_cpu_is_not_a_busy_machine() -> None:
+    usage = Usage({"server": 10.0, "client": 5.0, "neighbour:hog": 10.0, "other": 0.5, "idle": 4.5}, {}, 0.0, ())
+    assert busy_run(usage) is None
+    usage = Usage({"server": 10.0, "client": 5.0, "other": 10.5, "idle": 4.5}, {}, 0.0, ())
+    assert busy_run(usage) is not None
+
+
+def test_the_plan_names_each_variants_neighbours() -> None:
+    parsed = parse_campaign(campaign(None, [{"name": "hog", "kind": "cpu", "load": 70, "cpus": "0", "nice": 3}]))
+    lines = neighbour_lines(parsed)
+    assert lines[0].startswith("neighbours of noisy") and "hog: cpu, 1 worker(s) at 70 %, on the host, CPUs 0, nice 3" \
+        in lines[0]
+    assert lines[1] == "no neighbours: base"
+    assert neighbour_lines(parse_campaign(campaign())) == []
+
+
+def test_a_child_that_sets_neighbours_replaces_its_parents_list() -> None:
+    data = campaign(None, [{"name": "hog", "kind": "cpu"}])
+    data["variants"].append({"name": "child", "extends": "noisy", "neighbours": [{"name": "disk", "kind": "disk"}]})
+    parsed = parse_campaign(data)
+    assert [n.name for n in parsed.neighbours_of(parsed.variant("child"))] == ["disk"]
+
+
+def test_the_report_row_takes_the_median_of_what_each_run_achieved() -> None:
+    from layerbench.analysis.neighbours import row
+
+    runs = [NeighbourRun("d", "disk", "host", None, 0, "fsync 4K blocks on a 1M file in /a|b<x>", "fio",
+                         achieved={"write_iops": v, "write_bytes_per_second": v * 4096}) for v in (100.0, 300.0, 200.0)]
+    shown = row("noisy", runs)
+    assert shown.achieved == "200 write IOPS (0.8 MiB/s)" and shown.runs == 3 and shown.placement == "host"
+    failed = row("noisy", [NeighbourRun("h", "cpu", "host", "0", 3, "i", "stress-ng", error="no report from x")])
+    assert failed.achieved == "no report from x" and failed.placement == "host, CPUs 0, nice 3"
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ({"name": "x", "kind": "gpu"}, "kind 'gpu' is not a kind of neighbour"),
+    ({"name": "x", "kind": "cpu", "load": 150}, "load: Input should be less than or equal to 100"),
+    ({"name": "x", "kind": "cpu", "workers": 4 * len(os.sched_getaffinity(0)) + 1}, "workers on a machine of"),
+    ({"name": "x", "kind": "disk", "size": "9999999G"}, "size: 9999999G does not fit"),
+    ({"name": "x", "kind": "network", "to": "nowhere"}, "'nowhere' is not a host of `hosts:`"),
+])
+def test_validate_refuses_in_one_line_with_exit_2(tmp_path: Path, entry: dict[str, Any], said: str) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign(None, [entry], output=str(tmp_path / "out"))))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_network_neighbour_sends_to_loopback_or_a_local_hosts_address() -> None:
+    import socket
+
+    from layerbench.hosts.inventory import HostEntry
+    from layerbench.neighbours.running import address_of, listening
+
+    assert address_of(None, None) == "127.0.0.1" and address_of("loopback", {}) == "127.0.0.1"
+    assert address_of("here", {"here": HostEntry(local=True)}) == "127.0.0.1"
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]
+        assert not listening(port)
+        server.listen()
+        assert listening(port)
