@@ -93,3 +93,26 @@ def test_validate_refuses_a_docker_mysql_that_is_not_built(tmp_path: Path) -> No
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "variants.d.server.version: MySQL 9.7 is not built" in lines[0]
     assert "layerbench server build mysql 9.7" in lines[0]
+
+
+def test_the_fairness_section_names_the_flavour_defaults_of_a_docker_mysql(tmp_path: Path) -> None:
+    """MariaDB in a container against MySQL in a container: the fairness section names the binary-log default
+    (read from the container's own server), as for two host variants."""
+    from layerbench.analysis.aggregate import analyze
+
+    ensure_rootfs("9.7")
+    data = {
+        "name": f"it-mysqldocker-fair-{tmp_path.name[-6:]}", "baseline": "mariadb",
+        "variants": [{"name": "mariadb", "backend": "docker"},
+                     {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}}],
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0},
+        "repetitions": 1, "output": str(tmp_path),
+    }
+    with Store(tmp_path / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+        analysis = analyze(store, outcome.campaign_id)
+    assert (outcome.ok, outcome.failed) == (2, 0)
+    texts = [d.text(analysis.baseline) for d in analysis.differences]
+    assert any("binary log (log_bin), a flavour default: ON vs OFF" in t for t in texts), texts
+    assert any("server flavour and version: mysql 9.7.4" in t for t in texts), texts
+    assert our_containers(data["name"]) == []
