@@ -4,6 +4,8 @@ refuses for now (validate's one line)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from layerbench.backends.docker.local import IMAGE_MARIADB, server_command
@@ -55,3 +57,13 @@ def test_a_docker_mysql_snapshot_is_made_by_the_rootfs_mysql_of_its_version() ->
     chosen = campaign.variant("d").snapshot_server()
     assert chosen is not None and (chosen.flavour, chosen.version, chosen.mysqld) == ("mysql", "9.7", None)
     assert campaign.variant("m").snapshot_server() is None  # this host's MariaDB, as before
+
+
+def test_the_plan_counts_the_mysql_image_import_not_the_mariadb_image(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_CACHE_DIR", str(tmp_path / "empty-cache"))
+    data = {"name": "c", "baseline": "d", "workloads": [{"name": "w", "tables": 1, "table_size": 10}],
+            "variants": [{"name": "d", "backend": "docker", "server": {"flavour": "mysql", "version": "9.7"}}]}
+    costs = parse_campaign(data).variant("d").first_time_costs()
+    assert [c.what for c in costs] == ["the MySQL 9.7 image, imported once from its rootfs (docker import)"]
+    assert costs[0].cached() is False  # no rootfs in this cache: nothing imported from it

@@ -12,7 +12,7 @@ from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.variant_base import IMAGE_RE, MAX_CPU, FirstTimeCost, Strict, VariantBase, which_server
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
-from layerbench.server.servers import ServerChoice, image_server, resolve_server
+from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, resolve_server
 
 NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
     "bridge": "bridge network, port published",
@@ -124,7 +124,15 @@ class DockerVariant(VariantBase):
         return self.cpus or self.resources.cpuset
 
     def first_time_costs(self) -> list[FirstTimeCost]:
-        return [SERVER_IMAGE_COST] if self.image is None and self.server.flavour != "mysql" else []
+        if self.image is not None:
+            return []
+        if self.server.flavour == "mysql":
+            from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
+
+            version = self.server.version or DEFAULT_MYSQL
+            return [FirstTimeCost(f"the MySQL {version} image, imported once from its rootfs (docker import)",
+                                  IMPORT_SECONDS, rank=1, cached=lambda: mysql_image_imported(version))]
+        return [SERVER_IMAGE_COST]
 
     def runs_mysql(self, local: bool) -> bool:
         return local  # the MySQL image is imported from this machine's rootfs; a daemon on an ssh: host: not yet
