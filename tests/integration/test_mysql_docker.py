@@ -116,3 +116,27 @@ def test_the_fairness_section_names_the_flavour_defaults_of_a_docker_mysql(tmp_p
     assert any("binary log (log_bin), a flavour default: ON vs OFF" in t for t in texts), texts
     assert any("server flavour and version: mysql 9.7.4" in t for t in texts), texts
     assert our_containers(data["name"]) == []
+
+
+def test_without_a_snapshot_the_container_initialises_its_datadir_with_mysqls_own_init(tmp_path: Path) -> None:
+    """reset: reprepare: an empty datadir made in the container by `mysqld --initialize-insecure`, then sysbench
+    prepares the table against that server."""
+    ensure_rootfs("9.7")
+    data = {
+        "name": f"it-mysqldocker-init-{tmp_path.name[-6:]}", "baseline": "d",
+        "variants": [{"name": "d", "backend": "docker", "server": {"flavour": "mysql", "version": "9.7"}}],
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0,
+                     "reset": "reprepare"},
+        "repetitions": 1, "output": str(tmp_path),
+    }
+    db = tmp_path / "layerbench.db"
+    with Store(db) as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+    rows = sqlite3.connect(db).execute("SELECT status, tps, details, error FROM runs").fetchall()
+    assert outcome.failed == 0 and rows, rows
+    for status, tps, details, error in rows:
+        facts = json.loads(details)
+        assert status == "ok" and tps > 0, error
+        assert facts["reset"]["method"] == "reprepare"
+        assert facts["environment"]["server_variables"]["version"].startswith("9.7.")
+    assert our_containers(data["name"]) == []
