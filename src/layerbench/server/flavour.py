@@ -62,8 +62,9 @@ class Flavour:
         program, or the command that runs it (a rootfs's loader first); `paths`: options naming where the server's
         own files are (a rootfs's plugin and message folders)."""
         command = [server] if isinstance(server, str) else list(server)
-        if self.is_mariadb:
-            return install_db_command(install_db_program(command[-1]), datadir, extra)
+        if self.is_mariadb:  # a bare program name (a container's): the install script on that PATH too
+            install = install_db_program(command[-1]) if "/" in command[-1] else "mariadb-install-db"
+            return install_db_command(install, datadir, extra)
         return [*command, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", "--user=root",
                 *paths, *(extra or [])]
 

@@ -8,6 +8,9 @@ resolves and never names a server program itself (docs/servers.md).
 |----------------------------------|---------------------------------------------------------------|
 | (nothing), flavour: mariadb      | the host's mariadbd (or the variant's mysqld:)                |
 | flavour: mysql, version: '9.7'   | mysqld of the cached MySQL rootfs, through the rootfs's loader |
+
+A server in a container of the local images (the Docker backend) is named by `image_server`: the same flavour,
+the program as the image runs it (the MySQL image is the rootfs itself, so its mysqld needs no loader there).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Protocol
 
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
-from layerbench.server.flavour import Flavour, detect_flavour
+from layerbench.server.flavour import MARIADB, Flavour, detect_flavour
 from layerbench.server.settings import ConfigValue, ServerSettings
 
 DEFAULT_MYSQL = "9.7"
@@ -134,6 +137,19 @@ def rootfs_mysql(version: str, where: str) -> ServerProgram:
     flavour = detect_flavour(command, f"{where}.version")
     flavour = replace(flavour, defaults={**flavour.defaults, **ROOTFS_MYSQL_DEFAULTS})
     return ServerProgram(flavour, command, dict(rootfs.paths()))
+
+
+IMAGE_PROGRAMS = {"mariadb": "mariadbd", "mysql": "/usr/sbin/mysqld"}  # the server program of each local image
+
+
+def image_server(variant: ChosenServer) -> ServerProgram:
+    """The server of the locally built image a container variant runs: MariaDB (the host's package) or the MySQL
+    of the cached rootfs (its flavour read from the rootfs's own mysqld, here); a one-line BadInput when the
+    rootfs is not built (with the command that builds it)."""
+    if variant.server.flavour == "mysql":
+        on_host = rootfs_mysql(variant.server.version or DEFAULT_MYSQL, f"variants.{variant.name}.server")
+        return ServerProgram(on_host.flavour, (IMAGE_PROGRAMS["mysql"],))
+    return ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))
 
 
 def server_fields(variant: ChosenServer) -> dict[str, str | None]:

@@ -27,18 +27,19 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.machine import free_port
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
-from layerbench.server import bootstrap
 from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import wait_until_ready
+from layerbench.server.flavour import MARIADB
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.restore import copy_tree
+from layerbench.server.servers import DEFAULT_MYSQL, IMAGE_PROGRAMS, ServerProgram, image_server
 
 START_TIMEOUT = 180.0
 DATADIR = "/var/lib/mysql"
 CONF = "/etc/layerbench"
 LOGS = "/var/log/layerbench"
 SNAPSHOT = "/snapshot"
-IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_command runs
+USER_IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_command runs in an `image:`
 
 
 def labels(spec: ServerSpec, role: str) -> dict[str, str]:
@@ -46,16 +47,20 @@ def labels(spec: ServerSpec, role: str) -> dict[str, str]:
             "layerbench.role": role, "layerbench.harness": str(os.getpid())}
 
 
-def server_command(snapshot: bool, storage: str) -> list[str]:
-    """The container's command: fill the datadir (unless bind-mounted, filled from the host), start mariadbd."""
-    fill = f"cp -a {SNAPSHOT}/. {DATADIR}/" if snapshot else shlex.join(
-        bootstrap.install_db_command("mariadb-install-db", Path(DATADIR))) + " >/dev/null"
+def server_command(server: ServerProgram, snapshot: bool, storage: str) -> list[str]:
+    """The container's command: fill the datadir (unless bind-mounted, filled from the host) from the snapshot or
+    with the flavour's own init, then start the server program the flavour's image runs (servers.image_server)."""
+    init = server.flavour.init_command(server.command, Path(DATADIR))
+    fill = f"cp -a {SNAPSHOT}/. {DATADIR}/" if snapshot else shlex.join(init) + " >/dev/null"
     steps = [f"mkdir -p {DATADIR} /run/mysqld"]
     if storage != "bind" or not snapshot:
         steps.append(fill)
-    steps.append(f"exec mariadbd --defaults-file={CONF}/my.cnf --init-file={CONF}/init.sql "
+    steps.append(f"exec {shlex.join(server.command)} --defaults-file={CONF}/my.cnf --init-file={CONF}/init.sql "
                  f"--log-error={LOGS}/server.log")
     return ["sh", "-c", " && ".join(steps)]
+
+
+IMAGE_MARIADB = ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))  # what an `image:` of the user's runs
 
 
 class DockerBackend(BackendBase):
@@ -71,6 +76,14 @@ class DockerBackend(BackendBase):
         self.bind_dir: Path | None = None
         self.port: int | None = None
         self.image: str | None = None
+        self._server: ServerProgram | None = None
+
+    @property
+    def server(self) -> ServerProgram:
+        """The server the container runs: the flavour's program in the local image (an `image:`: MariaDB's)."""
+        if self._server is None:
+            self._server = image_server(self.variant) if self.variant.image is None else IMAGE_MARIADB
+        return self._server
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -79,17 +92,13 @@ class DockerBackend(BackendBase):
 
     def prepare(self, say: Callable[[str], None]) -> None:
         if self.variant.image is None:
-            from layerbench.server.image import ensure_docker_image
-
-            ensure_docker_image(docker_client(), say)
+            local_image(docker_client(), self.variant, say)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
         self.docker, self.spec = docker_client(), spec
-        from layerbench.server.image import image_tag
-
-        self.image = self.variant.image or image_tag()
+        self.image = self.variant.image or local_image(self.docker, self.variant)
         owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
         self._wait_until_ready(endpoint)
@@ -105,7 +114,7 @@ class DockerBackend(BackendBase):
         self._write_config(spec)
         kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
         self.container = self._create("container", lambda: self.docker.containers.create(
-            self.image, server_command(spec.snapshot is not None, variant.storage), name=spec.label,
+            self.image, server_command(self.server, spec.snapshot is not None, variant.storage), name=spec.label,
             labels=labels(spec, "server"), detach=True, **kwargs))
         self.container.start()
         self.container.reload()
@@ -150,7 +159,7 @@ class DockerBackend(BackendBase):
         owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
                  "bind-address": spec.listen_address if self.variant.network == "host" else "0.0.0.0",
                  "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
-        write_server_files(server_files(spec, owned), spec.private_dir / "conf")
+        write_server_files(server_files(spec, owned, self.server.flavour), spec.private_dir / "conf")
 
     def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
         variant = self.variant
@@ -255,6 +264,18 @@ class DockerBackend(BackendBase):
         return "\n".join(text.splitlines()[-lines:])
 
 
+def local_image(client: Any, variant: DockerVariant, say: Callable[[str], None] | None = None) -> str:
+    """The locally built image of the variant's server flavour (built or imported now when missing)."""
+    if variant.server.flavour == "mysql":
+        from layerbench.server.mysql_image import ensure_mysql_image
+
+        version = variant.server.version or DEFAULT_MYSQL
+        return ensure_mysql_image(client, version, f"variants.{variant.name}.server.version", say)
+    from layerbench.server.image import ensure_docker_image, image_tag
+
+    return ensure_docker_image(client, say) if say else image_tag()
+
+
 def check_variant(client: Any, variant: DockerVariant) -> None:
     """What a docker variant asks of its daemon and of itself: limits, the overlay, a QoS preset alone, its image."""
     check_resources(variant)
@@ -276,7 +297,7 @@ def check_image(client: Any, variant: DockerVariant) -> None:
     except docker.errors.ImageNotFound:
         raise BadInput(f"{where} is not on this Docker host; pull it (`docker pull`) or remove `image:` to use "
                        "the locally built one") from None
-    needed = IMAGE_PROGRAMS + (("sysbench",) if variant.client == "container" else ())
+    needed = USER_IMAGE_PROGRAMS + (("sysbench",) if variant.client == "container" else ())
     missing = missing_programs(client, str(variant.image), needed)
     if missing:
         raise BadInput(f"{where} has no {', '.join(missing)} on its PATH; layerbench starts the server with "

@@ -9,9 +9,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.variant_base import IMAGE_RE, MAX_CPU, FirstTimeCost, Strict, VariantBase
-from layerbench.errors import shown
+from layerbench.backends.variant_base import IMAGE_RE, MAX_CPU, FirstTimeCost, Strict, VariantBase, which_server
+from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
+from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, resolve_server
 
 NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
     "bridge": "bridge network, port published",
@@ -87,7 +88,9 @@ class DockerVariant(VariantBase):
     def describe_plan(self) -> str:
         limits = [f"{k}={val}" for k, val in self.resources.model_dump(exclude_none=True).items()]
         limits += [f"qos preset {self.qos}"] if self.qos else []
-        return (f"a container of {self.image or 'the local layerbench image'}; {NETWORK_WORDS[self.network]}; "
+        image = self.image or ("the local MySQL image (the cached rootfs)" if self.server.flavour == "mysql" else
+                               "the local layerbench image")
+        return (f"a container of {image}; {NETWORK_WORDS[self.network]}; "
                 f"{STORAGE_WORDS[self.storage]}; limits: {', '.join(limits) or 'none'}")
 
     def network_path(self, placement: Placement) -> str:
@@ -121,4 +124,40 @@ class DockerVariant(VariantBase):
         return self.cpus or self.resources.cpuset
 
     def first_time_costs(self) -> list[FirstTimeCost]:
-        return [SERVER_IMAGE_COST] if self.image is None else []
+        if self.image is not None:
+            return []
+        if self.server.flavour == "mysql":
+            from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
+
+            version = self.server.version or DEFAULT_MYSQL
+            return [FirstTimeCost(f"the MySQL {version} image, imported once from its rootfs (docker import)",
+                                  IMPORT_SECONDS, rank=1, cached=lambda: mysql_image_imported(version))]
+        return [SERVER_IMAGE_COST]
+
+    def runs_mysql(self, local: bool) -> bool:
+        return local  # the MySQL image is imported from this machine's rootfs; a daemon on an ssh: host: not yet
+
+    def check_server_here(self) -> None:
+        """A MySQL variant: its rootfs is built (else the command that builds it), in the local image only."""
+        if self.server.flavour != "mysql":
+            return
+        where = f"variants.{self.name}"
+        if self.image is not None:
+            raise BadInput(f"{where}.image: server.flavour mysql runs in the image layerbench imports from its MySQL "
+                           "rootfs; an image of your own with MySQL: not yet; remove image:")
+        if self.client == "container":
+            raise BadInput(f"{where}.client: sysbench in a container beside MySQL: not yet (the MySQL image has no "
+                           "sysbench); use client: host")
+        image_server(self)
+
+    def server_command_here(self) -> tuple[str, ...] | None:
+        if self.server.flavour == "mysql" and self.image is None:  # the rootfs's mysqld, the image's own bytes
+            return resolve_server(self).command
+        return which_server("mariadbd")
+
+    def snapshot_server(self) -> ServerChoice:
+        """MySQL's datadir is made by the rootfs's mysqld on this machine (the same server as the image's), the
+        same snapshot a host variant of that version restores; MariaDB's by this host's MariaDB."""
+        if self.server.flavour == "mysql" and self.server_host is None:
+            return ServerChoice("prepare", "mysql", self.server.version)
+        return super().snapshot_server()
