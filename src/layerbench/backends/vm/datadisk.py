@@ -44,7 +44,7 @@ def ensure_base(snapshot: Path, say: Say, log_dir: Path) -> tuple[Path, float | 
         owners.record(label, pid=None, marker="", paths=[part])
     started = time.monotonic()
     try:
-        build_base(snapshot, part, say, log_dir)
+        build_base(snapshot, part, label, say, log_dir)
         part.replace(base)  # atomic: a base either exists whole or not at all
     finally:
         part.unlink(missing_ok=True)
@@ -54,11 +54,13 @@ def ensure_base(snapshot: Path, say: Say, log_dir: Path) -> tuple[Path, float | 
     return base, seconds
 
 
-def build_base(snapshot: Path, part: Path, say: Say, log_dir: Path) -> None:
+def build_base(snapshot: Path, part: Path, label: str, say: Say, log_dir: Path) -> None:
     size = tree_bytes(snapshot)
     say(f"building the VM data disk of dataset {snapshot.parent.name} ({size / 2**30:.2f} GiB), once per snapshot")
     cmd = ext4_command(str(snapshot), size, str(part), extra_mib=max(512, size // 2**20), label="data")
     proc = start("mkfs.ext4", cmd, log_path=log_dir / "vm-data-mkfs.log")
+    with signals_deferred():  # `clean` stops this mkfs too (its command line names the .part file)
+        owners.record(label, pid=proc.pid, marker=str(part), paths=[part])
     try:
         wait_with_progress(proc, part, size, say)
     finally:
