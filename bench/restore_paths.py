@@ -66,7 +66,8 @@ class DockerPaths:
         """server/restore.py of the snapshot datadir into `folder`, and a local volume bound to it."""
         started = time.monotonic()
         method = restore_datadir(snapshot, folder).method
-        self._keep(self.client.volumes.create(name=f"lb-bench-new-{os.getpid()}-{n}", labels=LABEL, driver="local",
+        name = f"lb-bench-new-{os.getpid()}-{n}-{len(self.made)}"  # one per restore, also of the same repeat
+        self._keep(self.client.volumes.create(name=name, labels=LABEL, driver="local",
                                               driver_opts={"type": "none", "o": "bind", "device": str(folder)}))
         self.methods.add(method)
         return time.monotonic() - started
