@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.backends.docker.local import IMAGE_MARIADB, server_command
+from layerbench.backends.docker.local import HOST_RESTORED, IMAGE_MARIADB, server_command
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.server.flavour import MYSQL_DEFAULTS, Flavour
@@ -30,10 +30,10 @@ def test_mariadb_container_keeps_its_install_script_and_program() -> None:
     assert "exec mariadbd --defaults-file=" in script
 
 
-@pytest.mark.parametrize("storage", ["volume", "bind"])
-def test_a_snapshot_is_copied_unless_the_host_filled_the_bind_mount(storage: str) -> None:
+@pytest.mark.parametrize("storage", ["volume", "bind", "container-fs"])
+def test_a_snapshot_is_copied_unless_the_host_restored_it(storage: str) -> None:
     script = server_command(MYSQL, snapshot=True, storage=storage)[2]
-    assert ("cp -a /snapshot/. /var/lib/mysql/" in script) == (storage != "bind")
+    assert ("cp -a /snapshot/. /var/lib/mysql/" in script) == (storage not in HOST_RESTORED)
     assert "--initialize" not in script
 
 

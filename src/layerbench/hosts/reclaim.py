@@ -47,7 +47,7 @@ def clean_owned(owned: Owned, keep: frozenset[Path] = frozenset()) -> list[str]:
             done.append(f"stopped process {pid} ({owned.label})")
     for path in owned.paths:
         if Path(path).exists() and Path(path) not in keep:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_path(Path(path))
             done.append(f"removed {path}")
     if owned.remote:
         said, removed = clean_remote(owned.remote)
@@ -56,6 +56,14 @@ def clean_owned(owned: Owned, keep: frozenset[Path] = frozenset()) -> list[str]:
             return done  # the host did not answer: keep the record for the next `clean`
     forget(owned.label)
     return done
+
+
+def remove_path(path: Path) -> None:
+    """A folder with its contents, or one file (a half-built image)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def leftovers() -> list[Owned]:

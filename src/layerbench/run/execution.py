@@ -143,6 +143,7 @@ class RunExecution:
             config=server_config(variant, workload, snapshot),
             password=self.password, snapshot=snapshot.path if snapshot else None,
             listen_address=placement_of(self.ctx.campaign.hosts, variant).listen_address,
+            say=self.ctx.progress.message,
         )
         started = time.monotonic()
         endpoint = self.backend.up(server_spec)

@@ -3,6 +3,7 @@ as does the private server of a dataset build (private.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,3 +26,4 @@ class ServerSpec:
     database: str = "sbtest"
     snapshot: Path | None = None  # a prepared datadir to restore; None: a fresh, empty datadir
     listen_address: str = "127.0.0.1"  # where the server listens / publishes; a remote client's address for it
+    say: Callable[[str], None] = field(default=lambda _text: None, repr=False)  # progress of slow steps (a restore)

@@ -7,6 +7,7 @@ quota, cpuset, shares, memory, QoS presets) each one line of the variant. Uses t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
@@ -31,7 +32,7 @@ from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import MARIADB
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.restore import copy_tree
+from layerbench.server.restore import FACTS_FILE, copy_tree
 from layerbench.server.servers import DEFAULT_MYSQL, IMAGE_PROGRAMS, ServerProgram, image_server
 
 START_TIMEOUT = 180.0
@@ -40,6 +41,8 @@ CONF = "/etc/layerbench"
 LOGS = "/var/log/layerbench"
 SNAPSHOT = "/snapshot"
 USER_IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_command runs in an `image:`
+HOST_RESTORED = ("bind", "volume", "data-container")  # restored by layerbench on the host, before the start
+VOLUME_METHOD = "{method} into the host folder of a local-driver volume (type=none, o=bind)"
 
 
 def labels(spec: ServerSpec, role: str) -> dict[str, str]:
@@ -48,12 +51,12 @@ def labels(spec: ServerSpec, role: str) -> dict[str, str]:
 
 
 def server_command(server: ServerProgram, snapshot: bool, storage: str) -> list[str]:
-    """The container's command: fill the datadir (unless bind-mounted, filled from the host) from the snapshot or
+    """The container's command: fill the datadir (unless restored on the host: HOST_RESTORED) from the snapshot or
     with the flavour's own init, then start the server program the flavour's image runs (servers.image_server)."""
     init = server.flavour.init_command(server.command, Path(DATADIR))
     fill = f"cp -a {SNAPSHOT}/. {DATADIR}/" if snapshot else shlex.join(init) + " >/dev/null"
     steps = [f"mkdir -p {DATADIR} /run/mysqld"]
-    if storage != "bind" or not snapshot:
+    if storage not in HOST_RESTORED or not snapshot:
         steps.append(fill)
     steps.append(f"exec {shlex.join(server.command)} --defaults-file={CONF}/my.cnf --init-file={CONF}/init.sql "
                  f"--log-error={LOGS}/server.log")
@@ -61,6 +64,15 @@ def server_command(server: ServerProgram, snapshot: bool, storage: str) -> list[
 
 
 IMAGE_MARIADB = ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))  # what an `image:` of the user's runs
+
+
+def wait_for_container(backend: DockerBackend, endpoint: Endpoint) -> None:
+    """Until the server answers; a container that stopped says why (OOM-killed, its exit code)."""
+    try:
+        wait_until_ready(endpoint, alive=backend._alive, timeout=START_TIMEOUT, log_tail=backend.server_log_tail)
+    except RunFailed as error:
+        cause = backend.exit_cause()
+        raise RunFailed(f"server container {cause}" if cause else str(error)) from None
 
 
 class DockerBackend(BackendBase):
@@ -101,7 +113,7 @@ class DockerBackend(BackendBase):
         self.image = self.variant.image or local_image(self.docker, self.variant)
         owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
-        self._wait_until_ready(endpoint)
+        wait_for_container(self, endpoint)
         with contextlib.suppress(FileNotFoundError):
             (spec.private_dir / "conf" / "init.sql").unlink()
         self.facts = daemon_facts(self.docker, self.image)
@@ -165,7 +177,7 @@ class DockerBackend(BackendBase):
         variant = self.variant
         volumes = {str((spec.private_dir / "conf").resolve()): {"bind": CONF, "mode": "ro"},
                    str(spec.run_dir.resolve()): {"bind": LOGS, "mode": "rw"}}
-        if spec.snapshot is not None and variant.storage != "bind":
+        if spec.snapshot is not None and variant.storage not in HOST_RESTORED:
             volumes[str(spec.snapshot.resolve())] = {"bind": SNAPSHOT, "mode": "ro"}
         extra: dict[str, Any] = {}
         storage = variant.storage
@@ -180,16 +192,18 @@ class DockerBackend(BackendBase):
         return {"volumes": volumes, **extra}
 
     def _bind_dir(self, spec: ServerSpec) -> Path:
+        """The run's datadir on the host (in the run's work folder, which down() and `clean` remove), restored
+        before the container starts (so outside the start timeout): restore_on_this_host."""
         self.bind_dir = spec.work_dir / "docker" / spec.label / "datadir"
-        self.bind_dir.parent.mkdir(parents=True, exist_ok=True)
-        if spec.snapshot is not None:
-            copy_tree(spec.snapshot, self.bind_dir, facts_dir=spec.run_dir)
-        else:
-            self.bind_dir.mkdir()
+        restore_on_this_host(spec, self.bind_dir)
         return self.bind_dir
 
     def _volume(self, spec: ServerSpec, name: str) -> Any:
-        return self._create("volume", lambda: self.docker.volumes.create(name=name, labels=labels(spec, "volume")))
+        """A named volume; with a snapshot, a `local`-driver volume whose device is the host folder restored by
+        _bind_dir (Docker mounts the folder, copies nothing), and restore.json names that method."""
+        opts = {} if spec.snapshot is None else volume_options(str(self._bind_dir(spec).resolve()), spec.run_dir)
+        return self._create("volume", lambda: self.docker.volumes.create(name=name, labels=labels(spec, "volume"),
+                                                                         **opts))
 
     def _data_container(self, spec: ServerSpec) -> str:
         volume = self._volume(spec, f"{spec.label}-data")
@@ -200,14 +214,6 @@ class DockerBackend(BackendBase):
 
     def _alive(self) -> bool:
         return container_alive(self.container)
-
-    def _wait_until_ready(self, endpoint: Endpoint) -> None:
-        """Until the server answers; a container that stopped says why (OOM-killed, its exit code)."""
-        try:
-            wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
-        except RunFailed as error:
-            cause = self.exit_cause()
-            raise RunFailed(f"server container {cause}" if cause else str(error)) from None
 
     def down(self) -> None:
         with signals_deferred():
@@ -274,6 +280,32 @@ def local_image(client: Any, variant: DockerVariant, say: Callable[[str], None] 
     from layerbench.server.image import ensure_docker_image, image_tag
 
     return ensure_docker_image(client, say) if say else image_tag()
+
+
+def restore_on_this_host(spec: ServerSpec, folder: Path) -> None:
+    """`folder` filled from the snapshot by server/restore.py (a clone where the filesystem allows, else a
+    checked copy), with progress; or made empty when the run starts from a fresh datadir."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    if spec.snapshot is None:
+        folder.mkdir()
+        return
+    spec.say(f"restoring dataset {spec.snapshot.parent.name} into {folder}")
+    facts = copy_tree(spec.snapshot, folder, facts_dir=spec.run_dir, say=spec.say)
+    spec.say(f"restored by {facts.method}: {facts.bytes / 2**20:.0f} MiB in {facts.seconds:.1f} s")
+
+
+def volume_options(folder: str, run_dir: Path) -> dict[str, Any]:
+    """A `local`-driver volume over the restored host folder; restore.json's method now says so."""
+    name_volume_method(run_dir)
+    return {"driver": "local", "driver_opts": {"type": "none", "o": "bind", "device": folder}}
+
+
+def name_volume_method(run_dir: Path) -> None:
+    """restore.json's method says the clone or copy filled a volume's host folder (the report shows it)."""
+    path = run_dir / FACTS_FILE
+    facts = json.loads(path.read_text())
+    facts["method"] = VOLUME_METHOD.format(method=facts["method"])
+    path.write_text(json.dumps(facts))
 
 
 def check_variant(client: Any, variant: DockerVariant) -> None:

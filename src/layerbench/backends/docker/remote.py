@@ -18,7 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.docker.local import CONF, DATADIR, LOGS, SNAPSHOT, DockerBackend, check_variant, daemon_facts
+from layerbench.backends.docker.local import (
+    CONF,
+    DATADIR,
+    HOST_RESTORED,
+    LOGS,
+    SNAPSHOT,
+    DockerBackend,
+    check_variant,
+    daemon_facts,
+    wait_for_container,
+)
 from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.host.remote import pick_port
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
@@ -144,7 +154,7 @@ class RemoteDockerBackend(DockerBackend):
         if spec.snapshot is not None:
             self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _t: None)
         endpoint = self._start(spec)
-        self._wait_until_ready(endpoint)
+        wait_for_container(self, endpoint)
         self.host.shell(f"rm -f {q}/conf/init.sql", name=f"rm on {self.host.name}")
         self.storage_facts = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name}
@@ -165,7 +175,7 @@ class RemoteDockerBackend(DockerBackend):
         volumes = {k: v for k, v in local["volumes"].items() if not k.startswith("/")}
         volumes[f"{self.folder}/conf"] = {"bind": CONF, "mode": "ro"}
         volumes[f"{self.folder}/logs"] = {"bind": LOGS, "mode": "rw"}
-        if spec.snapshot is not None and self.variant.storage != "bind":
+        if spec.snapshot is not None and self.variant.storage not in HOST_RESTORED:
             volumes[f"{remote_snapshot(self.host, spec.snapshot.parent.name)}/datadir"] = {"bind": SNAPSHOT,
                                                                                           "mode": "ro"}
         if self.variant.storage == "bind":

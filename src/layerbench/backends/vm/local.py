@@ -1,6 +1,7 @@
 """The VM backend: the same server package and dataset bytes as the other variants, in a QEMU virtual machine
 of the variant's size. Boot files are built once (server/vmimage.py); each run gets a qcow2 overlay on the
-root disk, a data disk made from the run's dataset snapshot, a config disk (my.cnf, the init SQL with the
+root disk, a qcow2 overlay of the dataset snapshot's base data disk (built once, backends/vm/datadisk.py), a
+config disk (my.cnf, the init SQL with the
 run's password, in the run's private folder), and either QEMU user networking or a tap on a bridge of its
 own (backends/vm/net.py). The end is graceful (SQL SHUTDOWN, the guest init syncs and powers off), then QMP
 `quit`, then a kill on deadline; the QEMU process, tap, bridge and disk images are always removed, also on
@@ -18,6 +19,7 @@ from typing import Any
 
 from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
 from layerbench.backends.vm import net as vm_net
+from layerbench.backends.vm.datadisk import METHOD, ensure_base, make_overlay, write_restore_facts
 from layerbench.backends.vm.qemu import (
     QMP,
     Disks,
@@ -37,7 +39,7 @@ from layerbench.hosts.procs import ManagedProcess, require_program, run, start, 
 from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import connect, wait_until_ready
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.vmimage import BootFiles, ensure_boot_files, make_ext4, tree_bytes
+from layerbench.server.vmimage import BootFiles, ensure_boot_files, make_ext4
 
 EMULATED = ("emulated: QEMU ran this VM under TCG (software emulation, no hardware virtualisation), so its "
             "numbers measure emulation and must not be read as a virtualisation overhead")
@@ -121,12 +123,14 @@ class VMBackend(BackendBase):
                                 str(overlay)], timeout=60)
         if done.returncode != 0:
             raise BadInput(f"qemu-img create failed: {done.output.strip()[-200:]}")
-        data = self.work / "data.img"
-        if spec.snapshot is not None:
-            make_ext4(spec.snapshot, data, extra_mib=max(512, tree_bytes(spec.snapshot) // 2**20), label="data")
-        else:
-            make_ext4(None, data, extra_mib=1024, label="data")
-        return Disks(overlay, data, self._config_disk(spec))
+        if spec.snapshot is None:  # a fresh datadir: an empty, sparse disk
+            make_ext4(None, self.work / "data.img", extra_mib=1024, label="data")
+            return Disks(overlay, self.work / "data.img", self._config_disk(spec))
+        base, built = ensure_base(spec.snapshot, spec.say, spec.run_dir)  # outside any boot deadline
+        data = self.work / "data.qcow2"
+        write_restore_facts(spec.run_dir, spec.snapshot, make_overlay(base, data), built)
+        self.facts["data_disk"] = f"{METHOD}: {base.name} of dataset {spec.snapshot.parent.name}"
+        return Disks(overlay, data, self._config_disk(spec), data_format="qcow2")
 
     def _config_disk(self, spec: ServerSpec) -> Path:
         return config_disk(spec)

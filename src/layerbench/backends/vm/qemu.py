@@ -27,6 +27,7 @@ class Disks:
     root_overlay: Path
     data: Path
     config: Path
+    data_format: str = "raw"  # qcow2: a copy-on-write overlay of a prepared base image (backends/vm/datadisk.py)
 
 
 def kvm_usable() -> bool:
@@ -50,7 +51,7 @@ def qemu_command(*, accel: str, vcpus: int, memory: str, kernel: Path, initrd: P
         "-cpu", "host" if accel == "kvm" else "max", "-smp", str(vcpus), "-m", memory.rstrip("B"),
         "-kernel", str(kernel), "-initrd", str(initrd), "-append", append,
         "-drive", f"file={disks.root_overlay},format=qcow2,{drive}",
-        "-drive", f"file={disks.data},format=raw,{drive}",
+        "-drive", f"file={disks.data},format={disks.data_format},{drive}",
         "-drive", f"file={disks.config},format=raw,if=virtio,readonly=on",
         "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0",
         "-qmp", f"unix:{qmp},server=on,wait=off", "-serial", f"file:{console}", "-display", "none",
