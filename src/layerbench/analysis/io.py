@@ -1,4 +1,4 @@
-"""Where the I/O went: each run's I/O record (io_counters.py: deltas over sysbench's measured window) per 1,000
+"""Where the I/O went: each run's I/O record (measure/io.py: deltas over sysbench's measured window) per 1,000
 measured transactions, and per variant and point the mean over its runs (the run is the unit, as everywhere).
 
 The buffer-pool hit ratio is 1 - Innodb_buffer_pool_reads / Innodb_buffer_pool_read_requests (the share of

@@ -1,6 +1,6 @@
 """Placement: which host of the inventory runs a variant's server and its sysbench, the address the client is
 given, and the rules of where each backend may run (what a backend may do is its variant's answer:
-campaign/variant.py; the network path each run records is its variant's network_path())."""
+backends/variant_base.py; the network path each run records is its variant's network_path())."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Results measured elsewhere: which importer reads a source, a CSV table (importer.py) or raw sysbench output
-files (import_logs.py). Both store an `imported` campaign that goes through the same statistics."""
+"""Results measured elsewhere: which importer reads a source, a CSV table (importing/table.py) or raw sysbench output
+files (importing/logs.py). Both store an `imported` campaign that goes through the same statistics."""
 
 from __future__ import annotations
 

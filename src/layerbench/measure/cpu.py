@@ -1,6 +1,6 @@
 """Where the CPU went during a run: CPU seconds per component (the server, sysbench, docker-proxy, qemu, the
 containerd shim, everything else, idle), context switches, and cgroup CPU throttling, sampled from /proc and
-/sys (through measure/procfs.py) by one low-rate background thread; the result is the run's CPU record
+/sys (through hosts/procfs.py) by one low-rate background thread; the result is the run's CPU record
 (records/cpu.py Usage), as is wait_for_quiet's (QuietWait). Parsing is pure."""
 
 from __future__ import annotations

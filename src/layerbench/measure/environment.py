@@ -43,7 +43,7 @@ def server_variables(endpoint: Endpoint) -> dict[str, str]:
 
 
 def read_text(path: str) -> str | None:
-    """A /proc or /sys file through the one /proc reader (measure/procfs.py), stripped; None when unreadable."""
+    """A /proc or /sys file through the one /proc reader (hosts/procfs.py), stripped; None when unreadable."""
     text = read_whole(path)
     return None if text is None else text.strip()
 

@@ -2,7 +2,7 @@
 uptime, /proc/stat `cpu` line and every process's /proc/<pid>/stat; it runs at the start and at the end of the
 window (two SSH round trips over the shared connection, no thread, nothing left on the host). The CPU seconds
 of each component (the backend's PIDs on that host and their descendants), `other` and `idle` come from the two
-readings with measure/procfs.py's parsers, so a remote server is accounted like a local one.
+readings with hosts/procfs.py's parsers, so a remote server is accounted like a local one.
 
 io_reading() does the same for the I/O window of measure/io.py: one script prints every process's stat line and
 its /proc/<pid>/io (shell builtins only, no process started per PID), read at the window's two marks; the

@@ -7,7 +7,7 @@ known_hosts, but takes no other option. So such a host is named by what plain `s
 ~/.ssh/config carrying its key and known_hosts file), and an inventory entry with identity_file or known_hosts is
 refused in one line rather than connected some other way. Paths given to the daemon are paths on that host: the
 run's folder `<work_dir>/runs/<label>/` (0700: my.cnf and init SQL written over SSH, the server's log), the
-dataset snapshot shipped there (remote_server.py). The image built on this machine is sent to that daemon when it
+dataset snapshot shipped there (server/remote_files.py). The image built on this machine is sent to that daemon when it
 lacks it (the SDK's save and load). CPU: the container's PIDs on that host (remote_cpu.py reads them there)."""
 
 from __future__ import annotations

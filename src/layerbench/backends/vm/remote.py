@@ -4,7 +4,7 @@ server package and dataset bytes, vCPUs, memory, disk cache, KVM or a labelled T
 The boot files are built on this machine as today and sent once per host into `<work_dir>/vm-boot/<key>/`,
 checked there with sha256sum against the sums taken here (a `shipped.json` marker lets later runs reuse them).
 Each run has a 0700 folder `<work_dir>/runs/<label>/` there: the qcow2 overlay (qemu-img there), the data disk
-made there from the dataset shipped with remote_server.py (`mkfs.ext4 -d`, the command vmimage.py runs here), the
+made there from the dataset shipped with server/remote_files.py (`mkfs.ext4 -d`, the command vmimage.py runs here), the
 config disk made there from the my.cnf and the init SQL (written over SSH's standard input, removed with the
 folder), the console log, and QEMU's pid file. QEMU uses user networking with the guest's port forwarded from the
 host's address, so every client connects there. `down` shuts the server down over SQL, waits for the guest to
@@ -79,7 +79,7 @@ def ship_boot_files(host: Host, boot: BootFiles, say: Callable[[str], None]) -> 
     """The boot files in `<work_dir>/vm-boot/<key>/` on the host, sent and checked once; returns that folder."""
     sums = boot_sums(boot)
     folder = f"{host.work_dir}/vm-boot/{boot.root.parent.name}"
-    with host_lock(host, f"{folder}.lock", "the VM boot files"):  # one sender at a time (remote_server.py)
+    with host_lock(host, f"{folder}.lock", "the VM boot files"):  # one sender at a time (server/remote_files.py)
         return _send_boot_locked(host, boot, sums, folder, say)
 
 
