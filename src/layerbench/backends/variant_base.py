@@ -166,6 +166,28 @@ class VariantBase(Strict):
         return ServerChoice("prepare")
 
 
+class ImageVariant(VariantBase):
+    """A variant whose server runs from an image (Docker, Kubernetes): built here from this machine's packages when
+    it names none, and whose sysbench may run beside it (`client:` equal to own_client) instead of on a host."""
+
+    own_client: ClassVar[str]  # the client: value that runs sysbench beside the server (container, job)
+    if TYPE_CHECKING:  # fields of each subclass, with their own choices
+        client: str
+        image: str | None
+
+    @property
+    def client_kind(self) -> str:
+        return self.client
+
+    @property
+    def client_reads_host_files(self) -> bool:
+        return self.client != self.own_client
+
+    @property
+    def builds_server_here(self) -> bool:
+        return self.image is None
+
+
 def which_server(program: str) -> tuple[str, ...] | None:
     binary = shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
     return (binary,) if binary else None

@@ -9,7 +9,15 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.variant_base import IMAGE_RE, MAX_CPU, FirstTimeCost, Strict, VariantBase, which_server
+from layerbench.backends.variant_base import (
+    IMAGE_RE,
+    MAX_CPU,
+    FirstTimeCost,
+    ImageVariant,
+    Strict,
+    VariantBase,
+    which_server,
+)
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, resolve_server
@@ -45,7 +53,8 @@ class DockerResources(Strict):
         return value
 
 
-class DockerVariant(VariantBase):
+class DockerVariant(ImageVariant):
+    own_client: ClassVar[str] = "container"
     backend: Literal["docker"]
     image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE,
                               description="default: the locally built layerbench image")
@@ -67,18 +76,6 @@ class DockerVariant(VariantBase):
             raise ValueError(f"data_dir: the datadir is in Docker's own storage with storage: {self.storage}; set "
                              "storage: bind to place it in data_dir")
         return self
-
-    @property
-    def client_kind(self) -> str:
-        return self.client
-
-    @property
-    def client_reads_host_files(self) -> bool:
-        return self.client != "container"
-
-    @property
-    def builds_server_here(self) -> bool:
-        return self.image is None
 
     def client_words(self) -> str | None:
         if self.client == "container":

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.kubernetes.qos import resources_for
-from layerbench.backends.variant_base import IMAGE_RE, MAX_SECONDS, FirstTimeCost, VariantBase
+from layerbench.backends.variant_base import IMAGE_RE, MAX_SECONDS, FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement
 
@@ -31,7 +31,8 @@ LOCAL_CLUSTER_COST = FirstTimeCost("the local Kubernetes cluster, built once: ru
                                    cached=local_cluster_built)
 
 
-class KubernetesVariant(VariantBase):
+class KubernetesVariant(ImageVariant):
+    own_client: ClassVar[str] = "job"
     backend: Literal["kubernetes"]
     context: str | None = Field(default=None, max_length=253)
     kubeconfig: str | None = Field(default=None, max_length=4096)
@@ -76,18 +77,6 @@ class KubernetesVariant(VariantBase):
                 raise ValueError(f"variants.{self.name}.{key}: places the sysbench Job, but client is "
                                  f"{self.client!r}; set client: job or remove {key}")
         return self
-
-    @property
-    def client_kind(self) -> str:
-        return self.client
-
-    @property
-    def client_reads_host_files(self) -> bool:
-        return self.client != "job"
-
-    @property
-    def builds_server_here(self) -> bool:
-        return self.image is None
 
     def client_words(self) -> str | None:
         return "sysbench as a Job in the cluster" if self.client == "job" else None
