@@ -133,6 +133,7 @@ def verdict_of(delta: str, c: Comparison | None, metric: Metric = Metric.TPS) ->
 @pytest.mark.parametrize(("published", "ours", "expected"), [
     ("-10%", (-0.12, -0.15, -0.08), AGREES),  # inside, same side
     ("-10%", (-0.30, -0.35, -0.25), PARTLY),  # same side, interval excludes the value
+    ("-10%", (-0.1368, -0.168, -0.110), PARTLY),  # docs/studies.md: the container example of 2026-11-22
     ("-10%", (0.05, 0.02, 0.08), DISAGREES),  # opposite side
     ("-10%", (0.00, -0.02, 0.02), DISAGREES),  # no difference here, and -10 % excluded
     ("-10%", (-0.05, -0.15, 0.03), CANNOT),  # holds both 0 and -10 %
@@ -285,3 +286,15 @@ def test_the_container_study_runs_at_its_published_size() -> None:
     c = with_scale(load_campaign(EXAMPLES / "container-overhead.yaml"), "published")
     w = c.workloads[0]
     assert (w.tables, w.table_size, w.duration, w.buffer_pool) == (20, 10_000_000, 300, "4.444%")
+
+
+def test_a_scaled_campaign_resumes_at_the_same_size() -> None:
+    """The store keeps `scale:` and the scaled workloads; reading them back (resume) scales to the same size."""
+    from layerbench.campaign.models import campaign_as_dict, stored_campaign
+
+    data = campaign(study(tables=20, table_size=1_000_000, buffer_pool="1G", ram="64G", duration=300))
+    scaled = with_scale(parse_campaign(data), "machine", ram_here=24 * GIB)
+    again = stored_campaign(campaign_as_dict(scaled))
+    assert again.scale == "machine" and again.published == scaled.published
+    assert [w.buffer_pool for w in again.workloads] == [w.buffer_pool for w in scaled.workloads]
+    assert again.workloads[0].tables == 20
