@@ -66,6 +66,10 @@ def test_a_published_number_is_a_percent_or_a_direction() -> None:
     first, second = c.published.numbers
     assert (first.delta, first.fraction, first.metric) == ("-10%", -0.1, "tps")
     assert (second.delta, second.fraction) == ("slower", None)
+    zero = parse_campaign(campaign({**study(), "numbers": [{"variant": "docker", "delta": "-0%"}]}))
+    assert zero.published is not None and zero.published.numbers[0].delta == "+0%"
+    said = {**study(), "numbers": [{"variant": "docker", "delta": "-1%", "said": "a\nb"}]}
+    assert refused(campaign(said)).startswith("published.numbers[0].said: 'a\\nb' must be one line")
 
 
 @pytest.mark.parametrize(("number", "field"), [

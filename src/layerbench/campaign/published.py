@@ -42,7 +42,13 @@ def checked_delta(value: Any) -> Any:
     if match is None or not -100 <= float(match.group(1)) <= 10_000:
         raise ValueError(f"{shown(value)} is not a published delta; write a percent from -100% to 10000% "
                          "(like -10% or +100%), or slower or faster when the study gave only a direction")
-    return f"{float(match.group(1)):+g}%"
+    return f"{float(match.group(1)) + 0.0:+g}%"  # + 0.0: -0% is 0%
+
+
+def one_line(value: str) -> str:
+    if not value.strip() or not value.isprintable():
+        raise ValueError(f"{shown(value)} must be one line of printable text")
+    return value.strip()
 
 
 class PublishedNumber(Strict):
@@ -58,6 +64,11 @@ class PublishedNumber(Strict):
     @classmethod
     def _delta(cls, value: Any) -> Any:
         return checked_delta(value)
+
+    @field_validator("said")
+    @classmethod
+    def _said(cls, value: str) -> str:
+        return one_line(value) if value else value
 
     @property
     def fraction(self) -> float | None:
@@ -99,9 +110,7 @@ class Published(Strict):
     @field_validator("source", "baseline")
     @classmethod
     def _one_line(cls, value: str) -> str:
-        if not value.strip() or not value.isprintable():
-            raise ValueError(f"{shown(value)} must be one line of printable text")
-        return value.strip()
+        return one_line(value)
 
     def check_names(self, variants: list[str], baseline: str, workloads: list[str]) -> None:
         """Every number names a variant other than the baseline and, if any, a workload of the campaign."""
