@@ -266,13 +266,13 @@ def test_a_wrong_scale_word_on_the_command_line_is_one_line(tmp_path: Path) -> N
     err = io.StringIO()
     from layerbench.cli import main as cli
 
-    old = cli.console._file
-    cli.console.file = err
+    old, old_debug = cli.console._file, cli.STATE["debug"]
+    cli.console.file, cli.STATE["debug"] = err, False  # another test may have left --debug on
     try:
         with pytest.raises(SystemExit) as done, contextlib.redirect_stdout(io.StringIO()):
             main(["validate", str(path), "--scale", "huge"])
     finally:
-        cli.console._file = old
+        cli.console._file, cli.STATE["debug"] = old, old_debug
     assert done.value.code == 2 and err.getvalue().strip().startswith("error: --scale: 'huge' is not a size")
 
 
