@@ -68,6 +68,14 @@ class Flavour:
         return [*command, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", "--user=root",
                 *paths, *(extra or [])]
 
+    def ready_command(self, socket: str) -> list[str]:
+        """A command that succeeds once the server listens on `socket`: MariaDB's admin ping; for MySQL the socket
+        file itself, which mysqld creates when it starts listening (the MySQL rootfs holds mysql-server-core
+        only, without mysqladmin). Layerbench's own SQL login over TCP follows it in every backend."""
+        if self.is_mariadb:
+            return ["mariadb-admin", f"--socket={socket}", "ping"]
+        return ["test", "-S", socket]
+
     def account_sql(self, user: str, password: Secret, database: str) -> str:
         """The benchmark database and account, as this flavour's server accepts it (see init_sql)."""
         plugin = "caching_sha2_password" if self.name != "mariadb" and self.major >= 8 else None
