@@ -49,7 +49,7 @@ Where = tuple[MysqlRootfs, dict[str, object]]
 IN_PLACE = "in place (the same path, package versions and mysqld bytes as this machine's)"
 
 
-def rootfs_on_host(host: Host, rootfs: MysqlRootfs, log_dir: Path, say: Callable[[str], None]) -> Where:
+def rootfs_on_host(host: Host, rootfs: MysqlRootfs, log_dir: Path | None, say: Callable[[str], None]) -> Where:
     """The rootfs as the host sees it, and what happened (for the run's record): used in place, reused from an
     earlier shipment, or shipped now."""
     wanted = identity(rootfs.folder)
@@ -61,7 +61,7 @@ def rootfs_on_host(host: Host, rootfs: MysqlRootfs, log_dir: Path, say: Callable
     return MysqlRootfs(Path(target)), {"rootfs": target, "rootfs_how": how}
 
 
-def ship_locked(host: Host, rootfs: MysqlRootfs, target: str, wanted: tuple[str, str], log_dir: Path,
+def ship_locked(host: Host, rootfs: MysqlRootfs, target: str, wanted: tuple[str, str], log_dir: Path | None,
                 say: Callable[[str], None]) -> str:
     q, mark = shlex.quote(target), hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:32]
     if mark in host.shell(f"cat {q}/{SHIPPED} 2>/dev/null; true", name=f"marker on {host.name}").output:
@@ -69,7 +69,8 @@ def ship_locked(host: Host, rootfs: MysqlRootfs, target: str, wanted: tuple[str,
     started = time.monotonic()
     say(f"shipping the MySQL rootfs {rootfs.folder.name} to host {host.name} (about 420 MB, once per host)")
     host.shell(f"rm -f {q}/{SHIPPED} && mkdir -p {q}", name=f"mkdir on {host.name}")
-    done = host.rsync_to(rootfs.folder, target, log_path=log_dir / "ship-rootfs.log", timeout=None)
+    log = log_dir / "ship-rootfs.log" if log_dir is not None else None
+    done = host.rsync_to(rootfs.folder, target, log_path=log, timeout=None)
     if done.returncode != 0:
         raise RunFailed(f"hosts.{host.name}: shipping the MySQL rootfs failed: "
                         f"{(done.output.strip().splitlines() or ['no output'])[-1][:200]}")

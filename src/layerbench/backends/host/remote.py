@@ -64,7 +64,7 @@ def find_server(host: Host, variant: HostVariant) -> ServerProgram:
     return ServerProgram(flavour, (binary,))
 
 
-def mysql_on_host(host: Host, variant: HostVariant, log_dir: Path,
+def mysql_on_host(host: Host, variant: HostVariant, log_dir: Path | None,
                   say: Callable[[str], None]) -> tuple[ServerProgram, dict[str, object]]:
     """The MySQL rootfs's mysqld on the host (the rootfs in place or shipped) and what happened to the rootfs;
     its flavour read from its own `--version` there, with the defaults a rootfs MySQL needs (servers.py)."""
@@ -141,6 +141,11 @@ class RemoteHostBackend(BackendBase):
         if cpus and self.host.run(["taskset", "-c", cpus, "true"], timeout=30).returncode != 0:
             raise BadInput(f"variants.{self.variant.name}.cpus: {cpus!r} is not a CPU list of host "
                            f"{self.host.name}; see nproc there")
+
+    def prepare(self, say: Callable[[str], None]) -> None:
+        """A MySQL variant's rootfs on the host before the first run (shipped now when the host lacks it)."""
+        if self.variant.server.flavour == "mysql":
+            mysql_on_host(self.host, self.variant, None, say)
 
     def up(self, spec: ServerSpec) -> Endpoint:
         if self.variant.server.flavour == "mysql":
