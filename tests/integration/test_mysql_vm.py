@@ -63,3 +63,27 @@ def test_mysql_97_runs_in_the_vm_on_its_restored_snapshot(mysql_vm: dict) -> Non
 
 def test_the_mysql_vm_leaves_no_qemu(mysql_vm: dict) -> None:
     assert qemus(mysql_vm["tag"]) == []
+
+
+@pytest.mark.parametrize("backend", ["vm", "docker"])
+def test_validate_checks_option_names_against_the_rootfs_mysqld(tmp_path: Path, backend: str) -> None:
+    """A MySQL guest's or container's server.config is checked against the rootfs's own mysqld (the same bytes),
+    in one line, before anything starts."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    ensure_rootfs("9.7")
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": f"it-mysqlopt-{backend}", "baseline": "m",
+        "variants": [{"name": "m", "backend": backend,
+                      "server": {"flavour": "mysql", "version": "9.7", "config": {"no_such_option": 1}}}],
+        "workloads": [{"name": "w", "test": "oltp_read_only", "tables": 1, "table_size": 10}]}))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, env=dict(os.environ), timeout=300, check=False)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "variants.m.server.config.no_such_option" in lines[0] and "(mysqld)" in lines[0]
