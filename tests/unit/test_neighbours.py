@@ -330,4 +330,4 @@ def test_an_ssh_neighbours_command_runs_from_its_own_folder_there() -> None:
     assert "--directory=/tmp/f/data" in disk and "--output=/tmp/f/d.json" in disk
     script = start_script("/tmp/f", cmd)
     assert "setsid nice -n 3" in script and "echo $! > /tmp/f/neighbour.pid" in script
-    assert "kill -TERM -- -42" in stop_script(42, 15) and "seq 75" in stop_script(42, 15)
+    assert "kill -TERM -42" in stop_script(42, 15) and "seq 75" in stop_script(42, 15)

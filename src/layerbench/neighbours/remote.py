@@ -41,8 +41,8 @@ def start_script(folder: str, cmd: list[str]) -> str:
 def stop_script(pid: int, timeout: float) -> str:
     """SIGTERM to the tool's process group (stress-ng's workers too), SIGKILL after `timeout`."""
     tries = max(1, int(timeout / STOP_POLL))
-    return (f"kill -TERM -- -{pid} 2>/dev/null; for i in $(seq {tries}); do kill -0 {pid} 2>/dev/null || break; "
-            f"sleep {STOP_POLL}; done; kill -0 {pid} 2>/dev/null && kill -KILL -- -{pid} 2>/dev/null; true")
+    return (f"kill -TERM -{pid} 2>/dev/null; for i in $(seq {tries}); do kill -0 {pid} 2>/dev/null || break; "
+            f"sleep {STOP_POLL}; done; kill -0 {pid} 2>/dev/null && kill -KILL -{pid} 2>/dev/null; true")
 
 
 @dataclass
