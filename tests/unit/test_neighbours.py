@@ -331,3 +331,78 @@ def test_an_ssh_neighbours_command_runs_from_its_own_folder_there() -> None:
     script = start_script("/tmp/f", cmd)
     assert "setsid nice -n 3" in script and "echo $! > /tmp/f/neighbour.pid" in script
     assert "kill -TERM -42" in stop_script(42, 15) and "seq 75" in stop_script(42, 15)
+
+
+# --- the evidence beside them: CPU pressure, throttling, and the fairness note (#32) ---------------------------
+
+
+def test_cpu_pressure_is_read_from_the_kernels_counters(tmp_path: Path) -> None:
+    from layerbench.measure.pressure import parse_pressure, pressure_files, pressure_window, read_pressure
+
+    text = "some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"
+    assert parse_pressure(text) == {"some": 2500000, "full": 7}
+    assert parse_pressure("") == {} and parse_pressure("some total=x") == {}
+    group = tmp_path / "cg"
+    group.mkdir()
+    (group / "cpu.pressure").write_text("some avg10=0 avg60=0 avg300=0 total=1000000\n")
+    files = pressure_files([group, tmp_path / "none"])
+    assert files[1:] == [group / "cpu.pressure"]
+    start = read_pressure(files)
+    (group / "cpu.pressure").write_text("some avg10=0 avg60=0 avg300=0 total=3500000\n")
+    window = pressure_window(start, read_pressure(files))
+    assert window[str(group)] == {"some_seconds": 2.5}
+    if Path("/proc/pressure/cpu").exists():  # this kernel has PSI: the machine's own counter moves forward
+        assert window["system"]["some_seconds"] >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=200) | st.just("some total=" + "9" * 400))
+def test_a_hostile_pressure_file_reads_as_counts_or_nothing(text: str) -> None:
+    from layerbench.measure.pressure import parse_pressure
+
+    assert all(k in ("some", "full") and v >= 0 for k, v in parse_pressure(text).items())
+
+
+def contention_analysis(runs: list[Any]) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(runs=runs, definition=SimpleNamespace(variants=[SimpleNamespace(name="quiet"),
+                                                                          SimpleNamespace(name="noisy")]))
+
+
+def stored_run(variant: str, neighbours: tuple[NeighbourRun, ...], usage: Usage) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(variant=variant, status="ok",
+                           facts=StoredFacts(usage=usage, neighbours=NeighbourRecords(neighbours)))
+
+
+def test_the_servers_contention_is_shown_for_every_variant_beside_the_neighbours() -> None:
+    from layerbench.analysis.neighbours import contention_rows
+    from layerbench.records import Throttling
+
+    hog = NeighbourRun("hog", "cpu", "docker", None, 0, "1 worker(s) at 100 %", "stress-ng",
+                       asked={"name": "hog", "kind": "cpu", "placement": "docker", "qos": "burstable"})
+    quiet = Usage(window_seconds=10, pressure={"system": {"some_seconds": 1.0}})
+    noisy = Usage(window_seconds=10, throttling={"/sys/fs/cgroup/cpu/docker/x": Throttling(100, 25, 0.5)},
+                  pressure={"system": {"some_seconds": 6.0}, "/sys/fs/cgroup/x": {"some_seconds": 3.0}})
+    rows = contention_rows(contention_analysis([stored_run("quiet", (), quiet), stored_run("noisy", (hog,), noisy)]))
+    assert [r.cells() for r in rows] == [["quiet", "none", "-", "-", "10 %", "-", "1"],
+                                         ["noisy", "hog", "25 %", "0.50", "60 %", "30 %", "1"]]
+    assert contention_rows(contention_analysis([stored_run("quiet", (), quiet)])) == []
+    from layerbench.analysis.neighbours import where_text
+
+    assert where_text(hog) == "docker (qos burstable)"
+
+
+def test_the_fairness_section_says_when_two_variants_had_different_neighbours() -> None:
+    from layerbench.analysis.fairness import neighbour_differences, neighbour_words
+
+    hog = NeighbourRecords((NeighbourRun("hog", "cpu", "host", None, 0, "1 worker(s) at 100 %", "stress-ng"),))
+    said = neighbour_differences("quiet", {"quiet": set(), "noisy": neighbour_words(hog), "same": set()})
+    assert len(said) == 1 and said[0].asked
+    text = said[0].text("quiet")
+    assert text == ("`noisy` differs from `quiet` in neighbours (load started beside the server): hog (cpu, 1 "
+                    "worker(s) at 100 %, host) vs none (asked by the campaign: the delta measures them together "
+                    "with the layer)")
+    assert neighbour_differences("quiet", {"noisy": set()}) == []
