@@ -96,7 +96,9 @@ def test_docker_and_ssh_placed_cpu_neighbours_lower_a_pinned_servers_tps(tmp_pat
                "cpus": "0"}
     variants = [{"name": "pinned", "backend": "host", "cpus": "0", "client_cpus": "1"},
                 {"name": "docker-noisy", "extends": "pinned", "neighbours": [docker_hog]},
-                {"name": "ssh-noisy", "extends": "pinned", "neighbours": [ssh_hog]}]
+                {"name": "ssh-noisy", "extends": "pinned", "neighbours": [ssh_hog]},
+                {"name": "boxed-server", "backend": "docker", "qos": "guaranteed", "resources": {"cpus": 1},
+                 "cpus": "0", "client_cpus": "1"}]  # a cgroup of its own: its throttling and CPU pressure
     path = campaign(tmp_path, "it-neighbours-placed", variants, 3, 3, hosts=lab_hosts)
     done = layerbench("run", str(path))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -115,6 +117,9 @@ def test_docker_and_ssh_placed_cpu_neighbours_lower_a_pinned_servers_tps(tmp_pat
     report = next((tmp_path / "out").glob("*-it-neighbours-placed/report.md")).read_text()
     assert "docker (qos burstable, 1 CPU), CPUs 0" in report and "ssh host app, CPUs 0" in report
     assert "### The server's CPU contention" in report and "differs from `pinned` in neighbours" in report
+    boxed = next(line for line in report.splitlines() if line.startswith("| boxed-server | none |"))
+    throttled_share, _, _, cgroup_pressure = [c.strip() for c in boxed.split("|")[3:7]]
+    assert throttled_share.endswith("%") and cgroup_pressure.endswith("%"), boxed  # measured, not "-"
     assert our_neighbour_containers("it-neighbours-placed") == []
     left = Host("app", HostEntry(**lab_hosts["app"])).shell("ls -d /tmp/lb*-nb-far 2>/dev/null; true").output
     assert left.strip() == ""

@@ -1,6 +1,7 @@
 """CPU pressure (PSI) over a run's measured window: how long runnable tasks waited for a CPU, from the kernel's
 own counters where it has them: /proc/pressure/cpu (the whole machine) and a server cgroup's cpu.pressure (cgroup
-v2; cgroup v1 has it in the cpuacct hierarchy only when booted with psi=1 and cgroup v1 PSI). `some`: the time at
+v2; on a hybrid cgroup v1 machine, the same cgroup's twin in the unified tree /sys/fs/cgroup/unified, as Docker
+creates it there; or the cpuacct hierarchy when the kernel has cgroup v1 PSI). `some`: the time at
 least one task waited; `full`: all non-idle tasks waited at once (the kernel reports 0 at the system level for
 CPU). Counters are microseconds since boot; a window is the difference of two readings."""
 
@@ -19,11 +20,14 @@ def parse_pressure(text: str) -> dict[str, int]:
 
 
 def pressure_files(cgroups: list[Path]) -> list[Path]:
-    """The machine's file and, per cgroup, its cpu.pressure (or its cgroup v1 cpuacct twin) where it exists."""
+    """The machine's file and, per cgroup, its cpu.pressure (or its twin in the unified or cpuacct tree of a
+    cgroup v1 machine) where one exists."""
     found = [SYSTEM]
     for directory in cgroups:
-        twin = Path(str(directory).replace("/sys/fs/cgroup/cpu/", "/sys/fs/cgroup/cpuacct/", 1))
-        found += [p for p in (directory / "cpu.pressure", twin / "cpu.pressure") if p.exists()][:1]
+        text = str(directory)
+        twins = [Path(text.replace(f"/sys/fs/cgroup/{v1}/", f"/sys/fs/cgroup/{tree}/", 1))
+                 for v1 in ("cpu", "cpu,cpuacct") for tree in ("unified", "cpuacct")]
+        found += [p for p in (directory / "cpu.pressure", *(t / "cpu.pressure" for t in twins)) if p.exists()][:1]
     return found
 
 
