@@ -406,3 +406,25 @@ def test_the_fairness_section_says_when_two_variants_had_different_neighbours() 
                     "worker(s) at 100 %, host) vs none (asked by the campaign: the delta measures them together "
                     "with the layer)")
     assert neighbour_differences("quiet", {"noisy": set()}) == []
+
+
+@pytest.mark.parametrize(("entry", "env", "said"), [
+    ({"name": "x", "kind": "cpu", "placement": "ssh", "host": "nowhere"}, {},
+     "variants.noisy.neighbours.x.host: 'nowhere' is not a host of `hosts:`"),
+    ({"name": "x", "kind": "cpu", "placement": "docker"}, {"DOCKER_HOST": "unix:///nonexistent/neigh.sock"},
+     "variants.noisy.neighbours.x.placement: docker: no Docker daemon answers at unix:///nonexistent/neigh.sock"),
+])
+def test_validate_refuses_a_placement_it_cannot_reach_in_one_line_with_exit_2(
+        tmp_path: Path, entry: dict[str, Any], env: dict[str, str], said: str) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign(None, [entry], output=str(tmp_path / "out"))))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "300", **env})
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
+    assert not (tmp_path / "out").exists()
