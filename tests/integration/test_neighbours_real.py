@@ -115,7 +115,8 @@ def test_docker_and_ssh_placed_cpu_neighbours_lower_a_pinned_servers_tps(tmp_pat
     """A guaranteed container (2 CPUs of weight, cpuset 0: in cgroup v1 a container's workers weigh as one group)
     and a process on the lab's app host (over SSH, pinned to CPU 0) beside a server pinned on CPU 0: each run's
     record says where it ran and what it achieved (CPU taken on the server's CPU); both lower the TPS (the median
-    of the per-round ratios, a generous margin) when the machine's other work leaves room to see it; the report shows the placements and the servers' CPU contention, a Docker server's too."""
+    of the per-round ratios, a generous margin) when the machine's other work leaves room to see it; the report
+    shows the placements and the servers' CPU contention, a Docker server's too."""
     docker_hog = {"name": "box", "kind": "cpu", "workers": 2, "load": 100, "placement": "docker", "qos": "guaranteed",
                   "resources": {"cpus": 2}, "cpus": "0"}
     ssh_hog = {"name": "far", "kind": "cpu", "workers": 2, "load": 100, "placement": "ssh", "host": "app",
