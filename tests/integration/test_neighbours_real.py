@@ -97,7 +97,7 @@ def paired_ratios(db: Path, variant: str, baseline: str) -> list[float]:
     return [r[variant] / r[baseline] for r in by_round.values() if variant in r and baseline in r]
 
 
-OTHER_LOAD_LIMIT = 0.5  # measured here: with other work at 60-90 % of both CPUs, TPS swung 4x between rounds
+OTHER_LOAD_LIMIT = 0.5  # measured here: with other work at 65-95 % of both CPUs, TPS swung 4x between rounds
                         # whatever the neighbours, and a host hog's runs were faster than the quiet ones
 
 
