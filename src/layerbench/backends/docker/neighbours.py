@@ -115,10 +115,13 @@ def start_neighbour_container(request: ContainerRequest) -> Placed:
     placed = NeighbourContainer(container, request.log_path)
     try:
         container.start()
-    except BaseException as error:
+    except Exception as error:
         placed.remove()
         raise RunFailed(f"neighbour {request.neighbour.name}: its container did not start: "
                         f"{str(error)[:200]}") from None
+    except BaseException:  # Ctrl-C: removed, and the interruption goes on
+        placed.remove()
+        raise
     return placed
 
 
