@@ -175,7 +175,8 @@ def k8s_local_script() -> Path | None:
 def pod_trouble(core: Any, ns: str, pod: Any) -> str | None:
     """Why a pod cannot become ready, if it is clear already: unschedulable, image pull, crash loop, OOM."""
     for cond in pod.status.conditions or []:
-        if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
+        if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable" and \
+                "unbound immediate PersistentVolumeClaims" not in (cond.message or ""):  # a PVC still binding
             return f"unschedulable: {cond.message}"
     for status in pod.status.container_statuses or []:
         waiting = status.state.waiting if status.state else None

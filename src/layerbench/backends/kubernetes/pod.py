@@ -21,6 +21,8 @@ from layerbench.hosts.procs import ManagedProcess, start
 from layerbench.server.restore import copy_tree
 
 DELETE_TIMEOUT = 180.0
+PORT_FORWARD_WARNING = ("sysbench reaches the server through kubectl port-forward: a slow path that swamps the "
+                        "measurement; use client: host or job where the network allows")
 
 
 def check_cluster(variant: KubernetesVariant) -> None:
