@@ -36,7 +36,12 @@ from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
-                "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)"}
+                "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)",
+                "job-pod": "a Job in the cluster -> the server pod's IP"}
+
+
+def client_path(variant: KubernetesVariant) -> str:
+    return CLIENT_PATHS.get(f"{variant.client}-{variant.client_target}", CLIENT_PATHS[variant.client])
 
 
 class KubernetesBackend(BackendBase):
@@ -150,7 +155,7 @@ class KubernetesBackend(BackendBase):
         if variant.client == "port-forward":
             (self.forward, port), host = pod.port_forward(variant, str(self.ns), spec.run_dir), "127.0.0.1"
             self.warn(pod.PORT_FORWARD_WARNING)
-        self.facts["client_path"] = CLIENT_PATHS[variant.client]
+        self.facts["client_path"] = client_path(variant)
         return Endpoint(host, port, spec.user, spec.password, spec.database)
 
     def warn(self, text: str) -> None:
@@ -229,8 +234,8 @@ class KubernetesBackend(BackendBase):
         if self.variant.client != "job":
             return None
         assert self.spec is not None and self.ns is not None
-        return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant,
-                         server=(str(self.facts.get("service_ip")), manifests.PORT), placement=self.placement)
+        return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant, placement=self.placement,
+                         server=(str(self.facts.get(f"{self.variant.client_target}_ip")), manifests.PORT))
 
     def server_log_tail(self, lines: int = 20) -> str:
         with contextlib.suppress(Exception):

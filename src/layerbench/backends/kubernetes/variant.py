@@ -111,7 +111,9 @@ class KubernetesVariant(ImageVariant):
         return f"server in the cluster, {self.client_words() or 'sysbench on ' + client}"
 
     def network_path(self, placement: Placement) -> str:
-        return PATH_WORDS[self.client]
+        pod_ip = self.client == "job" and self.client_target == "pod"
+        return PATH_WORDS["job"].replace("the Service's cluster IP", "the server pod's IP") if pod_ip else \
+            PATH_WORDS[self.client]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
         costs = [SERVER_IMAGE_COST] if self.image is None else []
