@@ -34,6 +34,7 @@ def check_cluster(variant: KubernetesVariant) -> None:
     cluster.check_client_placement(core, nodes, variant)
     cluster.check_capacity(nodes, resources, variant)
     cluster.check_storage_class(client.StorageV1Api(api), variant)
+    cluster.check_snapshot_class(api, variant)
     cluster.check_cpu_manager(core, nodes, variant, manifests.exclusive_cpus(resources))
     if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
         raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "

@@ -93,6 +93,13 @@ class KubernetesVariant(ImageVariant):
                              f"client is {self.client!r}; set client: job or remove client_target")
         return self
 
+    def check_data_room(self, dataset_bytes: int) -> None:
+        from layerbench.backends.kubernetes.qos import quantity
+
+        if self.storage == "pvc" and quantity(self.storage_size) < dataset_bytes:
+            raise BadInput(f"variants.{self.name}.storage_size: {self.storage_size} is smaller than the dataset "
+                           f"({dataset_bytes / 2**30:.2f} GiB with the server's own files); raise storage_size")
+
     def client_words(self) -> str | None:
         return "sysbench as a Job in the cluster" if self.client == "job" else None
 
