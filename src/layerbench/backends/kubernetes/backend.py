@@ -93,7 +93,7 @@ class KubernetesBackend(BackendBase):
         restored, started = variant.snapshot_class is not None and spec.snapshot is not None, time.monotonic()
         if restored:  # the run's VolumeSnapshotContent is cluster-scoped: noted for down() before it exists
             self.content = volsnap.content_name(self.ns)
-            volsnap.snapshot_for_run(self.api, self.core, variant, spec, self.ns, self.image, self._labels("snapshot"))
+            volsnap.snapshot_for_run(self.api, self.core, variant, spec, self.ns, self.image, self.nodes)
         snapshot, host_datadir, self.facts["data"] = (None, None, volsnap.DATA_WORDS) if restored else \
             pod.data_source(self.variant, spec, work, self.nodes)
         for body in manifests.server_objects(variant, self.image, self.ns, self._labels("server"),

@@ -294,10 +294,15 @@ def record_restore(core: Any, ns: str, pod_name: str, spec: Any, seconds: float)
 
 
 def snapshot_for_run(api: Any, core: Any, variant: KubernetesVariant, spec: Any, ns: str, image: str,
-                     meta_labels: dict[str, str]) -> None:
+                     nodes: list[Any]) -> None:
     """The campaign's seed VolumeSnapshot of spec.snapshot (made once), and this run's VolumeSnapshot from it in
-    `ns`, so the run's PVC can be made from it."""
+    `ns`, so the run's PVC can be made from it. The seed is filled through a hostPath, so the server's nodes
+    must be this machine (a seed prepared by sysbench Jobs on a remote cluster: not yet)."""
+    if not cluster.node_is_this_machine(nodes):
+        raise RunFailed(f"variants.{variant.name}.snapshot_class: the dataset reaches the seed PVC through hostPath, "
+                        "which needs the server's nodes to be this machine (node_selector); on a remote cluster "
+                        "set the workload's reset: reprepare")
     seeds = SeedSnapshots(api, core, variant)
     seed_labels = manifests.labels(spec.campaign, seed_name(spec.campaign, spec.snapshot), "seed")
     handle, driver = seeds.seed(spec.campaign, spec.snapshot, image, seed_labels, spec.say)
-    seeds.for_run(ns, handle, driver, meta_labels)
+    seeds.for_run(ns, handle, driver, manifests.labels(spec.campaign, spec.label, "snapshot"))
