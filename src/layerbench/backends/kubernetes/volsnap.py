@@ -179,9 +179,10 @@ class SeedSnapshots:
         return _SEEDS[key], str(content["spec"]["driver"])
 
     def _make_seed(self, ns: str, snapshot: Path, image: str, meta_labels: dict[str, str]) -> str:
-        from layerbench.backends.kubernetes.pod import create_object
+        from layerbench.backends.kubernetes.pod import create_object, delete_namespace
 
         timeout = self.variant.ready_timeout
+        delete_namespace(self.core, ns)  # a seed a killed harness left (resume): made again, not trusted
         self.core.create_namespace(manifests.namespace(ns, meta_labels))
         for body in seed_objects(self.variant, image, ns, str(snapshot.resolve()), meta_labels):
             create_object(self.api, self.core, body)
