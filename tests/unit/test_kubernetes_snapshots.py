@@ -12,10 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from layerbench.analysis.aggregate import RunRow
+from layerbench.analysis.placement import placement_rows
 from layerbench.backends.kubernetes import job, volsnap
 from layerbench.backends.kubernetes import manifests as m
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput, RunFailed
+from layerbench.records.run import StoredFacts
 from layerbench.server.manifest import build_manifest, write_manifest
 
 SNAP = {"storage": "pvc", "storage_class": "csi", "snapshot_class": "csi-snap"}
@@ -162,3 +165,29 @@ def test_a_pvc_smaller_than_the_dataset_is_refused_in_one_line() -> None:
     with pytest.raises(BadInput, match=r"^variants\.k\.storage_size: 100Mi is smaller than the dataset \(0\.10 GiB"):
         v.check_data_room(100 * 2**20 + 1)
     variant(storage="emptydir").check_data_room(10**15)  # an emptyDir has no size of its own
+
+
+def placed_run(variant: str, placement: object, status: str = "ok") -> RunRow:
+    facts = StoredFacts.from_json({"environment": {"backend": {"backend": "kubernetes", "placement": placement}}})
+    return RunRow(1, 0, 1, variant, "w", 1, 1, status, None, {}, facts=facts)
+
+
+def test_the_report_rows_name_each_variants_nodes_path_and_median_connect_time() -> None:
+    cross = {"server_node": "n1", "client_node": "n2", "network_path": "cross-node, via the pod IP"}
+    runs = [placed_run("a", {**cross, "rtt_median_us": 50}), placed_run("a", {**cross, "rtt_median_us": 70}),
+            placed_run("a", {**cross, "rtt_median_us": 60}), placed_run("a", {**cross, "rtt_median_us": 1}, "failed"),
+            placed_run("b", {"server_node": "n1"}), placed_run("c", "not a dict"),
+            placed_run("d", {"server_node": "n1", "client_node": "n1", "rtt_median_us": "x"})]
+    rows = placement_rows(runs)
+    assert [(r.variant, r.server_node, r.client_node, r.network_path, r.rtt_us) for r in rows] == [
+        ("a", "n1", "n2", "cross-node, via the pod IP", 60.0), ("d", "n1", "n1", "-", None)]
+    md = "\n".join(placement_lines_for(rows))
+    assert "| `a` | n1 | n2 | cross-node, via the pod IP | 60.00 |" in md
+
+
+def placement_lines_for(rows: list) -> list[str]:
+    from types import SimpleNamespace
+
+    from layerbench.report.markdown import placement_lines
+
+    return placement_lines(SimpleNamespace(placement=tuple(rows)))  # the markdown needs only the rows
