@@ -20,36 +20,18 @@ from pathlib import Path
 
 import pytest
 
+from k8s_local import SCRIPT, LocalCluster
+
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "k8s-local"
 STATE_DIR = Path(os.environ.get("LAYERBENCH_TEST_K8S_DIR") or "/var/tmp/layerbench-k8s-pytest")
 CACHE_ROOT = Path(os.environ.get("LAYERBENCH_CACHE_DIR", "/var/cache/layerbench"))
 PAUSE_IMAGE = "localhost/layerbench/pause:3.10"
 NAMESPACE = "lb-k8s-local-test"
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["K8S_LOCAL_DIR"] = str(STATE_DIR)
-    return env
-
-
-def run_script(*args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [str(SCRIPT), *args], env=_env(), capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if check and proc.returncode != 0:
-        pytest.fail(
-            f"scripts/k8s-local {' '.join(args)} exited {proc.returncode}\n"
-            f"--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}"
-        )
-    return proc
-
-
-def kubectl(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return run_script("kubectl", *args, timeout=timeout, check=check)
+CLUSTER = LocalCluster(STATE_DIR)
+run_script, kubectl = CLUSTER.run_script, CLUSTER.kubectl
 
 
 def settings() -> dict[str, str]:

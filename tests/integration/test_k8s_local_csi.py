@@ -8,49 +8,26 @@ machine builds the driver and sidecars (`scripts/k8s-local build-csi`); later ru
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
-import shutil
-import subprocess
-import tarfile
 import time
 from pathlib import Path
 
 import pytest
 
+from k8s_local import SHELL_IMAGE, LocalCluster, busybox_image_tar
+
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "k8s-local"
 STATE_DIR = Path(os.environ.get("LAYERBENCH_TEST_K8S_CSI_DIR") or "/var/tmp/layerbench-k8s-pytest-csi")
 NAMESPACE = "lb-k8s-csi-test"
 DRIVER = "hostpath.csi.layerbench.local"
 STORAGE_CLASS = "layerbench-csi-hostpath"
 SNAPSHOT_CLASS = "layerbench-csi-hostpath-snapclass"
-SHELL_IMAGE = "localhost/layerbench-test/busybox:csi-test"
 
 
-def run_script(*args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "K8S_LOCAL_DIR": str(STATE_DIR)}
-    proc = subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    if check and proc.returncode != 0:
-        pytest.fail(
-            f"scripts/k8s-local {' '.join(args)} exited {proc.returncode}\n"
-            f"--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-6000:]}"
-        )
-    return proc
-
-
-def kubectl(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return run_script("kubectl", *args, timeout=timeout, check=check)
-
-
-def apply(obj: dict) -> None:
-    path = STATE_DIR / f"test-{obj['kind'].lower()}-{obj['metadata']['name']}.json"
-    path.write_text(json.dumps(obj))
-    kubectl("apply", "-f", str(path))
+CLUSTER = LocalCluster(STATE_DIR)
+run_script, kubectl, apply = CLUSTER.run_script, CLUSTER.kubectl, CLUSTER.apply
 
 
 def get(kind: str, name: str) -> dict:
@@ -70,35 +47,6 @@ def wait_until(what: str, check, timeout: float = 180) -> dict:
         time.sleep(1)
     events = kubectl("-n", NAMESPACE, "get", "events", "--sort-by=.lastTimestamp", check=False).stdout
     pytest.fail(f"{what} not as expected within {timeout}s: {json.dumps(last.get('status'))}\n{events[-3000:]}")
-
-
-def busybox_image_tar(dest: Path) -> Path:
-    """A docker-archive of a FROM-scratch image holding this machine's busybox-static as /bin/busybox."""
-    busybox = shutil.which("busybox")
-    assert busybox, "busybox-static is installed by scripts/setup"
-    layer = io.BytesIO()
-    with tarfile.open(fileobj=layer, mode="w") as tar:
-        info = tar.gettarinfo(busybox, arcname="bin/busybox")
-        info.uid = info.gid = 0
-        info.uname = info.gname = ""
-        with open(busybox, "rb") as f:
-            tar.addfile(info, f)
-    layer_bytes = layer.getvalue()
-    diff_id = hashlib.sha256(layer_bytes).hexdigest()
-    config = json.dumps({
-        "architecture": "amd64", "os": "linux",
-        "config": {"Entrypoint": ["/bin/busybox"], "Env": ["PATH=/bin"]},
-        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]},
-    }).encode()
-    config_name = hashlib.sha256(config).hexdigest() + ".json"
-    manifest = json.dumps([{"Config": config_name, "RepoTags": [SHELL_IMAGE], "Layers": [f"{diff_id}/layer.tar"]}])
-    with tarfile.open(dest, mode="w") as tar:
-        for name, data in ((f"{diff_id}/layer.tar", layer_bytes), (config_name, config),
-                           ("manifest.json", manifest.encode())):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return dest
 
 
 def pod(name: str, claim: str, script: str) -> dict:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_k8s_local_csi as helpers  # its busybox image and script path; our own state dir
+from k8s_local import SHELL_IMAGE, LocalCluster, busybox_image_tar
 
 pytestmark = [pytest.mark.k8s, pytest.mark.slow]
 
@@ -27,24 +25,8 @@ NAMESPACE = "lb-k8s-2n-test"
 NODES = ("layerbench-node", "layerbench-node-2")
 
 
-def run_script(*args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "K8S_LOCAL_DIR": str(STATE_DIR)}
-    proc = subprocess.run([str(helpers.SCRIPT), *args], env=env, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        pytest.fail(
-            f"scripts/k8s-local {' '.join(args)} exited {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        )
-    return proc
-
-
-def kubectl(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return run_script("kubectl", *args, timeout=timeout, check=check)
-
-
-def apply(obj: dict) -> None:
-    path = STATE_DIR / f"test-{obj['kind'].lower()}-{obj['metadata']['name']}.json"
-    path.write_text(json.dumps(obj))
-    kubectl("apply", "-f", str(path))
+CLUSTER = LocalCluster(STATE_DIR)
+run_script, kubectl, apply = CLUSTER.run_script, CLUSTER.kubectl, CLUSTER.apply
 
 
 def wait_pod(name: str, phase: str, timeout: float = 120) -> dict:
@@ -69,7 +51,7 @@ def pod(name: str, node: str, script: str, labels: dict | None = None) -> dict:
         "spec": {
             "nodeSelector": {"kubernetes.io/hostname": node}, "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "sh", "image": helpers.SHELL_IMAGE, "imagePullPolicy": "Never",
+            "containers": [{"name": "sh", "image": SHELL_IMAGE, "imagePullPolicy": "Never",
                             "command": ["/bin/busybox", "sh", "-c", script]}],
         },
     }
@@ -81,7 +63,7 @@ def two_nodes():
     try:
         up = run_script("up", "--nodes", "2", timeout=3600)
         STATE_DIR.mkdir(exist_ok=True)
-        run_script("image-import", str(helpers.busybox_image_tar(STATE_DIR / "busybox.tar")), timeout=120)
+        run_script("image-import", str(busybox_image_tar(STATE_DIR / "busybox.tar")), timeout=120)
         yield up.stdout
     finally:
         run_script("down", "--wipe", timeout=300, check=False)

@@ -14,7 +14,8 @@ from layerbench.hosts.owners import processes_with
 from layerbench.server.spec import ServerSpec
 from layerbench.sysbench.client import ClientRunner, HostClient
 
-__all__ = ["Backend", "BackendBase", "ClientRunner", "Endpoint", "HostClient", "ServerSpec", "host_client_processes"]
+__all__ = ["Backend", "BackendBase", "ClientRunner", "Endpoint", "HostClient", "ServerSpec", "at_campaign_end",
+           "campaign_ended", "host_client_processes"]
 
 
 class Backend(Protocol):
@@ -58,6 +59,20 @@ class Backend(Protocol):
 
     def server_log_tail(self, lines: int = 20) -> str:
         """The server's last log lines, for the cause of a failed run."""
+
+
+_CAMPAIGN_END: list[Callable[[], None]] = []
+
+
+def at_campaign_end(action: Callable[[], None]) -> None:
+    """Something a backend keeps across the runs of a campaign (a Kubernetes seed snapshot), removed at its end."""
+    _CAMPAIGN_END.append(action)
+
+
+def campaign_ended() -> None:
+    """The campaign is over (finished, failed or interrupted): run what at_campaign_end registered, newest first."""
+    while _CAMPAIGN_END:
+        _CAMPAIGN_END.pop()()
 
 
 def host_client_processes(hook: Path) -> list[int]:

@@ -144,6 +144,10 @@ class VariantBase(Strict):
     def check_server_here(self) -> None:
         """Preflight, first for a server on this machine: refuse a server that is not there or not known."""
 
+    def check_data_room(self, dataset_bytes: int) -> None:
+        """Preflight: refuse a variant whose own fixed-size storage cannot hold the largest dataset of the campaign
+        (a Kubernetes PVC); most variants have none (their room is the disk space check's)."""
+
     def server_command_here(self) -> tuple[str, ...] | None:
         """The command of the server binary whose option names server.config is checked against, if installed."""
         return which_server("mariadbd")

@@ -18,6 +18,7 @@ from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.placement import PLACEMENT_COLUMNS
 from layerbench.analysis.report_model import AnswerRow, Report
 from layerbench.analysis.stats import Comparison
 from layerbench.report import charts, evidence, io_table, neighbours, published
@@ -204,8 +205,11 @@ def environment(report: Report) -> dict[str, Any]:
     facts = {**env.host.all, **{f"storage {k}": v for k, v in env.storage.items()}, **env.tuning} if env else {}
     data: list[list[Cell]] = [[d.variant, d.restore, d.verified, fmt(d.reset_seconds), d.start_state, d.storage]
                               for d in report.data]
+    placement: list[list[Cell]] = [[p.variant, p.server_node, p.client_node, p.network_path, fmt(p.rtt_us)]
+                                   for p in report.placement]
     return {"facts": Table(["fact (baseline)", "value"], [[str(k), str(v)] for k, v in facts.items()]),
-            "data": Table(list(DATA_COLUMNS), data, {3}), "differences": report.differences}
+            "data": Table(list(DATA_COLUMNS), data, {3}), "differences": report.differences,
+            "placement": Table(list(PLACEMENT_COLUMNS), placement, {4})}
 
 
 def campaign_as_run(report: Report) -> dict[str, str]:

@@ -10,6 +10,7 @@ from layerbench.analysis.cross_campaign import CampaignComparison
 from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.placement import PLACEMENT_COLUMNS
 from layerbench.analysis.report_model import Report
 from layerbench.report import evidence, io_table, neighbours, published
 from layerbench.report.cells import fmt, pct, run_numbers, window_text
@@ -157,8 +158,16 @@ def dataset_lines(report: Report) -> list[str]:
     return ["Data of each run (docs/datasets.md):", "", *table(list(DATA_COLUMNS), rows, "llrlll"), ""] if rows else []
 
 
+def placement_lines(report: Report) -> list[str]:
+    """Per variant: the nodes its server and client ran on, as the cluster's API reported them, and the path."""
+    rows = [[f"`{p.variant}`", p.server_node, p.client_node, p.network_path, fmt(p.rtt_us)] for p in report.placement]
+    return ["Where server and client ran (read from the cluster's API):", "",
+            *table(list(PLACEMENT_COLUMNS), rows, "llllr"), ""] if rows else []
+
+
 def fairness_section(report: Report) -> list[str]:
-    lines = ["## Environment and fairness", "", *environment_lines(report), *dataset_lines(report)]
+    lines = ["## Environment and fairness", "", *environment_lines(report), *dataset_lines(report),
+             *placement_lines(report)]
     if not report.differences:
         return [*lines, "No difference between the variants' servers or machines beyond what the campaign asked for.",
                 ""]

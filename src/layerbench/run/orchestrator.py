@@ -14,6 +14,7 @@ from typing import Any
 
 from layerbench.analysis.busy import busy_reason, busy_run, decide
 from layerbench.analysis.sequential import over_budget, stop_reason
+from layerbench.backends.base import campaign_ended
 from layerbench.campaign.models import Adaptive, Campaign, VariantBase, Workload, campaign_as_dict, stored_campaign
 from layerbench.errors import Interrupted, LayerbenchError, MachineBusy, RunFailed
 from layerbench.hosts.critical import signals_deferred
@@ -133,6 +134,7 @@ class Orchestrator:
                 self.store.finish_campaign(campaign_id, "failed", str(error))
             raise
         finally:
+            campaign_ended()  # what backends kept across runs (a Kubernetes seed snapshot)
             self.hosts.close()
         status = "finished" if outcome.failed == 0 else "finished with failures"
         self.store.finish_campaign(campaign_id, status)

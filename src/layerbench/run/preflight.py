@@ -54,6 +54,9 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         if variant.checks_options_here(local):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
+    largest = max((dataset_bytes(w) for w in campaign.workloads), default=0)
+    for variant in campaign.variants:
+        variant.check_data_room(largest)  # a fixed-size volume of its own (a PVC) holds the whole dataset
     check_neighbours(campaign)  # their CPUs, room and targets (#32)
     check_hosts(campaign, hosts)
     backends = [(variant, make_backend(variant, hosts)) for variant in campaign.variants]

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.kubernetes import cluster, manifests, pod
+from layerbench.backends.kubernetes import cluster, manifests, pod, volsnap
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.procs import pod_components
 from layerbench.backends.kubernetes.variant import KubernetesVariant
@@ -33,6 +34,14 @@ from layerbench.hosts.procs import ManagedProcess
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
+
+CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
+                "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)",
+                "job-pod": "a Job in the cluster -> the server pod's IP"}
+
+
+def client_path(variant: KubernetesVariant) -> str:
+    return CLIENT_PATHS.get(f"{variant.client}-{variant.client_target}", CLIENT_PATHS[variant.client])
 
 
 class KubernetesBackend(BackendBase):
@@ -51,6 +60,7 @@ class KubernetesBackend(BackendBase):
         self.forward: ManagedProcess | None = None
         self.nodes: list[Any] = []
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
+        self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -80,11 +90,19 @@ class KubernetesBackend(BackendBase):
             work = spec.work_dir / "k8s" / self.ns
             owners.record(spec.label, pid=None, marker="", paths=[work])
         self._create_base(spec)
-        snapshot, host_datadir, self.facts["data"] = pod.data_source(self.variant, spec, work, self.nodes)
+        restored, started = variant.snapshot_class is not None and spec.snapshot is not None, time.monotonic()
+        if restored:  # the run's VolumeSnapshotContent is cluster-scoped: noted for down() before it exists
+            self.content = volsnap.content_name(self.ns)
+            volsnap.snapshot_for_run(self.api, self.core, variant, spec, self.ns, self.image, self.nodes)
+        snapshot, host_datadir, self.facts["data"] = (None, None, volsnap.DATA_WORDS) if restored else \
+            pod.data_source(self.variant, spec, work, self.nodes)
         for body in manifests.server_objects(variant, self.image, self.ns, self._labels("server"),
-                                             snapshot_path=snapshot, host_datadir=host_datadir):
+                                             snapshot_path=snapshot, host_datadir=host_datadir, restored=restored):
             self._create(body)
+            self.facts |= volsnap.bound_claim(self.api, self.core, self.ns, variant, body)
         self.pod = self._wait_ready(variant)
+        if restored:  # the pod's init container hashed the restored files
+            volsnap.record_restore(self.core, self.ns, self.pod.metadata.name, spec, time.monotonic() - started)
         self._check_qos(variant)
         self._record_pod_facts()
         endpoint = self._endpoint(spec, variant)
@@ -135,17 +153,10 @@ class KubernetesBackend(BackendBase):
         self.facts["service_ip"] = service.spec.cluster_ip
         host, port = service.spec.cluster_ip, manifests.PORT
         if variant.client == "port-forward":
-            host, port = "127.0.0.1", self._port_forward(spec)
-        self.facts["client_path"] = {"host": "this host -> Service cluster IP (kube-proxy)",
-                                     "job": "a Job in the cluster -> Service cluster IP",
-                                     "port-forward": "kubectl port-forward (slow path)"}[variant.client]
+            (self.forward, port), host = pod.port_forward(variant, str(self.ns), spec.run_dir), "127.0.0.1"
+            self.warn(pod.PORT_FORWARD_WARNING)
+        self.facts["client_path"] = client_path(variant)
         return Endpoint(host, port, spec.user, spec.password, spec.database)
-
-    def _port_forward(self, spec: ServerSpec) -> int:
-        self.forward, port = pod.port_forward(self.variant, str(self.ns), spec.run_dir)
-        self.warn("sysbench reaches the server through kubectl port-forward: a slow path that swamps the "
-                  "measurement; use client: host or job where the network allows")
-        return port
 
     def warn(self, text: str) -> None:
         """Recorded in describe(); the report lists it under Warnings."""
@@ -169,6 +180,9 @@ class KubernetesBackend(BackendBase):
             self.forward = None
         if self.ns is not None and self.core is not None:
             pod.delete_namespace(self.core, self.ns)
+        if self.content is not None and self.api is not None:
+            volsnap.delete_content(self.api, self.content)
+            self.content = None
         if self.spec is not None:
             shutil.rmtree(self.spec.work_dir / "k8s" / (self.ns or ""), ignore_errors=True)
             owners.forget(self.spec.label)
@@ -220,8 +234,8 @@ class KubernetesBackend(BackendBase):
         if self.variant.client != "job":
             return None
         assert self.spec is not None and self.ns is not None
-        return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant,
-                         server=(str(self.facts.get("service_ip")), manifests.PORT), placement=self.placement)
+        return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant, placement=self.placement,
+                         server=(str(self.facts.get(f"{self.variant.client_target}_ip")), manifests.PORT))
 
     def server_log_tail(self, lines: int = 20) -> str:
         with contextlib.suppress(Exception):

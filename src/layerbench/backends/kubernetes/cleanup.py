@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from layerbench.backends.base import Leftovers
 from layerbench.backends.kubernetes.cluster import local_kubeconfig
@@ -22,27 +23,51 @@ def kubernetes_namespaces(include_live: bool = False) -> list[str]:
     found = []
     for ns in core.list_namespace(label_selector="layerbench=1", _request_timeout=10).items:
         meta = ns.metadata.labels or {}
-        if meta.get("layerbench.host") != host_label() or ns.status.phase == "Terminating":
-            continue
-        harness = int(meta.get("layerbench.harness", "0") or 0)
-        if harness and pid_alive(harness) and harness != os.getpid() and not include_live:
-            continue
-        found.append(ns.metadata.name)
+        if ns.status.phase != "Terminating" and ours(meta, include_live):
+            found.append(ns.metadata.name)
     return found
 
 
+def ours(meta: dict[str, str], include_live: bool) -> bool:
+    """Made from this machine by a harness that is gone (or by any of this machine's with include_live)."""
+    if meta.get("layerbench.host") != host_label():
+        return False
+    harness = int(meta.get("layerbench.harness", "0") or 0)
+    return include_live or not harness or not pid_alive(harness) or harness == os.getpid()
+
+
 def clean_kubernetes(include_live: bool = False) -> list[str]:
-    """Delete the namespaces `kubernetes_namespaces` finds (and with them everything a run created)."""
+    """Delete the namespaces `kubernetes_namespaces` finds (and with them everything a run created, a seed's
+    VolumeSnapshot too), then the runs' pre-provisioned VolumeSnapshotContents (cluster-scoped, so outside them)."""
     names = kubernetes_namespaces(include_live)
-    if not names:
-        return []
     core = _kubernetes_core()
     for name in names:
         delete_namespace(core, name)
-    return [f"deleted namespace {name}" for name in names]
+    return [f"deleted namespace {name}" for name in names] + clean_snapshot_contents(core, include_live)
 
 
-def _kubernetes_core() -> object | None:
+def clean_snapshot_contents(core: Any, include_live: bool) -> list[str]:
+    """The VolumeSnapshotContents labelled layerbench=1 of this machine whose harness is gone ([] without the
+    VolumeSnapshot API)."""
+    if core is None:
+        return []
+    from kubernetes import client
+
+    from layerbench.backends.kubernetes.volsnap import GROUP, VERSION, delete_content
+
+    api = core.api_client
+    try:
+        found = client.CustomObjectsApi(api).list_cluster_custom_object(
+            GROUP, VERSION, "volumesnapshotcontents", label_selector="layerbench=1", _request_timeout=10)["items"]
+    except Exception:  # no snapshot API in this cluster: nothing of ours there
+        return []
+    names = [c["metadata"]["name"] for c in found if ours(c["metadata"].get("labels") or {}, include_live)]
+    for name in names:
+        delete_content(api, name)
+    return [f"deleted VolumeSnapshotContent {name}" for name in names]
+
+
+def _kubernetes_core() -> Any:
     try:
         from kubernetes import client, config
 

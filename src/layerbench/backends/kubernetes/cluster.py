@@ -88,6 +88,11 @@ def check_client_placement(core: Any, server_nodes: list[Any], variant: Kubernet
         raise BadInput(f"{where}.client_anti_affinity: the server and the sysbench Job can only run on node "
                        f"{names.pop()}, so the Job could never be placed; widen client_node_selector or set "
                        "client_anti_affinity: false")
+    only = {n.metadata.name for n in clients}
+    if variant.client_anti_affinity and len(only) == 1 and only <= {n.metadata.name for n in server_nodes}:
+        raise BadInput(f"{where}.client_node_selector: the sysbench Job can only run on node {only.pop()}, where the "
+                       "server may be scheduled too, and client_anti_affinity asks for another node; pin the "
+                       "server elsewhere with node_selector or widen client_node_selector")
 
 
 def check_capacity(nodes: list[Any], resources: dict[str, dict[str, str]], variant: KubernetesVariant) -> None:
@@ -115,6 +120,28 @@ def check_storage_class(storage: Any, variant: KubernetesVariant) -> None:
     if not variant.storage_class and not default:
         raise BadInput(f"variants.{variant.name}.storage: pvc needs a storage class and the cluster has no default "
                        "one; set storage_class or use storage: emptydir or hostpath")
+
+
+def check_snapshot_class(api: Any, variant: KubernetesVariant) -> None:
+    """snapshot_class names a VolumeSnapshotClass the cluster has, whose driver provisions the PVC's class."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    if variant.snapshot_class is None:
+        return
+    where = f"variants.{variant.name}.snapshot_class"
+    try:
+        classes = client.CustomObjectsApi(api).list_cluster_custom_object(
+            "snapshot.storage.k8s.io", "v1", "volumesnapshotclasses", _request_timeout=TIMEOUT)["items"]
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        raise BadInput(f"{where}: the cluster serves no VolumeSnapshot API (snapshot.storage.k8s.io/v1); install "
+                       "the snapshot CRDs and controller (k8s-local up --csi) or remove snapshot_class") from None
+    drivers = {c["metadata"]["name"]: c.get("driver") for c in classes}
+    if variant.snapshot_class not in drivers:
+        raise BadInput(f"{where}: {variant.snapshot_class!r} is not a VolumeSnapshotClass of the cluster (it has: "
+                       f"{', '.join(sorted(drivers)) or 'none'}); fix it or remove snapshot_class")
 
 
 def kubelet_config(core: Any, node: str) -> dict[str, Any]:
@@ -175,7 +202,8 @@ def k8s_local_script() -> Path | None:
 def pod_trouble(core: Any, ns: str, pod: Any) -> str | None:
     """Why a pod cannot become ready, if it is clear already: unschedulable, image pull, crash loop, OOM."""
     for cond in pod.status.conditions or []:
-        if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
+        if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable" and \
+                "unbound immediate PersistentVolumeClaims" not in (cond.message or ""):  # a PVC still binding
             return f"unschedulable: {cond.message}"
     for status in pod.status.container_statuses or []:
         waiting = status.state.waiting if status.state else None

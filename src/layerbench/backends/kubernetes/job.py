@@ -40,7 +40,8 @@ class JobClient:
         secret = f"{self.name}-files"
         self.core.create_namespaced_secret(self.ns, manifests.secret(secret, self.ns, files, labels))
         self.batch.create_namespaced_job(self.ns, manifests.client_job(
-            self.image, self.ns, wait_for_server(*self.server, args), labels, name=self.name, secret=secret,
+            self.image, self.ns, wait_for_server(*self.server, args, rtt=self.name == "sysbench-run"), labels,
+            name=self.name, secret=secret,
             placement=manifests.client_placement(self.variant, manifests.labels(
                 self.spec.campaign, self.spec.label, "server"))))
         deadline = time.monotonic() + timeout
@@ -48,6 +49,7 @@ class JobClient:
             pod = self._wait_started(deadline)
             self._record_node(pod)
             output = self._stream(pod, log_path, on_line, secrets)
+            self._record_rtt(output)
             return Completed(self._exit_code(pod, deadline), output)
         except RunFailed:
             raise
@@ -64,6 +66,14 @@ class JobClient:
         self.placement.setdefault("client_nodes", {})[self.name] = node
         if self.name == "sysbench-run":
             self.placement["client_node"] = node
+            self.placement["network_path"] = network_path(self.placement.get("server_node"), node,
+                                                          self.variant.client_target)
+
+    def _record_rtt(self, output: str) -> None:
+        """The run Job's connect times to the server (µs), measured before sysbench started."""
+        times = parse_rtt(output) if self.name == "sysbench-run" else []
+        if times:
+            self.placement |= {"rtt_us": times, "rtt_median_us": sorted(times)[len(times) // 2]}
 
     def _wait_started(self, deadline: float) -> str:
         while time.monotonic() < deadline:
@@ -117,12 +127,34 @@ def job_name(cmd: list[str]) -> str:
 
 
 WAIT_SECONDS = 60
+RTT_CONNECTS = 5
+RTT_PREFIX = "layerbench-rtt-us:"
+RTT_SCRIPT = ('for _ in $(seq $4); do t0=$EPOCHREALTIME; if exec 3<>"/dev/tcp/$1/$2"; then t1=$EPOCHREALTIME; '
+              'exec 3>&-; r="$r $(( ${t1/./} - ${t0/./} ))"; fi; done 2>/dev/null; echo "' + RTT_PREFIX + '$r"; ')
 
 
-def wait_for_server(host: str, port: int, args: list[str]) -> list[str]:
-    """`args` behind a bounded wait, inside the Job, until the Service address accepts TCP: a pod is Ready
+def wait_for_server(host: str, port: int, args: list[str], rtt: bool = False) -> list[str]:
+    """`args` behind a bounded wait, inside the Job, until the server address accepts TCP: a pod is Ready
     before its Service's endpoints and kube-proxy rules catch up, and sysbench does not retry a refused
-    connection. After the wait sysbench runs anyway and reports what it finds."""
+    connection. After the wait sysbench runs anyway and reports what it finds. With `rtt`, first RTT_CONNECTS
+    timed TCP connects (bash's $EPOCHREALTIME around connect(): one SYN/SYN-ACK round trip each, in µs, no ICMP),
+    printed on one line that parse_rtt reads back."""
     script = ('for _ in $(seq $((2 * $3))); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && break; sleep 0.5; '
-              'done; shift 3; exec "$@"')
-    return ["bash", "-c", script, "wait-for-server", host, str(port), str(WAIT_SECONDS), *args]
+              f'done; {RTT_SCRIPT if rtt else ""}shift 4; exec "$@"')
+    return ["bash", "-c", script, "wait-for-server", host, str(port), str(WAIT_SECONDS), str(RTT_CONNECTS), *args]
+
+
+def parse_rtt(output: str) -> list[int]:
+    """The connect times the Job printed (wait_for_server with rtt), in µs; [] when there is no such line."""
+    for line in output.splitlines():
+        if line.startswith(RTT_PREFIX):
+            return [int(x) for x in line.removeprefix(RTT_PREFIX).split() if x.isdigit()]
+    return []
+
+
+def network_path(server_node: str | None, client_node: str | None, target: str) -> str:
+    """Where a Job's packets go: between the nodes' pod networks (routed, a veth and the other node's bridge) or
+    on the server's node (its bridge), to the Service's cluster IP (kube-proxy's DNAT) or straight to the pod IP."""
+    where = "cross-node (routed between the nodes' pod networks)" if server_node != client_node else \
+        "on-node (the node's bridge)"
+    return f"{where}, via the {'Service cluster IP (kube-proxy)' if target == 'service' else 'pod IP'}"

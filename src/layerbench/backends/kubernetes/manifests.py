@@ -89,10 +89,29 @@ def _data_volume(variant: KubernetesVariant, host_datadir: str | None) -> dict[s
     return None  # a StatefulSet's volumeClaimTemplate provides it
 
 
+RESTORED_SNAPSHOT = "data"  # the run's VolumeSnapshot (volsnap.RUN_SNAPSHOT) a restored PVC is made from
+VERIFY_SCRIPT = f"cd {DATADIR} && find . -type f -print0 | sort -z | xargs -0 -r sha256sum"
+
+
+def claim_spec(variant: KubernetesVariant, *, restored: bool = False) -> dict[str, Any]:
+    """A PVC's spec: the variant's size and class; `restored`: made from the run's VolumeSnapshot."""
+    source = {"dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
+                             "name": RESTORED_SNAPSHOT}} if restored else {}
+    return {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": variant.storage_size}},
+            **({"storageClassName": variant.storage_class} if variant.storage_class else {}), **source}
+
+
+def verify_container(image: str) -> dict[str, Any]:
+    """Before mariadbd: sha256 of every file of the restored datadir, in its log (the backend compares)."""
+    return {"name": "verify", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", VERIFY_SCRIPT],
+            "volumeMounts": [{"name": "data", "mountPath": DATADIR, "readOnly": True}]}
+
+
 def pod_template(variant: KubernetesVariant, image: str, meta_labels: dict[str, str], *, snapshot_path: str | None,
-                 host_datadir: str | None, restart: str) -> dict[str, Any]:
+                 host_datadir: str | None, restart: str, restored: bool = False) -> dict[str, Any]:
     """The server pod: my.cnf from the ConfigMap, init SQL from the Secret, the datadir on the chosen volume,
-    the snapshot (when restored by copy) from a read-only hostPath."""
+    the snapshot (when restored by copy) from a read-only hostPath; a PVC `restored` from a VolumeSnapshot is
+    checked by an init container and used as it is."""
     mounts = [{"name": "conf", "mountPath": CONF, "readOnly": True},
               {"name": "init", "mountPath": SECRET_DIR, "readOnly": True},
               {"name": "data", "mountPath": DATADIR}]
@@ -106,13 +125,14 @@ def pod_template(variant: KubernetesVariant, image: str, meta_labels: dict[str, 
         volumes.append({"name": "snapshot", "hostPath": {"path": snapshot_path, "type": "Directory"}})
     container = {
         "name": SERVER, "image": image, "imagePullPolicy": "IfNotPresent",
-        "command": server_command(snapshot_path is not None, in_place),
+        "command": server_command(snapshot_path is not None or restored, in_place or restored),
         "ports": [{"containerPort": PORT, "name": "mysql"}], "volumeMounts": mounts,
         "resources": resources_for(variant),
         "readinessProbe": {"exec": {"command": ["mariadb-admin", f"--socket={SOCKET}", "ping"]},
                            "periodSeconds": 1, "timeoutSeconds": 5, "failureThreshold": 3},
     }
     spec = {"containers": [container], "volumes": volumes, "restartPolicy": restart,
+            **({"initContainers": [verify_container(image)]} if restored else {}),
             "terminationGracePeriodSeconds": 20, "enableServiceLinks": False,
             "automountServiceAccountToken": False, **({"nodeSelector": variant.node_selector}
                                                       if variant.node_selector else {})}
@@ -120,15 +140,17 @@ def pod_template(variant: KubernetesVariant, image: str, meta_labels: dict[str, 
 
 
 def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels: dict[str, str], *,
-                   snapshot_path: str | None, host_datadir: str | None) -> list[dict[str, Any]]:
-    """The server as a bare Pod (with a PVC when storage is pvc) or a one-replica StatefulSet, and its Service."""
+                   snapshot_path: str | None, host_datadir: str | None,
+                   restored: bool = False) -> list[dict[str, Any]]:
+    """The server as a bare Pod (with a PVC when storage is pvc) or a one-replica StatefulSet, and its Service;
+    `restored`: the PVC is made from the run's VolumeSnapshot (no hostPath snapshot then)."""
     selector = {"layerbench.label": meta_labels["layerbench.label"], "layerbench.role": "server"}
     objects: list[dict[str, Any]] = []
-    claim = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": variant.storage_size}},
-             **({"storageClassName": variant.storage_class} if variant.storage_class else {})}
+    claim = claim_spec(variant, restored=restored)
+    snapshot_path = None if restored else snapshot_path
     if variant.kind == "pod":
         template = pod_template(variant, image, meta_labels, snapshot_path=snapshot_path,
-                                host_datadir=host_datadir, restart="Never")
+                                host_datadir=host_datadir, restart="Never", restored=restored)
         if variant.storage == "pvc":
             objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                             "metadata": {"name": "data", "namespace": ns, "labels": meta_labels}, "spec": claim})
@@ -136,11 +158,14 @@ def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels:
                         "labels": meta_labels}, "spec": template["spec"]})
     else:
         template = pod_template(variant, image, meta_labels, snapshot_path=snapshot_path,
-                                host_datadir=host_datadir, restart="Always")
+                                host_datadir=host_datadir, restart="Always", restored=restored)
         spec: dict[str, Any] = {"replicas": 1, "serviceName": SERVER, "selector": {"matchLabels": selector},
                                 "template": template}
         if variant.storage == "pvc":
             spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": claim}]
+        if restored:  # made before the set (which adopts it by name), so it is Bound before its pod exists
+            objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
+                "name": f"data-{SERVER}-0", "namespace": ns, "labels": meta_labels}, "spec": claim})
         objects.append({"apiVersion": "apps/v1", "kind": "StatefulSet",
                         "metadata": {"name": SERVER, "namespace": ns, "labels": meta_labels}, "spec": spec})
     objects.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVER, "namespace": ns,

@@ -21,6 +21,8 @@ from layerbench.hosts.procs import ManagedProcess, start
 from layerbench.server.restore import copy_tree
 
 DELETE_TIMEOUT = 180.0
+PORT_FORWARD_WARNING = ("sysbench reaches the server through kubectl port-forward: a slow path that swamps the "
+                        "measurement; use client: host or job where the network allows")
 
 
 def check_cluster(variant: KubernetesVariant) -> None:
@@ -32,6 +34,7 @@ def check_cluster(variant: KubernetesVariant) -> None:
     cluster.check_client_placement(core, nodes, variant)
     cluster.check_capacity(nodes, resources, variant)
     cluster.check_storage_class(client.StorageV1Api(api), variant)
+    cluster.check_snapshot_class(api, variant)
     cluster.check_cpu_manager(core, nodes, variant, manifests.exclusive_cpus(resources))
     if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
         raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "

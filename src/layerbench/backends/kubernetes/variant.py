@@ -43,6 +43,9 @@ class KubernetesVariant(ImageVariant):
     kind: Literal["statefulset", "pod"] = "statefulset"
     storage: Literal["pvc", "emptydir", "hostpath"] = "emptydir"
     storage_class: str | None = Field(default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+    snapshot_class: str | None = Field(
+        default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$",
+        description="a VolumeSnapshotClass: reset by VolumeSnapshot (storage: pvc; each run's PVC made from it)")
     storage_size: str = Field(default="2Gi", pattern=r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$")
     node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
     client: Literal["host", "job", "port-forward"] = "host"
@@ -50,6 +53,8 @@ class KubernetesVariant(ImageVariant):
         default=None, max_length=20,
         description="node labels for the sysbench Job (client: job); default: node_selector")
     client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
+    client_target: Literal["service", "pod"] = Field(
+        default="service", description="what a sysbench Job connects to: the Service's cluster IP or the pod IP")
     cpu_manager_static: bool = False
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
 
@@ -78,6 +83,23 @@ class KubernetesVariant(ImageVariant):
                                  f"{self.client!r}; set client: job or remove {key}")
         return self
 
+    @model_validator(mode="after")
+    def _snapshot_needs_a_pvc(self) -> KubernetesVariant:
+        if self.snapshot_class is not None and self.storage != "pvc":
+            raise ValueError(f"variants.{self.name}.snapshot_class: restores each run's PVC from a VolumeSnapshot, "
+                             f"but storage is {self.storage!r}; set storage: pvc or remove snapshot_class")
+        if self.client_target != "service" and self.client != "job":
+            raise ValueError(f"variants.{self.name}.client_target: chooses what a sysbench Job connects to, but "
+                             f"client is {self.client!r}; set client: job or remove client_target")
+        return self
+
+    def check_data_room(self, dataset_bytes: int) -> None:
+        from layerbench.backends.kubernetes.qos import quantity
+
+        if self.storage == "pvc" and quantity(self.storage_size) < dataset_bytes:
+            raise BadInput(f"variants.{self.name}.storage_size: {self.storage_size} is smaller than the dataset "
+                           f"({dataset_bytes / 2**30:.2f} GiB with the server's own files); raise storage_size")
+
     def client_words(self) -> str | None:
         return "sysbench as a Job in the cluster" if self.client == "job" else None
 
@@ -88,14 +110,17 @@ class KubernetesVariant(ImageVariant):
         where = self.context or ("the local cluster (scripts/k8s-local)" if self.kubeconfig is None else
                                  self.kubeconfig)
         kind = "a StatefulSet's pod" if self.kind == "statefulset" else "a bare pod"
+        snapshot = f", each run's PVC from a VolumeSnapshot ({self.snapshot_class})" if self.snapshot_class else ""
         return (f"a namespace on {where} with {kind}, QoS {self.qos}{'; ' + resources if resources else ''}; "
-                f"storage {self.storage}")
+                f"storage {self.storage}{snapshot}")
 
     def where_text(self, server: str, client: str, same_host: bool) -> str:
         return f"server in the cluster, {self.client_words() or 'sysbench on ' + client}"
 
     def network_path(self, placement: Placement) -> str:
-        return PATH_WORDS[self.client]
+        pod_ip = self.client == "job" and self.client_target == "pod"
+        return PATH_WORDS["job"].replace("the Service's cluster IP", "the server pod's IP") if pod_ip else \
+            PATH_WORDS[self.client]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
         costs = [SERVER_IMAGE_COST] if self.image is None else []

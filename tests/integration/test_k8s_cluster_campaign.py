@@ -1,0 +1,188 @@
+"""The kubernetes backend on a two-node local cluster with the CSI driver (scripts/k8s-local up --nodes 2 --csi),
+shared by this module's tests: one campaign whose server pod is on node 1 and whose sysbench Job is on node 2
+(and a variant with the Job on the server's node), every run's PVC made from the campaign's VolumeSnapshot of the
+dataset and its bytes checked; and `validate`'s refusals before anything is created.
+
+What ran where is read from the Kubernetes API by a watcher of this test (pods' spec.nodeName, PVCs'
+spec.dataSource), not from the campaign file; the run records must say the same. The cluster uses its own
+K8S_LOCAL_DIR; it is started here when it is not running and taken down at the end only then."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_host_campaign import campaign_file, run_cli
+
+from helpers import stored_rows
+from k8s_local import LocalCluster
+from layerbench.campaign.models import parse_campaign
+from layerbench.run import orchestrator
+from layerbench.store import Store
+
+pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
+
+STATE_DIR = Path(os.environ.get("LAYERBENCH_TEST_K8S_2N_CAMPAIGN_DIR") or "/var/tmp/layerbench-k8s-2n-campaign")
+NODE_A, NODE_B = "layerbench-node", "layerbench-node-2"  # the CSI driver's volumes live on node A (node 1)
+OWN = f"it-k8s-2n-{os.getpid()}"
+TINY = {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0}
+SNAPSHOT = {"storage": "pvc", "storage_class": "layerbench-csi-hostpath",
+            "snapshot_class": "layerbench-csi-hostpath-snapclass"}
+SERVER = {"backend": "kubernetes", "kind": "statefulset", "qos": "burstable",
+          "requests": {"cpu": "100m", "memory": "512Mi"}, "node_selector": {"kubernetes.io/hostname": NODE_A},
+          "client": "job", **SNAPSHOT}
+
+
+@pytest.fixture(scope="module")
+def two_node_cluster() -> Iterator[Path]:
+    """The two-node CSI cluster; K8S_LOCAL_DIR points the backend (and its image import) at it meanwhile."""
+    cluster = LocalCluster(STATE_DIR)
+    started = cluster.run_script("status", timeout=60, check=False).returncode != 0
+    if started:
+        cluster.run_script("up", "--nodes", "2", "--csi", timeout=2400)
+    before = os.environ.get("K8S_LOCAL_DIR")
+    os.environ["K8S_LOCAL_DIR"] = str(STATE_DIR)
+    try:
+        yield STATE_DIR / "kubeconfig"
+    finally:
+        if before is None:
+            os.environ.pop("K8S_LOCAL_DIR", None)
+        else:
+            os.environ["K8S_LOCAL_DIR"] = before
+        if started:
+            cluster.run_script("down", "--wipe", timeout=600, check=False)
+
+
+def api_clients(kubeconfig: Path) -> tuple[Any, Any]:
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    return client.CoreV1Api(api), client.CustomObjectsApi(api)
+
+
+class Watcher:
+    """Polls the API for this campaign's pods and PVCs while it runs (its namespaces are gone afterwards)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.core, _ = api_clients(kubeconfig)
+        self.pods: dict[str, dict[str, str]] = {}  # namespace/name -> role, node
+        self.claims: dict[str, Any] = {}  # namespace/name -> spec.dataSource (or None)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self) -> None:
+        selector = f"layerbench.campaign={OWN}"
+        while not self.stop.is_set():
+            try:
+                for pod in self.core.list_pod_for_all_namespaces(label_selector=selector).items:
+                    if pod.spec.node_name:
+                        self.pods[f"{pod.metadata.namespace}/{pod.metadata.name}"] = {
+                            "role": pod.metadata.labels.get("layerbench.role"), "node": pod.spec.node_name}
+                for claim in self.core.list_persistent_volume_claim_for_all_namespaces(label_selector=selector).items:
+                    source = claim.spec.data_source
+                    self.claims[f"{claim.metadata.namespace}/{claim.metadata.name}"] = {
+                        "source": {"kind": source.kind, "apiGroup": source.api_group} if source else None,
+                        "volume": claim.spec.volume_name}
+            except Exception:  # a namespace going away between list calls
+                pass
+            time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def campaign(two_node_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One campaign, two variants, one run each: the Job on node B (cross-node, anti-affinity) and on node A."""
+    tmp = tmp_path_factory.mktemp("k8s2n")
+    variants = [{"name": "cross-node", **SERVER, "client_node_selector": {"kubernetes.io/hostname": NODE_B},
+                 "client_anti_affinity": True},
+                {"name": "on-node", **SERVER, "client_node_selector": {"kubernetes.io/hostname": NODE_A},
+                 "client_target": "pod"}]
+    path = campaign_file(tmp, name=OWN, repetitions=1, baseline="cross-node", variants=variants, workload=TINY)
+    watcher = Watcher(two_node_cluster)
+    watcher.thread.start()
+    try:
+        with Store(tmp / "out" / "layerbench.db") as store:
+            outcome = orchestrator.run_campaign(parse_campaign(yaml.safe_load(path.read_text())), store)
+            rows = [{**dict(r), "details": json.loads(r["details"])} for r in stored_rows(store, outcome.campaign_id)]
+    finally:
+        watcher.stop.set()
+        watcher.thread.join(timeout=10)
+    yield {"runs": {r["variant"]: r for r in rows}, "watcher": watcher, "campaign_file": path,
+           "kubeconfig": two_node_cluster}
+
+
+def namespace_of(watcher: Watcher, volume: str) -> str:
+    """The run's namespace, as the API showed it: where the PVC bound to the run's volume was."""
+    return next(key.split("/")[0] for key, claim in watcher.claims.items() if claim["volume"] == volume)
+
+
+def test_the_job_runs_on_the_other_node_as_the_api_says(campaign: dict[str, Any]) -> None:
+    runs, pods = campaign["runs"], campaign["watcher"].pods
+    assert {v: r["status"] for v, r in runs.items()} == {"cross-node": "ok", "on-node": "ok"}
+    for variant, client_node in (("cross-node", NODE_B), ("on-node", NODE_A)):
+        backend = runs[variant]["details"]["environment"]["backend"]
+        placement = backend["placement"]
+        ns = namespace_of(campaign["watcher"], backend["pvc"]["volume"])
+        seen = {p["role"]: p["node"] for key, p in pods.items() if key.startswith(f"{ns}/") and (
+            p["role"] == "server" or key.split("/")[1].startswith("sysbench-run"))}
+        assert seen == {"server": NODE_A, "client": client_node}, pods  # from the API
+        assert (placement["server_node"], placement["client_node"]) == (NODE_A, client_node)  # the record agrees
+        assert placement["network_path"].startswith("cross-node" if client_node != NODE_A else "on-node")
+        assert len(placement["rtt_us"]) == 5 and placement["rtt_median_us"] > 0
+    assert "pod IP" in runs["on-node"]["details"]["environment"]["backend"]["placement"]["network_path"]
+    out = campaign["campaign_file"].parent / "report"
+    done = run_cli(["report", str(campaign["campaign_file"]), "-f", "md", "-o", str(out)])
+    assert done.returncode == 0, done.stderr
+    report = (out / "report.md").read_text()
+    table = report[report.index("Where server and client ran"):]
+    assert f"| `cross-node` | {NODE_A} | {NODE_B} | cross-node" in table, table[:800]
+
+
+def test_every_runs_pvc_is_restored_from_the_volume_snapshot_and_checked(campaign: dict[str, Any]) -> None:
+    runs, claims, pods = campaign["runs"], campaign["watcher"].claims, campaign["watcher"].pods
+    run_claims = {k: v for k, v in claims.items() if k.endswith("/data-mariadb-0")}
+    assert len(run_claims) == 2, claims
+    assert all(v["source"] == {"kind": "VolumeSnapshot", "apiGroup": "snapshot.storage.k8s.io"}
+               for v in run_claims.values())
+    seeds = {k.split("/")[0] for k, p in pods.items() if p["role"] == "seed"}
+    assert len(seeds) == 1, pods  # one seed snapshot for the dataset of this campaign, two runs from it
+    for run in runs.values():
+        restore = run["details"]["reset"]["restore"]
+        assert restore["method"] == "volumesnapshot" and restore["problems"] == []
+        assert restore["files"] > 10 and restore["verified"].startswith("sha256 of every file")
+        assert run["details"]["environment"]["backend"]["pvc"]["data_source"]["kind"] == "VolumeSnapshot"
+
+
+def test_nothing_is_left_in_the_cluster(campaign: dict[str, Any]) -> None:
+    core, custom = api_clients(campaign["kubeconfig"])
+    selector = f"layerbench.campaign={OWN}"
+    assert core.list_namespace(label_selector=selector).items == []  # run namespaces and the seed's
+    contents = custom.list_cluster_custom_object("snapshot.storage.k8s.io", "v1", "volumesnapshotcontents",
+                                                 label_selector=selector)["items"]
+    assert contents == []
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({"snapshot_class": "no-such-class"},
+     "snapshot_class: 'no-such-class' is not a VolumeSnapshotClass of the cluster"),
+    ({"storage_size": "1Mi"}, "storage_size: 1Mi is smaller than the dataset"),
+    ({"node_selector": {}, "client_node_selector": {"kubernetes.io/hostname": NODE_A}, "client_anti_affinity": True},
+     f"client_node_selector: the sysbench Job can only run on node {NODE_A}, where the server may be scheduled"),
+    ({"client_node_selector": {"kubernetes.io/hostname": NODE_A}, "client_anti_affinity": True},
+     f"client_anti_affinity: the server and the sysbench Job can only run on node {NODE_A}"),
+])
+def test_validate_refuses_in_one_line_before_anything_starts(two_node_cluster: Path, tmp_path: Path,
+                                                             changes: dict, expected: str) -> None:
+    path = campaign_file(tmp_path, name=OWN, repetitions=1, baseline="k", variants=[
+        {"name": "k", **SERVER, **changes}], workload=TINY)
+    done = run_cli(["validate", str(path)], env={"K8S_LOCAL_DIR": str(STATE_DIR)})
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr
+    core, _ = api_clients(two_node_cluster)
+    assert core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items == []
