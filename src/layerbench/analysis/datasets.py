@@ -29,7 +29,11 @@ def counted(values: list[str]) -> str:
 
 
 def restore_method(reset: Reset) -> str:
-    return reset.restore.method if reset.method == "snapshot" and reset.restore else reset.method
+    """The restore path or the reset method; with where it came from when the variant's reset was its own (its
+    `reset:`, or reprepare because it cannot restore) rather than its workload's."""
+    method = reset.restore.method if reset.method == "snapshot" and reset.restore else reset.method
+    source = reset.document.get("reset_from")
+    return f"{method} ({source})" if isinstance(source, str) and not source.startswith("workloads.") else method
 
 
 def verified_text(reset: Reset) -> str:

@@ -12,7 +12,7 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -64,6 +64,9 @@ class VariantBase(Strict):
                                  description="an absolute directory on the filesystem the run's datadir lives on "
                                  "(default: the work folder); docs/datasets.md")
     neighbours: NeighbourList | None = None  # load beside this variant's server, besides the campaign's (#32)
+    reset: Literal["snapshot", "reprepare", "none"] | None = Field(
+        default=None, description="this variant's own reset for every workload (default: each workload's `reset`, "
+        "or reprepare where this variant cannot restore a snapshot); docs/campaign.md")
 
     @field_validator("cpus", "client_cpus", mode="before")
     @classmethod
@@ -147,6 +150,12 @@ class VariantBase(Strict):
     def server_command_here(self) -> tuple[str, ...] | None:
         """The command of the server binary whose option names server.config is checked against, if installed."""
         return which_server("mariadbd")
+
+    def restore_problem(self) -> str | None:
+        """Why a dataset snapshot cannot be restored into this variant's server (its backend's or storage's words),
+        or None when it can. A server layerbench owns re-prepares instead (alone: the other variants restore); one
+        it does not own is refused (its tables are the user's)."""
+        return None if self.owns_server else f"backend {self.backend}: a server layerbench does not own"
 
     def memory_limit(self) -> tuple[str, str] | None:
         """(field, size) of the memory the variant gives its server, like ("resources.memory", "2g"); None: none."""

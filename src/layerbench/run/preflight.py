@@ -209,9 +209,9 @@ def check_disk_space(campaign: Campaign) -> None:
 
     needs: dict[int, tuple[Path, list[tuple[str, int]]]] = {}
     for workload in campaign.workloads:
-        if workload.reset == "snapshot" and not cached(workload):
+        if "snapshot" in methods(campaign, workload) and not cached(workload):
             add_need(needs, existing_parent(datasets_dir()), f"snapshot of {workload.name}", dataset_bytes(workload))
-    copied = [dataset_bytes(w) for w in campaign.workloads if w.reset != "none"]
+    copied = [dataset_bytes(w) for w in campaign.workloads if methods(campaign, w) - {"none"}]
     hosts = Hosts(campaign.hosts)
     for folder in {Path(v.data_dir) if v.data_dir else work_root() for v in campaign.variants
                    if v.owns_server and hosts[server_of(v)].is_local}:
@@ -230,8 +230,8 @@ def check_remote_disk_space(campaign: Campaign) -> None:
     """On every ssh: host that runs a server: the shipped snapshots plus one run's working copy fit in the free
     space of its work_dir (or of the variant's data_dir there). Refuses with the numbers otherwise."""
     hosts = Hosts(campaign.hosts)
-    shipped = sum(dataset_bytes(w) for w in campaign.workloads if w.reset == "snapshot")
-    copied = max([dataset_bytes(w) for w in campaign.workloads if w.reset != "none"], default=0)
+    shipped = sum(dataset_bytes(w) for w in campaign.workloads if "snapshot" in methods(campaign, w))
+    copied = max([dataset_bytes(w) for w in campaign.workloads if methods(campaign, w) - {"none"}], default=0)
     for v in campaign.variants:
         host = hosts[server_of(v)]
         if host.is_local or not copied:
@@ -242,6 +242,11 @@ def check_remote_disk_space(campaign: Campaign) -> None:
             raise BadInput(f"variants.{v.name}.server_host: snapshots {gib(shipped)} + one run's working copy "
                            f"{gib(copied)} = {gib(shipped + copied)} needed on host {host.name} at {folder}, which "
                            f"has {gib(free)} free; free space there or set hosts.{host.name}.work_dir")
+
+
+def methods(campaign: Campaign, workload: Workload) -> set[str]:
+    """The resets the campaign's variants use for this workload (each variant's own, or the workload's)."""
+    return {choice.method for choice in campaign.resets_of(workload).values()}
 
 
 def free_bytes_on(host: Host, folder: str) -> int | None:
