@@ -177,21 +177,13 @@ def check_machine_fits(variant: VariantBase) -> None:
 
     where = f"variants.{variant.name}"
     check_cpus(variant.cpus, f"{where}.cpus")  # client_cpus: on the host that runs sysbench (check_client_host)
-    limit = variant.memory_limit()
-    if limit:
+    limit, wanted, total = variant.memory_limit(), variant.memory_limit_bytes(), total_memory()
+    if limit and wanted and total and wanted > total:
         field, memory = limit
-        wanted, total = size_bytes(memory), total_memory()
-        if total and wanted > total:
-            raise BadInput(f"{where}.{field}: {memory} is more than this machine's {total / 2**30:.1f} GiB of "
-                           "memory; use less")
-
-
-def size_bytes(text: str) -> float:
-    """512m, 2g, 1536M, 2G as bytes (Docker and QEMU both read the suffix as a power of 1024)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgtBKMGT]?)\s*", text)
-    if not match:
-        return 0.0
-    return float(match.group(1)) * 1024 ** "bkmgt".index(match.group(2).lower() or "b")
+        fix = "use less" if field != "qos" else ("set resources.memory or limits.memory, or use a smaller buffer "
+                                                 "pool (the limit is derived from it)")
+        raise BadInput(f"{where}.{field}: {memory} is more than this machine's {total / 2**30:.1f} GiB of "
+                       f"memory; {fix}")
 
 
 def total_memory() -> int:

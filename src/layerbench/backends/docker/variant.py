@@ -85,6 +85,8 @@ class DockerVariant(ImageVariant):
     def describe_plan(self) -> str:
         limits = [f"{k}={val}" for k, val in self.resources.model_dump(exclude_none=True).items()]
         limits += [f"qos preset {self.qos}"] if self.qos else []
+        if self.qos not in (None, "besteffort") and not self.resources.memory:
+            limits.append(f"memory {self.derived_memory()} (the buffer pool + overhead)")
         image = self.image or ("the local MySQL image (the cached rootfs)" if self.server.flavour == "mysql" else
                                "the local layerbench image")
         return (f"a container of {image}; {NETWORK_WORDS[self.network]}; "
@@ -115,7 +117,11 @@ class DockerVariant(ImageVariant):
         return None
 
     def memory_limit(self) -> tuple[str, str] | None:
-        return ("resources.memory", self.resources.memory) if self.resources.memory else None
+        """resources.memory; else with a QoS preset that limits memory (burstable, guaranteed...), the limit
+        derived from the buffer pool (derived_memory); else none."""
+        if self.resources.memory:
+            return "resources.memory", self.resources.memory
+        return ("qos", self.derived_memory()) if self.qos not in (None, "besteffort") else None
 
     def server_cpu_list(self) -> str | None:
         return self.cpus or self.resources.cpuset

@@ -3,18 +3,20 @@ same Debian rootfs as the Docker image."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.variant_base import MAX_SECONDS, FirstTimeCost, VariantBase
 from layerbench.hosts.placement import Placement, tcp_path
+from layerbench.server.settings import ServerSettings
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
 ACCEL_WORDS = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}
 QEMU_FORWARD = "forwarded to the guest by QEMU's user networking (slirp, in the QEMU process)"
 BOOT_FILES_SECONDS = 60
+GUEST_MEMORY = 256 << 20  # the guest's kernel, init and page tables, beside the server (memory: derived)
 
 
 def boot_files_cached() -> bool:
@@ -31,7 +33,8 @@ BOOT_FILES_COST = FirstTimeCost("the VM's kernel and initramfs, built once from 
 class VMVariant(VariantBase):
     backend: Literal["vm"]
     vcpus: int = Field(default=1, ge=1, le=256)
-    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$")
+    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$", description="the guest's memory; unset: "
+                        "the buffer pool + 512 MiB + 256 MiB for the guest, at least 2G (docs/backends/vm.md)")
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     disk_cache: Literal["none", "writeback"] = "none"
     network: Literal["tap", "user"] = "user"
@@ -42,6 +45,20 @@ class VMVariant(VariantBase):
     run_overhead: ClassVar[float] = 20
     leftovers: ClassVar[str | None] = "layerbench.backends.vm.net"
     own_size: ClassVar[bool] = True  # vcpus and memory: the guest's size
+    memory_unit: ClassVar[str] = "M"
+    guest_memory: ClassVar[int] = GUEST_MEMORY
+
+    @model_validator(mode="before")
+    @classmethod
+    def _memory_holds_the_buffer_pool_by_default(cls, data: Any) -> Any:
+        """Unset memory is derived from the buffer pool the variant's server asks for (stored as derived)."""
+        if not isinstance(data, dict) or data.get("memory") is not None:
+            return data
+        try:
+            server = ServerSettings.model_validate(data.get("server") or {})
+        except ValidationError:
+            return data  # the field's own validation says what is wrong
+        return {**data, "memory": cls.model_construct(server=server).derived_memory()}
 
     @property
     def builds_server_here(self) -> bool:
