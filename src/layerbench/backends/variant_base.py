@@ -12,6 +12,7 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -190,10 +191,23 @@ class VariantBase(Strict):
         if pool is None or limit is None or size is None or size >= pool:
             return self
         name, value = self.server.buffer_pool_option() or ("innodb_buffer_pool_size", pool)
-        raise ValueError(f"variants.{self.name}.{limit[0]}: {limit[1]} is below the buffer pool this variant asks "
-                         f"for (server.config.{name}: {value}); set {limit[0]} to at least "
+        raise ValueError(f"variants.{self.name}.{limit[0]}: {shown(limit[1], quote=False)} is below the buffer pool "
+                         f"this variant asks for (server.config.{name}: {shown(value, quote=False)}); set {limit[0]} "
+                         "to at least "
                          f"{self.memory_text(pool + SERVER_MEMORY_OVERHEAD + self.guest_memory)} (the buffer pool "
                          f"+ {(SERVER_MEMORY_OVERHEAD + self.guest_memory) >> 20} MiB) or use a smaller buffer pool")
+
+    def run_copies(self, work: Path) -> list[DiskCopy]:
+        """Where one run of this variant holds its dataset on this machine's disks (the disk preflight counts
+        the largest at once per filesystem: one run at a time): by default a working copy in its datadir folder
+        (its data_dir, else the work folder `work`), counted in full even where a clone shares the snapshot's
+        blocks."""
+        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "working copy")]
+
+    def snapshot_companions(self) -> list[str]:
+        """What this variant keeps beside each snapshot it restores, in the snapshot's folder, each about the
+        dataset's size (a VM's base image), for the disk preflight; file names, in its words."""
+        return []
 
     def server_cpu_list(self) -> str | None:
         """The CPUs the server is pinned to on this machine, or None."""
@@ -234,6 +248,14 @@ class ImageVariant(VariantBase):
 def which_server(program: str) -> tuple[str, ...] | None:
     binary = shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
     return (binary,) if binary else None
+
+
+@dataclass(frozen=True)
+class DiskCopy:
+    """A copy of a run's dataset on this machine: the folder whose filesystem holds it, and what it is."""
+
+    folder: Path
+    what: str
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import subprocess
 from functools import lru_cache
@@ -24,6 +23,7 @@ from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import require_program
+from layerbench.run.diskspace import check_disk_space, dataset_bytes, gib, methods
 from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
@@ -32,7 +32,6 @@ from layerbench.sysbench.custom_script import check_script
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
-BYTES_PER_ROW = 260  # a sysbench row with its secondary index in InnoDB, measured on 10.11 (~230) + margin
 
 
 def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
@@ -182,8 +181,8 @@ def check_machine_fits(variant: VariantBase) -> None:
         field, memory = limit
         fix = "use less" if field != "qos" else ("set resources.memory or limits.memory, or use a smaller buffer "
                                                  "pool (the limit is derived from it)")
-        raise BadInput(f"{where}.{field}: {memory} is more than this machine's {total / 2**30:.1f} GiB of "
-                       f"memory; {fix}")
+        raise BadInput(f"{where}.{field}: {shown(memory, quote=False)} is more than this machine's "
+                       f"{total / 2**30:.1f} GiB of memory; {fix}")
 
 
 def total_memory() -> int:
@@ -191,31 +190,6 @@ def total_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 0
-
-
-def check_disk_space(campaign: Campaign) -> None:
-    """Room, said before: on every filesystem involved, the snapshots still to be built plus one run's working
-    copy (a run holds one datadir at a time; counted in full even where a clone shares the snapshot's blocks)
-    fit in the free space. Refuses with the numbers otherwise."""
-    from layerbench.hosts.workdirs import datasets_dir, work_root
-
-    needs: dict[int, tuple[Path, list[tuple[str, int]]]] = {}
-    for workload in campaign.workloads:
-        if "snapshot" in methods(campaign, workload) and not cached(workload):
-            add_need(needs, existing_parent(datasets_dir()), f"snapshot of {workload.name}", dataset_bytes(workload))
-    copied = [dataset_bytes(w) for w in campaign.workloads if methods(campaign, w) - {"none"}]
-    hosts = Hosts(campaign.hosts)
-    for folder in {Path(v.data_dir) if v.data_dir else work_root() for v in campaign.variants
-                   if v.owns_server and hosts[server_of(v)].is_local}:
-        if copied:
-            add_need(needs, existing_parent(folder), "one run's working copy", max(copied))
-    for folder, items in needs.values():
-        total, free = sum(size for _, size in items), shutil.disk_usage(folder).free
-        if total > free:
-            parts = " + ".join(f"{what} {gib(size)}" for what, size in items)
-            raise BadInput(f"workloads: {parts} = {gib(total)} needed on {folder}, which has {gib(free)} free; free "
-                           "space, use fewer tables or a smaller table_size, or put the data elsewhere "
-                           "(LAYERBENCH_DATA_DIR, a variant's data_dir)")
 
 
 def check_remote_disk_space(campaign: Campaign) -> None:
@@ -236,11 +210,6 @@ def check_remote_disk_space(campaign: Campaign) -> None:
                            f"has {gib(free)} free; free space there or set hosts.{host.name}.work_dir")
 
 
-def methods(campaign: Campaign, workload: Workload) -> set[str]:
-    """The resets the campaign's variants use for this workload (each variant's own, or the workload's)."""
-    return {choice.method for choice in campaign.resets_of(workload).values()}
-
-
 def free_bytes_on(host: Host, folder: str) -> int | None:
     """Free bytes of the filesystem that holds folder (or its nearest existing parent) on an ssh: host."""
     import shlex
@@ -250,52 +219,6 @@ def free_bytes_on(host: Host, folder: str) -> int | None:
     done = host.shell(script, name=f"df on {host.name}", timeout=30)
     line = next((x for x in done.output.splitlines() if x.startswith("FREE ")), "")
     return int(line.split()[1]) * 1024 if line[5:].strip().isdigit() else None
-
-
-def gib(size: float) -> str:
-    return f"{size / 2**30:.2f} GiB"
-
-
-def add_need(needs: dict[int, tuple[Path, list[tuple[str, int]]]], folder: Path, what: str, size: int) -> None:
-    """Group what is needed by filesystem (device), so two folders on one disk add up."""
-    entry = needs.setdefault(folder.stat().st_dev, (folder, []))
-    entry[1].append((what, size))
-
-
-DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql schema
-
-
-def dataset_bytes(workload: Workload) -> int:
-    """The datadir a dataset makes: measured when its snapshot is cached, else estimated from the row count."""
-    from layerbench.server.snapshot import folder_size
-
-    folder = cached_folder(workload)
-    if folder is not None:
-        return folder_size(folder / "datadir")
-    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
-
-
-def cached(workload: Workload) -> bool:
-    return cached_folder(workload) is not None
-
-
-def cached_folder(workload: Workload) -> Path | None:
-    from layerbench.hosts.workdirs import datasets_dir
-    from layerbench.server.snapshot import dataset_key, server_version
-
-    try:
-        key, _ = dataset_key(workload, server_version(), None)
-    except OSError:
-        return None
-    folder = datasets_dir() / key
-    return folder if (folder / "meta.json").is_file() else None
-
-
-def existing_parent(path: Path) -> Path:
-    path = path.resolve()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def check_option_names(variant: VariantBase) -> None:

@@ -111,6 +111,10 @@ class ServerSettings(Strict):
         return next(((k, v) for k, v in self.config.items() if canonical_option(k) == "innodb-buffer-pool-size"),
                     None)
 
+    def page_size(self) -> str | None:
+        """innodb_page_size as the overlay sets it (any spelling), or None: it changes the dataset's bytes."""
+        return next((str(v) for k, v in self.config.items() if canonical_option(k) == "innodb-page-size"), None)
+
     def buffer_pool_bytes(self) -> int | None:
         """The buffer pool this server is configured with, in bytes; None when my.cnf leaves it at the default or
         its value is no size (the server refuses that at start)."""

@@ -3,12 +3,13 @@ same Debian rootfs as the Docker image."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.variant_base import MAX_SECONDS, FirstTimeCost, VariantBase
+from layerbench.backends.variant_base import MAX_SECONDS, DiskCopy, FirstTimeCost, VariantBase
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.settings import ServerSettings
 
@@ -75,6 +76,16 @@ class VMVariant(VariantBase):
 
     def memory_limit(self) -> tuple[str, str] | None:
         return "memory", self.memory
+
+    def run_copies(self, work: Path) -> list[DiskCopy]:
+        """A qcow2 overlay of the base image in the run's folder: nearly nothing at the start, then what the guest
+        writes; counted at the dataset's size (a run that rewrites every page)."""
+        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "copy-on-write overlay")]
+
+    def snapshot_companions(self) -> list[str]:
+        from layerbench.backends.vm.datadisk import BASE_NAME
+
+        return [f"VM base image {BASE_NAME}"]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
         return [SERVER_IMAGE_COST, BOOT_FILES_COST]
