@@ -4,6 +4,7 @@ the variant asks for is refused in one line naming the field, the value and the 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from layerbench.backends.docker.qos import resource_options
 from layerbench.backends.kubernetes.qos import resources_for
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput
-from layerbench.run.preflight import check_machine_fits, total_memory
+from layerbench.run.preflight import check_machine_fits, check_workload_pools, total_memory
 from layerbench.server.settings import ServerSettings, size_in_bytes
 
 
@@ -120,3 +121,18 @@ def test_hostile_buffer_pools_and_limits_are_one_line(pool: Any, memory: Any, ba
     v = c.variants[0]
     pool_bytes, limit = v.server.buffer_pool_bytes(), v.memory_limit_bytes()
     assert pool_bytes is None or limit is None or limit >= pool_bytes
+
+
+def test_a_workload_buffer_pool_above_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(tmp_path / "datasets"))
+    data = {"name": "m", "baseline": "v", "variants": [{"name": "v", "backend": "docker", "resources":
+                                                         {"memory": "1g"}}],
+            "workload": {"tables": 8, "table_size": 1_000_000, "buffer_pool": "150%"}}  # ~2 GiB of data
+    with pytest.raises(BadInput) as error:
+        check_workload_pools(parse_campaign(data), parse_campaign(data).variants[0])
+    assert str(error.value).startswith("workloads.default.buffer_pool: 150% of the dataset (2.06 GiB) is a 3.09 GiB "
+                                       "buffer pool, above variants.v.resources.memory 1g; set v's memory to at least")
+    small = parse_campaign({**data, "workload": {**data["workload"], "buffer_pool": "10%"}})
+    check_workload_pools(small, small.variants[0])
+    reprepare = {**data, "variants": [{**data["variants"][0], "reset": "reprepare"}]}  # no snapshot: no override
+    check_workload_pools(parse_campaign(reprepare), parse_campaign(reprepare).variants[0])

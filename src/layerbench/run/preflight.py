@@ -28,6 +28,7 @@ from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.servers import check_wanted
+from layerbench.server.settings import SERVER_MEMORY_OVERHEAD
 from layerbench.sysbench.custom_script import check_script
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
@@ -50,6 +51,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
             # option names against that host's server: backends/host/remote.py)
         variant.check_server_here()  # first: a server that is not there or not known is refused
         check_machine_fits(variant)
+        check_workload_pools(campaign, variant)
         if variant.checks_options_here(local):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
@@ -183,6 +185,27 @@ def check_machine_fits(variant: VariantBase) -> None:
                                                  "pool (the limit is derived from it)")
         raise BadInput(f"{where}.{field}: {shown(memory, quote=False)} is more than this machine's "
                        f"{total / 2**30:.1f} GiB of memory; {fix}")
+
+
+def check_workload_pools(campaign: Campaign, variant: VariantBase) -> None:
+    """A workload's `buffer_pool:` (a share of the dataset, which overrides innodb_buffer_pool_size in a run that
+    restores a snapshot) fits under the variant's memory limit."""
+    from layerbench.run.execution import buffer_pool_bytes
+
+    limit, size = variant.memory_limit(), variant.memory_limit_bytes()
+    if limit is None or size is None:
+        return
+    for workload in campaign.workloads:
+        if not workload.buffer_pool or campaign.reset_for(variant, workload).method != "snapshot":
+            continue
+        data = dataset_bytes(workload)
+        pool = buffer_pool_bytes(workload.buffer_pool, data)
+        if pool > size:
+            raise BadInput(f"workloads.{workload.name}.buffer_pool: {workload.buffer_pool} of the dataset "
+                           f"({gib(data)}) is a {gib(pool)} buffer pool, above variants.{variant.name}.{limit[0]} "
+                           f"{shown(limit[1], quote=False)}; set {variant.name}'s memory to at least "
+                           f"{variant.memory_text(pool + SERVER_MEMORY_OVERHEAD + variant.guest_memory)} or use a "
+                           "smaller buffer_pool")
 
 
 def total_memory() -> int:
