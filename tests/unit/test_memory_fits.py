@@ -49,6 +49,7 @@ def test_the_buffer_pool_is_read_in_any_spelling() -> None:
 def test_derived_limits_hold_the_buffer_pool_and_keep_the_old_default_below_it() -> None:
     vm = campaign({"backend": "vm"}).variants[0]
     assert vm.memory == "3840M"  # 3 GiB + 512 MiB for the server + 256 MiB for the guest
+    assert "3840M memory (the buffer pool + overhead)" in vm.describe_plan()
     assert campaign({"backend": "vm"}, pool=None).variants[0].memory == "2G"
     assert campaign({"backend": "vm"}, pool="1G").variants[0].memory == "2G"
     assert campaign({"backend": "vm", "memory": "8G"}).variants[0].memory == "8G"  # the user's own wins

@@ -66,7 +66,9 @@ class VMVariant(VariantBase):
         return True
 
     def describe_plan(self) -> str:
-        return (f"a QEMU VM, {self.vcpus} vCPU(s), {self.memory} memory, {ACCEL_WORDS[self.accel]}; disk cache "
+        derived = self.server.buffer_pool_bytes() is not None and self.memory == self.derived_memory()
+        memory = f"{self.memory} memory{' (the buffer pool + overhead)' if derived else ''}"
+        return (f"a QEMU VM, {self.vcpus} vCPU(s), {memory}, {ACCEL_WORDS[self.accel]}; disk cache "
                 f"{self.disk_cache}; {NETWORK_WORDS[self.network]}")
 
     def network_path(self, placement: Placement) -> str:
