@@ -279,3 +279,48 @@ def test_a_vm_server_on_an_ssh_host(lab_hosts: dict, tmp_path: Path) -> None:
     assert "LAYERBENCH-READY" in (Path(runs[0]["run_dir"]) / "console.log").read_text()
     found = db_host(lab_hosts).shell(f"pgrep -af qemu-system | grep -F -- '{tag}' | grep -v grep; true").output
     assert found.strip() == "" and leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
+
+
+def test_mysql_97_on_an_ssh_host_runs_the_rootfs_in_place(lab_hosts: dict, tmp_path: Path) -> None:
+    """MySQL 9.7 of the cached rootfs on dbssh, sysbench on app. The lab's dbssh is this machine reached over SSH
+    (it shares the file system), so this shows the rootfs used in place, not shipped: the shipping path runs in
+    test_a_mysql_rootfs_is_shipped_to_a_host_once."""
+    from layerbench.server.mysql_rootfs import ensure_rootfs
+
+    ensure_rootfs("9.7")
+    tag = secrets.token_hex(3)
+    variants = [{"name": f"my-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app",
+                 "server": {"flavour": "mysql", "version": "9.7"}}]
+    runs = run_campaign(campaign_data(tmp_path, lab_hosts, variants, workload={**SMALL, "duration": 2,
+                                                                             "verify": "checksum"}), tmp_path)
+    assert [r["status"] for r in runs] == ["ok"], [r["error"] for r in runs]
+    details = json.loads(runs[0]["details"])
+    backend = details["environment"]["backend"]
+    assert backend["server_host"] == "dbssh" and backend["server_flavour"] == "mysql"
+    assert backend["rootfs_how"].startswith("in place") and backend["server_version"].startswith("9.7.")
+    assert details["environment"]["server_variables"]["log_bin"] == "ON"
+    assert details["reset"]["method"] == "snapshot" and details["reset"]["checksum_tables"] == 1
+    assert details["reset"]["restore"]["method"] == "copy on host dbssh (cp --reflink=auto)"
+    assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
+    mysqlds = db_host(lab_hosts).shell(f"pgrep -af mysqld | grep -F -- '{tag}' | grep -v grep; true", timeout=30)
+    assert mysqlds.output.strip() == ""
+
+
+def test_a_mysql_rootfs_is_shipped_to_a_host_once(lab_hosts: dict, tmp_path: Path) -> None:
+    """The shipping path of server/remote_rootfs.py, which the lab's shared file system never takes by itself:
+    sent with rsync into a folder of this test's own on dbssh, checked, marked, reused the second time, and its
+    mysqld answers through the shipped loader there. The folder is removed at the end."""
+    from layerbench.server.mysql_rootfs import MysqlRootfs, ensure_rootfs
+    from layerbench.server.remote_rootfs import identity, ship_locked
+
+    rootfs, host, tag = ensure_rootfs("9.7"), db_host(lab_hosts), secrets.token_hex(3)
+    target = f"{host.work_dir}/servers/it-ship-{tag}"
+    try:
+        first = ship_locked(host, rootfs, target, identity(rootfs.folder), tmp_path, lambda _t: None)
+        again = ship_locked(host, rootfs, target, identity(rootfs.folder), tmp_path, lambda _t: None)
+        assert first.startswith("shipped now") and again == "shipped earlier"
+        said = host.run([*MysqlRootfs(Path(target)).command(), "--version"], timeout=60).output
+        assert "Ver 9.7.4" in said, said
+    finally:
+        host.shell(f"rm -rf {target}", timeout=120)
+    assert host.shell(f"ls -d {target} 2>/dev/null; true", timeout=30).output.strip() == ""

@@ -68,7 +68,17 @@ def test_a_variants_neighbours_are_inherited_and_the_campaigns_apply_to_all() ->
     ({"name": "x", "kind": "cpu", "pattern": "read"}, "pattern: only a disk neighbour has it"),
     ({"name": "x", "kind": "disk", "size": "lots"}, "'lots' is not a size"),
     ({"name": "x", "kind": "network", "bitrate": "fast"}, "'fast' is not a bit rate"),
-    ({"name": "x", "kind": "cpu", "placement": "docker"}, "'docker': not yet"),
+    ({"name": "x", "kind": "cpu", "placement": "container"}, "'container': not yet"),
+    ({"name": "x", "kind": "cpu", "qos": "burstable"}, "qos: only a neighbour with placement: docker has it"),
+    ({"name": "x", "kind": "cpu", "resources": {"cpus": 1}}, "resources: only a neighbour with placement: docker"),
+    ({"name": "x", "kind": "cpu", "placement": "docker", "qos": "gold"}, "qos"),
+    ({"name": "x", "kind": "cpu", "placement": "docker", "resources": {"memory": "lots"}}, "resources.memory"),
+    ({"name": "x", "kind": "cpu", "placement": "docker", "qos": "guaranteed-pinned", "resources": {"cpus": 1.5}},
+     "guaranteed-pinned needs whole CPUs"),
+    ({"name": "x", "kind": "network", "placement": "docker"}, "a network neighbour runs only on the host"),
+    ({"name": "x", "kind": "cpu", "placement": "ssh"}, "host: a neighbour with placement: ssh names the host"),
+    ({"name": "x", "kind": "cpu", "host": "app"}, "host: 'app' is only for placement: ssh"),
+    ({"name": "x", "kind": "disk", "placement": "ssh", "host": "app", "folder": "/tmp"}, "folder: an ssh-placed"),
     ({"name": "x", "kind": "cpu", "placement": "pod"}, "'pod': not yet"),
     ({"name": "x", "kind": "cpu", "cpus": "0-x"}, "is not a CPU list"),
     ({"name": "x", "kind": "cpu", "nice": -5}, "nice"),
@@ -94,7 +104,8 @@ hostile = st.one_of(st.text(max_size=30), st.integers(), st.just(10**400), st.fl
 
 @settings(max_examples=300, deadline=None)
 @given(key=st.sampled_from(["name", "kind", "placement", "cpus", "nice", "workers", "load", "method", "size",
-                            "pattern", "block_size", "folder", "to", "bitrate", "streams"]), value=hostile)
+                            "pattern", "block_size", "folder", "to", "bitrate", "streams", "host", "qos",
+                            "resources"]), value=hostile)
 def test_hostile_values_give_one_line_or_a_valid_neighbour(key: str, value: Any) -> None:
     entry = {"name": "x", "kind": "cpu", key: value}
     try:
@@ -272,3 +283,148 @@ def test_a_network_neighbour_sends_to_loopback_or_a_local_hosts_address() -> Non
         assert not listening(port)
         server.listen()
         assert listening(port)
+
+
+# --- placements: docker and ssh: (#32) ------------------------------------------------------------------------
+
+
+def test_a_neighbour_placed_on_an_unknown_or_local_host_is_refused() -> None:
+    hosts = {"here": {"local": True}, "lab": {"ssh": "root@10.0.0.2"}}
+    said = refused(campaign(None, [{"name": "s", "kind": "cpu", "placement": "ssh", "host": "far"}], hosts=hosts))
+    assert "neighbours.s.host: 'far' is not a host of `hosts:`; use one of: lab" in said
+    said = refused(campaign(None, [{"name": "s", "kind": "cpu", "placement": "ssh", "host": "here"}], hosts=hosts))
+    assert "neighbours.s.host: 'here' is this machine; use placement: host" in said
+    said = refused(campaign(None, [{"name": "s", "kind": "cpu", "placement": "ssh", "host": "x"}]))
+    assert "none (add the ssh: host to hosts:)" in said
+
+
+def test_a_docker_neighbour_without_a_daemon_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")  # a daemon that is not there, really
+    said = refused(campaign(None, [{"name": "c", "kind": "cpu", "placement": "docker"}]))
+    assert said.startswith("variants.noisy.neighbours.c.placement: docker: no Docker daemon answers at unix://")
+    assert said.endswith("or use placement: host")
+
+
+def test_a_docker_neighbours_limits_are_a_preset_of_the_docker_backend_or_its_own() -> None:
+    from layerbench.backends.docker.neighbours import container_limits
+
+    burst = Neighbour(name="b", kind="cpu", placement="docker", qos="burstable", resources={"cpus": 1, "memory": "1g"})
+    assert container_limits(burst) == {"cpu_shares": 512, "nano_cpus": 10**9, "mem_limit": "1g"}
+    assert container_limits(Neighbour(name="b", kind="cpu", placement="docker", qos="besteffort")) == {
+        "cpu_shares": 2}
+    pinned = Neighbour(name="p", kind="cpu", placement="docker", qos="guaranteed-pinned", cpus="1")
+    assert container_limits(pinned)["cpuset_cpus"] == "1" and "nano_cpus" not in container_limits(pinned)
+    own = Neighbour(name="o", kind="cpu", placement="docker", resources={"cpus": 0.5}, cpus="0")
+    assert container_limits(own) == {"nano_cpus": 5 * 10**8, "cpuset_cpus": "0"}
+    assert burst.where() == "docker (qos burstable, 1 CPU, memory 1g)"
+    assert Neighbour(name="s", kind="cpu", placement="ssh", host="app", nice=5).where() == "ssh host app, nice 5"
+
+
+def test_an_ssh_neighbours_command_runs_from_its_own_folder_there() -> None:
+    from layerbench.neighbours.remote import remote_command, start_script, stop_script
+
+    hog = Neighbour(name="hog", kind="cpu", placement="ssh", host="app", cpus="1", nice=3)
+    cmd = remote_command(hog, "/tmp/lb1-nb-hog", "/tmp/lb1-nb-hog/hog.stress-ng.yaml")
+    assert cmd[:6] == ["nice", "-n", "3", "taskset", "-c", "1"] and cmd[-1] == "/tmp/lb1-nb-hog/hog.stress-ng.yaml"
+    disk = remote_command(Neighbour(name="d", kind="disk", placement="ssh", host="app"), "/tmp/f", "/tmp/f/d.json")
+    assert "--directory=/tmp/f/data" in disk and "--output=/tmp/f/d.json" in disk
+    script = start_script("/tmp/f", cmd)
+    assert "setsid nice -n 3" in script and "echo $! > /tmp/f/neighbour.pid" in script
+    assert "kill -TERM -42" in stop_script(42, 15) and "seq 75" in stop_script(42, 15)
+
+
+# --- the evidence beside them: CPU pressure, throttling, and the fairness note (#32) ---------------------------
+
+
+def test_cpu_pressure_is_read_from_the_kernels_counters(tmp_path: Path) -> None:
+    from layerbench.measure.pressure import parse_pressure, pressure_files, pressure_window, read_pressure
+
+    text = "some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"
+    assert parse_pressure(text) == {"some": 2500000, "full": 7}
+    assert parse_pressure("") == {} and parse_pressure("some total=x") == {}
+    group = tmp_path / "cg"
+    group.mkdir()
+    (group / "cpu.pressure").write_text("some avg10=0 avg60=0 avg300=0 total=1000000\n")
+    files = pressure_files([group, tmp_path / "none"])
+    assert files[1:] == [group / "cpu.pressure"]
+    start = read_pressure(files)
+    (group / "cpu.pressure").write_text("some avg10=0 avg60=0 avg300=0 total=3500000\n")
+    window = pressure_window(start, read_pressure(files))
+    assert window[str(group)] == {"some_seconds": 2.5}
+    if Path("/proc/pressure/cpu").exists():  # this kernel has PSI: the machine's own counter moves forward
+        assert window["system"]["some_seconds"] >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=200) | st.just("some total=" + "9" * 400))
+def test_a_hostile_pressure_file_reads_as_counts_or_nothing(text: str) -> None:
+    from layerbench.measure.pressure import parse_pressure
+
+    assert all(k in ("some", "full") and v >= 0 for k, v in parse_pressure(text).items())
+
+
+def contention_analysis(runs: list[Any]) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(runs=runs, definition=SimpleNamespace(variants=[SimpleNamespace(name="quiet"),
+                                                                          SimpleNamespace(name="noisy")]))
+
+
+def stored_run(variant: str, neighbours: tuple[NeighbourRun, ...], usage: Usage) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(variant=variant, status="ok",
+                           facts=StoredFacts(usage=usage, neighbours=NeighbourRecords(neighbours)))
+
+
+def test_the_servers_contention_is_shown_for_every_variant_beside_the_neighbours() -> None:
+    from layerbench.analysis.neighbours import contention_rows
+    from layerbench.records import Throttling
+
+    hog = NeighbourRun("hog", "cpu", "docker", None, 0, "1 worker(s) at 100 %", "stress-ng",
+                       asked={"name": "hog", "kind": "cpu", "placement": "docker", "qos": "burstable"})
+    quiet = Usage(window_seconds=10, pressure={"system": {"some_seconds": 1.0}})
+    noisy = Usage(window_seconds=10, throttling={"/sys/fs/cgroup/cpu/docker/x": Throttling(100, 25, 0.5)},
+                  pressure={"system": {"some_seconds": 6.0}, "/sys/fs/cgroup/x": {"some_seconds": 3.0}})
+    rows = contention_rows(contention_analysis([stored_run("quiet", (), quiet), stored_run("noisy", (hog,), noisy)]))
+    assert [r.cells() for r in rows] == [["quiet", "none", "-", "-", "10 %", "-", "1"],
+                                         ["noisy", "hog", "25 %", "0.50", "60 %", "30 %", "1"]]
+    assert contention_rows(contention_analysis([stored_run("quiet", (), quiet)])) == []
+    from layerbench.analysis.neighbours import where_text
+
+    assert where_text(hog) == "docker (qos burstable)"
+
+
+def test_the_fairness_section_says_when_two_variants_had_different_neighbours() -> None:
+    from layerbench.analysis.fairness import neighbour_differences, neighbour_words
+
+    hog = NeighbourRecords((NeighbourRun("hog", "cpu", "host", None, 0, "1 worker(s) at 100 %", "stress-ng"),))
+    said = neighbour_differences("quiet", {"quiet": set(), "noisy": neighbour_words(hog), "same": set()})
+    assert len(said) == 1 and said[0].asked
+    text = said[0].text("quiet")
+    assert text == ("`noisy` differs from `quiet` in neighbours (load started beside the server): hog (cpu, 1 "
+                    "worker(s) at 100 %, host) vs none (asked by the campaign: the delta measures them together "
+                    "with the layer)")
+    assert neighbour_differences("quiet", {"noisy": set()}) == []
+
+
+@pytest.mark.parametrize(("entry", "env", "said"), [
+    ({"name": "x", "kind": "cpu", "placement": "ssh", "host": "nowhere"}, {},
+     "variants.noisy.neighbours.x.host: 'nowhere' is not a host of `hosts:`"),
+    ({"name": "x", "kind": "cpu", "placement": "docker"}, {"DOCKER_HOST": "unix:///nonexistent/neigh.sock"},
+     "variants.noisy.neighbours.x.placement: docker: no Docker daemon answers at unix:///nonexistent/neigh.sock"),
+])
+def test_validate_refuses_a_placement_it_cannot_reach_in_one_line_with_exit_2(
+        tmp_path: Path, entry: dict[str, Any], env: dict[str, str], said: str) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign(None, [entry], output=str(tmp_path / "out"))))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "300", **env})
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
+    assert not (tmp_path / "out").exists()

@@ -142,28 +142,30 @@ def run_validate(tmp_path: Path, data: dict, env: dict[str, str]) -> subprocess.
                           text=True, timeout=120, env=env)
 
 
-def test_validate_refuses_a_mysql_that_is_not_built_with_the_command_that_builds_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["host", "vm"])
+def test_validate_refuses_a_mysql_that_is_not_built_with_the_command_that_builds_it(tmp_path: Path,
+                                                                                   backend: str) -> None:
     import os
 
     env = {**os.environ, "LAYERBENCH_CACHE_DIR": str(tmp_path / "empty-cache")}
-    done = run_validate(tmp_path, campaign_data({"flavour": "mysql", "version": "9.7"}), env)
+    done = run_validate(tmp_path, campaign_data({"flavour": "mysql", "version": "9.7"}, backend), env)
     assert done.returncode == 2, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "variants.a.server.version: MySQL 9.7 is not built" in lines[0]
     assert "layerbench server build mysql 9.7" in lines[0]
-    unknown = run_validate(tmp_path, campaign_data({"flavour": "mysql", "version": "8.0"}), env)
+    unknown = run_validate(tmp_path, campaign_data({"flavour": "mysql", "version": "8.0"}, backend), env)
     assert unknown.returncode == 2 and "MySQL '8.0' is not a version layerbench can build" in unknown.stderr
 
 
-@pytest.mark.parametrize("backend", ["vm", "kubernetes"])
+@pytest.mark.parametrize("backend", ["kubernetes"])
 def test_validate_refuses_mysql_on_other_backends_for_now(tmp_path: Path, backend: str) -> None:
     import os
 
     done = run_validate(tmp_path, campaign_data({"flavour": "mysql", "version": "9.7"}, backend), dict(os.environ))
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert ("variants.a.server.flavour: mysql runs on the host and docker backends of this machine only, not yet on "
-            f"{backend}") in lines[0]
+    assert (f"variants.a.server.flavour: mysql runs on the host, docker and vm backends, not yet on {backend}"
+            in lines[0])
 
 
 @pytest.mark.parametrize("backend", ["host", "docker"])
@@ -187,3 +189,19 @@ def test_server_build_refuses_what_it_cannot_build(tmp_path: Path) -> None:
                               text=True, timeout=60, env=env)
         assert done.returncode == 2 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.deb"))
+
+
+@pytest.mark.parametrize("backend", ["docker", "vm"])
+def test_validate_refuses_a_docker_or_vm_mysql_on_an_ssh_host_pointing_at_the_host_backend(tmp_path: Path,
+                                                                                         backend: str) -> None:
+    """Refused before any host is reached (192.0.2.7 is a documentation address: nothing is sent to it)."""
+    import os
+
+    data = campaign_data({"flavour": "mysql", "version": "9.7"}, backend)
+    data["hosts"] = {"far": {"ssh": "root@192.0.2.7"}}
+    data["variants"][0]["server_host"] = "far"
+    done = run_validate(tmp_path, data, dict(os.environ))
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert (f"a mysql {backend} variant runs on this machine only, not yet on an ssh: host; use backend: host"
+            in lines[0])

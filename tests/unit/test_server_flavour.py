@@ -39,6 +39,8 @@ def test_flavour_from_real_version_lines(text: str, expected: tuple[str, str]) -
 
 @pytest.mark.parametrize("text", [
     "/usr/sbin/mysqld  Ver 5.7.44 for Linux on x86_64 (MySQL Community Server (GPL))",  # before 8.0: not supported
+    "/usr/sbin/mysqld  Ver 10.3.39-MariaDB-0+deb10u2 for debian-linux-gnu on x86_64 (Debian 10)",  # before 10.4
+    "/usr/libexec/mysqld  Ver 5.5.68-MariaDB for Linux on x86_64 (MariaDB Server)",
     "bash, version 5.2.15(1)-release", "", "Ver", "sysbench 1.0.20",
 ])
 def test_unknown_servers_are_refused(text: str) -> None:
@@ -142,9 +144,14 @@ def test_a_host_variant_prepares_its_snapshot_with_its_own_server() -> None:
     data = {"name": "f", "baseline": "a", "variants": [
         {"name": "a", "backend": "host"},
         {"name": "m", "backend": "host", "server": {"flavour": "mysql", "version": "9.7", "config": {"x": 1}}},
-        {"name": "d", "backend": "docker", "server": {"flavour": "mariadb"}}],
+        {"name": "d", "backend": "docker", "server": {"flavour": "mariadb"}},
+        {"name": "v", "backend": "vm", "server": {"flavour": "mysql", "version": "9.7"}},
+        {"name": "r", "backend": "host", "server_host": "far", "server": {"flavour": "mysql", "version": "9.7"}}],
+        "hosts": {"far": {"ssh": "root@192.0.2.7"}},
         "workloads": [{"name": "w", "test": "oltp_read_only", "tables": 1, "table_size": 100}]}
     campaign = parse_campaign(data)
+    for name in ("v", "r"):  # the guest's, or the ssh: host's, mysqld is the rootfs's made here: the same snapshot
+        assert campaign.variant(name).snapshot_server() == campaign.variant("m").snapshot_server()
     mysql = campaign.variant("m").snapshot_server()
     assert (mysql.server.flavour, mysql.server.version, mysql.server.config) == ("mysql", "9.7", {})
     assert campaign.variant("a").snapshot_server().server.flavour is None
@@ -152,3 +159,21 @@ def test_a_host_variant_prepares_its_snapshot_with_its_own_server() -> None:
     again = server_from_fields("verify", server_fields(mysql))
     assert (again.server.flavour, again.server.version, again.name) == ("mysql", "9.7", "verify")
     assert server_from_fields("verify", None).server.flavour is None  # a snapshot from before: this host's MariaDB
+
+
+def test_validate_refuses_a_mariadb_it_cannot_start_with_exit_2(tmp_path: Path) -> None:
+    """A MariaDB 10.3 binary (a real `--version` line; its install script lacks an option layerbench passes)."""
+    from tests.unit.test_hostile_inputs import assert_one_line_bad_input, validate
+
+    old = script(tmp_path, "echo '/usr/sbin/mysqld  Ver 10.3.39-MariaDB-0+deb10u2 for debian-linux-gnu on x86_64'")
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(f"""name: flavour-old-{tmp_path.name[-6:]}
+baseline: a
+variants:
+  - {{name: a, backend: host, mysqld: {old}}}
+workloads:
+  - {{name: w, test: oltp_read_only, tables: 1, table_size: 100, duration: 5, warmup: 0}}
+""")
+    code, err = validate(campaign)
+    assert_one_line_bad_input(code, err)
+    assert "variants.a.mysqld" in err and "10.3.39-MariaDB" in err and "MariaDB 10.4 or later" in err

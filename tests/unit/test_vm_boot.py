@@ -104,3 +104,44 @@ def test_module_closure_puts_dependencies_first(tmp_path: Path) -> None:
     assert order[-1] == "kernel/fs/ext4/ext4.ko" and len(order) == 5
     with pytest.raises(RunFailed, match="no module nvme"):
         module_closure(tmp_path, ("nvme",))
+
+
+def guest_functions(server_sh: str, tmp_path: Path) -> dict[str, str]:
+    """What each function of a server.sh runs, as a shell reads it (the guest's sh parses it; bash prints it)."""
+    import subprocess
+
+    script = tmp_path / "server.sh"
+    script.write_text(server_sh)
+    subprocess.run(["sh", "-n", str(script)], check=True)
+    out = {}
+    for name in ("init_datadir", "run_server", "server_ready"):
+        done = subprocess.run(["bash", "-c", f". {script} && declare -f {name}"], capture_output=True, text=True,
+                              check=True)
+        out[name] = done.stdout
+    return out
+
+
+def test_the_guest_server_script_runs_each_flavours_own_commands(tmp_path: Path) -> None:
+    """The config disk's server.sh says how the guest makes, starts and pings its server; the init names none."""
+    from layerbench.backends.vm.local import server_script
+    from layerbench.server.flavour import MARIADB, parse_version
+    from layerbench.server.servers import IMAGE_PROGRAMS, ServerProgram
+    from layerbench.server.vmimage import guest_init
+
+    mysql = parse_version("/usr/sbin/mysqld  Ver 9.7.4-2 for Linux on x86_64 ((Debian))")
+    assert mysql is not None
+    maria = guest_functions(server_script(ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))), tmp_path)
+    assert "mariadb-install-db --no-defaults --datadir=/var/lib/mysql" in maria["init_datadir"]
+    assert "exec mariadbd" in maria["run_server"] and "mariadb-admin" in maria["server_ready"]
+    my = guest_functions(server_script(ServerProgram(mysql, (IMAGE_PROGRAMS["mysql"],))), tmp_path)
+    assert "/usr/sbin/mysqld --no-defaults --initialize-insecure --datadir=/var/lib/mysql" in my["init_datadir"]
+    assert "exec /usr/sbin/mysqld" in my["run_server"]
+    assert "test -S /run/mysqld/mysqld.sock" in my["server_ready"]  # the rootfs has no mysqladmin
+    assert not any(word in guest_init() for word in ("mariadbd ", "mariadb-admin", "mysqld "))
+
+
+def test_the_mysql_root_disk_has_a_boot_key_of_its_own() -> None:
+    from layerbench.server.vmimage import boot_key
+
+    assert boot_key("6.1.0-1-amd64", "mysql-9.7.4-2-abc") != boot_key("6.1.0-1-amd64", "mysql-9.7.4-2-abd")
+    assert boot_key("6.1.0-1-amd64", "mysql-9.7.4-2-abc") != boot_key("6.1.0-1-amd64", "k")

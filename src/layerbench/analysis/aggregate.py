@@ -17,7 +17,13 @@ from layerbench.analysis.busy import (
     short_list,
     what_was_done,
 )
-from layerbench.analysis.fairness import Difference, fairness_differences, vm_size_differences
+from layerbench.analysis.fairness import (
+    Difference,
+    fairness_differences,
+    neighbour_differences,
+    neighbour_words,
+    vm_size_differences,
+)
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.point_statistics import comparisons, summaries, variant_warnings
 from layerbench.analysis.runs import Window, run_values, steady_window
@@ -390,8 +396,9 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
     warnings += run_warnings(analysis.runs)
     warnings += busy_warnings(analysis.runs)
     warnings += backend_warnings(environments(analysis.runs))
-    if analysis.differences:
-        warnings.append(f"{len(analysis.differences)} difference(s) between variants that the campaign did not ask "
+    unasked = [d for d in analysis.differences if not d.asked]
+    if unasked:
+        warnings.append(f"{len(unasked)} difference(s) between variants that the campaign did not ask "
                         "for; see Environment and fairness")
     return warnings
 
@@ -512,6 +519,7 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
     analysis.replaced = replaced_runs(runs)
     analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)
+    analysis.differences += neighbour_differences(row.baseline, recorded_neighbours(runs))  # asked, yet said (#32)
     analysis.adaptive = adaptive_state(analysis, max(1, len(variants) * len({(s.workload, s.threads)
                                                                              for s in schedule})))
     if analysis.adaptive and analysis.adaptive.reason != "not finished":
@@ -635,4 +643,13 @@ def overhead_rows(analysis: Analysis) -> list[Overhead]:
             periods, throttled, seconds = (sum(x) for x in zip(*(throttling_of(u) for u in usages), strict=True))
             out.append(Overhead(v.variant, title, len(runs), cpu, throttled / periods if periods else None,
                                 seconds / len(runs) if periods else None))
+    return out
+
+
+def recorded_neighbours(runs: list[RunRow]) -> dict[str, set[str]]:
+    """Per variant, the neighbours its completed runs recorded, in words (fairness.py compares them)."""
+    out: dict[str, set[str]] = {}
+    for run in runs:
+        if run.status == "ok":
+            out.setdefault(run.variant, set()).update(neighbour_words(run.facts.neighbours))
     return out

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from layerbench.backends.registry import has_own_size
 from layerbench.records import CampaignRecord, Environment, HostFacts, VariantRecord
+from layerbench.records.neighbours import NeighbourRecords
 from layerbench.records.run import FactMap
 
 # Variables that differ between runs by construction and say nothing about fairness.
@@ -35,9 +36,23 @@ class Difference:
     baseline_value: str
     variant_value: str
 
+    asked = False  # a difference the campaign asked for (AskedDifference)
+
     def text(self, baseline: str) -> str:
         return (f"`{self.variant}` differs from `{baseline}` in {self.what}: {self.variant_value} vs "
                 f"{self.baseline_value} (not asked by the campaign)")
+
+
+@dataclass(frozen=True)
+class AskedDifference(Difference):
+    """A difference the campaign asked for (its neighbours), which the fairness section still names: the delta
+    measures it together with the layer. Not counted in the warning about unasked differences."""
+
+    asked = True
+
+    def text(self, baseline: str) -> str:
+        return (f"`{self.variant}` differs from `{baseline}` in {self.what}: {self.variant_value} vs "
+                f"{self.baseline_value} (asked by the campaign: the delta measures them together with the layer)")
 
 
 def canonical(name: str) -> str:
@@ -199,4 +214,25 @@ def vm_size_differences(baseline: str, definition: CampaignRecord,
         vm_memory = variant.vm_memory
         if memory is not None and vm_memory.upper().rstrip("B") != str(memory).upper().rstrip("B"):
             out.append(Difference(name, "memory (VM vs the baseline's limit)", str(memory), vm_memory))
+    return out
+
+
+
+def neighbour_words(records: NeighbourRecords) -> set[str]:
+    """One run's neighbours, each in words: name (kind, intensity, placement)."""
+    return {f"{n.name} ({n.kind}, {n.intensity}, {n.placement})" for n in records.neighbours}
+
+
+def neighbour_differences(baseline: str, recorded: dict[str, set[str]]) -> list[Difference]:
+    """Each variant whose completed runs had other neighbours than the baseline's (`recorded`: variant -> the
+    neighbour_words of its runs; docs/neighbours.md). The campaign asked for them, but the delta then is the
+    layer's and the neighbours' together, which the reader must know."""
+    if baseline not in recorded:
+        return []
+    base = "; ".join(sorted(recorded[baseline])) or "none"
+    out = []
+    for variant, words in recorded.items():
+        mine = "; ".join(sorted(words)) or "none"
+        if variant != baseline and mine != base:
+            out.append(AskedDifference(variant, "neighbours (load started beside the server)", base, mine))
     return out

@@ -28,6 +28,7 @@ from layerbench.analysis.latency import (
 )
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.paired import pairs_needed
+from layerbench.analysis.published import PublishedSection, published_section
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, Summary, meanings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
@@ -80,6 +81,7 @@ class Report:
     summary: tuple[SummaryRow, ...] = ()  # the TPS per variant and point (built here once for every format)
     run_verdicts: dict[tuple[str, str, int | None], tuple[str, str, str, str]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    published: PublishedSection | None = None  # the published study's numbers beside ours (analysis/published.py)
 
 
 def report_model(analysis: Analysis) -> Report:
@@ -96,7 +98,8 @@ def report_model(analysis: Analysis) -> Report:
         tuple(dataset_rows(analysis.runs)),
         io=(io := tuple(io_rows(analysis))), io_notes=tuple(io_notes(list(io))),
         io_runs={r.run_id: f for r in analysis.runs if (f := run_figures(r)) is not None},
-        summary=summary_rows(analysis), run_verdicts=run_verdicts(analysis), warnings=tuple(analysis.warnings))
+        summary=summary_rows(analysis), run_verdicts=run_verdicts(analysis), warnings=tuple(analysis.warnings),
+        published=published_section(analysis))
 
 
 def summary_rows(analysis: Analysis) -> tuple[SummaryRow, ...]:

@@ -35,6 +35,7 @@ from layerbench.backends.variant_base import (  # noqa: F401 - the campaign file
     refuse_secret_names,
 )
 from layerbench.campaign.boundedyaml import load_text, read_campaign_text
+from layerbench.campaign.published import Published
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
@@ -281,6 +282,25 @@ class Campaign(Strict):
                                        "this long (at most 1 h) for other processes to leave the CPUs idle")
     busy: BusyPolicy | None = None  # None: the default, BusyPolicy() (rerun); kept out of the stored definition
     neighbours: NeighbourList | None = None  # load beside every variant's server (docs/neighbours.md)
+    published: Published | None = None  # a published study's numbers and size (campaign/published.py)
+    scale: Literal["published", "machine"] | None = None  # run at the study's size (campaign/scaling.py)
+
+    @model_validator(mode="after")
+    def _published(self) -> Campaign:
+        """The published numbers name this campaign's variants and workloads."""
+        if self.published is not None:
+            self.published.check_names([v.name for v in self.variants], self.baseline,
+                                       [w.name for w in self.workloads])
+        return self
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _scaled(cls, data: Any, handler: Any) -> Campaign:
+        """`scale:` sets the workloads' size from published.size (campaign/scaling.py), after every other check."""
+        from layerbench.campaign.scaling import with_scale
+
+        campaign: Campaign = handler(data)
+        return campaign if campaign.scale is None else with_scale(campaign, campaign.scale)
 
     @field_validator("compare_percentiles", mode="before")
     @classmethod
@@ -548,7 +568,8 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
     got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
-    if re.match(r"(variants|workloads|repetitions|busy)\.[\w.-]+: |(repetitions|min_runs|busy): ", message):
+    if re.match(r"(variants|workloads|repetitions|busy|published)[\w.\[\]-]*: |(repetitions|min_runs|busy|scale): ",
+                message):
         return message  # a cross-field check names its own field
     return f"{where}: {shown(message, 300, quote=False)}{got}"
 

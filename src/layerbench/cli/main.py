@@ -107,8 +107,26 @@ class CampaignMissing(typer.BadParameter):
         return self.message
 
 
-def load(path: Path) -> tuple[Campaign, str]:
-    return load_campaign(path), str(path)
+def load(path: Path, scale: str | None = None) -> tuple[Campaign, str]:
+    """The campaign file, at `--scale`'s size when given (campaign/scaling.py)."""
+    campaign = load_campaign(path)
+    if scale is None:
+        return campaign, str(path)
+    if scale not in ("published", "machine"):
+        raise BadInput(f"--scale: {shown(scale)} is not a size; use published (the study's) or machine (scaled to "
+                       "this machine, keeping dataset : buffer pool : RAM)")
+    from layerbench.campaign.scaling import with_scale
+
+    try:
+        return with_scale(campaign, scale), str(path)  # type: ignore[arg-type]
+    except ValueError as error:
+        raise BadInput(f"{shown(str(path), 100, quote=False, keep_end=True)}: --{error}") from None
+
+
+ScaleOption = Annotated[str | None, typer.Option(
+    "--scale", help="published: the size of the study in the campaign's published.size; machine: scaled to this "
+    "machine's RAM, keeping the study's dataset : buffer pool : RAM (docs/studies.md) [default: the campaign's "
+    "scale:, else its own workloads]")]
 
 
 def located(ref: str, db: Path | None) -> tuple[Path, str]:
@@ -213,6 +231,7 @@ def run(
     max_failures: Annotated[int | None, typer.Option(min=0, help="stop after more failed runs than this")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="check all that run checks, print the plan, create "
                                           "nothing (as validate)")] = False,
+    scale: ScaleOption = None,
 ) -> None:
     """Run a campaign, store every run, then write its report.
 
@@ -222,7 +241,7 @@ def run(
         raise CampaignMissing("run needs a campaign file. Write one with `layerbench init -o campaign.yaml` "
                               "(or `layerbench init --study NAME`), check it with `layerbench validate campaign.yaml`"
                               "; `make demo` runs the bundled demo campaign.", ctx=ctx)
-    parsed, source = load(campaign)
+    parsed, source = load(campaign, scale)
     parsed = smoke_version(parsed) if smoke else parsed
     parsed = parsed.model_copy(update={"output": str(output)}) if output else parsed
     parsed = parsed.model_copy(update={"max_failures": max_failures}) if max_failures is not None else parsed
@@ -261,6 +280,7 @@ def validate(
     campaign: Annotated[Path, typer.Argument(help="campaign YAML")],
     db: Annotated[Path | None, typer.Option(
         "--db", help="store whose past runs calibrate the estimate [default: as run would use]")] = None,
+    scale: ScaleOption = None,
 ) -> None:
     """Check a campaign file and print its plan, without running anything.
 
@@ -268,7 +288,7 @@ def validate(
     workload the threads x repetitions, the datasets, what is built the first time, where the results go, and
     how long it takes: estimated from this machine's past runs in the store when it has them, else a rough
     estimate."""
-    parsed, _ = load(campaign)
+    parsed, _ = load(campaign, scale)
     check_and_plan(parsed, str(campaign), store_path(db, parsed.output))
 
 

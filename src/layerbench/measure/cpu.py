@@ -24,6 +24,7 @@ from layerbench.hosts.procfs import (
     tasks,
     uptime_ticks,
 )
+from layerbench.measure.pressure import pressure_files, pressure_window, read_pressure
 from layerbench.records import QuietWait, Throttling, TopProcess, Usage
 
 BUSY_SHARE = 0.15  # other processes above this share of all CPUs make a machine busy (analysis/busy.py)
@@ -156,6 +157,8 @@ class ResourceSampler:
         text = read("/proc/stat")
         self.machine_start, self.steal_start = parse_machine_stat(text), parse_steal(text)
         self.cgroups_start = cgroup_stats(self.cgroups)
+        self.pressure_files = pressure_files(self.cgroups)
+        self.pressure_start = read_pressure(self.pressure_files)
         self.thread.start()
 
     def stop(self) -> Usage:
@@ -224,10 +227,11 @@ class ResourceSampler:
         end = cgroup_stats(self.cgroups)
         throttling = {d: Throttling.from_json({k: end[d][k] - start.get(k, 0) for k in end[d]})
                       for d, start in self.cgroups_start.items() if d in end}
+        pressure = pressure_window(self.pressure_start, read_pressure(self.pressure_files))
         t = self.tally
         return Usage(cpu, throttling, max(0, parse_steal(text) - self.steal_start) / TICKS, top,
                      time.monotonic() - self.started, t.samples, t.ctx_voluntary, t.ctx_involuntary, self.thread_cpu,
-                     harness_cpu)
+                     harness_cpu, pressure=pressure)
 
     def _context_switch_deltas(self) -> None:
         for name, (v0, i0) in self.ctx_start.items():

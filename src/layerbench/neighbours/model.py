@@ -1,7 +1,9 @@
 """The campaign's `neighbours:`: load generators started beside the server for a run (docs/neighbours.md), as
 Pydantic models. One model with a `kind` (cpu, memory, disk, network) whose own fields are checked per kind, so
 that every error names the field the user wrote. What depends on the machine (its CPUs, free space, the
-inventory's hosts) is checked before anything starts by run/neighbour_checks.py (from preflight)."""
+inventory's hosts, the Docker daemon) is checked before anything starts by run/neighbour_checks.py (from
+preflight). Placements: `host` (a process here), `docker` (a container here, with a QoS preset or limits of its
+own), `ssh` (a process on an ssh: host of the inventory, named by `host:`)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ WORKERS_PER_CPU = 4  # a neighbour may start at most this many workers per CPU o
 MAX_STREAMS = 32
 SIZE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # 64M, 1G: a count of KiB, MiB or GiB
 RATE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # iperf3 bits per second: 100M
-NOT_YET = frozenset({"docker", "container", "kubernetes", "pod", "ssh"})
+NOT_YET = frozenset({"container", "kubernetes", "pod"})
+PLACEMENTS = ("host", "docker", "ssh")
+QOS = ("besteffort", "burstable", "guaranteed", "guaranteed-pinned")  # the docker backend's presets (its qos.py)
+MEMORY_RE = r"^\d{1,7}[kmg]$"  # a container's memory limit, as the docker backend writes it: 512m, 2g
 KIND_FIELDS = {"cpu": {"workers", "load"}, "memory": {"workers", "method", "size"},
                "disk": {"pattern", "size", "block_size", "folder"}, "network": {"to", "bitrate", "streams"}}
 
@@ -44,14 +49,28 @@ def cpu_list(value: Any) -> str | None:
     return text
 
 
+class ContainerSize(BaseModel):
+    """A docker-placed neighbour's own limits (its "pod" size under a QoS preset): CPUs and memory."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    cpus: float | None = Field(default=None, gt=0, le=1024, description="CPUs (CFS quota; a preset's size)")
+    memory: str | None = Field(default=None, pattern=MEMORY_RE, max_length=12, description="memory limit, like 512m")
+
+
 class Neighbour(BaseModel):
-    """One load generator: its kind and intensity, and where it runs (only `placement: host` today)."""
+    """One load generator: its kind and intensity, and where it runs (a host process, a container, an ssh: host)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: Annotated[str, Field(pattern=NAME_RE)]
     kind: Literal["cpu", "memory", "disk", "network"]
-    placement: Literal["host"] = "host"
+    placement: Literal["host", "docker", "ssh"] = "host"
+    host: str | None = Field(default=None, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                             description="ssh: the host of `hosts:` it runs on")
+    qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = Field(
+        default=None, description="docker: the docker backend's QoS preset for its container")
+    resources: ContainerSize | None = Field(default=None, description="docker: its container's CPUs and memory")
     cpus: str | None = Field(default=None, description="CPU list the neighbour is pinned to (taskset)")
     nice: int = Field(default=0, ge=0, le=19, description="its nice value (0: as the harness)")
     workers: int | None = Field(default=None, ge=1, le=MAX_WORKERS, description="cpu, memory: stress-ng workers")
@@ -71,8 +90,8 @@ class Neighbour(BaseModel):
     @classmethod
     def _placement_today(cls, value: Any) -> Any:
         if isinstance(value, str) and value in NOT_YET:
-            raise ValueError(f"{shown(value)}: not yet; only placement: host runs a neighbour today "
-                             "(docs/neighbours.md)")
+            raise ValueError(f"{shown(value)}: not yet; a neighbour runs on the host, in a docker container or "
+                             "on an ssh host (docs/neighbours.md)")
         return value
 
     @field_validator("cpus", mode="before")
@@ -104,6 +123,27 @@ class Neighbour(BaseModel):
                                  f"neighbour; remove it (it may use: {', '.join(sorted(mine))})")
         if self.kind == "memory" and self.size and size_bytes(self.size) > 64 * 2**30:
             raise ValueError(f"size: {self.size} per memory worker is more than 64G; use less")
+        return self._fields_of_its_placement()
+
+    def _fields_of_its_placement(self) -> Neighbour:
+        if (self.qos or self.resources) and self.placement != "docker":
+            field = "qos" if self.qos else "resources"
+            raise ValueError(f"{field}: only a neighbour with placement: docker has it; remove it or place "
+                             f"{self.name} in docker")
+        if self.placement == "ssh" and not self.host:
+            raise ValueError(f"host: a neighbour with placement: ssh names the host of `hosts:` it runs on; add "
+                             f"host: <name> to {self.name}")
+        if self.host and self.placement != "ssh":
+            raise ValueError(f"host: {shown(self.host)} is only for placement: ssh; set placement: ssh or remove it")
+        if self.placement != "host" and self.kind == "network":
+            raise ValueError(f"placement: {self.placement}: a network neighbour runs only on the host (not yet in a "
+                             "container or on an ssh host); use placement: host")
+        if self.placement == "ssh" and self.folder:
+            raise ValueError("folder: an ssh-placed disk neighbour writes in its own folder on its host (a folder "
+                             "of your choice there: not yet); remove folder")
+        cpus = self.resources.cpus if self.resources else None
+        if self.qos == "guaranteed-pinned" and cpus is not None and cpus != int(cpus):
+            raise ValueError(f"resources.cpus: {cpus:g} is not a whole number; guaranteed-pinned needs whole CPUs")
         return self
 
     # --- the effective intensity (defaults once, here) ----------------------------------------------------
@@ -137,8 +177,18 @@ class Neighbour(BaseModel):
         return f"{self.streams or 1} TCP stream(s) to {self.to or 'loopback'}{rate}"
 
     def where(self) -> str:
+        """Its placement in words: `host`, `docker (qos burstable, 1 CPU)`, `ssh host app`; pinning and nice."""
+        place = self.placement
+        if self.placement == "ssh":
+            place = f"ssh host {self.host}"
+        elif self.placement == "docker":
+            size = self.resources or ContainerSize()
+            said = [f"qos {self.qos}"] if self.qos else []
+            said += [f"{size.cpus:g} CPU"] if size.cpus else []
+            said += [f"memory {size.memory}"] if size.memory else []
+            place = f"docker ({', '.join(said)})" if said else "docker"
         pinned = f", CPUs {self.cpus}" if self.cpus else ""
-        return f"{self.placement}{pinned}{f', nice {self.nice}' if self.nice else ''}"
+        return f"{place}{pinned}{f', nice {self.nice}' if self.nice else ''}"
 
 
 def check_kinds(value: Any) -> Any:

@@ -1,7 +1,8 @@
-"""Neighbours while a run is measured: each load generator started through hosts/procs.py (command recorded,
-output logged to the run's folder, always reaped) with an owner record (hosts/owners.py) written before it
-starts, so that `layerbench clean` finds it after a SIGKILL of the harness; checked to be running at the asked
-intensity; stopped at the end of the measured window; and its own report of what it achieved read back."""
+"""Neighbours while a run is measured: each load generator started where the campaign places it (placed.py: a
+process here through hosts/procs.py, a labelled container, a process on an ssh: host), with an owner record
+(hosts/owners.py) or a container label written before it starts, so that `layerbench clean` finds it after a
+SIGKILL of the harness; checked to be running at the asked intensity; stopped at the end of the measured window;
+and its own report of what it achieved read back."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from layerbench.hosts.machine import free_port
 from layerbench.measure.cpu import TICKS, all_processes, descendants
 from layerbench.neighbours import tools
 from layerbench.neighbours.model import Neighbour
+from layerbench.neighbours.placed import ContainerRequest, ContainerStarter, LocalProcess, Placed
+from layerbench.neighbours.remote import RemoteNeighbour
 from layerbench.records.neighbours import NeighbourRecords, NeighbourRun
 
 PROBE_SECONDS = 1.0  # how long the start check watches the neighbours' CPU
@@ -37,7 +40,7 @@ class Started:
 
     neighbour: Neighbour
     labels: list[str]
-    processes: list[procs.ManagedProcess]
+    processes: list[Placed]
     report: Path
     folder: Path | None = None
     check: dict[str, Any] = field(default_factory=dict)
@@ -67,9 +70,10 @@ class NeighboursRunning:
     names their processes for the resource sampler (`neighbour:<name>`), `record()` is what they did."""
 
     def __init__(self, neighbours: list[Neighbour], run_dir: Path, label: str, data_folder: Path,
-                 hosts: dict[str, HostEntry] | None = None) -> None:
+                 hosts: dict[str, HostEntry] | None = None, *, campaign: str = "",
+                 containers: ContainerStarter | None = None) -> None:
         self.neighbours, self.folder, self.label = neighbours, run_dir / "neighbours", label
-        self.data_folder, self.hosts = data_folder, hosts
+        self.data_folder, self.hosts, self.campaign, self.containers = data_folder, hosts, campaign, containers
         self.started: list[Started] = []
         self.runs: list[NeighbourRun] = []
         self.facts: dict[str, Any] | None = None  # a run's facts: `neighbours` is written there on exit
@@ -94,7 +98,8 @@ class NeighboursRunning:
             self.facts["neighbours"] = self.record().to_json()
 
     def components(self) -> dict[str, list[int]]:
-        return {f"neighbour:{s.neighbour.name}": [p.pid for p in s.processes if p.alive()] for s in self.started}
+        return {f"neighbour:{s.neighbour.name}": [pid for p in s.processes for pid in p.pids()]
+                for s in self.started}
 
     def with_components(self, others: Callable[[], dict[str, list[int]]]) -> Callable[[], dict[str, list[int]]]:
         return lambda: {**others(), **self.components()}
@@ -105,9 +110,12 @@ class NeighboursRunning:
     # --- starting ------------------------------------------------------------------------------------------
 
     def _start(self, neighbour: Neighbour) -> Started:
-        procs.require_program(TOOL[neighbour.kind], HINTS[TOOL[neighbour.kind]])
+        if neighbour.placement == "host":  # a container has its tools in its image; an ssh: host: preflight
+            procs.require_program(TOOL[neighbour.kind], HINTS[TOOL[neighbour.kind]])
         self.folder.mkdir(parents=True, exist_ok=True)
         label = f"{self.label}-nb-{neighbour.name}"
+        if neighbour.placement == "ssh":
+            return self._start_remote(neighbour, label)
         if neighbour.kind in ("cpu", "memory"):
             report = self.folder / f"{neighbour.name}.stress-ng.yaml"
             return Started(neighbour, [label], [self._spawn(label, neighbour, tools.stress_ng_command(
@@ -117,14 +125,35 @@ class NeighboursRunning:
         return self._start_network(neighbour, label)
 
     def _spawn(self, label: str, neighbour: Neighbour, cmd: list[str], marker: str,
-               paths: list[Path] | None = None, log: str = "") -> procs.ManagedProcess:
+               paths: list[Path] | None = None, log: str = "") -> Placed:
         """The owner record first (found by `clean` through `marker`, a path unique to this run), then the
-        process, niced and pinned as asked, in one step that a signal cannot split."""
+        process, niced and pinned as asked, in one step that a signal cannot split. In a container: the
+        container (labelled, so `clean` finds it) with this run's folders mounted at their own paths."""
         full = [*(["nice", "-n", str(neighbour.nice)] if neighbour.nice else []), *cmd]
+        log_path = self.folder / f"{neighbour.name}{log}.log"
+        if neighbour.placement == "docker":
+            if self.containers is None:
+                raise RunFailed(f"neighbour {neighbour.name}: placement docker, but no container placement was "
+                                "given to this run")
+            with signals_deferred():
+                owners.record(label, pid=None, marker="", paths=paths or [])
+            return self.containers(ContainerRequest(label, self.campaign, neighbour, full,
+                                                    [self.folder, *(paths or [])], log_path))
         with signals_deferred():
             owners.record(label, pid=None, marker=marker, paths=paths or [])
-            return procs.start(f"neighbour {neighbour.name}", procs.with_cpus(full, neighbour.cpus),
-                               log_path=self.folder / f"{neighbour.name}{log}.log")
+            return LocalProcess(procs.start(f"neighbour {neighbour.name}", procs.with_cpus(full, neighbour.cpus),
+                                            log_path=log_path))
+
+    def _start_remote(self, neighbour: Neighbour, label: str) -> Started:
+        """On an ssh: host: its own folder there (noted before it exists), the tool started with setsid, its
+        report copied back here when it stops (neighbours/remote.py)."""
+        entry = (self.hosts or {}).get(neighbour.host or "")
+        if entry is None:
+            raise RunFailed(f"neighbour {neighbour.name}: host {neighbour.host} is not in `hosts:`")
+        suffix = {"cpu": "stress-ng.yaml", "memory": "stress-ng.yaml", "disk": "fio.json"}[neighbour.kind]
+        report = self.folder / f"{neighbour.name}.{suffix}"
+        placed = RemoteNeighbour.start(neighbour, label, entry, report, self.folder / f"{neighbour.name}.log")
+        return Started(neighbour, [], [placed], report)
 
     def _start_disk(self, neighbour: Neighbour, label: str) -> Started:
         base = Path(neighbour.folder) if neighbour.folder else self.data_folder
@@ -167,8 +196,11 @@ class NeighboursRunning:
             dead = [p for p in s.processes if not p.alive()]
             if dead:
                 raise RunFailed(f"neighbour {s.neighbour.name}: {TOOL[s.neighbour.kind]} stopped at its start "
-                                f"(exit code {dead[0].popen.returncode}); {dead[0].tail(3) or 'no output'}")
-            pids = descendants([p.pid for p in s.processes], after)
+                                f"(exit code {dead[0].exit_code()}); {dead[0].tail(3) or 'no output'}")
+            if s.neighbour.placement == "ssh":  # another kernel's processes: running, its CPU not read here
+                s.check = {"running": True}
+                continue
+            pids = descendants([pid for p in s.processes for pid in p.pids()], after)
             ticks = sum(after[p].ticks - (before[p].ticks if p in before and before[p].start == after[p].start
                                           else 0) for p in pids)
             s.check = {"running": True, "cpu_percent": round(100 * ticks / TICKS / PROBE_SECONDS, 1)}

@@ -4,7 +4,8 @@ wait before a run (measure/cpu.py wait_for_quiet; under `quiet_wait`). Each writ
 
 Format history (the run facts' `format`, records/run.py): `resources` has had the same keys since before format 1;
 stores of earlier versions also hold `per_1000_transactions` (now computed by the analysis only), which is read
-past and not written again."""
+past and not written again. `pressure` (issue #32: CPU pressure, PSI, over the window) is a key added later in
+format 1: a store without it reads as no pressure measured."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ class Usage:
     sampler_cpu_seconds: float = 0.0
     harness_cpu_seconds: float = 0.0  # all of layerbench's own CPU in the window (sampler included)
     harness_cpus: str | None = None  # the CPUs the harness was moved to; None: it was not (run/harness.py)
+    pressure: dict[str, dict[str, float]] = field(default_factory=dict)  # PSI: "system" or a cgroup -> some/full s
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)  # as stored (exports show it)
 
     @classmethod
@@ -76,7 +78,9 @@ class Usage:
         return cls(cpu, throttling, as_float(data.get("steal_seconds")), top, as_float(data.get("window_seconds")),
                    as_int(data.get("samples")), _counts(data.get("ctx_voluntary")),
                    _counts(data.get("ctx_involuntary")), as_float(data.get("sampler_cpu_seconds")),
-                   as_float(data.get("harness_cpu_seconds")), opt_str(data.get("harness_cpus")), dict(data))
+                   as_float(data.get("harness_cpu_seconds")), opt_str(data.get("harness_cpus")), document=dict(data),
+                   pressure={str(k): {str(n): as_float(x) for n, x in as_object(v).items()}
+                    for k, v in as_object(data.get("pressure")).items()})
 
     def to_json(self) -> JSONObject:
         return {"window_seconds": self.window_seconds, "samples": self.samples, "cpu_seconds": dict(self.cpu_seconds),
@@ -84,7 +88,8 @@ class Usage:
                 "throttling": {k: t.to_json() for k, t in self.throttling.items()},
                 "sampler_cpu_seconds": self.sampler_cpu_seconds, "harness_cpu_seconds": self.harness_cpu_seconds,
                 "harness_cpus": self.harness_cpus, "steal_seconds": self.steal_seconds,
-                "top_other": [p.to_json() for p in self.top_other]}
+                "top_other": [p.to_json() for p in self.top_other],
+                "pressure": {k: dict(v) for k, v in self.pressure.items()}}
 
 
 @dataclass(frozen=True)

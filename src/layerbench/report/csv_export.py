@@ -12,9 +12,10 @@ import io
 
 from layerbench.analysis.aggregate import RunRow, label_number
 from layerbench.analysis.io import CGROUP, COMPONENT_FIGURES, SERVER_FIGURES, RunIo
-from layerbench.analysis.latency import SHOWN
+from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report
+from layerbench.report.published import csv_cells
 from layerbench.sysbench.histogram import percentile_key
 
 COLUMNS = ["campaign_id", "run", "round", "variant", "workload", "threads", "repetition", "status", "error",
@@ -27,6 +28,9 @@ IO_COMPONENTS = {"server": "server", "qemu": "qemu", "client": "client", CGROUP:
 IO_COLUMNS = ["io_buffer_pool_hit_ratio", *[f"io_{k}_per_1000_tx" for k in SERVER_FIGURES],
               *[f"io_{short}_{k}_per_1000_tx" for short in IO_COMPONENTS.values() for k in COMPONENT_FIGURES]]
 COLUMNS += IO_COLUMNS
+# only when the campaign gives a published study's numbers (`published:`): that study's numbers for the run's
+# variant at its point, and whether ours agree (report/published.py)
+PUBLISHED_COLUMNS = ["published", "published_agreement"]
 
 
 def io_cells(found: RunIo | None) -> list[object]:
@@ -72,11 +76,14 @@ def render(report: Report) -> str:
     analysis = report.analysis
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(COLUMNS + (PUBLISHED_COLUMNS if report.published else []))
     replaced = {x.run: x.status() for x in analysis.replaced}
+    titles = {(p.workload, p.threads): point_title(p) for p in analysis.points}
     for r in analysis.runs:
         extra = report.run_verdicts.get((r.variant, r.workload, r.threads), ("", "", "", ""))
         dist = [r.latency.get(p) for p in SHOWN]
         cells = [*row(report, r, replaced), *extra, *dist, *io_cells(report.io_runs.get(r.run_id))]
+        if report.published:
+            cells += csv_cells(report, r.variant, titles.get((r.workload, r.threads), r.workload))
         writer.writerow(["" if v is None else neutralised(v) for v in cells])
     return out.getvalue()

@@ -20,7 +20,7 @@ from layerbench.analysis.latency import SHOWN, point_title
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import AnswerRow, Report
 from layerbench.analysis.stats import Comparison
-from layerbench.report import charts, evidence, io_table, neighbours
+from layerbench.report import charts, evidence, io_table, neighbours, published
 from layerbench.report.cells import fmt, run_numbers, window_text
 from layerbench.sysbench.histogram import percentile_key
 
@@ -248,5 +248,6 @@ def render(report: Report) -> str:
         distribution=latency_distribution(report), timeline=chart(charts.timeline_figure(report), "timeline"),
         sweep=chart(charts.sweep_figure(report), "sweep"), overhead=overhead(report), io=io_section(report),
         neighbours=neighbours.html_section(report),  # report/neighbours.py (#32)
+        published=published.html_section(report),  # report/published.py
         ladder=chart(charts.ladder_figure(report), "ladder"), price=price(report), environment=environment(report),
         campaign=campaign_as_run(report), runs_table=run_table(report))

@@ -98,6 +98,7 @@ def document(report: Report) -> dict[str, Any]:
         "points": points_entry(report),
         "method": report.method,  # how the answer was computed: paired by round or unpaired, and why
         "verdict_rule": report.rule,
+        **({"published": report.published} if report.published else {}),  # `published:` (report/published.py)
         **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
         **({"replaced_runs": analysis.replaced} if analysis.replaced else {}),  # busy: rerun replaced some runs
         "latency_distribution": report.distribution,

@@ -11,7 +11,7 @@ from layerbench.analysis.datasets import DATA_COLUMNS
 from layerbench.analysis.latency import point_title
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report
-from layerbench.report import evidence, io_table, neighbours
+from layerbench.report import evidence, io_table, neighbours, published
 from layerbench.report.cells import fmt, pct, run_numbers, window_text
 
 
@@ -231,7 +231,8 @@ def io_section(report: Report) -> list[str]:
 
 def render(report: Report) -> str:
     analysis = report.analysis
-    lines = heading(report) + answer_section(report) + adaptive_section(report) + warnings_section(report)
+    lines = heading(report) + answer_section(report) + published.markdown_section(report)  # report/published.py
+    lines += adaptive_section(report) + warnings_section(report)
     lines += replaced_section(report)
     lines += summary_section(report)
     lines += aggregate_section(report) + percentiles_section(report)

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from layerbench.analysis.neighbours import COLUMNS, INTRO, TITLE, neighbour_rows
+from layerbench.analysis.neighbours import (
+    COLUMNS,
+    CONTENTION_COLUMNS,
+    CONTENTION_INTRO,
+    INTRO,
+    TITLE,
+    contention_rows,
+    neighbour_rows,
+)
 from layerbench.analysis.report_model import Report
 
 
@@ -22,7 +30,16 @@ def markdown_section(report: Report) -> list[str]:
     table = ["| " + " | ".join(COLUMNS) + " |", "| " + " | ".join(":---" for _ in COLUMNS) + " |"]
     table += ["| " + " | ".join(cell(c) for c in r.cells()) + " |" for r in rows]
     said = [f"- {w}" for r in rows for w in r.warnings]
-    return [f"## {TITLE}", "", INTRO, "", *table, "", *said, *([""] if said else [])]
+    return [f"## {TITLE}", "", INTRO, "", *table, "", *said, *([""] if said else []), *contention_markdown(report)]
+
+
+def contention_markdown(report: Report) -> list[str]:
+    rows = contention_rows(report.analysis)
+    if not rows:
+        return []
+    table = ["| " + " | ".join(CONTENTION_COLUMNS) + " |", "| :--- | :--- |" + " ---: |" * 5]
+    table += ["| " + " | ".join(cell(c) for c in r.cells()) + " |" for r in rows]
+    return ["### The server's CPU contention", "", CONTENTION_INTRO, "", *table, ""]
 
 
 def html_section(report: Report) -> dict[str, Any] | None:
@@ -30,4 +47,8 @@ def html_section(report: Report) -> dict[str, Any] | None:
     if not rows:
         return None
     table = {"header": list(COLUMNS), "rows": [r.cells() for r in rows], "flags": [False] * len(COLUMNS)}
-    return {"title": TITLE, "intro": INTRO, "table": table, "warnings": [w for r in rows for w in r.warnings]}
+    contention = contention_rows(report.analysis)
+    return {"title": TITLE, "intro": INTRO, "table": table, "warnings": [w for r in rows for w in r.warnings],
+            "contention_intro": CONTENTION_INTRO,
+            "contention": {"header": list(CONTENTION_COLUMNS), "rows": [r.cells() for r in contention],
+                           "flags": [False] * len(CONTENTION_COLUMNS)} if contention else None}

@@ -279,7 +279,14 @@ def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir
     """The run's neighbours (#32, docs/neighbours.md): started before the warm-up, stopped after the measured
     window, their record then written into the run's facts (records/neighbours.py)."""
     label = f"lb{ctx.campaign_id}-{ctx.token}-{spec.idx + 1}"
-    running = NeighboursRunning(ctx.campaign.neighbours_of(variant), run_dir, label, work_dir, ctx.campaign.hosts)
+    neighbours = ctx.campaign.neighbours_of(variant)
+    containers = None
+    if any(n.placement == "docker" for n in neighbours):
+        from layerbench.backends.docker.neighbours import start_neighbour_container
+
+        containers = start_neighbour_container
+    running = NeighboursRunning(neighbours, run_dir, label, work_dir, ctx.campaign.hosts, campaign=ctx.campaign.name,
+                                containers=containers)
     running.facts = record.facts.other
     return running
 

@@ -2,16 +2,20 @@
 and its inventory. Each problem is one BadInput line naming the field, the value and the fix: more workers than
 this machine's CPUs x WORKERS_PER_CPU, a CPU list naming a CPU that is not here, a disk neighbour whose file does
 not fit in its filesystem's free space, a network neighbour sent to a host the inventory does not have, or to one
-reached over SSH (not yet), and a name given twice to one variant's neighbours."""
+reached over SSH (not yet), a name given twice to one variant's neighbours, a `placement: docker` with no Docker
+daemon answering, a `placement: ssh` on a host that is not in `hosts:`, is this machine, does not answer or lacks
+the tool. `prepare_neighbours` builds the containers' image once, after every check passed."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.campaign.models import Campaign, VariantBase
-from layerbench.errors import BadInput, shown
+from layerbench.errors import BadInput, PrerequisiteMissing, shown
+from layerbench.hosts.inventory import Host
 from layerbench.hosts.machine import check_cpus
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
@@ -40,7 +44,12 @@ def check_neighbour(campaign: Campaign, variant: VariantBase, neighbour: Neighbo
     if neighbour.workers and neighbour.workers > cpus * WORKERS_PER_CPU:
         raise BadInput(f"{where}.workers: {neighbour.workers} workers on a machine of {cpus} CPUs; use at most "
                        f"{cpus * WORKERS_PER_CPU} ({WORKERS_PER_CPU} per CPU)")
+    if neighbour.placement == "ssh":
+        check_ssh_placement(campaign, neighbour, where)
+        return  # its CPUs, room and tool are the ssh: host's
     check_cpus(neighbour.cpus, f"{where}.cpus")
+    if neighbour.placement == "docker":
+        check_docker_placement(where)
     if neighbour.kind == "disk":
         check_disk_room(variant, neighbour, where)
     if neighbour.kind == "network":
@@ -71,3 +80,45 @@ def check_target(campaign: Campaign, neighbour: Neighbour, where: str) -> None:
     if not hosts[to].local:
         raise BadInput(f"{where}.to: {shown(to)} is reached over SSH: a neighbour on an ssh: host is not yet "
                        "supported; use loopback or a local host")
+
+
+def check_docker_placement(where: str) -> None:
+    """A container needs a Docker daemon that answers (`validate` asks it, creating nothing)."""
+    from layerbench.backends.docker.daemon import docker_client
+
+    try:
+        docker_client()
+    except PrerequisiteMissing as error:
+        raise BadInput(f"{where}.placement: docker: {error}; or use placement: host") from None
+
+
+TOOLS = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3"}
+
+
+def check_ssh_placement(campaign: Campaign, neighbour: Neighbour, where: str) -> None:
+    """The named host is an ssh: host of the inventory, answers, and has the neighbour's tool (and taskset)."""
+    hosts = campaign.hosts or {}
+    name = neighbour.host or ""
+    remote = sorted(n for n, e in hosts.items() if not e.local)
+    if name not in hosts:
+        raise BadInput(f"{where}.host: {shown(name)} is not a host of `hosts:`; use one of: "
+                       f"{', '.join(remote) or 'none (add the ssh: host to hosts:)'}")
+    if hosts[name].local:
+        raise BadInput(f"{where}.host: {shown(name)} is this machine; use placement: host for it")
+    host = Host(name, hosts[name])
+    host.check_files()
+    host.check()
+    tool = TOOLS[neighbour.kind]
+    needs = " && ".join(f"command -v {t} >/dev/null" for t in (tool, *(["taskset"] if neighbour.cpus else [])))
+    if host.shell(needs, name=f"tools on {name}", timeout=30).returncode != 0:
+        raise BadInput(f"{where}.host: {name} has no {tool}{' or taskset' if neighbour.cpus else ''} on its PATH; "
+                       f"install it there (apt-get install {tool})")
+
+
+def prepare_neighbours(campaign: Campaign, say: Callable[[str], None]) -> None:
+    """Once per campaign, after every check: the containers' image, when a neighbour runs in Docker."""
+    if any(n.placement == "docker" for v in campaign.variants for n in campaign.neighbours_of(v)):
+        from layerbench.backends.docker.daemon import docker_client
+        from layerbench.backends.docker.neighbours import ensure_neighbour_image
+
+        ensure_neighbour_image(docker_client(), say)

@@ -22,6 +22,7 @@ from layerbench.hosts.procs import stop_all
 from layerbench.measure.cpu import BUSY_SHARE
 from layerbench.records import BusyDecision, CampaignRecord, RunRecord
 from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_pool_bytes, slug
+from layerbench.run.neighbour_checks import prepare_neighbours
 from layerbench.run.preflight import preflight
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
@@ -80,6 +81,7 @@ class Orchestrator:
         """Everything `validate` checks (preflight.py), then each backend's one-time work (an image build)."""
         for _, backend in preflight(self.campaign):
             backend.prepare(self.progress.message)
+        prepare_neighbours(self.campaign, self.progress.message)
         from layerbench.hosts.remote import survey_hosts, version_warnings
 
         self.survey = survey_hosts(self.campaign, self.hosts)

@@ -224,6 +224,28 @@ def busy_line(campaign: Campaign) -> str:
         f"busy runs: the first one stops the campaign (busy: fail{source})"
 
 
+def published_lines(campaign: Campaign) -> list[str]:
+    """Which size runs (the example's, the study's, or scaled to this machine) and the numbers the report puts
+    beside ours (campaign/published.py, campaign/scaling.py)."""
+    published = campaign.published
+    if published is None:
+        return []
+    count = len(published.numbers)
+    lines = [f"published: {count} number{'s' if count > 1 else ''} of {published.source}, shown beside ours in "
+             "the report (Published vs measured)"]
+    sizes = "; ".join(f"{w.name} {w.tables} x {w.table_size:,} rows"
+                      + (f", buffer pool {w.buffer_pool} of the data" if w.buffer_pool else "")
+                      + f", {w.duration} s runs" for w in campaign.workloads)
+    if campaign.scale == "published":
+        lines.append(f"size: the study's (scale: published): {sizes}")
+    elif campaign.scale == "machine":
+        lines.append(f"size: scaled to this machine, keeping the study's dataset : buffer pool : RAM "
+                     f"(scale: machine): {sizes}")
+    elif published.size is not None:
+        lines.append("size: the example's, not the study's (--scale published or --scale machine runs the study's)")
+    return lines
+
+
 def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     schedule = build_schedule(campaign)
     variants = {v.name: v for v in campaign.variants}
@@ -238,6 +260,7 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     lines += neighbour_lines(campaign)  # run/neighbour_plan.py (#32)
     lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
     lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
+    lines += published_lines(campaign)
     lines.append(busy_line(campaign))
     lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
                  f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")

@@ -9,7 +9,9 @@ of the shared ones. Backends ask the flavour; they never name a server program t
 | `Ver 8.0.36 for Linux ... (MySQL Community Server` | mysql    | mysqld --initialize-insecure         |
 | `Ver 8.4.0 for Linux ...`, `Ver 9.7.4-2 for Linux` | mysql    | mysqld --initialize-insecure         |
 | `Ver 8.0.36-28 for Linux ... (Percona Server`      | percona  | mysqld --initialize-insecure         |
-| anything else (MySQL 5.7, no `Ver`, no answer)     | refused at validate time (BadInput, exit 2)     |
+| anything else (MariaDB before 10.4, MySQL 5.7, no `Ver`, no answer) | refused at validate time (BadInput, exit 2) |
+
+(MariaDB before 10.4: its install script has no `--auth-root-authentication-method`, which layerbench passes.)
 
 MySQL 8.4 and 9 create accounts with caching_sha2_password (mysql_native_password is gone in 9): the account
 SQL names that plugin, and Debian 12's sysbench (libmariadb) logs in to it over plain TCP, fetching the
@@ -31,6 +33,8 @@ from layerbench.secrets import Secret
 from layerbench.server.settings import ConfigValue
 
 VERSION_TIMEOUT = 10.0
+SUPPORTED = "MariaDB 10.4 or later, MySQL 8.0/8.4/9 or Percona Server 8"
+MARIADB_OLDEST = (10, 4)  # mariadb-install-db --auth-root-authentication-method (install_db_command) came in 10.4
 _VERSION = re.compile(r"\bVer\s+(?P<version>(?P<major>\d+)\.(?P<minor>\d+)\.\d+)(?P<suffix>\S*)")
 
 
@@ -68,6 +72,14 @@ class Flavour:
         return [*command, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", "--user=root",
                 *paths, *(extra or [])]
 
+    def ready_command(self, socket: str) -> list[str]:
+        """A command that succeeds once the server listens on `socket`: MariaDB's admin ping; for MySQL the socket
+        file itself, which mysqld creates when it starts listening (the MySQL rootfs holds mysql-server-core
+        only, without mysqladmin). Layerbench's own SQL login over TCP follows it in every backend."""
+        if self.is_mariadb:
+            return ["mariadb-admin", f"--socket={socket}", "ping"]
+        return ["test", "-S", socket]
+
     def account_sql(self, user: str, password: Secret, database: str) -> str:
         """The benchmark database and account, as this flavour's server accepts it (see init_sql)."""
         plugin = "caching_sha2_password" if self.name != "mariadb" and self.major >= 8 else None
@@ -85,13 +97,13 @@ MYSQL_DEFAULTS: dict[str, ConfigValue] = {"mysqlx": "OFF"}
 
 
 def parse_version(text: str) -> Flavour | None:
-    """The flavour a `--version` line names, or None when it is not a server layerbench knows."""
+    """The flavour a `--version` line names, or None when it is not a server layerbench can start."""
     match = _VERSION.search(text)
     if match is None:
         return None
     version, major = match.group("version"), int(match.group("major"))
     if "mariadb" in text.lower():
-        return Flavour("mariadb", version)
+        return Flavour("mariadb", version) if (major, int(match.group("minor"))) >= MARIADB_OLDEST else None
     if major not in (8, 9):
         return None
     name = "percona" if "percona" in text.lower() else "mysql"
@@ -110,14 +122,14 @@ def detect_flavour(binary: str | tuple[str, ...], where: str) -> Flavour:
         said = (done.stdout or done.stderr).strip()
     except subprocess.TimeoutExpired:
         raise BadInput(f"{where}: {name} --version did not answer within {VERSION_TIMEOUT:.0f} s; give a "
-                       "MariaDB, MySQL 8.0/8.4/9 or Percona Server 8 server binary") from None
+                       f"{SUPPORTED} server binary") from None
     except OSError as error:
         raise BadInput(f"{where}: {name} cannot be run ({error.strerror}); fix the path") from None
     flavour = parse_version(said)
     if flavour is None:
         first = said.splitlines()[0] if said else "nothing"
-        raise BadInput(f"{where}: {name} is not a server layerbench knows (--version says {shown(first, 120)}); "
-                       "give a MariaDB, MySQL 8.0/8.4/9 or Percona Server 8 server binary")
+        raise BadInput(f"{where}: {name} is not a server layerbench can start (--version says {shown(first, 120)}); "
+                       f"give a {SUPPORTED} server binary")
     return flavour
 
 

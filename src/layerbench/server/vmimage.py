@@ -1,8 +1,11 @@
 """The VM's boot files, built locally and cached by their inputs: Debian's kernel (from `linux-image-amd64`,
 unpacked into the cache, never installed on the host), a small initramfs (busybox-static and the virtio and
 ext4 modules) that mounts the root disk, and a raw ext4 root disk made from the same rootfs as the Docker image
-(the host's exact MariaDB package) plus the guest's init (data/vm/init.sh). Per run, the backend adds a qcow2
-overlay on the root disk, a data disk made from the dataset snapshot, and a config disk."""
+plus the guest's init (data/vm/init.sh): the MariaDB image's rootfs (the host's exact MariaDB package), or for
+a MySQL variant the cached MySQL rootfs (server/mysql_rootfs.py, the bytes the host and Docker backends run)
+with the host's busybox-static beside it (its minbase has no `ip`). The kernel and initramfs are the same for
+both. Per run, the backend adds a qcow2 overlay on the root disk, a data disk made from the dataset snapshot,
+and a config disk (which says how to start the flavour's server: backends/vm/local.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from layerbench.errors import PrerequisiteMissing, RunFailed
 from layerbench.hosts.procs import require_program, run
 from layerbench.hosts.workdirs import cache_dir
 from layerbench.server.image import build_rootfs, image_key
+from layerbench.server.mysql_rootfs import MysqlRootfs, rootfs_key
 
 RECIPE_VERSION = 1
 KERNEL_PACKAGE = "linux-image-amd64"
@@ -154,29 +158,43 @@ def build_initramfs(kernel_dir: Path, version: str, target: Path) -> None:
     target.write_bytes(gzip.compress(archive, compresslevel=6))
 
 
-def boot_key(version: str) -> str:
-    inputs = {"recipe": RECIPE_VERSION, "rootfs": image_key(), "kernel": version, "init": guest_init(),
+def root_id(mysql: MysqlRootfs | None) -> str:
+    """What the root disk is made from: the MariaDB image's rootfs key, or the MySQL rootfs's."""
+    return image_key() if mysql is None else f"mysql-{mysql.package_version}-{rootfs_key(mysql.package_version)}"
+
+
+def boot_key(version: str, rootfs: str | None = None) -> str:
+    inputs = {"recipe": RECIPE_VERSION, "rootfs": rootfs or image_key(), "kernel": version, "init": guest_init(),
               "initramfs": INITRAMFS_INIT, "modules": MODULES}
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def ensure_boot_files(say: Say) -> BootFiles:
-    """The kernel, initramfs and root disk for the current inputs, built now when missing (about a minute)."""
+def boot_files_built(mysql: MysqlRootfs | None = None) -> bool:
+    """The boot files of this root are in the cache (False when the kernel is not downloaded yet)."""
+    kernels = sorted(vm_cache().glob("linux-image-*/.complete"))
+    return any((vm_cache() / f"boot-{boot_key(k.parent.name.removeprefix('linux-image-'), root_id(mysql))}"
+                / ".complete").exists() for k in kernels)
+
+
+def ensure_boot_files(say: Say, mysql: MysqlRootfs | None = None) -> BootFiles:
+    """The kernel, initramfs and root disk for the current inputs, built now when missing (about a minute): the
+    root disk holds the MariaDB image's rootfs, or `mysql`'s (a MySQL variant's)."""
     kernel_dir, version = ensure_kernel(say)
-    folder = vm_cache() / f"boot-{boot_key(version)}"
+    folder = vm_cache() / f"boot-{boot_key(version, root_id(mysql))}"
     files = BootFiles(next(iter(sorted((kernel_dir / "boot").glob("vmlinuz-*")))), folder / "initrd.gz",
                       folder / "root.img", version)
     if (folder / ".complete").exists():
         return files
     require_program("mkfs.ext4", "apt-get install e2fsprogs (scripts/setup does it)")
-    tarball = build_rootfs(say)
+    tarball = build_rootfs(say) if mysql is None else None
     started = time.monotonic()
-    say("building the VM's root disk from the server image's rootfs")
+    say("building the VM's root disk from the " + ("server image's rootfs" if mysql is None else
+                                                    f"MySQL rootfs {mysql.folder.name}"))
     shutil.rmtree(folder, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix="boot-", dir=vm_cache()))
     try:
         build_initramfs(kernel_dir, version, work / "initrd.gz")
-        root_disk(tarball, work / "root.img")
+        root_disk(work / "root.img", tarball=tarball, tree=None if mysql is None else mysql.root)
         work.rename(folder)
         (folder / ".complete").write_text(json.dumps({"kernel": version, "seconds": time.monotonic() - started}))
         say(f"VM boot files ready in {time.monotonic() - started:.0f} s")
@@ -185,17 +203,27 @@ def ensure_boot_files(say: Say) -> BootFiles:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def root_disk(tarball: Path, target: Path) -> None:
-    """A raw ext4 image holding the rootfs and the guest init, sized with room for the server's own files."""
-    tree = target.parent / "rootfs"
-    tree.mkdir()
-    if run("tar", ["tar", "-C", str(tree), "--numeric-owner", "-xf", str(tarball)], timeout=900).returncode != 0:
-        raise RunFailed(f"unpacking {tarball} failed")
-    init = tree / "layerbench-init"
+def root_disk(target: Path, *, tarball: Path | None, tree: Path | None) -> None:
+    """A raw ext4 image holding the rootfs (a tarball's, or a copy of a rootfs folder with the host's busybox
+    beside it) and the guest init, sized with room for the server's own files."""
+    staged = target.parent / "rootfs"
+    if tarball is not None:
+        staged.mkdir()
+        command = ["tar", "-C", str(staged), "--numeric-owner", "-xf", str(tarball)]
+    else:
+        command = ["cp", "-a", "--reflink=auto", str(tree), str(staged)]
+    if run(command[0], command, timeout=900).returncode != 0:
+        raise RunFailed(f"copying the rootfs {tarball or tree} failed")
+    if tarball is None:
+        busybox = require_program("busybox", "apt-get install busybox-static (scripts/setup does it)")
+        (staged / "usr/local/lib/layerbench").mkdir(parents=True, exist_ok=True)
+        shutil.copy(busybox, staged / "usr/local/lib/layerbench/busybox")  # busybox reads its applet from argv[0]
+    init = staged / "layerbench-init"
     init.write_text(guest_init(), encoding="utf-8")
     init.chmod(0o755)
     for folder in ("etc/layerbench", "var/lib/mysql"):
-        (tree / folder).mkdir(parents=True, exist_ok=True)
+        (staged / folder).mkdir(parents=True, exist_ok=True)
+    tree = staged
     make_ext4(tree, target, extra_mib=512)
     shutil.rmtree(tree, ignore_errors=True)
 

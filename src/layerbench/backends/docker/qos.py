@@ -24,6 +24,7 @@ from layerbench.errors import BadInput
 from layerbench.hosts.machine import check_cpus
 
 DEFAULT_CPUS = 1.0
+DEFAULT_MEMORY = "2g"  # a neighbour container's preset (it has no buffer pool); a variant's: derived_memory()
 
 
 def first_cpus(count: int) -> str:

@@ -22,7 +22,7 @@ from layerbench.backends.variant_base import (
 )
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
-from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, resolve_server
+from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, rootfs_mysql
 
 NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
     "bridge": "bridge network, port published",
@@ -169,7 +169,7 @@ class DockerVariant(ImageVariant):
 
     def server_command_here(self) -> tuple[str, ...] | None:
         if self.server.flavour == "mysql" and self.image is None:  # the rootfs's mysqld, the image's own bytes
-            return resolve_server(self).command
+            return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
         return which_server("mariadbd")
 
     def snapshot_server(self) -> ServerChoice:

@@ -6,23 +6,29 @@ my.cnf, the init SQL with the password (removed once the server has read it), th
 An owner record on this machine names the host and the folder, so `layerbench clean` reaches it after a crash;
 `down` stops the server (its pid file, checked against its command line) and removes the folder. The server
 listens on the host's address (`address:`, else the host part of `ssh:`): sysbench on another host, sysbench on
-that host, and this machine's readiness and status queries all connect there."""
+that host, and this machine's readiness and status queries all connect there.
+
+A MySQL variant (`server: {flavour: mysql}`) runs the cached MySQL rootfs's mysqld there through the rootfs's
+own loader, as on this machine: the rootfs used in place when the host sees the same one at the same path, else
+shipped once per host (server/remote_rootfs.py); its flavour is read from that mysqld's `--version` there."""
 
 from __future__ import annotations
 
 import random
 import shlex
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
 from layerbench.backends.host.variant import HostVariant
-from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
+from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
-from layerbench.server.flavour import Flavour, install_db_command, parse_version
+from layerbench.server.flavour import SUPPORTED, install_db_command, parse_version
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, check_overlay, parse_server_options
 from layerbench.server.remote_files import (
     check_tools,
@@ -33,12 +39,13 @@ from layerbench.server.remote_files import (
     ship_snapshot,
     storage_on_host,
 )
+from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, rootfs_mysql
 
 START_TIMEOUT = 120.0
 PORTS = (20000, 40000)
 
 
-def find_server(host: Host, variant: HostVariant) -> tuple[str, Flavour]:
+def find_server(host: Host, variant: HostVariant) -> ServerProgram:
     """The server binary on the host (the variant's `mysqld:` or mariadbd) and its flavour, or a one-line error."""
     where = f"variants.{variant.name}.mysqld" if variant.mysqld else f"variants.{variant.name}.server_host"
     wanted = shlex.quote(variant.mysqld or "mariadbd")
@@ -51,8 +58,30 @@ def find_server(host: Host, variant: HostVariant) -> tuple[str, Flavour]:
                                   "server there (Debian: apt-get install mariadb-server)")
     flavour = parse_version(done.output)
     if flavour is None:
-        raise BadInput(f"{where}: {binary} on host {host.name} is not a server layerbench knows")
-    return binary, flavour
+        first = (done.output.replace(f"BINARY {binary}", "").strip().splitlines() or ["nothing"])[0]
+        raise BadInput(f"{where}: {binary} on host {host.name} is not a server layerbench can start (--version says "
+                       f"{shown(first, 120)}); give a {SUPPORTED} server binary")
+    return ServerProgram(flavour, (binary,))
+
+
+def mysql_on_host(host: Host, variant: HostVariant, log_dir: Path | None,
+                  say: Callable[[str], None]) -> tuple[ServerProgram, dict[str, object]]:
+    """The MySQL rootfs's mysqld on the host (the rootfs in place or shipped) and what happened to the rootfs;
+    its flavour read from its own `--version` there, with the defaults a rootfs MySQL needs (servers.py)."""
+    from layerbench.server.mysql_rootfs import require_rootfs
+    from layerbench.server.remote_rootfs import rootfs_on_host
+
+    where = f"variants.{variant.name}.server"
+    here = rootfs_mysql(variant.server.version or DEFAULT_MYSQL, where)
+    there, facts = rootfs_on_host(host, require_rootfs(variant.server.version or DEFAULT_MYSQL, where), log_dir, say)
+    command = tuple(there.command())
+    done = host.run([*command, "--version"], name=f"mysqld --version on {host.name}", timeout=60)
+    flavour = parse_version(done.output)
+    if done.returncode != 0 or flavour is None or flavour.version != here.flavour.version:
+        said = (done.output.strip().splitlines() or ["nothing"])[0][:120]
+        raise RunFailed(f"hosts.{host.name}: the MySQL rootfs's mysqld there does not answer as {here.flavour.label} "
+                        f"(--version says {said})")
+    return ServerProgram(replace(flavour, defaults=here.flavour.defaults), command, dict(there.paths())), facts
 
 
 def pick_port(host: Host) -> int:
@@ -76,8 +105,8 @@ class RemoteHostBackend(BackendBase):
         self.variant, self.host = variant, host
         self.folder: str | None = None
         self.pid: int | None = None
-        self.binary: str | None = None
-        self.flavour: Flavour | None = None
+        self.server: ServerProgram | None = None
+        self.rootfs: dict[str, object] = {}
         self.owner: str | None = None
         self.shipped: dict[str, object] = {}
         self.storage: dict[str, object] = {}
@@ -89,7 +118,12 @@ class RemoteHostBackend(BackendBase):
         if missing:
             raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them "
                                       "there (Debian: apt-get install rsync xxhash coreutils findutils iproute2)")
-        binary, flavour = find_server(self.host, self.variant)
+        if self.variant.server.flavour == "mysql":  # built here (shipped at the start); options: preflight, here
+            rootfs_mysql(self.variant.server.version or DEFAULT_MYSQL, f"variants.{self.variant.name}.server")
+            check_overlay(self.variant.server.config, f"variants.{self.variant.name}")
+            return self._check_cpus()
+        found = find_server(self.host, self.variant)
+        binary, flavour = found.program, found.flavour
         if self.variant.server.config:  # option names against the server of that host, as preflight does here
             helped = self.host.run([binary, *HELP_ARGS], name=f"{Path(binary).name} --help on {self.host.name}",
                                    timeout=60)
@@ -108,8 +142,16 @@ class RemoteHostBackend(BackendBase):
             raise BadInput(f"variants.{self.variant.name}.cpus: {cpus!r} is not a CPU list of host "
                            f"{self.host.name}; see nproc there")
 
+    def prepare(self, say: Callable[[str], None]) -> None:
+        """A MySQL variant's rootfs on the host before the first run (shipped now when the host lacks it)."""
+        if self.variant.server.flavour == "mysql":
+            mysql_on_host(self.host, self.variant, None, say)
+
     def up(self, spec: ServerSpec) -> Endpoint:
-        self.binary, self.flavour = find_server(self.host, self.variant)
+        if self.variant.server.flavour == "mysql":
+            self.server, self.rootfs = mysql_on_host(self.host, self.variant, spec.run_dir, spec.say)
+        else:
+            self.server = find_server(self.host, self.variant)
         with signals_deferred():  # noted for down() and `clean` before anything exists on the host
             self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
         folder = self.folder
@@ -118,8 +160,9 @@ class RemoteHostBackend(BackendBase):
         self.storage = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         port = pick_port(self.host)
         owned = {"datadir": f"{folder}/datadir", "port": port, "bind-address": spec.listen_address,
-                 "socket": f"{folder}/mysqld.sock", "pid-file": f"{folder}/mysqld.pid", "user": "root"}
-        files = server_files(spec, owned, self.flavour)
+                 "socket": f"{folder}/mysqld.sock", "pid-file": f"{folder}/mysqld.pid", "user": "root",
+                 **self.server.paths}
+        files = server_files(spec, owned, self.server.flavour)
         self.host.write_private(f"{folder}/my.cnf", files.mycnf)
         self.host.write_private(f"{folder}/init.sql", files.init_sql)
         self._start(folder)
@@ -129,15 +172,16 @@ class RemoteHostBackend(BackendBase):
         return endpoint
 
     def _datadir(self, spec: ServerSpec, datadir: str) -> None:
-        assert self.binary is not None and self.flavour is not None
+        assert self.server is not None
         if spec.snapshot is not None:
             self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _text: None)
             restore_on_host(self.host, spec.snapshot.parent, datadir, spec.run_dir)
             return
         page = next((v for k, v in spec.config.items() if k.replace("-", "_").lower() == "innodb_page_size"), None)
         extra = [f"--innodb-page-size={page}"] if page is not None else []
-        cmd = install_db_command("mariadb-install-db", Path(datadir), extra) if self.flavour.is_mariadb else \
-            self.flavour.init_command(self.binary, Path(datadir), extra)
+        flavour = self.server.flavour
+        cmd = install_db_command("mariadb-install-db", Path(datadir), extra) if flavour.is_mariadb else \
+            flavour.init_command(self.server.command, Path(datadir), extra, self.server.path_options())
         done = self.host.run(cmd, name=f"install-db on {self.host.name}", log_path=spec.run_dir / "install-db.log",
                              timeout=300)
         if done.returncode != 0:
@@ -145,10 +189,10 @@ class RemoteHostBackend(BackendBase):
             raise RunFailed(f"hosts.{self.host.name}: {Path(cmd[0]).name} failed: {last[0][:200]}")
 
     def _start(self, folder: str) -> None:
-        assert self.binary is not None
+        assert self.server is not None
         f = shlex.quote(folder)
         taskset = f"taskset -c {shlex.quote(self.variant.cpus)} " if self.variant.cpus else ""
-        script = (f"cd {f} && {{ {taskset}setsid {shlex.quote(self.binary)} --defaults-file={f}/my.cnf "
+        script = (f"cd {f} && {{ {taskset}setsid {shlex.join(self.server.command)} --defaults-file={f}/my.cnf "
                   f"--init-file={f}/init.sql --log-error={f}/server.log > {f}/server.stdout.log 2>&1 < /dev/null & "
                   f"echo $! > {f}/server.pid; echo PID $!; }}")
         with signals_deferred():  # the server and the note of it come into being together
@@ -177,12 +221,13 @@ class RemoteHostBackend(BackendBase):
         return []
 
     def describe(self) -> dict[str, Any]:
-        facts: dict[str, Any] = {"backend": "host", "server_binary": self.binary, "server_host": self.host.name}
+        facts: dict[str, Any] = {"backend": "host", "server_binary": self.server.program if self.server else None,
+                                 "server_host": self.host.name, **self.rootfs}
         if self.shipped:
             facts["dataset_on_host"] = dict(self.shipped)
         if self.storage:
             facts["storage"] = dict(self.storage)  # the run's environment.storage (execution.py takes it out)
-        return facts | (self.flavour.facts() if self.flavour else {})
+        return facts | (self.server.flavour.facts() if self.server else {})
 
     def server_log_tail(self, lines: int = 20) -> str:
         if self.folder is None:

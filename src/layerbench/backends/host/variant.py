@@ -26,10 +26,12 @@ class HostVariant(VariantBase):
         return f"a private {self.mysqld or 'mariadbd'} (free port), its own datadir copy"
 
     def checks_options_here(self, local: bool) -> bool:
-        return local  # on an ssh: host, against that host's server (backends/host/remote.py)
+        """Here, or for MySQL the rootfs's mysqld here (the bytes an ssh: host runs); else against that host's
+        server (backends/host/remote.py)."""
+        return local or self.server.flavour == "mysql"
 
     def runs_mysql(self, local: bool) -> bool:
-        return local
+        return True  # on an ssh: host, the rootfs in place or shipped (server/remote_rootfs.py)
 
     def check_server_here(self) -> None:
         resolve_server(self)
@@ -40,7 +42,8 @@ class HostVariant(VariantBase):
         return which_server(self.mysqld or "mariadbd")
 
     def snapshot_server(self) -> ServerChoice:
-        """The variant's own server on this machine (MySQL's datadir is not MariaDB's)."""
-        if self.server_host is not None:
+        """The variant's own server on this machine (MySQL's datadir is not MariaDB's: the rootfs's mysqld here
+        makes it also for an ssh: host, which runs the same bytes)."""
+        if self.server_host is not None and self.server.flavour != "mysql":
             return super().snapshot_server()
         return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)

@@ -10,6 +10,7 @@ Ctrl-C, and `layerbench clean` finds what a killed harness left."""
 from __future__ import annotations
 
 import contextlib
+import shlex
 import shutil
 import subprocess
 import time
@@ -39,8 +40,12 @@ from layerbench.hosts.procs import ManagedProcess, require_program, run, start, 
 from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import connect, wait_until_ready
 from layerbench.server.mycnf import check_overlay
+from layerbench.server.mysql_rootfs import MysqlRootfs, require_rootfs
+from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, image_server
 from layerbench.server.vmimage import BootFiles, ensure_boot_files, make_ext4
 
+GUEST_DATADIR = "/var/lib/mysql"
+GUEST_SOCKET = "/run/mysqld/mysqld.sock"
 EMULATED = ("emulated: QEMU ran this VM under TCG (software emulation, no hardware virtualisation), so its "
             "numbers measure emulation and must not be read as a virtualisation overhead")
 
@@ -81,13 +86,25 @@ class VMBackend(BackendBase):
             raise BadInput(f"{where}.network: tap needs /dev/net/tun; use network: user")
 
     def prepare(self, say: Callable[[str], None]) -> None:
-        ensure_boot_files(say)
+        ensure_boot_files(say, self.mysql_rootfs())
+
+    def mysql_rootfs(self) -> MysqlRootfs | None:
+        """The MySQL rootfs the guest's root disk is copied from (a MySQL variant), else None (MariaDB's image)."""
+        if self.variant.server.flavour != "mysql":
+            return None
+        return require_rootfs(self.variant.server.version or DEFAULT_MYSQL, f"variants.{self.variant.name}.server"
+                              ".version")
+
+    @property
+    def server(self) -> ServerProgram:
+        """The guest's server: its flavour (MySQL's read from the rootfs's own mysqld) and program."""
+        return image_server(self.variant)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
         variant, self.spec = self.variant, spec
-        self.boot = ensure_boot_files(lambda _t: None)
+        self.boot = ensure_boot_files(lambda _t: None, self.mysql_rootfs())
         with signals_deferred():  # noted for down() and `clean` before it exists
             self.work = spec.work_dir / "vm" / spec.label
             owners.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
@@ -133,7 +150,7 @@ class VMBackend(BackendBase):
         return Disks(overlay, data, self._config_disk(spec), data_format="qcow2")
 
     def _config_disk(self, spec: ServerSpec) -> Path:
-        return config_disk(spec)
+        return config_disk(spec, self.server)
 
     def _network(self, spec: ServerSpec) -> tuple[str, str, str, Endpoint]:
         variant = self.variant
@@ -252,12 +269,24 @@ def qemu_version() -> dict[str, str]:
     return {}
 
 
-def config_disk(spec: ServerSpec) -> Path:
-    """The guest's config disk: my.cnf, init SQL, and a `fresh` mark when the datadir is to be made."""
-    owned = {"datadir": "/var/lib/mysql", "port": 3306, "socket": "/run/mysqld/mysqld.sock",
-             "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+GUEST_OWNED = {"datadir": GUEST_DATADIR, "port": 3306, "socket": GUEST_SOCKET, "bind-address": "0.0.0.0",
+               "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+
+
+def server_script(server: ServerProgram) -> str:
+    """The config disk's server.sh, which the guest init (data/vm/init.sh) sources: how the flavour makes an empty
+    datadir, runs its server and says it is up (server/flavour.py's commands, nothing named by the init)."""
+    init = server.flavour.init_command(server.command, Path(GUEST_DATADIR))
+    return (f"init_datadir() {{ {shlex.join(init)}; }}\n"
+            f"run_server() {{ exec {shlex.join(server.command)} \"$@\"; }}\n"
+            f"server_ready() {{ {shlex.join(server.flavour.ready_command(GUEST_SOCKET))}; }}\n")
+
+
+def config_disk(spec: ServerSpec, server: ServerProgram) -> Path:
+    """The guest's config disk: my.cnf, init SQL, server.sh, and a `fresh` mark when the datadir is to be made."""
     folder = spec.private_dir / "vm-config"
-    write_server_files(server_files(spec, owned), folder)
+    write_server_files(server_files(spec, GUEST_OWNED, server.flavour), folder)
+    (folder / "server.sh").write_text(server_script(server), encoding="utf-8")
     if spec.snapshot is None:
         (folder / "fresh").write_text("")
     image = spec.private_dir / "config.img"

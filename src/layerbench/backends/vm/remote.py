@@ -23,7 +23,7 @@ from typing import Any
 
 from layerbench.backends.base import Endpoint, ServerSpec
 from layerbench.backends.host.remote import pick_port
-from layerbench.backends.vm.local import EMULATED, VMBackend, sql_shutdown
+from layerbench.backends.vm.local import EMULATED, GUEST_OWNED, VMBackend, server_script, sql_shutdown
 from layerbench.backends.vm.qemu import Disks, boot_with_fallback, qemu_command, user_netdev, wait_for_guest
 from layerbench.backends.vm.variant import VMVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
@@ -45,8 +45,6 @@ from layerbench.server.remote_files import (
 from layerbench.server.vmimage import BootFiles, ensure_boot_files, ext4_command
 
 QEMU_TOOLS = ("qemu-system-x86_64", "qemu-img", "mkfs.ext4", "sha256sum")
-GUEST = {"datadir": "/var/lib/mysql", "port": 3306, "socket": "/run/mysqld/mysqld.sock", "bind-address": "0.0.0.0",
-         "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
 
 
 def boot_sums(boot: BootFiles) -> dict[str, str]:
@@ -181,8 +179,9 @@ class RemoteVMBackend(VMBackend):
         else:
             data = ext4_command(None, 0, f"{folder}/data.img", extra_mib=1024, label="data")
         run_checked(h, data, spec.run_dir)
-        files = server_files(spec, GUEST)
+        files = server_files(spec, GUEST_OWNED, self.server.flavour)
         h.write_private(f"{folder}/vm-config/my.cnf", files.mycnf)
+        h.write_private(f"{folder}/vm-config/server.sh", server_script(self.server))
         h.write_private(f"{folder}/vm-config/init.sql", files.init_sql)
         if spec.snapshot is None:
             h.write_private(f"{folder}/vm-config/fresh", "")

@@ -1,5 +1,6 @@
 """A vm variant: the server in a QEMU guest (vCPUs, memory, accelerator, disk cache, network) made from the
-same Debian rootfs as the Docker image."""
+same Debian rootfs as the Docker image: MariaDB's, or with `server: {flavour: mysql}` the cached MySQL rootfs
+(the same mysqld the host and Docker backends run, and the same dataset snapshot)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic import Field, ValidationError, model_validator
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.variant_base import MAX_SECONDS, DiskCopy, FirstTimeCost, VariantBase
 from layerbench.hosts.placement import Placement, tcp_path
+from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, rootfs_mysql
 from layerbench.server.settings import ServerSettings
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
@@ -25,6 +27,15 @@ def boot_files_cached() -> bool:
 
     folder = vm_cache()
     return folder.is_dir() and any(folder.iterdir())
+
+
+def mysql_boot_files_cached(version: str) -> bool:
+    from layerbench.server.mysql_rootfs import find_rootfs, pinned
+    from layerbench.server.vmimage import boot_files_built
+
+    package_version = pinned(version)
+    rootfs = find_rootfs(package_version) if package_version else None
+    return rootfs is not None and boot_files_built(rootfs)
 
 
 BOOT_FILES_COST = FirstTimeCost("the VM's kernel and initramfs, built once from Debian packages", BOOT_FILES_SECONDS,
@@ -66,9 +77,10 @@ class VMVariant(VariantBase):
         return True
 
     def describe_plan(self) -> str:
+        mysql = f"MySQL {self.server.version or DEFAULT_MYSQL} (the cached rootfs) in " if self.is_mysql else ""
         derived = self.server.buffer_pool_bytes() is not None and self.memory == self.derived_memory()
         memory = f"{self.memory} memory{' (the buffer pool + overhead)' if derived else ''}"
-        return (f"a QEMU VM, {self.vcpus} vCPU(s), {memory}, {ACCEL_WORDS[self.accel]}; disk cache "
+        return (f"{mysql}a QEMU VM, {self.vcpus} vCPU(s), {memory}, {ACCEL_WORDS[self.accel]}; disk cache "
                 f"{self.disk_cache}; {NETWORK_WORDS[self.network]}")
 
     def network_path(self, placement: Placement) -> str:
@@ -90,4 +102,34 @@ class VMVariant(VariantBase):
         return [f"VM base image {BASE_NAME}"]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
+        if self.is_mysql:
+            version = self.server.version or DEFAULT_MYSQL
+            return [FirstTimeCost(f"the VM's kernel, initramfs and MySQL {version} root disk (copied from the MySQL "
+                                  "rootfs), built once", BOOT_FILES_SECONDS, rank=1,
+                                  cached=lambda: mysql_boot_files_cached(version))]
         return [SERVER_IMAGE_COST, BOOT_FILES_COST]
+
+    @property
+    def is_mysql(self) -> bool:
+        return self.server.flavour == "mysql"
+
+    def runs_mysql(self, local: bool) -> bool:
+        return local  # the root disk is copied from this machine's MySQL rootfs; on an ssh: host: not yet
+
+    def check_server_here(self) -> None:
+        """A MySQL variant: its rootfs is built (else the command that builds it) and its mysqld is one layerbench
+        knows (read from its `--version`, here through the rootfs's loader)."""
+        if self.is_mysql:
+            image_server(self)
+
+    def server_command_here(self) -> tuple[str, ...] | None:
+        if self.is_mysql:  # the rootfs's mysqld, the guest's own bytes
+            return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
+        return super().server_command_here()
+
+    def snapshot_server(self) -> ServerChoice:
+        """MySQL's datadir is made by the rootfs's mysqld on this machine (the guest's server), the same snapshot a
+        host or Docker variant of that version restores; MariaDB's by this host's MariaDB."""
+        if self.is_mysql and self.server_host is None:
+            return ServerChoice("prepare", "mysql", self.server.version)
+        return super().snapshot_server()

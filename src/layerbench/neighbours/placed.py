@@ -1,0 +1,67 @@
+"""Where a neighbour's process runs, behind one small interface (`Placed`): a process on this machine
+(hosts/procs.py), a container (backends/docker/neighbours.py gives one through the `ContainerStarter` that run/
+hands in, so this package never names a backend) or a process on an ssh: host (neighbours/remote.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from layerbench.hosts import procs
+from layerbench.neighbours.model import Neighbour
+
+
+class Placed(Protocol):
+    """One started process of a neighbour, wherever it runs."""
+
+    def pids(self) -> list[int]:
+        """Its PIDs in this machine's kernel, for the CPU sampler ([] when it runs on another host)."""
+
+    def alive(self) -> bool: ...
+
+    def stop(self, timeout: float) -> int | None:
+        """SIGTERM (the tool writes its report), SIGKILL after `timeout`; removes what it created; its exit code."""
+
+    def exit_code(self) -> int | None: ...
+
+    def tail(self, lines: int) -> str: ...
+
+
+@dataclass
+class LocalProcess:
+    """A neighbour's process on this machine."""
+
+    process: procs.ManagedProcess
+
+    def pids(self) -> list[int]:
+        return [self.process.pid] if self.process.alive() else []
+
+    def alive(self) -> bool:
+        return self.process.alive()
+
+    def stop(self, timeout: float) -> int | None:
+        return self.process.stop(timeout=timeout)
+
+    def exit_code(self) -> int | None:
+        return self.process.popen.returncode
+
+    def tail(self, lines: int) -> str:
+        return self.process.tail(lines)
+
+
+@dataclass(frozen=True)
+class ContainerRequest:
+    """What a container placement is asked to run: the command (paths as on this machine: every folder in
+    `mounts` is mounted at its own path), the neighbour (its qos, resources, cpus), its name and log."""
+
+    name: str  # the container's name: the run's label and the neighbour's name
+    campaign: str
+    neighbour: Neighbour
+    command: list[str]
+    mounts: list[Path] = field(default_factory=list)
+    log_path: Path | None = None
+
+
+ContainerStarter = Callable[[ContainerRequest], Placed]
