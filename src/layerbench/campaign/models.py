@@ -177,6 +177,25 @@ class ResetChoice:
         return not self.source.startswith("workloads.")
 
 
+def refuse_unrestorable(variants: list[VariantBase], workloads: list[Workload]) -> None:
+    """A snapshot can only be restored into a server layerbench starts itself; the variant's own `reset:` or its
+    workloads' must say what else to do with a server it does not own."""
+    for variant in variants:
+        problem = variant.restore_problem()
+        if problem is None:
+            continue
+        if variant.reset == "snapshot":
+            raise ValueError(f"variants.{variant.name}.reset: 'snapshot' cannot be restored into this variant "
+                             f"({problem}); set reset: none (its tables are prepared already) or reset: "
+                             "reprepare (cleanup + prepare before every run)")
+        asking = [w for w in workloads if w.reset == "snapshot"]
+        if variant.reset is None and asking and not variant.owns_server:
+            raise ValueError(
+                f"workloads.{asking[0].name}.reset: 'snapshot' cannot be restored into variant {variant.name!r} "
+                f"({problem}); set variants.{variant.name}.reset: none (its tables are prepared already) or "
+                "reprepare (cleanup + prepare before each of its runs; the other variants still restore)")
+
+
 WALL_TIME = r"^\d{1,6}(\.\d{1,3})?\s?[smh]$"  # 90s, 30m, 2h
 
 
@@ -403,22 +422,7 @@ class Campaign(Strict):
 
     @model_validator(mode="after")
     def _resets(self) -> Campaign:
-        """A snapshot can only be restored into a server layerbench starts itself; the variant's own `reset:` or its
-        workloads' must say what else to do with a server it does not own."""
-        for variant in self.variants:
-            problem = variant.restore_problem()
-            if problem is None:
-                continue
-            if variant.reset == "snapshot":
-                raise ValueError(f"variants.{variant.name}.reset: 'snapshot' cannot be restored into this variant "
-                                 f"({problem}); set reset: none (its tables are prepared already) or reset: "
-                                 "reprepare (cleanup + prepare before every run)")
-            asking = [w for w in self.workloads if w.reset == "snapshot"]
-            if variant.reset is None and asking and not variant.owns_server:
-                raise ValueError(
-                    f"workloads.{asking[0].name}.reset: 'snapshot' cannot be restored into variant {variant.name!r} "
-                    f"({problem}); set variants.{variant.name}.reset: none (its tables are prepared already) or "
-                    "reprepare (cleanup + prepare before each of its runs; the other variants still restore)")
+        refuse_unrestorable(self.variants, self.workloads)
         return self
 
     def reset_for(self, variant: VariantBase, workload: Workload) -> ResetChoice:

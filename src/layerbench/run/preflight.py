@@ -23,7 +23,7 @@ from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import require_program
-from layerbench.run.diskspace import check_disk_space, dataset_bytes, gib, methods
+from layerbench.run.diskspace import BYTES_PER_ROW, check_disk_space, dataset_bytes, gib, methods  # noqa: F401
 from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
