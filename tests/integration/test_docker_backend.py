@@ -75,6 +75,11 @@ def test_each_network_mode(tmp_path: Path, network: str) -> None:
 def test_each_storage_mode(tmp_path: Path, storage: str) -> None:
     runs = run_one(tmp_path, {"storage": storage, "network": "bridge-direct"})
     assert [r["status"] for r in runs] == ["ok"], runs[0]["error"]
+    restore = json.loads(runs[0]["details"])["reset"]["restore"]
+    if storage in ("container-fs", "tmpfs"):  # copied inside the container, timed from its start to the copy's end
+        where = {"container-fs": "the container's overlay layer", "tmpfs": "a tmpfs in memory"}[storage]
+        assert restore["method"] == f"cp -a inside the container into {where}"
+        assert restore["seconds"] > 0 and restore["files"] > 0 and restore["bytes"] > 0
     assert labelled() == []
 
 

@@ -92,7 +92,11 @@ def test_two_variant_campaign_end_to_end(tmp_path: Path, monkeypatch: pytest.Mon
         return secret
 
     monkeypatch.setattr(execution, "generate_password", recording)
-    path = campaign_file(tmp_path)
+    # tiny-bp re-prepares alone (its own reset:, through extends:); base still restores the snapshot
+    path = campaign_file(tmp_path, variants=[
+        {"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1"},
+        {"name": "tiny-bp", "extends": "base", "reset": "reprepare",
+         "server": {"config": {"innodb_buffer_pool_size": "6M"}}}])
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     spy = SpyProgress(passwords)
     db = tmp_path / "out" / "layerbench.db"
@@ -106,6 +110,12 @@ def test_two_variant_campaign_end_to_end(tmp_path: Path, monkeypatch: pytest.Mon
     assert done.value.code == 0
     report = (outcome.output_dir / "report.md").read_text()
     assert "`tiny-bp` vs `base`" in report and report.count("| ok |") == 4
+    assert "| `tiny-bp` | reprepare (variants.tiny-bp.reset) x2 |" in report
+    with Store(db) as store:
+        resets = {(r.variant, r.facts.reset.method, r.facts.reset.document["reset_from"])
+                  for r in store.runs(outcome.campaign_id) if r.facts.reset}
+    assert resets == {("base", "snapshot", "workloads.default.reset"),
+                      ("tiny-bp", "reprepare", "variants.tiny-bp.reset")}
 
     rows = sqlite3.connect(db).execute(
         "SELECT variant, status, tps, queries, lat_pct_ms, (SELECT COUNT(*) FROM intervals i WHERE i.run_id=r.id)"
@@ -161,6 +171,9 @@ def run_cli(args: list[str], env: dict[str, str] | None = None, timeout: float =
           "workload": {"tables": 1, "reset": "none"}}, "LB_NOT_SET is not set"),
         ({"variants": [{"name": "base", "backend": "external", "password_env": "LB_NOT_SET"}]},
          "workloads.default.reset: 'snapshot' cannot be restored into variant 'base'"),
+        ({"variants": [{"name": "base", "backend": "docker", "resources": {"memory": "64m"},
+                        "server": {"config": {"innodb_buffer_pool_size": "128M"}}}]},
+         "variants.base.resources.memory: 64m is below the buffer pool this variant asks for"),
         ({"variants": [{"name": "base", "backend": "docker", "client": "container"}],
           "workload": {"test": "/usr/share/sysbench/oltp_read_only.lua"}},
          "variants.base.client: container runs sysbench where workloads.default.test"),

@@ -137,7 +137,8 @@ def test_disk_space_refused_with_numbers(tmp_path: Path, xfs: Path, monkeypatch:
     monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(xfs / "datasets"))
     monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(xfs / "work"))
     path = campaign_file(tmp_path, workload={**SMALL, "tables": 4, "table_size": 1_000_000})
-    with pytest.raises(BadInput, match=r"snapshot of default 1\.\d\d GiB \+ one run's working copy 1\.\d\d GiB = "
+    with pytest.raises(BadInput, match=r"snapshot of default \(variants base, tiny-bp\) 1\.\d\d GiB \+ the largest "
+                                       r"run's working copy of variant base \(default\) 1\.\d\d GiB = "
                                        r"2\.\d\d GiB needed on .*xfs, which has 0\.\d\d GiB free"):
         check_disk_space(parse_campaign(yaml.safe_load(path.read_text())))
     refused = run_cli(["validate", str(path)], env={"LAYERBENCH_DATASET_DIR": str(xfs / "datasets"),

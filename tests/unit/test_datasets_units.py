@@ -175,3 +175,16 @@ def test_data_dir_is_an_absolute_path_and_needs_a_datadir_layerbench_places() ->
         with pytest.raises(BadInput, match="data_dir"):
             parse_campaign(base_campaign(**bad))
     assert parse_campaign(base_campaign(backend="docker", storage="bind", data_dir="/m")).variants[0].data_dir == "/m"
+
+
+def test_the_restore_made_as_the_server_started_counts_in_the_reset_time_and_an_own_reset_is_named() -> None:
+    inside = {"method": "snapshot", "seconds": 0.01, "check_seconds": 0.1, "verify": "files",
+              "reset_from": "workloads.w.reset",
+              "restore": {"method": "cp -a inside the container into a tmpfs in memory", "seconds": 2.0,
+                          "verified": "snapshot files (stat); the copy inside the container is not checked"}}
+    alone = {"method": "reprepare", "seconds": 9.0, "reset_from": "variants.b.reset"}
+    storage = {"path": "/w", "fstype": "ext4", "device": "/dev/vda", "options": "rw"}
+    a, b = dataset_rows([run_row("a", inside, storage), run_row("b", alone, storage)])
+    assert a.restore == "cp -a inside the container into a tmpfs in memory x1"
+    assert a.reset_seconds == pytest.approx(2.11)
+    assert b.restore == "reprepare (variants.b.reset) x1" and b.reset_seconds == pytest.approx(9.0)

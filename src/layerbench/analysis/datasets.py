@@ -29,7 +29,17 @@ def counted(values: list[str]) -> str:
 
 
 def restore_method(reset: Reset) -> str:
-    return reset.restore.method if reset.method == "snapshot" and reset.restore else reset.method
+    """The restore path or the reset method; with where it came from when the variant's reset was its own (its
+    `reset:`, or reprepare because it cannot restore) rather than its workload's."""
+    method = reset.restore.method if reset.method == "snapshot" and reset.restore else reset.method
+    source = reset.document.get("reset_from")
+    return f"{method} ({source})" if isinstance(source, str) and not source.startswith("workloads.") else method
+
+
+def restore_seconds(reset: Reset) -> float:
+    """The snapshot's restore (clone, copy, overlay, a copy inside the container), made as the backend started the
+    server, so outside the reset's own time."""
+    return (reset.restore.seconds or 0.0) if reset.method == "snapshot" and reset.restore else 0.0
 
 
 def verified_text(reset: Reset) -> str:
@@ -51,7 +61,7 @@ def storage_text(env: Environment | None) -> str:
 
 def data_row(variant: str, runs: list[RunRow]) -> DataRow:
     resets = [r.facts.reset for r in runs if r.facts.reset is not None]
-    seconds = [x.seconds + (x.check_seconds or 0.0) for x in resets if x.seconds is not None]
+    seconds = [x.seconds + (x.check_seconds or 0.0) + restore_seconds(x) for x in resets if x.seconds is not None]
     return DataRow(variant, counted([restore_method(x) for x in resets]), counted([verified_text(x) for x in resets]),
                    statistics.median(seconds) if seconds else None,
                    counted([(x.buffer_pool_at_start or "").split(" (")[0] for x in resets]),

@@ -12,9 +12,10 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
@@ -26,13 +27,16 @@ from layerbench.server.settings import (  # noqa: F401 - the campaign file's voc
     OPTION_NAME,
     OWNED_BY_LAYERBENCH,
     SECRET_NAME,
+    SERVER_MEMORY_OVERHEAD,
     VERSION_RE,
     ConfigValue,
     ServerSettings,
     Strict,
     canonical_option,
     check_option_value,
+    in_mib,
     refuse_secret_names,
+    size_in_bytes,
 )
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -64,6 +68,9 @@ class VariantBase(Strict):
                                  description="an absolute directory on the filesystem the run's datadir lives on "
                                  "(default: the work folder); docs/datasets.md")
     neighbours: NeighbourList | None = None  # load beside this variant's server, besides the campaign's (#32)
+    reset: Literal["snapshot", "reprepare", "none"] | None = Field(
+        default=None, description="this variant's own reset for every workload (default: each workload's `reset`, "
+        "or reprepare where this variant cannot restore a snapshot); docs/campaign.md")
 
     @field_validator("cpus", "client_cpus", mode="before")
     @classmethod
@@ -92,6 +99,8 @@ class VariantBase(Strict):
     run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, restore, stop)
     leftovers: ClassVar[str | None] = None  # module whose LEFTOVERS (backends.base.Leftovers) `clean` removes
     own_size: ClassVar[bool] = False  # its CPUs and memory are its own (a guest's), compared with the baseline's
+    memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
+    guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
 
     @property
     def client_kind(self) -> str:
@@ -152,9 +161,57 @@ class VariantBase(Strict):
         """The command of the server binary whose option names server.config is checked against, if installed."""
         return which_server("mariadbd")
 
+    def restore_problem(self) -> str | None:
+        """Why a dataset snapshot cannot be restored into this variant's server (its backend's or storage's words),
+        or None when it can. A server layerbench owns re-prepares instead (alone: the other variants restore); one
+        it does not own is refused (its tables are the user's)."""
+        return None if self.owns_server else f"backend {self.backend}: a server layerbench does not own"
+
     def memory_limit(self) -> tuple[str, str] | None:
         """(field, size) of the memory the variant gives its server, like ("resources.memory", "2g"); None: none."""
         return None
+
+    def memory_limit_bytes(self) -> int | None:
+        """memory_limit() in bytes (its backend's reading of the suffix); None: no limit, or no size."""
+        limit = self.memory_limit()
+        return None if limit is None else size_in_bytes(limit[1])
+
+    def memory_text(self, size: int) -> str:
+        """A size as this backend writes memory: whole GiB or MiB with its suffix (2g, 2560m, 2560M, 2560Mi)."""
+        mib = in_mib(size)
+        if mib % 1024 == 0:
+            return f"{mib // 1024}{self.memory_unit.replace('m', 'g').replace('M', 'G')}"
+        return f"{mib}{self.memory_unit}"
+
+    def derived_memory(self) -> str:
+        """The memory layerbench gives this server when the variant sets none: its buffer pool + the stated
+        overhead (server/settings.py) + what a guest holds beside it, at least the old 2 GiB default."""
+        return self.memory_text(self.server.memory_for(self.guest_memory))
+
+    @model_validator(mode="after")
+    def _memory_holds_the_buffer_pool(self) -> VariantBase:
+        """A memory limit below the buffer pool the server is asked for: the server is OOM-killed or thrashes."""
+        pool, limit, size = self.server.buffer_pool_bytes(), self.memory_limit(), self.memory_limit_bytes()
+        if pool is None or limit is None or size is None or size >= pool:
+            return self
+        name, value = self.server.buffer_pool_option() or ("innodb_buffer_pool_size", pool)
+        raise ValueError(f"variants.{self.name}.{limit[0]}: {shown(limit[1], quote=False)} is below the buffer pool "
+                         f"this variant asks for (server.config.{name}: {shown(value, quote=False)}); set {limit[0]} "
+                         "to at least "
+                         f"{self.memory_text(pool + SERVER_MEMORY_OVERHEAD + self.guest_memory)} (the buffer pool "
+                         f"+ {(SERVER_MEMORY_OVERHEAD + self.guest_memory) >> 20} MiB) or use a smaller buffer pool")
+
+    def run_copies(self, work: Path) -> list[DiskCopy]:
+        """Where one run of this variant holds its dataset on this machine's disks (the disk preflight counts
+        the largest at once per filesystem: one run at a time): by default a working copy in its datadir folder
+        (its data_dir, else the work folder `work`), counted in full even where a clone shares the snapshot's
+        blocks."""
+        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "working copy")]
+
+    def snapshot_companions(self) -> list[str]:
+        """What this variant keeps beside each snapshot it restores, in the snapshot's folder, each about the
+        dataset's size (a VM's base image), for the disk preflight; file names, in its words."""
+        return []
 
     def server_cpu_list(self) -> str | None:
         """The CPUs the server is pinned to on this machine, or None."""
@@ -195,6 +252,14 @@ class ImageVariant(VariantBase):
 def which_server(program: str) -> tuple[str, ...] | None:
     binary = shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
     return (binary,) if binary else None
+
+
+@dataclass(frozen=True)
+class DiskCopy:
+    """A copy of a run's dataset on this machine: the folder whose filesystem holds it, and what it is."""
+
+    folder: Path
+    what: str
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import copy
 import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -160,6 +161,39 @@ class Workload(Strict):
     @property
     def is_lua_path(self) -> bool:
         return self.test.endswith(".lua") or "/" in self.test
+
+
+@dataclass(frozen=True)
+class ResetChoice:
+    """One variant's reset of one workload: `snapshot`, `reprepare` or `none`, and where that came from (the
+    variant's own `reset:`, the workload's, or the variant's backend that cannot restore)."""
+
+    method: Literal["snapshot", "reprepare", "none"]
+    source: str
+
+    @property
+    def own(self) -> bool:
+        """Not the workload's own reset: set on the variant, or forced by what it cannot restore."""
+        return not self.source.startswith("workloads.")
+
+
+def refuse_unrestorable(variants: list[VariantBase], workloads: list[Workload]) -> None:
+    """A snapshot can only be restored into a server layerbench starts itself; the variant's own `reset:` or its
+    workloads' must say what else to do with a server it does not own."""
+    for variant in variants:
+        problem = variant.restore_problem()
+        if problem is None:
+            continue
+        if variant.reset == "snapshot":
+            raise ValueError(f"variants.{variant.name}.reset: 'snapshot' cannot be restored into this variant "
+                             f"({problem}); set reset: none (its tables are prepared already) or reset: "
+                             "reprepare (cleanup + prepare before every run)")
+        asking = [w for w in workloads if w.reset == "snapshot"]
+        if variant.reset is None and asking and not variant.owns_server:
+            raise ValueError(
+                f"workloads.{asking[0].name}.reset: 'snapshot' cannot be restored into variant {variant.name!r} "
+                f"({problem}); set variants.{variant.name}.reset: none (its tables are prepared already) or "
+                "reprepare (cleanup + prepare before each of its runs; the other variants still restore)")
 
 
 WALL_TIME = r"^\d{1,6}(\.\d{1,3})?\s?[smh]$"  # 90s, 30m, 2h
@@ -388,16 +422,21 @@ class Campaign(Strict):
 
     @model_validator(mode="after")
     def _resets(self) -> Campaign:
-        """A snapshot can only be restored into a server layerbench starts itself."""
-        external = [v for v in self.variants if not v.owns_server]
-        for workload in self.workloads:
-            if external and workload.reset == "snapshot":
-                raise ValueError(
-                    f"workloads.{workload.name}.reset: 'snapshot' cannot be restored into variant "
-                    f"{external[0].name!r} (backend {external[0].backend}: a server layerbench does not own); set "
-                    "reset: none (its tables are "
-                    "prepared already) or reset: reprepare (cleanup + prepare before every run)")
+        refuse_unrestorable(self.variants, self.workloads)
         return self
+
+    def reset_for(self, variant: VariantBase, workload: Workload) -> ResetChoice:
+        """How this variant's runs of this workload get their data, and who said so (plan, runs and report)."""
+        if variant.reset is not None:
+            return ResetChoice(variant.reset, f"variants.{variant.name}.reset")
+        problem = variant.restore_problem() if workload.reset == "snapshot" else None
+        if problem is not None:
+            return ResetChoice("reprepare", f"this variant cannot restore a snapshot: {problem}")
+        return ResetChoice(workload.reset, f"workloads.{workload.name}.reset")
+
+    def resets_of(self, workload: Workload) -> dict[str, ResetChoice]:
+        """Each variant's reset of this workload, by variant name."""
+        return {v.name: self.reset_for(v, workload) for v in self.variants}
 
     @model_validator(mode="after")
     def _scripts_reach_clients(self) -> Campaign:

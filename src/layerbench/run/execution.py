@@ -134,7 +134,8 @@ class RunExecution:
 
     def _measure(self, private: Path) -> None:
         variant, workload, record = self.variant, self.workload, self.record
-        snapshot = self.ctx.snapshot_for(workload, variant, self.run_dir) if workload.reset == "snapshot" else None
+        choice = self.ctx.campaign.reset_for(variant, workload)  # the variant's own, or its workload's
+        snapshot = self.ctx.snapshot_for(workload, variant, self.run_dir) if choice.method == "snapshot" else None
         checked = self._check_snapshot(snapshot)
         self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
         label = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-{slug(variant.name)}"
@@ -149,29 +150,23 @@ class RunExecution:
         endpoint = self.backend.up(server_spec)
         record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
         remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
-        method, seconds, facts = self._reset(endpoint, snapshot, private, remote)
+        method, seconds, facts = self._reset(choice.method, endpoint, snapshot, private, remote)
         if snapshot is not None:
             facts |= {**restore_record(self.run_dir, self.backend.kind), **checked,
                       "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
-        record.facts.reset = Reset.of(method, seconds, facts | script_facts(workload))
+        record.facts.reset = Reset.of(method, seconds, facts | script_facts(workload) | {"reset_from": choice.source})
         record.facts.environment = self._environment(endpoint)
         if snapshot is not None and workload.buffer_pool:
             record.facts.buffer_pool_ratio = workload.buffer_pool
             record.facts.data_bytes = snapshot.data_bytes
         self._benchmark(endpoint, private, remote or HostClient(variant.client_cpus))
 
-    def _reset(self, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
+    def _reset(self, wanted: str, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
                remote: ClientRunner | None) -> tuple[str, float, dict[str, Any]]:
-        """(method, seconds, the method's facts): the dataset as the workload's `reset:` asks."""
+        """(method, seconds, the method's facts): the dataset as the variant's reset of this workload asks."""
         workload, started = self.workload, time.monotonic()
-        if workload.reset == "none":
-            tables = existing_tables(endpoint, workload)
-            missing = [f"sbtest{i}" for i in range(1, workload.tables + 1) if f"sbtest{i}" not in tables]
-            if missing and not workload.is_lua_path:  # a script of the user's may make its own tables
-                raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {workload.tables} "
-                                f"tables (missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}); "
-                                "prepare them with sysbench, or set reset: reprepare")
-            return "none", time.monotonic() - started, {"tables": tables}
+        if wanted == "none":
+            return "none", time.monotonic() - started, {"tables": tables_present(endpoint, workload)}
         if snapshot is None:
             # on this host unpinned: prepare uses one thread per table, up to every CPU
             prepare_tables(workload, endpoint, private, self.run_dir, None, cleanup_first=True, client=remote)
@@ -316,6 +311,17 @@ def same_kernel(survey: dict[str, Any], client: Any, server_host: str) -> bool:
     server_boot = facts.get(server_host, {}).get("boot_id") or \
         procfs.read("/proc/sys/kernel/random/boot_id").strip()
     return bool(facts.get(client.host.name, {}).get("boot_id") == server_boot)
+
+
+def tables_present(endpoint: Endpoint, workload: Workload) -> dict[str, int]:
+    """With reset: none: the server's tables of the workload (a built-in test's missing table fails the run)."""
+    tables = existing_tables(endpoint, workload)
+    missing = [f"sbtest{i}" for i in range(1, workload.tables + 1) if f"sbtest{i}" not in tables]
+    if missing and not workload.is_lua_path:  # a script of the user's may make its own tables
+        raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {workload.tables} "
+                        f"tables (missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}); "
+                        "prepare them with sysbench, or set reset: reprepare")
+    return tables
 
 
 def script_facts(workload: Workload) -> dict[str, Any]:

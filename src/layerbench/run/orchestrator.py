@@ -60,10 +60,7 @@ class Outcome:
 
 
 def page_size_of(variant: VariantBase) -> str | None:
-    for key, value in variant.server.config.items():
-        if key.replace("-", "_").lower() == "innodb_page_size":
-            return str(value)
-    return None
+    return variant.server.page_size()
 
 
 class Orchestrator:

@@ -93,7 +93,14 @@ def workload_line(campaign: Campaign, workload: Workload) -> str:
     runs = len(workload.threads) * campaign.rounds * len(campaign.variants)
     return (f"workload {workload.name}: {workload.test}, {dataset_label(workload)}, threads "
             f"{threads} x {rounds_text(campaign)} x {len(campaign.variants)} variants = {runs} runs of "
-            f"{workload.warmup} s warm-up + {workload.duration} s; reset {workload.reset}")
+            f"{workload.warmup} s warm-up + {workload.duration} s; {resets_text(campaign, workload)}")
+
+
+def resets_text(campaign: Campaign, workload: Workload) -> str:
+    """`reset snapshot`, then each variant whose reset of this workload is its own, and why."""
+    own = [f"variant {name}: reset {choice.method} ({choice.source})"
+           for name, choice in campaign.resets_of(workload).items() if choice.own and choice.method != workload.reset]
+    return "; ".join([f"reset {workload.reset}", *own])
 
 
 # --- calibration on past runs -----------------------------------------------------------------------------------
@@ -143,35 +150,64 @@ def prepare_rate() -> tuple[float, str]:
 
 
 def dataset_lines(campaign: Campaign) -> tuple[list[str], float]:
-    """One line per dataset: cached, or prepared once (and its time); re-prepared workloads cost every run."""
+    """Per dataset: cached, or prepared once (and its time), for the variants that restore it; re-prepared
+    variants cost every one of their runs; untouched ones are said."""
+    rate, basis = prepare_rate()
+    lines, seconds = [], 0.0
+    for w in campaign.workloads:
+        by_method: dict[str, list[VariantBase]] = {}
+        for v in campaign.variants:
+            by_method.setdefault(campaign.reset_for(v, w).method, []).append(v)
+        every = len(by_method) == 1
+        if "snapshot" in by_method:
+            line, cost = snapshot_line(w, by_method["snapshot"], rate, basis, every)
+            lines.append(line)
+            seconds += cost
+        if "reprepare" in by_method:
+            line, cost = reprepare_line(campaign, w, by_method["reprepare"], rate, every)
+            lines.append(line)
+            seconds += cost
+        if "none" in by_method:
+            lines.append(f"dataset {w.name}: not touched (reset: none){of_variants(by_method['none'], every)}; the "
+                         "server's own tables are used")
+    return lines, seconds
+
+
+def of_variants(variants: list[VariantBase], every: bool) -> str:
+    """`` when every variant does it, else ` for variant(s) a, b`."""
+    if every:
+        return ""
+    return f" for variant{'s' * (len(variants) > 1)} {', '.join(v.name for v in variants)}"
+
+
+def reprepare_line(campaign: Campaign, w: Workload, variants: list[VariantBase], rate: float,
+                   every: bool) -> tuple[str, float]:
+    """Prepared again before each run of these variants: the line, and the time of all of their prepares."""
+    who = "every run" if every else f"each run of {', '.join(v.name for v in variants)}"
+    if w.is_lua_path:
+        return (f"dataset {w.name}: prepared again by the script before {who} (reset: reprepare; time not "
+                "estimated)"), 0.0
+    prepare = w.tables * w.table_size / rate
+    runs = len(w.threads) * campaign.rounds * len(variants)
+    return f"dataset {w.name}: prepared again before {who} (reset: reprepare), ~{prepare:.0f} s each", prepare * runs
+
+
+def snapshot_line(w: Workload, variants: list[VariantBase], rate: float, basis: str,
+                  every: bool) -> tuple[str, float]:
+    """The snapshot these variants restore: cached, or prepared once (the line, and the prepare's time)."""
     from layerbench.run.orchestrator import page_size_of
     from layerbench.server.snapshot import dataset_key, find_snapshot, server_version
 
     version = server_version()
-    page_sizes = sorted({page_size_of(v) for v in campaign.variants}, key=str)
-    rate, basis = prepare_rate()
-    lines, seconds = [], 0.0
-    for w in campaign.workloads:
-        prepare = w.tables * w.table_size / rate
-        if w.reset == "reprepare" and w.is_lua_path:
-            lines.append(f"dataset {w.name}: prepared again by the script before every run (reset: reprepare; "
-                         "time not estimated)")
-        elif w.reset == "reprepare":
-            runs = len(w.threads) * campaign.rounds * len(campaign.variants)
-            lines.append(f"dataset {w.name}: prepared again before every run (reset: reprepare), ~{prepare:.0f} s each")
-            seconds += prepare * runs
-        elif w.reset == "none":
-            lines.append(f"dataset {w.name}: not touched (reset: none); the server's own tables are used")
-        elif all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
-            lines.append(f"dataset {w.name}: {dataset_label(w)}, cached (layerbench cache list)")
-        elif w.is_lua_path:
-            lines.append(f"dataset {w.name}: {dataset_label(w)}, prepared once by the script (time not "
-                         "estimated), then cached")
-        else:
-            lines.append(f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once "
-                         f"(~{max(1, round(prepare))} s at {rate:,.0f} rows/s, {basis}), then cached")
-            seconds += prepare
-    return lines, seconds
+    page_sizes = sorted({page_size_of(v) for v in variants}, key=str)
+    prepare, who = w.tables * w.table_size / rate, of_variants(variants, every)
+    if all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
+        return f"dataset {w.name}: {dataset_label(w)}, cached (layerbench cache list){who}", 0.0
+    if w.is_lua_path:
+        return (f"dataset {w.name}: {dataset_label(w)}, prepared once by the script (time not estimated), then "
+                f"cached{who}"), 0.0
+    return (f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once (~{max(1, round(prepare))} s at "
+            f"{rate:,.0f} rows/s, {basis}), then cached{who}"), prepare
 
 
 # --- the plan -----------------------------------------------------------------------------------------------------

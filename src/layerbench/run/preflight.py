@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import subprocess
 from functools import lru_cache
@@ -24,15 +23,16 @@ from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import require_program
+from layerbench.run.diskspace import BYTES_PER_ROW, check_disk_space, dataset_bytes, gib, methods  # noqa: F401
 from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.servers import check_wanted
+from layerbench.server.settings import SERVER_MEMORY_OVERHEAD
 from layerbench.sysbench.custom_script import check_script
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
-BYTES_PER_ROW = 260  # a sysbench row with its secondary index in InnoDB, measured on 10.11 (~230) + margin
 
 
 def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
@@ -51,6 +51,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
             # option names against that host's server: backends/host/remote.py)
         variant.check_server_here()  # first: a server that is not there or not known is refused
         check_machine_fits(variant)
+        check_workload_pools(campaign, variant)
         if variant.checks_options_here(local):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
@@ -184,21 +185,34 @@ def check_machine_fits(variant: VariantBase) -> None:
 
     where = f"variants.{variant.name}"
     check_cpus(variant.cpus, f"{where}.cpus")  # client_cpus: on the host that runs sysbench (check_client_host)
-    limit = variant.memory_limit()
-    if limit:
+    limit, wanted, total = variant.memory_limit(), variant.memory_limit_bytes(), total_memory()
+    if limit and wanted and total and wanted > total:
         field, memory = limit
-        wanted, total = size_bytes(memory), total_memory()
-        if total and wanted > total:
-            raise BadInput(f"{where}.{field}: {memory} is more than this machine's {total / 2**30:.1f} GiB of "
-                           "memory; use less")
+        fix = "use less" if field != "qos" else ("set resources.memory or limits.memory, or use a smaller buffer "
+                                                 "pool (the limit is derived from it)")
+        raise BadInput(f"{where}.{field}: {shown(memory, quote=False)} is more than this machine's "
+                       f"{total / 2**30:.1f} GiB of memory; {fix}")
 
 
-def size_bytes(text: str) -> float:
-    """512m, 2g, 1536M, 2G as bytes (Docker and QEMU both read the suffix as a power of 1024)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([bkmgtBKMGT]?)\s*", text)
-    if not match:
-        return 0.0
-    return float(match.group(1)) * 1024 ** "bkmgt".index(match.group(2).lower() or "b")
+def check_workload_pools(campaign: Campaign, variant: VariantBase) -> None:
+    """A workload's `buffer_pool:` (a share of the dataset, which overrides innodb_buffer_pool_size in a run that
+    restores a snapshot) fits under the variant's memory limit."""
+    from layerbench.run.execution import buffer_pool_bytes
+
+    limit, size = variant.memory_limit(), variant.memory_limit_bytes()
+    if limit is None or size is None:
+        return
+    for workload in campaign.workloads:
+        if not workload.buffer_pool or campaign.reset_for(variant, workload).method != "snapshot":
+            continue
+        data = dataset_bytes(workload)
+        pool = buffer_pool_bytes(workload.buffer_pool, data)
+        if pool > size:
+            raise BadInput(f"workloads.{workload.name}.buffer_pool: {workload.buffer_pool} of the dataset "
+                           f"({gib(data)}) is a {gib(pool)} buffer pool, above variants.{variant.name}.{limit[0]} "
+                           f"{shown(limit[1], quote=False)}; set {variant.name}'s memory to at least "
+                           f"{variant.memory_text(pool + SERVER_MEMORY_OVERHEAD + variant.guest_memory)} or use a "
+                           "smaller buffer_pool")
 
 
 def total_memory() -> int:
@@ -208,37 +222,12 @@ def total_memory() -> int:
         return 0
 
 
-def check_disk_space(campaign: Campaign) -> None:
-    """Room, said before: on every filesystem involved, the snapshots still to be built plus one run's working
-    copy (a run holds one datadir at a time; counted in full even where a clone shares the snapshot's blocks)
-    fit in the free space. Refuses with the numbers otherwise."""
-    from layerbench.hosts.workdirs import datasets_dir, work_root
-
-    needs: dict[int, tuple[Path, list[tuple[str, int]]]] = {}
-    for workload in campaign.workloads:
-        if workload.reset == "snapshot" and not cached(workload):
-            add_need(needs, existing_parent(datasets_dir()), f"snapshot of {workload.name}", dataset_bytes(workload))
-    copied = [dataset_bytes(w) for w in campaign.workloads if w.reset != "none"]
-    hosts = Hosts(campaign.hosts)
-    for folder in {Path(v.data_dir) if v.data_dir else work_root() for v in campaign.variants
-                   if v.owns_server and hosts[server_of(v)].is_local}:
-        if copied:
-            add_need(needs, existing_parent(folder), "one run's working copy", max(copied))
-    for folder, items in needs.values():
-        total, free = sum(size for _, size in items), shutil.disk_usage(folder).free
-        if total > free:
-            parts = " + ".join(f"{what} {gib(size)}" for what, size in items)
-            raise BadInput(f"workloads: {parts} = {gib(total)} needed on {folder}, which has {gib(free)} free; free "
-                           "space, use fewer tables or a smaller table_size, or put the data elsewhere "
-                           "(LAYERBENCH_DATA_DIR, a variant's data_dir)")
-
-
 def check_remote_disk_space(campaign: Campaign) -> None:
     """On every ssh: host that runs a server: the shipped snapshots plus one run's working copy fit in the free
     space of its work_dir (or of the variant's data_dir there). Refuses with the numbers otherwise."""
     hosts = Hosts(campaign.hosts)
-    shipped = sum(dataset_bytes(w) for w in campaign.workloads if w.reset == "snapshot")
-    copied = max([dataset_bytes(w) for w in campaign.workloads if w.reset != "none"], default=0)
+    shipped = sum(dataset_bytes(w) for w in campaign.workloads if "snapshot" in methods(campaign, w))
+    copied = max([dataset_bytes(w) for w in campaign.workloads if methods(campaign, w) - {"none"}], default=0)
     for v in campaign.variants:
         host = hosts[server_of(v)]
         if host.is_local or not copied:
@@ -260,52 +249,6 @@ def free_bytes_on(host: Host, folder: str) -> int | None:
     done = host.shell(script, name=f"df on {host.name}", timeout=30)
     line = next((x for x in done.output.splitlines() if x.startswith("FREE ")), "")
     return int(line.split()[1]) * 1024 if line[5:].strip().isdigit() else None
-
-
-def gib(size: float) -> str:
-    return f"{size / 2**30:.2f} GiB"
-
-
-def add_need(needs: dict[int, tuple[Path, list[tuple[str, int]]]], folder: Path, what: str, size: int) -> None:
-    """Group what is needed by filesystem (device), so two folders on one disk add up."""
-    entry = needs.setdefault(folder.stat().st_dev, (folder, []))
-    entry[1].append((what, size))
-
-
-DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql schema
-
-
-def dataset_bytes(workload: Workload) -> int:
-    """The datadir a dataset makes: measured when its snapshot is cached, else estimated from the row count."""
-    from layerbench.server.snapshot import folder_size
-
-    folder = cached_folder(workload)
-    if folder is not None:
-        return folder_size(folder / "datadir")
-    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
-
-
-def cached(workload: Workload) -> bool:
-    return cached_folder(workload) is not None
-
-
-def cached_folder(workload: Workload) -> Path | None:
-    from layerbench.hosts.workdirs import datasets_dir
-    from layerbench.server.snapshot import dataset_key, server_version
-
-    try:
-        key, _ = dataset_key(workload, server_version(), None)
-    except OSError:
-        return None
-    folder = datasets_dir() / key
-    return folder if (folder / "meta.json").is_file() else None
-
-
-def existing_parent(path: Path) -> Path:
-    path = path.resolve()
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def check_option_names(variant: VariantBase) -> None:

@@ -22,6 +22,35 @@ OWNED_BY_LAYERBENCH = frozenset(
 SECRET_NAME = re.compile(r"(^|[-_])(password|passwd|pwd|pass|secret|token|api-?key|credentials?)$", re.IGNORECASE)
 NOT_SECRETS = frozenset({"disconnect-on-expired-password"})  # a real server option: a boolean
 OPTION_NAME = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
+# Memory: a limit layerbench derives holds the buffer pool plus this much (connections and their buffers at
+# sysbench's thread counts, the log buffer, the data dictionary, the server's own code), and never less than the
+# backend's old fixed default (2 GiB), so a variant that leaves the buffer pool alone gets what it always got.
+SERVER_MEMORY_OVERHEAD = 512 << 20
+DEFAULT_BUFFER_POOL = 128 << 20  # MariaDB's and MySQL's innodb_buffer_pool_size when my.cnf does not set it
+MEMORY_FLOOR = 2 << 30
+SIZE_RE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*([kmgtpe]?)b?\s*", re.IGNORECASE)
+
+
+def size_in_bytes(value: Any) -> int | None:
+    """A server-style size (a number of bytes, or with a K, M, G, T, P or E suffix, each a power of 1024, as
+    my.cnf, Docker and QEMU read them) in bytes; None when it is no such size."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int | float):
+        return int(value) if 0 <= value < 2**63 else None
+    match = SIZE_RE.fullmatch(value)
+    if not match:
+        return None
+    return int(float(match.group(1)) * 1024 ** "bkmgtpe".index(match.group(2).lower() or "b"))
+
+
+def in_mib(size: int) -> int:
+    """A size rounded up to whole MiB."""
+    return -(-size // (1 << 20))
+
+
 def canonical_option(key: str) -> str:
     return key.replace("_", "-").lower()
 
@@ -76,6 +105,27 @@ class ServerSettings(Strict):
         if self.version is not None and self.flavour is None:
             raise ValueError("version: give the flavour too, like server: {flavour: mysql, version: '9.7'}")
         return self
+
+    def buffer_pool_option(self) -> tuple[str, ConfigValue] | None:
+        """(name as written, value) of innodb_buffer_pool_size in the overlay, in any spelling; None when unset."""
+        return next(((k, v) for k, v in self.config.items() if canonical_option(k) == "innodb-buffer-pool-size"),
+                    None)
+
+    def page_size(self) -> str | None:
+        """innodb_page_size as the overlay sets it (any spelling), or None: it changes the dataset's bytes."""
+        return next((str(v) for k, v in self.config.items() if canonical_option(k) == "innodb-page-size"), None)
+
+    def buffer_pool_bytes(self) -> int | None:
+        """The buffer pool this server is configured with, in bytes; None when my.cnf leaves it at the default or
+        its value is no size (the server refuses that at start)."""
+        option = self.buffer_pool_option()
+        return None if option is None else size_in_bytes(option[1])
+
+    def memory_for(self, extra: int = 0) -> int:
+        """The memory a limit layerbench derives gives this server: the buffer pool (the server's default when
+        unset) + SERVER_MEMORY_OVERHEAD + `extra` (a guest's kernel), and at least MEMORY_FLOOR, in whole MiB."""
+        pool = self.buffer_pool_bytes() or DEFAULT_BUFFER_POOL
+        return in_mib(max(MEMORY_FLOOR, pool + SERVER_MEMORY_OVERHEAD + extra)) << 20
 
     @field_validator("config")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from layerbench.envvars import env_setting
@@ -21,3 +22,16 @@ def docker_client() -> Any:
         raise PrerequisiteMissing(f"no Docker daemon answers at {where} ({type(error).__name__}); start it with "
                                   "scripts/setup (or `dockerd &`), or set DOCKER_HOST") from None
     return client
+
+
+DEFAULT_ROOT = Path("/var/lib/docker")
+
+
+def docker_root() -> Path:
+    """The daemon's data root (`docker info`'s DockerRootDir), where a container's own layer lives; the default
+    one when no local daemon answers (the backend's check says so later)."""
+    try:
+        client = docker_client()
+        return Path(str(client.info().get("DockerRootDir") or DEFAULT_ROOT))
+    except Exception:  # no daemon (PrerequisiteMissing), or docker-py's own error for one that answers oddly
+        return DEFAULT_ROOT

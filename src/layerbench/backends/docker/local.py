@@ -11,6 +11,7 @@ import json
 import os
 import shlex
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,9 @@ from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import MARIADB
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.restore import FACTS_FILE, copy_tree
+from layerbench.server.restore import FACTS_FILE, PROGRESS_EVERY, copy_tree
 from layerbench.server.servers import DEFAULT_MYSQL, IMAGE_PROGRAMS, ServerProgram, image_server
+from layerbench.server.vmimage import tree_bytes
 
 START_TIMEOUT = 180.0
 DATADIR = "/var/lib/mysql"
@@ -43,6 +45,8 @@ SNAPSHOT = "/snapshot"
 USER_IMAGE_PROGRAMS = ("sh", "cp", "mariadbd", "mariadb-install-db")  # what server_command runs in an `image:`
 HOST_RESTORED = ("bind", "volume", "data-container")  # restored by layerbench on the host, before the start
 VOLUME_METHOD = "{method} into the host folder of a local-driver volume (type=none, o=bind)"
+COPY_DONE = "copy.done"  # written into the run's folder (LOGS) by the container when its cp -a ends
+IN_CONTAINER = {"container-fs": "the container's overlay layer", "tmpfs": "a tmpfs in memory"}
 
 
 def labels(spec: ServerSpec, role: str) -> dict[str, str]:
@@ -54,7 +58,8 @@ def server_command(server: ServerProgram, snapshot: bool, storage: str) -> list[
     """The container's command: fill the datadir (unless restored on the host: HOST_RESTORED) from the snapshot or
     with the flavour's own init, then start the server program the flavour's image runs (servers.image_server)."""
     init = server.flavour.init_command(server.command, Path(DATADIR))
-    fill = f"cp -a {SNAPSHOT}/. {DATADIR}/" if snapshot else shlex.join(init) + " >/dev/null"
+    fill = f"cp -a {SNAPSHOT}/. {DATADIR}/ && : > {LOGS}/{COPY_DONE}" if snapshot else \
+        shlex.join(init) + " >/dev/null"
     steps = [f"mkdir -p {DATADIR} /run/mysqld"]
     if storage not in HOST_RESTORED or not snapshot:
         steps.append(fill)
@@ -64,6 +69,30 @@ def server_command(server: ServerProgram, snapshot: bool, storage: str) -> list[
 
 
 IMAGE_MARIADB = ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))  # what an `image:` of the user's runs
+
+
+def wait_for_copy(backend: DockerBackend, spec: ServerSpec) -> None:
+    """Until the container's `cp -a` of the snapshot into its layer or tmpfs ends (its COPY_DONE file), with a
+    progress line every few seconds and no deadline but the container's life; then the run's restore.json says
+    the method, the files and bytes copied and the time from the container's start to the copy's end."""
+    assert spec.snapshot is not None
+    done, last, where = spec.run_dir / COPY_DONE, time.monotonic(), IN_CONTAINER[backend.variant.storage]
+    size = tree_bytes(spec.snapshot)
+    spec.say(f"copying dataset {spec.snapshot.parent.name} ({size / 2**30:.2f} GiB) into {where} (cp -a)")
+    while not done.exists():
+        if not backend._alive():
+            cause = backend.exit_cause()
+            raise RunFailed(f"server container {cause or 'stopped'} while copying the dataset into {where}")
+        time.sleep(0.1)
+        if time.monotonic() - last >= PROGRESS_EVERY:
+            last = time.monotonic()
+            spec.say(f"  still copying into {where}: {last - backend.copy_started:.0f} s")
+    seconds = time.monotonic() - backend.copy_started
+    files = [f for f in spec.snapshot.rglob("*") if f.is_file() and not f.is_symlink()]
+    facts = {"method": f"cp -a inside the container into {where}", "files": len(files), "bytes": size,
+             "seconds": round(seconds, 3), "verified": "snapshot files (stat); the copy inside the container is "
+             "not checked", "timed": "from the container's start to the copy's end", "problems": []}
+    (spec.run_dir / FACTS_FILE).write_text(json.dumps(facts))
 
 
 def wait_for_container(backend: DockerBackend, endpoint: Endpoint) -> None:
@@ -88,6 +117,7 @@ class DockerBackend(BackendBase):
         self.bind_dir: Path | None = None
         self.port: int | None = None
         self.image: str | None = None
+        self.copy_started = 0.0
         self._server: ServerProgram | None = None
 
     @property
@@ -113,6 +143,8 @@ class DockerBackend(BackendBase):
         self.image = self.variant.image or local_image(self.docker, self.variant)
         owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
+        if spec.snapshot is not None and self.variant.storage in IN_CONTAINER:
+            wait_for_copy(self, spec)  # before the start timeout begins
         wait_for_container(self, endpoint)
         with contextlib.suppress(FileNotFoundError):
             (spec.private_dir / "conf" / "init.sql").unlink()
@@ -128,6 +160,7 @@ class DockerBackend(BackendBase):
         self.container = self._create("container", lambda: self.docker.containers.create(
             self.image, server_command(self.server, spec.snapshot is not None, variant.storage), name=spec.label,
             labels=labels(spec, "server"), detach=True, **kwargs))
+        self.copy_started = time.monotonic()  # a copy inside the container (IN_CONTAINER) starts with it
         self.container.start()
         self.container.reload()
         return Endpoint(self._address(variant, spec), self._published_port(variant), spec.user, spec.password,

@@ -9,7 +9,8 @@ pod of each Kubernetes QoS class (cgroupfs driver, CFS quota enabled):
   exclusive CPUs and no CFS quota: since Kubernetes 1.33 the kubelet drops the quota of a container the static
   CPU manager gives exclusive cores (feature gate DisableCPUQuotaWithExclusiveCPUs, on by default; the local
   cluster of scripts/k8s-local runs 1.33).
-The size of the "pod" comes from `resources.cpus` (default 1) and `resources.memory` (default 2g).
+The size of the "pod" comes from `resources.cpus` (default 1) and `resources.memory` (default: the server's buffer
+pool + 512 MiB, at least 2g: the variant's derived_memory).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from layerbench.errors import BadInput
 from layerbench.hosts.machine import check_cpus
 
 DEFAULT_CPUS = 1.0
-DEFAULT_MEMORY = "2g"
+DEFAULT_MEMORY = "2g"  # a neighbour container's preset (it has no buffer pool); a variant's: derived_memory()
 
 
 def first_cpus(count: int) -> str:
@@ -50,7 +51,7 @@ def resource_options(variant: DockerVariant) -> dict[str, Any]:
     r = variant.resources
     cpuset = r.cpuset or variant.cpus
     if variant.qos:
-        return qos_options(variant.qos, r.cpus or DEFAULT_CPUS, r.memory or DEFAULT_MEMORY, cpuset)
+        return qos_options(variant.qos, r.cpus or DEFAULT_CPUS, r.memory or variant.derived_memory(), cpuset)
     options: dict[str, Any] = {}
     if r.cpus:
         options["nano_cpus"] = int(r.cpus * 1e9)

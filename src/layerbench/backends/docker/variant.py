@@ -4,6 +4,7 @@ or in a container of its own."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -12,6 +13,7 @@ from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.variant_base import (
     IMAGE_RE,
     MAX_CPU,
+    DiskCopy,
     FirstTimeCost,
     ImageVariant,
     Strict,
@@ -85,6 +87,8 @@ class DockerVariant(ImageVariant):
     def describe_plan(self) -> str:
         limits = [f"{k}={val}" for k, val in self.resources.model_dump(exclude_none=True).items()]
         limits += [f"qos preset {self.qos}"] if self.qos else []
+        if self.qos not in (None, "besteffort") and not self.resources.memory:
+            limits.append(f"memory {self.derived_memory()} (the buffer pool + overhead)")
         image = self.image or ("the local MySQL image (the cached rootfs)" if self.server.flavour == "mysql" else
                                "the local layerbench image")
         return (f"a container of {image}; {NETWORK_WORDS[self.network]}; "
@@ -115,7 +119,23 @@ class DockerVariant(ImageVariant):
         return None
 
     def memory_limit(self) -> tuple[str, str] | None:
-        return ("resources.memory", self.resources.memory) if self.resources.memory else None
+        """resources.memory; else with a QoS preset that limits memory (burstable, guaranteed...), the limit
+        derived from the buffer pool (derived_memory); else none."""
+        if self.resources.memory:
+            return "resources.memory", self.resources.memory
+        return ("qos", self.derived_memory()) if self.qos not in (None, "besteffort") else None
+
+    def run_copies(self, work: Path) -> list[DiskCopy]:
+        """volume, data-container and bind: the datadir restored on the host in the work folder (or data_dir);
+        container-fs: copied into the container's layer, under the daemon's data root; tmpfs: in memory."""
+        if self.storage == "tmpfs":
+            return []
+        if self.storage == "container-fs":
+            from layerbench.backends.docker.daemon import docker_root
+
+            return [DiskCopy(docker_root(), "copy in the container's layer (Docker's data root)")]
+        where = {"bind": "bind-mounted folder"}.get(self.storage, f"host folder of its {self.storage}")
+        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, f"working copy ({where})")]
 
     def server_cpu_list(self) -> str | None:
         return self.cpus or self.resources.cpuset

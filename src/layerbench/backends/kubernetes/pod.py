@@ -119,7 +119,7 @@ def data_source(variant: KubernetesVariant, spec: ServerSpec, work: Path,
         return None, None, f"empty datadir (tables prepared {where}: reset reprepare)"
     if not cluster.node_is_this_machine(nodes):
         raise RunFailed("the dataset snapshot reaches a pod through hostPath, which needs the cluster's node to "
-                        "be this machine; with a remote cluster set the workload's reset: reprepare")
+                        "be this machine; with a remote cluster set the variant's reset: reprepare")
     if variant.storage == "hostpath":
         target = work / "datadir"
         target.parent.mkdir(parents=True, exist_ok=True)

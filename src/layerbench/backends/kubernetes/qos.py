@@ -13,7 +13,7 @@ from layerbench.errors import BadInput
 if TYPE_CHECKING:
     from layerbench.backends.kubernetes.variant import KubernetesVariant
 
-GUARANTEED_DEFAULT = {"cpu": "1", "memory": "2Gi"}
+GUARANTEED_DEFAULT = {"cpu": "1", "memory": "2Gi"}  # memory: at least; see resources_for
 BURSTABLE_DEFAULT = {"cpu": "500m", "memory": "1Gi"}
 _SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": Decimal("0.001")}
@@ -51,8 +51,8 @@ def resources_for(variant: KubernetesVariant) -> dict[str, dict[str, str]]:
             raise BadInput(f"{where}.qos: a BestEffort pod has no requests or limits; remove them or use "
                            "qos: burstable")
         return {}
-    if variant.qos == "guaranteed":
-        limits = {**GUARANTEED_DEFAULT, **variant.requests, **variant.limits}
+    if variant.qos == "guaranteed":  # memory unset: the buffer pool + overhead (the variant's derived_memory)
+        limits = {**GUARANTEED_DEFAULT, "memory": variant.derived_memory(), **variant.requests, **variant.limits}
         for key, value in variant.requests.items():
             if quantity(value) != quantity(limits[key]):
                 raise BadInput(f"{where}.requests.{key}: {value} differs from the limit {limits[key]}; Guaranteed "

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.kubernetes.qos import resources_for
+from layerbench.backends.kubernetes.qos import quantity, resources_for
 from layerbench.backends.variant_base import IMAGE_RE, MAX_SECONDS, FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement
@@ -58,6 +58,7 @@ class KubernetesVariant(ImageVariant):
     cpu_manager_static: bool = False
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
 
+    memory_unit: ClassVar[str] = "Mi"
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
     run_overhead: ClassVar[float] = 8
     leftovers: ClassVar[str | None] = "layerbench.backends.kubernetes.cleanup"
@@ -103,6 +104,24 @@ class KubernetesVariant(ImageVariant):
     def client_words(self) -> str | None:
         return "sysbench as a Job in the cluster" if self.client == "job" else None
 
+    def memory_limit(self) -> tuple[str, str] | None:
+        """limits.memory; for Guaranteed without one, its requests.memory or the limit derived from the buffer
+        pool (qos.resources_for)."""
+        if "memory" in self.limits:
+            return "limits.memory", self.limits["memory"]
+        if self.qos == "guaranteed":
+            return ("requests.memory", self.requests["memory"]) if "memory" in self.requests else \
+                ("qos", self.derived_memory())
+        return None
+
+    def memory_limit_bytes(self) -> int | None:
+        """A Kubernetes quantity: 2Gi is 2 GiB, 2G is 2 x 10^9 bytes."""
+        limit = self.memory_limit()
+        try:
+            return None if limit is None else int(quantity(limit[1]))
+        except ValueError:
+            return None  # _qos_rules says what is wrong with it
+
     def describe_plan(self) -> str:
         resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", self.requests),
                                                                        ("limits", self.limits))
@@ -111,8 +130,10 @@ class KubernetesVariant(ImageVariant):
                                  self.kubeconfig)
         kind = "a StatefulSet's pod" if self.kind == "statefulset" else "a bare pod"
         snapshot = f", each run's PVC from a VolumeSnapshot ({self.snapshot_class})" if self.snapshot_class else ""
-        return (f"a namespace on {where} with {kind}, QoS {self.qos}{'; ' + resources if resources else ''}; "
-                f"storage {self.storage}{snapshot}")
+        limit = self.memory_limit()
+        derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
+        return (f"a namespace on {where} with {kind}, QoS {self.qos}{'; ' + resources if resources else ''}"
+                f"{derived}; storage {self.storage}{snapshot}")
 
     def where_text(self, server: str, client: str, same_host: bool) -> str:
         return f"server in the cluster, {self.client_words() or 'sysbench on ' + client}"

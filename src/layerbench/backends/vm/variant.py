@@ -4,19 +4,22 @@ same Debian rootfs as the Docker image: MariaDB's, or with `server: {flavour: my
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from pathlib import Path
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.variant_base import MAX_SECONDS, FirstTimeCost, VariantBase
+from layerbench.backends.variant_base import MAX_SECONDS, DiskCopy, FirstTimeCost, VariantBase
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, rootfs_mysql
+from layerbench.server.settings import ServerSettings
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
 ACCEL_WORDS = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}
 QEMU_FORWARD = "forwarded to the guest by QEMU's user networking (slirp, in the QEMU process)"
 BOOT_FILES_SECONDS = 60
+GUEST_MEMORY = 256 << 20  # the guest's kernel, init and page tables, beside the server (memory: derived)
 
 
 def boot_files_cached() -> bool:
@@ -42,7 +45,8 @@ BOOT_FILES_COST = FirstTimeCost("the VM's kernel and initramfs, built once from 
 class VMVariant(VariantBase):
     backend: Literal["vm"]
     vcpus: int = Field(default=1, ge=1, le=256)
-    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$")
+    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$", description="the guest's memory; unset: "
+                        "the buffer pool + 512 MiB + 256 MiB for the guest, at least 2G (docs/backends/vm.md)")
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     disk_cache: Literal["none", "writeback"] = "none"
     network: Literal["tap", "user"] = "user"
@@ -53,6 +57,20 @@ class VMVariant(VariantBase):
     run_overhead: ClassVar[float] = 20
     leftovers: ClassVar[str | None] = "layerbench.backends.vm.net"
     own_size: ClassVar[bool] = True  # vcpus and memory: the guest's size
+    memory_unit: ClassVar[str] = "M"
+    guest_memory: ClassVar[int] = GUEST_MEMORY
+
+    @model_validator(mode="before")
+    @classmethod
+    def _memory_holds_the_buffer_pool_by_default(cls, data: Any) -> Any:
+        """Unset memory is derived from the buffer pool the variant's server asks for (stored as derived)."""
+        if not isinstance(data, dict) or data.get("memory") is not None:
+            return data
+        try:
+            server = ServerSettings.model_validate(data.get("server") or {})
+        except ValidationError:
+            return data  # the field's own validation says what is wrong
+        return {**data, "memory": cls.model_construct(server=server).derived_memory()}
 
     @property
     def builds_server_here(self) -> bool:
@@ -60,7 +78,9 @@ class VMVariant(VariantBase):
 
     def describe_plan(self) -> str:
         mysql = f"MySQL {self.server.version or DEFAULT_MYSQL} (the cached rootfs) in " if self.is_mysql else ""
-        return (f"{mysql}a QEMU VM, {self.vcpus} vCPU(s), {self.memory} memory, {ACCEL_WORDS[self.accel]}; disk cache "
+        derived = self.server.buffer_pool_bytes() is not None and self.memory == self.derived_memory()
+        memory = f"{self.memory} memory{' (the buffer pool + overhead)' if derived else ''}"
+        return (f"{mysql}a QEMU VM, {self.vcpus} vCPU(s), {memory}, {ACCEL_WORDS[self.accel]}; disk cache "
                 f"{self.disk_cache}; {NETWORK_WORDS[self.network]}")
 
     def network_path(self, placement: Placement) -> str:
@@ -70,6 +90,16 @@ class VMVariant(VariantBase):
 
     def memory_limit(self) -> tuple[str, str] | None:
         return "memory", self.memory
+
+    def run_copies(self, work: Path) -> list[DiskCopy]:
+        """A qcow2 overlay of the base image in the run's folder: nearly nothing at the start, then what the guest
+        writes; counted at the dataset's size (a run that rewrites every page)."""
+        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "copy-on-write overlay")]
+
+    def snapshot_companions(self) -> list[str]:
+        from layerbench.backends.vm.datadisk import BASE_NAME
+
+        return [f"VM base image {BASE_NAME}"]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
         if self.is_mysql:

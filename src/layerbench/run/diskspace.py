@@ -1,0 +1,154 @@
+"""The disk preflight of this machine: every copy of a dataset the plan holds at once, per filesystem, said per
+variant. Kept: each snapshot still to be prepared (one per dataset, page size and server that makes it, so a
+page-size variant's second snapshot counts), and what a variant keeps beside a snapshot (a VM's base image).
+Per run: each variant's copy (a working copy, a Docker volume's host folder, a container layer under Docker's
+data root, a VM's overlay); a campaign runs one at a time, so the largest on each filesystem counts. Copies
+are counted in full, even a clone that shares the snapshot's blocks. What is cached already costs nothing."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from layerbench.campaign.models import Campaign, VariantBase, Workload
+from layerbench.errors import BadInput, LayerbenchError
+from layerbench.hosts.inventory import Hosts
+from layerbench.hosts.placement import server_of
+
+BYTES_PER_ROW = 260  # a sysbench row with its secondary index in InnoDB, measured on 10.11 (~230) + margin
+DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql schema
+
+
+@dataclass
+class Room:
+    """What one filesystem must hold: kept files (all at once) and each run's copy (the largest at a time)."""
+
+    folder: Path
+    kept: list[tuple[str, int]] = field(default_factory=list)
+    runs: list[tuple[str, int]] = field(default_factory=list)
+
+    def items(self) -> list[tuple[str, int]]:
+        largest = max(self.runs, key=lambda item: item[1], default=None)
+        return self.kept + ([(f"the largest run's {largest[0]}", largest[1])] if largest else [])
+
+
+def check_disk_space(campaign: Campaign) -> None:
+    """Room, said before: on every filesystem, what the plan keeps plus its largest run's copy fit in the free
+    space. Refuses in one line with each item (which variant needs what) and the numbers otherwise."""
+    rooms: dict[int, Room] = {}
+    hosts = Hosts(campaign.hosts)
+    local = [v for v in campaign.variants if v.owns_server and hosts[server_of(v)].is_local]
+    add_snapshots(campaign, local, rooms)
+    add_run_copies(campaign, local, rooms)
+    for room in rooms.values():
+        items = room.items()
+        total, free = sum(size for _, size in items), shutil.disk_usage(room.folder).free
+        if total > free:
+            parts = " + ".join(f"{what} {gib(size)}" for what, size in items)
+            raise BadInput(f"workloads: {parts} = {gib(total)} needed on {room.folder}, which has {gib(free)} free; "
+                           "free space, use fewer tables or a smaller table_size, or put the data elsewhere "
+                           "(LAYERBENCH_DATA_DIR, a variant's data_dir)")
+
+
+def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room]) -> None:
+    """Each snapshot the plan restores that is not cached, and what a variant keeps beside it (a VM's base)."""
+    from layerbench.hosts.workdirs import datasets_dir
+
+    where = existing_parent(datasets_dir())
+    for workload in campaign.workloads:
+        for key, variants in snapshot_users(campaign, workload).items():
+            size, page = dataset_bytes(workload), page_words(variants[0])
+            if not (datasets_dir() / key / "meta.json").is_file():
+                add(rooms, where, "kept", f"snapshot of {workload.name}{page} ({named(variants)})", size)
+            for companion in sorted({c for v in variants if v in local for c in v.snapshot_companions()}):
+                if not (datasets_dir() / key / companion.split()[-1]).exists():
+                    users = named([v for v in variants if companion in v.snapshot_companions()])
+                    add(rooms, where, "kept", f"{companion} of {workload.name}{page} ({users})", size)
+
+
+def add_run_copies(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room]) -> None:
+    """Each local variant's copy of a run's dataset, for every workload it does not leave untouched."""
+    from layerbench.hosts.workdirs import work_root
+
+    for variant in local:
+        for workload in campaign.workloads:
+            if campaign.reset_for(variant, workload).method == "none":
+                continue
+            for copy in variant.run_copies(work_root()):
+                add(rooms, existing_parent(copy.folder), "runs", f"{copy.what} of variant {variant.name} "
+                    f"({workload.name})", dataset_bytes(workload))
+
+
+def snapshot_users(campaign: Campaign, workload: Workload) -> dict[str, list[VariantBase]]:
+    """The snapshots of this workload the plan restores, by cache key, with the variants that restore each."""
+    users: dict[str, list[VariantBase]] = {}
+    for variant in campaign.variants:
+        if campaign.reset_for(variant, workload).method == "snapshot":
+            users.setdefault(snapshot_key(variant, workload), []).append(variant)
+    return users
+
+
+def snapshot_key(variant: VariantBase, workload: Workload) -> str:
+    """The cache key of the snapshot this variant restores: its dataset, page size and the server that makes it."""
+    from layerbench.server.servers import resolve_server
+    from layerbench.server.snapshot import dataset_key, server_version
+
+    try:
+        identity = resolve_server(variant.snapshot_server()).identity()
+    except (LayerbenchError, OSError):
+        identity = server_version()  # a server that is not there: its own check says so
+    return dataset_key(workload, identity, variant.server.page_size())[0]
+
+
+def named(variants: list[VariantBase]) -> str:
+    return f"variant{'s' * (len(variants) > 1)} {', '.join(v.name for v in variants)}"
+
+
+def page_words(variant: VariantBase) -> str:
+    size = variant.server.page_size()
+    return f", page size {size}" if size else ""
+
+
+def add(rooms: dict[int, Room], folder: Path, kind: str, what: str, size: int) -> None:
+    """Group what is needed by filesystem (device), so two folders on one disk add up."""
+    room = rooms.setdefault(folder.stat().st_dev, Room(folder))
+    (room.kept if kind == "kept" else room.runs).append((what, size))
+
+
+def methods(campaign: Campaign, workload: Workload) -> set[str]:
+    """The resets the campaign's variants use for this workload (each variant's own, or the workload's)."""
+    return {choice.method for choice in campaign.resets_of(workload).values()}
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:.2f} GiB"
+
+
+def dataset_bytes(workload: Workload) -> int:
+    """The datadir a dataset makes: measured when its snapshot is cached, else estimated from the row count."""
+    from layerbench.server.snapshot import folder_size
+
+    folder = cached_folder(workload)
+    if folder is not None:
+        return folder_size(folder / "datadir")
+    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
+
+
+def cached_folder(workload: Workload) -> Path | None:
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.server.snapshot import dataset_key, server_version
+
+    try:
+        key, _ = dataset_key(workload, server_version(), None)
+    except OSError:
+        return None
+    folder = datasets_dir() / key
+    return folder if (folder / "meta.json").is_file() else None
+
+
+def existing_parent(path: Path) -> Path:
+    path = path.resolve()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
