@@ -417,13 +417,25 @@ def container_alive(container: Any) -> bool:
     return bool(container.status in ("created", "running"))
 
 
-def container_exit_cause(container: Any, memory_limit: str | None) -> str | None:
-    """Why the server container stopped, when it did: OOM-killed by its memory limit, or its exit code."""
-    try:
-        container.reload()
-        state = container.attrs["State"]
-    except Exception:
-        return None
+EXIT_SETTLE_SECONDS = 5.0  # asked only after a failure: dockerd may not yet have seen the kill that caused it
+
+
+def container_exit_cause(container: Any, memory_limit: str | None, settle: float = EXIT_SETTLE_SECONDS,
+                         ) -> str | None:
+    """Why the server container stopped, when it did: OOM-killed by its memory limit, or its exit code. Asked after
+    a failure, so a container still running is polled for `settle` seconds: sysbench sees the lost connection of an
+    OOM kill before dockerd has reaped the container (on a loaded machine the run was then failed as 'Lost
+    connection to server', without its cause)."""
+    deadline = time.monotonic() + settle
+    while True:
+        try:
+            container.reload()
+            state = container.attrs["State"]
+        except Exception:
+            return None
+        if not state.get("Running") or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     if state.get("Running"):
         return None
     if state.get("OOMKilled"):
