@@ -12,6 +12,6 @@ DATA = {
 def test_smoke_is_tiny_but_the_same_study() -> None:
     smoke = smoke_version(parse_campaign(DATA))
     w = smoke.workloads[0]
-    assert (w.tables, w.table_size, w.duration, w.warmup, w.threads, smoke.repetitions) == (1, 1000, 3, 0, [4], 2)
+    assert (w.tables, w.table_size, w.duration, w.warmup, w.threads, smoke.repetitions) == (1, 1000, 3, 0, [4], 1)
     assert [v.name for v in smoke.variants] == ["h", "d"] and smoke.name == "p-smoke"
     assert smoke.busy_policy.policy == "keep"  # numbers of a smoke run mean nothing: a rerun would only cost time

@@ -620,10 +620,10 @@ def smoke_dataset(workload: Workload) -> dict[str, int]:
 
 
 def smoke_version(campaign: Campaign) -> Campaign:
-    """The same campaign, tiny: 1 x 1000 rows, 2 repetitions of 3 s, the smallest thread count, busy runs kept (a
+    """The same campaign, tiny: 1 x 1000 rows, 1 repetition of 3 s, the smallest thread count, busy runs kept (a
     rerun would only cost time). For checking that a campaign runs end to end (`layerbench run --smoke`), never for
     numbers."""
     workloads = [w.model_copy(update={**smoke_dataset(w), "duration": 3, "warmup": 0, "threads": [min(w.threads)]})
                  for w in campaign.workloads]
-    return campaign.model_copy(update={"workloads": workloads, "repetitions": 2, "name": f"{campaign.name}-smoke",
+    return campaign.model_copy(update={"workloads": workloads, "repetitions": 1, "name": f"{campaign.name}-smoke",
                                       "busy": BusyPolicy(policy="keep")})

@@ -225,7 +225,7 @@ def run(
     campaign: Annotated[Path | None, typer.Argument(help="campaign YAML (`layerbench init` writes one)")] = None,
     db: Annotated[Path | None, typer.Option(
         "--db", help="SQLite store [default: $LAYERBENCH_DB, else <output>/layerbench.db]")] = None,
-    smoke: Annotated[bool, typer.Option(help="tiny data, 2 repetitions of 3 s: check it runs, not numbers")] = False,
+    smoke: Annotated[bool, typer.Option(help="tiny data, 1 repetition of 3 s: check it runs, not numbers")] = False,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the store and the reports [default: the campaign's output:]")] = None,
     max_failures: Annotated[int | None, typer.Option(min=0, help="stop after more failed runs than this")] = None,
