@@ -73,15 +73,21 @@ def rootfs_path() -> Path:
 Progress = Callable[[str], None]
 
 
-def chroot_script(inputs: dict[str, str]) -> str:
-    pins = " ".join(f"{p}={inputs[p]}" for p in PACKAGES)
+def apt_install_script(pins: dict[str, str], *after: str) -> str:
+    """A shell script installing pinned Debian packages in a chroot without starting any service (a policy-rc.d
+    that exits 101 during the install), then removing apt's lists and the policy, then the commands `after`."""
+    packages = " ".join(f"{name}={version}" for name, version in pins.items())
     return "\n".join([
         "set -e", "export DEBIAN_FRONTEND=noninteractive",
         "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d",
-        "apt-get update -qq", f"apt-get install -y -qq --no-install-recommends {pins}",
-        "apt-get clean", "rm -rf /var/lib/apt/lists/* /var/lib/mysql/* /etc/mysql/conf.d/*",
-        "mkdir -p /run/mysqld /etc/layerbench", "rm -f /usr/sbin/policy-rc.d",
+        "apt-get update -qq", f"apt-get install -y -qq --no-install-recommends {packages}",
+        "apt-get clean", "rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d", *after,
     ])
+
+
+def chroot_script(inputs: dict[str, str]) -> str:
+    return apt_install_script({p: inputs[p] for p in PACKAGES}, "rm -rf /var/lib/mysql/* /etc/mysql/conf.d/*",
+                              "mkdir -p /run/mysqld /etc/layerbench")
 
 
 def build_rootfs(progress: Progress | None = None) -> Path:

@@ -28,7 +28,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.procs import run
 from layerbench.neighbours.model import Neighbour
 from layerbench.neighbours.placed import ContainerRequest, Placed
-from layerbench.server.image import build_rootfs, checked, image_key, installed_version
+from layerbench.server.image import apt_install_script, build_rootfs, checked, image_key, installed_version
 
 RECIPE_VERSION = 1
 TOOLS = ("stress-ng", "fio", "iperf3")
@@ -46,12 +46,7 @@ def neighbour_image_tag() -> str:
 
 
 def install_script(inputs: dict[str, str]) -> str:
-    pins = " ".join(f"{p}={inputs[p]}" for p in TOOLS)
-    return "\n".join([
-        "set -e", "export DEBIAN_FRONTEND=noninteractive",
-        "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d",
-        "apt-get update -qq", f"apt-get install -y -qq --no-install-recommends {pins}",
-        "apt-get clean", "rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d"])
+    return apt_install_script({p: inputs[p] for p in TOOLS})
 
 
 def ensure_neighbour_image(client: Any, say: Callable[[str], None] | None = None) -> str:
