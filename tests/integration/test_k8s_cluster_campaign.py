@@ -23,7 +23,7 @@ from test_host_campaign import campaign_file, run_cli
 
 from helpers import stored_rows
 from k8s_local import LocalCluster
-from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.models import campaign_as_dict, parse_campaign, smoke_version
 from layerbench.run import orchestrator
 from layerbench.store import Store
 
@@ -78,7 +78,7 @@ class Watcher:
         self.thread = threading.Thread(target=self.loop, daemon=True)
 
     def loop(self) -> None:
-        selector = f"layerbench.campaign={OWN}"
+        selector = f"layerbench.campaign={NAME}"
         while not self.stop.is_set():
             try:
                 for pod in self.core.list_pod_for_all_namespaces(label_selector=selector).items:
@@ -95,15 +95,20 @@ class Watcher:
             time.sleep(0.3)
 
 
+TWO_NODE_EXAMPLE = Path(__file__).resolve().parents[2] / "src/layerbench/data/examples/k8s-two-nodes.yaml"
+NAME = f"{OWN}-smoke"  # the campaign's name (and label) once smoke_version has shrunk it
+
+
 @pytest.fixture(scope="module")
 def campaign(two_node_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One campaign, two variants, one run each: the Job on node B (cross-node, anti-affinity) and on node A."""
+    """examples/k8s-two-nodes.yaml in smoke mode (one run per variant, as `run --smoke` makes it; the examples'
+    smoke test in tests/e2e leaves this example to this module, whose cluster it needs): the server on node A,
+    the Job on node A through the Service (on-node-svc), on node B through the Service (cross-node-svc) and on
+    node B through the pod IP (cross-node-pod)."""
     tmp = tmp_path_factory.mktemp("k8s2n")
-    variants = [{"name": "cross-node", **SERVER, "client_node_selector": {"kubernetes.io/hostname": NODE_B},
-                 "client_anti_affinity": True},
-                {"name": "on-node", **SERVER, "client_node_selector": {"kubernetes.io/hostname": NODE_A},
-                 "client_target": "pod"}]
-    path = campaign_file(tmp, name=OWN, repetitions=1, baseline="cross-node", variants=variants, workload=TINY)
+    data = {**yaml.safe_load(TWO_NODE_EXAMPLE.read_text()), "name": OWN, "output": str(tmp / "out")}
+    path = tmp / "k8s-two-nodes-smoke.yaml"
+    path.write_text(yaml.safe_dump(campaign_as_dict(smoke_version(parse_campaign(data)))))
     watcher = Watcher(two_node_cluster)
     watcher.thread.start()
     try:
@@ -117,6 +122,11 @@ def campaign(two_node_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -
            "kubeconfig": two_node_cluster}
 
 
+def test_the_two_node_example_validates(two_node_cluster: Path) -> None:
+    checked = run_cli(["validate", str(TWO_NODE_EXAMPLE)], timeout=600)
+    assert checked.returncode == 0 and "valid;" in checked.stdout, checked.stderr
+
+
 def namespace_of(watcher: Watcher, volume: str) -> str:
     """The run's namespace, as the API showed it: where the PVC bound to the run's volume was."""
     return next(key.split("/")[0] for key, claim in watcher.claims.items() if claim["volume"] == volume)
@@ -124,8 +134,9 @@ def namespace_of(watcher: Watcher, volume: str) -> str:
 
 def test_the_job_runs_on_the_other_node_as_the_api_says(campaign: dict[str, Any]) -> None:
     runs, pods = campaign["runs"], campaign["watcher"].pods
-    assert {v: r["status"] for v, r in runs.items()} == {"cross-node": "ok", "on-node": "ok"}
-    for variant, client_node in (("cross-node", NODE_B), ("on-node", NODE_A)):
+    assert {v: r["status"] for v, r in runs.items()} == {"on-node-svc": "ok", "cross-node-svc": "ok",
+                                                          "cross-node-pod": "ok"}
+    for variant, client_node in (("cross-node-svc", NODE_B), ("cross-node-pod", NODE_B), ("on-node-svc", NODE_A)):
         backend = runs[variant]["details"]["environment"]["backend"]
         placement = backend["placement"]
         ns = namespace_of(campaign["watcher"], backend["pvc"]["volume"])
@@ -135,23 +146,23 @@ def test_the_job_runs_on_the_other_node_as_the_api_says(campaign: dict[str, Any]
         assert (placement["server_node"], placement["client_node"]) == (NODE_A, client_node)  # the record agrees
         assert placement["network_path"].startswith("cross-node" if client_node != NODE_A else "on-node")
         assert len(placement["rtt_us"]) == 5 and placement["rtt_median_us"] > 0
-    assert "pod IP" in runs["on-node"]["details"]["environment"]["backend"]["placement"]["network_path"]
+    assert "pod IP" in runs["cross-node-pod"]["details"]["environment"]["backend"]["placement"]["network_path"]
     out = campaign["campaign_file"].parent / "report"
     done = run_cli(["report", str(campaign["campaign_file"]), "-f", "md", "-o", str(out)])
     assert done.returncode == 0, done.stderr
     report = (out / "report.md").read_text()
     table = report[report.index("Where server and client ran"):]
-    assert f"| `cross-node` | {NODE_A} | {NODE_B} | cross-node" in table, table[:800]
+    assert f"| `cross-node-svc` | {NODE_A} | {NODE_B} | cross-node" in table, table[:800]
 
 
 def test_every_runs_pvc_is_restored_from_the_volume_snapshot_and_checked(campaign: dict[str, Any]) -> None:
     runs, claims, pods = campaign["runs"], campaign["watcher"].claims, campaign["watcher"].pods
     run_claims = {k: v for k, v in claims.items() if k.endswith("/data-mariadb-0")}
-    assert len(run_claims) == 2, claims
+    assert len(run_claims) == 3, claims
     assert all(v["source"] == {"kind": "VolumeSnapshot", "apiGroup": "snapshot.storage.k8s.io"}
                for v in run_claims.values())
     seeds = {k.split("/")[0] for k, p in pods.items() if p["role"] == "seed"}
-    assert len(seeds) == 1, pods  # one seed snapshot for the dataset of this campaign, two runs from it
+    assert len(seeds) == 1, pods  # one seed snapshot for the dataset of this campaign, three runs from it
     for run in runs.values():
         restore = run["details"]["reset"]["restore"]
         assert restore["method"] == "volumesnapshot" and restore["problems"] == []
@@ -161,7 +172,7 @@ def test_every_runs_pvc_is_restored_from_the_volume_snapshot_and_checked(campaig
 
 def test_nothing_is_left_in_the_cluster(campaign: dict[str, Any]) -> None:
     core, custom = api_clients(campaign["kubeconfig"])
-    selector = f"layerbench.campaign={OWN}"
+    selector = f"layerbench.campaign={NAME}"
     assert core.list_namespace(label_selector=selector).items == []  # run namespaces and the seed's
     contents = custom.list_cluster_custom_object("snapshot.storage.k8s.io", "v1", "volumesnapshotcontents",
                                                  label_selector=selector)["items"]
@@ -186,3 +197,4 @@ def test_validate_refuses_in_one_line_before_anything_starts(two_node_cluster: P
     assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr
     core, _ = api_clients(two_node_cluster)
     assert core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items == []
+
