@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from layerbench.backends.variant_base import MAX_TEXT, NAME_RE, Strict
 from layerbench.errors import shown
+from layerbench.server.settings import size_in_bytes
 
 MAX_NUMBERS = 200
 SIZE_RE = re.compile(r"(\d{1,6}(?:\.\d{1,3})?)\s?([KMGT])i?B?")  # 2.3G, 256M, 45GiB: powers of 1024
@@ -23,7 +24,7 @@ METRICS = ("tps", "qps", "avg_latency", "pct_latency")  # pct_latency: the workl
 def size_bytes(text: str) -> int:
     """2.3G as bytes (K, M, G, T: powers of 1024); the text is already checked against SIZE_RE."""
     number, unit = SIZE_RE.fullmatch(text.strip()).groups()  # type: ignore[union-attr]
-    return int(float(number) * 1024 ** ("KMGT".index(unit) + 1))
+    return size_in_bytes(number + unit) or 0
 
 
 def checked_size(value: Any) -> Any:

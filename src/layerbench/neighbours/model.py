@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from layerbench.errors import shown
+from layerbench.server.settings import size_in_bytes
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 MAX_NEIGHBOURS = 16  # per variant, its campaign's included
@@ -31,8 +32,7 @@ KIND_FIELDS = {"cpu": {"workers", "load"}, "memory": {"workers", "method", "size
 
 def size_bytes(text: str) -> int:
     """64M as bytes (powers of 1024); the text is already checked against SIZE_RE."""
-    number, unit = SIZE_RE.fullmatch(text).groups()  # type: ignore[union-attr]
-    return int(number) * 1024 ** (" KMG".index(unit))
+    return size_in_bytes(text) or 0
 
 
 def cpu_list(value: Any) -> str | None:
