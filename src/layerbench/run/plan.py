@@ -20,6 +20,7 @@ from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
 from layerbench.run.neighbour_plan import neighbour_lines
 from layerbench.run.schedule import build_schedule
+from layerbench.server.mycnf import render_value
 from layerbench.store import past_finishes
 from layerbench.sysbench.custom_script import dataset_label
 
@@ -72,7 +73,8 @@ def cpus_text(variant: VariantBase) -> str:
 def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None) -> str:
     """What the variant creates (its backend's words), then where each part runs and the path (its placement)."""
     kind, text = variant.backend, variant.describe_plan()
-    config = ", ".join(f"{k}={val}" for k, val in variant.server.config.items())
+    config = ", ".join(k if (text := render_value(val)) is None else f"{k}={text}"
+                       for k, val in variant.server.config.items())  # as the my.cnf file says it
     where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
     extra = "; ".join(p for p in (path_text(hosts, variant), cpus_text(variant), where,
                                   f"my.cnf: {config}" if config else "") if p)
