@@ -220,8 +220,10 @@ def busy_line(campaign: Campaign) -> str:
     policy = campaign.busy_policy
     source = "" if campaign.busy is not None or policy == BusyPolicy() else ", from LAYERBENCH_BUSY"
     if policy.policy == "rerun":
+        wait = policy.wait_after_replaced()
+        then = f", the next run first waiting up to {wait:.0f} s for quiet" if wait else ""
         return (f"busy runs: replaced by reruns at the end of their round, at most "
-                f"{policy.reruns_allowed(campaign.planned_runs)} (busy: rerun{source}; not in the time above)")
+                f"{policy.reruns_allowed(campaign.planned_runs)}{then} (busy: rerun{source}; not in the time above)")
     return f"busy runs: kept and flagged (busy: keep{source})" if policy.policy == "keep" else \
         f"busy runs: the first one stops the campaign (busy: fail{source})"
 
