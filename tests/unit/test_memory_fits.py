@@ -137,3 +137,18 @@ def test_a_workload_buffer_pool_above_the_limit_is_refused(tmp_path: Path, monke
     check_workload_pools(small, small.variants[0])
     reprepare = {**data, "variants": [{**data["variants"][0], "reset": "reprepare"}]}  # no snapshot: no override
     check_workload_pools(parse_campaign(reprepare), parse_campaign(reprepare).variants[0])
+
+
+@pytest.mark.parametrize("pool", [10**46, 2**63, -1, "lots", "1e3G", "[/x]"])
+def test_a_buffer_pool_that_is_no_size_is_refused_in_one_line(pool: Any) -> None:
+    said = refusal({"backend": "host"}, pool)
+    assert "innodb_buffer_pool_size: " in said and "is not a size the server takes" in said
+
+
+def test_a_host_servers_buffer_pool_larger_than_the_machine_is_refused() -> None:
+    """No limit holds a host server's pool: this machine's memory does (the server would swap or refuse)."""
+    with pytest.raises(BadInput) as error:
+        check_machine_fits(campaign({"backend": "host"}, pool=f"{total_memory() // 2**30 + 1}G").variants[0])
+    assert str(error.value).startswith("variants.v.server.config.innodb_buffer_pool_size: ")
+    assert "more than this machine's" in str(error.value) and "\n" not in str(error.value)
+    check_machine_fits(campaign({"backend": "host"}, pool="64M").variants[0])

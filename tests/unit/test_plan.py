@@ -193,3 +193,14 @@ def test_every_placement_says_its_hosts_and_path(variant: dict, words: str) -> N
     campaign = parse_campaign({"name": "placed", "baseline": "v", "hosts": HOSTS, "workload": {"reset": "reprepare"},
                                "variants": [{"name": "v", **variant}]})
     assert path_text(campaign.hosts, campaign.variants[0]) == words
+
+
+def test_a_variant_line_keeps_its_backends_words_and_shows_my_cnf_as_the_file_writes_it() -> None:
+    from layerbench.run.plan import variant_line
+
+    config = {"skip-log-bin": True, "performance_schema": False, "innodb_buffer_pool_size": "64M"}
+    campaign = parse_campaign({"name": "cnf", "baseline": "a", "workload": {"tables": 1, "table_size": 1000},
+                               "variants": [{"name": "a", "backend": "host", "server": {"config": config}}]})
+    line = variant_line(campaign.variant("a"))
+    assert line.startswith("variant a (host): a private mariadbd (free port), its own datadir copy; ")
+    assert line.endswith("my.cnf: skip-log-bin, performance_schema=OFF, innodb_buffer_pool_size=64M")

@@ -73,7 +73,7 @@ def cpus_text(variant: VariantBase) -> str:
 def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None) -> str:
     """What the variant creates (its backend's words), then where each part runs and the path (its placement)."""
     kind, text = variant.backend, variant.describe_plan()
-    config = ", ".join(k if (text := render_value(val)) is None else f"{k}={text}"
+    config = ", ".join(k if (shown_value := render_value(val)) is None else f"{k}={shown_value}"
                        for k, val in variant.server.config.items())  # as the my.cnf file says it
     where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
     extra = "; ".join(p for p in (path_text(hosts, variant), cpus_text(variant), where,

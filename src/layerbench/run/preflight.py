@@ -192,6 +192,10 @@ def check_machine_fits(variant: VariantBase) -> None:
                                                  "pool (the limit is derived from it)")
         raise BadInput(f"{where}.{field}: {shown(memory, quote=False)} is more than this machine's "
                        f"{total / 2**30:.1f} GiB of memory; {fix}")
+    pool, option = variant.server.buffer_pool_bytes(), variant.server.buffer_pool_option()
+    if not limit and pool and option and total and pool > total:  # no limit to hold it: the machine's memory does
+        raise BadInput(f"{where}.server.config.{option[0]}: {shown(option[1], quote=False)} is more than this "
+                       f"machine's {total / 2**30:.1f} GiB of memory; use a smaller buffer pool")
 
 
 def check_workload_pools(campaign: Campaign, variant: VariantBase) -> None:

@@ -136,5 +136,8 @@ class ServerSettings(Strict):
             if canonical_option(key) in OWNED_BY_LAYERBENCH:
                 raise ValueError(f"{key}: set by layerbench for each run; remove it")
             check_option_value(key, item)
+            if canonical_option(key) == "innodb-buffer-pool-size" and size_in_bytes(item) is None:
+                raise ValueError(f"{key}: {shown(item)} is not a size the server takes (bytes below 2^63, or a "
+                                 "number with K, M, G or T); write it like 2G")
         refuse_secret_names(value, "remove it (the server's passwords are generated for each run)")
         return value
