@@ -39,6 +39,8 @@ def test_flavour_from_real_version_lines(text: str, expected: tuple[str, str]) -
 
 @pytest.mark.parametrize("text", [
     "/usr/sbin/mysqld  Ver 5.7.44 for Linux on x86_64 (MySQL Community Server (GPL))",  # before 8.0: not supported
+    "/usr/sbin/mysqld  Ver 5.6.51 for Linux on x86_64 (MySQL Community Server (GPL))",
+    "/usr/sbin/mysqld  Ver 5.7.44-48 for Linux on x86_64 (Percona Server (GPL), Release 48, Revision 497f936a373)",
     "/usr/sbin/mysqld  Ver 10.3.39-MariaDB-0+deb10u2 for debian-linux-gnu on x86_64 (Debian 10)",  # before 10.4
     "/usr/libexec/mysqld  Ver 5.5.68-MariaDB for Linux on x86_64 (MariaDB Server)",
     "bash, version 5.2.15(1)-release", "", "Ver", "sysbench 1.0.20",
