@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,106 @@ def test_without_a_snapshot_the_container_initialises_its_datadir_with_mysqls_ow
         assert facts["reset"]["method"] == "reprepare"
         assert facts["environment"]["server_variables"]["version"].startswith("9.7.")
     assert our_containers(data["name"]) == []
+
+
+# --- an image started through the docker-library entrypoint contract (`image:`), built here for the test -------
+
+UPSTREAM_REPO = "layerbench-test/upstream-mysql"
+ENTRYPOINT = Path(__file__).resolve().parent.parent / "data" / "upstream" / "docker-entrypoint.sh"
+UPSTREAM_MYCNF = """[mysqld]
+user = mysql
+datadir = /var/lib/mysql
+socket = /var/run/mysqld/mysqld.sock
+pid-file = /var/run/mysqld/mysqld.pid
+secure-file-priv = NULL
+!includedir /etc/mysql/conf.d/
+"""
+UPSTREAM_SETUP = ("set -e; grep -q '^mysql:' /etc/passwd || echo 'mysql:x:999:999:MySQL:/var/lib/mysql:/bin/false' "
+                  ">> /etc/passwd; grep -q '^mysql:' /etc/group || echo 'mysql:x:999:' >> /etc/group; "
+                  "mkdir -p /etc/mysql/conf.d /docker-entrypoint-initdb.d /var/lib/mysql")
+
+
+def files_tar(files: dict[str, tuple[bytes, int]]) -> bytes:
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for path, (body, mode) in files.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(body), mode
+            tar.addfile(info, io.BytesIO(body))
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def upstream_image() -> Iterator[str]:
+    """An image like the official mysql one (ENTRYPOINT docker-entrypoint.sh, CMD mysqld, VOLUME /var/lib/mysql,
+    ENV MYSQL_VERSION), made from layerbench's MySQL 9.7 image with the test's entrypoint; removed at the end."""
+    import docker
+
+    from layerbench.server.mysql_image import ensure_mysql_image
+
+    ensure_rootfs("9.7")
+    client = docker.from_env()
+    base = ensure_mysql_image(client, "9.7", "test")
+    tag = f"{UPSTREAM_REPO}:{os.getpid()}"
+    builder = client.containers.create(base, ["sh", "-c", UPSTREAM_SETUP], name=f"upstream-build-{os.getpid()}",
+                                       network_mode="none")
+    try:
+        builder.put_archive("/", files_tar({"usr/local/bin/docker-entrypoint.sh": (ENTRYPOINT.read_bytes(), 0o755),
+                                            "etc/mysql/my.cnf": (UPSTREAM_MYCNF.encode(), 0o644)}))
+        builder.start()
+        assert builder.wait(timeout=120)["StatusCode"] == 0, builder.logs().decode(errors="replace")
+        builder.commit(repository=UPSTREAM_REPO, tag=str(os.getpid()), changes=[
+            'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]', 'CMD ["mysqld"]', "ENV MYSQL_VERSION=9.7.4-2",
+            "VOLUME /var/lib/mysql", "EXPOSE 3306"])
+    finally:
+        builder.remove(force=True)
+    try:
+        yield tag
+    finally:
+        client.images.remove(tag, force=True)
+
+
+def test_an_image_with_the_entrypoint_contract_runs_sysbench_and_says_its_flavour(upstream_image: str,
+                                                                                    tmp_path: Path) -> None:
+    """`image:` of an image like mysql:8.4: layerbench gives its entrypoint the password file, the database, conf.d
+    and initdb.d, the entrypoint initialises the datadir, and the flavour recorded is the one the server names."""
+    name = f"it-upstream-{tmp_path.name[-6:]}"
+    data = {
+        "name": name, "baseline": "upstream",
+        "variants": [{"name": "upstream", "backend": "docker", "image": upstream_image,
+                      "server": {"config": {"innodb_buffer_pool_size": "64M"}}}],
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
+        "repetitions": 1, "output": str(tmp_path),
+    }
+    db = tmp_path / "layerbench.db"
+    with Store(db) as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+    rows = sqlite3.connect(db).execute("SELECT status, tps, details, error FROM runs").fetchall()
+    assert (outcome.ok, outcome.failed) == (1, 0), rows
+    facts = json.loads(rows[0][2])
+    backend = facts["environment"]["backend"]
+    assert rows[0][1] > 0 and facts["reset"]["method"] == "reprepare"
+    assert (backend["server_flavour"], backend["started_by"]) == ("mysql", "the image's entrypoint")
+    assert backend["server_version"].startswith("9.7.") and backend["image"] == upstream_image
+    assert facts["environment"]["server_variables"]["innodb_buffer_pool_size"] == str(64 << 20)  # conf.d was read
+    assert our_containers(name) == []
+
+
+def test_validate_refuses_an_image_that_is_not_here_naming_pull_and_load(tmp_path: Path) -> None:
+    import yaml
+
+    path = tmp_path / "upstream.yaml"
+    missing = f"{UPSTREAM_REPO}:missing-{os.getpid()}"
+    path.write_text(yaml.safe_dump({
+        "name": "upstream-missing", "baseline": "d",
+        "variants": [{"name": "d", "backend": "docker", "image": missing}],
+        "workloads": [{"name": "w", "tables": 1, "table_size": 10}]}))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, check=False)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert f"variants.d.image: {missing} is not on this Docker host" in lines[0]
+    assert f"docker pull {missing}" in lines[0] and "docker load -i" in lines[0]
