@@ -72,6 +72,14 @@ class DockerVariant(ImageVariant):
     run_overhead: ClassVar[float] = 8
     leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_binary_yet(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "mysqld" in data:
+            raise ValueError("mysqld: a server binary of your own runs in the host backend only (docker: not yet); "
+                             "use backend: host, or image: an image of that server (docs/backends/docker.md)")
+        return data
+
     @field_validator("image", mode="before")
     @classmethod
     def _image(cls, value: Any) -> Any:
