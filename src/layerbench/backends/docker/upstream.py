@@ -156,7 +156,12 @@ def forget_secrets(spec: ServerSpec) -> None:
 
 def read_flavour(endpoint: Endpoint, image: str) -> Flavour:
     """The flavour the running server names itself by; a server layerbench does not know is a failed run."""
-    rows = query(endpoint, "SELECT VERSION(), @@version_comment")
+    import pymysql
+
+    try:
+        rows = query(endpoint, "SELECT VERSION(), @@version_comment")
+    except pymysql.Error as error:
+        raise RunFailed(f"image {shown(image)}: its server did not say its version ({type(error).__name__})") from None
     version, comment = (str(value) for value in rows[0])
     flavour = flavour_of_server(version, comment)
     if flavour is None:
