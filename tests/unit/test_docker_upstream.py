@@ -156,3 +156,15 @@ def test_a_server_binary_on_a_docker_variant_is_not_yet_and_says_so() -> None:
     data["variants"][0] = {"name": "d", "backend": "docker", "mysqld": "/opt/percona/bin/mysqld"}
     with pytest.raises(BadInput, match="mysqld: a server binary of your own runs in the host backend only"):
         parse_campaign(data)
+
+
+@pytest.mark.parametrize("value", ["mysql:8.4\nrm -rf /", "[/x]", ";rm", "x" * 300, ["mysql:8.4"]])
+def test_validate_refuses_a_hostile_image_with_exit_2_in_one_line(tmp_path: Path, value: object) -> None:
+    import yaml
+    from tests.unit.test_hostile_inputs import assert_one_line_bad_input, validate
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign(value)))
+    code, err = validate(path)
+    assert_one_line_bad_input(code, err)
+    assert "image" in err and "is not an image reference" in err
