@@ -168,3 +168,13 @@ def test_validate_refuses_a_hostile_image_with_exit_2_in_one_line(tmp_path: Path
     code, err = validate(path)
     assert_one_line_bad_input(code, err)
     assert "image" in err and "is not an image reference" in err
+
+
+def test_the_server_log_layerbench_shows_has_the_runs_secrets_redacted(tmp_path: Path) -> None:
+    from layerbench.backends.docker.local import container_log_tail
+
+    run = spec(tmp_path)
+    run.run_dir.mkdir(parents=True)
+    (run.run_dir / "server.log").write_text("start\n[ERROR] bad password s3cret-account-pw for root-pw-123\n")
+    tail = container_log_tail(run, None, 20, [run.password, Secret("root-pw-123")])
+    assert "s3cret" not in tail and "root-pw-123" not in tail and "[ERROR] bad password ********" in tail
