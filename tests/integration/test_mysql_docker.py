@@ -244,3 +244,32 @@ def test_validate_refuses_an_image_that_is_not_here_naming_pull_and_load(tmp_pat
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert f"variants.d.image: {missing} is not on this Docker host" in lines[0]
     assert f"docker pull {missing}" in lines[0] and "docker load -i" in lines[0]
+
+
+def test_validate_refuses_an_image_that_declares_a_server_layerbench_does_not_know(upstream_image: str,
+                                                                                   tmp_path: Path) -> None:
+    """The same image declaring MySQL 5.7 (its MYSQL_VERSION, as the official mysql:5.7 does): refused before any
+    container of it starts, in one line with exit 2."""
+    import docker
+    import yaml
+
+    client = docker.from_env()
+    old = f"{UPSTREAM_REPO}:{os.getpid()}-57"
+    holder = client.containers.create(upstream_image, ["true"], name=f"upstream-57-{os.getpid()}")
+    try:
+        holder.commit(repository=UPSTREAM_REPO, tag=f"{os.getpid()}-57", changes=["ENV MYSQL_VERSION=5.7.44-1.el7"])
+    finally:
+        holder.remove(force=True, v=True)
+    try:
+        path = tmp_path / "old.yaml"
+        path.write_text(yaml.safe_dump({
+            "name": "upstream-old", "baseline": "d", "variants": [{"name": "d", "backend": "docker", "image": old}],
+            "workloads": [{"name": "w", "tables": 1, "table_size": 10}]}))
+        done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                              text=True, check=False)
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        assert f"variants.d.image: '{old}' declares MYSQL_VERSION=5.7.44-1.el7" in lines[0]
+        assert [c.name for c in client.containers.list(all=True, filters={"ancestor": old})] == []
+    finally:
+        client.images.remove(old, force=True)
