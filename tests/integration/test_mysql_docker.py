@@ -229,29 +229,14 @@ def test_an_image_with_the_entrypoint_contract_runs_sysbench_and_says_its_flavou
     assert our_containers(name) == []
 
 
-def test_validate_refuses_an_image_that_is_not_here_naming_pull_and_load(tmp_path: Path) -> None:
-    import yaml
-
-    path = tmp_path / "upstream.yaml"
-    missing = f"{UPSTREAM_REPO}:missing-{os.getpid()}"
-    path.write_text(yaml.safe_dump({
-        "name": "upstream-missing", "baseline": "d",
-        "variants": [{"name": "d", "backend": "docker", "image": missing}],
-        "workloads": [{"name": "w", "tables": 1, "table_size": 10}]}))
-    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
-                          text=True, check=False)
-    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-    assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert f"variants.d.image: {missing} is not on this Docker host" in lines[0]
-    assert f"docker pull {missing}" in lines[0] and "docker load -i" in lines[0]
-
-
-def test_validate_refuses_an_image_that_declares_a_server_layerbench_does_not_know(upstream_image: str,
-                                                                                   tmp_path: Path) -> None:
-    """The same image declaring MySQL 5.7 (its MYSQL_VERSION, as the official mysql:5.7 does): refused before any
-    container of it starts, in one line with exit 2."""
+def test_validate_refuses_an_image_that_declares_a_server_layerbench_does_not_know(upstream_image: str) -> None:
+    """The same image declaring MySQL 5.7 (its MYSQL_VERSION, as the official mysql:5.7 does): refused by validate's
+    check of the variant (in-process: the CLI's one line and exit 2 for a BadInput are shown by the unit tests)
+    before any container of it starts."""
     import docker
-    import yaml
+
+    from layerbench.backends.docker.local import check_variant
+    from layerbench.errors import BadInput
 
     client = docker.from_env()
     old = f"{UPSTREAM_REPO}:{os.getpid()}-57"
@@ -261,15 +246,11 @@ def test_validate_refuses_an_image_that_declares_a_server_layerbench_does_not_kn
     finally:
         holder.remove(force=True, v=True)
     try:
-        path = tmp_path / "old.yaml"
-        path.write_text(yaml.safe_dump({
-            "name": "upstream-old", "baseline": "d", "variants": [{"name": "d", "backend": "docker", "image": old}],
-            "workloads": [{"name": "w", "tables": 1, "table_size": 10}]}))
-        done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
-                              text=True, check=False)
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        assert done.returncode == 2 and len(lines) == 1, done.stderr
-        assert f"variants.d.image: '{old}' declares MYSQL_VERSION=5.7.44-1.el7" in lines[0]
+        variant = parse_campaign({"name": "upstream-old", "baseline": "d", "variants": [
+            {"name": "d", "backend": "docker", "image": old}], "workloads": [{"name": "w", "table_size": 10}]})
+        with pytest.raises(BadInput) as refused:
+            check_variant(client, variant.variant("d"))
+        assert str(refused.value).startswith(f"variants.d.image: '{old}' declares MYSQL_VERSION=5.7.44-1.el7")
         assert [c.name for c in client.containers.list(all=True, filters={"ancestor": old})] == []
     finally:
         client.images.remove(old, force=True)
