@@ -146,7 +146,8 @@ def test_sigint_during_a_docker_campaign_leaves_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("variant", "expected"), [
     ({"resources": {"cpus": 64}}, "more than the"),
     ({"resources": {"cpuset": "60"}}, "CPU 60 does not exist"),
-    ({"image": "no-such-image:1"}, "is not on this Docker host"),
+    ({"image": "no-such-image:1"}, "is not on this Docker host (layerbench never pulls); run `docker pull "
+                                   "no-such-image:1` where a registry answers, or `docker load -i FILE`"),
     ({"network": "overlay"}, "network"),
 ])
 def test_bad_docker_input_exits_2_before_any_container(tmp_path: Path, variant: dict, expected: str) -> None:

@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,116 @@ def test_without_a_snapshot_the_container_initialises_its_datadir_with_mysqls_ow
         assert facts["reset"]["method"] == "reprepare"
         assert facts["environment"]["server_variables"]["version"].startswith("9.7.")
     assert our_containers(data["name"]) == []
+
+
+# --- an image started through the docker-library entrypoint contract (`image:`), built here for the test -------
+
+UPSTREAM_REPO = "layerbench-test/upstream-mysql"
+ENTRYPOINT = Path(__file__).resolve().parent.parent / "data" / "upstream" / "docker-entrypoint.sh"
+UPSTREAM_MYCNF = """[mysqld]
+user = mysql
+datadir = /var/lib/mysql
+socket = /var/run/mysqld/mysqld.sock
+pid-file = /var/run/mysqld/mysqld.pid
+secure-file-priv = NULL
+!includedir /etc/mysql/conf.d/
+"""
+UPSTREAM_SETUP = ("set -e; grep -q '^mysql:' /etc/passwd || echo 'mysql:x:999:999:MySQL:/var/lib/mysql:/bin/false' "
+                  ">> /etc/passwd; grep -q '^mysql:' /etc/group || echo 'mysql:x:999:' >> /etc/group; "
+                  "mkdir -p /etc/mysql/conf.d /docker-entrypoint-initdb.d /var/lib/mysql")
+
+
+def files_tar(files: dict[str, tuple[bytes, int]]) -> bytes:
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for path, (body, mode) in files.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(body), mode
+            tar.addfile(info, io.BytesIO(body))
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def upstream_image() -> Iterator[str]:
+    """An image like the official mysql one (ENTRYPOINT docker-entrypoint.sh, CMD mysqld, VOLUME /var/lib/mysql,
+    ENV MYSQL_VERSION), made from layerbench's MySQL 9.7 image with the test's entrypoint; removed at the end."""
+    import docker
+
+    from layerbench.server.mysql_image import ensure_mysql_image
+
+    ensure_rootfs("9.7")
+    client = docker.from_env()
+    base = ensure_mysql_image(client, "9.7", "test")
+    tag = f"{UPSTREAM_REPO}:{os.getpid()}"
+    builder = client.containers.create(base, ["sh", "-c", UPSTREAM_SETUP], name=f"upstream-build-{os.getpid()}",
+                                       network_mode="none")
+    try:
+        builder.put_archive("/", files_tar({"usr/local/bin/docker-entrypoint.sh": (ENTRYPOINT.read_bytes(), 0o755),
+                                            "etc/mysql/my.cnf": (UPSTREAM_MYCNF.encode(), 0o644)}))
+        builder.start()
+        assert builder.wait(timeout=120)["StatusCode"] == 0, builder.logs().decode(errors="replace")
+        builder.commit(repository=UPSTREAM_REPO, tag=str(os.getpid()), changes=[
+            'ENTRYPOINT ["/usr/local/bin/docker-entrypoint.sh"]', 'CMD ["mysqld"]', "ENV MYSQL_VERSION=9.7.4-2",
+            "VOLUME /var/lib/mysql", "EXPOSE 3306"])
+    finally:
+        builder.remove(force=True)
+    try:
+        yield tag
+    finally:
+        client.images.remove(tag, force=True)
+
+
+def test_an_image_with_the_entrypoint_contract_runs_sysbench_and_says_its_flavour(upstream_image: str,
+                                                                                    tmp_path: Path) -> None:
+    """`image:` of an image like mysql:8.4: layerbench gives its entrypoint the password file, the database, conf.d
+    and initdb.d, the entrypoint initialises the datadir, and the flavour recorded is the one the server names."""
+    name = f"it-upstream-{tmp_path.name[-6:]}"
+    data = {
+        "name": name, "baseline": "upstream",
+        "variants": [{"name": "upstream", "backend": "docker", "image": upstream_image,
+                      "server": {"config": {"innodb_buffer_pool_size": "64M"}}}],
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
+        "repetitions": 1, "output": str(tmp_path),
+    }
+    db = tmp_path / "layerbench.db"
+    with Store(db) as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+    rows = sqlite3.connect(db).execute("SELECT status, tps, details, error FROM runs").fetchall()
+    assert (outcome.ok, outcome.failed) == (1, 0), rows
+    facts = json.loads(rows[0][2])
+    backend = facts["environment"]["backend"]
+    assert rows[0][1] > 0 and facts["reset"]["method"] == "reprepare"
+    assert (backend["server_flavour"], backend["started_by"]) == ("mysql", "the image's entrypoint")
+    assert backend["server_version"].startswith("9.7.") and backend["image"] == upstream_image
+    assert facts["environment"]["server_variables"]["innodb_buffer_pool_size"] == str(64 << 20)  # conf.d was read
+    assert our_containers(name) == []
+
+
+def test_validate_refuses_an_image_that_declares_a_server_layerbench_does_not_know(upstream_image: str) -> None:
+    """The same image declaring MySQL 5.7 (its MYSQL_VERSION, as the official mysql:5.7 does): refused by validate's
+    check of the variant (in-process: the CLI's one line and exit 2 for a BadInput are shown by the unit tests)
+    before any container of it starts."""
+    import docker
+
+    from layerbench.backends.docker.local import check_variant
+    from layerbench.errors import BadInput
+
+    client = docker.from_env()
+    old = f"{UPSTREAM_REPO}:{os.getpid()}-57"
+    holder = client.containers.create(upstream_image, ["true"], name=f"upstream-57-{os.getpid()}")
+    try:
+        holder.commit(repository=UPSTREAM_REPO, tag=f"{os.getpid()}-57", changes=["ENV MYSQL_VERSION=5.7.44-1.el7"])
+    finally:
+        holder.remove(force=True, v=True)
+    try:
+        variant = parse_campaign({"name": "upstream-old", "baseline": "d", "variants": [
+            {"name": "d", "backend": "docker", "image": old}], "workloads": [{"name": "w", "table_size": 10}]})
+        with pytest.raises(BadInput) as refused:
+            check_variant(client, variant.variant("d"))
+        assert str(refused.value).startswith(f"variants.d.image: '{old}' declares MYSQL_VERSION=5.7.44-1.el7")
+        assert [c.name for c in client.containers.list(all=True, filters={"ancestor": old})] == []
+    finally:
+        client.images.remove(old, force=True)

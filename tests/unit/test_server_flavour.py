@@ -39,6 +39,8 @@ def test_flavour_from_real_version_lines(text: str, expected: tuple[str, str]) -
 
 @pytest.mark.parametrize("text", [
     "/usr/sbin/mysqld  Ver 5.7.44 for Linux on x86_64 (MySQL Community Server (GPL))",  # before 8.0: not supported
+    "/usr/sbin/mysqld  Ver 5.6.51 for Linux on x86_64 (MySQL Community Server (GPL))",
+    "/usr/sbin/mysqld  Ver 5.7.44-48 for Linux on x86_64 (Percona Server (GPL), Release 48, Revision 497f936a373)",
     "/usr/sbin/mysqld  Ver 10.3.39-MariaDB-0+deb10u2 for debian-linux-gnu on x86_64 (Debian 10)",  # before 10.4
     "/usr/libexec/mysqld  Ver 5.5.68-MariaDB for Linux on x86_64 (MariaDB Server)",
     "bash, version 5.2.15(1)-release", "", "Ver", "sysbench 1.0.20",
@@ -161,11 +163,17 @@ def test_a_host_variant_prepares_its_snapshot_with_its_own_server() -> None:
     assert server_from_fields("verify", None).server.flavour is None  # a snapshot from before: this host's MariaDB
 
 
-def test_validate_refuses_a_mariadb_it_cannot_start_with_exit_2(tmp_path: Path) -> None:
-    """A MariaDB 10.3 binary (a real `--version` line; its install script lacks an option layerbench passes)."""
+@pytest.mark.parametrize(("line", "said"), [
+    ("/usr/sbin/mysqld  Ver 10.3.39-MariaDB-0+deb10u2 for debian-linux-gnu on x86_64", "10.3.39-MariaDB"),
+    ("/usr/sbin/mysqld  Ver 5.6.51 for Linux on x86_64 (MySQL Community Server (GPL))", "5.6.51"),
+    ("/usr/sbin/mysqld  Ver 5.7.44-48 for Linux on x86_64 (Percona Server (GPL), Release 48)", "5.7.44-48"),
+])
+def test_validate_refuses_a_server_it_cannot_start_with_exit_2(tmp_path: Path, line: str, said: str) -> None:
+    """A MariaDB 10.3 binary (its install script lacks an option layerbench passes), MySQL 5.6, Percona Server 5.7
+    (before --initialize-insecure and caching_sha2_password): real `--version` lines."""
     from tests.unit.test_hostile_inputs import assert_one_line_bad_input, validate
 
-    old = script(tmp_path, "echo '/usr/sbin/mysqld  Ver 10.3.39-MariaDB-0+deb10u2 for debian-linux-gnu on x86_64'")
+    old = script(tmp_path, f"echo '{line}'")
     campaign = tmp_path / "c.yaml"
     campaign.write_text(f"""name: flavour-old-{tmp_path.name[-6:]}
 baseline: a
@@ -176,4 +184,4 @@ workloads:
 """)
     code, err = validate(campaign)
     assert_one_line_bad_input(code, err)
-    assert "variants.a.mysqld" in err and "10.3.39-MariaDB" in err and "MariaDB 10.4 or later" in err
+    assert "variants.a.mysqld" in err and said in err and "MariaDB 10.4 or later" in err

@@ -110,6 +110,13 @@ def parse_version(text: str) -> Flavour | None:
     return Flavour(name, version, dict(MYSQL_DEFAULTS))
 
 
+def flavour_of_server(version: str, comment: str) -> Flavour | None:
+    """The flavour a running server names itself by (`SELECT VERSION(), @@version_comment`: `8.4.0` and `MySQL
+    Community Server - GPL`, `11.4.2-MariaDB-ubu2404` and `mariadb.org binary distribution`, `8.0.36-28` and
+    `Percona Server (GPL), Release 28, ...`), read like a `--version` line; None when layerbench does not know it."""
+    return parse_version(f"Ver {version} {comment}")
+
+
 @lru_cache(maxsize=16)
 def detect_flavour(binary: str | tuple[str, ...], where: str) -> Flavour:
     """Run `binary --version` (bounded in time; `binary` may be a command: a loader, then the program) and name

@@ -21,6 +21,13 @@ from layerbench.backends.docker.client import ContainerClient
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.docker.procs import docker_components
 from layerbench.backends.docker.qos import check_resources, resource_options
+from layerbench.backends.docker.upstream import (
+    UpstreamImage,
+    check_upstream,
+    inspect_image,
+    upstream_facts,
+    upstream_options,
+)
 from layerbench.backends.docker.variant import DockerVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import owners
@@ -29,6 +36,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.machine import free_port
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
+from layerbench.secrets import Secret, redact
 from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import MARIADB
@@ -119,6 +127,8 @@ class DockerBackend(BackendBase):
         self.image: str | None = None
         self.copy_started = 0.0
         self._server: ServerProgram | None = None
+        self.upstream: UpstreamImage | None = None  # an `image:` started through its entrypoint (upstream.py)
+        self.secrets: list[Secret] = []  # redacted from the container's log lines
 
     @property
     def server(self) -> ServerProgram:
@@ -141,6 +151,7 @@ class DockerBackend(BackendBase):
     def up(self, spec: ServerSpec) -> Endpoint:
         self.docker, self.spec = docker_client(), spec
         self.image = self.variant.image or local_image(self.docker, self.variant)
+        self.upstream = inspect_image(self.docker, self.image) if self.variant.image else None
         owners.record(spec.label, pid=None, marker="", paths=[spec.work_dir / "docker" / spec.label])
         endpoint = self._start(spec)
         if spec.snapshot is not None and self.variant.storage in IN_CONTAINER:
@@ -149,17 +160,25 @@ class DockerBackend(BackendBase):
         with contextlib.suppress(FileNotFoundError):
             (spec.private_dir / "conf" / "init.sql").unlink()
         self.facts = daemon_facts(self.docker, self.image)
+        if self.upstream is not None:
+            self.facts |= upstream_facts(spec, endpoint, self.image)
         return endpoint
 
     def _start(self, spec: ServerSpec) -> Endpoint:
         variant = self.variant
         network = self._network(spec)
         self.port = self._free_port(spec.listen_address) if variant.network == "host" else 3306
-        self._write_config(spec)
         kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
+        if self.upstream is None:
+            self._write_config(spec)
+            kwargs["command"] = server_command(self.server, spec.snapshot is not None, variant.storage)
+        else:
+            owned = {"port": self.port, "bind-address": spec.listen_address if variant.network == "host" else
+                     "0.0.0.0"}
+            options, self.secrets = upstream_options(spec, owned, kwargs["volumes"], CONF)
+            kwargs |= options
         self.container = self._create("container", lambda: self.docker.containers.create(
-            self.image, server_command(self.server, spec.snapshot is not None, variant.storage), name=spec.label,
-            labels=labels(spec, "server"), detach=True, **kwargs))
+            self.image, name=spec.label, labels=labels(spec, "server"), detach=True, **kwargs))
         self.copy_started = time.monotonic()  # a copy inside the container (IN_CONTAINER) starts with it
         self.container.start()
         self.container.reload()
@@ -219,7 +238,7 @@ class DockerBackend(BackendBase):
         elif storage == "volume":
             volumes[self._volume(spec, spec.label).name] = {"bind": DATADIR, "mode": "rw"}
         elif storage == "data-container":
-            extra["volumes_from"] = [self._data_container(spec)]
+            extra["volumes_from"] = [data_container(self, spec)]
         elif storage == "tmpfs":
             extra["tmpfs"] = {DATADIR: "rw,size=90%"}
         return {"volumes": volumes, **extra}
@@ -238,13 +257,6 @@ class DockerBackend(BackendBase):
         return self._create("volume", lambda: self.docker.volumes.create(name=name, labels=labels(spec, "volume"),
                                                                          **opts))
 
-    def _data_container(self, spec: ServerSpec) -> str:
-        volume = self._volume(spec, f"{spec.label}-data")
-        holder = self._create("container", lambda: self.docker.containers.create(
-            self.image, ["true"], name=f"{spec.label}-data", labels=labels(spec, "data"),
-            volumes={volume.name: {"bind": DATADIR, "mode": "rw"}}))
-        return str(holder.name)
-
     def _alive(self) -> bool:
         return container_alive(self.container)
 
@@ -254,8 +266,8 @@ class DockerBackend(BackendBase):
 
     def _remove_all(self) -> None:
         for kind, obj in reversed(self.created):
-            with contextlib.suppress(Exception):
-                obj.remove(force=True) if kind == "container" else obj.remove()
+            with contextlib.suppress(Exception):  # v: an image's anonymous volumes (its VOLUME) go with it
+                obj.remove(force=True, v=True) if kind == "container" else obj.remove()
         self.created.clear()
         self.container = None
         if self.spec is not None:
@@ -295,12 +307,27 @@ class DockerBackend(BackendBase):
         return ContainerClient(self.docker, self.image or "", network, self.spec, self.variant.client_cpus)
 
     def server_log_tail(self, lines: int = 20) -> str:
-        path = self.spec.run_dir / "server.log" if self.spec else None
-        text = path.read_text(errors="replace") if path and path.exists() else ""
-        if not text and self.container is not None:
-            with contextlib.suppress(Exception):
-                text = self.container.logs(tail=lines).decode(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
+        return container_log_tail(self.spec, self.container, lines, self.secrets)
+
+
+def data_container(backend: DockerBackend, spec: ServerSpec) -> str:
+    """The never-started container holding the datadir's named volume (storage: data-container)."""
+    volume = backend._volume(spec, f"{spec.label}-data")
+    holder = backend._create("container", lambda: backend.docker.containers.create(
+        backend.image, ["true"], name=f"{spec.label}-data", labels=labels(spec, "data"),
+        volumes={volume.name: {"bind": DATADIR, "mode": "rw"}}))
+    return str(holder.name)
+
+
+def container_log_tail(spec: ServerSpec | None, container: Any, lines: int, secrets: list[Secret]) -> str:
+    """The server's log (its file in the run's folder, else the container's output: an entrypoint image logs
+    there), the run's secrets redacted."""
+    path = spec.run_dir / "server.log" if spec else None
+    text = path.read_text(errors="replace") if path and path.exists() else ""
+    if not text and container is not None:
+        with contextlib.suppress(Exception):
+            text = container.logs(tail=lines).decode(errors="replace")
+    return redact("\n".join(text.splitlines()[-lines:]), secrets)
 
 
 def local_image(client: Any, variant: DockerVariant, say: Callable[[str], None] | None = None) -> str:
@@ -353,20 +380,26 @@ def check_variant(client: Any, variant: DockerVariant) -> None:
 
 
 def check_image(client: Any, variant: DockerVariant) -> None:
-    """The image is on the Docker host and holds the programs the container's command runs (server_command)."""
+    """The image is on the Docker host (layerbench never pulls); an image with an entrypoint is started through it
+    (upstream.py), any other must hold the programs the container's command runs (server_command)."""
     import docker.errors
 
     where = f"variants.{variant.name}.image: {variant.image}"
     try:
-        client.images.get(variant.image)
+        upstream = inspect_image(client, str(variant.image))
     except docker.errors.ImageNotFound:
-        raise BadInput(f"{where} is not on this Docker host; pull it (`docker pull`) or remove `image:` to use "
-                       "the locally built one") from None
+        raise BadInput(f"{where} is not on this Docker host (layerbench never pulls); run `docker pull "
+                       f"{variant.image}` where a registry answers, or `docker load -i FILE` with a `docker save` "
+                       "of it, or remove `image:` to use the locally built one") from None
+    if upstream is not None:
+        check_upstream(variant, upstream)
+        return
     needed = USER_IMAGE_PROGRAMS + (("sysbench",) if variant.client == "container" else ())
     missing = missing_programs(client, str(variant.image), needed)
     if missing:
-        raise BadInput(f"{where} has no {', '.join(missing)} on its PATH; layerbench starts the server with "
-                       "mariadbd and mariadb-install-db (MySQL images: not yet); remove `image:` to use the "
+        raise BadInput(f"{where} has no {', '.join(missing)} on its PATH; layerbench starts an image without an "
+                       "entrypoint with mariadbd and mariadb-install-db (an image with the docker-entrypoint.sh "
+                       "of the mysql and mariadb images is started through it); remove `image:` to use the "
                        "locally built one")
 
 

@@ -29,6 +29,7 @@ from layerbench.backends.docker.local import (
     daemon_facts,
     wait_for_container,
 )
+from layerbench.backends.docker.upstream import inspect_image
 from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.host.remote import pick_port
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
@@ -121,7 +122,11 @@ class RemoteDockerBackend(DockerBackend):
         missing = check_tools(self.host)
         if missing:
             raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them there")
-        check_variant(remote_docker_client(self.host), v)
+        client = remote_docker_client(self.host)
+        check_variant(client, v)
+        if v.image and inspect_image(client, v.image) is not None:
+            raise BadInput(f"variants.{v.name}.image: an image started through its entrypoint ({v.image}) on an "
+                           "ssh: host: not yet; run it on this machine's Docker (remove server_host)")
 
     def prepare(self, say: Callable[[str], None]) -> None:
         """The image built here (as locally), sent to the host's daemon when it lacks this build."""

@@ -58,8 +58,8 @@ class DockerResources(Strict):
 class DockerVariant(ImageVariant):
     own_client: ClassVar[str] = "container"
     backend: Literal["docker"]
-    image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE,
-                              description="default: the locally built layerbench image")
+    image: str | None = Field(default=None, description="default: the locally built layerbench image; one with "
+                              "an entrypoint (mysql:8.4) is started through it (backends/docker/upstream.py)")
     network: Literal["bridge", "bridge-direct", "host"] = "bridge"
     storage: Literal["volume", "bind", "data-container", "container-fs", "tmpfs"] = "volume"
     resources: DockerResources = Field(default_factory=DockerResources)
@@ -71,6 +71,26 @@ class DockerVariant(ImageVariant):
     remote_client: ClassVar[bool] = True
     run_overhead: ClassVar[float] = 8
     leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_binary_yet(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "mysqld" in data:
+            raise ValueError("mysqld: a server binary of your own runs in the host backend only (docker: not yet); "
+                             "use backend: host, or image: an image of that server (docs/backends/docker.md)")
+        return data
+
+    @field_validator("image", mode="before")
+    @classmethod
+    def _image(cls, value: Any) -> Any:
+        """An image reference as Docker spells it, at most 255 characters: nothing else reaches the daemon or a
+        message (a newline, markup, a shell word, a list)."""
+        if value is None:
+            return None
+        if not isinstance(value, str) or len(value) > 255 or not re.fullmatch(IMAGE_RE, value):
+            raise ValueError(f"{shown(value)} is not an image reference; write it like mysql:8.4, mariadb:11 or "
+                             "registry.example:5000/team/mysql:8.4 (lower-case, at most 255 characters)")
+        return value
 
     @model_validator(mode="after")
     def _data_dir_needs_bind(self) -> DockerVariant:
@@ -161,11 +181,19 @@ class DockerVariant(ImageVariant):
         where = f"variants.{self.name}"
         if self.image is not None:
             raise BadInput(f"{where}.image: server.flavour mysql runs in the image layerbench imports from its MySQL "
-                           "rootfs; an image of your own with MySQL: not yet; remove image:")
+                           "rootfs; an image's own server (mysql:8.4) says its flavour itself; remove server.flavour "
+                           "or image:")
         if self.client == "container":
             raise BadInput(f"{where}.client: sysbench in a container beside MySQL: not yet (the MySQL image has no "
                            "sysbench); use client: host")
         image_server(self)
+
+    def restore_problem(self) -> str | None:
+        """An image of the user's decides its server's version, so a datadir made by this machine's server is not
+        restored into it: every run starts from an empty datadir (its entrypoint's, or layerbench's init)."""
+        if self.image is not None:
+            return f"image {self.image} runs its own server version; each run starts from an empty datadir"
+        return super().restore_problem()
 
     def server_command_here(self) -> tuple[str, ...] | None:
         if self.server.flavour == "mysql" and self.image is None:  # the rootfs's mysqld, the image's own bytes
