@@ -93,3 +93,23 @@ def test_the_local_image_of_a_mysql_that_is_not_built_is_refused_with_the_comman
     with pytest.raises(BadInput, match=r"variants\.k\.server\.version: MySQL 9\.7 is not built") as error:
         pod.local_image_tag(campaign().variant("k"))
     assert "layerbench server build mysql 9.7" in str(error.value)
+
+
+def test_the_k8s_qos_example_switched_to_mysql_as_its_header_says_is_one_mysql_study() -> None:
+    """examples/k8s-qos.yaml's header says which line to add to every variant: with it, every variant (host and
+    pods) runs MySQL 9.7 and the plan names the MySQL image for the pods."""
+    import yaml
+
+    from layerbench.run.plan import make_plan
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "k8s-qos.yaml").read_text(encoding="utf-8")
+    header = [line.removeprefix("#").strip() for line in text.splitlines() if line.startswith("#")]
+    server = yaml.safe_load(next(line for line in header if line.startswith("server:")))["server"]
+    data = yaml.safe_load(text)
+    data["variants"] = [{**v, "server": server} for v in data["variants"]]
+    study = parse_campaign(data)
+    assert {(v.server.flavour, v.server.version) for v in study.variants} == {("mysql", "9.7")}
+    pods = [v for v in study.variants if v.backend == "kubernetes"]
+    assert pods and all(v.client == "host" and v.image is None for v in pods)  # nothing validate refuses
+    plan = "\n".join(make_plan(study, None).lines)
+    assert plan.count("local MySQL 9.7 image (the cached rootfs)") == len(pods), plan
