@@ -57,7 +57,7 @@ def local_image_tag(variant: KubernetesVariant) -> str:
     return image_tag()
 
 
-def ensure_docker_image(variant: KubernetesVariant, say: Callable[[str], None]) -> str:
+def local_image_in_docker(variant: KubernetesVariant, say: Callable[[str], None]) -> str:
     """The variant's local image in this machine's Docker (built or imported now when missing): its tag."""
     from layerbench.backends.docker.daemon import docker_client
 
@@ -67,15 +67,15 @@ def ensure_docker_image(variant: KubernetesVariant, say: Callable[[str], None]) 
 
         return ensure_mysql_image(docker_client(), variant.server.version or DEFAULT_MYSQL,
                                   f"variants.{variant.name}.server.version", say)
-    from layerbench.server.image import ensure_docker_image as ensure_mariadb_image
+    from layerbench.server.image import ensure_docker_image
 
-    return ensure_mariadb_image(docker_client(), say)
+    return ensure_docker_image(docker_client(), say)
 
 
 def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]) -> None:
     """The locally built image of the variant's flavour on the cluster's nodes: imported into the local cluster's
     containerd if missing (from this machine's Docker, where it is built or imported first)."""
-    tag = ensure_docker_image(variant, say)
+    tag = local_image_in_docker(variant, say)
     _, _, nodes = connect(variant)
     if cluster.image_on_nodes(nodes, tag):
         return
