@@ -11,6 +11,10 @@ from hypothesis import strategies as st
 from layerbench.backends.kubernetes import manifests as m
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput
+from layerbench.server.flavour import MARIADB
+from layerbench.server.servers import IMAGE_PROGRAMS, ServerProgram
+
+MARIADB_IMAGE = ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))  # the local image's server
 
 
 def variant(**kw) -> KubernetesVariant:
@@ -106,7 +110,8 @@ def test_names_are_dns_labels(text: str) -> None:
 
 def test_server_pod_restores_the_snapshot_and_never_holds_the_password() -> None:
     labels = m.labels("my study", "lb1-abc-1-Pod_BE", "server")
-    objs = m.server_objects(variant(qos="guaranteed", kind="pod"), "img:1", "ns1", labels,
+    objs = m.server_objects(variant(qos="guaranteed", kind="pod"), MARIADB_IMAGE,
+                               "img:1", "ns1", labels,
                             snapshot_path="/cache/snap", host_datadir=None)
     pod, service = objs
     assert [o["kind"] for o in objs] == ["Pod", "Service"]
@@ -120,11 +125,13 @@ def test_server_pod_restores_the_snapshot_and_never_holds_the_password() -> None
 
 
 def test_statefulset_with_a_claim_and_a_hostpath_datadir_in_place() -> None:
-    sts = m.server_objects(variant(kind="statefulset", storage="pvc", storage_class="fast"), "img", "ns", {
+    sts = m.server_objects(variant(kind="statefulset", storage="pvc", storage_class="fast"), MARIADB_IMAGE,
+                               "img", "ns", {
         "layerbench.label": "x"}, snapshot_path="/s", host_datadir=None)[0]
     assert sts["kind"] == "StatefulSet"
     assert sts["spec"]["volumeClaimTemplates"][0]["spec"]["storageClassName"] == "fast"
-    pod = m.server_objects(variant(kind="pod", storage="hostpath"), "img", "ns", {"layerbench.label": "x"},
+    pod = m.server_objects(variant(kind="pod", storage="hostpath"), MARIADB_IMAGE,
+                               "img", "ns", {"layerbench.label": "x"},
                            snapshot_path="/s", host_datadir="/work/d")[0]
     assert "cp -a" not in pod["spec"]["containers"][0]["command"][-1]
     assert {v["name"] for v in pod["spec"]["volumes"]} == {"conf", "init", "data"}
@@ -191,7 +198,8 @@ def test_client_anti_affinity_keeps_the_job_off_the_server_pods_node() -> None:
     placement = m.client_placement(variant(client="job", client_anti_affinity=True), server_labels)
     terms = placement["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert len(terms) == 1 and terms[0]["topologyKey"] == "kubernetes.io/hostname"
-    pod = m.server_objects(variant(client="job"), "img", "ns", server_labels, snapshot_path=None,
+    pod = m.server_objects(variant(client="job"), MARIADB_IMAGE,
+                               "img", "ns", server_labels, snapshot_path=None,
                            host_datadir=None)[0]["spec"]["template"]
     assert _matches(terms[0]["labelSelector"], pod["metadata"]["labels"])
     assert not _matches(terms[0]["labelSelector"], other_run)

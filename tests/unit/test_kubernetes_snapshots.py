@@ -19,9 +19,13 @@ from layerbench.backends.kubernetes import manifests as m
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput, RunFailed
 from layerbench.records.run import StoredFacts
+from layerbench.server.flavour import MARIADB
 from layerbench.server.manifest import build_manifest, write_manifest
+from layerbench.server.servers import IMAGE_PROGRAMS, ServerProgram
 
 SNAP = {"storage": "pvc", "storage_class": "csi", "snapshot_class": "csi-snap"}
+
+MARIADB_IMAGE = ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))  # the local image's server
 
 
 def variant(**kw):
@@ -32,7 +36,8 @@ def variant(**kw):
 
 def test_a_restored_statefulset_claim_comes_from_the_runs_volume_snapshot_and_is_checked_before_mariadbd() -> None:
     v = variant(**SNAP)
-    objects = m.server_objects(v, "img", "ns", m.labels("c", "run-1", "server"), snapshot_path="/host/snap",
+    objects = m.server_objects(v, MARIADB_IMAGE,
+                               "img", "ns", m.labels("c", "run-1", "server"), snapshot_path="/host/snap",
                                host_datadir=None, restored=True)
     kinds = [o["kind"] for o in objects]
     assert kinds == ["PersistentVolumeClaim", "StatefulSet", "Service"]  # bound before the set's pod exists
@@ -51,7 +56,8 @@ def test_a_restored_statefulset_claim_comes_from_the_runs_volume_snapshot_and_is
 
 
 def test_a_restored_bare_pod_claims_the_same_way() -> None:
-    objects = m.server_objects(variant(kind="pod", **SNAP), "img", "ns", m.labels("c", "r", "server"),
+    objects = m.server_objects(variant(kind="pod", **SNAP), MARIADB_IMAGE,
+                               "img", "ns", m.labels("c", "r", "server"),
                                snapshot_path="/s", host_datadir=None, restored=True)
     assert objects[0]["kind"] == "PersistentVolumeClaim" and objects[0]["spec"]["dataSource"]["kind"] == \
         "VolumeSnapshot"
@@ -59,7 +65,8 @@ def test_a_restored_bare_pod_claims_the_same_way() -> None:
 
 
 def test_without_restore_nothing_changes() -> None:
-    objects = m.server_objects(variant(**SNAP), "img", "ns", m.labels("c", "r", "server"), snapshot_path="/s",
+    objects = m.server_objects(variant(**SNAP), MARIADB_IMAGE,
+                               "img", "ns", m.labels("c", "r", "server"), snapshot_path="/s",
                                host_datadir=None)
     assert [o["kind"] for o in objects] == ["StatefulSet", "Service"]
     assert "dataSource" not in objects[0]["spec"]["volumeClaimTemplates"][0]["spec"]

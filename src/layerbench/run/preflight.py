@@ -119,8 +119,8 @@ def check_client_host(variant: VariantBase, host: Host, has_sysbench: set[str]) 
 
 
 def check_server_choice(variant: VariantBase, local: bool) -> None:
-    """`server: {flavour: mysql}` runs on the host, docker and vm backends (on an ssh: host: host only) for now; a
-    MariaDB `version` of a variant whose server is built from this machine's package is that package's
+    """`server: {flavour: mysql}` runs on the host, docker, vm and kubernetes backends (on an ssh: host: host only)
+    for now; a MariaDB `version` of a variant whose server is built from this machine's package is that package's
     (docs/servers.md)."""
     chosen, where = variant.server, f"variants.{variant.name}.server"
     if chosen.flavour == "mysql" and not variant.runs_mysql(local):
@@ -128,8 +128,8 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
             raise BadInput(f"{where}.flavour: a mysql {variant.backend} variant runs on this machine only, not yet on "
                            "an ssh: host; use backend: host there (it runs MySQL on an ssh: host) or remove "
                            "server_host")
-        raise BadInput(f"{where}.flavour: mysql runs on the host, docker and vm backends, not yet on "
-                       f"{variant.backend}; use backend: host, docker or vm for this variant")
+        raise BadInput(f"{where}.flavour: mysql runs on the host, docker, vm and kubernetes backends, not yet on "
+                       f"{variant.backend}; use backend: host, docker, vm or kubernetes for this variant")
     if chosen.flavour == "mariadb" and chosen.version and variant.builds_server_here:
         mariadbd = require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
         check_wanted(chosen, detect_flavour(mariadbd, f"{where}.version"), where)

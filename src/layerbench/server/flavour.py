@@ -86,7 +86,8 @@ class Flavour:
         return init_sql(user, password, database, plugin)
 
     def facts(self) -> dict[str, str]:
-        return {"server_flavour": self.name, "server_version": self.version}
+        """What a run's record keeps of it (no version when it is not known: an image's MariaDB, before it runs)."""
+        return {"server_flavour": self.name, **({"server_version": self.version} if self.version else {})}
 
 
 MARIADB = Flavour("mariadb", "")

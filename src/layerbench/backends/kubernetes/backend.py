@@ -34,6 +34,7 @@ from layerbench.hosts.procs import ManagedProcess
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
+from layerbench.server.servers import ServerProgram, image_server
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
                 "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)",
@@ -61,6 +62,8 @@ class KubernetesBackend(BackendBase):
         self.nodes: list[Any] = []
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
+        # the flavour's program in the local image (MySQL's imported from the cached rootfs); an image: runs MariaDB
+        self.server: ServerProgram = image_server(variant)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -70,7 +73,7 @@ class KubernetesBackend(BackendBase):
         pod.check_cluster(self.variant)
 
     def prepare(self, say: Callable[[str], None]) -> None:
-        """Make sure the nodes have the locally built image (imported into the local cluster's containerd)."""
+        """Make sure the nodes have the local image of its flavour (imported into the local cluster's containerd)."""
         if self.variant.image is None:
             pod.ensure_image_on_nodes(self.variant, say)
 
@@ -81,10 +84,8 @@ class KubernetesBackend(BackendBase):
         self.api, self.core, self.nodes = pod.connect(variant)
         self.facts["cpu_manager_policy"] = cluster.check_cpu_manager(
             self.core, self.nodes, variant, manifests.exclusive_cpus(manifests.resources_for(variant)))
-        from layerbench.server.image import image_tag
-
         self.spec = spec
-        self.image = variant.image or image_tag()
+        self.image = variant.image or pod.local_image_tag(variant)
         with signals_deferred():  # the namespace is noted for down() before it is created
             self.ns = manifests.dns_name(spec.label)
             work = spec.work_dir / "k8s" / self.ns
@@ -96,7 +97,7 @@ class KubernetesBackend(BackendBase):
             volsnap.snapshot_for_run(self.api, self.core, variant, spec, self.ns, self.image, self.nodes)
         snapshot, host_datadir, self.facts["data"] = (None, None, volsnap.DATA_WORDS) if restored else \
             pod.data_source(self.variant, spec, work, self.nodes)
-        for body in manifests.server_objects(variant, self.image, self.ns, self._labels("server"),
+        for body in manifests.server_objects(variant, self.server, self.image, self.ns, self._labels("server"),
                                              snapshot_path=snapshot, host_datadir=host_datadir, restored=restored):
             self._create(body)
             self.facts |= volsnap.bound_claim(self.api, self.core, self.ns, variant, body)
@@ -121,7 +122,7 @@ class KubernetesBackend(BackendBase):
             self.core.create_namespace(manifests.namespace(self.ns, self._labels("namespace")))
         owned = {"datadir": manifests.DATADIR, "port": manifests.PORT, "socket": manifests.SOCKET,
                  "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
-        files = server_files(spec, owned)
+        files = server_files(spec, owned, self.server.flavour)
         self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": files.mycnf}, self._labels("config")))
         self._create(manifests.secret("server-init", self.ns, {"init.sql": files.init_sql}, self._labels("secret")))
 
@@ -160,9 +161,8 @@ class KubernetesBackend(BackendBase):
 
     def warn(self, text: str) -> None:
         """Recorded in describe(); the report lists it under Warnings."""
-        self.facts.setdefault("warnings", [])
-        if text not in self.facts["warnings"]:
-            self.facts["warnings"].append(text)
+        if text not in (warnings := self.facts.setdefault("warnings", [])):
+            warnings.append(text)
 
     def _alive(self) -> bool:
         with contextlib.suppress(Exception):
@@ -197,7 +197,7 @@ class KubernetesBackend(BackendBase):
     def components(self) -> dict[str, list[int]]:
         if self.pod is None:
             return {}
-        found = pod_components(str(self.pod.metadata.uid))
+        found = pod_components(str(self.pod.metadata.uid), Path(self.server.program).name)
         self.server_pids = found.get("server", self.server_pids)
         return found
 
@@ -226,9 +226,9 @@ class KubernetesBackend(BackendBase):
     def describe(self) -> dict[str, Any]:
         v = self.variant
         # placement: the same dict the Job client fills as its pods are scheduled: the record has both nodes
-        return {"backend": "kubernetes", "image": self.image, **self.facts, "placement": self.placement,
-                "qos_asked": v.qos, "kind": v.kind, "storage": v.storage, "client": v.client,
-                "resources": manifests.resources_for(v), "cpu_manager_static": v.cpu_manager_static}
+        return {"backend": "kubernetes", "image": self.image, **self.server.flavour.facts(), **self.facts,
+                "placement": self.placement, "qos_asked": v.qos, "kind": v.kind, "storage": v.storage,
+                "client": v.client, "resources": manifests.resources_for(v), "cpu_manager_static": v.cpu_manager_static}
 
     def client(self) -> ClientRunner | None:
         if self.variant.client != "job":

@@ -24,7 +24,7 @@ from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this mo
 )
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.hosts.client_files import CLIENT_DIR
-from layerbench.server import bootstrap
+from layerbench.server.servers import ServerProgram
 
 DATADIR = "/var/lib/mysql"
 CONF = "/etc/layerbench"
@@ -67,15 +67,17 @@ def config_map(name: str, ns: str, files: dict[str, str], meta_labels: dict[str,
             "labels": meta_labels}, "data": files}
 
 
-def server_command(fill_from_snapshot: bool, data_in_place: bool) -> list[str]:
-    """Fill the datadir (from the snapshot, or a fresh install; nothing when a hostPath already holds the copy),
-    then run mariadbd in the foreground, logging to stderr (the pod's log)."""
+def server_command(server: ServerProgram, fill_from_snapshot: bool, data_in_place: bool) -> list[str]:
+    """Fill the datadir (from the snapshot, or with the flavour's own init; nothing when a hostPath already holds
+    the copy), then run the flavour's program of the image (servers.image_server) in the foreground, logging to
+    stderr (the pod's log)."""
     steps = [f"mkdir -p {DATADIR} /run/mysqld"]
     if fill_from_snapshot and not data_in_place:
         steps.append(f"cp -a {SNAPSHOT}/. {DATADIR}/")
     elif not fill_from_snapshot:
-        steps.append(shlex.join(bootstrap.install_db_command("mariadb-install-db", Path(DATADIR))) + " >/dev/null")
-    steps.append(f"exec mariadbd --defaults-file={CONF}/my.cnf --init-file={SECRET_DIR}/init.sql")
+        steps.append(shlex.join(server.flavour.init_command(server.command, Path(DATADIR))) + " >/dev/null")
+    steps.append(f"exec {shlex.join(server.command)} --defaults-file={CONF}/my.cnf "
+                 f"--init-file={SECRET_DIR}/init.sql")
     return ["sh", "-c", " && ".join(steps)]
 
 
@@ -102,16 +104,17 @@ def claim_spec(variant: KubernetesVariant, *, restored: bool = False) -> dict[st
 
 
 def verify_container(image: str) -> dict[str, Any]:
-    """Before mariadbd: sha256 of every file of the restored datadir, in its log (the backend compares)."""
+    """Before the server: sha256 of every file of the restored datadir, in its log (the backend compares)."""
     return {"name": "verify", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", VERIFY_SCRIPT],
             "volumeMounts": [{"name": "data", "mountPath": DATADIR, "readOnly": True}]}
 
 
-def pod_template(variant: KubernetesVariant, image: str, meta_labels: dict[str, str], *, snapshot_path: str | None,
-                 host_datadir: str | None, restart: str, restored: bool = False) -> dict[str, Any]:
+def pod_template(variant: KubernetesVariant, server: ServerProgram, image: str, meta_labels: dict[str, str], *,
+                 snapshot_path: str | None, host_datadir: str | None, restart: str,
+                 restored: bool = False) -> dict[str, Any]:
     """The server pod: my.cnf from the ConfigMap, init SQL from the Secret, the datadir on the chosen volume,
     the snapshot (when restored by copy) from a read-only hostPath; a PVC `restored` from a VolumeSnapshot is
-    checked by an init container and used as it is."""
+    checked by an init container and used as it is. Its command and readiness probe are the flavour's."""
     mounts = [{"name": "conf", "mountPath": CONF, "readOnly": True},
               {"name": "init", "mountPath": SECRET_DIR, "readOnly": True},
               {"name": "data", "mountPath": DATADIR}]
@@ -125,10 +128,10 @@ def pod_template(variant: KubernetesVariant, image: str, meta_labels: dict[str, 
         volumes.append({"name": "snapshot", "hostPath": {"path": snapshot_path, "type": "Directory"}})
     container = {
         "name": SERVER, "image": image, "imagePullPolicy": "IfNotPresent",
-        "command": server_command(snapshot_path is not None or restored, in_place or restored),
+        "command": server_command(server, snapshot_path is not None or restored, in_place or restored),
         "ports": [{"containerPort": PORT, "name": "mysql"}], "volumeMounts": mounts,
         "resources": resources_for(variant),
-        "readinessProbe": {"exec": {"command": ["mariadb-admin", f"--socket={SOCKET}", "ping"]},
+        "readinessProbe": {"exec": {"command": server.flavour.ready_command(SOCKET)},
                            "periodSeconds": 1, "timeoutSeconds": 5, "failureThreshold": 3},
     }
     spec = {"containers": [container], "volumes": volumes, "restartPolicy": restart,
@@ -139,8 +142,8 @@ def pod_template(variant: KubernetesVariant, image: str, meta_labels: dict[str, 
     return {"metadata": {"labels": meta_labels}, "spec": spec}
 
 
-def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels: dict[str, str], *,
-                   snapshot_path: str | None, host_datadir: str | None,
+def server_objects(variant: KubernetesVariant, server: ServerProgram, image: str, ns: str,
+                   meta_labels: dict[str, str], *, snapshot_path: str | None, host_datadir: str | None,
                    restored: bool = False) -> list[dict[str, Any]]:
     """The server as a bare Pod (with a PVC when storage is pvc) or a one-replica StatefulSet, and its Service;
     `restored`: the PVC is made from the run's VolumeSnapshot (no hostPath snapshot then)."""
@@ -149,7 +152,7 @@ def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels:
     claim = claim_spec(variant, restored=restored)
     snapshot_path = None if restored else snapshot_path
     if variant.kind == "pod":
-        template = pod_template(variant, image, meta_labels, snapshot_path=snapshot_path,
+        template = pod_template(variant, server, image, meta_labels, snapshot_path=snapshot_path,
                                 host_datadir=host_datadir, restart="Never", restored=restored)
         if variant.storage == "pvc":
             objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -157,7 +160,7 @@ def server_objects(variant: KubernetesVariant, image: str, ns: str, meta_labels:
         objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": SERVER, "namespace": ns,
                         "labels": meta_labels}, "spec": template["spec"]})
     else:
-        template = pod_template(variant, image, meta_labels, snapshot_path=snapshot_path,
+        template = pod_template(variant, server, image, meta_labels, snapshot_path=snapshot_path,
                                 host_datadir=host_datadir, restart="Always", restored=restored)
         spec: dict[str, Any] = {"replicas": 1, "serviceName": SERVER, "selector": {"matchLabels": selector},
                                 "template": template}

@@ -41,12 +41,41 @@ def check_cluster(variant: KubernetesVariant) -> None:
                        "machine, which is not the cluster's node; use emptydir or pvc")
 
 
-def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]) -> None:
-    """The locally built image on the cluster's nodes: imported into the local cluster's containerd if missing."""
+def local_image_tag(variant: KubernetesVariant) -> str:
+    """The tag of the locally built image of the variant's flavour: MariaDB's (this machine's package) or MySQL's
+    (imported from the cached rootfs: server/mysql_image.py); a MySQL rootfs that is not built is a one-line
+    BadInput naming the command that builds it."""
+    if variant.server.flavour == "mysql":
+        from layerbench.server.mysql_image import mysql_image_tag
+        from layerbench.server.mysql_rootfs import require_rootfs
+        from layerbench.server.servers import DEFAULT_MYSQL
+
+        where = f"variants.{variant.name}.server.version"
+        return mysql_image_tag(require_rootfs(variant.server.version or DEFAULT_MYSQL, where))
+    from layerbench.server.image import image_tag
+
+    return image_tag()
+
+
+def local_image_in_docker(variant: KubernetesVariant, say: Callable[[str], None]) -> str:
+    """The variant's local image in this machine's Docker (built or imported now when missing): its tag."""
     from layerbench.backends.docker.daemon import docker_client
+
+    if variant.server.flavour == "mysql":
+        from layerbench.server.mysql_image import ensure_mysql_image
+        from layerbench.server.servers import DEFAULT_MYSQL
+
+        return ensure_mysql_image(docker_client(), variant.server.version or DEFAULT_MYSQL,
+                                  f"variants.{variant.name}.server.version", say)
     from layerbench.server.image import ensure_docker_image
 
-    tag = ensure_docker_image(docker_client(), say)
+    return ensure_docker_image(docker_client(), say)
+
+
+def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]) -> None:
+    """The locally built image of the variant's flavour on the cluster's nodes: imported into the local cluster's
+    containerd if missing (from this machine's Docker, where it is built or imported first)."""
+    tag = local_image_in_docker(variant, say)
     _, _, nodes = connect(variant)
     if cluster.image_on_nodes(nodes, tag):
         return

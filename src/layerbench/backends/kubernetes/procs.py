@@ -8,8 +8,9 @@ from pathlib import Path
 from layerbench.hosts.procfs import cmdline, parent_of, read
 
 
-def pod_components(uid: str) -> dict[str, list[int]]:
-    """{"server": [mariadbd], "pod-other": [the pod's other processes], "containerd-shim": [...]}."""
+def pod_components(uid: str, program: str) -> dict[str, list[int]]:
+    """{"server": [the server, its `program` name: mariadbd, mysqld], "pod-other": [the pod's other processes],
+    "containerd-shim": [...]}."""
     keys = {f"pod{uid}", f"pod{uid.replace('-', '_')}"}
     server: list[int] = []
     other: list[int] = []
@@ -21,7 +22,7 @@ def pod_components(uid: str) -> dict[str, list[int]]:
             continue
         pid = int(proc.name)
         name = Path(cmdline(pid)[0] or "?").name
-        (server if name == "mariadbd" else other).append(pid)
+        (server if name == program else other).append(pid)
     out: dict[str, list[int]] = {}
     if server:
         out["server"] = server

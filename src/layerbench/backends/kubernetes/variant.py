@@ -12,6 +12,7 @@ from layerbench.backends.kubernetes.qos import quantity, resources_for
 from layerbench.backends.variant_base import IMAGE_RE, MAX_SECONDS, FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement
+from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, rootfs_mysql
 
 PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
               "job": "a Job's pod in the cluster to the Service's cluster IP",
@@ -132,7 +133,9 @@ class KubernetesVariant(ImageVariant):
         snapshot = f", each run's PVC from a VolumeSnapshot ({self.snapshot_class})" if self.snapshot_class else ""
         limit = self.memory_limit()
         derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
-        return (f"a namespace on {where} with {kind}, QoS {self.qos}{'; ' + resources if resources else ''}"
+        mysql = f" of the local MySQL {self.server.version or DEFAULT_MYSQL} image (the cached rootfs)" if \
+            self.is_mysql else ""
+        return (f"a namespace on {where} with {kind}{mysql}, QoS {self.qos}{'; ' + resources if resources else ''}"
                 f"{derived}; storage {self.storage}{snapshot}")
 
     def where_text(self, server: str, client: str, same_host: bool) -> str:
@@ -144,5 +147,47 @@ class KubernetesVariant(ImageVariant):
             PATH_WORDS[self.client]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
-        costs = [SERVER_IMAGE_COST] if self.image is None else []
+        costs = [] if self.image is not None else [self.mysql_image_cost()] if self.is_mysql else [SERVER_IMAGE_COST]
         return costs + ([LOCAL_CLUSTER_COST] if self.kubeconfig is None and self.context is None else [])
+
+    def mysql_image_cost(self) -> FirstTimeCost:
+        from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
+
+        version = self.server.version or DEFAULT_MYSQL
+        return FirstTimeCost(f"the MySQL {version} image, imported once from its rootfs (docker import)",
+                             IMPORT_SECONDS, rank=1, cached=lambda: mysql_image_imported(version))
+
+    # --- MySQL: the image imported from the cached rootfs (server/mysql_image.py), as the docker backend's ---
+
+    @property
+    def is_mysql(self) -> bool:
+        return self.server.flavour == "mysql"
+
+    def runs_mysql(self, local: bool) -> bool:
+        return local  # the image is imported from this machine's rootfs into the cluster
+
+    def check_server_here(self) -> None:
+        """A MySQL variant: its rootfs is built (else the command that builds it), in the local image only, with
+        sysbench outside the pod's image (the MySQL image has none)."""
+        if not self.is_mysql:
+            return
+        where = f"variants.{self.name}"
+        if self.image is not None:
+            raise BadInput(f"{where}.image: server.flavour mysql runs in the image layerbench imports from its MySQL "
+                           "rootfs; an image of your own with MySQL: not yet; remove image:")
+        if self.client == "job":
+            raise BadInput(f"{where}.client: a sysbench Job beside MySQL: not yet (the MySQL image has no sysbench); "
+                           "use client: host")
+        image_server(self)
+
+    def server_command_here(self) -> tuple[str, ...] | None:
+        if self.is_mysql and self.image is None:  # the rootfs's mysqld, the image's own bytes
+            return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
+        return super().server_command_here()
+
+    def snapshot_server(self) -> ServerChoice:
+        """MySQL's datadir is made by the rootfs's mysqld on this machine (the same server as the image's): the same
+        snapshot a host or docker variant of that version restores; MariaDB's by this host's MariaDB."""
+        if self.is_mysql:
+            return ServerChoice("prepare", "mysql", self.server.version)
+        return super().snapshot_server()

@@ -6,7 +6,7 @@ from the dataset snapshot (read-only hostPath), checked file by file (sha256 ins
 files hashed on this host), then a VolumeSnapshot of that PVC, waited for readyToUse. A PVC's dataSource must be
 in its own namespace, so each run gets a pre-provisioned VolumeSnapshotContent (deletionPolicy Retain) naming the
 seed's snapshot handle, and a VolumeSnapshot bound to it in the run's namespace; the run's PVC names that one.
-The run's server pod checks its restored datadir the same way (an init container) before mariadbd starts.
+The run's server pod checks its restored datadir the same way (an init container) before its server starts.
 
 The seed namespace is deleted when the campaign ends (backends.base.campaign_ended), the run's content by down();
 `layerbench clean` finds both after a crash (labels layerbench=1, this host, a dead harness)."""
