@@ -89,6 +89,26 @@ def test_the_ssh_command_checks_host_keys_and_never_prompts() -> None:
     assert Host("local").command(["echo", "a b"]) == ["echo", "a b"]
 
 
+def control_path(host: Host) -> str:
+    return next(option for option in host.ssh_command() if option.startswith("ControlPath="))
+
+
+def test_each_process_shares_its_ssh_connections_with_no_other_process() -> None:
+    """Every command ends its connections when it is over (Host.close: ssh -O exit); a command of another layerbench
+    process riding on one of them would end with ssh's 255 and no output ("does not answer over SSH: no output
+    from ssh", seen when another campaign, or validate, ended while one ran on the same host)."""
+    import subprocess
+    import sys
+
+    here = control_path(Host("app", HostEntry(**APP)))
+    assert here == control_path(Host("app2", HostEntry(**APP)))  # one connection for the commands of this process
+    assert here != control_path(Host("app", HostEntry(**{**APP, "port": 2222})))
+    other = subprocess.run([sys.executable, "-c", "from layerbench.hosts.inventory import Host, HostEntry; "
+                            f"print(next(o for o in Host('app', HostEntry(**{APP!r})).ssh_command() "
+                            "if o.startswith('ControlPath=')))"], capture_output=True, text=True, check=True)
+    assert other.stdout.strip().startswith("ControlPath=") and other.stdout.strip() != here
+
+
 def test_ssh_failures_become_one_line_causes() -> None:
     changed = "@@@\nWARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!\nHost key verification failed.\n"
     text = explain_ssh_failure("app", "root@h", changed, "/kh")

@@ -4,7 +4,8 @@ Every command, file and probe meant for a host goes through `Host`, so callers n
 local. Remote hosts use the system's `ssh` client (not a Python SSH library) because it honours everything the
 user already set up: ~/.ssh/config aliases, ProxyJump, the agent, known_hosts and its hashing, certificates.
 One ControlMaster connection per host is shared by every command of a campaign (an SSH handshake per command
-would cost more than a short sysbench step). BatchMode: never a prompt; host-key checking is never turned off.
+would cost more than a short sysbench step), and by no other process's. BatchMode: never a prompt; host-key
+checking is never turned off.
 """
 
 from __future__ import annotations
@@ -169,9 +170,10 @@ class Host:
 
     def ssh_command(self) -> list[str]:
         e = self.entry
-        # the connection is shared only by commands with the same entry: one checked against other known_hosts
-        # or another key never rides on it
-        digest = hashlib.sha256(e.model_dump_json().encode()).hexdigest()[:10]
+        # the connection is shared only by commands with the same entry (one checked against other known_hosts
+        # or another key never rides on it) and of this process: close() ends it when a command is over, and
+        # another layerbench process's commands riding on it would end with ssh's 255 and no output at all
+        digest = hashlib.sha256(f"{os.getpid()} {e.model_dump_json()}".encode()).hexdigest()[:10]
         cmd = ["ssh", "-o", "BatchMode=yes", "-o", "ControlMaster=auto", "-o",
                f"ControlPath={control_dir()}/{digest}-%C", "-o", "ControlPersist=120", "-o", "ConnectTimeout=10",
                "-o", "ServerAliveInterval=3", "-o", "ServerAliveCountMax=3"]
