@@ -17,8 +17,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.table import Table
 from rich.text import Text
 
-from layerbench.analysis.aggregate import analyze, busy_summary
-from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import Campaign, load_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.hosts.procs import stop_all
@@ -198,6 +196,9 @@ class RichProgress:
 
 
 def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
+    from layerbench.analysis.aggregate import analyze, busy_summary
+    from layerbench.analysis.report_model import report_model
+
     report = report_model(analyze(store, outcome.campaign_id))  # computed once, rendered in every format
     for fmt in formats:
         path = write_report(report, fmt, outcome.output_dir)
@@ -332,6 +333,8 @@ def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
     """One campaign's runs and aggregates, in the terminal."""
     path, ref = located(ref, db)
     with Store(path) as store:
+        from layerbench.analysis.aggregate import analyze
+        from layerbench.analysis.report_model import report_model
         from layerbench.report.markdown import render
 
         out.print(render(report_model(analyze(store, ref))), markup=False, highlight=False)
@@ -348,6 +351,8 @@ def report(
     correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
+    from layerbench.analysis.aggregate import analyze
+    from layerbench.analysis.report_model import report_model
     from layerbench.cli.statistics_options import statistics_options
 
     overrides = statistics_options(alpha, min_runs, threshold, correction, estimator)
@@ -545,6 +550,7 @@ def compare_cmd(
     db: DbOption = None,
 ) -> None:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
+    from layerbench.analysis.aggregate import analyze
     from layerbench.analysis.cross_campaign import campaign_comparison
     from layerbench.report.markdown import render_comparison
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from layerbench.analysis.report_model import Report
 from layerbench.errors import BadInput, shown
+
+if TYPE_CHECKING:  # the CLI imports this module at start: SciPy (under the analysis) only when a report is made
+    from layerbench.analysis.report_model import Report
 
 FORMATS = {"md": "markdown", "html": "html", "json": "json_export", "csv": "csv_export"}
 EXTENSIONS = {"md": "md", "html": "html", "json": "json", "csv": "csv"}

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.analysis.busy import busy_reason, busy_run, decide
-from layerbench.analysis.sequential import over_budget, stop_reason
 from layerbench.backends.base import campaign_ended
 from layerbench.campaign.models import Adaptive, Campaign, VariantBase, Workload, campaign_as_dict, stored_campaign
 from layerbench.errors import Interrupted, LayerbenchError, MachineBusy, RunFailed
@@ -219,6 +218,7 @@ class Orchestrator:
         if not isinstance(spec, Adaptive) or rounds < spec.min:
             return False
         from layerbench.analysis.aggregate import analyze
+        from layerbench.analysis.sequential import over_budget, stop_reason  # SciPy: only an adaptive campaign
 
         state = analyze(self.store, campaign_id).adaptive
         starts = [r.started_at for r in self.store.runs(campaign_id) if r.started_at is not None]
