@@ -1,8 +1,9 @@
 """Neighbours while a run is measured: each load generator started where the campaign places it (placed.py: a
-process here through hosts/procs.py, a labelled container, a process on an ssh: host), with an owner record
-(hosts/owners.py) or a container label written before it starts, so that `layerbench clean` finds it after a
-SIGKILL of the harness; checked to be running at the asked intensity; stopped at the end of the measured window;
-and its own report of what it achieved read back."""
+process here through hosts/procs.py, a labelled container, a process on an ssh: host; a network neighbour's
+iperf3 server on its peer host; a database neighbour's server and sysbench through the starter run/ hands in), with
+an owner record (hosts/owners.py) or a container label written before it starts, so that `layerbench clean` finds
+it after a SIGKILL of the harness; checked to be running at the asked intensity; stopped at the end of the measured
+window; and its own report of what it achieved read back."""
 
 from __future__ import annotations
 
@@ -23,15 +24,22 @@ from layerbench.hosts.machine import free_port
 from layerbench.measure.cpu import TICKS, all_processes, descendants
 from layerbench.neighbours import tools
 from layerbench.neighbours.model import Neighbour
-from layerbench.neighbours.placed import ContainerRequest, ContainerStarter, LocalProcess, Placed
+from layerbench.neighbours.placed import (
+    ContainerRequest,
+    ContainerStarter,
+    DatabaseRequest,
+    DatabaseStarter,
+    LocalProcess,
+    Placed,
+)
 from layerbench.neighbours.remote import RemoteNeighbour
 from layerbench.records.neighbours import NeighbourRecords, NeighbourRun
 
 PROBE_SECONDS = 1.0  # how long the start check watches the neighbours' CPU
 LOW_SHARE = 0.5  # a CPU neighbour below this share of its asked duty cycle is said to be short of its intensity
 HINTS = {"stress-ng": "install stress-ng (scripts/setup does it)", "fio": "install fio (scripts/setup does it)",
-         "iperf3": "install iperf3 (scripts/setup does it)"}
-TOOL = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3"}
+         "iperf3": "install iperf3 (scripts/setup does it)", "sysbench": "install sysbench (scripts/setup does it)"}
+TOOL = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3", "database": "sysbench"}
 
 
 @dataclass
@@ -46,23 +54,41 @@ class Started:
     check: dict[str, Any] = field(default_factory=dict)
 
 
-def address_of(to: str | None, hosts: dict[str, HostEntry] | None) -> str:
-    """The address a network neighbour sends to: loopback, or a host of the inventory on this machine."""
-    entry = (hosts or {}).get(to or "loopback")
-    return entry.address if entry is not None and entry.address else "127.0.0.1"
-
-
 def listening(port: int) -> bool:
-    """Whether a TCP socket listens on `port` (from /proc/net/tcp and tcp6: state 0A)."""
-    wanted = f":{port:04X}"
+    """Whether a TCP socket listens on `port` here (from /proc/net/tcp and tcp6: state 0A)."""
+    text = ""
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
-            lines = Path(table).read_text().splitlines()[1:]
+            text += Path(table).read_text()
         except OSError:
             continue
-        if any(p[1].endswith(wanted) and p[3] == "0A" for p in (line.split() for line in lines) if len(p) > 3):
-            return True
-    return False
+    return tools.listens_in(text, port)
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Where a network neighbour's iperf3 server runs: `host` None for this machine, else an ssh: host's name,
+    and the address its client sends to."""
+
+    host: str | None
+    entry: HostEntry | None
+    address: str
+
+
+def peer_of(neighbour: Neighbour, hosts: dict[str, HostEntry] | None) -> Peer:
+    """`to: loopback`: beside its client (on its ssh: host, or here); a local host: here, at its address; an
+    ssh: host: there, at the address other hosts reach it at."""
+    to = neighbour.to or "loopback"
+    if to == "loopback":
+        if neighbour.placement == "ssh":
+            return Peer(neighbour.host, (hosts or {}).get(neighbour.host or ""), "127.0.0.1")
+        return Peer(None, None, "127.0.0.1")
+    entry = (hosts or {}).get(to)
+    if entry is None:
+        raise RunFailed(f"neighbour {neighbour.name}: to: {to} is not in `hosts:`")
+    if entry.local:
+        return Peer(None, None, entry.address or "127.0.0.1")
+    return Peer(to, entry, entry.reach_address() or "127.0.0.1")
 
 
 class NeighboursRunning:
@@ -71,9 +97,10 @@ class NeighboursRunning:
 
     def __init__(self, neighbours: list[Neighbour], run_dir: Path, label: str, data_folder: Path,
                  hosts: dict[str, HostEntry] | None = None, *, campaign: str = "",
-                 containers: ContainerStarter | None = None) -> None:
+                 containers: ContainerStarter | None = None, databases: DatabaseStarter | None = None) -> None:
         self.neighbours, self.folder, self.label = neighbours, run_dir / "neighbours", label
         self.data_folder, self.hosts, self.campaign, self.containers = data_folder, hosts, campaign, containers
+        self.databases = databases
         self.started: list[Started] = []
         self.runs: list[NeighbourRun] = []
         self.facts: dict[str, Any] | None = None  # a run's facts: `neighbours` is written there on exit
@@ -110,11 +137,12 @@ class NeighboursRunning:
     # --- starting ------------------------------------------------------------------------------------------
 
     def _start(self, neighbour: Neighbour) -> Started:
-        if neighbour.placement == "host":  # a container has its tools in its image; an ssh: host: preflight
-            procs.require_program(TOOL[neighbour.kind], HINTS[TOOL[neighbour.kind]])
+        if neighbour.placement == "host" or (neighbour.kind == "network" and peer_of(neighbour, self.hosts).host
+                                             is None):  # a container has its tools in its image; an ssh: host's:
+            procs.require_program(TOOL[neighbour.kind], HINTS[TOOL[neighbour.kind]])  # checked by preflight
         self.folder.mkdir(parents=True, exist_ok=True)
         label = f"{self.label}-nb-{neighbour.name}"
-        if neighbour.placement == "ssh":
+        if neighbour.placement == "ssh" and neighbour.kind != "network":
             return self._start_remote(neighbour, label)
         if neighbour.kind in ("cpu", "memory"):
             report = self.folder / f"{neighbour.name}.stress-ng.yaml"
@@ -122,26 +150,44 @@ class NeighboursRunning:
                 neighbour, report), str(report))], report)
         if neighbour.kind == "disk":
             return self._start_disk(neighbour, label)
+        if neighbour.kind == "database":
+            return self._start_database(neighbour, label)
         return self._start_network(neighbour, label)
 
+    def _start_database(self, neighbour: Neighbour, label: str) -> Started:
+        """Its own server, dataset and sysbench (run/neighbour_database.py, handed in as `databases`); what it
+        achieved is read from its sysbench's output."""
+        if self.databases is None:
+            raise RunFailed(f"neighbour {neighbour.name}: a database neighbour, but no way to start one was given "
+                            "to this run")
+        report = self.folder / f"{neighbour.name}.sysbench.log"
+        placed = self.databases(DatabaseRequest(label, self.campaign, neighbour, self.folder, self.data_folder,
+                                                report))
+        return Started(neighbour, [], [placed], report)
+
     def _spawn(self, label: str, neighbour: Neighbour, cmd: list[str], marker: str,
-               paths: list[Path] | None = None, log: str = "") -> Placed:
+               paths: list[Path] | None = None, log: str = "", *, as_asked: bool = True,
+               network: bool = False) -> Placed:
         """The owner record first (found by `clean` through `marker`, a path unique to this run), then the
         process, niced and pinned as asked, in one step that a signal cannot split. In a container: the
-        container (labelled, so `clean` finds it) with this run's folders mounted at their own paths."""
-        full = [*(["nice", "-n", str(neighbour.nice)] if neighbour.nice else []), *cmd]
+        container (labelled, so `clean` finds it) with this run's folders mounted at their own paths, on
+        Docker's bridge network when it needs one (`network`). `as_asked` False: a process here, neither niced
+        nor pinned nor in a container (a network neighbour's peer)."""
+        full = [*(["nice", "-n", str(neighbour.nice)] if neighbour.nice and as_asked else []), *cmd]
         log_path = self.folder / f"{neighbour.name}{log}.log"
-        if neighbour.placement == "docker":
+        if neighbour.placement == "docker" and as_asked:
             if self.containers is None:
                 raise RunFailed(f"neighbour {neighbour.name}: placement docker, but no container placement was "
                                 "given to this run")
             with signals_deferred():
                 owners.record(label, pid=None, marker="", paths=paths or [])
             return self.containers(ContainerRequest(label, self.campaign, neighbour, full,
-                                                    [self.folder, *(paths or [])], log_path))
+                                                    [self.folder, *(paths or [])], log_path,
+                                                    "bridge" if network else "none"))
+        cpus = neighbour.cpus if as_asked else None
         with signals_deferred():
             owners.record(label, pid=None, marker=marker, paths=paths or [])
-            return LocalProcess(procs.start(f"neighbour {neighbour.name}", procs.with_cpus(full, neighbour.cpus),
+            return LocalProcess(procs.start(f"neighbour {neighbour.name}", procs.with_cpus(full, cpus),
                                             log_path=log_path))
 
     def _start_remote(self, neighbour: Neighbour, label: str) -> Started:
@@ -166,23 +212,56 @@ class NeighboursRunning:
         return Started(neighbour, [label], [proc], report, folder)
 
     def _start_network(self, neighbour: Neighbour, label: str) -> Started:
-        address = address_of(neighbour.to, self.hosts)
-        port = free_port(address)
-        server_report = self.folder / f"{neighbour.name}.iperf3-server.json"
+        """iperf3's server on its peer (here, or on an ssh: host), listening before its client starts where the
+        neighbour is placed (here, in a container on Docker's bridge network, or on its ssh: host)."""
+        peer = peer_of(neighbour, self.hosts)
         report = self.folder / f"{neighbour.name}.iperf3.json"
-        server = self._spawn(f"{label}-server", neighbour, tools.iperf3_server_command(address, port, server_report),
-                             str(server_report), log="-server")
-        started = Started(neighbour, [f"{label}-server", label], [server], report)
-        deadline = time.monotonic() + 10
-        while not listening(port) and server.alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not listening(port):
+        server, port = self._start_peer(neighbour, label, peer)
+        here = ([f"{label}-server"] if peer.host is None else []) + ([label] if neighbour.placement != "ssh" else [])
+        started = Started(neighbour, here, [server], report)  # an ssh: host's records go when the host confirms
+        try:
+            if neighbour.placement == "ssh":
+                entry = (self.hosts or {}).get(neighbour.host or "")
+                if entry is None:
+                    raise RunFailed(f"neighbour {neighbour.name}: host {neighbour.host} is not in `hosts:`")
+                client = RemoteNeighbour.start(
+                    neighbour, label, entry, report, self.folder / f"{neighbour.name}.log",
+                    tool=lambda path: tools.iperf3_client_command(neighbour, peer.address, port, Path(path)))
+            else:
+                command = tools.iperf3_client_command(neighbour, peer.address, port, report)
+                client = self._spawn(label, neighbour, command, str(report), network=True)
+        except BaseException:
             self._stop_one(started)
-            raise RunFailed(f"neighbour {neighbour.name}: iperf3's server did not listen on {address}:{port}; "
-                            f"{server.tail(3) or 'no output'}")
-        client = tools.iperf3_client_command(neighbour, address, port, report)
-        started.processes.append(self._spawn(label, neighbour, client, str(report)))
+            raise
+        started.processes.append(client)
         return started
+
+    def _start_peer(self, neighbour: Neighbour, label: str, peer: Peer) -> tuple[Placed, int]:
+        """The iperf3 server (one client, then it exits) on a free port of its peer, once it listens."""
+        server_report = self.folder / f"{neighbour.name}.iperf3-server.json"
+        if peer.host is None:
+            port = free_port(peer.address)
+            server: Placed = self._spawn(f"{label}-server", neighbour, tools.iperf3_server_command(
+                peer.address, port, server_report), str(server_report), log="-server", as_asked=False)
+            up = lambda: listening(port)  # noqa: E731
+        else:
+            port = 20_000 + secrets.randbelow(30_000)  # its host's: taken there, iperf3 stops and says so
+            server = RemoteNeighbour.start(
+                neighbour, f"{label}-server", peer.entry or HostEntry(), server_report,
+                self.folder / f"{neighbour.name}-server.log", host_name=peer.host, as_asked=False,
+                tool=lambda path: tools.iperf3_server_command(peer.address, port, Path(path)))
+            up = lambda: server.listening(port)  # type: ignore[attr-defined]  # noqa: E731
+        deadline = time.monotonic() + 15
+        while not up() and server.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not up():
+            tail = server.tail(3)
+            server.stop(timeout=5)
+            if peer.host is None:
+                owners.forget(f"{label}-server")
+            raise RunFailed(f"neighbour {neighbour.name}: iperf3's server did not listen on {peer.address}:{port}"
+                            f"{f' on host {peer.host}' if peer.host else ''}; {tail or 'no output'}")
+        return server, port
 
     # --- the check at the start -------------------------------------------------------------------------
 
@@ -230,7 +309,7 @@ class NeighboursRunning:
     @staticmethod
     def _achieved(s: Started) -> tuple[dict[str, float], str | None]:
         parse = {"cpu": tools.stress_ng_achieved, "memory": tools.stress_ng_achieved, "disk": tools.fio_achieved,
-                 "network": tools.iperf3_achieved}[s.neighbour.kind]
+                 "network": tools.iperf3_achieved, "database": tools.sysbench_achieved}[s.neighbour.kind]
         try:
             return parse(s.report.read_text(encoding="utf-8", errors="replace")), None
         except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
