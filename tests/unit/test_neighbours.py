@@ -274,7 +274,7 @@ def test_a_network_neighbour_sends_to_loopback_or_a_local_hosts_address() -> Non
     import socket
 
     from layerbench.hosts.inventory import HostEntry
-    from layerbench.neighbours.running import listening, peer_of
+    from layerbench.neighbours.network import listening, peer_of
 
     loop = Neighbour(name="n", kind="network")
     assert peer_of(loop, None).address == "127.0.0.1" and peer_of(loop, {}).host is None

@@ -22,7 +22,7 @@ from layerbench.errors import BadInput
 from layerbench.hosts.inventory import HostEntry
 from layerbench.neighbours import tools
 from layerbench.neighbours.model import Neighbour
-from layerbench.neighbours.running import peer_of
+from layerbench.neighbours.network import peer_of
 from layerbench.records.neighbours import NeighbourRun
 from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.run.neighbour_plan import neighbour_lines

@@ -20,10 +20,10 @@ from layerbench.errors import RunFailed
 from layerbench.hosts import owners, procs
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import HostEntry
-from layerbench.hosts.machine import free_port
 from layerbench.measure.cpu import TICKS, all_processes, descendants
 from layerbench.neighbours import tools
 from layerbench.neighbours.model import Neighbour
+from layerbench.neighbours.network import peer_of, start_peer
 from layerbench.neighbours.placed import (
     ContainerRequest,
     ContainerStarter,
@@ -52,43 +52,6 @@ class Started:
     report: Path
     folder: Path | None = None
     check: dict[str, Any] = field(default_factory=dict)
-
-
-def listening(port: int) -> bool:
-    """Whether a TCP socket listens on `port` here (from /proc/net/tcp and tcp6: state 0A)."""
-    text = ""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            text += Path(table).read_text()
-        except OSError:
-            continue
-    return tools.listens_in(text, port)
-
-
-@dataclass(frozen=True)
-class Peer:
-    """Where a network neighbour's iperf3 server runs: `host` None for this machine, else an ssh: host's name,
-    and the address its client sends to."""
-
-    host: str | None
-    entry: HostEntry | None
-    address: str
-
-
-def peer_of(neighbour: Neighbour, hosts: dict[str, HostEntry] | None) -> Peer:
-    """`to: loopback`: beside its client (on its ssh: host, or here); a local host: here, at its address; an
-    ssh: host: there, at the address other hosts reach it at."""
-    to = neighbour.to or "loopback"
-    if to == "loopback":
-        if neighbour.placement == "ssh":
-            return Peer(neighbour.host, (hosts or {}).get(neighbour.host or ""), "127.0.0.1")
-        return Peer(None, None, "127.0.0.1")
-    entry = (hosts or {}).get(to)
-    if entry is None:
-        raise RunFailed(f"neighbour {neighbour.name}: to: {to} is not in `hosts:`")
-    if entry.local:
-        return Peer(None, None, entry.address or "127.0.0.1")
-    return Peer(to, entry, entry.reach_address() or "127.0.0.1")
 
 
 class NeighboursRunning:
@@ -216,7 +179,9 @@ class NeighboursRunning:
         neighbour is placed (here, in a container on Docker's bridge network, or on its ssh: host)."""
         peer = peer_of(neighbour, self.hosts)
         report = self.folder / f"{neighbour.name}.iperf3.json"
-        server, port = self._start_peer(neighbour, label, peer)
+        spawn = lambda name, cmd, marker: self._spawn(name, neighbour, cmd, marker, log="-server",  # noqa: E731
+                                                      as_asked=False)
+        server, port = start_peer(neighbour, label, peer, self.folder, spawn)
         here = ([f"{label}-server"] if peer.host is None else []) + ([label] if neighbour.placement != "ssh" else [])
         started = Started(neighbour, here, [server], report)  # an ssh: host's records go when the host confirms
         try:
@@ -235,33 +200,6 @@ class NeighboursRunning:
             raise
         started.processes.append(client)
         return started
-
-    def _start_peer(self, neighbour: Neighbour, label: str, peer: Peer) -> tuple[Placed, int]:
-        """The iperf3 server (one client, then it exits) on a free port of its peer, once it listens."""
-        server_report = self.folder / f"{neighbour.name}.iperf3-server.json"
-        if peer.host is None:
-            port = free_port(peer.address)
-            server: Placed = self._spawn(f"{label}-server", neighbour, tools.iperf3_server_command(
-                peer.address, port, server_report), str(server_report), log="-server", as_asked=False)
-            up = lambda: listening(port)  # noqa: E731
-        else:
-            port = 20_000 + secrets.randbelow(30_000)  # its host's: taken there, iperf3 stops and says so
-            server = RemoteNeighbour.start(
-                neighbour, f"{label}-server", peer.entry or HostEntry(), server_report,
-                self.folder / f"{neighbour.name}-server.log", host_name=peer.host, as_asked=False,
-                tool=lambda path: tools.iperf3_server_command(peer.address, port, Path(path)))
-            up = lambda: server.listening(port)  # type: ignore[attr-defined]  # noqa: E731
-        deadline = time.monotonic() + 15
-        while not up() and server.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if not up():
-            tail = server.tail(3)
-            server.stop(timeout=5)
-            if peer.host is None:
-                owners.forget(f"{label}-server")
-            raise RunFailed(f"neighbour {neighbour.name}: iperf3's server did not listen on {peer.address}:{port}"
-                            f"{f' on host {peer.host}' if peer.host else ''}; {tail or 'no output'}")
-        return server, port
 
     # --- the check at the start -------------------------------------------------------------------------
 

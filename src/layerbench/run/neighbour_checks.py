@@ -23,7 +23,7 @@ from layerbench.hosts.machine import check_cpus
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.neighbours.model import WORKERS_PER_CPU, Neighbour, size_bytes
-from layerbench.neighbours.running import listening
+from layerbench.neighbours.network import listening
 
 
 def check_neighbours(campaign: Campaign) -> None:
@@ -55,7 +55,7 @@ def check_beside_a_remote_server(campaign: Campaign, variant: VariantBase, neigh
 def check_database_ports(variant: VariantBase, neighbours: list[Neighbour]) -> None:
     """A database neighbour's `port` is not the variant's own (an external server's), not another database
     neighbour's, and not in use on this machine now."""
-    taken = {getattr(variant, "port", None): "the variant's server"}
+    taken = {variant.fixed_port(): "the variant's server"}
     for neighbour in (n for n in neighbours if n.kind == "database" and n.port):
         where = f"variants.{variant.name}.neighbours.{neighbour.name}.port"
         if neighbour.port in taken:
