@@ -22,6 +22,7 @@ from layerbench.neighbours.remote import RemoteNeighbour
 
 LISTEN_SECONDS = 15  # how long its iperf3 server may take to listen (an ssh: host's answer included)
 
+
 def listening(port: int) -> bool:
     """Whether a TCP socket listens on `port` here (from /proc/net/tcp and tcp6: state 0A)."""
     text = ""
@@ -70,9 +71,11 @@ def start_peer(neighbour: Neighbour, label: str, peer: Peer, folder: Path,
                        str(server_report))
         up: Callable[[], bool] = lambda: listening(port)  # noqa: E731
     else:
+        if peer.entry is None:
+            raise RunFailed(f"neighbour {neighbour.name}: host {peer.host} is not in `hosts:`")
         port = 20_000 + secrets.randbelow(30_000)  # its host's: taken there, iperf3 stops and says so
         remote = RemoteNeighbour.start(
-            neighbour, f"{label}-server", peer.entry or HostEntry(), server_report,
+            neighbour, f"{label}-server", peer.entry, server_report,
             folder / f"{neighbour.name}-server.log", host_name=peer.host, as_asked=False,
             tool=lambda path: tools.iperf3_server_command(peer.address, port, Path(path)))
         server, up = remote, lambda: remote.listening(port)
