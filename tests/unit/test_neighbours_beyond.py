@@ -195,10 +195,21 @@ def test_hostile_values_give_one_line_or_a_valid_neighbour(kind: str, key: str, 
     ({"name": "x", "kind": "network", "to": "a\nb"}, "'a\\nb' is not a host of `hosts:`"),
 ])
 def test_validate_refuses_in_one_line_with_exit_2(tmp_path: Path, entry: dict[str, Any], said: str) -> None:
+    assert_refused(tmp_path, campaign([entry]), said)
+
+
+def test_validate_refuses_a_database_neighbour_on_the_variants_port(tmp_path: Path) -> None:
+    data = campaign([{"name": "db", "kind": "database", "port": 3307}], backend="external", port=3307,
+                    password_env="NEIGHNET_PASSWORD", reset="none")
+    assert_refused(tmp_path, data, "variants.noisy.neighbours.db.port: 3307 is already the variant's server's port",
+                   {"NEIGHNET_PASSWORD": "x"})
+
+
+def assert_refused(tmp_path: Path, data: dict[str, Any], said: str, env: dict[str, str] | None = None) -> None:
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(campaign([entry]) | {"output": str(tmp_path / "out")}))
+    path.write_text(yaml.safe_dump(data | {"output": str(tmp_path / "out")}))
     done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "300", **(env or {})})
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
     assert not (tmp_path / "out").exists()
