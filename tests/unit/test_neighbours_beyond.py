@@ -227,3 +227,12 @@ def test_a_database_neighbours_sysbench_runs_its_test_at_its_rate_until_stopped(
     assert workload.test == "oltp_point_select" and workload.warmup == 0
     assert "--rate" not in " ".join(run_command(neighbour_workload(Neighbour(name="d", kind="database")),
                                                 Path("/c"), Path("/h"), 1))
+
+
+def test_the_peers_report_gives_what_it_received_from_a_stopped_client() -> None:
+    """A real iperf3 3.x server's JSON (one client at 10 Mbit/s, stopped by SIGTERM after 2.5 s): the client's own
+    report says 0 received; the server's says what arrived."""
+    text = (DATA / "neighbours" / "iperf3-server-client-sigterm.json").read_text()
+    assert 5e6 < tools.iperf3_peer_received(text) < 20e6
+    with pytest.raises(ValueError):
+        tools.iperf3_peer_received("iperf3: error - unable to start listener")

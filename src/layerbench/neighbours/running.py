@@ -7,6 +7,7 @@ window; and its own report of what it achieved read back."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shutil
 import time
@@ -249,7 +250,12 @@ class NeighboursRunning:
         parse = {"cpu": tools.stress_ng_achieved, "memory": tools.stress_ng_achieved, "disk": tools.fio_achieved,
                  "network": tools.iperf3_achieved, "database": tools.sysbench_achieved}[s.neighbour.kind]
         try:
-            return parse(s.report.read_text(encoding="utf-8", errors="replace")), None
+            achieved = parse(s.report.read_text(encoding="utf-8", errors="replace"))
+            if s.neighbour.kind == "network" and not achieved.get("received_bits_per_second"):
+                peer = s.report.with_name(f"{s.neighbour.name}.iperf3-server.json")
+                with contextlib.suppress(OSError, ValueError):
+                    achieved["received_bits_per_second"] = tools.iperf3_peer_received(peer.read_text(encoding="utf-8"))
+            return achieved, None
         except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
             return {}, f"no report from {TOOL[s.neighbour.kind]} ({type(error).__name__}: {str(error)[:120]})"
 

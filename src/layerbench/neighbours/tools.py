@@ -132,6 +132,14 @@ def iperf3_achieved(text: str) -> dict[str, float]:
 
 
 @read_or_value_error
+def iperf3_peer_received(text: str) -> float:
+    """From the peer's (iperf3 server's) JSON: the bits per second it received. An interrupted client reports 0
+    received (the results are not exchanged when it is stopped); the server measured them itself."""
+    received = (json_document(text).get("end") or {}).get("sum_received") or {}
+    return round(float(received.get("bits_per_second", 0)), 0)
+
+
+@read_or_value_error
 def sysbench_achieved(text: str) -> dict[str, float]:
     """From a database neighbour's own sysbench output (its per-second reports, read by the one parser of
     sysbench's output; it is stopped, so it has no summary): mean transactions and queries per second over its
