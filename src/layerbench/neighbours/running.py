@@ -238,26 +238,28 @@ class NeighboursRunning:
     def _stop_one(self, s: Started) -> NeighbourRun:
         """Stop (SIGTERM: each tool writes its report), reap, read what it achieved, remove its files."""
         codes = [p.stop(timeout=15) for p in reversed(s.processes)]  # the client before the iperf3 server
-        achieved, error = self._achieved(s)
+        achieved, error = achieved_of(s)
         if s.folder is not None:
             shutil.rmtree(s.folder, ignore_errors=True)
         for label in s.labels:
             owners.forget(label)
         return run_record(s, achieved, error, codes)
 
-    @staticmethod
-    def _achieved(s: Started) -> tuple[dict[str, float], str | None]:
-        parse = {"cpu": tools.stress_ng_achieved, "memory": tools.stress_ng_achieved, "disk": tools.fio_achieved,
-                 "network": tools.iperf3_achieved, "database": tools.sysbench_achieved}[s.neighbour.kind]
-        try:
-            achieved = parse(s.report.read_text(encoding="utf-8", errors="replace"))
-            if s.neighbour.kind == "network" and not achieved.get("received_bits_per_second"):
-                peer = s.report.with_name(f"{s.neighbour.name}.iperf3-server.json")
-                with contextlib.suppress(OSError, ValueError):
-                    achieved["received_bits_per_second"] = tools.iperf3_peer_received(peer.read_text(encoding="utf-8"))
-            return achieved, None
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
-            return {}, f"no report from {TOOL[s.neighbour.kind]} ({type(error).__name__}: {str(error)[:120]})"
+
+def achieved_of(s: Started) -> tuple[dict[str, float], str | None]:
+    """What the neighbour's tool reported it achieved (a network neighbour's received rate from its peer's report
+    when its stopped client says 0), or why that is missing."""
+    parse = {"cpu": tools.stress_ng_achieved, "memory": tools.stress_ng_achieved, "disk": tools.fio_achieved,
+             "network": tools.iperf3_achieved, "database": tools.sysbench_achieved}[s.neighbour.kind]
+    try:
+        achieved = parse(s.report.read_text(encoding="utf-8", errors="replace"))
+        if s.neighbour.kind == "network" and not achieved.get("received_bits_per_second"):
+            peer = s.report.with_name(f"{s.neighbour.name}.iperf3-server.json")
+            with contextlib.suppress(OSError, ValueError):
+                achieved["received_bits_per_second"] = tools.iperf3_peer_received(peer.read_text(encoding="utf-8"))
+        return achieved, None
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+        return {}, f"no report from {TOOL[s.neighbour.kind]} ({type(error).__name__}: {str(error)[:120]})"
 
 
 def run_record(s: Started, achieved: dict[str, float], error: str | None, codes: list[int | None]) -> NeighbourRun:
