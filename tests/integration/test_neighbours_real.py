@@ -2,7 +2,10 @@
 host server against the same runs without it (a ratio of medians with a generous margin, never a timing), and a
 SIGKILL of the harness mid-run leaves a neighbour (a host process and a Docker container) that `layerbench clean`
 finds and removes. A CPU neighbour placed in a Docker container (a QoS preset) and one on an ssh: host of the lab
-(scripts/lab-hosts: its app host shares this machine's CPUs) lower the TPS of a pinned host server too.
+(scripts/lab-hosts: its app host shares this machine's CPUs) lower the TPS of a pinned host server too; the same
+campaign sends network neighbours across the lab (from a container to an iperf3 peer on app, from app to one here) and
+places a neighbour beside a server on an ssh: host. A database neighbour (its own server and sysbench) is recorded
+with its own TPS and CPU, and outlives a SIGKILL only until `layerbench clean`.
 
 Tiny workloads (1 table x 1000 rows, 3-4 s runs). The test looks only at what it created: its own campaign, its own
 run folders and the processes whose command line names them."""
@@ -79,17 +82,26 @@ def test_a_cpu_neighbour_on_the_servers_cpu_lowers_its_tps(tmp_path: Path) -> No
 
 
 def test_the_neighbours_record_cpu_and_io_components(tmp_path: Path) -> None:
+    """A CPU, a disk and a database neighbour (its own server and sysbench at 50 transactions per second): each one's
+    CPU (and the disk's I/O) its own component, the database's own TPS recorded, its server and datadir gone."""
     disk = {"name": "disk", "kind": "disk", "pattern": "fsync", "size": "8M"}
-    variants = [{"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1", "neighbours": [HOG, disk]}]
+    db = {"name": "db", "kind": "database", "table_size": 1000, "threads": 1, "rate": 50}
+    variants = [{"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1", "neighbours": [HOG, disk, db]}]
     done = layerbench("run", str(campaign(tmp_path, "it-neighbours-record", variants, 3, 1)))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with Store(tmp_path / "out" / "layerbench.db") as store:
         run = store.runs(store.campaign("latest").id)[0]
-    hog, _ = run.facts.neighbours.neighbours
+    assert run.status == "ok", run.error
+    hog, _, base = run.facts.neighbours.neighbours
     assert (hog.name, hog.kind, hog.tool, hog.cpus) == ("hog", "cpu", "stress-ng", "0")
     assert hog.check["running"] is True and hog.achieved["bogo_ops_per_second"] > 0
     assert run.facts.usage is not None and run.facts.usage.cpu_seconds["neighbour:hog"] > 0
     assert run.facts.io is not None and run.facts.io.processes["neighbour:disk"]["write_bytes"] > 0
+    assert (base.kind, base.tool) == ("database", "sysbench") and 0 < base.achieved["tps"] <= 50 * 1.5, base
+    assert run.facts.usage.cpu_seconds["neighbour:db"] > 0
+    report = next((tmp_path / "out").glob("*-it-neighbours-record/report.md")).read_text()
+    assert "TPS" in report and "of its own sysbench" in report and "neighbour:db" in report
+    assert processes_with(str(tmp_path / "out")) == []  # its mariadbd (my.cnf in the run's folder) and sysbench
 
 
 def paired_ratios(db: Path, variant: str, baseline: str) -> list[float]:
@@ -129,9 +141,15 @@ def test_docker_and_ssh_placed_cpu_neighbours_lower_a_pinned_servers_tps(tmp_pat
                   "resources": {"cpus": 2}, "cpus": "0"}
     ssh_hog = {"name": "far", "kind": "cpu", "workers": 2, "load": 100, "placement": "ssh", "host": "app",
                "cpus": "0"}
+    # network neighbours across the lab's bridge, light (10 Mbit/s) not to blur the CPU neighbours' findings: a
+    # container's iperf3 to its peer on app (over SSH), and app's iperf3 to its peer here (db's address)
+    boxed_wire = {"name": "wire", "kind": "network", "placement": "docker", "to": "app", "bitrate": "10M"}
+    far_wire = {"name": "wire", "kind": "network", "placement": "ssh", "host": "app", "to": "db", "bitrate": "10M"}
     variants = [{"name": "pinned", "backend": "host", "cpus": "0", "client_cpus": "1"},
-                {"name": "docker-noisy", "extends": "pinned", "neighbours": [docker_hog]},
-                {"name": "ssh-noisy", "extends": "pinned", "neighbours": [ssh_hog]},
+                {"name": "docker-noisy", "extends": "pinned", "neighbours": [docker_hog, boxed_wire]},
+                {"name": "ssh-noisy", "extends": "pinned", "neighbours": [ssh_hog, far_wire]},
+                {"name": "far-server", "backend": "host", "server_host": "dbssh",  # its neighbour beside it there
+                 "neighbours": [{"name": "near", "kind": "cpu", "load": 20, "placement": "ssh", "host": "dbssh"}]},
                 {"name": "boxed-server", "backend": "docker", "qos": "guaranteed", "resources": {"cpus": 1},
                  "cpus": "0", "client_cpus": "1"}]  # a cgroup of its own: its throttling and CPU pressure
     path = campaign(tmp_path, "it-neighbours-placed", variants, 3, 2, hosts=lab_hosts)
@@ -147,21 +165,30 @@ def test_docker_and_ssh_placed_cpu_neighbours_lower_a_pinned_servers_tps(tmp_pat
         assert statistics.median(ratios["ssh-noisy"]) < 0.9, ratios
     with Store(db) as store:
         runs = {r.variant: r for r in store.runs(store.campaign("latest").id) if r.status == "ok"}
-    (box,), (far,) = runs["docker-noisy"].facts.neighbours.neighbours, runs["ssh-noisy"].facts.neighbours.neighbours
+    (box, boxed_wire), (far, far_wire) = (runs["docker-noisy"].facts.neighbours.neighbours,
+                                          runs["ssh-noisy"].facts.neighbours.neighbours)
     assert (box.placement, far.placement) == ("docker", "ssh")
+    for wire in (boxed_wire, far_wire):  # sent across the lab's bridge, the peer's own figure too
+        assert wire.kind == "network" and 0 < wire.achieved["bits_per_second"] <= 10e6 * 1.2, wire
+        assert wire.achieved["received_bits_per_second"] > 0, wire
+    (near,) = runs["far-server"].facts.neighbours.neighbours
+    assert near.placement == "ssh" and near.achieved["bogo_ops_per_second"] > 0
     assert box.achieved["bogo_ops_per_second"] > 0 and far.achieved["bogo_ops_per_second"] > 0
     assert box.achieved["cpu_percent_per_worker"] >= 5 and far.achieved["cpu_percent_per_worker"] >= 5  # competed
     cpu = runs["docker-noisy"].facts.usage.cpu_seconds  # with hosts: each component named with its host (@local)
     assert sum(v for k, v in cpu.items() if k.startswith("neighbour:box")) > 0, cpu  # its container's, sampled here
     report = next((tmp_path / "out").glob("*-it-neighbours-placed/report.md")).read_text()
     assert "docker (qos guaranteed, 2 CPU), CPUs 0" in report and "ssh host app, CPUs 0" in report
+    assert "TCP stream(s) to app at 10Mbit/s" in report and "TCP stream(s) to db at 10Mbit/s" in report
     assert "### The server's CPU contention" in report and "differs from `pinned` in neighbours" in report
     boxed = next(line for line in report.splitlines() if line.startswith("| boxed-server | none |"))
     throttled_share, _, _, cgroup_pressure = [c.strip() for c in boxed.split("|")[3:7]]
     assert throttled_share.endswith("%") and cgroup_pressure.endswith("%"), boxed  # measured, not "-"
     assert our_neighbour_containers("it-neighbours-placed") == []
-    left = Host("app", HostEntry(**lab_hosts["app"])).shell("ls -d /tmp/lb*-nb-far 2>/dev/null; true").output
+    left = Host("app", HostEntry(**lab_hosts["app"])).shell("ls -d /tmp/lb*-nb-far /tmp/lb*-nb-wire* 2>/dev/null; "
+                                                            "true").output
     assert left.strip() == ""
+    assert processes_with(str(tmp_path / "out")) == []  # the iperf3 peer here, the neighbour beside far-server
 
 
 def our_neighbour_containers(campaign_name: str) -> list[str]:
@@ -185,9 +212,11 @@ def wait_for_neighbour(out: Path, proc: subprocess.Popen[bytes], limit: float = 
 
 
 def test_sigkill_leaves_a_neighbour_that_clean_removes(tmp_path: Path) -> None:
-    """A host process and a container (started first, so both run once the host one does)."""
+    """A container and a database neighbour (its server and sysbench), then a host process: all run once the host
+    one does."""
     boxed = {"name": "box", "kind": "cpu", "load": 20, "placement": "docker", "qos": "besteffort"}
-    variants = [{"name": "base", "backend": "host", "neighbours": [boxed, HOG]}]
+    db = {"name": "db", "kind": "database", "table_size": 1000, "rate": 10}
+    variants = [{"name": "base", "backend": "host", "neighbours": [boxed, db, HOG]}]
     path = campaign(tmp_path, "it-neighbours-kill", variants, 120, 1)
     proc = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -199,9 +228,11 @@ def test_sigkill_leaves_a_neighbour_that_clean_removes(tmp_path: Path) -> None:
         assert left, "the neighbour did not outlive the harness (nothing for clean to find)"
         assert any(o.marker == marker for o in recorded())
         assert len(our_neighbour_containers("it-neighbours-kill")) == 1, "the container did not outlive the harness"
+        database = str(Path(marker).with_name("db"))  # its server's my.cnf and its sysbench's hook are there
+        assert len(processes_with(database)) >= 2, "the database neighbour did not outlive the harness"
         done = layerbench("clean", timeout=300)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert processes_with(marker) == [], done.stdout
+        assert processes_with(marker) == [] and processes_with(database) == [], done.stdout
         assert not any(o.marker == marker for o in recorded())
         assert our_neighbour_containers("it-neighbours-kill") == [], done.stdout
     finally:

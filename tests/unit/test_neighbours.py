@@ -75,7 +75,7 @@ def test_a_variants_neighbours_are_inherited_and_the_campaigns_apply_to_all() ->
     ({"name": "x", "kind": "cpu", "placement": "docker", "resources": {"memory": "lots"}}, "resources.memory"),
     ({"name": "x", "kind": "cpu", "placement": "docker", "qos": "guaranteed-pinned", "resources": {"cpus": 1.5}},
      "guaranteed-pinned needs whole CPUs"),
-    ({"name": "x", "kind": "network", "placement": "docker"}, "a network neighbour runs only on the host"),
+    ({"name": "x", "kind": "network", "placement": "docker"}, "to: a network neighbour in a container sends to a host"),
     ({"name": "x", "kind": "cpu", "placement": "ssh"}, "host: a neighbour with placement: ssh names the host"),
     ({"name": "x", "kind": "cpu", "host": "app"}, "host: 'app' is only for placement: ssh"),
     ({"name": "x", "kind": "disk", "placement": "ssh", "host": "app", "folder": "/tmp"}, "folder: an ssh-placed"),
@@ -152,12 +152,13 @@ def test_a_disk_neighbour_larger_than_the_free_space_is_refused(tmp_path: Path) 
                                                               "folder": str(tmp_path / "no")}]))
 
 
-def test_a_network_neighbour_to_an_unknown_or_ssh_host_is_refused() -> None:
+def test_a_network_neighbour_to_an_unknown_or_unreachable_host_is_refused() -> None:
     assert "to: 'far' is not a host of `hosts:`; use one of: loopback" in refused(
         campaign(None, [{"name": "n", "kind": "network", "to": "far"}]))
     hosts = {"here": {"local": True}, "lab": {"ssh": "root@10.0.0.2"}}
-    said = refused(campaign(None, [{"name": "n", "kind": "network", "to": "lab"}], hosts=hosts))
-    assert "not yet" in said
+    said = refused(campaign(None, [{"name": "n", "kind": "network", "to": "here", "placement": "docker"}],
+                            hosts=hosts))
+    assert "to: here is this machine at a loopback address, which a client in a container cannot reach" in said
     check_neighbours(parse_campaign(campaign(None, [{"name": "n", "kind": "network", "to": "here"}], hosts=hosts)))
 
 
@@ -273,10 +274,11 @@ def test_a_network_neighbour_sends_to_loopback_or_a_local_hosts_address() -> Non
     import socket
 
     from layerbench.hosts.inventory import HostEntry
-    from layerbench.neighbours.running import address_of, listening
+    from layerbench.neighbours.network import listening, peer_of
 
-    assert address_of(None, None) == "127.0.0.1" and address_of("loopback", {}) == "127.0.0.1"
-    assert address_of("here", {"here": HostEntry(local=True)}) == "127.0.0.1"
+    loop = Neighbour(name="n", kind="network")
+    assert peer_of(loop, None).address == "127.0.0.1" and peer_of(loop, {}).host is None
+    assert peer_of(loop.model_copy(update={"to": "here"}), {"here": HostEntry(local=True)}).address == "127.0.0.1"
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         port = server.getsockname()[1]

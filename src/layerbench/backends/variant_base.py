@@ -217,6 +217,10 @@ class VariantBase(Strict):
         """The CPUs the server is pinned to on this machine, or None."""
         return self.cpus
 
+    def fixed_port(self) -> int | None:
+        """A port the campaign gives the server (a database neighbour must not take it); None: one chosen free."""
+        return None
+
     def first_time_costs(self) -> list[FirstTimeCost]:
         """What is built once and cached on this machine before this variant's first run."""
         return []

@@ -1,9 +1,10 @@
 """The campaign's `neighbours:`: load generators started beside the server for a run (docs/neighbours.md), as
-Pydantic models. One model with a `kind` (cpu, memory, disk, network) whose own fields are checked per kind, so
-that every error names the field the user wrote. What depends on the machine (its CPUs, free space, the
+Pydantic models. One model with a `kind` (cpu, memory, disk, network, database) whose own fields are checked per
+kind, so that every error names the field the user wrote. What depends on the machine (its CPUs, free space, the
 inventory's hosts, the Docker daemon) is checked before anything starts by run/neighbour_checks.py (from
 preflight). Placements: `host` (a process here), `docker` (a container here, with a QoS preset or limits of its
-own), `ssh` (a process on an ssh: host of the inventory, named by `host:`)."""
+own), `ssh` (a process on an ssh: host of the inventory, named by `host:`). A network neighbour's peer (its
+iperf3 server) runs on the host `to:` names; a database neighbour is layerbench's own server under its own sysbench."""
 
 from __future__ import annotations
 
@@ -27,7 +28,11 @@ PLACEMENTS = ("host", "docker", "ssh")
 QOS = ("besteffort", "burstable", "guaranteed", "guaranteed-pinned")  # the docker backend's presets (its qos.py)
 MEMORY_RE = r"^\d{1,7}[kmg]$"  # a container's memory limit, as the docker backend writes it: 512m, 2g
 KIND_FIELDS = {"cpu": {"workers", "load"}, "memory": {"workers", "method", "size"},
-               "disk": {"pattern", "size", "block_size", "folder"}, "network": {"to", "bitrate", "streams"}}
+               "disk": {"pattern", "size", "block_size", "folder"}, "network": {"to", "bitrate", "streams"},
+               "database": {"test", "tables", "table_size", "threads", "rate", "port"}}
+DATABASE_TESTS = ("oltp_read_write", "oltp_read_only", "oltp_write_only", "oltp_point_select", "oltp_update_index",
+                  "oltp_update_non_index", "oltp_insert", "oltp_delete")
+MAX_DATABASE_ROWS = 10_000_000  # tables x table_size of a database neighbour: it is prepared again for every run
 
 
 def size_bytes(text: str) -> int:
@@ -64,7 +69,7 @@ class Neighbour(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: Annotated[str, Field(pattern=NAME_RE)]
-    kind: Literal["cpu", "memory", "disk", "network"]
+    kind: Literal["cpu", "memory", "disk", "network", "database"]
     placement: Literal["host", "docker", "ssh"] = "host"
     host: str | None = Field(default=None, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
                              description="ssh: the host of `hosts:` it runs on")
@@ -85,6 +90,14 @@ class Neighbour(BaseModel):
     to: str | None = Field(default=None, max_length=63, description="network: loopback or a host of `hosts:`")
     bitrate: str | None = Field(default=None, max_length=12, description="network: iperf3's target, like 100M")
     streams: int | None = Field(default=None, ge=1, le=MAX_STREAMS, description="network: parallel streams")
+    test: Literal[DATABASE_TESTS] | None = Field(  # type: ignore[valid-type]
+        default=None, description="database: the sysbench test its own sysbench runs")
+    tables: int | None = Field(default=None, ge=1, le=64, description="database: its own tables")
+    table_size: int | None = Field(default=None, ge=1, le=MAX_DATABASE_ROWS, description="database: rows per table")
+    threads: int | None = Field(default=None, ge=1, le=256, description="database: its sysbench's threads")
+    rate: int | None = Field(default=None, ge=0, le=1_000_000,
+                             description="database: its sysbench's target transactions per second (0: unlimited)")
+    port: int | None = Field(default=None, ge=1024, le=65535, description="database: the port its server listens on")
 
     @field_validator("placement", mode="before")
     @classmethod
@@ -135,9 +148,15 @@ class Neighbour(BaseModel):
                              f"host: <name> to {self.name}")
         if self.host and self.placement != "ssh":
             raise ValueError(f"host: {shown(self.host)} is only for placement: ssh; set placement: ssh or remove it")
-        if self.placement != "host" and self.kind == "network":
-            raise ValueError(f"placement: {self.placement}: a network neighbour runs only on the host (not yet in a "
-                             "container or on an ssh host); use placement: host")
+        if self.placement == "docker" and self.kind == "network" and (self.to or "loopback") == "loopback":
+            raise ValueError(f"to: a network neighbour in a container sends to a host of `hosts:` (loopback is the "
+                             f"container's own); set to: <host> for {self.name}")
+        if self.placement != "host" and self.kind == "database":
+            raise ValueError(f"placement: {self.placement}: a database neighbour runs on the host (in a container or "
+                             "on an ssh host: not yet); use placement: host")
+        if self.kind == "database" and self.database_tables * self.database_rows > MAX_DATABASE_ROWS:
+            raise ValueError(f"table_size: {self.database_tables} x {self.database_rows:,} rows is more than "
+                             f"{MAX_DATABASE_ROWS:,} (prepared again for every run); use fewer")
         if self.placement == "ssh" and self.folder:
             raise ValueError("folder: an ssh-placed disk neighbour writes in its own folder on its host (a folder "
                              "of your choice there: not yet); remove folder")
@@ -164,6 +183,22 @@ class Neighbour(BaseModel):
     def file_size(self) -> str:
         return self.size or ("64M" if self.kind == "memory" else "256M")
 
+    @property
+    def database_tables(self) -> int:
+        return self.tables or 1
+
+    @property
+    def database_rows(self) -> int:
+        return self.table_size or 10_000
+
+    @property
+    def database_threads(self) -> int:
+        return self.threads or 1
+
+    @property
+    def database_test(self) -> str:
+        return self.test or "oltp_read_write"
+
     def intensity(self) -> str:
         """The asked intensity in words, for the plan and the report."""
         if self.kind == "cpu":
@@ -173,6 +208,10 @@ class Neighbour(BaseModel):
         if self.kind == "disk":
             where = self.folder or "the data's filesystem"
             return f"{self.disk_pattern} {self.block_size or '4K'} blocks on a {self.file_size} file in {where}"
+        if self.kind == "database":
+            rate = f" at {self.rate} tps" if self.rate else " unlimited"
+            return (f"sysbench {self.database_test}, {self.database_threads} thread(s){rate}, on its own server "
+                    f"({self.database_tables} x {self.database_rows:,} rows)")
         rate = f" at {self.bitrate}bit/s" if self.bitrate else " unlimited"
         return f"{self.streams or 1} TCP stream(s) to {self.to or 'loopback'}{rate}"
 

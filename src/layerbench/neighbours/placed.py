@@ -1,6 +1,7 @@
 """Where a neighbour's process runs, behind one small interface (`Placed`): a process on this machine
 (hosts/procs.py), a container (backends/docker/neighbours.py gives one through the `ContainerStarter` that run/
-hands in, so this package never names a backend) or a process on an ssh: host (neighbours/remote.py)."""
+hands in, so this package never names a backend) or a process on an ssh: host (neighbours/remote.py). A database
+neighbour (its own server and sysbench) is started by run/neighbour_database.py through a `DatabaseStarter`."""
 
 from __future__ import annotations
 
@@ -62,6 +63,24 @@ class ContainerRequest:
     command: list[str]
     mounts: list[Path] = field(default_factory=list)
     log_path: Path | None = None
+    network: str = "none"  # Docker's network mode: none, or bridge for a network neighbour (its peer on a host)
 
 
 ContainerStarter = Callable[[ContainerRequest], Placed]
+
+
+@dataclass(frozen=True)
+class DatabaseRequest:
+    """A database neighbour to start: its server (named by `name`, the run's label and the neighbour's), its
+    dataset and its own sysbench, whose output goes to `report`; its files under `folder` (the run's neighbours
+    folder) and its datadir under `work_dir` (the run's data filesystem)."""
+
+    name: str
+    campaign: str
+    neighbour: Neighbour
+    folder: Path
+    work_dir: Path
+    report: Path
+
+
+DatabaseStarter = Callable[[DatabaseRequest], Placed]

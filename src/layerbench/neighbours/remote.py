@@ -8,6 +8,7 @@ here, and the folder is removed."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +23,12 @@ from layerbench.neighbours.model import Neighbour
 STOP_POLL = 0.2
 
 
-def remote_command(neighbour: Neighbour, folder: str, report: str) -> list[str]:
-    """The tool's command on the host, niced and pinned there as asked; every path inside `folder`."""
-    if neighbour.kind == "disk":
+def remote_command(neighbour: Neighbour, folder: str, report: str, tool: list[str] | None = None) -> list[str]:
+    """The tool's command on the host (`tool`: an iperf3 client's, given with its peer), niced and pinned there as
+    asked; every path inside `folder`."""
+    if tool is not None:
+        cmd = tool
+    elif neighbour.kind == "disk":
         cmd = tools.fio_command(neighbour, Path(f"{folder}/data"), Path(report))
     else:
         cmd = tools.stress_ng_command(neighbour, Path(report))
@@ -58,16 +62,22 @@ class RemoteNeighbour:
     log_local: Path
 
     @classmethod
-    def start(cls, neighbour: Neighbour, label: str, entry: HostEntry, report: Path, log: Path) -> RemoteNeighbour:
-        host = Host(str(neighbour.host), entry)
+    def start(cls, neighbour: Neighbour, label: str, entry: HostEntry, report: Path, log: Path, *,
+              host_name: str | None = None, tool: Callable[[str], list[str]] | None = None,
+              as_asked: bool = True) -> RemoteNeighbour:
+        """Its folder noted, then made, then the tool started there. `host_name`: another host than the
+        neighbour's own (an iperf3 peer's); `tool`: the command, from the remote report path (else the kind's
+        own); `as_asked`: niced and pinned as the neighbour asks (not its peer)."""
+        host = Host(host_name or str(neighbour.host), entry)
         folder = f"/tmp/{label}"
         remote = {"host": host.name, "entry": entry.model_dump(exclude_none=True), "folder": folder}
         with signals_deferred():  # noted before it exists on the host
             owners.record(label, pid=None, marker="", paths=[], remote=remote)
         placed = cls(host, label, folder, 0, f"{folder}/{report.name}", report, log)
         try:
-            done = host.shell(f"umask 077 && mkdir -p {shlex.quote(folder)}/data && "
-                              + start_script(folder, remote_command(neighbour, folder, placed.report_remote)),
+            given = tool(placed.report_remote) if tool is not None else None
+            cmd = remote_command(neighbour, folder, placed.report_remote, given) if as_asked else list(given or [])
+            done = host.shell(f"umask 077 && mkdir -p {shlex.quote(folder)}/data && " + start_script(folder, cmd),
                               name=f"neighbour {neighbour.name} on {host.name}", timeout=60)
             pid = next((line[4:] for line in done.output.splitlines() if line.startswith("PID ")), "")
             if not pid.isdigit():
@@ -81,6 +91,14 @@ class RemoteNeighbour:
 
     def pids(self) -> list[int]:
         return []  # another host's PIDs: this machine's sampler does not read them
+
+    def listening(self, port: int) -> bool:
+        """Whether a TCP socket listens on `port` on its host (its /proc/net/tcp and tcp6: state 0A)."""
+        try:
+            done = self.host.shell("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true", timeout=30)
+        except RunFailed:
+            return False
+        return tools.listens_in(done.output, port)
 
     def alive(self) -> bool:
         try:

@@ -1,11 +1,13 @@
 """Neighbours while a run is measured: each load generator started where the campaign places it (placed.py: a
-process here through hosts/procs.py, a labelled container, a process on an ssh: host), with an owner record
-(hosts/owners.py) or a container label written before it starts, so that `layerbench clean` finds it after a
-SIGKILL of the harness; checked to be running at the asked intensity; stopped at the end of the measured window;
-and its own report of what it achieved read back."""
+process here through hosts/procs.py, a labelled container, a process on an ssh: host; a network neighbour's
+iperf3 server on its peer host; a database neighbour's server and sysbench through the starter run/ hands in), with
+an owner record (hosts/owners.py) or a container label written before it starts, so that `layerbench clean` finds
+it after a SIGKILL of the harness; checked to be running at the asked intensity; stopped at the end of the measured
+window; and its own report of what it achieved read back."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shutil
 import time
@@ -19,19 +21,26 @@ from layerbench.errors import RunFailed
 from layerbench.hosts import owners, procs
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import HostEntry
-from layerbench.hosts.machine import free_port
 from layerbench.measure.cpu import TICKS, all_processes, descendants
 from layerbench.neighbours import tools
 from layerbench.neighbours.model import Neighbour
-from layerbench.neighbours.placed import ContainerRequest, ContainerStarter, LocalProcess, Placed
+from layerbench.neighbours.network import peer_of, start_peer
+from layerbench.neighbours.placed import (
+    ContainerRequest,
+    ContainerStarter,
+    DatabaseRequest,
+    DatabaseStarter,
+    LocalProcess,
+    Placed,
+)
 from layerbench.neighbours.remote import RemoteNeighbour
 from layerbench.records.neighbours import NeighbourRecords, NeighbourRun
 
 PROBE_SECONDS = 1.0  # how long the start check watches the neighbours' CPU
 LOW_SHARE = 0.5  # a CPU neighbour below this share of its asked duty cycle is said to be short of its intensity
 HINTS = {"stress-ng": "install stress-ng (scripts/setup does it)", "fio": "install fio (scripts/setup does it)",
-         "iperf3": "install iperf3 (scripts/setup does it)"}
-TOOL = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3"}
+         "iperf3": "install iperf3 (scripts/setup does it)", "sysbench": "install sysbench (scripts/setup does it)"}
+TOOL = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3", "database": "sysbench"}
 
 
 @dataclass
@@ -46,34 +55,16 @@ class Started:
     check: dict[str, Any] = field(default_factory=dict)
 
 
-def address_of(to: str | None, hosts: dict[str, HostEntry] | None) -> str:
-    """The address a network neighbour sends to: loopback, or a host of the inventory on this machine."""
-    entry = (hosts or {}).get(to or "loopback")
-    return entry.address if entry is not None and entry.address else "127.0.0.1"
-
-
-def listening(port: int) -> bool:
-    """Whether a TCP socket listens on `port` (from /proc/net/tcp and tcp6: state 0A)."""
-    wanted = f":{port:04X}"
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        if any(p[1].endswith(wanted) and p[3] == "0A" for p in (line.split() for line in lines) if len(p) > 3):
-            return True
-    return False
-
-
 class NeighboursRunning:
     """`with NeighboursRunning(...)`: the run's neighbours start on entry and stop on exit; `components`
     names their processes for the resource sampler (`neighbour:<name>`), `record()` is what they did."""
 
     def __init__(self, neighbours: list[Neighbour], run_dir: Path, label: str, data_folder: Path,
                  hosts: dict[str, HostEntry] | None = None, *, campaign: str = "",
-                 containers: ContainerStarter | None = None) -> None:
+                 containers: ContainerStarter | None = None, databases: DatabaseStarter | None = None) -> None:
         self.neighbours, self.folder, self.label = neighbours, run_dir / "neighbours", label
         self.data_folder, self.hosts, self.campaign, self.containers = data_folder, hosts, campaign, containers
+        self.databases = databases
         self.started: list[Started] = []
         self.runs: list[NeighbourRun] = []
         self.facts: dict[str, Any] | None = None  # a run's facts: `neighbours` is written there on exit
@@ -110,11 +101,12 @@ class NeighboursRunning:
     # --- starting ------------------------------------------------------------------------------------------
 
     def _start(self, neighbour: Neighbour) -> Started:
-        if neighbour.placement == "host":  # a container has its tools in its image; an ssh: host: preflight
-            procs.require_program(TOOL[neighbour.kind], HINTS[TOOL[neighbour.kind]])
+        if neighbour.placement == "host" or (neighbour.kind == "network" and peer_of(neighbour, self.hosts).host
+                                             is None):  # a container has its tools in its image; an ssh: host's:
+            procs.require_program(TOOL[neighbour.kind], HINTS[TOOL[neighbour.kind]])  # checked by preflight
         self.folder.mkdir(parents=True, exist_ok=True)
         label = f"{self.label}-nb-{neighbour.name}"
-        if neighbour.placement == "ssh":
+        if neighbour.placement == "ssh" and neighbour.kind != "network":
             return self._start_remote(neighbour, label)
         if neighbour.kind in ("cpu", "memory"):
             report = self.folder / f"{neighbour.name}.stress-ng.yaml"
@@ -122,26 +114,44 @@ class NeighboursRunning:
                 neighbour, report), str(report))], report)
         if neighbour.kind == "disk":
             return self._start_disk(neighbour, label)
+        if neighbour.kind == "database":
+            return self._start_database(neighbour, label)
         return self._start_network(neighbour, label)
 
+    def _start_database(self, neighbour: Neighbour, label: str) -> Started:
+        """Its own server, dataset and sysbench (run/neighbour_database.py, handed in as `databases`); what it
+        achieved is read from its sysbench's output."""
+        if self.databases is None:
+            raise RunFailed(f"neighbour {neighbour.name}: a database neighbour, but no way to start one was given "
+                            "to this run")
+        report = self.folder / f"{neighbour.name}.sysbench.log"
+        placed = self.databases(DatabaseRequest(label, self.campaign, neighbour, self.folder, self.data_folder,
+                                                report))
+        return Started(neighbour, [], [placed], report)
+
     def _spawn(self, label: str, neighbour: Neighbour, cmd: list[str], marker: str,
-               paths: list[Path] | None = None, log: str = "") -> Placed:
+               paths: list[Path] | None = None, log: str = "", *, as_asked: bool = True,
+               network: bool = False) -> Placed:
         """The owner record first (found by `clean` through `marker`, a path unique to this run), then the
         process, niced and pinned as asked, in one step that a signal cannot split. In a container: the
-        container (labelled, so `clean` finds it) with this run's folders mounted at their own paths."""
-        full = [*(["nice", "-n", str(neighbour.nice)] if neighbour.nice else []), *cmd]
+        container (labelled, so `clean` finds it) with this run's folders mounted at their own paths, on
+        Docker's bridge network when it needs one (`network`). `as_asked` False: a process here, neither niced
+        nor pinned nor in a container (a network neighbour's peer)."""
+        full = [*(["nice", "-n", str(neighbour.nice)] if neighbour.nice and as_asked else []), *cmd]
         log_path = self.folder / f"{neighbour.name}{log}.log"
-        if neighbour.placement == "docker":
+        if neighbour.placement == "docker" and as_asked:
             if self.containers is None:
                 raise RunFailed(f"neighbour {neighbour.name}: placement docker, but no container placement was "
                                 "given to this run")
             with signals_deferred():
                 owners.record(label, pid=None, marker="", paths=paths or [])
             return self.containers(ContainerRequest(label, self.campaign, neighbour, full,
-                                                    [self.folder, *(paths or [])], log_path))
+                                                    [self.folder, *(paths or [])], log_path,
+                                                    "bridge" if network else "none"))
+        cpus = neighbour.cpus if as_asked else None
         with signals_deferred():
             owners.record(label, pid=None, marker=marker, paths=paths or [])
-            return LocalProcess(procs.start(f"neighbour {neighbour.name}", procs.with_cpus(full, neighbour.cpus),
+            return LocalProcess(procs.start(f"neighbour {neighbour.name}", procs.with_cpus(full, cpus),
                                             log_path=log_path))
 
     def _start_remote(self, neighbour: Neighbour, label: str) -> Started:
@@ -166,22 +176,30 @@ class NeighboursRunning:
         return Started(neighbour, [label], [proc], report, folder)
 
     def _start_network(self, neighbour: Neighbour, label: str) -> Started:
-        address = address_of(neighbour.to, self.hosts)
-        port = free_port(address)
-        server_report = self.folder / f"{neighbour.name}.iperf3-server.json"
+        """iperf3's server on its peer (here, or on an ssh: host), listening before its client starts where the
+        neighbour is placed (here, in a container on Docker's bridge network, or on its ssh: host)."""
+        peer = peer_of(neighbour, self.hosts)
         report = self.folder / f"{neighbour.name}.iperf3.json"
-        server = self._spawn(f"{label}-server", neighbour, tools.iperf3_server_command(address, port, server_report),
-                             str(server_report), log="-server")
-        started = Started(neighbour, [f"{label}-server", label], [server], report)
-        deadline = time.monotonic() + 10
-        while not listening(port) and server.alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not listening(port):
+        spawn = lambda name, cmd, marker: self._spawn(name, neighbour, cmd, marker, log="-server",  # noqa: E731
+                                                      as_asked=False)
+        server, port = start_peer(neighbour, label, peer, self.folder, spawn)
+        here = ([f"{label}-server"] if peer.host is None else []) + ([label] if neighbour.placement != "ssh" else [])
+        started = Started(neighbour, here, [server], report)  # an ssh: host's records go when the host confirms
+        try:
+            if neighbour.placement == "ssh":
+                entry = (self.hosts or {}).get(neighbour.host or "")
+                if entry is None:
+                    raise RunFailed(f"neighbour {neighbour.name}: host {neighbour.host} is not in `hosts:`")
+                client = RemoteNeighbour.start(
+                    neighbour, label, entry, report, self.folder / f"{neighbour.name}.log",
+                    tool=lambda path: tools.iperf3_client_command(neighbour, peer.address, port, Path(path)))
+            else:
+                command = tools.iperf3_client_command(neighbour, peer.address, port, report)
+                client = self._spawn(label, neighbour, command, str(report), network=True)
+        except BaseException:
             self._stop_one(started)
-            raise RunFailed(f"neighbour {neighbour.name}: iperf3's server did not listen on {address}:{port}; "
-                            f"{server.tail(3) or 'no output'}")
-        client = tools.iperf3_client_command(neighbour, address, port, report)
-        started.processes.append(self._spawn(label, neighbour, client, str(report)))
+            raise
+        started.processes.append(client)
         return started
 
     # --- the check at the start -------------------------------------------------------------------------
@@ -220,21 +238,28 @@ class NeighboursRunning:
     def _stop_one(self, s: Started) -> NeighbourRun:
         """Stop (SIGTERM: each tool writes its report), reap, read what it achieved, remove its files."""
         codes = [p.stop(timeout=15) for p in reversed(s.processes)]  # the client before the iperf3 server
-        achieved, error = self._achieved(s)
+        achieved, error = achieved_of(s)
         if s.folder is not None:
             shutil.rmtree(s.folder, ignore_errors=True)
         for label in s.labels:
             owners.forget(label)
         return run_record(s, achieved, error, codes)
 
-    @staticmethod
-    def _achieved(s: Started) -> tuple[dict[str, float], str | None]:
-        parse = {"cpu": tools.stress_ng_achieved, "memory": tools.stress_ng_achieved, "disk": tools.fio_achieved,
-                 "network": tools.iperf3_achieved}[s.neighbour.kind]
-        try:
-            return parse(s.report.read_text(encoding="utf-8", errors="replace")), None
-        except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
-            return {}, f"no report from {TOOL[s.neighbour.kind]} ({type(error).__name__}: {str(error)[:120]})"
+
+def achieved_of(s: Started) -> tuple[dict[str, float], str | None]:
+    """What the neighbour's tool reported it achieved (a network neighbour's received rate from its peer's report
+    when its stopped client says 0), or why that is missing."""
+    parse = {"cpu": tools.stress_ng_achieved, "memory": tools.stress_ng_achieved, "disk": tools.fio_achieved,
+             "network": tools.iperf3_achieved, "database": tools.sysbench_achieved}[s.neighbour.kind]
+    try:
+        achieved = parse(s.report.read_text(encoding="utf-8", errors="replace"))
+        if s.neighbour.kind == "network" and not achieved.get("received_bits_per_second"):
+            peer = s.report.with_name(f"{s.neighbour.name}.iperf3-server.json")
+            with contextlib.suppress(OSError, ValueError):
+                achieved["received_bits_per_second"] = tools.iperf3_peer_received(peer.read_text(encoding="utf-8"))
+        return achieved, None
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+        return {}, f"no report from {TOOL[s.neighbour.kind]} ({type(error).__name__}: {str(error)[:120]})"
 
 
 def run_record(s: Started, achieved: dict[str, float], error: str | None, codes: list[int | None]) -> NeighbourRun:

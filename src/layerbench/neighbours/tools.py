@@ -1,5 +1,6 @@
 """The command lines of the maintained load generators a neighbour runs (stress-ng, fio, iperf3), and the
-parsers of their own reports of what they achieved (stress-ng's YAML metrics, fio's and iperf3's JSON). Pure:
+parsers of their own reports of what they achieved (stress-ng's YAML metrics, fio's and iperf3's JSON, a database
+neighbour's sysbench output). Pure:
 no process is started here (running.py does that through hosts/procs.py)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import yaml
 
 from layerbench.neighbours.model import Neighbour
+from layerbench.sysbench.output import parse_output
 
 RUNTIME = 86_400  # fio and iperf3 run "until stopped": a day, far beyond any run; stop() ends them sooner
 
@@ -49,6 +51,13 @@ def iperf3_client_command(neighbour: Neighbour, address: str, port: int, json_pa
     rate = ["-b", neighbour.bitrate] if neighbour.bitrate else ["-b", "0"]  # 0: as fast as it can
     return ["iperf3", "-c", address, "-p", str(port), "-t", str(RUNTIME), "-P", str(neighbour.streams or 1),
             *rate, "-J", "--logfile", str(json_path)]
+
+
+def listens_in(table: str, port: int) -> bool:
+    """Whether the text of /proc/net/tcp (and tcp6) has a socket listening (state 0A) on `port`."""
+    wanted = f":{port:04X}"
+    rows = (line.split() for line in table.splitlines())
+    return any(len(p) > 3 and p[1].endswith(wanted) and p[3] == "0A" for p in rows)
 
 
 # --- what the tool said it achieved -----------------------------------------------------------------------
@@ -120,3 +129,24 @@ def iperf3_achieved(text: str) -> dict[str, float]:
     return {"bits_per_second": round(float(sent["bits_per_second"]), 0),
             "received_bits_per_second": round(float(received.get("bits_per_second", 0)), 0),
             "seconds": round(float(sent.get("seconds", 0)), 2)}
+
+
+@read_or_value_error
+def iperf3_peer_received(text: str) -> float:
+    """From the peer's (iperf3 server's) JSON: the bits per second it received. An interrupted client reports 0
+    received (the results are not exchanged when it is stopped); the server measured them itself."""
+    received = (json_document(text).get("end") or {}).get("sum_received") or {}
+    return round(float(received.get("bits_per_second", 0)), 0)
+
+
+@read_or_value_error
+def sysbench_achieved(text: str) -> dict[str, float]:
+    """From a database neighbour's own sysbench output (its per-second reports, read by the one parser of
+    sysbench's output; it is stopped, so it has no summary): mean transactions and queries per second over its
+    whole run, and its seconds."""
+    intervals = [i for i in parse_output(text).intervals if i.time > 0]
+    if not intervals:
+        raise ValueError("no per-second report in its sysbench's output")
+    return {"tps": round(sum(i.tps for i in intervals) / len(intervals), 2),
+            "qps": round(sum(i.qps for i in intervals) / len(intervals), 1),
+            "seconds": round(intervals[-1].time, 2)}

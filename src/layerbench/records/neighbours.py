@@ -61,6 +61,8 @@ class NeighbourRun:
             parts = [f"{a[f'{d}_iops']:,.0f} {d} IOPS ({a[f'{d}_bytes_per_second'] / 2**20:,.1f} MiB/s)"
                      for d in ("read", "write") if f"{d}_iops" in a]
             return ", ".join(parts) + (f", {a['fsyncs']:,.0f} fsyncs" if "fsyncs" in a else "") or "no I/O"
+        if self.kind == "database":
+            return f"{a.get('tps', 0):,.1f} TPS ({a.get('qps', 0):,.0f} QPS) of its own sysbench"
         return f"{a.get('bits_per_second', 0) / 1e6:,.1f} Mbit/s sent"
 
 

@@ -288,8 +288,13 @@ def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir
         from layerbench.backends.docker.neighbours import start_neighbour_container
 
         containers = start_neighbour_container
+    databases = None
+    if any(n.kind == "database" for n in neighbours):
+        from layerbench.run.neighbour_database import start_database_neighbour
+
+        databases = start_database_neighbour
     running = NeighboursRunning(neighbours, run_dir, label, work_dir, ctx.campaign.hosts, campaign=ctx.campaign.name,
-                                containers=containers)
+                                containers=containers, databases=databases)
     running.facts = record.facts.other
     return running
 

@@ -1,10 +1,13 @@
 """Before anything starts (preflight, so `validate` says it too): a campaign's neighbours against this machine
 and its inventory. Each problem is one BadInput line naming the field, the value and the fix: more workers than
 this machine's CPUs x WORKERS_PER_CPU, a CPU list naming a CPU that is not here, a disk neighbour whose file does
-not fit in its filesystem's free space, a network neighbour sent to a host the inventory does not have, or to one
-reached over SSH (not yet), a name given twice to one variant's neighbours, a `placement: docker` with no Docker
-daemon answering, a `placement: ssh` on a host that is not in `hosts:`, is this machine, does not answer or lacks
-the tool. `prepare_neighbours` builds the containers' image once, after every check passed."""
+not fit in its filesystem's free space, a network neighbour sent to a host the inventory does not have (or to
+this machine's loopback from a container or an ssh: host), a database neighbour's port that the variant, another
+database neighbour or something on this machine already uses, a neighbour on this machine (`host`, `docker`) of a
+variant whose server runs on an ssh: host, a name given twice to one variant's neighbours, a `placement: docker`
+with no Docker daemon answering, a `placement: ssh` (or a network neighbour's `to`) on a host that is not in
+`hosts:`, is this machine, does not answer or lacks the tool. `prepare_neighbours` builds the containers' image
+once, after every check passed."""
 
 from __future__ import annotations
 
@@ -20,23 +23,48 @@ from layerbench.hosts.machine import check_cpus
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.neighbours.model import WORKERS_PER_CPU, Neighbour, size_bytes
+from layerbench.neighbours.network import listening
 
 
 def check_neighbours(campaign: Campaign) -> None:
     for variant in campaign.variants:
         neighbours = campaign.neighbours_of(variant)
         names = [n.name for n in neighbours]
-        server = placement_of(campaign.hosts, variant).server_host
-        entry = (campaign.hosts or {}).get(server)
-        if neighbours and entry is not None and not entry.local:
-            raise BadInput(f"variants.{variant.name}.neighbours: its server runs on the ssh: host {server}; "
-                           "neighbours on an ssh: host are not yet supported; remove them or place the server here")
         for neighbour in neighbours:
             where = f"variants.{variant.name}.neighbours.{neighbour.name}"
             if names.count(neighbour.name) > 1:
                 raise BadInput(f"{where}: the campaign's and the variant's neighbours both use this name; "
                                "rename one")
+            check_beside_a_remote_server(campaign, variant, neighbour, where)
             check_neighbour(campaign, variant, neighbour, where)
+        check_database_ports(variant, neighbours)
+
+
+def check_beside_a_remote_server(campaign: Campaign, variant: VariantBase, neighbour: Neighbour, where: str) -> None:
+    """A server on an ssh: host has its neighbours there: `placement: ssh` on that host. `host` (this machine) or
+    `docker` (this machine's daemon) would not be beside it, so they are refused with what to write instead."""
+    server = placement_of(campaign.hosts, variant).server_host
+    entry = (campaign.hosts or {}).get(server)
+    if entry is None or entry.local or neighbour.placement == "ssh":
+        return
+    raise BadInput(f"{where}.placement: {neighbour.placement}: the server of {variant.name} runs on the ssh: host "
+                   f"{server}, and this would run on this machine, not beside it; write placement: ssh, host: "
+                   f"{server}")
+
+
+def check_database_ports(variant: VariantBase, neighbours: list[Neighbour]) -> None:
+    """A database neighbour's `port` is not the variant's own (an external server's), not another database
+    neighbour's, and not in use on this machine now."""
+    taken = {variant.fixed_port(): "the variant's server"}
+    for neighbour in (n for n in neighbours if n.kind == "database" and n.port):
+        where = f"variants.{variant.name}.neighbours.{neighbour.name}.port"
+        if neighbour.port in taken:
+            raise BadInput(f"{where}: {neighbour.port} is already {taken[neighbour.port]}'s port; choose another or "
+                           "remove port (a free one is taken)")
+        if listening(int(neighbour.port)):
+            raise BadInput(f"{where}: {neighbour.port} is in use on this machine; choose another or remove port "
+                           "(a free one is taken)")
+        taken[neighbour.port] = f"neighbour {neighbour.name}"
 
 
 def check_neighbour(campaign: Campaign, variant: VariantBase, neighbour: Neighbour, where: str) -> None:
@@ -46,6 +74,8 @@ def check_neighbour(campaign: Campaign, variant: VariantBase, neighbour: Neighbo
                        f"{cpus * WORKERS_PER_CPU} ({WORKERS_PER_CPU} per CPU)")
     if neighbour.placement == "ssh":
         check_ssh_placement(campaign, neighbour, where)
+        if neighbour.kind == "network":
+            check_target(campaign, neighbour, where)
         return  # its CPUs, room and tool are the ssh: host's
     check_cpus(neighbour.cpus, f"{where}.cpus")
     if neighbour.placement == "docker":
@@ -54,6 +84,8 @@ def check_neighbour(campaign: Campaign, variant: VariantBase, neighbour: Neighbo
         check_disk_room(variant, neighbour, where)
     if neighbour.kind == "network":
         check_target(campaign, neighbour, where)
+    if neighbour.kind == "database":
+        check_database_programs(where)
 
 
 def check_disk_room(variant: VariantBase, neighbour: Neighbour, where: str) -> None:
@@ -70,6 +102,8 @@ def check_disk_room(variant: VariantBase, neighbour: Neighbour, where: str) -> N
 
 
 def check_target(campaign: Campaign, neighbour: Neighbour, where: str) -> None:
+    """`to`: loopback, or a host of `hosts:`: this machine at an address its client can reach (not loopback for a
+    client in a container or on an ssh: host), or an ssh: host that answers and has iperf3 (its peer runs there)."""
     to = neighbour.to or "loopback"
     hosts = campaign.hosts or {}
     if to == "loopback":
@@ -77,9 +111,38 @@ def check_target(campaign: Campaign, neighbour: Neighbour, where: str) -> None:
     if to not in hosts:
         known = ", ".join(["loopback", *sorted(hosts)])
         raise BadInput(f"{where}.to: {shown(to)} is not a host of `hosts:`; use one of: {known}")
-    if not hosts[to].local:
-        raise BadInput(f"{where}.to: {shown(to)} is reached over SSH: a neighbour on an ssh: host is not yet "
-                       "supported; use loopback or a local host")
+    entry = hosts[to]
+    if entry.local:
+        if neighbour.placement != "host" and (entry.address or "127.0.0.1").startswith("127."):
+            raise BadInput(f"{where}.to: {to} is this machine at a loopback address, which a client in "
+                           f"{'a container' if neighbour.placement == 'docker' else 'another host'} cannot reach; "
+                           f"give hosts.{to}.address (this machine's address on a network it reaches)")
+        return
+    if to == neighbour.host:
+        return  # its own host, checked (iperf3 there) by check_ssh_placement
+    check_remote_tool(to, Host(to, entry), "iperf3", f"{where}.to")
+
+
+def check_remote_tool(name: str, host: Host, tool: str, where: str, taskset: bool = False) -> None:
+    """The ssh: host answers and has `tool` (and taskset when asked) on its PATH."""
+    host.check_files()
+    host.check()
+    needs = " && ".join(f"command -v {t} >/dev/null" for t in (tool, *(["taskset"] if taskset else [])))
+    if host.shell(needs, name=f"tools on {name}", timeout=30).returncode != 0:
+        raise BadInput(f"{where}: {name} has no {tool}{' or taskset' if taskset else ''} on its PATH; "
+                       f"install it there (apt-get install {tool})")
+
+
+def check_database_programs(where: str) -> None:
+    """A database neighbour runs this machine's server and sysbench."""
+    from layerbench.server.servers import ServerChoice, resolve_server
+
+    if shutil.which("sysbench") is None:
+        raise BadInput(f"{where}.kind: database: sysbench is not installed here; install it (scripts/setup does it)")
+    try:
+        resolve_server(ServerChoice("neighbour"))
+    except (BadInput, PrerequisiteMissing) as error:
+        raise BadInput(f"{where}.kind: database: {error}") from None
 
 
 def check_docker_placement(where: str) -> None:
@@ -92,7 +155,7 @@ def check_docker_placement(where: str) -> None:
         raise BadInput(f"{where}.placement: docker: {error}; or use placement: host") from None
 
 
-TOOLS = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3"}
+TOOLS = {"cpu": "stress-ng", "memory": "stress-ng", "disk": "fio", "network": "iperf3", "database": "sysbench"}
 
 
 def check_ssh_placement(campaign: Campaign, neighbour: Neighbour, where: str) -> None:
@@ -105,14 +168,7 @@ def check_ssh_placement(campaign: Campaign, neighbour: Neighbour, where: str) ->
                        f"{', '.join(remote) or 'none (add the ssh: host to hosts:)'}")
     if hosts[name].local:
         raise BadInput(f"{where}.host: {shown(name)} is this machine; use placement: host for it")
-    host = Host(name, hosts[name])
-    host.check_files()
-    host.check()
-    tool = TOOLS[neighbour.kind]
-    needs = " && ".join(f"command -v {t} >/dev/null" for t in (tool, *(["taskset"] if neighbour.cpus else [])))
-    if host.shell(needs, name=f"tools on {name}", timeout=30).returncode != 0:
-        raise BadInput(f"{where}.host: {name} has no {tool}{' or taskset' if neighbour.cpus else ''} on its PATH; "
-                       f"install it there (apt-get install {tool})")
+    check_remote_tool(name, Host(name, hosts[name]), TOOLS[neighbour.kind], f"{where}.host", bool(neighbour.cpus))
 
 
 def prepare_neighbours(campaign: Campaign, say: Callable[[str], None]) -> None:

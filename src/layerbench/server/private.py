@@ -52,7 +52,7 @@ class PrivateServer:
             # command line read from /proc ends every argument with a space, so no longer path matches)
             owners.record(spec.label, pid=None, marker=f"--datadir={self.datadir} ", paths=[self.datadir])
         prepare_datadir(self.datadir, spec, server)
-        port = free_port(spec.listen_address)
+        port = spec.port or free_port(spec.listen_address)
         sock = spec.private_dir / "mysqld.sock"
         if len(os.fsencode(sock)) > SOCKET_PATH_MAX:  # the server refuses to start: use a short folder of ours
             with signals_deferred():

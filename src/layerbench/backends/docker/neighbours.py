@@ -4,7 +4,8 @@ The image is the server image's Debian rootfs (server/image.py, cached) with thi
 fio and iperf3 installed in a chroot, imported into Docker under a tag derived from its inputs (built once, in
 `run`'s preparation, never pulled). A neighbour's container is labelled like the server's (layerbench=1, the
 campaign, the harness's pid), so `layerbench clean` removes it after a SIGKILL of the harness (cleanup.py); it has
-no network, the run's folders mounted at their own paths, and the limits of a QoS preset of this backend (qos.py)
+no network (a network neighbour's: Docker's bridge network, to reach its iperf3 peer on a host), the run's folders
+mounted at their own paths, and the limits of a QoS preset of this backend (qos.py)
 or its own. run/ hands `start_neighbour_container` to neighbours/running.py, which never names a backend."""
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def start_neighbour_container(request: ContainerRequest) -> Placed:
     volumes = {str(m.resolve()): {"bind": str(m), "mode": "rw"} for m in request.mounts}
     with signals_deferred():
         container = client.containers.create(image, request.command, name=request.name, detach=True,
-                                             labels=container_labels(request), network_mode="none", volumes=volumes,
+                                             labels=container_labels(request), network_mode=request.network,
+                                             volumes=volumes,
                                              **container_limits(request.neighbour))
     placed = NeighbourContainer(container, request.log_path)
     try:

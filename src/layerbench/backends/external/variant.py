@@ -43,6 +43,9 @@ class ExternalVariant(VariantBase):
     def describe_plan(self) -> str:
         return f"nothing: uses the server at {self.host}:{self.port}, database {self.database} as {self.user}"
 
+    def fixed_port(self) -> int | None:
+        return self.port
+
     def where_text(self, server: str, client: str, same_host: bool) -> str:
         return f"sysbench on {client}"
 
