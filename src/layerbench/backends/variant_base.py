@@ -208,6 +208,11 @@ class VariantBase(Strict):
         blocks."""
         return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "working copy")]
 
+    def data_in_memory(self) -> str | None:
+        """The setting that holds this variant's datadir in memory (like "storage: tmpfs"), whose bytes then count
+        against its memory limit and this machine's memory beside the buffer pool; None: the datadir is on a disk."""
+        return None
+
     def snapshot_companions(self) -> list[str]:
         """What this variant keeps beside each snapshot it restores, in the snapshot's folder, each about the
         dataset's size (a VM's base image), for the disk preflight; file names, in its words."""

@@ -137,6 +137,10 @@ class DockerVariant(ImageVariant):
         where = {"bind": "bind-mounted folder"}.get(self.storage, f"host folder of its {self.storage}")
         return [DiskCopy(Path(self.data_dir) if self.data_dir else work, f"working copy ({where})")]
 
+    def data_in_memory(self) -> str | None:
+        """tmpfs: the datadir's pages are the container's memory (charged to its cgroup, in this machine's RAM)."""
+        return "storage: tmpfs" if self.storage == "tmpfs" else None
+
     def server_cpu_list(self) -> str | None:
         return self.cpus or self.resources.cpuset
 
