@@ -22,6 +22,8 @@ from layerbench.analysis.fairness import (
     fairness_differences,
     neighbour_differences,
     neighbour_words,
+    reset_differences,
+    reset_kind,
     vm_size_differences,
 )
 from layerbench.analysis.metrics import Metric
@@ -520,6 +522,7 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
     analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)
     analysis.differences += neighbour_differences(row.baseline, recorded_neighbours(runs))  # asked, yet said (#32)
+    analysis.differences += reset_differences(row.baseline, recorded_resets(runs))  # clone, copy, re-prepare (#33)
     analysis.adaptive = adaptive_state(analysis, max(1, len(variants) * len({(s.workload, s.threads)
                                                                              for s in schedule})))
     if analysis.adaptive and analysis.adaptive.reason != "not finished":
@@ -652,4 +655,20 @@ def recorded_neighbours(runs: list[RunRow]) -> dict[str, set[str]]:
     for run in runs:
         if run.status == "ok":
             out.setdefault(run.variant, set()).update(neighbour_words(run.facts.neighbours))
+    return out
+
+
+def recorded_resets(runs: list[RunRow]) -> dict[str, tuple[dict[str, str], bool]]:
+    """Per variant, how its completed runs got their data (fairness.reset_kind: kind -> words), and whether the
+    variant's own `reset:` chose it (fairness.py compares them)."""
+    out: dict[str, tuple[dict[str, str], bool]] = {}
+    for run in runs:
+        reset = run.facts.reset
+        if run.status != "ok" or reset is None:
+            continue
+        kinds, asked = out.get(run.variant, ({}, True))
+        kind, words = reset_kind(reset.method, reset.restore.method if reset.restore else None)
+        source = reset.document.get("reset_from")
+        kinds[kind] = words
+        out[run.variant] = kinds, asked and isinstance(source, str) and source.startswith("variants.")
     return out
