@@ -295,7 +295,7 @@ def test_the_plan_says_what_happens_to_busy_runs() -> None:
     from layerbench.run.plan import busy_line
 
     assert busy_line(campaign()) == ("busy runs: replaced by reruns at the end of their round, at most 2 (busy: "
-                                     "rerun; not in the time above)")
+                                     "rerun; the time above counts them at the share of past runs they replaced)")
     assert busy_line(campaign(busy="keep")) == "busy runs: kept and flagged (busy: keep)"
     assert busy_line(campaign(busy="fail")) == "busy runs: the first one stops the campaign (busy: fail)"
 

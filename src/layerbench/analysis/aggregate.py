@@ -31,6 +31,7 @@ from layerbench.analysis.point_statistics import comparisons, summaries, variant
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
+from layerbench.analysis.timing import TimeAccount, time_account
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
 from layerbench.records.campaign import IMPORTED
 from layerbench.settings import Overrides, Settings
@@ -112,6 +113,7 @@ class Analysis:
     unpaired_why: str | None = None  # why no comparison is paired by round (None: paired where the pairs allow)
     replaced: list[Replaced] = field(default_factory=list)  # busy runs replaced by reruns (busy: rerun)
     run_percentiles: tuple[float, ...] = ()  # when runs report different latency percentiles (imported logs)
+    timing: TimeAccount | None = None  # the plan's estimate beside the wall time (analysis/timing.py)
 
     @property
     def percentile_label(self) -> str:
@@ -507,7 +509,8 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
         overrides = Overrides.from_campaign_keys(overrides)
     row = store.campaign(ref)
     definition = row.definition.with_statistics(overrides) if overrides else row.definition
-    runs = run_rows(store, row.id, definition.unstable_ratio)
+    stored = store.runs(row.id)
+    runs = [run_row(r, definition.unstable_ratio) for r in stored]
     unpaired_why = unpaired_reason(definition, runs)
     settings = replace(definition.settings(), estimator="unpaired") if unpaired_why else definition.settings()
     variants = definition.variant_names or sorted({r.variant for r in runs})
@@ -527,6 +530,7 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
                                                                              for s in schedule})))
     if analysis.adaptive and analysis.adaptive.reason != "not finished":
         analysis.planned_runs = len(runs)  # the rounds it needed were the plan; the rest were never wanted
+    analysis.timing = time_account(row, store.estimate(row.id), stored)  # the estimate beside the wall time (#33)
     analysis.warnings = analysis_warnings(analysis)
     return analysis
 

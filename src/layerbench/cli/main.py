@@ -295,7 +295,7 @@ def validate(
 def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
     """Everything run checks before it starts (preflight.py), creating nothing; then the plan."""
     from layerbench.hosts.inventory import Hosts
-    from layerbench.run.plan import make_plan
+    from layerbench.run.plan import last_estimate_line, make_plan
     from layerbench.run.preflight import preflight
 
     try:
@@ -307,6 +307,9 @@ def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
               highlight=False, markup=False)
     for line in plan.lines:
         out.print(f"  {line}", highlight=False, markup=False)
+    last = last_estimate_line(db, parsed.name)
+    if last is not None:
+        out.print(f"  {last}", highlight=False, markup=False)
 
 
 @app.command("list")

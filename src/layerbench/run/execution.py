@@ -135,7 +135,10 @@ class RunExecution:
     def _measure(self, private: Path) -> None:
         variant, workload, record = self.variant, self.workload, self.record
         choice = self.ctx.campaign.reset_for(variant, workload)  # the variant's own, or its workload's
+        started = time.monotonic()
         snapshot = self.ctx.snapshot_for(workload, variant, self.run_dir) if choice.method == "snapshot" else None
+        if time.monotonic() - started >= 1:  # its snapshot built now (or another campaign's build waited for)
+            record.facts.other["dataset_seconds"] = round(time.monotonic() - started, 3)
         checked = self._check_snapshot(snapshot)
         self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
         label = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-{slug(variant.name)}"
