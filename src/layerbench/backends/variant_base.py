@@ -96,7 +96,7 @@ class VariantBase(Strict):
     remote_backend: ClassVar[str | None] = None  # ... on an ssh: host; None: it runs on this machine only
     remote_client: ClassVar[bool] = False  # sysbench may run on another host than the server's
     owns_server: ClassVar[bool] = True  # layerbench starts (and resets) the server; False: an existing one
-    run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, restore, stop)
+    run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, stop; not the restore)
     leftovers: ClassVar[str | None] = None  # module whose LEFTOVERS (backends.base.Leftovers) `clean` removes
     own_size: ClassVar[bool] = False  # its CPUs and memory are its own (a guest's), compared with the baseline's
     memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
