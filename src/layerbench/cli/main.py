@@ -286,8 +286,9 @@ def validate(
 
     Everything run checks before it starts, creating nothing; then per variant what will be created, per
     workload the threads x repetitions, the datasets, what is built the first time, where the results go, and
-    how long it takes: estimated from this machine's past runs in the store when it has them, else a rough
-    estimate."""
+    how long it takes, in parts (prepare, restores, runs, waits): estimated from this machine's past runs in the
+    store when it has them, else a rough estimate; and how far the estimate of the last campaign of the same name
+    in the store was off."""
     parsed, _ = load(campaign, scale)
     check_and_plan(parsed, str(campaign), store_path(db, parsed.output))
 
