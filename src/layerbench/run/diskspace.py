@@ -62,7 +62,7 @@ def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int,
     where = existing_parent(datasets_dir())
     for workload in campaign.workloads:
         for key, variants in snapshot_users(campaign, workload).items():
-            size, page = dataset_bytes(workload), page_words(variants[0])
+            size, page = variant_dataset_bytes(variants[0], workload), page_words(variants[0])
             if not (datasets_dir() / key / "meta.json").is_file():
                 add(rooms, where, "kept", f"snapshot of {workload.name}{page} ({named(variants)})", size)
             for companion in sorted({c for v in variants if v in local for c in v.snapshot_companions()}):
@@ -81,7 +81,7 @@ def add_run_copies(campaign: Campaign, local: list[VariantBase], rooms: dict[int
                 continue
             for copy in variant.run_copies(work_root()):
                 add(rooms, existing_parent(copy.folder), "runs", f"{copy.what} of variant {variant.name} "
-                    f"({workload.name})", dataset_bytes(workload))
+                    f"({workload.name})", variant_dataset_bytes(variant, workload))
 
 
 def snapshot_users(campaign: Campaign, workload: Workload) -> dict[str, list[VariantBase]]:
