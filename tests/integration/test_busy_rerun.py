@@ -39,7 +39,8 @@ def campaign_file(tmp_path: Path) -> Path:
         "variants": [{"name": "base", "backend": "host"}, {"name": "same", "extends": "base"}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 1},
         "repetitions": 3,
-        "busy": {"policy": "rerun", "max_reruns": 6},  # every run may be replaced: other helpers may load it too
+        # every run may be replaced: other helpers may load it too; a short wait for quiet after each replaced run
+        "busy": {"policy": "rerun", "max_reruns": 6, "wait": "3s"},
         "formats": ["md", "html", "json", "csv"],
         "output": str(tmp_path / "out"),
     }
@@ -111,6 +112,8 @@ def test_a_run_loaded_by_stress_ng_is_flagged_replaced_and_left_out_of_the_verdi
     rerun = runs[decision.replaced_by]
     while rerun.status == "replaced" and rerun.facts.busy and rerun.facts.busy.replaced_by is not None:
         rerun = runs[rerun.facts.busy.replaced_by]
+    after = min((r for r in runs.values() if r.started_at > loaded.started_at), key=lambda r: r.started_at)
+    assert after.facts.quiet_wait is not None and after.facts.quiet_wait.max_seconds == 3.0  # busy.wait, recorded
     extra = schedule[decision.replaced_by]
     assert decision.replaced_by >= 6 and (extra.variant, extra.round) == (loaded.variant, loaded.round)
     assert rerun.status == "ok" and (rerun.variant, rerun.round, rerun.repetition) == (

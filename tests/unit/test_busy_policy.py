@@ -107,7 +107,13 @@ def test_the_default_limit_is_a_quarter_of_the_planned_runs() -> None:
 
 
 @pytest.mark.parametrize(("value", "said"), [
-    ({"policy": "keep", "max_reruns": 3}, "busy.max_reruns: limits reruns, but policy is 'keep'"),
+    ({"policy": "keep", "max_reruns": 3}, "busy.max_reruns: is for reruns, but policy is 'keep'"),
+    ({"policy": "fail", "wait": "10s"}, "busy.wait: is for reruns, but policy is 'fail'"),
+    ({"wait": "2d"}, "busy.wait: '2d' is not a wait from 0 s to 1 h"),
+    ({"wait": "61m"}, "busy.wait: '61m' is not a wait from 0 s to 1 h"),
+    ({"wait": "[/x]\n5s"}, "busy.wait: '[/x]\\n5s' is not a wait"),
+    ({"wait": 30}, "busy.wait: Input should be a valid string"),
+    ({"wait": ["5s"]}, "busy.wait: Input should be a valid string"),
     ("sometimes", "busy: 'sometimes' is not a policy; use rerun, keep or fail"),
     ("[/x]\nnext", "busy: '[/x]\\nnext' is not a policy"),
     ([1], "busy: [1] is not a policy"),
@@ -120,6 +126,48 @@ def test_a_wrong_busy_key_is_one_line_naming_it(value: object, said: str) -> Non
     with pytest.raises(BadInput) as error:
         campaign(busy=value)
     assert str(error.value).startswith(said) and "\n" not in str(error.value)
+
+
+def test_the_wait_after_a_replaced_run_defaults_to_30_s_and_0s_turns_it_off() -> None:
+    assert campaign().busy_policy.wait_after_replaced() == 30.0
+    assert campaign(busy={"policy": "rerun", "wait": "2m"}).busy_policy.wait_after_replaced() == 120.0
+    assert campaign(busy={"wait": "0s"}).busy_policy.wait_after_replaced() == 0.0
+
+
+class Quiet:
+    """A progress that keeps the lines said and ignores the rest."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.lines.append(text)
+
+    def run_started(self, *_: object) -> None:
+        pass
+
+    def run_finished(self, *_: object) -> None:
+        pass
+
+
+def test_the_run_after_a_replaced_one_first_waits_for_quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The campaign loop itself (runs synthetic): run 2 busy and replaced, so the next run (its rerun) is asked to
+    wait up to busy.wait for quiet, and only that one."""
+    asked: list[tuple[int, float]] = []
+    with Store(tmp_path / "lb.db") as store:
+        said = Quiet()
+        orchestrator = Orchestrator(campaign(busy={"policy": "rerun", "wait": "7s"}), store, progress=said)  # type: ignore[arg-type]
+        cid = orchestrator.start()
+
+        def execute_run(campaign_id: int, spec: RunSpec, out: Path, quiet_first: float = 0.0) -> RunRecord:
+            asked.append((spec.idx, quiet_first))
+            return finished(campaign_id, spec, BUSY if spec.idx == 1 else QUIET)
+
+        monkeypatch.setattr(orchestrator, "execute_run", execute_run)
+        from layerbench.run.orchestrator import Outcome
+        orchestrator._run_all(Outcome(cid, tmp_path))
+    assert asked == [(0, 0.0), (1, 0.0), (6, 7.0), (2, 0.0), (3, 0.0), (4, 0.0), (5, 0.0)]
+    assert "waiting up to 7 s for a quiet machine before the next run (busy.wait)" in said.lines
 
 
 def test_the_default_policy_stays_out_of_the_stored_definition() -> None:
@@ -294,8 +342,11 @@ def test_load_the_campaign_asks_for_is_not_other_work() -> None:
 def test_the_plan_says_what_happens_to_busy_runs() -> None:
     from layerbench.run.plan import busy_line
 
-    assert busy_line(campaign()) == ("busy runs: replaced by reruns at the end of their round, at most 2 (busy: "
-                                     "rerun; the time above counts them at the share of past runs they replaced)")
+    assert busy_line(campaign()) == ("busy runs: replaced by reruns at the end of their round, at most 2, the next "
+                                     "run first waiting up to 30 s for quiet (busy: rerun; the time above counts "
+                                     "them at the share of past runs they replaced)")
+    assert busy_line(campaign(busy={"wait": "0s"})).startswith("busy runs: replaced by reruns at the end of their "
+                                                              "round, at most 2 (busy: rerun;")
     assert busy_line(campaign(busy="keep")) == "busy runs: kept and flagged (busy: keep)"
     assert busy_line(campaign(busy="fail")) == "busy runs: the first one stops the campaign (busy: fail)"
 

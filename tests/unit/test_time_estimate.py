@@ -108,8 +108,9 @@ def test_past_restores_give_a_rate_and_leave_the_backends_overhead_alone(tmp_pat
 def test_busy_reruns_of_the_past_are_counted_in_waits(tmp_path: Path) -> None:
     db = tmp_path / "lb.db"
     past_store(db, restore_seconds=0.0, size=0, replaced=2)  # a quarter of the past runs were replaced
-    plan = make_plan(parse_campaign({**DATA, "repetitions": 8, "busy": "rerun"}), db)  # tests run with keep
-    assert plan.parts["waits"] == pytest.approx((plan.parts["runs"] + plan.parts["restores"]) / 4)
+    plan = make_plan(parse_campaign({**DATA, "repetitions": 8, "busy": {"policy": "rerun", "wait": "20s"}}), db)
+    # a quarter of 8 runs rerun, each with the next run's wait for quiet (busy.wait: no past quiet wait is shorter)
+    assert plan.parts["waits"] == pytest.approx((plan.parts["runs"] + plan.parts["restores"]) / 4 + 2 * 20)
     kept = make_plan(parse_campaign({**DATA, "repetitions": 8, "busy": "keep"}), db)
     assert kept.parts["waits"] == 0
 

@@ -234,6 +234,7 @@ class Adaptive(Strict):
 
 
 BUSY_POLICIES = ("rerun", "keep", "fail")
+BUSY_WAIT_SECONDS = 30.0  # busy: rerun's default wait for quiet after a replaced run (BusyPolicy.wait)
 
 
 def default_busy_policy() -> BusyPolicy:
@@ -249,20 +250,35 @@ def default_busy_policy() -> BusyPolicy:
 
 
 class BusyPolicy(Strict):
-    """`busy: rerun` (the default), `keep` or `fail`, or `busy: {policy: rerun, max_reruns: 4}`: what happens to a
-    run whose measured window was busy (analysis/busy.py). `rerun` replaces it by an extra run of the same variant
-    at the end of its round, at most `max_reruns` times per campaign (default: a quarter of the planned runs,
-    rounded up); `keep` keeps it (flagged in the warnings); `fail` stops the campaign."""
+    """`busy: rerun` (the default), `keep` or `fail`, or `busy: {policy: rerun, max_reruns: 4, wait: 30s}`: what
+    happens to a run whose measured window was busy (analysis/busy.py). `rerun` replaces it by an extra run of the
+    same variant at the end of its round, at most `max_reruns` times per campaign (default: a quarter of the planned
+    runs, rounded up), and the next run first waits up to `wait` (default 30 s) for the machine to be quiet, so that
+    the rerun budget is not spent inside the same busy spell; `keep` keeps it (flagged in the warnings); `fail` stops
+    the campaign."""
 
     policy: Literal["rerun", "keep", "fail"] = "rerun"
     max_reruns: int | None = Field(default=None, ge=0, le=MAX_RUNS, strict=True)
+    wait: str | None = Field(default=None, max_length=20)
+
+    @field_validator("wait")
+    @classmethod
+    def _bounded_wait(cls, value: str | None) -> str | None:
+        if value is not None and not (re.fullmatch(WALL_TIME, value) and 0 <= seconds_of(value) <= 3600):
+            raise ValueError(f"{shown(value)} is not a wait from 0 s to 1 h; write it like 30s or 5m (0s: no wait)")
+        return value
 
     @model_validator(mode="after")
     def _limit_is_for_reruns(self) -> BusyPolicy:
-        if self.max_reruns is not None and self.policy != "rerun":
-            raise ValueError(f"busy.max_reruns: limits reruns, but policy is {self.policy!r}; set policy: rerun or "
-                             "remove max_reruns")
+        for key, value in (("max_reruns", self.max_reruns), ("wait", self.wait)):
+            if value is not None and self.policy != "rerun":
+                raise ValueError(f"busy.{key}: is for reruns, but policy is {self.policy!r}; set policy: rerun or "
+                                 f"remove {key}")
         return self
+
+    def wait_after_replaced(self) -> float:
+        """Seconds the run after a replaced one waits, at most, for a quiet machine (0: it does not wait)."""
+        return seconds_of(self.wait) if self.wait is not None else BUSY_WAIT_SECONDS
 
     def reruns_allowed(self, planned_runs: int) -> int:
         """The most runs one campaign may replace: max_reruns, else a quarter of the planned runs (at least 1)."""

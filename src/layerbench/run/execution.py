@@ -81,8 +81,9 @@ class RunExecution:
     """One scheduled run, executed once by `execute()`; `snapshot_corrupt` says whether it failed because the
     cached dataset snapshot was damaged (the campaign loop then rebuilds it and runs this spec again)."""
 
-    def __init__(self, context: RunContext, spec: RunSpec) -> None:
+    def __init__(self, context: RunContext, spec: RunSpec, quiet_first: float = 0.0) -> None:
         self.ctx, self.spec = context, spec
+        self.quiet_first = quiet_first  # after a replaced busy run: wait this long, at most, for quiet (busy.wait)
         self.variant = context.campaign.variant(spec.variant)
         self.workload = context.campaign.workload(spec.workload)
         self.backend: Backend = make_backend(self.variant, context.hosts)
@@ -100,8 +101,10 @@ class RunExecution:
 
     def execute(self) -> RunRecord:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self.ctx.campaign.wait_for_quiet:  # before anything of this run starts, so only others' work is seen
-            self.record.facts.quiet_wait = wait_for_quiet(seconds_of(self.ctx.campaign.wait_for_quiet))
+        asked = self.ctx.campaign.wait_for_quiet
+        wait = max(seconds_of(asked) if asked else 0.0, self.quiet_first)
+        if wait > 0:  # before anything of this run starts, so only others' work is seen
+            self.record.facts.quiet_wait = wait_for_quiet(wait)
         owner = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-private"
         try:
             with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it

@@ -147,6 +147,7 @@ class Orchestrator:
     def _run_all(self, outcome: Outcome) -> None:
         """Until no scheduled run is left (a replacement adds one), or an adaptive campaign is decided."""
         last_round: int | None = None
+        quiet_first = 0.0  # after a replaced run, the next one first waits for quiet (busy.wait)
         while True:
             todo, total = self.pending(outcome.campaign_id)
             if not todo:
@@ -156,8 +157,13 @@ class Orchestrator:
                 return
             last_round = spec.round
             self.progress.run_started(spec, total - len(todo) + 1, total)
-            record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir)
+            record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir, quiet_first)
             decision = self.busy_decision(outcome.campaign_id, record)
+            replaced = decision is not None and decision.action == "replaced"
+            quiet_first = self.campaign.busy_policy.wait_after_replaced() if replaced else 0.0
+            if quiet_first:
+                self.progress.message(f"waiting up to {quiet_first:.0f} s for a quiet machine before the next run "
+                                      "(busy.wait)")
             replaced_by = decision.replaced_by if decision else None
             extra = None if replaced_by is None else replacement(spec, replaced_by).as_row()
             with signals_deferred():  # a finished run is stored whole (with its replacement), or run again
@@ -245,11 +251,12 @@ class Orchestrator:
                                                   say=self.progress.message, server=server)
         return self.snapshots[key]
 
-    def execute_run(self, campaign_id: int, spec: RunSpec, out: Path) -> RunRecord:
-        """One run; a corrupt dataset snapshot is rebuilt and the run tried once more."""
+    def execute_run(self, campaign_id: int, spec: RunSpec, out: Path, quiet_first: float = 0.0) -> RunRecord:
+        """One run (first waiting up to `quiet_first` s for a quiet machine); a corrupt dataset snapshot is rebuilt
+        and the run tried once more."""
         context = RunContext(self.campaign, campaign_id, out, self.token, self.hosts, self.progress,
                              self.snapshot_for, self.survey)
-        run = RunExecution(context, spec)
+        run = RunExecution(context, spec, quiet_first)
         record = run.execute()
         if run.snapshot_corrupt:
             self.progress.message(f"run {spec.idx + 1}: {record.error}")

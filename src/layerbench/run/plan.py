@@ -31,6 +31,7 @@ from layerbench.records import StoredFacts
 from layerbench.records.estimate import TimeEstimate
 from layerbench.run.neighbour_plan import neighbour_lines
 from layerbench.run.schedule import build_schedule
+from layerbench.server.mycnf import render_value
 from layerbench.store import Store, past_finishes
 from layerbench.sysbench.custom_script import dataset_label
 
@@ -94,7 +95,8 @@ def cpus_text(variant: VariantBase) -> str:
 def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None) -> str:
     """What the variant creates (its backend's words), then where each part runs and the path (its placement)."""
     kind, text = variant.backend, variant.describe_plan()
-    config = ", ".join(f"{k}={val}" for k, val in variant.server.config.items())
+    config = ", ".join(k if (text := render_value(val)) is None else f"{k}={text}"
+                       for k, val in variant.server.config.items())  # as the my.cnf file says it
     where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
     extra = "; ".join(p for p in (path_text(hosts, variant), cpus_text(variant), where,
                                   f"my.cnf: {config}" if config else "") if p)
@@ -276,9 +278,11 @@ def busy_line(campaign: Campaign) -> str:
     policy = campaign.busy_policy
     source = "" if campaign.busy is not None or policy == BusyPolicy() else ", from LAYERBENCH_BUSY"
     if policy.policy == "rerun":
+        wait = policy.wait_after_replaced()
+        then = f", the next run first waiting up to {wait:.0f} s for quiet" if wait else ""
         return (f"busy runs: replaced by reruns at the end of their round, at most "
-                f"{policy.reruns_allowed(campaign.planned_runs)} (busy: rerun{source}; the time above counts them "
-                "at the share of past runs they replaced)")
+                f"{policy.reruns_allowed(campaign.planned_runs)}{then} (busy: rerun{source}; the time above counts "
+                "them at the share of past runs they replaced)")
     return f"busy runs: kept and flagged (busy: keep{source})" if policy.policy == "keep" else \
         f"busy runs: the first one stops the campaign (busy: fail{source})"
 
@@ -353,11 +357,14 @@ def run_parts(campaign: Campaign, schedule: list[Any], calibrated: dict[str, flo
 
 
 def wait_seconds(campaign: Campaign, run_cost: float, past: Past) -> float:
-    """Busy reruns (at the share of past runs they replaced, within the campaign's limit) and quiet waits."""
+    """Busy reruns (at the share of past runs they replaced, within the campaign's limit), each with the wait for
+    quiet of the run after it (busy.wait, at most the past median quiet wait), and wait_for_quiet's waits."""
     policy, waits = campaign.busy_policy, 0.0
     if policy.policy == "rerun" and past.runs and campaign.planned_runs:
         reruns = min(past.replaced / past.runs * campaign.planned_runs, policy.reruns_allowed(campaign.planned_runs))
-        waits += reruns * run_cost / campaign.planned_runs
+        quiet = min(policy.wait_after_replaced(), statistics.median(past.quiet_waits) if past.quiet_waits else
+                    policy.wait_after_replaced())
+        waits += reruns * (run_cost / campaign.planned_runs + quiet)
     if campaign.wait_for_quiet and past.quiet_waits:
         waits += statistics.median(past.quiet_waits) * campaign.planned_runs
     return waits
