@@ -18,7 +18,7 @@ from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.analysis.timing import measured_parts, time_account
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
-from layerbench.cli.main import main
+from layerbench.cli.main import STATE, main
 from layerbench.records import CampaignRecord, RunRecord, StoredCampaign, StoredFacts
 from layerbench.records.estimate import TimeEstimate
 from layerbench.records.run import Reset
@@ -133,7 +133,9 @@ def test_a_campaign_stores_its_estimate_as_it_starts_and_the_report_states_it(tm
     assert json.loads(json_export.render(report))["timing"]["took_seconds"] == 40.0
 
 
-def test_validate_says_how_far_the_last_estimate_was_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_says_how_far_the_last_estimate_was_off(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(STATE, "debug", False)  # an earlier in-process `--debug` (test_cli) stays set otherwise
     db, path = tmp_path / "lb.db", tmp_path / "t.yaml"
     path.write_text(yaml.safe_dump({**DATA, "output": str(tmp_path / "out")}))
     with Store(db) as store:

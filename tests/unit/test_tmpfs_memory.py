@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.campaign.models import parse_campaign
-from layerbench.cli.main import main
+from layerbench.cli.main import STATE, main
 from layerbench.errors import BadInput
 from layerbench.run.diskspace import BYTES_PER_ROW, DATADIR_OVERHEAD, variant_dataset_bytes
 from layerbench.run.preflight import check_data_in_memory, total_memory
@@ -80,7 +80,9 @@ def test_a_mysql_datadir_is_estimated_with_its_larger_system_files() -> None:
         mariadb.variants[0], mariadb.workloads[0]) == (200 << 20) - DATADIR_OVERHEAD
 
 
-def test_validate_refuses_with_exit_2_and_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_refuses_with_exit_2_and_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(STATE, "debug", False)  # an earlier in-process `--debug` (test_cli) stays set otherwise
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"name": "m", "baseline": "v", "output": str(tmp_path / "out"), "variants": [
         {"name": "v", "backend": "docker", "storage": "tmpfs", "resources": {"memory": "1g"}}],
