@@ -154,7 +154,8 @@ def clone_times(snapshot: Snapshot, clones: int) -> list[tuple[float, str]]:
     with xfs_loop(snapshot.data_bytes * 13 // 10 + (2 << 30), datasets_dir()) as mount:
         copy = mount / snapshot.key
         say(f"copying the snapshot onto the XFS loop file ({snapshot.data_bytes / 2**30:.1f} GiB, once)")
-        subprocess.run(["cp", "-a", str(snapshot.folder), str(copy)], check=True)
+        copy.mkdir()  # the datadir and its manifest only: not a VM base image kept beside them
+        subprocess.run(["cp", "-a", str(snapshot.path), str(snapshot.folder / "manifest.json"), str(copy)], check=True)
         subprocess.run(["sync", "-f", str(copy)], check=True)  # else the first clone waits for the copy's writeback
         out = []
         for i in range(clones):
