@@ -25,9 +25,11 @@ from layerbench.records import (
     StoredInterval,
     StoredRun,
 )
+from layerbench.records.estimate import TimeEstimate
 from layerbench.records.stored import RUN_METRIC_COLUMNS
 
-SCHEMA_VERSION = 2  # 2: run_latency (the measured window's latency distribution); a v1 store gains it empty
+SCHEMA_VERSION = 3  # 2: run_latency (the measured window's latency distribution); a v1 store gains it empty
+# 3: estimates (the plan's time estimate of each campaign, made when it starts); older campaigns have none
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -89,6 +91,10 @@ CREATE TABLE IF NOT EXISTS run_latency (  -- the measured window's distribution,
   value_ms REAL NOT NULL,
   PRIMARY KEY (run_id, percentile)
 );
+CREATE TABLE IF NOT EXISTS estimates (  -- the plan's time estimate, made as the campaign started (records/estimate.py)
+  campaign_id INTEGER PRIMARY KEY REFERENCES campaigns(id) ON DELETE CASCADE,
+  estimate TEXT NOT NULL               -- JSON: parts (seconds), past_runs, basis
+);
 """
 
 class Store:
@@ -102,6 +108,28 @@ class Store:
         self.db.execute("PRAGMA foreign_keys = ON")
         self.db.execute("PRAGMA journal_mode = WAL")
         self._migrate()
+
+    @classmethod
+    def read_only(cls, path: Path) -> Store | None:
+        """An existing store opened read-only, never created nor migrated (validate reads past campaigns); None when
+        the file is missing, not a store, or of another schema version than this layerbench's."""
+        if not path.is_file():
+            return None
+        store = cls.__new__(cls)
+        store.path = path
+        try:
+            store.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error:
+            return None
+        try:
+            store.db.row_factory = sqlite3.Row
+            row = store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.Error:
+            row = None
+        if row is None or str(row[0]) != str(SCHEMA_VERSION):
+            store.close()
+            return None
+        return store
 
     def __enter__(self) -> Store:
         return self
@@ -176,6 +204,21 @@ class Store:
             " (SELECT COUNT(*) FROM schedule s WHERE s.campaign_id=c.id) AS planned_runs"
             " FROM campaigns c ORDER BY c.id")
         return [CampaignListing(_campaign(r), r["ok_runs"], r["failed_runs"], r["planned_runs"]) for r in rows]
+
+    def save_estimate(self, campaign_id: int, estimate: TimeEstimate) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO estimates VALUES (?, ?)", (campaign_id, json.dumps(estimate.to_json())))
+
+    def estimate(self, campaign_id: int) -> TimeEstimate | None:
+        """The plan's estimate stored when the campaign started; None for a campaign stored before estimates."""
+        row = self.db.execute("SELECT estimate FROM estimates WHERE campaign_id=?", (campaign_id,)).fetchone()
+        return None if row is None else TimeEstimate.from_json(json.loads(row[0]))
+
+    def last_estimated(self, name: str) -> StoredCampaign | None:
+        """The newest finished campaign of this name that has a stored estimate (what `validate` compares)."""
+        row = self.db.execute("SELECT c.* FROM campaigns c JOIN estimates e ON e.campaign_id=c.id WHERE c.name=? AND "
+                              "c.finished_at IS NOT NULL ORDER BY c.id DESC LIMIT 1", (name,)).fetchone()
+        return None if row is None else _campaign(row)
 
     # --- schedule ------------------------------------------------------------------------------------------
 
@@ -287,12 +330,13 @@ def _insert_run(db: sqlite3.Connection, run: RunRecord) -> int:
     return run_id
 
 
-FinishedRun = tuple[int, str, str, float]  # campaign id, variant, workload, finished_at
+FinishedRun = tuple[int, str, str, float, str, StoredFacts]  # campaign, variant, workload, finished_at, status, facts
 
 
 def past_finishes(path: Path) -> tuple[dict[int, CampaignRecord], list[FinishedRun]]:
-    """Every campaign of a store and its ok runs in the order they finished, read-only (the plan calibrates its
-    time estimate on them); nothing when the file is missing or not a readable store."""
+    """Every campaign of a store and its ok and replaced (busy: rerun) runs in the order they finished, with their
+    facts, read-only (the plan calibrates its time estimate on them); nothing when the file is missing or not a
+    readable store."""
     if not path.is_file():
         return {}, []
     try:
@@ -300,10 +344,12 @@ def past_finishes(path: Path) -> tuple[dict[int, CampaignRecord], list[FinishedR
         try:
             campaigns = {int(i): CampaignRecord.from_json(json.loads(d))
                          for i, d in db.execute("SELECT id, definition FROM campaigns")}
-            rows = db.execute("SELECT campaign_id, variant, workload, finished_at FROM runs WHERE status='ok' AND "
-                              "finished_at IS NOT NULL ORDER BY campaign_id, finished_at").fetchall()
+            rows = db.execute("SELECT campaign_id, variant, workload, finished_at, status, details FROM runs WHERE "
+                              "status IN ('ok', 'replaced') AND finished_at IS NOT NULL ORDER BY campaign_id, "
+                              "finished_at").fetchall()
         finally:
             db.close()
+        return campaigns, [(int(r[0]), str(r[1]), str(r[2]), float(r[3]), str(r[4]),
+                            StoredFacts.from_json(json.loads(r[5] or "{}"))) for r in rows]
     except (sqlite3.Error, ValueError):
         return {}, []
-    return campaigns, [(int(r[0]), str(r[1]), str(r[2]), float(r[3])) for r in rows]

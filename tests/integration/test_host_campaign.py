@@ -111,6 +111,10 @@ def test_two_variant_campaign_end_to_end(tmp_path: Path, monkeypatch: pytest.Mon
     report = (outcome.output_dir / "report.md").read_text()
     assert "`tiny-bp` vs `base`" in report and report.count("| ok |") == 4
     assert "| `tiny-bp` | reprepare (variants.tiny-bp.reset) x2 |" in report
+    reset_line = next(x for x in report.splitlines() if "in how each run's data was reset" in x)  # #33
+    assert reset_line.startswith("- `tiny-bp` differs from `base` in how each run's data was reset: reprepare (")
+    assert "asked by the campaign" in reset_line
+    assert next(x for x in report.splitlines() if x.startswith("- Time: estimated ")).count(", took ") == 1
     with Store(db) as store:
         resets = {(r.variant, r.facts.reset.method, r.facts.reset.document["reset_from"])
                   for r in store.runs(outcome.campaign_id) if r.facts.reset}

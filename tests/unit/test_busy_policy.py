@@ -343,7 +343,8 @@ def test_the_plan_says_what_happens_to_busy_runs() -> None:
     from layerbench.run.plan import busy_line
 
     assert busy_line(campaign()) == ("busy runs: replaced by reruns at the end of their round, at most 2, the next "
-                                     "run first waiting up to 30 s for quiet (busy: rerun; not in the time above)")
+                                     "run first waiting up to 30 s for quiet (busy: rerun; the time above counts "
+                                     "them at the share of past runs they replaced)")
     assert busy_line(campaign(busy={"wait": "0s"})).startswith("busy runs: replaced by reruns at the end of their "
                                                               "round, at most 2 (busy: rerun;")
     assert busy_line(campaign(busy="keep")) == "busy runs: kept and flagged (busy: keep)"

@@ -73,3 +73,11 @@ def test_a_small_plan_fits(dirs: Path) -> None:
                      table_size=1000)
     check_disk_space(small)
     assert dataset_bytes(small.workloads[0]) == 1000 * BYTES_PER_ROW + DATADIR_OVERHEAD
+
+
+def test_a_mysql_snapshot_is_counted_with_its_larger_datadir(dirs: Path) -> None:
+    message = refusal([{"name": "maria", "backend": "host"},
+                       {"name": "mysql", "backend": "host", "server": {"flavour": "mysql", "version": "9.7"}}])
+    rows = HUGE["tables"] * HUGE["table_size"] * BYTES_PER_ROW
+    assert f"snapshot of default (variant mysql) {(rows + (200 << 20)) / 2**30:.2f} GiB" in message
+    assert f"snapshot of default (variant maria) {(rows + DATADIR_OVERHEAD) / 2**30:.2f} GiB" in message

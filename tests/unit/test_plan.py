@@ -12,7 +12,8 @@ from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.registry import BY_KIND
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.records import CampaignRecord, RunRecord
-from layerbench.run.plan import make_plan, past_overheads
+from layerbench.run.diskspace import BYTES_PER_ROW, DATADIR_OVERHEAD
+from layerbench.run.plan import DEFAULT_RESTORE_RATE, PREPARE_ROWS_PER_SECOND, make_plan, past_overheads
 from layerbench.run.schedule import build_schedule
 from layerbench.store import Store
 
@@ -43,7 +44,11 @@ def test_a_rough_plan_counts_runs_and_first_time_costs(empty_cache: Path) -> Non
     plan = make_plan(parse_campaign(DATA), empty_cache / "none.db")
     assert plan.runs == 60 and plan.past_runs == 0
     measured = 60 * 70 + 30 * (RUN_OVERHEAD["host"] + RUN_OVERHEAD["docker"])
-    assert measured + IMAGE_BUILD_SECONDS < plan.seconds < measured + IMAGE_BUILD_SECONDS + 60
+    datadir = 8 * 100_000 * BYTES_PER_ROW + DATADIR_OVERHEAD  # estimated: nothing prepared yet
+    assert plan.parts == pytest.approx({"runs": measured, "first time": IMAGE_BUILD_SECONDS, "waits": 0,
+                                        "prepare": 800_000 / PREPARE_ROWS_PER_SECOND,
+                                        "restores": 60 * datadir / DEFAULT_RESTORE_RATE})
+    assert plan.seconds == pytest.approx(sum(plan.parts.values()))
     assert "rough estimate" in plan.estimate_text()
     text = "\n".join(plan.lines)
     assert "threads 4, 8, 16 x 10 repetitions x 2 variants = 60 runs of 10 s warm-up + 60 s" in text

@@ -22,6 +22,8 @@ from layerbench.analysis.fairness import (
     fairness_differences,
     neighbour_differences,
     neighbour_words,
+    reset_differences,
+    reset_kind,
     vm_size_differences,
 )
 from layerbench.analysis.metrics import Metric
@@ -29,6 +31,7 @@ from layerbench.analysis.point_statistics import comparisons, summaries, variant
 from layerbench.analysis.runs import Window, run_values, steady_window
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.stats import Comparison, Summary
+from layerbench.analysis.timing import TimeAccount, time_account
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
 from layerbench.records.campaign import IMPORTED
 from layerbench.settings import Overrides, Settings
@@ -110,6 +113,7 @@ class Analysis:
     unpaired_why: str | None = None  # why no comparison is paired by round (None: paired where the pairs allow)
     replaced: list[Replaced] = field(default_factory=list)  # busy runs replaced by reruns (busy: rerun)
     run_percentiles: tuple[float, ...] = ()  # when runs report different latency percentiles (imported logs)
+    timing: TimeAccount | None = None  # the plan's estimate beside the wall time (analysis/timing.py)
 
     @property
     def percentile_label(self) -> str:
@@ -505,7 +509,8 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
         overrides = Overrides.from_campaign_keys(overrides)
     row = store.campaign(ref)
     definition = row.definition.with_statistics(overrides) if overrides else row.definition
-    runs = run_rows(store, row.id, definition.unstable_ratio)
+    stored = store.runs(row.id)
+    runs = [run_row(r, definition.unstable_ratio) for r in stored]
     unpaired_why = unpaired_reason(definition, runs)
     settings = replace(definition.settings(), estimator="unpaired") if unpaired_why else definition.settings()
     variants = definition.variant_names or sorted({r.variant for r in runs})
@@ -520,10 +525,12 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
     analysis.differences = fairness_differences(row.baseline, analysis.environments, asked_keys(definition))
     analysis.differences += vm_size_differences(row.baseline, definition, analysis.environments)
     analysis.differences += neighbour_differences(row.baseline, recorded_neighbours(runs))  # asked, yet said (#32)
+    analysis.differences += reset_differences(row.baseline, recorded_resets(runs))  # clone, copy, re-prepare (#33)
     analysis.adaptive = adaptive_state(analysis, max(1, len(variants) * len({(s.workload, s.threads)
                                                                              for s in schedule})))
     if analysis.adaptive and analysis.adaptive.reason != "not finished":
         analysis.planned_runs = len(runs)  # the rounds it needed were the plan; the rest were never wanted
+    analysis.timing = time_account(row, store.estimate(row.id), stored)  # the estimate beside the wall time (#33)
     analysis.warnings = analysis_warnings(analysis)
     return analysis
 
@@ -652,4 +659,20 @@ def recorded_neighbours(runs: list[RunRow]) -> dict[str, set[str]]:
     for run in runs:
         if run.status == "ok":
             out.setdefault(run.variant, set()).update(neighbour_words(run.facts.neighbours))
+    return out
+
+
+def recorded_resets(runs: list[RunRow]) -> dict[str, tuple[dict[str, str], bool]]:
+    """Per variant, how its completed runs got their data (fairness.reset_kind: kind -> words), and whether the
+    variant's own `reset:` chose it (fairness.py compares them)."""
+    out: dict[str, tuple[dict[str, str], bool]] = {}
+    for run in runs:
+        reset = run.facts.reset
+        if run.status != "ok" or reset is None:
+            continue
+        kinds, asked = out.get(run.variant, ({}, True))
+        kind, words = reset_kind(reset.method, reset.restore.method if reset.restore else None)
+        source = reset.document.get("reset_from")
+        kinds[kind] = words
+        out[run.variant] = kinds, asked and isinstance(source, str) and source.startswith("variants.")
     return out

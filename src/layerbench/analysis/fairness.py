@@ -236,3 +236,42 @@ def neighbour_differences(baseline: str, recorded: dict[str, set[str]]) -> list[
         if variant != baseline and mine != base:
             out.append(AskedDifference(variant, "neighbours (load started beside the server)", base, mine))
     return out
+
+
+# How a run got its data, coarsely: what the pages under the measurement are (docs/datasets.md "How a run gets its
+# copy"). Matched in order against the recorded restore method; anything else restored is a copy.
+RESET_KINDS = (
+    ("clone", "clone", "a reflink clone: its blocks shared with the snapshot until a page's first write copies it"),
+    ("overlay", "overlay", "a copy-on-write overlay of a base image: a page's first write copies its cluster"),
+    ("volumesnapshot", "storage snapshot", "a copy-on-write snapshot of the storage driver"),
+)
+COPY_WORDS = "a copy: the snapshot's bytes in blocks of its own, written before the server starts"
+RESET_WORDS = {
+    "reprepare": "re-prepared: freshly written tables (different page fill and cache state than the snapshot's)",
+    "none": "the server's own tables, left as the previous run left them",
+}
+
+
+def reset_kind(method: str, restore_method: str | None) -> tuple[str, str]:
+    """(kind, what it means) of one run's reset: re-prepared, untouched, or restored by clone, overlay, ... copy."""
+    if method != "snapshot":
+        return method, RESET_WORDS.get(method, method)
+    text = (restore_method or "").lower()
+    return next(((kind, words) for word, kind, words in RESET_KINDS if word in text), ("copy", COPY_WORDS))
+
+
+def reset_differences(baseline: str, recorded: dict[str, tuple[dict[str, str], bool]]) -> list[Difference]:
+    """One line per variant whose runs got their data another way than the baseline's (`recorded`: variant -> (kind
+    -> its words, whether the variant's own `reset:` chose it)): a clone, a copy and a re-prepared table are not the
+    same pages, so the delta may measure the reset too."""
+    if baseline not in recorded:
+        return []
+    base = "; ".join(f"{k} ({w})" for k, w in sorted(recorded[baseline][0].items())) or "none"
+    out: list[Difference] = []
+    for variant, (kinds, asked) in recorded.items():
+        if variant == baseline or set(kinds) == set(recorded[baseline][0]):
+            continue
+        mine = "; ".join(f"{k} ({w})" for k, w in sorted(kinds.items())) or "none"
+        kind = AskedDifference if asked or recorded[baseline][1] else Difference
+        out.append(kind(variant, "how each run's data was reset", base, mine))
+    return out

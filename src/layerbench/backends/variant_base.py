@@ -96,7 +96,7 @@ class VariantBase(Strict):
     remote_backend: ClassVar[str | None] = None  # ... on an ssh: host; None: it runs on this machine only
     remote_client: ClassVar[bool] = False  # sysbench may run on another host than the server's
     owns_server: ClassVar[bool] = True  # layerbench starts (and resets) the server; False: an existing one
-    run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, restore, stop)
+    run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, stop; not the restore)
     leftovers: ClassVar[str | None] = None  # module whose LEFTOVERS (backends.base.Leftovers) `clean` removes
     own_size: ClassVar[bool] = False  # its CPUs and memory are its own (a guest's), compared with the baseline's
     memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
@@ -207,6 +207,11 @@ class VariantBase(Strict):
         (its data_dir, else the work folder `work`), counted in full even where a clone shares the snapshot's
         blocks."""
         return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "working copy")]
+
+    def data_in_memory(self) -> str | None:
+        """The setting that holds this variant's datadir in memory (like "storage: tmpfs"), whose bytes then count
+        against its memory limit and this machine's memory beside the buffer pool; None: the datadir is on a disk."""
+        return None
 
     def snapshot_companions(self) -> list[str]:
         """What this variant keeps beside each snapshot it restores, in the snapshot's folder, each about the

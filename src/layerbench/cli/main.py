@@ -287,8 +287,9 @@ def validate(
 
     Everything run checks before it starts, creating nothing; then per variant what will be created, per
     workload the threads x repetitions, the datasets, what is built the first time, where the results go, and
-    how long it takes: estimated from this machine's past runs in the store when it has them, else a rough
-    estimate."""
+    how long it takes, in parts (prepare, restores, runs, waits): estimated from this machine's past runs in the
+    store when it has them, else a rough estimate; and how far the estimate of the last campaign of the same name
+    in the store was off."""
     parsed, _ = load(campaign, scale)
     check_and_plan(parsed, str(campaign), store_path(db, parsed.output))
 
@@ -296,7 +297,7 @@ def validate(
 def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
     """Everything run checks before it starts (preflight.py), creating nothing; then the plan."""
     from layerbench.hosts.inventory import Hosts
-    from layerbench.run.plan import make_plan
+    from layerbench.run.plan import last_estimate_line, make_plan
     from layerbench.run.preflight import preflight
 
     try:
@@ -308,6 +309,9 @@ def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
               highlight=False, markup=False)
     for line in plan.lines:
         out.print(f"  {line}", highlight=False, markup=False)
+    last = last_estimate_line(db, parsed.name)
+    if last is not None:
+        out.print(f"  {last}", highlight=False, markup=False)
 
 
 @app.command("list")

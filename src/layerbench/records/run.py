@@ -237,6 +237,7 @@ class StoredFacts:
     io: IoCounters | None = None
     busy: BusyDecision | None = None
     neighbours: NeighbourRecords = field(default_factory=NeighbourRecords)  # records/neighbours.py (#32)
+    dataset_seconds: float | None = None  # the run waited this long for its dataset's snapshot (built, or locked)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> StoredFacts:
@@ -245,4 +246,4 @@ class StoredFacts:
                    raw.resources if raw.resources and raw.resources.document else None, raw.quiet_wait,
                    raw.data_bytes, raw.buffer_pool_ratio, raw.io if raw.io and raw.io.document else None,
                    raw.busy if raw.busy and raw.busy.document else None,
-                   NeighbourRecords.from_json(data.get("neighbours")))
+                   NeighbourRecords.from_json(data.get("neighbours")), opt_float(data.get("dataset_seconds")))

@@ -10,6 +10,7 @@ from typing import Any
 
 from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.report_model import Report
+from layerbench.analysis.timing import TimeAccount
 from layerbench.report import evidence
 from layerbench.sysbench.histogram import percentile_key
 
@@ -101,6 +102,7 @@ def document(report: Report) -> dict[str, Any]:
         **({"published": report.published} if report.published else {}),  # `published:` (report/published.py)
         **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
         **({"replaced_runs": analysis.replaced} if analysis.replaced else {}),  # busy: rerun replaced some runs
+        **({"timing": timing_entry(analysis.timing)} if analysis.timing else {}),  # estimate vs wall time
         "latency_distribution": report.distribution,
         "percentile_comparisons": [{"variant": c.variant, "point": c.point, "metric": c.metric, "label": c.label,
                                     "comparison": comparison_entry(c.comparison)}
@@ -114,6 +116,14 @@ def document(report: Report) -> dict[str, Any]:
                          for k, e in analysis.environments.items()},
         "runs": [run_entry(r, report) for r in analysis.runs],
     })
+
+
+def timing_entry(timing: TimeAccount) -> dict[str, Any]:
+    """The plan's estimate made as the campaign started, beside what it took, in seconds per part."""
+    return {"estimated_seconds": round(timing.estimate.seconds, 1), "took_seconds": round(timing.took, 1),
+            "off": round(timing.off, 3), "estimated_parts": timing.estimate.parts,
+            "measured_parts": {k: round(v, 1) for k, v in timing.measured.items()}, "basis": timing.estimate.basis,
+            "text": timing.text()}
 
 
 def render(report: Report) -> str:

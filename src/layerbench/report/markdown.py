@@ -33,6 +33,8 @@ def heading(report: Report) -> list[str]:
         lines += [d.description.strip(), ""]
     lines += [f"- Status: {analysis.status}; runs stored: {len(analysis.runs)} of {analysis.planned_runs}",
               f"- Baseline: `{analysis.baseline}`; variants: {variants}"]
+    if analysis.timing is not None:
+        lines.append(f"- Time: {analysis.timing.text()}")
     if d.imported_from:
         lines.append(f"- Imported from `{d.imported_from}`: results measured elsewhere, analysed here")
     lines += [f"- {line}" for line in (report.workloads if not d.imported_from else ())]

@@ -18,6 +18,10 @@ from layerbench.hosts.placement import server_of
 
 BYTES_PER_ROW = 260  # a sysbench row with its secondary index in InnoDB, measured on 10.11 (~230) + margin
 DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql schema
+# MySQL 8.4/9.x initialises a larger datadir (undo tablespaces, a 100 MiB redo log in #innodb_redo, doublewrite
+# files, the data dictionary): measured here, 2 x 10,000 rows make a 213 MiB datadir under MySQL 9.7, where
+# MariaDB 10.11 makes 123 MiB of 1 x 10,000 rows and 113 MiB of 1 x 1,000
+DATADIR_OVERHEAD_BY_FLAVOUR = {"mysql": 200 << 20}
 
 
 @dataclass
@@ -58,7 +62,7 @@ def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int,
     where = existing_parent(datasets_dir())
     for workload in campaign.workloads:
         for key, variants in snapshot_users(campaign, workload).items():
-            size, page = dataset_bytes(workload), page_words(variants[0])
+            size, page = variant_dataset_bytes(variants[0], workload), page_words(variants[0])
             if not (datasets_dir() / key / "meta.json").is_file():
                 add(rooms, where, "kept", f"snapshot of {workload.name}{page} ({named(variants)})", size)
             for companion in sorted({c for v in variants if v in local for c in v.snapshot_companions()}):
@@ -77,7 +81,7 @@ def add_run_copies(campaign: Campaign, local: list[VariantBase], rooms: dict[int
                 continue
             for copy in variant.run_copies(work_root()):
                 add(rooms, existing_parent(copy.folder), "runs", f"{copy.what} of variant {variant.name} "
-                    f"({workload.name})", dataset_bytes(workload))
+                    f"({workload.name})", variant_dataset_bytes(variant, workload))
 
 
 def snapshot_users(campaign: Campaign, workload: Workload) -> dict[str, list[VariantBase]]:
@@ -133,6 +137,20 @@ def dataset_bytes(workload: Workload) -> int:
     if folder is not None:
         return folder_size(folder / "datadir")
     return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
+
+
+def variant_dataset_bytes(variant: VariantBase, workload: Workload) -> int:
+    """The datadir this variant restores for this workload: its own snapshot's (its page size, its server) when
+    cached, else estimated from the row count with the datadir its server's flavour initialises."""
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.server.snapshot import folder_size
+
+    folder = datasets_dir() / snapshot_key(variant, workload)
+    if (folder / "meta.json").is_file():
+        return folder_size(folder / "datadir")
+    flavour = variant.snapshot_server().flavour or ""
+    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD_BY_FLAVOUR.get(
+        flavour, DATADIR_OVERHEAD)
 
 
 def cached_folder(workload: Workload) -> Path | None:

@@ -91,11 +91,18 @@ class Orchestrator:
     # --- campaign ------------------------------------------------------------------------------------------
 
     def start(self) -> int:
+        """The campaign, its schedule and the plan's time estimate, stored together (after preflight: what it built
+        once is not in the estimate, as it is not in the campaign's wall time)."""
+        from layerbench.run.plan import make_plan
+
         definition = CampaignRecord.from_json(campaign_as_dict(self.campaign))
         schedule = [s.as_row() for s in build_schedule(self.campaign)]
+        plan = make_plan(self.campaign, self.store.path)
         with signals_deferred():  # a stored campaign always has its schedule, so `resume` can finish it
             campaign_id = self.store.create_campaign(definition, self.campaign.output, self.source_path)
             self.store.save_schedule(campaign_id, schedule)
+            self.store.save_estimate(campaign_id, plan.estimate())
+        self.progress.message(f"estimated {plan.estimate_text().removeprefix('about ')}: {plan.parts_text()}")
         return campaign_id
 
     def output_dir(self, campaign_id: int) -> Path:

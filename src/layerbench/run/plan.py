@@ -2,29 +2,41 @@
 results go, the first-time costs, and a time estimate calibrated on this machine's past runs when the store has
 them ("estimate from N past runs"), else from fixed per-backend overheads ("rough estimate").
 
-A past run's cost is the time from the previous run's end to its own end in the same campaign (start, restore,
-warm-up, measurement, checks, stop); minus its warm-up and duration that leaves the overhead of its backend, of
-which the median is used. The store is opened read-only and never created here.
+The estimate has parts (records/estimate.py), each modelled on what it depends on:
+- runs: warm-up + duration + its backend's overhead (start, stop, the harness). A past run's cost is the time
+  from the previous run's end to its own end in the same campaign; minus its warm-up and duration, and minus what
+  it spent on its data and its wait (restore + checks, re-prepare, a snapshot built, a quiet wait), that leaves
+  the overhead of its backend, of which the median is used;
+- restores: each restoring run's datadir (the variant's own snapshot: a MySQL datadir is larger) at the restore
+  rate its backend reached in past runs (bytes per second), else DEFAULT_RESTORE_RATE: a restore grows with the
+  data, which a fixed overhead calibrated on small datasets did not;
+- prepare: snapshots not cached yet and every re-prepare, at this machine's prepare rate;
+- waits: the share of past runs replaced by busy reruns (busy: rerun) times the runs' cost, and with
+  wait_for_quiet the median of past quiet waits per run.
+The store is opened read-only and never created here.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from layerbench.analysis.timing import data_and_wait_seconds, minutes, restore_seconds_of, time_account
 from layerbench.campaign.models import BusyPolicy, Campaign, VariantBase, Workload
 from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
+from layerbench.records import StoredFacts
+from layerbench.records.estimate import TimeEstimate
 from layerbench.run.neighbour_plan import neighbour_lines
 from layerbench.run.schedule import build_schedule
 from layerbench.server.mycnf import render_value
-from layerbench.store import past_finishes
+from layerbench.store import Store, past_finishes
 from layerbench.sysbench.custom_script import dataset_label
 
 PREPARE_ROWS_PER_SECOND = 40_000
+DEFAULT_RESTORE_RATE = 500 << 20  # bytes/s of a checked copy with no past restore: 585 MiB/s median of 324 here
 MIN_SAMPLES = 3  # past runs of a backend needed before its median replaces its fixed overhead (variant.run_overhead)
 
 
@@ -35,6 +47,7 @@ class Plan:
     lines: list[str]
     past_runs: int = 0  # past runs the estimate is calibrated on; 0: a rough estimate
     rough_backends: list[str] = field(default_factory=list)
+    parts: dict[str, float] = field(default_factory=dict)  # prepare, restores, runs, waits, first time: seconds
 
     def estimate_text(self) -> str:
         minutes = f"about {max(1, round(self.seconds / 60))} min"
@@ -42,6 +55,15 @@ class Plan:
             return f"{minutes} (rough estimate: no past runs of these backends in the store)"
         rough = f"; rough for {', '.join(self.rough_backends)}" if self.rough_backends else ""
         return f"{minutes} (estimate from {self.past_runs} past runs on this machine{rough})"
+
+    def estimate(self) -> TimeEstimate:
+        """What the store keeps when the campaign starts (report and validate compare it with the wall time)."""
+        basis = self.estimate_text().split(" (", 1)[1].rstrip(")")
+        return TimeEstimate({k: v for k, v in self.parts.items() if v > 0 or k in ("runs", "restores")},
+                            self.past_runs, basis)
+
+    def parts_text(self) -> str:
+        return ", ".join(f"{k} {minutes(v)}" for k, v in self.parts.items() if v > 0)
 
 
 # --- what each variant creates ---------------------------------------------------------------------------------
@@ -108,20 +130,57 @@ def resets_text(campaign: Campaign, workload: Workload) -> str:
 # --- calibration on past runs -----------------------------------------------------------------------------------
 
 
+@dataclass
+class Past:
+    """What the store's past runs say about this machine, per backend (run/plan.py's model)."""
+
+    overheads: dict[str, list[float]] = field(default_factory=dict)  # beyond warm-up, duration, data and waits
+    restore_rates: dict[str, list[float]] = field(default_factory=dict)  # bytes/s of a restore and its checks
+    quiet_waits: list[float] = field(default_factory=list)  # seconds waited for quiet, per run that waited
+    runs: int = 0
+    replaced: int = 0  # runs replaced by busy reruns
+
+
+def past_costs(store: Path) -> Past:
+    """The past runs in `store` (read-only; a missing store has none)."""
+    campaigns, rows = past_finishes(store)
+    past, previous = Past(), None
+    for row in rows:
+        past.runs += 1
+        past.replaced += row[4] == "replaced"
+        backend = backend_of(campaigns[row[0]].to_json(), row[1]) if row[0] in campaigns else None
+        learn_from_facts(past, backend, row[5])
+        if previous is not None and previous[0] == row[0] and row[4] == "ok" and backend is not None:
+            gap = row[3] - previous[3] - data_and_wait_seconds(row[5])
+            found, overhead = run_overhead(campaigns[row[0]].to_json(), row[1], row[2], gap)
+            if found is not None:
+                past.overheads.setdefault(found, []).append(overhead)
+        previous = row
+    return past
+
+
 def past_overheads(store: Path) -> dict[str, list[float]]:
     """Per backend, the overheads of the past runs in `store` (read-only; a missing store has none)."""
-    campaigns, rows = past_finishes(store)
-    found: dict[str, list[float]] = {}
-    for previous, row in pairwise(rows):
-        if previous[0] == row[0]:
-            backend, overhead = run_overhead(campaigns[row[0]].to_json(), row[1], row[2], row[3] - previous[3])
-            if backend is not None:
-                found.setdefault(backend, []).append(overhead)
-    return found
+    return past_costs(store).overheads
+
+
+def backend_of(definition: dict[str, Any], variant: str) -> str | None:
+    found = next((v.get("backend") for v in definition.get("variants", []) if v.get("name") == variant), None)
+    return None if found is None else str(found)
+
+
+def learn_from_facts(past: Past, backend: str | None, facts: StoredFacts) -> None:
+    """A past run's restore rate (per backend) and quiet wait."""
+    reset, seconds = facts.reset, restore_seconds_of(facts)
+    size = reset.restore.bytes if reset is not None and reset.restore is not None else None
+    if backend is not None and size and seconds > 0.05:
+        past.restore_rates.setdefault(backend, []).append(size / seconds)
+    if facts.quiet_wait is not None:
+        past.quiet_waits.append(facts.quiet_wait.waited_seconds)
 
 
 def run_overhead(definition: dict[str, Any], variant: str, workload: str, gap: float) -> tuple[str | None, float]:
-    backend = next((v.get("backend") for v in definition.get("variants", []) if v.get("name") == variant), None)
+    backend = backend_of(definition, variant)
     work = next((w for w in definition.get("workloads", []) if w.get("name") == workload), None)
     if backend is None or work is None:
         return None, 0.0
@@ -197,11 +256,10 @@ def reprepare_line(campaign: Campaign, w: Workload, variants: list[VariantBase],
 def snapshot_line(w: Workload, variants: list[VariantBase], rate: float, basis: str,
                   every: bool) -> tuple[str, float]:
     """The snapshot these variants restore: cached, or prepared once (the line, and the prepare's time)."""
-    from layerbench.run.orchestrator import page_size_of
     from layerbench.server.snapshot import dataset_key, find_snapshot, server_version
 
     version = server_version()
-    page_sizes = sorted({page_size_of(v) for v in variants}, key=str)
+    page_sizes = sorted({v.server.page_size() for v in variants}, key=str)
     prepare, who = w.tables * w.table_size / rate, of_variants(variants, every)
     if all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
         return f"dataset {w.name}: {dataset_label(w)}, cached (layerbench cache list){who}", 0.0
@@ -223,7 +281,8 @@ def busy_line(campaign: Campaign) -> str:
         wait = policy.wait_after_replaced()
         then = f", the next run first waiting up to {wait:.0f} s for quiet" if wait else ""
         return (f"busy runs: replaced by reruns at the end of their round, at most "
-                f"{policy.reruns_allowed(campaign.planned_runs)}{then} (busy: rerun{source}; not in the time above)")
+                f"{policy.reruns_allowed(campaign.planned_runs)}{then} (busy: rerun{source}; the time above counts "
+                "them at the share of past runs they replaced)")
     return f"busy runs: kept and flagged (busy: keep{source})" if policy.policy == "keep" else \
         f"busy runs: the first one stops the campaign (busy: fail{source})"
 
@@ -252,14 +311,16 @@ def published_lines(campaign: Campaign) -> list[str]:
 
 def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     schedule = build_schedule(campaign)
-    variants = {v.name: v for v in campaign.variants}
-    past = past_overheads(store) if store is not None else {}
+    past = past_costs(store) if store is not None else Past()
     used = sorted({v.backend for v in campaign.variants})
-    calibrated = {k: statistics.median(past[k]) for k in used if len(past.get(k, [])) >= MIN_SAMPLES}
-    seconds = sum(campaign.workload(s.workload).warmup + campaign.workload(s.workload).duration
-                  + calibrated.get(variants[s.variant].backend, variants[s.variant].run_overhead) for s in schedule)
+    calibrated = {k: statistics.median(past.overheads[k]) for k in used
+                  if len(past.overheads.get(k, [])) >= MIN_SAMPLES}
+    run_seconds, restore_seconds = run_parts(campaign, schedule, calibrated, past)
     data_lines, prepare_seconds = dataset_lines(campaign)
     costs = first_time_costs(campaign)
+    parts = {"prepare": prepare_seconds, "restores": restore_seconds, "runs": run_seconds,
+             "waits": wait_seconds(campaign, run_seconds + restore_seconds, past),
+             "first time": sum(cost for _, cost in costs)}
     lines = [variant_line(v, campaign.hosts) for v in campaign.variants]
     lines += neighbour_lines(campaign)  # run/neighbour_plan.py (#32)
     lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
@@ -268,7 +329,53 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     lines.append(busy_line(campaign))
     lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
                  f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")
-    past_runs = sum(len(past[k]) for k in calibrated)
+    past_runs = sum(len(past.overheads[k]) for k in calibrated)
     rough = [k for k in used if k not in calibrated] if calibrated else []
-    total = seconds + prepare_seconds + sum(cost for _, cost in costs)
-    return Plan(len(schedule), total, lines, past_runs, rough)
+    plan = Plan(len(schedule), sum(parts.values()), lines, past_runs, rough, parts)
+    lines.insert(0, f"time: {plan.parts_text()}")
+    return plan
+
+
+def run_parts(campaign: Campaign, schedule: list[Any], calibrated: dict[str, float], past: Past) -> tuple[float, float]:
+    """(runs, restores): each run's warm-up + duration + its backend's overhead; each restoring run's datadir at
+    its backend's past restore rate (else DEFAULT_RESTORE_RATE)."""
+    from layerbench.run.diskspace import variant_dataset_bytes
+
+    variants = {v.name: v for v in campaign.variants}
+    rates = {k: statistics.median(v) for k, v in past.restore_rates.items() if v}
+    sizes: dict[tuple[str, str], int] = {}
+    runs = restores = 0.0
+    for spec in schedule:
+        variant, workload = variants[spec.variant], campaign.workload(spec.workload)
+        runs += workload.warmup + workload.duration + calibrated.get(variant.backend, variant.run_overhead)
+        if campaign.reset_for(variant, workload).method == "snapshot" and variant.owns_server:
+            key = (variant.name, workload.name)
+            if key not in sizes:
+                sizes[key] = variant_dataset_bytes(variant, workload)
+            restores += sizes[key] / rates.get(variant.backend, DEFAULT_RESTORE_RATE)
+    return runs, restores
+
+
+def wait_seconds(campaign: Campaign, run_cost: float, past: Past) -> float:
+    """Busy reruns (at the share of past runs they replaced, within the campaign's limit), each with the wait for
+    quiet of the run after it (busy.wait, at most the past median quiet wait), and wait_for_quiet's waits."""
+    policy, waits = campaign.busy_policy, 0.0
+    if policy.policy == "rerun" and past.runs and campaign.planned_runs:
+        reruns = min(past.replaced / past.runs * campaign.planned_runs, policy.reruns_allowed(campaign.planned_runs))
+        quiet = min(policy.wait_after_replaced(), statistics.median(past.quiet_waits) if past.quiet_waits else
+                    policy.wait_after_replaced())
+        waits += reruns * (run_cost / campaign.planned_runs + quiet)
+    if campaign.wait_for_quiet and past.quiet_waits:
+        waits += statistics.median(past.quiet_waits) * campaign.planned_runs
+    return waits
+
+
+def last_estimate_line(store: Path, name: str) -> str | None:
+    """How far the estimate of the last finished campaign of this name was off (read-only; None: none stored)."""
+    found = Store.read_only(store)
+    if found is None:
+        return None
+    with found:
+        row = found.last_estimated(name)
+        account = None if row is None else time_account(row, found.estimate(row.id), found.runs(row.id))
+    return None if account is None else f"last run of {name} (campaign {account.campaign_id}): {account.text()}"

@@ -23,12 +23,20 @@ from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import require_program
-from layerbench.run.diskspace import BYTES_PER_ROW, check_disk_space, dataset_bytes, gib, methods  # noqa: F401
+from layerbench.run.diskspace import (
+    BYTES_PER_ROW,
+    DATADIR_OVERHEAD,
+    check_disk_space,
+    dataset_bytes,
+    gib,
+    methods,
+    variant_dataset_bytes,
+)
 from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.servers import check_wanted
-from layerbench.server.settings import SERVER_MEMORY_OVERHEAD
+from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
 from layerbench.sysbench.custom_script import check_script
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
@@ -52,6 +60,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         variant.check_server_here()  # first: a server that is not there or not known is refused
         check_machine_fits(variant)
         check_workload_pools(campaign, variant)
+        check_data_in_memory(campaign, variant)
         if variant.checks_options_here(local):
             check_option_names(variant)  # the server of this host, or an image built from its package
     check_disk_space(campaign)
@@ -217,6 +226,40 @@ def check_workload_pools(campaign: Campaign, variant: VariantBase) -> None:
                            f"{shown(limit[1], quote=False)}; set {variant.name}'s memory to at least "
                            f"{variant.memory_text(pool + SERVER_MEMORY_OVERHEAD + variant.guest_memory)} or use a "
                            "smaller buffer_pool")
+
+
+def check_data_in_memory(campaign: Campaign, variant: VariantBase) -> None:
+    """A datadir held in memory (a Docker tmpfs): each workload's dataset (its estimated size) + the buffer pool +
+    the server's overhead fit the variant's memory limit and this machine's memory, else one line naming the size."""
+    where = variant.data_in_memory()
+    if where is None:
+        return
+    limit, size, total = variant.memory_limit(), variant.memory_limit_bytes(), total_memory()
+    for workload in campaign.workloads:
+        if campaign.reset_for(variant, workload).method == "none":
+            continue
+        data, restores = variant_dataset_bytes(variant, workload), campaign.reset_for(variant, workload).method
+        pool = run_pool_bytes(variant, workload, data, restores == "snapshot")
+        need = data + pool + SERVER_MEMORY_OVERHEAD + variant.guest_memory
+        held = (f"variants.{variant.name}: {where} holds workload {workload.name}'s dataset ({gib(data)}, "
+                f"estimated) in memory beside the buffer pool and the server: {gib(need)}")
+        if limit is not None and size is not None and need > size:
+            raise BadInput(f"{held}, above {limit[0]} {shown(limit[1], quote=False)}; set {limit[0]} to at least "
+                           f"{variant.memory_text(need)}, or use a storage on disk (volume)")
+        if total and need > total:
+            rows = max(0, (total - (need - data) - DATADIR_OVERHEAD) // BYTES_PER_ROW)
+            raise BadInput(f"{held}, above this machine's {gib(total)} of memory; use a storage on disk (volume), "
+                           f"or at most {rows:,} rows in all (tables x table_size)")
+
+
+def run_pool_bytes(variant: VariantBase, workload: Workload, data: int, restores: bool) -> int:
+    """The buffer pool a run of this variant gets: the workload's share of the data (in a run that restores a
+    snapshot), else the variant's my.cnf, else the server's default."""
+    from layerbench.run.execution import buffer_pool_bytes
+
+    if workload.buffer_pool and restores:
+        return buffer_pool_bytes(workload.buffer_pool, data)
+    return variant.server.buffer_pool_bytes() or DEFAULT_BUFFER_POOL
 
 
 def total_memory() -> int:

@@ -61,7 +61,7 @@ class KubernetesVariant(ImageVariant):
 
     memory_unit: ClassVar[str] = "Mi"
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
-    run_overhead: ClassVar[float] = 8
+    run_overhead: ClassVar[float] = 16  # pod scheduling, start and removal: 15-16 s per run measured here
     leftovers: ClassVar[str | None] = "layerbench.backends.kubernetes.cleanup"
 
     @model_validator(mode="after")
