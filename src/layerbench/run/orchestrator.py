@@ -158,11 +158,8 @@ class Orchestrator:
             self.progress.run_started(spec, total - len(todo) + 1, total)
             record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir, quiet_first)
             decision = self.busy_decision(outcome.campaign_id, record)
-            replaced = decision is not None and decision.action == "replaced"
+            replaced = decision is not None and decision.action == "replaced"  # _busy_said says the wait
             quiet_first = self.campaign.busy_policy.wait_after_replaced() if replaced else 0.0
-            if quiet_first:
-                self.progress.message(f"waiting up to {quiet_first:.0f} s for a quiet machine before the next run "
-                                      "(busy.wait)")
             replaced_by = decision.replaced_by if decision else None
             extra = None if replaced_by is None else replacement(spec, replaced_by).as_row()
             with signals_deferred():  # a finished run is stored whole (with its replacement), or run again
@@ -205,18 +202,7 @@ class Orchestrator:
 
     def _busy_said(self, spec: RunSpec, decision: BusyDecision) -> None:
         """One line on what was done about a busy run; busy: fail stops the campaign here (the run is stored)."""
-        why = f"run {spec.idx + 1} was busy ({busy_reason(decision)}; threshold {BUSY_SHARE * 100:.0f} %)"
-        if decision.action == "stopped":
-            raise MachineBusy(f"{why}: busy: fail stops the campaign at run {spec.idx + 1} ({spec.label()}); run it "
-                              "on a quiet machine, or set busy: rerun to replace busy runs")
-        if decision.action == "replaced":
-            self.progress.message(f"{why}: replaced by run {(decision.replaced_by or 0) + 1} at the end of round "
-                                  f"{spec.round} (rerun {decision.reruns_used} of {decision.max_reruns})")
-        elif decision.policy == "rerun":
-            self.progress.message(f"{why}: kept, the machine never got quiet: the limit of {decision.max_reruns} "
-                                  "reruns (busy: max_reruns) is reached")
-        else:
-            self.progress.message(f"{why}: kept (busy: keep)")
+        self.progress.message(said_about_busy(spec, decision, self.campaign.busy_policy.wait_after_replaced()))
 
     def _enough_rounds(self, campaign_id: int, rounds: int) -> bool:
         """repetitions: auto: after each complete round from `min` on, stop when every comparison is decided or
@@ -263,6 +249,23 @@ class Orchestrator:
             self.snapshots.clear()
             record = RunExecution(context, spec).execute()
         return record
+
+
+def said_about_busy(spec: RunSpec, decision: BusyDecision, wait: float) -> str:
+    """The line on what was done about a busy run (`wait`: busy.wait after a replaced one); raises MachineBusy for
+    busy: fail."""
+    why = f"run {spec.idx + 1} was busy ({busy_reason(decision)}; threshold {BUSY_SHARE * 100:.0f} %)"
+    if decision.action == "stopped":
+        raise MachineBusy(f"{why}: busy: fail stops the campaign at run {spec.idx + 1} ({spec.label()}); run it "
+                          "on a quiet machine, or set busy: rerun to replace busy runs")
+    if decision.action == "replaced":
+        then = f"; the next run first waits up to {wait:.0f} s for quiet (busy.wait)" if wait else ""
+        return (f"{why}: replaced by run {(decision.replaced_by or 0) + 1} at the end of round {spec.round} (rerun "
+                f"{decision.reruns_used} of {decision.max_reruns}){then}")
+    if decision.policy == "rerun":
+        return (f"{why}: kept, the machine never got quiet: the limit of {decision.max_reruns} reruns (busy: "
+                "max_reruns) is reached")
+    return f"{why}: kept (busy: keep)"
 
 
 def run_campaign(campaign: Campaign, store: Store, *, progress: Progress | None = None,
