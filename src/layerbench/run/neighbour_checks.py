@@ -3,11 +3,13 @@ and its inventory. Each problem is one BadInput line naming the field, the value
 this machine's CPUs x WORKERS_PER_CPU, a CPU list naming a CPU that is not here, a disk neighbour whose file does
 not fit in its filesystem's free space, a network neighbour sent to a host the inventory does not have, or to one
 reached over SSH (not yet), a name given twice to one variant's neighbours, a `placement: docker` with no Docker
-daemon answering, a `placement: ssh` on a host that is not in `hosts:`, is this machine, does not answer or lacks
-the tool. `prepare_neighbours` builds the containers' image once, after every check passed."""
+daemon answering, a `placement: kubernetes` beside a server that is not a pod or on a cluster that cannot hold it
+(the variant's backend checks its cluster), a `placement: ssh` on a host that is not in `hosts:`, is this machine,
+does not answer or lacks the tool. `prepare_neighbours` builds the containers' image once, after every check passed."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from collections.abc import Callable
@@ -37,6 +39,7 @@ def check_neighbours(campaign: Campaign) -> None:
                 raise BadInput(f"{where}: the campaign's and the variant's neighbours both use this name; "
                                "rename one")
             check_neighbour(campaign, variant, neighbour, where)
+        check_pod_neighbours(variant, [n for n in neighbours if n.placement == "kubernetes"])
 
 
 def check_neighbour(campaign: Campaign, variant: VariantBase, neighbour: Neighbour, where: str) -> None:
@@ -116,9 +119,24 @@ def check_ssh_placement(campaign: Campaign, neighbour: Neighbour, where: str) ->
 
 
 def prepare_neighbours(campaign: Campaign, say: Callable[[str], None]) -> None:
-    """Once per campaign, after every check: the containers' image, when a neighbour runs in Docker."""
+    """Once per campaign, after every check: the containers' image, when a neighbour runs in Docker, and on the
+    nodes of each variant whose neighbours run in pods (its backend imports it there)."""
     if any(n.placement == "docker" for v in campaign.variants for n in campaign.neighbours_of(v)):
         from layerbench.backends.docker.daemon import docker_client
         from layerbench.backends.docker.neighbours import ensure_neighbour_image
 
         ensure_neighbour_image(docker_client(), say)
+    for variant in campaign.variants:
+        if variant.pod_neighbours and any(n.placement == "kubernetes" for n in campaign.neighbours_of(variant)):
+            importlib.import_module(variant.pod_neighbours).ensure_neighbour_image_on_nodes(variant, say)
+
+
+def check_pod_neighbours(variant: VariantBase, pods: list[Neighbour]) -> None:
+    """Pods beside the server need a server in a pod; its backend checks its cluster (answers, node, room)."""
+    if not pods:
+        return
+    if variant.pod_neighbours is None:
+        raise BadInput(f"variants.{variant.name}.neighbours.{pods[0].name}.placement: kubernetes puts a pod on the "
+                       f"server pod's node, and the server of {variant.name} is not a pod (backend "
+                       f"{variant.backend}); use placement: host or docker, or a kubernetes variant")
+    importlib.import_module(variant.pod_neighbours).check_neighbour_pods(variant, pods)

@@ -22,6 +22,7 @@ from typing import Any
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.backends.kubernetes import cluster, manifests, pod, volsnap
 from layerbench.backends.kubernetes.job import JobClient
+from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
@@ -31,8 +32,10 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
 from layerbench.hosts.procs import ManagedProcess
+from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
+from layerbench.server.image import image_tag
 from layerbench.server.mycnf import check_overlay
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
@@ -81,8 +84,6 @@ class KubernetesBackend(BackendBase):
         self.api, self.core, self.nodes = pod.connect(variant)
         self.facts["cpu_manager_policy"] = cluster.check_cpu_manager(
             self.core, self.nodes, variant, manifests.exclusive_cpus(manifests.resources_for(variant)))
-        from layerbench.server.image import image_tag
-
         self.spec = spec
         self.image = variant.image or image_tag()
         with signals_deferred():  # the namespace is noted for down() before it is created
@@ -160,9 +161,8 @@ class KubernetesBackend(BackendBase):
 
     def warn(self, text: str) -> None:
         """Recorded in describe(); the report lists it under Warnings."""
-        self.facts.setdefault("warnings", [])
-        if text not in self.facts["warnings"]:
-            self.facts["warnings"].append(text)
+        if text not in (warnings := self.facts.setdefault("warnings", [])):
+            warnings.append(text)
 
     def _alive(self) -> bool:
         with contextlib.suppress(Exception):
@@ -186,8 +186,7 @@ class KubernetesBackend(BackendBase):
         if self.spec is not None:
             shutil.rmtree(self.spec.work_dir / "k8s" / (self.ns or ""), ignore_errors=True)
             owners.forget(self.spec.label)
-        self.ns, self.spec, self.pod, self.server_pids = None, None, None, []
-        self.placement = {}
+        self.ns, self.spec, self.pod, self.server_pids, self.placement = None, None, None, [], {}
 
     def exit_cause(self) -> str | None:
         return pod.pod_exit_cause(self._server_pod() if self.ns else None, self.variant.limits.get("memory"))
@@ -236,6 +235,9 @@ class KubernetesBackend(BackendBase):
         assert self.spec is not None and self.ns is not None
         return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant, placement=self.placement,
                          server=(str(self.facts.get(f"{self.variant.client_target}_ip")), manifests.PORT))
+
+    def neighbour_pods(self) -> ContainerStarter | None:  # in the run's namespace, on the server pod's node
+        return None if self.pod is None else NeighbourPods(self.core, str(self.ns), self.pod.spec.node_name).start
 
     def server_log_tail(self, lines: int = 20) -> str:
         with contextlib.suppress(Exception):

@@ -46,14 +46,20 @@ def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]
     from layerbench.backends.docker.daemon import docker_client
     from layerbench.server.image import ensure_docker_image
 
-    tag = ensure_docker_image(docker_client(), say)
+    import_into_nodes(variant, ensure_docker_image(docker_client(), say), say, f"variants.{variant.name}.image",
+                      "and set image:")
+
+
+def import_into_nodes(variant: KubernetesVariant, tag: str, say: Callable[[str], None], where: str,
+                      fix: str) -> None:
+    """A local Docker image on the variant's nodes: imported into the local cluster's containerd if missing."""
     _, _, nodes = connect(variant)
     if cluster.image_on_nodes(nodes, tag):
         return
     script = cluster.k8s_local_script()
     if script is None or not cluster.node_is_this_machine(nodes):
-        raise BadInput(f"variants.{variant.name}.image: the cluster's nodes do not have {tag}; push it to a "
-                       "registry they can pull from and set image:")
+        raise BadInput(f"{where}: the cluster's nodes do not have {tag}; push it to a registry they can pull from "
+                       f"{fix}")
     say(f"importing {tag} into the local cluster's containerd")
     done = subprocess.run([str(script), "image-import", tag], capture_output=True, text=True, check=False)
     if done.returncode != 0:

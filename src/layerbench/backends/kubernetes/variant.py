@@ -62,6 +62,7 @@ class KubernetesVariant(ImageVariant):
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
     run_overhead: ClassVar[float] = 8
     leftovers: ClassVar[str | None] = "layerbench.backends.kubernetes.cleanup"
+    pod_neighbours: ClassVar[str | None] = "layerbench.backends.kubernetes.neighbours"  # placement: kubernetes
 
     @model_validator(mode="after")
     def _qos_rules(self) -> KubernetesVariant:
