@@ -251,10 +251,17 @@ def amount(value: Decimal, key: str) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".") + " CPU" if key == "cpu" else f"{value / 2**20:.0f}Mi"
 
 
+IMPORTED: set[tuple[str | None, str | None, str]] = set()  # (kubeconfig, context, image) done by this harness
+
+
 def ensure_neighbour_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]) -> None:
-    """The Docker neighbours' image (built here when missing), imported into the local cluster's containerd."""
+    """The Docker neighbours' image (built here when missing), imported into the local cluster's containerd once
+    per cluster (a node lists a new image only at its next status update)."""
     from layerbench.backends.docker.daemon import docker_client
     from layerbench.backends.docker.neighbours import ensure_neighbour_image
 
-    pod.import_into_nodes(variant, ensure_neighbour_image(docker_client(), say), say,
-                          f"variants.{variant.name}.neighbours", "(pod neighbours: not yet on a remote cluster)")
+    tag = ensure_neighbour_image(docker_client(), say)
+    if (variant.kubeconfig, variant.context, tag) not in IMPORTED:
+        pod.import_into_nodes(variant, tag, say, f"variants.{variant.name}.neighbours",
+                              "(pod neighbours: not yet on a remote cluster)")
+        IMPORTED.add((variant.kubeconfig, variant.context, tag))
