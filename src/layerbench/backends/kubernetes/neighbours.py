@@ -94,8 +94,14 @@ class NeighbourPods:
 
         node = request.neighbour.node or self.server_node
         body = neighbour_pod(request, self.ns, node, neighbour_image_tag())
-        with signals_deferred():  # in the run's namespace: deleted with it, whatever happens next
-            self.core.create_namespaced_pod(self.ns, body)
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            with signals_deferred():  # in the run's namespace: deleted with it, whatever happens next
+                self.core.create_namespaced_pod(self.ns, body, _request_timeout=cluster.TIMEOUT)
+        except ApiException as error:
+            raise RunFailed(f"neighbour {request.neighbour.name}: the API refused its pod: {error.status} "
+                            f"{error.reason}") from None
         placed = NeighbourPod(self.core, self.ns, body["metadata"]["name"], request.neighbour.name, request.log_path)
         try:
             placed.wait_running(START_TIMEOUT)
