@@ -110,15 +110,17 @@ def test_a_pinned_pod_keeps_its_cpu_beside_a_burstable_neighbour_pod_a_besteffor
         assert run["details"]["resources"]["cpu_seconds"]["neighbour:hog"] > 0
     db = tmp_path / "out" / "layerbench.db"
     kept = {v: paired_ratios(db, f"{v}-noisy", v) for v in ("besteffort", "pinned")}
-    waited = {v: statistics.median(cgroup_pressure(r) or 0 for r in runs if r["variant"] == v)
-              for v in ("besteffort-noisy", "pinned-noisy")}
+    waited = {v: [p for r in runs if r["variant"] == v and (p := cgroup_pressure(r)) is not None]
+              for v in ("besteffort-noisy", "pinned-noisy")}  # [] where the kernel has no PSI for the pod's cgroup
     others = other_load(db, "besteffort")
     print("TPS / quiet twin's, per round:", {v: [round(x, 2) for x in r] for v, r in kept.items()},
-          "server cgroup PSI some:", {v: round(x, 3) for v, x in waited.items()}, f"other load: {others:.0%}",
+          "server cgroup PSI some:", {v: [round(x, 3) for x in w] for v, w in waited.items()},
+          f"other load: {others:.0%}",
           "TPS:", {r["variant"]: round(r["tps"], 1) for r in runs})
     if others < OTHER_LOAD_LIMIT:  # else the machine's other work, not the neighbour, decides each run's TPS
         assert statistics.median(kept["pinned"]) > statistics.median(kept["besteffort"]), kept
-        assert waited["pinned-noisy"] < waited["besteffort-noisy"], waited
+        if all(waited.values()):
+            assert statistics.median(waited["pinned-noisy"]) < statistics.median(waited["besteffort-noisy"]), waited
     assert namespaces() == []
 
 
