@@ -116,7 +116,9 @@ def test_a_pinned_pod_keeps_its_cpu_beside_a_burstable_neighbour_pod_a_besteffor
     print("TPS / quiet twin's, per round:", {v: [round(x, 2) for x in r] for v, r in kept.items()},
           "server cgroup PSI some:", {v: [round(x, 3) for x in w] for v, w in waited.items()},
           f"other load: {others:.0%}",
-          "TPS:", {r["variant"]: round(r["tps"], 1) for r in runs})
+          "TPS:", [(r["variant"], round(r["tps"], 1)) for r in runs], "server CPU s/s:",
+          [(r["variant"], round(r["details"]["resources"]["cpu_seconds"].get("server", 0)
+                                / r["details"]["resources"]["window_seconds"], 2)) for r in runs])
     if others < OTHER_LOAD_LIMIT:  # else the machine's other work, not the neighbour, decides each run's TPS
         assert statistics.median(kept["pinned"]) > statistics.median(kept["besteffort"]), kept
         if all(waited.values()):
