@@ -85,7 +85,7 @@ BURSTABLE_HOG = {"name": "hog", "kind": "cpu", "workers": 2, "load": 100, "place
 def cgroup_pressure(run: dict) -> float | None:
     """The share of the measured window in which the server's cgroup had a task waiting for a CPU (PSI some)."""
     resources = run["details"]["resources"]
-    found = [v["some"] for k, v in resources.get("pressure", {}).items() if k != "system" and "some" in v]
+    found = [v["some_seconds"] for k, v in resources.get("pressure", {}).items() if k != "system" and v]
     return found[0] / resources["window_seconds"] if found else None
 
 
