@@ -1,16 +1,20 @@
 """The kubernetes backend on a real cluster (scripts/k8s-local, static CPU manager policy): each QoS class comes
 up as asked, sysbench runs from the host and as a Job, namespaces are gone afterwards (also after SIGINT), and
-bad input is refused before anything is created. A cluster that does not start fails these tests."""
+bad input is refused before anything is created; beside a Burstable CPU neighbour pod on the node, a Guaranteed
+pinned server pod keeps its CPU while a BestEffort one does not (#32). A cluster that does not start fails these
+tests."""
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 from pathlib import Path
 
 import pytest
 import yaml
 from test_host_campaign import campaign_file, run_cli
+from test_neighbours_real import OTHER_LOAD_LIMIT, other_load, paired_ratios
 
 from helpers import interrupt_campaign, stored_rows
 from layerbench.backends.kubernetes import backend as kubernetes
@@ -39,9 +43,10 @@ def namespaces() -> list[str]:
     return [ns.metadata.name for ns in core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items]
 
 
-def run_campaign(tmp_path: Path, variants: list[dict], workload: dict | None = None) -> list[dict]:
-    path = campaign_file(tmp_path, name=OWN, repetitions=1, baseline=variants[0]["name"], variants=variants,
-                         workload=workload or TINY)
+def run_campaign(tmp_path: Path, variants: list[dict], workload: dict | None = None,
+                 repetitions: int = 1) -> list[dict]:
+    path = campaign_file(tmp_path, name=OWN, repetitions=repetitions, baseline=variants[0]["name"],
+                         variants=variants, workload=workload or TINY)
     campaign = parse_campaign(yaml.safe_load(path.read_text()))
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
@@ -70,6 +75,56 @@ def test_each_qos_class_from_the_host(tmp_path: Path) -> None:
         assert by_name[name]["details"]["reset"]["method"] == "snapshot"
     assert backend_facts(by_name["pinned"])["cpu_manager_policy"] == "static"
     assert by_name["pinned"]["details"]["resources"]["cpu_seconds"].get("server", 0) > 0
+    assert namespaces() == []
+
+
+BURSTABLE_HOG = {"name": "hog", "kind": "cpu", "workers": 2, "load": 100, "placement": "kubernetes",
+                 "qos": "burstable"}  # asks for memory only: a pinned server takes the node's whole allocatable CPU
+
+
+def cgroup_pressure(run: dict) -> float | None:
+    """The share of the measured window in which the server's cgroup had a task waiting for a CPU (PSI some)."""
+    resources = run["details"]["resources"]
+    found = [v["some_seconds"] for k, v in resources.get("pressure", {}).items() if k != "system" and v]
+    return found[0] / resources["window_seconds"] if found else None
+
+
+def test_a_pinned_pod_keeps_its_cpu_beside_a_burstable_neighbour_pod_a_besteffort_pod_does_not(
+        tmp_path: Path) -> None:
+    """Each server pod alone and beside a Burstable pod of two CPU hogs on its node (2 rounds): the neighbour pod
+    runs on the server pod's node, is recorded with what it achieved and its CPU, and its namespace goes with the
+    run's. When the machine's other work leaves room to see it, the pinned pod keeps more of its TPS than the
+    BestEffort one (per-round ratios to its quiet twin) and its cgroup waits less for a CPU (PSI)."""
+    pinned = {"name": "pinned", "backend": "kubernetes", "qos": "guaranteed", "cpu_manager_static": True,
+              "limits": {"cpu": "1", "memory": "1Gi"}, "kind": "pod", "client_cpus": "0"}
+    runs = run_campaign(tmp_path, [
+        {"name": "besteffort", "backend": "kubernetes", "qos": "besteffort", "kind": "pod", "client_cpus": "0"},
+        {"name": "besteffort-noisy", "extends": "besteffort", "neighbours": [BURSTABLE_HOG]},
+        pinned, {"name": "pinned-noisy", "extends": "pinned", "neighbours": [BURSTABLE_HOG]}], repetitions=2)
+    assert [r["status"] for r in runs] == ["ok"] * 8, [r["error"] for r in runs]
+    for run in (r for r in runs if r["variant"].endswith("-noisy")):
+        (hog,) = run["details"]["neighbours"]["neighbours"]
+        assert hog["placement"] == "kubernetes" and hog["check"]["qos_class"] == "Burstable"
+        assert hog["check"]["node"] == backend_facts(run)["node"]  # the server pod's node, as the API says
+        # it ran: beside the pinned pod its cpu.shares (2, the kubelet's minimum: no CPU request) got it 3.6 % per
+        # worker of the one shared CPU in a run of this test, while other work loaded the machine
+        assert hog["achieved"]["bogo_ops_per_second"] > 0 and hog["achieved"]["cpu_percent_per_worker"] > 0
+        assert run["details"]["resources"]["cpu_seconds"]["neighbour:hog"] > 0
+    db = tmp_path / "out" / "layerbench.db"
+    kept = {v: paired_ratios(db, f"{v}-noisy", v) for v in ("besteffort", "pinned")}
+    waited = {v: [p for r in runs if r["variant"] == v and (p := cgroup_pressure(r)) is not None]
+              for v in ("besteffort-noisy", "pinned-noisy")}  # [] where the kernel has no PSI for the pod's cgroup
+    others = other_load(db, "besteffort")
+    print("TPS / quiet twin's, per round:", {v: [round(x, 2) for x in r] for v, r in kept.items()},
+          "server cgroup PSI some:", {v: [round(x, 3) for x in w] for v, w in waited.items()},
+          f"other load: {others:.0%}",
+          "TPS:", [(r["variant"], round(r["tps"], 1)) for r in runs], "server CPU s/s:",
+          [(r["variant"], round(r["details"]["resources"]["cpu_seconds"].get("server", 0)
+                                / r["details"]["resources"]["window_seconds"], 2)) for r in runs])
+    if others < OTHER_LOAD_LIMIT:  # else the machine's other work, not the neighbour, decides each run's TPS
+        assert statistics.median(kept["pinned"]) > statistics.median(kept["besteffort"]), kept
+        if all(waited.values()):
+            assert statistics.median(waited["pinned-noisy"]) < statistics.median(waited["besteffort-noisy"]), waited
     assert namespaces() == []
 
 

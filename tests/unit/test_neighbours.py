@@ -69,8 +69,16 @@ def test_a_variants_neighbours_are_inherited_and_the_campaigns_apply_to_all() ->
     ({"name": "x", "kind": "disk", "size": "lots"}, "'lots' is not a size"),
     ({"name": "x", "kind": "network", "bitrate": "fast"}, "'fast' is not a bit rate"),
     ({"name": "x", "kind": "cpu", "placement": "container"}, "'container': not yet"),
-    ({"name": "x", "kind": "cpu", "qos": "burstable"}, "qos: only a neighbour with placement: docker has it"),
+    ({"name": "x", "kind": "cpu", "qos": "burstable"}, "qos: only a neighbour with placement: docker or kubernetes"),
     ({"name": "x", "kind": "cpu", "resources": {"cpus": 1}}, "resources: only a neighbour with placement: docker"),
+    ({"name": "x", "kind": "cpu", "placement": "kubernetes", "cpus": "0"}, "cpus: x runs in a kubernetes pod"),
+    ({"name": "x", "kind": "cpu", "placement": "kubernetes", "qos": "besteffort", "resources": {"cpus": 1}},
+     "resources: a BestEffort pod has no requests or limits"),
+    ({"name": "x", "kind": "cpu", "node": "n1"}, "node: 'n1' is only for placement: kubernetes"),
+    ({"name": "x", "kind": "cpu", "placement": "kubernetes", "node": "n1\nx"}, "node"),
+    ({"name": "x", "kind": "cpu", "placement": "kubernetes", "qos": 10**400}, "qos"),
+    ({"name": "x", "kind": "cpu", "placement": "kubernetes", "resources": ["cpus", 1]}, "resources"),
+    ({"name": "x", "kind": "network", "placement": "kubernetes"}, "a network neighbour in a pod is not yet"),
     ({"name": "x", "kind": "cpu", "placement": "docker", "qos": "gold"}, "qos"),
     ({"name": "x", "kind": "cpu", "placement": "docker", "resources": {"memory": "lots"}}, "resources.memory"),
     ({"name": "x", "kind": "cpu", "placement": "docker", "qos": "guaranteed-pinned", "resources": {"cpus": 1.5}},
@@ -105,9 +113,9 @@ hostile = st.one_of(st.text(max_size=30), st.integers(), st.just(10**400), st.fl
 @settings(max_examples=300, deadline=None)
 @given(key=st.sampled_from(["name", "kind", "placement", "cpus", "nice", "workers", "load", "method", "size",
                             "pattern", "block_size", "folder", "to", "bitrate", "streams", "host", "qos",
-                            "resources"]), value=hostile)
-def test_hostile_values_give_one_line_or_a_valid_neighbour(key: str, value: Any) -> None:
-    entry = {"name": "x", "kind": "cpu", key: value}
+                            "resources", "node"]), value=hostile, placement=st.sampled_from(["host", "kubernetes"]))
+def test_hostile_values_give_one_line_or_a_valid_neighbour(key: str, value: Any, placement: str) -> None:
+    entry = {"name": "x", "kind": "cpu", "placement": placement, key: value}
     try:
         parsed = parse_campaign(campaign(None, [entry]))
     except BadInput as error:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from layerbench.backends.variant_base import FirstTimeCost
 from layerbench.endpoint import Endpoint
 from layerbench.hosts.owners import processes_with
+from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.spec import ServerSpec
 from layerbench.sysbench.client import ClientRunner, HostClient
 
@@ -59,6 +60,9 @@ class Backend(Protocol):
 
     def server_log_tail(self, lines: int = 20) -> str:
         """The server's last log lines, for the cause of a failed run."""
+
+    def neighbour_pods(self) -> ContainerStarter | None:
+        """After up(): what starts a neighbour with placement kubernetes (a pod beside the server); None: none."""
 
 
 _CAMPAIGN_END: list[Callable[[], None]] = []
@@ -109,6 +113,9 @@ class BackendBase:
 
     def server_log_tail(self, lines: int = 20) -> str:
         return ""
+
+    def neighbour_pods(self) -> ContainerStarter | None:
+        return None
 
 
 def image_built() -> bool:

@@ -3,8 +3,9 @@ Pydantic models. One model with a `kind` (cpu, memory, disk, network, database) 
 kind, so that every error names the field the user wrote. What depends on the machine (its CPUs, free space, the
 inventory's hosts, the Docker daemon) is checked before anything starts by run/neighbour_checks.py (from
 preflight). Placements: `host` (a process here), `docker` (a container here, with a QoS preset or limits of its
-own), `ssh` (a process on an ssh: host of the inventory, named by `host:`). A network neighbour's peer (its
-iperf3 server) runs on the host `to:` names; a database neighbour is layerbench's own server under its own sysbench."""
+own), `kubernetes` (a pod of a QoS class on the node of a kubernetes variant's server pod), `ssh` (a process on an
+ssh: host of the inventory, named by `host:`). A network neighbour's peer (its iperf3 server) runs on the host
+`to:` names; a database neighbour is layerbench's own server under its own sysbench."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ WORKERS_PER_CPU = 4  # a neighbour may start at most this many workers per CPU o
 MAX_STREAMS = 32
 SIZE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # 64M, 1G: a count of KiB, MiB or GiB
 RATE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # iperf3 bits per second: 100M
-NOT_YET = frozenset({"container", "kubernetes", "pod"})
-PLACEMENTS = ("host", "docker", "ssh")
+NOT_YET = frozenset({"container", "pod"})
+PLACEMENTS = ("host", "docker", "kubernetes", "ssh")
+SIZED = ("docker", "kubernetes")  # the placements with a QoS class and limits of their own
 QOS = ("besteffort", "burstable", "guaranteed", "guaranteed-pinned")  # the docker backend's presets (its qos.py)
+NODE_RE = r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"  # a Kubernetes node name (DNS-1123 subdomain)
 MEMORY_RE = r"^\d{1,7}[kmg]$"  # a container's memory limit, as the docker backend writes it: 512m, 2g
 KIND_FIELDS = {"cpu": {"workers", "load"}, "memory": {"workers", "method", "size"},
                "disk": {"pattern", "size", "block_size", "folder"}, "network": {"to", "bitrate", "streams"},
@@ -55,7 +58,8 @@ def cpu_list(value: Any) -> str | None:
 
 
 class ContainerSize(BaseModel):
-    """A docker-placed neighbour's own limits (its "pod" size under a QoS preset): CPUs and memory."""
+    """A docker- or kubernetes-placed neighbour's own size (its container's limits, its pod's requests): CPUs and
+    memory."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -70,12 +74,14 @@ class Neighbour(BaseModel):
 
     name: Annotated[str, Field(pattern=NAME_RE)]
     kind: Literal["cpu", "memory", "disk", "network", "database"]
-    placement: Literal["host", "docker", "ssh"] = "host"
+    placement: Literal["host", "docker", "kubernetes", "ssh"] = "host"
     host: str | None = Field(default=None, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
                              description="ssh: the host of `hosts:` it runs on")
+    node: str | None = Field(default=None, max_length=253, pattern=NODE_RE,
+                             description="kubernetes: the node its pod runs on (default: the server pod's node)")
     qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = Field(
-        default=None, description="docker: the docker backend's QoS preset for its container")
-    resources: ContainerSize | None = Field(default=None, description="docker: its container's CPUs and memory")
+        default=None, description="docker: a QoS preset for its container; kubernetes: its pod's QoS class")
+    resources: ContainerSize | None = Field(default=None, description="docker, kubernetes: its CPUs and memory")
     cpus: str | None = Field(default=None, description="CPU list the neighbour is pinned to (taskset)")
     nice: int = Field(default=0, ge=0, le=19, description="its nice value (0: as the harness)")
     workers: int | None = Field(default=None, ge=1, le=MAX_WORKERS, description="cpu, memory: stress-ng workers")
@@ -103,8 +109,8 @@ class Neighbour(BaseModel):
     @classmethod
     def _placement_today(cls, value: Any) -> Any:
         if isinstance(value, str) and value in NOT_YET:
-            raise ValueError(f"{shown(value)}: not yet; a neighbour runs on the host, in a docker container or "
-                             "on an ssh host (docs/neighbours.md)")
+            raise ValueError(f"{shown(value)}: not yet; a neighbour runs on the host, in a docker container, in "
+                             "a kubernetes pod or on an ssh host (docs/neighbours.md)")
         return value
 
     @field_validator("cpus", mode="before")
@@ -139,10 +145,15 @@ class Neighbour(BaseModel):
         return self._fields_of_its_placement()
 
     def _fields_of_its_placement(self) -> Neighbour:
-        if (self.qos or self.resources) and self.placement != "docker":
+        if (self.qos or self.resources) and self.placement not in SIZED:
             field = "qos" if self.qos else "resources"
-            raise ValueError(f"{field}: only a neighbour with placement: docker has it; remove it or place "
-                             f"{self.name} in docker")
+            raise ValueError(f"{field}: only a neighbour with placement: docker or kubernetes has it; remove it or "
+                             f"place {self.name} in docker or kubernetes")
+        if self.placement == "kubernetes":
+            self._fields_of_a_pod()
+        elif self.node:
+            raise ValueError(f"node: {shown(self.node)} is only for placement: kubernetes; set placement: kubernetes "
+                             "or remove it")
         if self.placement == "ssh" and not self.host:
             raise ValueError(f"host: a neighbour with placement: ssh names the host of `hosts:` it runs on; add "
                              f"host: <name> to {self.name}")
@@ -165,6 +176,19 @@ class Neighbour(BaseModel):
             raise ValueError(f"resources.cpus: {cpus:g} is not a whole number; guaranteed-pinned needs whole CPUs")
         return self
 
+    def _fields_of_a_pod(self) -> None:
+        """A pod's CPUs are the kubelet's to choose; a BestEffort pod has no requests or limits; a network
+        neighbour in a pod is not yet (its peer and route through the pod network)."""
+        if self.kind == "network":
+            raise ValueError("placement: kubernetes: a network neighbour in a pod is not yet; use placement: host, "
+                             "docker or ssh")
+        if self.cpus:
+            raise ValueError(f"cpus: {self.name} runs in a kubernetes pod, whose CPUs the kubelet chooses; remove "
+                             "cpus (exclusive cores: qos: guaranteed-pinned, on the static CPU manager)")
+        if self.pod_qos == "besteffort" and self.resources:
+            raise ValueError(f"resources: a BestEffort pod has no requests or limits; remove resources from "
+                             f"{self.name} or use qos: burstable")
+
     # --- the effective intensity (defaults once, here) ----------------------------------------------------
 
     @property
@@ -178,6 +202,11 @@ class Neighbour(BaseModel):
     @property
     def disk_pattern(self) -> str:
         return self.pattern or "randwrite"
+
+    @property
+    def pod_qos(self) -> str:
+        """placement kubernetes: its pod's QoS class (default burstable, the published study's neighbour)."""
+        return self.qos or "burstable"
 
     @property
     def file_size(self) -> str:
@@ -226,6 +255,11 @@ class Neighbour(BaseModel):
             said += [f"{size.cpus:g} CPU"] if size.cpus else []
             said += [f"memory {size.memory}"] if size.memory else []
             place = f"docker ({', '.join(said)})" if said else "docker"
+        elif self.placement == "kubernetes":
+            size = self.resources or ContainerSize()
+            said = [f"qos {self.pod_qos}", *([f"{size.cpus:g} CPU"] if size.cpus else []),
+                    *([f"memory {size.memory}"] if size.memory else [])]
+            place = f"kubernetes pod ({', '.join(said)}) on {f'node {self.node}' if self.node else 'the server node'}"
         pinned = f", CPUs {self.cpus}" if self.cpus else ""
         return f"{place}{pinned}{f', nice {self.nice}' if self.nice else ''}"
 

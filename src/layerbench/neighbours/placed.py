@@ -1,14 +1,15 @@
 """Where a neighbour's process runs, behind one small interface (`Placed`): a process on this machine
-(hosts/procs.py), a container (backends/docker/neighbours.py gives one through the `ContainerStarter` that run/
-hands in, so this package never names a backend) or a process on an ssh: host (neighbours/remote.py). A database
-neighbour (its own server and sysbench) is started by run/neighbour_database.py through a `DatabaseStarter`."""
+(hosts/procs.py), a container or a pod (backends/docker/neighbours.py and backends/kubernetes/neighbours.py give
+one through the `ContainerStarter` that run/ hands in, so this package never names a backend) or a process on an
+ssh: host (neighbours/remote.py). A database neighbour (its own server and sysbench) is started by
+run/neighbour_database.py through a `DatabaseStarter`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from layerbench.hosts import procs
 from layerbench.neighbours.model import Neighbour
@@ -28,6 +29,9 @@ class Placed(Protocol):
     def exit_code(self) -> int | None: ...
 
     def tail(self, lines: int) -> str: ...
+
+    def facts(self) -> dict[str, Any]:
+        """Where it ran, as its placement read it back (a pod's node and QoS class); {} when nothing to add."""
 
 
 @dataclass
@@ -51,10 +55,13 @@ class LocalProcess:
     def tail(self, lines: int) -> str:
         return self.process.tail(lines)
 
+    def facts(self) -> dict[str, Any]:
+        return {}
+
 
 @dataclass(frozen=True)
 class ContainerRequest:
-    """What a container placement is asked to run: the command (paths as on this machine: every folder in
+    """What a container or pod placement is asked to run: the command (paths as on this machine: every folder in
     `mounts` is mounted at its own path), the neighbour (its qos, resources, cpus), its name and log."""
 
     name: str  # the container's name: the run's label and the neighbour's name

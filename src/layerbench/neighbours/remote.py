@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
@@ -109,6 +110,9 @@ class RemoteNeighbour:
 
     def exit_code(self) -> int | None:
         return None  # not a child of this harness: its code is not known here
+
+    def facts(self) -> dict[str, Any]:
+        return {}
 
     def tail(self, lines: int) -> str:
         done = self.host.run(["tail", "-n", str(int(lines)), f"{self.folder}/out.log"], timeout=30)

@@ -1,9 +1,9 @@
 """Neighbours while a run is measured: each load generator started where the campaign places it (placed.py: a
-process here through hosts/procs.py, a labelled container, a process on an ssh: host; a network neighbour's
-iperf3 server on its peer host; a database neighbour's server and sysbench through the starter run/ hands in), with
-an owner record (hosts/owners.py) or a container label written before it starts, so that `layerbench clean` finds
-it after a SIGKILL of the harness; checked to be running at the asked intensity; stopped at the end of the measured
-window; and its own report of what it achieved read back."""
+process here through hosts/procs.py, a labelled container, a labelled pod beside a kubernetes server, a process
+on an ssh: host; a network neighbour's iperf3 server on its peer host; a database neighbour's server and sysbench
+through the starter run/ hands in), with an owner record (hosts/owners.py) or a container or pod label written
+before it starts, so that `layerbench clean` finds it after a SIGKILL of the harness; checked to be running at the
+asked intensity; stopped at the end of the measured window; and its own report of what it achieved read back."""
 
 from __future__ import annotations
 
@@ -61,9 +61,11 @@ class NeighboursRunning:
 
     def __init__(self, neighbours: list[Neighbour], run_dir: Path, label: str, data_folder: Path,
                  hosts: dict[str, HostEntry] | None = None, *, campaign: str = "",
-                 containers: ContainerStarter | None = None, databases: DatabaseStarter | None = None) -> None:
+                 containers: ContainerStarter | None = None, pods: ContainerStarter | None = None,
+                 databases: DatabaseStarter | None = None) -> None:
         self.neighbours, self.folder, self.label = neighbours, run_dir / "neighbours", label
-        self.data_folder, self.hosts, self.campaign, self.containers = data_folder, hosts, campaign, containers
+        self.data_folder, self.hosts, self.campaign = data_folder, hosts, campaign
+        self.starters = {"docker": containers, "kubernetes": pods}  # who starts a container, a pod
         self.databases = databases
         self.started: list[Started] = []
         self.runs: list[NeighbourRun] = []
@@ -133,21 +135,21 @@ class NeighboursRunning:
                paths: list[Path] | None = None, log: str = "", *, as_asked: bool = True,
                network: bool = False) -> Placed:
         """The owner record first (found by `clean` through `marker`, a path unique to this run), then the
-        process, niced and pinned as asked, in one step that a signal cannot split. In a container: the
-        container (labelled, so `clean` finds it) with this run's folders mounted at their own paths, on
+        process, niced and pinned as asked, in one step that a signal cannot split. In a container or a pod: the
+        container or pod (labelled, so `clean` finds it) with this run's folders mounted at their own paths, on
         Docker's bridge network when it needs one (`network`). `as_asked` False: a process here, neither niced
         nor pinned nor in a container (a network neighbour's peer)."""
         full = [*(["nice", "-n", str(neighbour.nice)] if neighbour.nice and as_asked else []), *cmd]
         log_path = self.folder / f"{neighbour.name}{log}.log"
-        if neighbour.placement == "docker" and as_asked:
-            if self.containers is None:
-                raise RunFailed(f"neighbour {neighbour.name}: placement docker, but no container placement was "
-                                "given to this run")
+        if neighbour.placement in self.starters and as_asked:
+            starter = self.starters[neighbour.placement]
+            if starter is None:
+                raise RunFailed(f"neighbour {neighbour.name}: placement {neighbour.placement}, but this run's server "
+                                "gave no such placement")
             with signals_deferred():
                 owners.record(label, pid=None, marker="", paths=paths or [])
-            return self.containers(ContainerRequest(label, self.campaign, neighbour, full,
-                                                    [self.folder, *(paths or [])], log_path,
-                                                    "bridge" if network else "none"))
+            return starter(ContainerRequest(label, self.campaign, neighbour, full, [self.folder, *(paths or [])],
+                                            log_path, "bridge" if network else "none"))
         cpus = neighbour.cpus if as_asked else None
         with signals_deferred():
             owners.record(label, pid=None, marker=marker, paths=paths or [])
@@ -222,6 +224,8 @@ class NeighboursRunning:
             ticks = sum(after[p].ticks - (before[p].ticks if p in before and before[p].start == after[p].start
                                           else 0) for p in pids)
             s.check = {"running": True, "cpu_percent": round(100 * ticks / TICKS / PROBE_SECONDS, 1)}
+            for placed in s.processes:
+                s.check |= placed.facts()
             if s.neighbour.kind == "cpu":
                 asked = s.neighbour.worker_count * s.neighbour.duty_cycle
                 s.check |= {"asked_cpu_percent": asked, "at_intensity": s.check["cpu_percent"] >= LOW_SHARE * asked}

@@ -211,6 +211,7 @@ class RunExecution:
         remote_cpu = None if server_host.is_local else RemoteCpuWindow(server_host, self.backend.components)
         local = self.backend.components if remote_cpu is None else dict  # another host's PIDs are not ours
         neighbours = run_neighbours(self.ctx, self.spec, self.variant, self.run_dir, self.work_dir, self.record)
+        neighbours.starters["kubernetes"] = self.backend.neighbour_pods()  # a pod beside the server (after up())
         sampler = ResourceSampler(neighbours.with_components(local), self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with neighbours, ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: before the window

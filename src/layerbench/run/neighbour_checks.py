@@ -5,12 +5,14 @@ not fit in its filesystem's free space, a network neighbour sent to a host the i
 this machine's loopback from a container or an ssh: host), a database neighbour's port that the variant, another
 database neighbour or something on this machine already uses, a neighbour on this machine (`host`, `docker`) of a
 variant whose server runs on an ssh: host, a name given twice to one variant's neighbours, a `placement: docker`
-with no Docker daemon answering, a `placement: ssh` (or a network neighbour's `to`) on a host that is not in
-`hosts:`, is this machine, does not answer or lacks the tool. `prepare_neighbours` builds the containers' image
-once, after every check passed."""
+with no Docker daemon answering, a `placement: kubernetes` beside a server that is not a pod or on a cluster that
+cannot hold it (the variant's backend checks its cluster), a `placement: ssh` (or a network neighbour's `to`) on a
+host that is not in `hosts:`, is this machine, does not answer or lacks the tool. `prepare_neighbours` builds the
+containers' image once, after every check passed."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 from collections.abc import Callable
@@ -38,6 +40,7 @@ def check_neighbours(campaign: Campaign) -> None:
             check_beside_a_remote_server(campaign, variant, neighbour, where)
             check_neighbour(campaign, variant, neighbour, where)
         check_database_ports(variant, neighbours)
+        check_pod_neighbours(variant, [n for n in neighbours if n.placement == "kubernetes"])
 
 
 def check_beside_a_remote_server(campaign: Campaign, variant: VariantBase, neighbour: Neighbour, where: str) -> None:
@@ -172,9 +175,24 @@ def check_ssh_placement(campaign: Campaign, neighbour: Neighbour, where: str) ->
 
 
 def prepare_neighbours(campaign: Campaign, say: Callable[[str], None]) -> None:
-    """Once per campaign, after every check: the containers' image, when a neighbour runs in Docker."""
+    """Once per campaign, after every check: the containers' image, when a neighbour runs in Docker, and on the
+    nodes of each variant whose neighbours run in pods (its backend imports it there)."""
     if any(n.placement == "docker" for v in campaign.variants for n in campaign.neighbours_of(v)):
         from layerbench.backends.docker.daemon import docker_client
         from layerbench.backends.docker.neighbours import ensure_neighbour_image
 
         ensure_neighbour_image(docker_client(), say)
+    for variant in campaign.variants:
+        if variant.pod_neighbours and any(n.placement == "kubernetes" for n in campaign.neighbours_of(variant)):
+            importlib.import_module(variant.pod_neighbours).ensure_neighbour_image_on_nodes(variant, say)
+
+
+def check_pod_neighbours(variant: VariantBase, pods: list[Neighbour]) -> None:
+    """Pods beside the server need a server in a pod; its backend checks its cluster (answers, node, room)."""
+    if not pods:
+        return
+    if variant.pod_neighbours is None:
+        raise BadInput(f"variants.{variant.name}.neighbours.{pods[0].name}.placement: kubernetes puts a pod on the "
+                       f"server pod's node, and the server of {variant.name} is not a pod (backend "
+                       f"{variant.backend}); use placement: host or docker, or a kubernetes variant")
+    importlib.import_module(variant.pod_neighbours).check_neighbour_pods(variant, pods)

@@ -142,6 +142,9 @@ class NeighbourContainer:
             return int(self.container.attrs["State"]["ExitCode"])
         return None
 
+    def facts(self) -> dict[str, Any]:
+        return {}
+
     def tail(self, lines: int) -> str:
         with contextlib.suppress(Exception):
             return str(self.container.logs(tail=lines).decode(errors="replace")).strip()

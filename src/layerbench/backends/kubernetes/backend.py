@@ -22,6 +22,7 @@ from typing import Any
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
 from layerbench.backends.kubernetes import cluster, manifests, pod, volsnap
 from layerbench.backends.kubernetes.job import JobClient
+from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
@@ -31,6 +32,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
 from layerbench.hosts.procs import ManagedProcess
+from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
@@ -62,8 +64,7 @@ class KubernetesBackend(BackendBase):
         self.nodes: list[Any] = []
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
-        # the flavour's program in the local image (MySQL's imported from the cached rootfs); an image: runs MariaDB
-        self.server: ServerProgram = image_server(variant)
+        self.server: ServerProgram = image_server(variant)  # the flavour's program in the local image (image: MariaDB)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -186,8 +187,7 @@ class KubernetesBackend(BackendBase):
         if self.spec is not None:
             shutil.rmtree(self.spec.work_dir / "k8s" / (self.ns or ""), ignore_errors=True)
             owners.forget(self.spec.label)
-        self.ns, self.spec, self.pod, self.server_pids = None, None, None, []
-        self.placement = {}
+        self.ns, self.spec, self.pod, self.server_pids, self.placement = None, None, None, [], {}
 
     def exit_cause(self) -> str | None:
         return pod.pod_exit_cause(self._server_pod() if self.ns else None, self.variant.limits.get("memory"))
@@ -236,6 +236,9 @@ class KubernetesBackend(BackendBase):
         assert self.spec is not None and self.ns is not None
         return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant, placement=self.placement,
                          server=(str(self.facts.get(f"{self.variant.client_target}_ip")), manifests.PORT))
+
+    def neighbour_pods(self) -> ContainerStarter | None:  # in the run's namespace, on the server pod's node
+        return None if self.pod is None else NeighbourPods(self.core, str(self.ns), self.pod.spec.node_name).start
 
     def server_log_tail(self, lines: int = 20) -> str:
         with contextlib.suppress(Exception):

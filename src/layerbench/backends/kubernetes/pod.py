@@ -75,14 +75,20 @@ def local_image_in_docker(variant: KubernetesVariant, say: Callable[[str], None]
 def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]) -> None:
     """The locally built image of the variant's flavour on the cluster's nodes: imported into the local cluster's
     containerd if missing (from this machine's Docker, where it is built or imported first)."""
-    tag = local_image_in_docker(variant, say)
+    import_into_nodes(variant, local_image_in_docker(variant, say), say, f"variants.{variant.name}.image",
+                      "and set image:")
+
+
+def import_into_nodes(variant: KubernetesVariant, tag: str, say: Callable[[str], None], where: str,
+                      fix: str) -> None:
+    """A local Docker image on the variant's nodes: imported into the local cluster's containerd if missing."""
     _, _, nodes = connect(variant)
     if cluster.image_on_nodes(nodes, tag):
         return
     script = cluster.k8s_local_script()
     if script is None or not cluster.node_is_this_machine(nodes):
-        raise BadInput(f"variants.{variant.name}.image: the cluster's nodes do not have {tag}; push it to a "
-                       "registry they can pull from and set image:")
+        raise BadInput(f"{where}: the cluster's nodes do not have {tag}; push it to a registry they can pull from "
+                       f"{fix}")
     say(f"importing {tag} into the local cluster's containerd")
     done = subprocess.run([str(script), "image-import", tag], capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -32,3 +32,13 @@ def pod_components(uid: str, program: str) -> dict[str, list[int]]:
     if other:
         out["pod-other"] = other
     return out
+
+
+def pod_processes(uid: str) -> list[int]:
+    """The top processes of a pod's containers (their children are found by the sampler), its pause
+    process left out: those whose parent is outside the pod."""
+    keys = {f"pod{uid}", f"pod{uid.replace('-', '_')}"}
+    inside = [int(p.name) for p in Path("/proc").iterdir()
+              if p.name.isdigit() and any(key in read(p / "cgroup") for key in keys)]
+    found = set(inside)
+    return [pid for pid in inside if parent_of(pid) not in found and Path(cmdline(pid)[0] or "?").name != "pause"]

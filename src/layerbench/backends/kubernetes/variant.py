@@ -63,6 +63,7 @@ class KubernetesVariant(ImageVariant):
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
     run_overhead: ClassVar[float] = 16  # pod scheduling, start and removal: 15-16 s per run measured here
     leftovers: ClassVar[str | None] = "layerbench.backends.kubernetes.cleanup"
+    pod_neighbours: ClassVar[str | None] = "layerbench.backends.kubernetes.neighbours"  # placement: kubernetes
 
     @model_validator(mode="after")
     def _qos_rules(self) -> KubernetesVariant:

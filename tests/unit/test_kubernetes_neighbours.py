@@ -1,0 +1,131 @@
+"""Neighbours in Kubernetes pods (placement: kubernetes, docs/neighbours.md): the requests and limits that give
+each QoS class by the kubelet's rule, the pod's manifest (labels, node, the run's folders), and the refusals
+`validate` gives in one line with exit code 2 before anything starts. The pods themselves run in
+tests/integration/test_kubernetes_backend.py on the local cluster."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from layerbench.backends.kubernetes.neighbours import neighbour_pod, pod_name, pod_resources
+from layerbench.backends.kubernetes.qos import quantity
+from layerbench.campaign.models import parse_campaign
+from layerbench.errors import BadInput
+from layerbench.neighbours.model import Neighbour
+from layerbench.neighbours.placed import ContainerRequest
+from layerbench.run.neighbour_checks import check_neighbours
+from layerbench.run.neighbour_plan import neighbour_lines
+
+
+def qos_class(resources: dict[str, dict[str, str]]) -> str:
+    """The kubelet's rule (kubernetes.io/docs/concepts/workloads/pods/pod-qos), written out independently."""
+    requests, limits = resources.get("requests", {}), resources.get("limits", {})
+    if not requests and not limits:
+        return "BestEffort"
+    if all(k in limits and quantity(limits[k]) == quantity(requests.get(k, limits[k])) for k in ("cpu", "memory")):
+        return "Guaranteed"
+    return "Burstable"
+
+
+@pytest.mark.parametrize(("entry", "wanted", "cpu"), [
+    ({"qos": "besteffort"}, "BestEffort", None),
+    ({}, "Burstable", None),  # the default: the published study's neighbour, memory asked for only
+    ({"qos": "burstable", "resources": {"cpus": 0.5, "memory": "128m"}}, "Burstable", "500m"),
+    ({"qos": "guaranteed"}, "Guaranteed", "1000m"),
+    ({"qos": "guaranteed", "resources": {"cpus": 0.999}}, "Guaranteed", "999m"),
+    ({"qos": "guaranteed-pinned", "resources": {"cpus": 2}}, "Guaranteed", "2"),
+])
+def test_each_qos_class_gets_the_requests_and_limits_of_its_class(entry: dict[str, Any], wanted: str,
+                                                                   cpu: str | None) -> None:
+    neighbour = Neighbour(name="hog", kind="cpu", placement="kubernetes", **entry)
+    resources = pod_resources(neighbour)
+    assert qos_class(resources) == wanted
+    assert resources.get("requests", {}).get("cpu") == cpu
+    if wanted == "Burstable" and "resources" not in entry:
+        assert resources == {"requests": {"memory": "64Mi"}}
+
+
+def test_a_guaranteed_memory_neighbour_holds_what_its_workers_write() -> None:
+    neighbour = Neighbour(name="mem", kind="memory", workers=2, size="100M", placement="kubernetes",
+                          qos="guaranteed")
+    assert pod_resources(neighbour)["limits"]["memory"] == f"{256 + 200}Mi"
+    sized = Neighbour(name="mem", kind="memory", placement="kubernetes", qos="guaranteed",
+                      resources={"memory": "2g"})
+    assert pod_resources(sized)["limits"]["memory"] == "2Gi"
+
+
+def test_the_pod_is_labelled_placed_on_the_node_and_mounts_the_runs_folders(tmp_path: Path) -> None:
+    neighbour = Neighbour(name="Hog_1", kind="cpu", placement="kubernetes")
+    request = ContainerRequest("lb7-abc-3-nb-Hog_1", "my campaign", neighbour, ["stress-ng", "--cpu", "1"],
+                               [tmp_path], tmp_path / "hog.log")
+    body = neighbour_pod(request, "lb7-abc-3-base", "node-1", "layerbench/neighbours:abc")
+    labels = body["metadata"]["labels"]
+    assert labels["layerbench"] == "1" and labels["layerbench.role"] == "neighbour"
+    assert labels["layerbench.campaign"] == "my-campaign" and body["metadata"]["namespace"] == "lb7-abc-3-base"
+    assert body["metadata"]["name"] == pod_name("Hog_1") != pod_name("hog-1")
+    terms = body["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["node-1"]
+    (container,) = body["spec"]["containers"]
+    assert container["command"] == ["stress-ng", "--cpu", "1"] and container["image"].startswith("layerbench/")
+    assert container["volumeMounts"][0]["mountPath"] == str(tmp_path)
+    assert body["spec"]["volumes"][0]["hostPath"]["path"] == str(tmp_path.resolve())
+    assert body["spec"]["restartPolicy"] == "Never"
+
+
+def test_the_plan_says_where_the_pod_runs() -> None:
+    data = {"name": "c", "baseline": "k", "workload": {"tables": 1, "table_size": 1000},
+            "variants": [{"name": "k", "backend": "kubernetes", "neighbours": [
+                {"name": "hog", "kind": "cpu", "placement": "kubernetes", "resources": {"memory": "256m"}}]}]}
+    (line,) = neighbour_lines(parse_campaign(data))
+    assert "on the kubernetes pod (qos burstable, memory 256m) on the server node" in line
+
+
+def test_a_pod_neighbour_of_a_server_that_is_no_pod_is_refused_before_any_cluster_is_asked() -> None:
+    data = {"name": "c", "baseline": "h", "workload": {"tables": 1, "table_size": 1000},
+            "variants": [{"name": "h", "backend": "host", "neighbours": [
+                {"name": "hog", "kind": "cpu", "placement": "kubernetes"}]}]}
+    with pytest.raises(BadInput) as caught:
+        check_neighbours(parse_campaign(data))
+    said = str(caught.value)
+    assert said.startswith("variants.h.neighbours.hog.placement: kubernetes puts a pod on the server pod's node")
+    assert "backend host" in said and "\n" not in said
+
+
+def unreachable_kubeconfig(tmp_path: Path) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+    return str(path)
+
+
+@pytest.mark.parametrize(("backend", "entry", "said"), [
+    ("host", {}, "variants.v.neighbours.x.placement: kubernetes puts a pod on the server pod's node"),
+    ("kubernetes", {"qos": 10**400}, "qos"),
+    ("kubernetes", {"node": "node-1\nrm -rf /"}, "node"),
+    ("kubernetes", {"resources": ["cpus", 1]}, "resources"),
+    ("kubernetes", {"cpus": "0"}, "cpus: x runs in a kubernetes pod"),
+    ("kubernetes", {}, "variants.v.neighbours.x.placement: kubernetes: variants.v: the Kubernetes API at "),
+])
+def test_validate_refuses_in_one_line_with_exit_2(tmp_path: Path, backend: str, entry: dict[str, Any],
+                                                  said: str) -> None:
+    variant: dict[str, Any] = {"name": "v", "backend": backend, "neighbours": [
+        {"name": "x", "kind": "cpu", "placement": "kubernetes", **entry}]}
+    if backend == "kubernetes":
+        variant["kubeconfig"] = unreachable_kubeconfig(tmp_path)  # no cluster answers there
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"name": "c", "baseline": "v", "variants": [variant], "output": str(tmp_path / "o"),
+                                    "workload": {"tables": 1, "table_size": 1000}}))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and said in lines[0], lines
+    assert not (tmp_path / "o").exists()
