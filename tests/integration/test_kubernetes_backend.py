@@ -82,6 +82,15 @@ BURSTABLE_HOG = {"name": "hog", "kind": "cpu", "workers": 2, "load": 100, "place
                  "qos": "burstable"}  # asks for memory only: a pinned server takes the node's whole allocatable CPU
 
 
+def server_cpu_ratio(runs: list[dict], variant: str) -> float:
+    """The server's CPU seconds per second in the variant's runs beside the neighbour over those of its quiet twin
+    (medians): how much of its CPU it kept."""
+    def per_second(name: str) -> float:
+        return statistics.median(r["details"]["resources"]["cpu_seconds"].get("server", 0.0)
+                                 / r["details"]["resources"]["window_seconds"] for r in runs if r["variant"] == name)
+    return per_second(f"{variant}-noisy") / per_second(variant)
+
+
 def cgroup_pressure(run: dict) -> float | None:
     """The share of the measured window in which the server's cgroup had a task waiting for a CPU (PSI some)."""
     resources = run["details"]["resources"]
@@ -93,8 +102,12 @@ def test_a_pinned_pod_keeps_its_cpu_beside_a_burstable_neighbour_pod_a_besteffor
         tmp_path: Path) -> None:
     """Each server pod alone and beside a Burstable pod of two CPU hogs on its node (2 rounds): the neighbour pod
     runs on the server pod's node, is recorded with what it achieved and its CPU, and its namespace goes with the
-    run's. When the machine's other work leaves room to see it, the pinned pod keeps more of its TPS than the
-    BestEffort one (per-round ratios to its quiet twin) and its cgroup waits less for a CPU (PSI)."""
+    run's. When the machine's other work leaves room to see it, the pinned pod keeps more of its CPU time than the
+    BestEffort one (its server's CPU seconds beside the neighbour over its quiet twin's) and its cgroup waits less
+    for a CPU (PSI). Not its TPS: on this VM a latency-bound server at 1 thread ran as fast or faster beside a busy
+    neighbour (CI, 2026-11-26: TPS / quiet 1.29 and 1.05 pinned, 1.40 and 1.14 BestEffort, while the BestEffort
+    server's CPU time fell to 0.70 of its quiet twin's and its cgroup waited for a CPU in 43 % of the window
+    against 10 %); the TPS ratios are printed."""
     pinned = {"name": "pinned", "backend": "kubernetes", "qos": "guaranteed", "cpu_manager_static": True,
               "limits": {"cpu": "1", "memory": "1Gi"}, "kind": "pod", "client_cpus": "0"}
     runs = run_campaign(tmp_path, [
@@ -121,8 +134,10 @@ def test_a_pinned_pod_keeps_its_cpu_beside_a_burstable_neighbour_pod_a_besteffor
           "TPS:", [(r["variant"], round(r["tps"], 1)) for r in runs], "server CPU s/s:",
           [(r["variant"], round(r["details"]["resources"]["cpu_seconds"].get("server", 0)
                                 / r["details"]["resources"]["window_seconds"], 2)) for r in runs])
-    if others < OTHER_LOAD_LIMIT:  # else the machine's other work, not the neighbour, decides each run's TPS
-        assert statistics.median(kept["pinned"]) > statistics.median(kept["besteffort"]), kept
+    cpu = {v: server_cpu_ratio(runs, v) for v in ("besteffort", "pinned")}
+    print("server CPU seconds / quiet twin's:", {v: round(x, 2) for v, x in cpu.items()})
+    if others < OTHER_LOAD_LIMIT:  # else the machine's other work, not the neighbour, decides each run's CPU
+        assert cpu["pinned"] > cpu["besteffort"], cpu
         if all(waited.values()):
             assert statistics.median(waited["pinned-noisy"]) < statistics.median(waited["besteffort-noisy"]), waited
     assert namespaces() == []

@@ -59,6 +59,7 @@ def tps_by_variant(db: Path) -> dict[str, list[float]]:
 
 
 def test_a_cpu_neighbour_on_the_servers_cpu_lowers_its_tps(tmp_path: Path) -> None:
+    """A hog pinned to the server's CPU lowers its TPS; unpinned hogs take its CPU time (its TPS: printed)."""
     variants = [{"name": "pinned", "backend": "host", "cpus": "0", "client_cpus": "1"},
                 {"name": "pinned-noisy", "extends": "pinned", "neighbours": [HOG]},
                 {"name": "free", "backend": "host"},
@@ -71,12 +72,15 @@ def test_a_cpu_neighbour_on_the_servers_cpu_lowers_its_tps(tmp_path: Path) -> No
               "free-noisy": paired_ratios(db, "free-noisy", "free")}
     print("TPS / quiet twin's, per round:", {v: [round(x, 2) for x in r] for v, r in ratios.items()},
           "all:", tps_by_variant(db))
+    cpu = {v: server_cpu_per_second(db, v) for v in ("free", "free-noisy")}
+    print("server CPU s/s:", cpu)
     if other_load(db, "pinned") < OTHER_LOAD_LIMIT:  # else other work decides TPS
-        # per round, not medians of all runs: CI saw free-noisy at 0.91 of free by medians, the rounds' other load
-        # weighing on one variant's runs more than the other's; unpinned, the scheduler spreads the hogs over both
-        # CPUs, so that margin is the wider one
+        # per round, not medians of all runs: the rounds' other load weighs on one variant's runs more than the other's
         assert statistics.median(ratios["pinned-noisy"]) < 0.9, ratios
-        assert statistics.median(ratios["free-noisy"]) < 0.95, ratios
+        # unpinned, the hogs take the server's CPU time, but not its TPS on this VM: at 1 thread the server is
+        # latency-bound and ran as fast or faster beside them (CI, 2026-11-26: TPS / quiet 1.10, 0.98, 1.93 per round
+        # with its CPU seconds at 0.6 of the quiet runs'; stop 36's CI: 0.91); docs/neighbours.md
+        assert cpu["free-noisy"] < 0.9 * cpu["free"], cpu
     report = next((tmp_path / "out").glob("*-it-neighbours-tps/report.md")).read_text()
     assert "## Neighbours" in report and "hog" in report and "CPU per worker" in report
 
@@ -102,6 +106,15 @@ def test_the_neighbours_record_cpu_and_io_components(tmp_path: Path) -> None:
     report = next((tmp_path / "out").glob("*-it-neighbours-record/report.md")).read_text()
     assert "TPS" in report and "of its own sysbench" in report and "neighbour:db" in report
     assert processes_with(str(tmp_path / "out")) == []  # its mariadbd (my.cnf in the run's folder) and sysbench
+
+
+def server_cpu_per_second(db: Path, variant: str) -> float:
+    """The median of the server's CPU seconds per second of measured window over the variant's runs."""
+    with Store(db) as store:
+        runs = [r for r in store.runs(store.campaign("latest").id) if r.status == "ok" and r.facts.usage
+                and r.variant == variant]
+    return statistics.median(r.facts.usage.cpu_seconds.get("server", 0.0) / r.facts.usage.window_seconds
+                             for r in runs)
 
 
 def paired_ratios(db: Path, variant: str, baseline: str) -> list[float]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from layerbench.backends.variant_base import MAX_SECONDS
 from layerbench.campaign.models import Workload
@@ -60,6 +61,9 @@ class DatabaseNeighbour:
     def tail(self, lines: int) -> str:
         said = self.sysbench.tail(lines) if self.sysbench is not None else ""
         return said or self.server.server_log_tail(lines)
+
+    def facts(self) -> dict[str, Any]:
+        return {}  # on this machine, as placed: nothing to read back
 
     def stop(self, timeout: float) -> int | None:
         """Its sysbench first (SIGTERM; its per-second reports are its record), then its server, removed with its
