@@ -53,6 +53,8 @@ def k8s_cluster():
     running = subprocess.run([str(K8S_SCRIPT), "status"], env=env, capture_output=True, text=True).returncode == 0
     if not running:
         up = subprocess.run([str(K8S_SCRIPT), "up"], env=env, capture_output=True, text=True, timeout=2400)
+        if up.returncode != 0:  # a half-up cluster holds its ports: take it down so the next test's cluster can start
+            subprocess.run([str(K8S_SCRIPT), "down"], env=env, capture_output=True, text=True, timeout=600)
         assert up.returncode == 0, f"scripts/k8s-local up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
     try:
         yield

@@ -160,7 +160,7 @@ start_in_cgroup() { # name "cgroup.procs files" cmd...: like start, inside node 
   # shellcheck disable=SC2016
   setsid bash -c 'echo $$ >"$0"; for f in $1; do echo $$ >"$f"; done; shift; exec "$@"' "$PIDS/$n.pid" "$procs" \
     "${N2_ENTER[@]}" "$@" >>"$LOGS/$n.log" 2>&1 </dev/null 8>&- 9>&- &
-  for i in $(seq 1 50); do [ -s "$PIDS/$n.pid" ] && break; sleep 0.1; done
+  wait_exec "$n"
   say "started $n (pid $(cat "$PIDS/$n.pid" 2>/dev/null || echo '?'), log $LOGS/$n.log)"
 }
 

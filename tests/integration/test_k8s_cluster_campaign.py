@@ -46,7 +46,11 @@ def two_node_cluster() -> Iterator[Path]:
     cluster = LocalCluster(STATE_DIR)
     started = cluster.run_script("status", timeout=60, check=False).returncode != 0
     if started:
-        cluster.run_script("up", "--nodes", "2", "--csi", timeout=2400)
+        up = cluster.run_script("up", "--nodes", "2", "--csi", timeout=2400, check=False)
+        if up.returncode != 0:  # a half-up cluster holds the ports every other cluster of the session needs
+            cluster.run_script("down", "--wipe", timeout=600, check=False)
+            pytest.fail(f"scripts/k8s-local up --nodes 2 --csi exited {up.returncode}\n"
+                        f"--- stdout\n{up.stdout[-6000:]}\n--- stderr\n{up.stderr[-6000:]}")
     before = os.environ.get("K8S_LOCAL_DIR")
     os.environ["K8S_LOCAL_DIR"] = str(STATE_DIR)
     try:
