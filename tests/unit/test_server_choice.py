@@ -113,6 +113,18 @@ def test_two_flavours_are_compared_by_their_differing_defaults_only() -> None:
     assert found["instrumentation (performance_schema), a flavour default"] == ("OFF", "ON")
 
 
+def test_percona_is_named_by_its_version_comment_and_compared_with_mysql_as_another_flavour() -> None:
+    from layerbench.analysis.fairness import server_flavour
+
+    percona = {**MYSQL_VARS, "version": "8.0.36-28", "version_comment": "Percona Server (GPL), Release 28, Revision x"}
+    mysql = {**MYSQL_VARS, "version_comment": "MySQL Community Server - GPL"}
+    assert server_flavour(percona) == "percona" and server_flavour(mysql) == "mysql"
+    assert server_flavour({**MARIADB_VARS, "version_comment": "Debian 12"}) == "mariadb"
+    assert server_flavour({"version_comment": "Percona Server"}) is None  # no version read: nothing said
+    found = {d.what: (d.baseline_value, d.variant_value) for d in flavour_differences("p", mysql, percona, set())}
+    assert found["server flavour and version"] == ("mysql 9.7.4-2", "percona 8.0.36-28")
+
+
 def test_the_binlog_sync_is_not_reported_when_neither_side_writes_a_binary_log() -> None:
     matched = {**MYSQL_VARS, "log_bin": "OFF"}  # skip-log-bin: sync_binlog stays 1 but writes nothing
     whats = [d.what for d in flavour_differences("m", MARIADB_VARS, matched, {"skip_log_bin"})]

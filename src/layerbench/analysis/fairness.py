@@ -98,11 +98,16 @@ FLAVOUR_DEFAULTS = (
 
 
 def server_flavour(variables: dict[str, str]) -> str | None:
-    """mariadb or mysql from the server's own `version` variable (None when the variables were not read)."""
+    """mariadb, percona or mysql from how the server names itself (`version`, and `version_comment`, where only
+    Percona Server says what it is: `8.0.36-28`, `Percona Server (GPL), Release 28`); None when the variables were
+    not read."""
     version = variables.get("version")
     if not version:
         return None
-    return "mariadb" if "mariadb" in version.lower() else "mysql"
+    text = f"{version} {variables.get('version_comment', '')}".lower()
+    if "mariadb" in text:
+        return "mariadb"
+    return "percona" if "percona" in text else "mysql"
 
 
 def derived_value(key: str, variables: dict[str, str]) -> str:
