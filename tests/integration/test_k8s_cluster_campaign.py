@@ -1,16 +1,24 @@
-"""The kubernetes backend on a two-node local cluster with the CSI driver (scripts/k8s-local up --nodes 2 --csi),
-shared by this module's tests: one campaign whose server pod is on node 1 and whose sysbench Job is on node 2
-(and a variant with the Job on the server's node), every run's PVC made from the campaign's VolumeSnapshot of the
-dataset and its bytes checked; and `validate`'s refusals before anything is created.
+"""The two-node local cluster with the CSI driver (scripts/k8s-local up --nodes 2 --csi), one for every test that
+needs two nodes or the driver, shared by this module's tests:
+- the cluster itself: two Ready nodes on one control plane, pods scheduled on each, a pod on node 2 reaching a pod
+  on node 1 by pod IP and by a Service's ClusterIP (and the reverse), each node's pods on a CPU of their own;
+- the CSI driver: a PVC bound by it, a VolumeSnapshot of it ready, and a PVC created from that snapshot
+  (dataSource: VolumeSnapshot) that holds the bytes written before the snapshot;
+- the kubernetes backend on it: one campaign whose server pod is on node 1 and whose sysbench Job is on node 2
+  (and a variant with the Job on the server's node), every run's PVC made from the campaign's VolumeSnapshot of
+  the dataset and its bytes checked; and `validate`'s refusals before anything is created;
+- last, `down --wipe` leaving no device, mount, cgroup, chain or process behind (when this module started it).
 
 What ran where is read from the Kubernetes API by a watcher of this test (pods' spec.nodeName, PVCs'
 spec.dataSource), not from the campaign file; the run records must say the same. The cluster uses its own
-K8S_LOCAL_DIR; it is started here when it is not running and taken down at the end only then."""
+K8S_LOCAL_DIR; it is started here when it is not running and taken down at the end only then. The busybox image of
+the plain pods is this machine's busybox-static (scripts/setup installs it)."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +30,7 @@ import yaml
 from test_host_campaign import campaign_file, run_cli
 
 from helpers import stored_rows
-from k8s_local import LocalCluster
+from k8s_local import SHELL_IMAGE, LocalCluster, busybox_image_tar
 from layerbench.campaign.models import campaign_as_dict, parse_campaign, smoke_version
 from layerbench.run import orchestrator
 from layerbench.store import Store
@@ -40,10 +48,14 @@ SERVER = {"backend": "kubernetes", "kind": "statefulset", "qos": "burstable",
           "client": "job", **SNAPSHOT}
 
 
+CLUSTER = LocalCluster(STATE_DIR)
+STARTED = {"here": False}  # whether this module started the cluster (then it takes it down, and checks that)
+
+
 @pytest.fixture(scope="module")
 def two_node_cluster() -> Iterator[Path]:
     """The two-node CSI cluster; K8S_LOCAL_DIR points the backend (and its image import) at it meanwhile."""
-    cluster = LocalCluster(STATE_DIR)
+    cluster = CLUSTER
     started = cluster.run_script("status", timeout=60, check=False).returncode != 0
     if started:
         up = cluster.run_script("up", "--nodes", "2", "--csi", timeout=2400, check=False)
@@ -51,6 +63,8 @@ def two_node_cluster() -> Iterator[Path]:
             cluster.run_script("down", "--wipe", timeout=600, check=False)
             pytest.fail(f"scripts/k8s-local up --nodes 2 --csi exited {up.returncode}\n"
                         f"--- stdout\n{up.stdout[-6000:]}\n--- stderr\n{up.stderr[-6000:]}")
+    STARTED["here"] = started
+    cluster.run_script("image-import", str(busybox_image_tar(STATE_DIR / "busybox.tar")), timeout=120)
     before = os.environ.get("K8S_LOCAL_DIR")
     os.environ["K8S_LOCAL_DIR"] = str(STATE_DIR)
     try:
@@ -161,7 +175,7 @@ def test_the_job_runs_on_the_other_node_as_the_api_says(campaign: dict[str, Any]
 
 def test_every_runs_pvc_is_restored_from_the_volume_snapshot_and_checked(campaign: dict[str, Any]) -> None:
     runs, claims, pods = campaign["runs"], campaign["watcher"].claims, campaign["watcher"].pods
-    run_claims = {k: v for k, v in claims.items() if k.endswith("/data-mariadb-0")}
+    run_claims = {k: v for k, v in claims.items() if k.endswith("/data-db-0")}
     assert len(run_claims) == 3, claims
     assert all(v["source"] == {"kind": "VolumeSnapshot", "apiGroup": "snapshot.storage.k8s.io"}
                for v in run_claims.values())
@@ -202,3 +216,175 @@ def test_validate_refuses_in_one_line_before_anything_starts(two_node_cluster: P
     core, _ = api_clients(two_node_cluster)
     assert core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items == []
 
+
+
+# --- the cluster itself, without the backend: plain pods of this machine's busybox ---------------------------
+
+NODES = (NODE_A, NODE_B)
+
+
+def wait_object(namespace: str, what: str, check: Any, timeout: float = 180) -> dict:
+    """Poll kubectl until check(obj) holds for the object's JSON; fail with its last state and the events."""
+    kind, name = what.split("/")
+    deadline, last = time.monotonic() + timeout, {}
+    while time.monotonic() < deadline:
+        proc = CLUSTER.kubectl("-n", namespace, "get", kind, name, "-o", "json", check=False)
+        if proc.returncode == 0:
+            last = json.loads(proc.stdout)
+            if check(last):
+                return last
+        time.sleep(1)
+    events = CLUSTER.kubectl("-n", namespace, "get", "events", "--sort-by=.lastTimestamp", check=False).stdout
+    pytest.fail(f"{what} not as expected within {timeout}s: {json.dumps(last.get('status'))}\n{events[-3000:]}")
+
+
+def in_phase(phase: str) -> Any:
+    def check(obj: dict) -> bool:
+        got = obj.get("status", {}).get("phase")
+        assert got != "Failed" or phase == "Failed", obj.get("status")
+        return got == phase
+    return check
+
+
+def shell_pod(namespace: str, name: str, script: str, *, node: str | None = None, claim: str | None = None,
+              labels: dict | None = None) -> dict:
+    """A pod running `script` in busybox's sh, on `node` if given, with the PVC `claim` at /data if given."""
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "sh", "image": SHELL_IMAGE, "imagePullPolicy": "Never",
+                        "command": ["/bin/busybox", "sh", "-c", script],
+                        **({"volumeMounts": [{"name": "data", "mountPath": "/data"}]} if claim else {})}]}
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    if claim:
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
+                                                             "labels": labels or {}}, "spec": spec}
+
+
+def new_namespace(name: str) -> None:
+    CLUSTER.kubectl("create", "namespace", name)
+    wait_object(name, "serviceaccount/default", lambda _: True, timeout=60)
+
+
+def test_two_nodes_schedule_talk_across_and_keep_to_their_cpus(two_node_cluster: Path) -> None:
+    ns = f"lb-k8s-2n-test-{os.getpid()}"
+    nodes = json.loads(CLUSTER.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    assert sorted(by_name) == sorted(NODES)
+    for i, name in enumerate(NODES, 1):
+        ready = [c["status"] for c in by_name[name]["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready == ["True"], by_name[name]["status"]["conditions"]
+        assert by_name[name]["metadata"]["labels"]["layerbench.k8s-local/node"] == str(i)
+    new_namespace(ns)
+    # a web server on each node, answering with its node's name; a Service in front of the one on node 1
+    for i, node in enumerate(NODES, 1):
+        CLUSTER.apply(shell_pod(ns, f"web{i}", f"mkdir -p /www && echo {node} > /www/index.html && "
+                                               "exec /bin/busybox httpd -f -p 8080 -h /www",
+                                node=node, labels={"app": f"web{i}"}))
+    CLUSTER.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web1", "namespace": ns},
+                   "spec": {"selector": {"app": "web1"}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    web = {i: wait_object(ns, f"pod/web{i}", in_phase("Running")) for i in (1, 2)}
+    assert [web[i]["spec"]["nodeName"] for i in (1, 2)] == list(NODES)
+    cluster_ip = json.loads(CLUSTER.kubectl("-n", ns, "get", "service", "web1", "-o", "json").stdout)[
+        "spec"]["clusterIP"]
+    # from node 2: node 1's pod by pod IP and by ClusterIP; from node 1: node 2's pod; each reports its CPUs
+    checks = {
+        "from2": (NODES[1], f"wget -q -O - http://{web[1]['status']['podIP']}:8080/ && "
+                            f"wget -q -O - http://{cluster_ip}/ && grep Cpus_allowed_list /proc/self/status"),
+        "from1": (NODES[0], f"wget -q -O - http://{web[2]['status']['podIP']}:8080/ && "
+                            "grep Cpus_allowed_list /proc/self/status"),
+    }
+    for name, (node, script) in checks.items():
+        CLUSTER.apply(shell_pod(ns, name, script, node=node))
+    out = {name: CLUSTER.kubectl("-n", ns, "logs", name).stdout.split()
+           if wait_object(ns, f"pod/{name}", in_phase("Succeeded")) else [] for name in checks}
+    assert out["from2"] == [NODES[0], NODES[0], "Cpus_allowed_list:", "1"], out
+    assert out["from1"] == [NODES[1], "Cpus_allowed_list:", "0"], out
+    CLUSTER.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+CSI_DRIVER = "hostpath.csi.layerbench.local"
+
+
+def csi_claim(ns: str, name: str, data_source: dict | None = None) -> dict:
+    spec: dict = {"accessModes": ["ReadWriteOnce"], "storageClassName": SNAPSHOT["storage_class"],
+                  "resources": {"requests": {"storage": "64Mi"}}}
+    if data_source:
+        spec["dataSource"] = data_source
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": ns},
+            "spec": spec}
+
+
+def test_a_pvc_restored_from_a_volume_snapshot_holds_the_data(two_node_cluster: Path) -> None:
+    ns, kubectl = f"lb-k8s-csi-test-{os.getpid()}", CLUSTER.kubectl
+    kubectl("get", "storageclass", SNAPSHOT["storage_class"])
+    kubectl("get", "volumesnapshotclass", SNAPSHOT["snapshot_class"])
+    new_namespace(ns)
+    # a PVC bound by the driver (Immediate binding), written by a pod
+    CLUSTER.apply(csi_claim(ns, "source"))
+    bound = wait_object(ns, "pvc/source", lambda o: o.get("status", {}).get("phase") == "Bound")
+    pv = json.loads(kubectl("get", "pv", bound["spec"]["volumeName"], "-o", "json").stdout)
+    assert pv["spec"]["csi"]["driver"] == CSI_DRIVER, pv["spec"]
+    payload = f"layerbench csi test {time.time_ns()}"
+    CLUSTER.apply(shell_pod(ns, "writer", f"echo '{payload}' > /data/payload && mkdir -p /data/sub && "
+                                          "echo nested > /data/sub/file && chmod 640 /data/payload && sync",
+                            claim="source"))
+    wait_object(ns, "pod/writer", in_phase("Succeeded"))
+    # a VolumeSnapshot of it becomes ready
+    CLUSTER.apply({"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+                   "metadata": {"name": "snap", "namespace": ns},
+                   "spec": {"volumeSnapshotClassName": SNAPSHOT["snapshot_class"],
+                            "source": {"persistentVolumeClaimName": "source"}}})
+    snap = wait_object(ns, "volumesnapshot/snap", lambda o: o.get("status", {}).get("readyToUse") is True)
+    content = snap["status"].get("boundVolumeSnapshotContentName")
+    assert content, snap["status"]
+    handle = json.loads(kubectl("get", "volumesnapshotcontent", content, "-o", "json").stdout)["status"][
+        "snapshotHandle"]
+    # the source changes after the snapshot: the restored volume must not see that
+    CLUSTER.apply(shell_pod(ns, "changer", "echo changed > /data/payload && rm -r /data/sub && sync",
+                            claim="source"))
+    wait_object(ns, "pod/changer", in_phase("Succeeded"))
+    # a PVC created from the snapshot holds the data as it was, modes included
+    source = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap"}
+    CLUSTER.apply(csi_claim(ns, "restored", source))
+    restored = wait_object(ns, "pvc/restored", lambda o: o.get("status", {}).get("phase") == "Bound")
+    assert restored["spec"]["dataSource"] == source, restored["spec"]
+    assert restored["spec"]["volumeName"] != bound["spec"]["volumeName"]
+    CLUSTER.apply(shell_pod(ns, "reader", "cat /data/payload /data/sub/file && stat -c %a /data/payload",
+                            claim="restored"))
+    wait_object(ns, "pod/reader", in_phase("Succeeded"))
+    logs = kubectl("-n", ns, "logs", "reader").stdout.splitlines()
+    assert logs == [payload, "nested", "640"], logs
+    # deleting the claims and the snapshot deletes this test's volumes and the snapshot's content (reclaim: Delete)
+    handles = [json.loads(kubectl("get", "pv", c["spec"]["volumeName"], "-o", "json").stdout)["spec"]["csi"][
+        "volumeHandle"] for c in (bound, restored)]
+    kubectl("-n", ns, "delete", "pod", "--all", "--wait=true", "--timeout=60s", timeout=90)
+    kubectl("-n", ns, "delete", "pvc", "restored", "source", "--wait=true", "--timeout=60s", timeout=90)
+    kubectl("-n", ns, "delete", "volumesnapshot", "snap", "--wait=true", "--timeout=60s", timeout=90)
+    deadline = time.monotonic() + 60
+    for name in (bound["spec"]["volumeName"], restored["spec"]["volumeName"]):
+        while kubectl("get", "pv", name, check=False).returncode == 0:
+            assert time.monotonic() < deadline, f"PV {name} not deleted after its claim"
+            time.sleep(1)
+    store = STATE_DIR / "csi-hostpath"
+    left = [p.name for p in (store / "volumes").iterdir() for h in handles if h in p.name]
+    left += [p.name for p in (store / "snapshots").iterdir() if handle in p.name]
+    assert left == [], left
+    kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_last_down_leaves_no_device_mount_cgroup_chain_or_process(two_node_cluster: Path) -> None:
+    """Last in this module: when it started the cluster, `down --wipe` leaves nothing of it on the host (a cluster
+    that was running before is someone else's and stays up)."""
+    if not STARTED["here"]:
+        pytest.skip("the two-node cluster was running before this module: not taken down")
+    down = CLUSTER.run_script("down", "--wipe", timeout=300)
+    assert "no process, mount or device of the cluster left" in down.stdout, down.stdout + down.stderr
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    assert "lbk8s-" not in links, links
+    assert str(STATE_DIR) not in Path("/proc/self/mounts").read_text()
+    for hierarchy in Path("/sys/fs/cgroup").iterdir():
+        assert not (hierarchy / "lbk8s-node2").exists() and not (hierarchy / "lbk8s-node1").exists(), hierarchy
+    iptables = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+    assert "CNI-LBK8S-NODES" not in iptables

@@ -35,13 +35,15 @@ def namespaces() -> list[str]:
 
 @pytest.fixture(scope="module")
 def campaign(k8s_cluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """MariaDB in a pod (the baseline) and MySQL 9.7 in a pod, one run each, each on its own snapshot."""
+    """MariaDB in a pod (the baseline) and MySQL 9.7 in a pod, one run each, each on its own snapshot; and MySQL on
+    an emptyDir with sysbench as a Job."""
     ensure_rootfs("9.7")
     out = tmp_path_factory.mktemp("mysql-k8s")
     data = {
         "name": OWN, "baseline": "mariadb",
         "variants": [{"name": "mariadb", **POD},
-                     {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}}],
+                     {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}},
+                     {"name": "mysql-job", "extends": "mysql", "storage": "emptydir", "client": "job"}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},
         "repetitions": 1, "output": str(out), "busy": "keep",
@@ -58,7 +60,7 @@ def campaign(k8s_cluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_mysql_runs_in_a_pod_from_the_rootfs_image_on_its_restored_snapshot(campaign: dict) -> None:
     runs = campaign["runs"]
-    assert (campaign["outcome"].ok, campaign["outcome"].failed) == (2, 0), [r["error"] for r in runs.values()]
+    assert (campaign["outcome"].ok, campaign["outcome"].failed) == (3, 0), [r["error"] for r in runs.values()]
     mysql = runs["mysql"]["details"]
     backend = mysql["environment"]["backend"]
     assert backend["image"].startswith("layerbench/mysql:9.7.4-") and backend["server_flavour"] == "mysql"
@@ -67,7 +69,7 @@ def test_mysql_runs_in_a_pod_from_the_rootfs_image_on_its_restored_snapshot(camp
     assert mysql["environment"]["server_variables"]["version"].startswith("9.7.")
     assert runs["mysql"]["tps"] > 0
     assert mysql["resources"]["cpu_seconds"].get("server", 0) > 0  # the pod's mysqld found by its name
-    for run in runs.values():  # each flavour's own snapshot, checked (CHECKSUM TABLE) and restored before its run
+    for run in (runs["mariadb"], runs["mysql"]):  # each flavour's own snapshot, checked and restored before its run
         reset = run["details"]["reset"]
         assert reset["method"] == "snapshot" and reset["checksum_tables"] == 1
         restore = reset["restore"]  # copied on this host into the hostPath folder, checked against the manifest
@@ -75,6 +77,20 @@ def test_mysql_runs_in_a_pod_from_the_rootfs_image_on_its_restored_snapshot(camp
     assert runs["mysql"]["details"]["reset"]["snapshot"] != runs["mariadb"]["details"]["reset"]["snapshot"]
     assert runs["mariadb"]["details"]["environment"]["backend"]["server_flavour"] == "mariadb"
     assert namespaces() == []
+
+
+def test_mysql_on_an_emptydir_answers_a_sysbench_job_that_runs_the_mariadb_images_sysbench(campaign: dict) -> None:
+    """The MySQL image is the rootfs's server only: the Job runs layerbench's MariaDB image, whose sysbench logs in
+    to MySQL's caching_sha2_password account over the pod network; the snapshot is copied into the emptyDir."""
+    run = campaign["runs"]["mysql-job"]
+    assert run["status"] == "ok", run["error"]
+    backend = run["details"]["environment"]["backend"]
+    assert backend["server_flavour"] == "mysql" and backend["client_path"].startswith("a Job")
+    assert "snapshot copied" in backend["data"] and run["tps"] > 0
+    assert run["details"]["environment"]["server_variables"]["version"].startswith("9.7.")
+    reset = run["details"]["reset"]
+    assert reset["method"] == "snapshot" and reset["restore"]["method"] == "copy by the kubernetes backend"
+    assert reset["snapshot"] == campaign["runs"]["mysql"]["details"]["reset"]["snapshot"]  # MySQL's, copied in the pod
 
 
 def test_the_fairness_section_names_the_flavours_of_the_two_pods(campaign: dict) -> None:

@@ -64,12 +64,24 @@ def test_a_mysql_snapshot_is_used_in_place_or_copied_never_initialised(storage: 
 
 @pytest.mark.parametrize(("extra", "expected"), [
     ({"image": "mysql:8.4"}, "variants.k.image: server.flavour mysql runs in the image layerbench imports"),
-    ({"client": "job"}, "variants.k.client: a sysbench Job beside MySQL: not yet"),
 ])
 def test_a_kubernetes_mysql_variant_refuses_what_is_not_there_yet(extra: dict, expected: str) -> None:
     with pytest.raises(BadInput, match=expected) as error:
         campaign(**extra).variant("k").check_server_here()
     assert "\n" not in str(error.value)
+
+
+def test_a_sysbench_job_beside_mysql_runs_the_mariadb_image_whose_sysbench_it_is(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    from layerbench.server.image import image_tag
+
+    monkeypatch.setenv("LAYERBENCH_CACHE_DIR", str(tmp_path / "empty-cache"))
+    variant = campaign(client="job").variant("k")
+    assert m.client_image(variant, "layerbench/mysql:9.7.4-x") == image_tag()  # the MySQL image has no sysbench
+    assert m.client_image(campaign(client="job", server={}).variant("k"), "srv") == "srv"  # MariaDB: its own
+    whats = [c.what for c in variant.first_time_costs()]
+    assert whats[0].startswith("the MySQL 9.7 image") and any("MariaDB" in w for w in whats[1:]), whats
 
 
 def test_a_kubernetes_mysql_snapshot_is_made_by_the_rootfs_mysql_of_its_version() -> None:

@@ -26,7 +26,8 @@ class JobClient:
         from kubernetes import client
 
         self.core, self.batch = client.CoreV1Api(api), client.BatchV1Api(api)
-        self.ns, self.image, self.spec, self.variant, self.server = ns, image, spec, variant, server
+        self.ns, self.spec, self.variant, self.server = ns, spec, variant, server
+        self.image = manifests.client_image(variant, image)  # beside MySQL: the image that has sysbench
         self.name = "sysbench"
         self.placement = placement if placement is not None else {}  # the backend's record: nodes, read back
 

@@ -32,7 +32,7 @@ SECRET_DIR = "/etc/layerbench-secret"
 SNAPSHOT = "/snapshot"
 SOCKET = "/run/mysqld/mysqld.sock"
 PORT = 3306
-SERVER = "mariadb"
+SERVER = "db"  # the server pod, its container, Service and StatefulSet: any flavour (a MySQL pod was "mariadb")
 
 QOS_CLASS = {"besteffort": "BestEffort", "burstable": "Burstable", "guaranteed": "Guaranteed"}
 
@@ -188,6 +188,17 @@ def client_placement(variant: KubernetesVariant, server_labels: dict[str, str]) 
         term = {"labelSelector": {"matchLabels": server}, "topologyKey": "kubernetes.io/hostname"}
         placement["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
     return placement
+
+
+def client_image(variant: KubernetesVariant, server_image: str) -> str:
+    """The image a sysbench Job runs: the server's own, which has sysbench (layerbench's MariaDB image), except
+    beside MySQL, whose image is the rootfs's server only: then layerbench's MariaDB image, the same sysbench 1.0.20
+    (libmariadb) that runs on the host; it logs in to MySQL's caching_sha2_password accounts over TCP."""
+    if variant.server.flavour == "mysql" and variant.image is None:
+        from layerbench.server.image import image_tag
+
+        return image_tag()
+    return server_image
 
 
 def client_job(image: str, ns: str, args: list[str], meta_labels: dict[str, str], *, name: str = "sysbench",

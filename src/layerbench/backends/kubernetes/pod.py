@@ -74,9 +74,16 @@ def local_image_in_docker(variant: KubernetesVariant, say: Callable[[str], None]
 
 def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]) -> None:
     """The locally built image of the variant's flavour on the cluster's nodes: imported into the local cluster's
-    containerd if missing (from this machine's Docker, where it is built or imported first)."""
+    containerd if missing (from this machine's Docker, where it is built or imported first); a MySQL variant's
+    sysbench Job needs the MariaDB image too (manifests.client_image)."""
     import_into_nodes(variant, local_image_in_docker(variant, say), say, f"variants.{variant.name}.image",
                       "and set image:")
+    if variant.server.flavour == "mysql" and variant.client == "job":
+        from layerbench.backends.docker.daemon import docker_client
+        from layerbench.server.image import ensure_docker_image
+
+        import_into_nodes(variant, ensure_docker_image(docker_client(), say), say, f"variants.{variant.name}.client",
+                          "(layerbench's MariaDB image: its sysbench runs the Job), or use client: host")
 
 
 def import_into_nodes(variant: KubernetesVariant, tag: str, say: Callable[[str], None], where: str,
