@@ -167,3 +167,31 @@ def test_the_loader_listing_names_what_is_missing_or_this_machines() -> None:
 def test_require_root_says_the_field_it_was_given(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match=r"^variants\.v\.mysqld: "):
         require_root(str(tmp_path / "nothing"), "variants.v.mysqld")
+
+
+GUEST = ("sh", "mount", "mkdir", "cat", "ls", "grep", "head", "test", "cp")
+
+
+def test_a_vm_variant_runs_the_binary_of_its_root_disk(tmp_path: Path) -> None:
+    from layerbench.backends.vm.local import guest_root, server_script
+
+    binary = make_root(tmp_path / "root", PERCONA, programs=GUEST)
+    variant = parse_campaign(campaign(str(binary), backend="vm")).variant("d")
+    variant.check_server_here()
+    assert guest_root(variant) == (None, tmp_path / "root")  # no cached MySQL rootfs is this root
+    script = server_script(rooted_image_server(variant))
+    assert "/usr/sbin/mysqld --no-defaults --initialize-insecure --datadir=/var/lib/mysql --user=root --basedir=/usr" \
+        in script and "exec /usr/sbin/mysqld" in script
+    assert variant.snapshot_server().mysqld == str(binary)
+
+
+def test_a_vm_root_without_what_the_guest_init_runs_is_refused(tmp_path: Path) -> None:
+    binary = make_root(tmp_path / "root", PERCONA)  # sh, mkdir, cp only
+    assert "has no mount, cat, ls, grep, head, test, which the guest's init runs" in \
+        refusal(campaign(str(binary), backend="vm"))
+
+
+def test_a_vm_binary_on_another_host_is_not_yet(percona: Path) -> None:
+    data = campaign(str(percona), backend="vm", server_host="db")
+    data["hosts"] = [{"name": "db", "ssh": "root@192.0.2.1"}]
+    assert "in a VM on another host (server_host): not yet" in refusal(data)
