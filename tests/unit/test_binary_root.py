@@ -139,7 +139,7 @@ def test_what_cannot_go_with_a_binary_is_refused_in_one_line(percona: Path, extr
 
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(st.text(max_size=300), st.lists(st.text(max_size=5), max_size=3), st.integers(min_value=-10**400,
-                 max_value=10**400), st.just("x" * 5000), st.just("/x\n[/b]"), st.just("")))
+                 max_value=10**400), st.sampled_from(["x" * 5000, "/x\n[/b]", "", "/bin/\x00sh", "/"])))
 def test_any_mysqld_value_is_refused_in_one_line_or_checked(value: object) -> None:
     try:
         parse_campaign(campaign(value)).variant("d").check_server_here()
@@ -195,3 +195,12 @@ def test_a_vm_binary_on_another_host_is_not_yet(percona: Path) -> None:
     data = campaign(str(percona), backend="vm", server_host="db")
     data["hosts"] = [{"name": "db", "ssh": "root@192.0.2.1"}]
     assert "in a VM on another host (server_host): not yet" in refusal(data)
+
+
+def test_a_host_variant_runs_a_binary_in_a_root_through_that_roots_loader(percona: Path) -> None:
+    variant = parse_campaign(campaign(str(percona), backend="host")).variant("d")
+    variant.check_server_here()
+    server = resolve_server(variant)
+    assert server.command[0].endswith("/lib64/ld-linux-x86-64.so.2") and server.program == str(percona)
+    assert server.flavour.name == "percona" and server.paths["plugin-dir"].endswith("/usr/lib/mysql/plugin")
+    assert variant.server_command_here() == server.command  # option names are checked against those bytes

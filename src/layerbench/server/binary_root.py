@@ -106,7 +106,10 @@ def find_root(binary: str) -> BinaryRoot | None:
     """The root filesystem a binary is inside: the nearest folder above it (never / itself) holding the loader
     and usr/ and etc/ folders (ROOT/usr holds lib64/ld-linux... too, but is no root), the loader's real path inside
     that folder too (an absolute link would lead to this machine's)."""
-    resolved = Path(os.path.realpath(binary))
+    try:
+        resolved = Path(os.path.realpath(binary))
+    except (ValueError, OSError):  # a NUL byte, a name too long for the system: no file at all
+        return None
     for parent in resolved.parents:
         if parent == Path("/"):
             return None
