@@ -8,9 +8,11 @@ resolves and never names a server program itself (docs/servers.md).
 |----------------------------------|---------------------------------------------------------------|
 | (nothing), flavour: mariadb      | the host's mariadbd (or the variant's mysqld:)                |
 | flavour: mysql, version: '9.7'   | mysqld of the cached MySQL rootfs, through the rootfs's loader |
+| mysqld: ROOT/usr/sbin/mysqld     | that binary through ROOT's own loader (server/binary_root.py)  |
 
 A server in a container of the local images (the Docker backend) is named by `image_server`: the same flavour,
-the program as the image runs it (the MySQL image is the rootfs itself, so its mysqld needs no loader there).
+the program as the image runs it (the MySQL image is the rootfs itself, so its mysqld needs no loader there); a
+`mysqld:` variant's image or guest (made from the binary's root) by `rooted_image_server`.
 """
 
 from __future__ import annotations
