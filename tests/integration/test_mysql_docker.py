@@ -34,8 +34,8 @@ def our_containers(label: str) -> list[str]:
 @pytest.fixture(scope="module")
 def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One campaign: MySQL 9.7 on the host (the baseline), in a container on a bridge network, and in a container
-    of an image made from the root of a `mysqld:` binary (the rootfs's own mysqld), twice each, on a snapshot of
-    1 x 1,000 rows checked by CHECKSUM TABLE before each run."""
+    of an image made from the root of a `mysqld:` binary (the rootfs's own mysqld), once each (2 s runs), on a
+    snapshot of 1 x 1,000 rows checked by CHECKSUM TABLE before each run."""
     rootfs = ensure_rootfs("9.7")
     out = tmp_path_factory.mktemp("mysql-docker")
     name = f"it-mysqldocker-{out.name[-6:]}"
@@ -49,7 +49,7 @@ def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
         ],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},
-        "repetitions": 2, "output": str(out),
+        "repetitions": 1, "output": str(out),
     }
     db = out / "layerbench.db"
     with Store(db) as store:
@@ -60,14 +60,14 @@ def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_mysql_runs_in_docker_and_restores_the_host_variants_snapshot(host_and_docker: dict) -> None:
     runs = host_and_docker["runs"]
-    assert (host_and_docker["outcome"].ok, host_and_docker["outcome"].failed) == (6, 0), runs
+    assert (host_and_docker["outcome"].ok, host_and_docker["outcome"].failed) == (3, 0), runs
     for variant, status, tps, details, error in runs:
         assert status == "ok" and tps > 0, error
         facts = json.loads(details)
         assert facts["environment"]["server_variables"]["version"].startswith("9.7."), variant
         assert facts["reset"]["method"] == "snapshot" and facts["reset"]["checksum_tables"] == 1
     docker = [json.loads(r[3]) for r in runs if r[0] == "docker"]
-    assert len(docker) == 2 and docker[0]["environment"]["backend"]["image"].startswith("layerbench/mysql:9.7.4-")
+    assert len(docker) == 1 and docker[0]["environment"]["backend"]["image"].startswith("layerbench/mysql:9.7.4-")
     assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 1  # one MySQL datadir for all three
     assert our_containers(host_and_docker["name"]) == []
 
@@ -80,7 +80,7 @@ def test_a_mysqld_binary_runs_in_docker_in_an_image_of_its_own_root(host_and_doc
     from layerbench.server.mysql_image import mysql_image_tag
 
     runs = [json.loads(r[3]) for r in host_and_docker["runs"] if r[0] == "binary"]
-    assert len(runs) == 2
+    assert len(runs) == 1
     image = runs[0]["environment"]["backend"]["image"]
     assert image.startswith("layerbench/root:")
     for facts in runs:
