@@ -128,7 +128,7 @@ def test_the_fairness_section_names_the_flavour_defaults_of_a_docker_mysql(tmp_p
         "name": f"it-mysqldocker-fair-{tmp_path.name[-6:]}", "baseline": "mariadb",
         "variants": [{"name": "mariadb", "backend": "docker"},
                      {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}}],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0},
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
         "repetitions": 1, "output": str(tmp_path),
     }
     with Store(tmp_path / "layerbench.db") as store:
@@ -148,7 +148,7 @@ def test_without_a_snapshot_the_container_initialises_its_datadir_with_mysqls_ow
     data = {
         "name": f"it-mysqldocker-init-{tmp_path.name[-6:]}", "baseline": "d",
         "variants": [{"name": "d", "backend": "docker", "server": {"flavour": "mysql", "version": "9.7"}}],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0,
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "reset": "reprepare"},
         "repetitions": 1, "output": str(tmp_path),
     }
