@@ -204,3 +204,9 @@ def test_a_host_variant_runs_a_binary_in_a_root_through_that_roots_loader(percon
     assert server.command[0].endswith("/lib64/ld-linux-x86-64.so.2") and server.program == str(percona)
     assert server.flavour.name == "percona" and server.paths["plugin-dir"].endswith("/usr/lib/mysql/plugin")
     assert variant.server_command_here() == server.command  # option names are checked against those bytes
+
+
+def test_a_mariadb_inside_a_root_is_not_yet_and_says_so(tmp_path: Path) -> None:
+    binary = make_root(tmp_path / "root", "mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64")
+    assert "MariaDB 10.11.6 inside a root filesystem" in refusal(campaign(str(binary)))
+    assert "not yet" in refusal(campaign(str(binary), backend="host"))
