@@ -1,6 +1,7 @@
 """MySQL 9.7 in the Docker backend, for real: the image imported from the cached MySQL rootfs (the same bytes the
 host backend runs), the container's server started through the flavour's own init and account SQL, the
-snapshot made by the rootfs's mysqld restored in the container as in the host variant, both in one campaign;
+snapshot made by the rootfs's mysqld restored in the container as in the host variant, both in one campaign, beside
+a docker variant whose `mysqld:` is that rootfs's mysqld (its image made from the binary's root filesystem);
 and a MySQL that is not built refused by validate with the command that builds it. The rootfs is built here
 when missing (about 80 s, cached after); the image is imported once per rootfs."""
 
@@ -32,9 +33,10 @@ def our_containers(label: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One campaign: MySQL 9.7 on the host (the baseline) and in a container on a bridge network, twice each,
-    on a snapshot of 1 x 1,000 rows checked by CHECKSUM TABLE before each run."""
-    ensure_rootfs("9.7")
+    """One campaign: MySQL 9.7 on the host (the baseline), in a container on a bridge network, and in a container
+    of an image made from the root of a `mysqld:` binary (the rootfs's own mysqld), once each (2 s runs), on a
+    snapshot of 1 x 1,000 rows checked by CHECKSUM TABLE before each run."""
+    rootfs = ensure_rootfs("9.7")
     out = tmp_path_factory.mktemp("mysql-docker")
     name = f"it-mysqldocker-{out.name[-6:]}"
     data = {
@@ -43,30 +45,50 @@ def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
             {"name": "host", "backend": "host", "server": {"flavour": "mysql", "version": "9.7"}},
             {"name": "docker", "backend": "docker", "network": "bridge", "server": {"flavour": "mysql",
                                                                                      "version": "9.7"}},
+            {"name": "binary", "backend": "docker", "mysqld": str(rootfs.root / "usr/sbin/mysqld")},
         ],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0,
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},
-        "repetitions": 2, "output": str(out),
+        "repetitions": 1, "output": str(out),
     }
     db = out / "layerbench.db"
     with Store(db) as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
     rows = sqlite3.connect(db).execute("SELECT variant, status, tps, details, error FROM runs").fetchall()
-    return {"outcome": outcome, "db": db, "out": out, "runs": rows, "name": name}
+    return {"outcome": outcome, "db": db, "out": out, "runs": rows, "name": name, "rootfs": rootfs}
 
 
 def test_mysql_runs_in_docker_and_restores_the_host_variants_snapshot(host_and_docker: dict) -> None:
     runs = host_and_docker["runs"]
-    assert (host_and_docker["outcome"].ok, host_and_docker["outcome"].failed) == (4, 0), runs
+    assert (host_and_docker["outcome"].ok, host_and_docker["outcome"].failed) == (3, 0), runs
     for variant, status, tps, details, error in runs:
         assert status == "ok" and tps > 0, error
         facts = json.loads(details)
         assert facts["environment"]["server_variables"]["version"].startswith("9.7."), variant
         assert facts["reset"]["method"] == "snapshot" and facts["reset"]["checksum_tables"] == 1
     docker = [json.loads(r[3]) for r in runs if r[0] == "docker"]
-    assert len(docker) == 2 and docker[0]["environment"]["backend"]["image"].startswith("layerbench/mysql:9.7.4-")
-    assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 1  # one MySQL datadir for both
+    assert len(docker) == 1 and docker[0]["environment"]["backend"]["image"].startswith("layerbench/mysql:9.7.4-")
+    assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 1  # one MySQL datadir for all three
     assert our_containers(host_and_docker["name"]) == []
+
+
+def test_a_mysqld_binary_runs_in_docker_in_an_image_of_its_own_root(host_and_docker: dict) -> None:
+    """The `mysqld:` variant's container is an image imported from the binary's root (here the MySQL rootfs, so
+    its one layer is the MySQL image's very layer: the same bytes), its server MySQL 9.7 on the restored snapshot."""
+    import docker
+
+    from layerbench.server.mysql_image import mysql_image_tag
+
+    runs = [json.loads(r[3]) for r in host_and_docker["runs"] if r[0] == "binary"]
+    assert len(runs) == 1
+    image = runs[0]["environment"]["backend"]["image"]
+    assert image.startswith("layerbench/root:")
+    for facts in runs:
+        assert facts["environment"]["server_variables"]["version"].startswith("9.7.")
+        assert facts["reset"]["method"] == "snapshot" and facts["reset"]["checksum_tables"] == 1
+    client = docker.from_env()
+    layers = client.images.get(image).attrs["RootFS"]["Layers"]
+    assert layers == client.images.get(mysql_image_tag(host_and_docker["rootfs"])).attrs["RootFS"]["Layers"]
 
 
 def test_the_report_has_both_variants(host_and_docker: dict) -> None:
@@ -74,7 +96,7 @@ def test_the_report_has_both_variants(host_and_docker: dict) -> None:
 
     with Store(host_and_docker["db"]) as store:
         analysis = analyze(store, host_and_docker["outcome"].campaign_id)
-    assert {v.variant for p in analysis.points for v in p.variants} == {"host", "docker"}
+    assert {v.variant for p in analysis.points for v in p.variants} == {"host", "docker", "binary"}
     texts = [d.text(analysis.baseline) for d in analysis.differences]
     assert not any("server flavour and version" in t for t in texts), texts  # the same server on both sides
 
@@ -106,7 +128,7 @@ def test_the_fairness_section_names_the_flavour_defaults_of_a_docker_mysql(tmp_p
         "name": f"it-mysqldocker-fair-{tmp_path.name[-6:]}", "baseline": "mariadb",
         "variants": [{"name": "mariadb", "backend": "docker"},
                      {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}}],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0},
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
         "repetitions": 1, "output": str(tmp_path),
     }
     with Store(tmp_path / "layerbench.db") as store:
@@ -126,7 +148,7 @@ def test_without_a_snapshot_the_container_initialises_its_datadir_with_mysqls_ow
     data = {
         "name": f"it-mysqldocker-init-{tmp_path.name[-6:]}", "baseline": "d",
         "variants": [{"name": "d", "backend": "docker", "server": {"flavour": "mysql", "version": "9.7"}}],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0,
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "reset": "reprepare"},
         "repetitions": 1, "output": str(tmp_path),
     }

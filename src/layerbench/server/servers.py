@@ -8,9 +8,11 @@ resolves and never names a server program itself (docs/servers.md).
 |----------------------------------|---------------------------------------------------------------|
 | (nothing), flavour: mariadb      | the host's mariadbd (or the variant's mysqld:)                |
 | flavour: mysql, version: '9.7'   | mysqld of the cached MySQL rootfs, through the rootfs's loader |
+| mysqld: ROOT/usr/sbin/mysqld     | that binary through ROOT's own loader (server/binary_root.py)  |
 
 A server in a container of the local images (the Docker backend) is named by `image_server`: the same flavour,
-the program as the image runs it (the MySQL image is the rootfs itself, so its mysqld needs no loader there).
+the program as the image runs it (the MySQL image is the rootfs itself, so its mysqld needs no loader there); a
+`mysqld:` variant's image or guest (made from the binary's root) by `rooted_image_server`.
 """
 
 from __future__ import annotations
@@ -109,9 +111,48 @@ def resolve_server(variant: ChosenServer) -> ServerProgram:
                            "remove one")
         return rootfs_mysql(chosen.version or DEFAULT_MYSQL, where)
     binary = host_binary(variant)
+    rooted = root_server(binary, f"variants.{variant.name}.mysqld") if variant.mysqld else None
+    if rooted is not None:
+        check_wanted(chosen, rooted.flavour, where)
+        return rooted
     flavour = detect_flavour(binary, f"variants.{variant.name}.mysqld")
     check_wanted(chosen, flavour, where)
     return ServerProgram(flavour, (binary,))
+
+
+def root_server(binary: str, where: str) -> ServerProgram | None:
+    """A `mysqld:` inside a root filesystem (server/binary_root.py), run here through that root's own loader and
+    libraries with the root's own files, or None when the binary is not inside one (it runs as it is). A MariaDB
+    there is refused: its install script would run the binary without the root's loader."""
+    from layerbench.server.binary_root import check_libraries, find_root
+
+    found = find_root(binary)
+    if found is None:
+        return None
+    check_libraries(found, where)
+    flavour = detect_flavour(found.command(), where)
+    if flavour.is_mariadb:
+        raise BadInput(f"{where}: {flavour.label} inside a root filesystem ({shown(str(found.root))}): not yet (its "
+                       "install script runs the server without the root's loader); use a MySQL or Percona Server "
+                       "binary there, or this machine's MariaDB")
+    flavour = replace(flavour, defaults={**flavour.defaults, **ROOTFS_MYSQL_DEFAULTS})
+    return ServerProgram(flavour, found.command(), found.paths())
+
+
+def rooted_image_server(variant: ChosenServer) -> ServerProgram:
+    """The server of an image (or guest) made from the root of the variant's `mysqld:`: its flavour read here
+    through the root's loader, the program and its files at their paths inside; a one-line BadInput when the
+    binary is not inside a root, needs a library the root lacks, or is not a server layerbench knows."""
+    from layerbench.server.binary_root import require_root
+
+    where = f"variants.{variant.name}.mysqld"
+    if variant.server.flavour == "mysql":
+        raise BadInput(f"{where}: give server.flavour: mysql or mysqld:, not both; remove one")
+    found = require_root(host_binary(variant), where)
+    on_host = root_server(str(found.binary), where)
+    assert on_host is not None  # require_root found the root
+    check_wanted(variant.server, on_host.flavour, f"variants.{variant.name}.server")
+    return ServerProgram(on_host.flavour, (found.inside,), found.paths_inside())
 
 
 def check_wanted(chosen: ServerSettings, flavour: Flavour, where: str) -> None:

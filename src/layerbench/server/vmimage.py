@@ -158,8 +158,13 @@ def build_initramfs(kernel_dir: Path, version: str, target: Path) -> None:
     target.write_bytes(gzip.compress(archive, compresslevel=6))
 
 
-def root_id(mysql: MysqlRootfs | None) -> str:
-    """What the root disk is made from: the MariaDB image's rootfs key, or the MySQL rootfs's."""
+def root_id(mysql: MysqlRootfs | None, tree: Path | None = None) -> str:
+    """What the root disk is made from: the MariaDB image's rootfs key, the MySQL rootfs's, or the content key of
+    the root filesystem of a variant's `mysqld:` (server/binary_root.py)."""
+    if tree is not None:
+        from layerbench.server.binary_root import content_key
+
+        return f"root-{content_key(tree)}"
     return image_key() if mysql is None else f"mysql-{mysql.package_version}-{rootfs_key(mysql.package_version)}"
 
 
@@ -169,32 +174,34 @@ def boot_key(version: str, rootfs: str | None = None) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def boot_files_built(mysql: MysqlRootfs | None = None) -> bool:
+def boot_files_built(mysql: MysqlRootfs | None = None, tree: Path | None = None) -> bool:
     """The boot files of this root are in the cache (False when the kernel is not downloaded yet)."""
     kernels = sorted(vm_cache().glob("linux-image-*/.complete"))
-    return any((vm_cache() / f"boot-{boot_key(k.parent.name.removeprefix('linux-image-'), root_id(mysql))}"
+    return any((vm_cache() / f"boot-{boot_key(k.parent.name.removeprefix('linux-image-'), root_id(mysql, tree))}"
                 / ".complete").exists() for k in kernels)
 
 
-def ensure_boot_files(say: Say, mysql: MysqlRootfs | None = None) -> BootFiles:
+def ensure_boot_files(say: Say, mysql: MysqlRootfs | None = None, tree: Path | None = None) -> BootFiles:
     """The kernel, initramfs and root disk for the current inputs, built now when missing (about a minute): the
-    root disk holds the MariaDB image's rootfs, or `mysql`'s (a MySQL variant's)."""
+    root disk holds the MariaDB image's rootfs, `mysql`'s (a MySQL variant's), or the root filesystem `tree` of a
+    variant's `mysqld:`."""
     kernel_dir, version = ensure_kernel(say)
-    folder = vm_cache() / f"boot-{boot_key(version, root_id(mysql))}"
+    folder = vm_cache() / f"boot-{boot_key(version, root_id(mysql, tree))}"
     files = BootFiles(next(iter(sorted((kernel_dir / "boot").glob("vmlinuz-*")))), folder / "initrd.gz",
                       folder / "root.img", version)
     if (folder / ".complete").exists():
         return files
     require_program("mkfs.ext4", "apt-get install e2fsprogs (scripts/setup does it)")
-    tarball = build_rootfs(say) if mysql is None else None
+    tree = tree or (mysql.root if mysql is not None else None)
+    tarball = build_rootfs(say) if tree is None else None
     started = time.monotonic()
-    say("building the VM's root disk from the " + ("server image's rootfs" if mysql is None else
-                                                    f"MySQL rootfs {mysql.folder.name}"))
+    say("building the VM's root disk from the " + ("server image's rootfs" if tree is None else
+                                                    f"root filesystem {tree}"))
     shutil.rmtree(folder, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix="boot-", dir=vm_cache()))
     try:
         build_initramfs(kernel_dir, version, work / "initrd.gz")
-        root_disk(work / "root.img", tarball=tarball, tree=None if mysql is None else mysql.root)
+        root_disk(work / "root.img", tarball=tarball, tree=tree)
         work.rename(folder)
         (folder / ".complete").write_text(json.dumps({"kernel": version, "seconds": time.monotonic() - started}))
         say(f"VM boot files ready in {time.monotonic() - started:.0f} s")

@@ -42,7 +42,13 @@ from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import MARIADB
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.restore import FACTS_FILE, PROGRESS_EVERY, copy_tree
-from layerbench.server.servers import DEFAULT_MYSQL, IMAGE_PROGRAMS, ServerProgram, image_server
+from layerbench.server.servers import (
+    DEFAULT_MYSQL,
+    IMAGE_PROGRAMS,
+    ServerProgram,
+    image_server,
+    rooted_image_server,
+)
 from layerbench.server.vmimage import tree_bytes
 
 START_TIMEOUT = 180.0
@@ -65,7 +71,7 @@ def labels(spec: ServerSpec, role: str) -> dict[str, str]:
 def server_command(server: ServerProgram, snapshot: bool, storage: str) -> list[str]:
     """The container's command: fill the datadir (unless restored on the host: HOST_RESTORED) from the snapshot or
     with the flavour's own init, then start the server program the flavour's image runs (servers.image_server)."""
-    init = server.flavour.init_command(server.command, Path(DATADIR))
+    init = server.flavour.init_command(server.command, Path(DATADIR), paths=server.path_options())
     fill = f"cp -a {SNAPSHOT}/. {DATADIR}/ && : > {LOGS}/{COPY_DONE}" if snapshot else \
         shlex.join(init) + " >/dev/null"
     steps = [f"mkdir -p {DATADIR} /run/mysqld"]
@@ -134,7 +140,9 @@ class DockerBackend(BackendBase):
     def server(self) -> ServerProgram:
         """The server the container runs: the flavour's program in the local image (an `image:`: MariaDB's)."""
         if self._server is None:
-            self._server = image_server(self.variant) if self.variant.image is None else IMAGE_MARIADB
+            variant = self.variant
+            self._server = IMAGE_MARIADB if variant.image is not None else \
+                rooted_image_server(variant) if variant.mysqld is not None else image_server(variant)
         return self._server
 
     # --- preflight -----------------------------------------------------------------------------------------
@@ -222,7 +230,7 @@ class DockerBackend(BackendBase):
     def _write_config(self, spec: ServerSpec) -> None:
         owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
                  "bind-address": spec.listen_address if self.variant.network == "host" else "0.0.0.0",
-                 "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
+                 "pid-file": "/run/mysqld/mysqld.pid", "user": "root", **self.server.paths}
         write_server_files(server_files(spec, owned, self.server.flavour), spec.private_dir / "conf")
 
     def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
@@ -331,7 +339,14 @@ def container_log_tail(spec: ServerSpec | None, container: Any, lines: int, secr
 
 
 def local_image(client: Any, variant: DockerVariant, say: Callable[[str], None] | None = None) -> str:
-    """The locally built image of the variant's server flavour (built or imported now when missing)."""
+    """The locally built image of the variant's server flavour, or of its `mysqld:`'s root filesystem (built or
+    imported now when missing)."""
+    if variant.mysqld is not None:
+        from layerbench.server.binary_root import require_root
+        from layerbench.server.mysql_image import ensure_root_image
+
+        found = require_root(variant.mysqld, f"variants.{variant.name}.mysqld")
+        return ensure_root_image(client, found.root, found.inside, say)
     if variant.server.flavour == "mysql":
         from layerbench.server.mysql_image import ensure_mysql_image
 

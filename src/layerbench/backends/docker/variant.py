@@ -22,8 +22,16 @@ from layerbench.backends.variant_base import (
 )
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
-from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, rootfs_mysql
+from layerbench.server.servers import (
+    DEFAULT_MYSQL,
+    ServerChoice,
+    image_server,
+    resolve_server,
+    rooted_image_server,
+    rootfs_mysql,
+)
 
+CONTAINER_PROGRAMS = ("sh", "mkdir", "cp")  # what the container's command runs besides the server (local.py)
 NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
     "bridge": "bridge network, port published",
     "bridge-direct": "a bridge network of its own",
@@ -65,6 +73,8 @@ class DockerVariant(ImageVariant):
     resources: DockerResources = Field(default_factory=DockerResources)
     qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = None
     client: Literal["host", "container"] = "host"
+    mysqld: str | None = Field(default=None, max_length=4096, description="a server binary inside a root "
+                               "filesystem; the container is an image of that root (docs/servers.md)")
 
     local_backend: ClassVar[str] = "layerbench.backends.docker.local:DockerBackend"
     remote_backend: ClassVar[str | None] = "layerbench.backends.docker.remote:RemoteDockerBackend"
@@ -72,13 +82,15 @@ class DockerVariant(ImageVariant):
     run_overhead: ClassVar[float] = 3  # container start + stop, measured: 1.6 s median over 243 runs here, + margin
     leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
 
-    @model_validator(mode="before")
-    @classmethod
-    def _no_binary_yet(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "mysqld" in data:
-            raise ValueError("mysqld: a server binary of your own runs in the host backend only (docker: not yet); "
-                             "use backend: host, or image: an image of that server (docs/backends/docker.md)")
-        return data
+    @model_validator(mode="after")
+    def _binary_or_image(self) -> DockerVariant:
+        if self.mysqld is not None and self.image is not None:
+            raise ValueError(f"variants.{self.name}.mysqld: a server binary of your own runs in an image made from "
+                             "its root filesystem, image: names another; remove mysqld: or image:")
+        if self.mysqld is not None and self.server_host is not None:
+            raise ValueError(f"variants.{self.name}.mysqld: a server binary of your own in Docker on another host "
+                             "(server_host): not yet; use this machine's daemon, or backend: host")
+        return self
 
     @field_validator("image", mode="before")
     @classmethod
@@ -110,6 +122,7 @@ class DockerVariant(ImageVariant):
         if self.qos not in (None, "besteffort") and not self.resources.memory:
             limits.append(f"memory {self.derived_memory()} (the buffer pool + overhead)")
         image = self.image or ("the local MySQL image (the cached rootfs)" if self.server.flavour == "mysql" else
+                               f"an image of the root filesystem of {self.mysqld}" if self.mysqld else
                                "the local layerbench image")
         return (f"a container of {image}; {NETWORK_WORDS[self.network]}; "
                 f"{STORAGE_WORDS[self.storage]}; limits: {', '.join(limits) or 'none'}")
@@ -167,6 +180,8 @@ class DockerVariant(ImageVariant):
     def first_time_costs(self) -> list[FirstTimeCost]:
         if self.image is not None:
             return []
+        if self.mysqld is not None:
+            return [self._root_image_cost()]
         if self.server.flavour == "mysql":
             from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
 
@@ -175,11 +190,25 @@ class DockerVariant(ImageVariant):
                                   IMPORT_SECONDS, rank=1, cached=lambda: mysql_image_imported(version))]
         return [SERVER_IMAGE_COST]
 
+    def _root_image_cost(self) -> FirstTimeCost:
+        from layerbench.server.binary_root import find_root
+        from layerbench.server.mysql_image import IMPORT_SECONDS, root_image_imported
+
+        found = find_root(str(self.mysqld))
+        where = found.root if found else self.mysqld
+        return FirstTimeCost(f"an image of {where}, the root of variant {self.name}'s mysqld, imported once (docker "
+                             "import)", IMPORT_SECONDS, rank=1, cached=lambda: bool(found and
+                                                                                   root_image_imported(found.root)))
+
     def runs_mysql(self, local: bool) -> bool:
         return local  # the MySQL image is imported from this machine's rootfs; a daemon on an ssh: host: not yet
 
     def check_server_here(self) -> None:
-        """A MySQL variant: its rootfs is built (else the command that builds it), in the local image only."""
+        """A MySQL variant: its rootfs is built (else the command that builds it), in the local image only; a
+        `mysqld:` variant: the binary is a server layerbench knows, inside a root holding its libraries."""
+        if self.mysqld is not None:
+            self._check_binary()
+            return
         if self.server.flavour != "mysql":
             return
         where = f"variants.{self.name}"
@@ -192,6 +221,20 @@ class DockerVariant(ImageVariant):
                            "sysbench); use client: host")
         image_server(self)
 
+    def _check_binary(self) -> None:
+        where = f"variants.{self.name}"
+        if self.client == "container":
+            raise BadInput(f"{where}.client: sysbench in a container beside a mysqld: binary: not yet (its root "
+                           "need not hold sysbench); use client: host")
+        from layerbench.server.binary_root import require_root
+
+        found = require_root(str(self.mysqld), f"{where}.mysqld")
+        missing = found.missing_programs(CONTAINER_PROGRAMS)
+        if missing:
+            raise BadInput(f"{where}.mysqld: its root {shown(str(found.root))} has no {', '.join(missing)}, which the "
+                           "container's command runs; install them in that root (debootstrap's minbase has them)")
+        rooted_image_server(self)
+
     def restore_problem(self) -> str | None:
         """An image of the user's decides its server's version, so a datadir made by this machine's server is not
         restored into it: every run starts from an empty datadir (its entrypoint's, or layerbench's init)."""
@@ -200,6 +243,8 @@ class DockerVariant(ImageVariant):
         return super().restore_problem()
 
     def server_command_here(self) -> tuple[str, ...] | None:
+        if self.mysqld is not None:  # the same bytes, here through the root's own loader
+            return resolve_server(self).command
         if self.server.flavour == "mysql" and self.image is None:  # the rootfs's mysqld, the image's own bytes
             return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
         return which_server("mariadbd")
@@ -207,6 +252,8 @@ class DockerVariant(ImageVariant):
     def snapshot_server(self) -> ServerChoice:
         """MySQL's datadir is made by the rootfs's mysqld on this machine (the same server as the image's), the
         same snapshot a host variant of that version restores; MariaDB's by this host's MariaDB."""
+        if self.mysqld is not None:  # the binary itself, here through its root's loader
+            return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
         if self.server.flavour == "mysql" and self.server_host is None:
             return ServerChoice("prepare", "mysql", self.server.version)
         return super().snapshot_server()

@@ -37,7 +37,7 @@ class HostVariant(VariantBase):
         resolve_server(self)
 
     def server_command_here(self) -> tuple[str, ...] | None:
-        if self.server.flavour == "mysql":  # the rootfs's mysqld
+        if self.server.flavour == "mysql" or self.mysqld:  # the rootfs's mysqld, or a binary (in its root's loader)
             return resolve_server(self).command
         return which_server(self.mysqld or "mariadbd")
 

@@ -37,11 +37,12 @@ from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.machine import check_cpus, free_port
 from layerbench.hosts.procs import ManagedProcess, require_program, run, start, with_cpus
+from layerbench.server.binary_root import require_root
 from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import connect, wait_until_ready
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.mysql_rootfs import MysqlRootfs, require_rootfs
-from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, image_server
+from layerbench.server.mysql_rootfs import MysqlRootfs, built_rootfses, require_rootfs
+from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, image_server, rooted_image_server
 from layerbench.server.vmimage import BootFiles, ensure_boot_files, make_ext4
 
 GUEST_DATADIR = "/var/lib/mysql"
@@ -86,25 +87,20 @@ class VMBackend(BackendBase):
             raise BadInput(f"{where}.network: tap needs /dev/net/tun; use network: user")
 
     def prepare(self, say: Callable[[str], None]) -> None:
-        ensure_boot_files(say, self.mysql_rootfs())
-
-    def mysql_rootfs(self) -> MysqlRootfs | None:
-        """The MySQL rootfs the guest's root disk is copied from (a MySQL variant), else None (MariaDB's image)."""
-        if self.variant.server.flavour != "mysql":
-            return None
-        return require_rootfs(self.variant.server.version or DEFAULT_MYSQL, f"variants.{self.variant.name}.server"
-                              ".version")
+        ensure_boot_files(say, *guest_root(self.variant))
 
     @property
     def server(self) -> ServerProgram:
-        """The guest's server: its flavour (MySQL's read from the rootfs's own mysqld) and program."""
-        return image_server(self.variant)
+        """The guest's server: its flavour (MySQL's read from the rootfs's own mysqld, a `mysqld:`'s from it, through
+        its root's loader) and program."""
+        variant = self.variant
+        return rooted_image_server(variant) if variant.mysqld is not None else image_server(variant)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
         variant, self.spec = self.variant, spec
-        self.boot = ensure_boot_files(lambda _t: None, self.mysql_rootfs())
+        self.boot = ensure_boot_files(lambda _t: None, *guest_root(self.variant))
         with signals_deferred():  # noted for down() and `clean` before it exists
             self.work = spec.work_dir / "vm" / spec.label
             owners.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
@@ -125,7 +121,7 @@ class VMBackend(BackendBase):
                                                    boot_timeout=variant.boot_timeout)
         self.facts |= {"accel": accel, "accel_reason": reason, "boot_seconds": round(time.monotonic() - started, 1),
                        "guest_uptime_at_ready": uptime, "guest_kernel": self.boot.kernel_version,
-                       **qemu_version()}
+                       "root_disk": str(self.boot.root), **qemu_version()}
         if accel == "tcg":
             self.facts["warnings"] = [EMULATED + (f" ({reason})" if reason else "")]
         wait_until_ready(endpoint, alive=lambda: bool(self.qemu and self.qemu.alive()), timeout=120,
@@ -269,6 +265,18 @@ def qemu_version() -> dict[str, str]:
     return {}
 
 
+def guest_root(variant: VMVariant) -> tuple[MysqlRootfs | None, Path | None]:
+    """What the root disk is copied from: the MySQL rootfs (a MySQL variant, or a `mysqld:` of that very rootfs:
+    its root disk is shared), the root filesystem of the variant's `mysqld:`, else neither (MariaDB's image)."""
+    if variant.mysqld is not None:
+        found = require_root(variant.mysqld, f"variants.{variant.name}.mysqld")
+        built = next((rootfs for _, rootfs in built_rootfses() if rootfs.root.resolve() == found.root), None)
+        return (built, None) if built is not None else (None, found.root)
+    if variant.server.flavour != "mysql":
+        return None, None
+    return require_rootfs(variant.server.version or DEFAULT_MYSQL, f"variants.{variant.name}.server.version"), None
+
+
 GUEST_OWNED = {"datadir": GUEST_DATADIR, "port": 3306, "socket": GUEST_SOCKET, "bind-address": "0.0.0.0",
                "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
 
@@ -276,7 +284,7 @@ GUEST_OWNED = {"datadir": GUEST_DATADIR, "port": 3306, "socket": GUEST_SOCKET, "
 def server_script(server: ServerProgram) -> str:
     """The config disk's server.sh, which the guest init (data/vm/init.sh) sources: how the flavour makes an empty
     datadir, runs its server and says it is up (server/flavour.py's commands, nothing named by the init)."""
-    init = server.flavour.init_command(server.command, Path(GUEST_DATADIR))
+    init = server.flavour.init_command(server.command, Path(GUEST_DATADIR), paths=server.path_options())
     return (f"init_datadir() {{ {shlex.join(init)}; }}\n"
             f"run_server() {{ exec {shlex.join(server.command)} \"$@\"; }}\n"
             f"server_ready() {{ {shlex.join(server.flavour.ready_command(GUEST_SOCKET))}; }}\n")
@@ -285,7 +293,7 @@ def server_script(server: ServerProgram) -> str:
 def config_disk(spec: ServerSpec, server: ServerProgram) -> Path:
     """The guest's config disk: my.cnf, init SQL, server.sh, and a `fresh` mark when the datadir is to be made."""
     folder = spec.private_dir / "vm-config"
-    write_server_files(server_files(spec, GUEST_OWNED, server.flavour), folder)
+    write_server_files(server_files(spec, {**GUEST_OWNED, **server.paths}, server.flavour), folder)
     (folder / "server.sh").write_text(server_script(server), encoding="utf-8")
     if spec.snapshot is None:
         (folder / "fresh").write_text("")

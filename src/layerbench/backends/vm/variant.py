@@ -12,7 +12,14 @@ from pydantic import Field, ValidationError, model_validator
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.variant_base import MAX_SECONDS, DiskCopy, FirstTimeCost, VariantBase
 from layerbench.hosts.placement import Placement, tcp_path
-from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, rootfs_mysql
+from layerbench.server.servers import (
+    DEFAULT_MYSQL,
+    ServerChoice,
+    image_server,
+    resolve_server,
+    rooted_image_server,
+    rootfs_mysql,
+)
 from layerbench.server.settings import ServerSettings
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
@@ -51,6 +58,8 @@ class VMVariant(VariantBase):
     disk_cache: Literal["none", "writeback"] = "none"
     network: Literal["tap", "user"] = "user"
     boot_timeout: int = Field(default=300, ge=5, le=MAX_SECONDS)
+    mysqld: str | None = Field(default=None, max_length=4096, description="a server binary inside a root "
+                               "filesystem; the guest's root disk is a copy of that root (docs/servers.md)")
 
     local_backend: ClassVar[str] = "layerbench.backends.vm.local:VMBackend"
     remote_backend: ClassVar[str | None] = "layerbench.backends.vm.remote:RemoteVMBackend"
@@ -72,12 +81,20 @@ class VMVariant(VariantBase):
             return data  # the field's own validation says what is wrong
         return {**data, "memory": cls.model_construct(server=server).derived_memory()}
 
+    @model_validator(mode="after")
+    def _binary_here_only(self) -> VMVariant:
+        if self.mysqld is not None and self.server_host is not None:
+            raise ValueError(f"variants.{self.name}.mysqld: a server binary of your own in a VM on another host "
+                             "(server_host): not yet; run the VM on this machine, or use backend: host")
+        return self
+
     @property
     def builds_server_here(self) -> bool:
         return True
 
     def describe_plan(self) -> str:
-        mysql = f"MySQL {self.server.version or DEFAULT_MYSQL} (the cached rootfs) in " if self.is_mysql else ""
+        mysql = f"MySQL {self.server.version or DEFAULT_MYSQL} (the cached rootfs) in " if self.is_mysql else \
+            f"{self.mysqld} (a root disk copied from its root filesystem) in " if self.mysqld else ""
         derived = self.server.buffer_pool_bytes() is not None and self.memory == self.derived_memory()
         memory = f"{self.memory} memory{' (the buffer pool + overhead)' if derived else ''}"
         return (f"{mysql}a QEMU VM, {self.vcpus} vCPU(s), {memory}, {ACCEL_WORDS[self.accel]}; disk cache "
@@ -102,6 +119,10 @@ class VMVariant(VariantBase):
         return [f"VM base image {BASE_NAME}"]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
+        if self.mysqld is not None:
+            return [FirstTimeCost(f"the VM's kernel, initramfs and a root disk copied from the root filesystem of "
+                                  f"variant {self.name}'s mysqld, built once", BOOT_FILES_SECONDS, rank=1,
+                                  cached=lambda: binary_boot_files_cached(str(self.mysqld)))]
         if self.is_mysql:
             version = self.server.version or DEFAULT_MYSQL
             return [FirstTimeCost(f"the VM's kernel, initramfs and MySQL {version} root disk (copied from the MySQL "
@@ -119,10 +140,14 @@ class VMVariant(VariantBase):
     def check_server_here(self) -> None:
         """A MySQL variant: its rootfs is built (else the command that builds it) and its mysqld is one layerbench
         knows (read from its `--version`, here through the rootfs's loader)."""
-        if self.is_mysql:
+        if self.mysqld is not None:
+            check_guest_root(self)
+        elif self.is_mysql:
             image_server(self)
 
     def server_command_here(self) -> tuple[str, ...] | None:
+        if self.mysqld is not None:  # the same bytes, here through the root's own loader
+            return resolve_server(self).command
         if self.is_mysql:  # the rootfs's mysqld, the guest's own bytes
             return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
         return super().server_command_here()
@@ -130,6 +155,38 @@ class VMVariant(VariantBase):
     def snapshot_server(self) -> ServerChoice:
         """MySQL's datadir is made by the rootfs's mysqld on this machine (the guest's server), the same snapshot a
         host or Docker variant of that version restores; MariaDB's by this host's MariaDB."""
+        if self.mysqld is not None:  # the binary itself, here through its root's loader
+            return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
         if self.is_mysql and self.server_host is None:
             return ServerChoice("prepare", "mysql", self.server.version)
         return super().snapshot_server()
+
+
+GUEST_PROGRAMS = ("sh", "mount", "mkdir", "cat", "ls", "grep", "head", "test")  # what data/vm/init.sh runs
+
+
+def check_guest_root(variant: VMVariant) -> None:
+    """A `mysqld:` variant: a server layerbench knows inside a root that holds its libraries and what the guest
+    init runs (else one line naming what is missing)."""
+    from layerbench.errors import BadInput, shown
+    from layerbench.server.binary_root import require_root
+
+    where = f"variants.{variant.name}.mysqld"
+    found = require_root(str(variant.mysqld), where)
+    missing = found.missing_programs(GUEST_PROGRAMS)
+    if missing:
+        raise BadInput(f"{where}: its root {shown(str(found.root))} has no {', '.join(missing)}, which the guest's "
+                       "init runs; install them in that root (debootstrap's minbase has them)")
+    rooted_image_server(variant)
+
+
+def binary_boot_files_cached(binary: str) -> bool:
+    from layerbench.server.binary_root import find_root
+    from layerbench.server.mysql_rootfs import built_rootfses
+    from layerbench.server.vmimage import boot_files_built
+
+    found = find_root(binary)
+    if found is None:
+        return False
+    built = next((rootfs for _, rootfs in built_rootfses() if rootfs.root.resolve() == found.root), None)
+    return boot_files_built(built) if built is not None else boot_files_built(None, found.root)
