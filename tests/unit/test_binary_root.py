@@ -210,3 +210,37 @@ def test_a_mariadb_inside_a_root_is_not_yet_and_says_so(tmp_path: Path) -> None:
     binary = make_root(tmp_path / "root", "mariadbd  Ver 10.11.6-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64")
     assert "MariaDB 10.11.6 inside a root filesystem" in refusal(campaign(str(binary)))
     assert "not yet" in refusal(campaign(str(binary), backend="host"))
+
+
+def test_a_kubernetes_variant_runs_the_binary_in_an_image_of_its_root(percona: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pod's server is the binary at its path inside the root's image, with that root's files in the my.cnf; the
+    snapshot is made here by the same bytes; a sysbench Job runs layerbench's MariaDB image (the root need not
+    hold sysbench)."""
+    from layerbench.backends.kubernetes import manifests, pod
+    from layerbench.server.image import image_tag
+    from layerbench.server.mysql_image import root_image_tag
+
+    monkeypatch.setenv("LAYERBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    root = percona.parent.parent.parent
+    variant = parse_campaign(campaign(str(percona), backend="kubernetes", client="job")).variant("d")
+    variant.check_server_here()
+    server = rooted_image_server(variant)
+    assert server.command == ("/usr/sbin/mysqld",) and server.flavour.name == "percona"
+    settings = manifests.server_settings(server)
+    assert settings["basedir"] == "/usr" and settings["datadir"] == manifests.DATADIR
+    assert pod.local_image_tag(variant) == root_image_tag(root)
+    assert manifests.client_image(variant, root_image_tag(root)) == image_tag()
+    assert variant.snapshot_server().mysqld == str(percona) and variant.server_command_here() == \
+        find_root(str(percona)).command()
+    whats = [c.what for c in variant.first_time_costs()]
+    assert whats[0].startswith(f"an image of {root}") and any("MariaDB" in w for w in whats[1:]), whats
+    assert f"an image of the root filesystem of {percona}" in variant.describe_plan()
+
+
+def test_a_kubernetes_binary_needs_what_its_pod_runs_and_no_image(percona: Path, tmp_path: Path) -> None:
+    bare = make_root(tmp_path / "root", PERCONA)  # sh, mkdir, cp: enough for a pod, not for the snapshot check
+    assert "has no find, sort, xargs, sha256sum, which the pod runs" in refusal(campaign(
+        str(bare), backend="kubernetes", storage="pvc", snapshot_class="snap"))
+    with pytest.raises(BadInput, match="remove mysqld: or image:"):
+        parse_campaign(campaign(str(percona), backend="kubernetes", image="mysql:8.4"))

@@ -36,7 +36,7 @@ from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.servers import ServerProgram, image_server
+from layerbench.server.servers import ServerProgram, image_server, rooted_image_server
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
                 "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)",
@@ -64,7 +64,8 @@ class KubernetesBackend(BackendBase):
         self.nodes: list[Any] = []
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
-        self.server: ServerProgram = image_server(variant)  # the flavour's program in the local image (image: MariaDB)
+        # the flavour's program in the local image (image: MariaDB), or the mysqld: binary's in the image of its root
+        self.server: ServerProgram = rooted_image_server(variant) if variant.mysqld else image_server(variant)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -121,9 +122,7 @@ class KubernetesBackend(BackendBase):
         assert self.ns is not None
         with signals_deferred():  # no Ctrl-C between the request and the API server's creation
             self.core.create_namespace(manifests.namespace(self.ns, self._labels("namespace")))
-        owned = {"datadir": manifests.DATADIR, "port": manifests.PORT, "socket": manifests.SOCKET,
-                 "bind-address": "0.0.0.0", "pid-file": "/run/mysqld/mysqld.pid", "user": "root"}
-        files = server_files(spec, owned, self.server.flavour)
+        files = server_files(spec, manifests.server_settings(self.server), self.server.flavour)
         self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": files.mycnf}, self._labels("config")))
         self._create(manifests.secret("server-init", self.ns, {"init.sql": files.init_sql}, self._labels("secret")))
 

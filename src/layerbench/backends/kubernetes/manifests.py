@@ -190,11 +190,18 @@ def client_placement(variant: KubernetesVariant, server_labels: dict[str, str]) 
     return placement
 
 
+def server_settings(server: ServerProgram) -> dict[str, Any]:
+    """What layerbench sets in the pod's my.cnf: where the datadir, socket and pid file are, the port, every address,
+    and the server's own files where its image has them (a `mysqld:` root's basedir, messages, plugins)."""
+    return {"datadir": DATADIR, "port": PORT, "socket": SOCKET, "bind-address": "0.0.0.0",
+            "pid-file": "/run/mysqld/mysqld.pid", "user": "root", **server.paths}
+
+
 def client_image(variant: KubernetesVariant, server_image: str) -> str:
     """The image a sysbench Job runs: the server's own, which has sysbench (layerbench's MariaDB image), except
     beside MySQL, whose image is the rootfs's server only: then layerbench's MariaDB image, the same sysbench 1.0.20
     (libmariadb) that runs on the host; it logs in to MySQL's caching_sha2_password accounts over TCP."""
-    if variant.server.flavour == "mysql" and variant.image is None:
+    if (variant.server.flavour == "mysql" or variant.mysqld is not None) and variant.image is None:
         from layerbench.server.image import image_tag
 
         return image_tag()

@@ -44,7 +44,12 @@ def check_cluster(variant: KubernetesVariant) -> None:
 def local_image_tag(variant: KubernetesVariant) -> str:
     """The tag of the locally built image of the variant's flavour: MariaDB's (this machine's package) or MySQL's
     (imported from the cached rootfs: server/mysql_image.py); a MySQL rootfs that is not built is a one-line
-    BadInput naming the command that builds it."""
+    BadInput naming the command that builds it; a `mysqld:` variant's: the image of its root filesystem."""
+    if variant.mysqld is not None:
+        from layerbench.server.binary_root import require_root
+        from layerbench.server.mysql_image import root_image_tag
+
+        return root_image_tag(require_root(variant.mysqld, f"variants.{variant.name}.mysqld").root)
     if variant.server.flavour == "mysql":
         from layerbench.server.mysql_image import mysql_image_tag
         from layerbench.server.mysql_rootfs import require_rootfs
@@ -61,6 +66,12 @@ def local_image_in_docker(variant: KubernetesVariant, say: Callable[[str], None]
     """The variant's local image in this machine's Docker (built or imported now when missing): its tag."""
     from layerbench.backends.docker.daemon import docker_client
 
+    if variant.mysqld is not None:
+        from layerbench.server.binary_root import require_root
+        from layerbench.server.mysql_image import ensure_root_image
+
+        found = require_root(variant.mysqld, f"variants.{variant.name}.mysqld")
+        return ensure_root_image(docker_client(), found.root, found.inside, say)
     if variant.server.flavour == "mysql":
         from layerbench.server.mysql_image import ensure_mysql_image
         from layerbench.server.servers import DEFAULT_MYSQL
@@ -78,7 +89,7 @@ def ensure_image_on_nodes(variant: KubernetesVariant, say: Callable[[str], None]
     sysbench Job needs the MariaDB image too (manifests.client_image)."""
     import_into_nodes(variant, local_image_in_docker(variant, say), say, f"variants.{variant.name}.image",
                       "and set image:")
-    if variant.server.flavour == "mysql" and variant.client == "job":
+    if (variant.server.flavour == "mysql" or variant.mysqld is not None) and variant.client == "job":
         from layerbench.backends.docker.daemon import docker_client
         from layerbench.server.image import ensure_docker_image
 

@@ -12,12 +12,23 @@ from layerbench.backends.kubernetes.qos import quantity, resources_for
 from layerbench.backends.variant_base import IMAGE_RE, MAX_SECONDS, FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement
-from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, image_server, rootfs_mysql
+from layerbench.server.servers import (
+    DEFAULT_MYSQL,
+    ServerChoice,
+    image_server,
+    resolve_server,
+    rooted_image_server,
+    rootfs_mysql,
+)
 
 PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
               "job": "a Job's pod in the cluster to the Service's cluster IP",
               "port-forward": "kubectl port-forward from this machine (a slow path)"}
 COLD_BUILD_SECONDS = 310
+# what the pod runs from a mysqld: binary's root besides the server (manifests.py: the datadir's fill, the
+# VolumeSnapshot path's file check); the readiness probe is the flavour's admin program, checked by the flavour
+POD_PROGRAMS = ("sh", "mkdir", "cp")
+SNAPSHOT_CHECK_PROGRAMS = ("find", "sort", "xargs", "sha256sum")
 
 
 def local_cluster_built() -> bool:
@@ -58,6 +69,8 @@ class KubernetesVariant(ImageVariant):
         default="service", description="what a sysbench Job connects to: the Service's cluster IP or the pod IP")
     cpu_manager_static: bool = False
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
+    mysqld: str | None = Field(default=None, max_length=4096, description="a server binary inside a root "
+                               "filesystem; the pod runs an image of that root (docs/servers.md)")
 
     memory_unit: ClassVar[str] = "Mi"
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
@@ -84,6 +97,13 @@ class KubernetesVariant(ImageVariant):
             if value not in (None, False):
                 raise ValueError(f"variants.{self.name}.{key}: places the sysbench Job, but client is "
                                  f"{self.client!r}; set client: job or remove {key}")
+        return self
+
+    @model_validator(mode="after")
+    def _binary_or_image(self) -> KubernetesVariant:
+        if self.mysqld is not None and self.image is not None:
+            raise ValueError(f"variants.{self.name}.mysqld: a server binary of your own runs in an image made from "
+                             "its root filesystem, image: names another; remove mysqld: or image:")
         return self
 
     @model_validator(mode="after")
@@ -135,7 +155,7 @@ class KubernetesVariant(ImageVariant):
         limit = self.memory_limit()
         derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
         mysql = f" of the local MySQL {self.server.version or DEFAULT_MYSQL} image (the cached rootfs)" if \
-            self.is_mysql else ""
+            self.is_mysql else f" of an image of the root filesystem of {self.mysqld}" if self.mysqld else ""
         return (f"a namespace on {where} with {kind}{mysql}, QoS {self.qos}{'; ' + resources if resources else ''}"
                 f"{derived}; storage {self.storage}{snapshot}")
 
@@ -148,9 +168,10 @@ class KubernetesVariant(ImageVariant):
             PATH_WORDS[self.client]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
-        costs = [] if self.image is not None else [self.mysql_image_cost()] if self.is_mysql else [SERVER_IMAGE_COST]
-        if self.is_mysql and self.client == "job" and self.image is None:  # the Job's sysbench: manifests.client_image
-            costs.append(SERVER_IMAGE_COST)
+        costs = [] if self.image is not None else [self.mysql_image_cost()] if self.is_mysql else \
+            [self.root_image_cost()] if self.mysqld else [SERVER_IMAGE_COST]
+        if self.client == "job" and costs and costs[0] is not SERVER_IMAGE_COST:  # the Job's sysbench's image:
+            costs.append(SERVER_IMAGE_COST)  # manifests.client_image
         return costs + ([LOCAL_CLUSTER_COST] if self.kubeconfig is None and self.context is None else [])
 
     def mysql_image_cost(self) -> FirstTimeCost:
@@ -160,7 +181,17 @@ class KubernetesVariant(ImageVariant):
         return FirstTimeCost(f"the MySQL {version} image, imported once from its rootfs (docker import)",
                              IMPORT_SECONDS, rank=1, cached=lambda: mysql_image_imported(version))
 
-    # --- MySQL: the image imported from the cached rootfs (server/mysql_image.py), as the docker backend's ---
+    def root_image_cost(self) -> FirstTimeCost:
+        from layerbench.server.binary_root import find_root
+        from layerbench.server.mysql_image import IMPORT_SECONDS, root_image_imported
+
+        found = find_root(str(self.mysqld))
+        return FirstTimeCost(f"an image of {found.root if found else self.mysqld}, the root of variant {self.name}'s "
+                             "mysqld, imported once (docker import)", IMPORT_SECONDS, rank=1,
+                             cached=lambda: bool(found and root_image_imported(found.root)))
+
+    # --- MySQL: the image imported from the cached rootfs (server/mysql_image.py), as the docker backend's; a
+    # mysqld: binary's: an image of its root filesystem (server/binary_root.py), as the docker backend's ---
 
     @property
     def is_mysql(self) -> bool:
@@ -171,7 +202,11 @@ class KubernetesVariant(ImageVariant):
 
     def check_server_here(self) -> None:
         """A MySQL variant: its rootfs is built (else the command that builds it), in the local image only (a
-        sysbench Job runs layerbench's MariaDB image: manifests.client_image)."""
+        sysbench Job runs layerbench's MariaDB image: manifests.client_image); a `mysqld:` variant: a server
+        layerbench knows, inside a root holding its libraries and what the pod runs besides it."""
+        if self.mysqld is not None:
+            self._check_binary()
+            return
         if not self.is_mysql:
             return
         where = f"variants.{self.name}"
@@ -180,7 +215,20 @@ class KubernetesVariant(ImageVariant):
                            "rootfs; an image of your own with MySQL: not yet; remove image:")
         image_server(self)
 
+    def _check_binary(self) -> None:
+        from layerbench.server.binary_root import require_root
+
+        where = f"variants.{self.name}.mysqld"
+        found = require_root(str(self.mysqld), where)
+        missing = found.missing_programs(POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()))
+        if missing:
+            raise BadInput(f"{where}: its root {found.root} has no {', '.join(missing)}, which the pod runs; install "
+                           "them in that root (debootstrap's minbase has them)")
+        rooted_image_server(self)
+
     def server_command_here(self) -> tuple[str, ...] | None:
+        if self.mysqld is not None:  # the same bytes, here through the root's own loader
+            return resolve_server(self).command
         if self.is_mysql and self.image is None:  # the rootfs's mysqld, the image's own bytes
             return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
         return super().server_command_here()
@@ -188,6 +236,8 @@ class KubernetesVariant(ImageVariant):
     def snapshot_server(self) -> ServerChoice:
         """MySQL's datadir is made by the rootfs's mysqld on this machine (the same server as the image's): the same
         snapshot a host or docker variant of that version restores; MariaDB's by this host's MariaDB."""
+        if self.mysqld is not None:  # the binary itself, here through its root's loader
+            return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
         if self.is_mysql:
             return ServerChoice("prepare", "mysql", self.server.version)
         return super().snapshot_server()
