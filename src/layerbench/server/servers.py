@@ -155,6 +155,21 @@ def rooted_image_server(variant: ChosenServer) -> ServerProgram:
     return ServerProgram(on_host.flavour, (found.inside,), found.paths_inside())
 
 
+def check_rooted_binary(variant: ChosenServer, programs: tuple[str, ...], runner: str) -> ServerProgram:
+    """A container, guest or pod variant's `mysqld:`: a server layerbench knows, inside a root that holds its
+    libraries and the `programs` that `runner` (the container's command, the guest's init, the pod) runs besides
+    it; else one line naming what is missing. Returns the server as the image or guest made from the root runs it."""
+    from layerbench.server.binary_root import require_root
+
+    where = f"variants.{variant.name}.mysqld"
+    found = require_root(str(variant.mysqld), where)
+    missing = found.missing_programs(programs)
+    if missing:
+        raise BadInput(f"{where}: its root {shown(str(found.root))} has no {', '.join(missing)}, which {runner} "
+                       "runs; install them in that root (debootstrap's minbase has them)")
+    return rooted_image_server(variant)
+
+
 def check_wanted(chosen: ServerSettings, flavour: Flavour, where: str) -> None:
     """A server.flavour / server.version the variant asks for is the one its binary is."""
     if chosen.flavour and chosen.flavour != flavour.name:

@@ -25,9 +25,9 @@ from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
     ServerChoice,
+    check_rooted_binary,
     image_server,
     resolve_server,
-    rooted_image_server,
     rootfs_mysql,
 )
 
@@ -226,14 +226,7 @@ class DockerVariant(ImageVariant):
         if self.client == "container":
             raise BadInput(f"{where}.client: sysbench in a container beside a mysqld: binary: not yet (its root "
                            "need not hold sysbench); use client: host")
-        from layerbench.server.binary_root import require_root
-
-        found = require_root(str(self.mysqld), f"{where}.mysqld")
-        missing = found.missing_programs(CONTAINER_PROGRAMS)
-        if missing:
-            raise BadInput(f"{where}.mysqld: its root {shown(str(found.root))} has no {', '.join(missing)}, which the "
-                           "container's command runs; install them in that root (debootstrap's minbase has them)")
-        rooted_image_server(self)
+        check_rooted_binary(self, CONTAINER_PROGRAMS, "the container's command")
 
     def restore_problem(self) -> str | None:
         """An image of the user's decides its server's version, so a datadir made by this machine's server is not

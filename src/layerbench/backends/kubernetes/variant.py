@@ -15,9 +15,9 @@ from layerbench.hosts.placement import Placement
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
     ServerChoice,
+    check_rooted_binary,
     image_server,
     resolve_server,
-    rooted_image_server,
     rootfs_mysql,
 )
 
@@ -216,15 +216,7 @@ class KubernetesVariant(ImageVariant):
         image_server(self)
 
     def _check_binary(self) -> None:
-        from layerbench.server.binary_root import require_root
-
-        where = f"variants.{self.name}.mysqld"
-        found = require_root(str(self.mysqld), where)
-        missing = found.missing_programs(POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()))
-        if missing:
-            raise BadInput(f"{where}: its root {found.root} has no {', '.join(missing)}, which the pod runs; install "
-                           "them in that root (debootstrap's minbase has them)")
-        rooted_image_server(self)
+        check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()), "the pod")
 
     def server_command_here(self) -> tuple[str, ...] | None:
         if self.mysqld is not None:  # the same bytes, here through the root's own loader

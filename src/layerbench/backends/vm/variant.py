@@ -15,9 +15,9 @@ from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
     ServerChoice,
+    check_rooted_binary,
     image_server,
     resolve_server,
-    rooted_image_server,
     rootfs_mysql,
 )
 from layerbench.server.settings import ServerSettings
@@ -168,16 +168,7 @@ GUEST_PROGRAMS = ("sh", "mount", "mkdir", "cat", "ls", "grep", "head", "test")  
 def check_guest_root(variant: VMVariant) -> None:
     """A `mysqld:` variant: a server layerbench knows inside a root that holds its libraries and what the guest
     init runs (else one line naming what is missing)."""
-    from layerbench.errors import BadInput, shown
-    from layerbench.server.binary_root import require_root
-
-    where = f"variants.{variant.name}.mysqld"
-    found = require_root(str(variant.mysqld), where)
-    missing = found.missing_programs(GUEST_PROGRAMS)
-    if missing:
-        raise BadInput(f"{where}: its root {shown(str(found.root))} has no {', '.join(missing)}, which the guest's "
-                       "init runs; install them in that root (debootstrap's minbase has them)")
-    rooted_image_server(variant)
+    check_rooted_binary(variant, GUEST_PROGRAMS, "the guest's init")
 
 
 def binary_boot_files_cached(binary: str) -> bool:
