@@ -20,7 +20,7 @@ from pydantic import Field, field_validator, model_validator
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.neighbours.model import NeighbourList
-from layerbench.server.servers import ServerChoice
+from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, resolve_server, rootfs_mysql
 from layerbench.server.settings import (  # noqa: F401 - the campaign file's vocabulary, read from here too
     MAX_VALUE,
     NOT_SECRETS,
@@ -237,7 +237,37 @@ class VariantBase(Strict):
         return ServerChoice("prepare")
 
 
-class ImageVariant(VariantBase):
+class BuiltServerVariant(VariantBase):
+    """A variant whose server is made here of this machine's bytes (an image, a guest's disk, a pod's image): this
+    host's MariaDB package, the cached MySQL rootfs, or a `mysqld:` binary's root. Its option names are checked, and
+    its datadir snapshots made, by those same bytes run here (Docker, VM, Kubernetes)."""
+
+    if TYPE_CHECKING:  # each subclass's own field, with its own description
+        mysqld: str | None
+
+    def mysql_from_rootfs(self) -> bool:
+        """Whether its server is the cached rootfs's mysqld (not one the user's image brings)."""
+        return self.server.flavour == "mysql"
+
+    def server_command_here(self) -> tuple[str, ...] | None:
+        if self.mysqld is not None:  # the same bytes, here through the root's own loader
+            return resolve_server(self).command
+        if self.mysql_from_rootfs():  # the rootfs's mysqld: the image's, guest's or pod's own bytes
+            return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
+        return super().server_command_here()
+
+    def snapshot_server(self) -> ServerChoice:
+        """MySQL's datadir is made by the rootfs's mysqld on this machine (the same bytes as the variant's server):
+        the same snapshot a host variant of that version restores; a `mysqld:` binary's by that binary here
+        (through its root's loader); MariaDB's by this host's MariaDB."""
+        if self.mysqld is not None:
+            return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
+        if self.server.flavour == "mysql" and self.server_host is None:
+            return ServerChoice("prepare", "mysql", self.server.version)
+        return super().snapshot_server()
+
+
+class ImageVariant(BuiltServerVariant):
     """A variant whose server runs from an image (Docker, Kubernetes): built here from this machine's packages when
     it names none, and whose sysbench may run beside it (`client:` equal to own_client) instead of on a host."""
 
@@ -257,6 +287,9 @@ class ImageVariant(VariantBase):
     @property
     def builds_server_here(self) -> bool:
         return self.image is None
+
+    def mysql_from_rootfs(self) -> bool:
+        return super().mysql_from_rootfs() and self.image is None
 
 
 def which_server(program: str) -> tuple[str, ...] | None:

@@ -18,17 +18,13 @@ from layerbench.backends.variant_base import (
     ImageVariant,
     Strict,
     VariantBase,
-    which_server,
 )
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
-    ServerChoice,
     check_rooted_binary,
     image_server,
-    resolve_server,
-    rootfs_mysql,
 )
 
 CONTAINER_PROGRAMS = ("sh", "mkdir", "cp")  # what the container's command runs besides the server (local.py)
@@ -234,19 +230,3 @@ class DockerVariant(ImageVariant):
         if self.image is not None:
             return f"image {self.image} runs its own server version; each run starts from an empty datadir"
         return super().restore_problem()
-
-    def server_command_here(self) -> tuple[str, ...] | None:
-        if self.mysqld is not None:  # the same bytes, here through the root's own loader
-            return resolve_server(self).command
-        if self.server.flavour == "mysql" and self.image is None:  # the rootfs's mysqld, the image's own bytes
-            return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
-        return which_server("mariadbd")
-
-    def snapshot_server(self) -> ServerChoice:
-        """MySQL's datadir is made by the rootfs's mysqld on this machine (the same server as the image's), the
-        same snapshot a host variant of that version restores; MariaDB's by this host's MariaDB."""
-        if self.mysqld is not None:  # the binary itself, here through its root's loader
-            return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
-        if self.server.flavour == "mysql" and self.server_host is None:
-            return ServerChoice("prepare", "mysql", self.server.version)
-        return super().snapshot_server()

@@ -14,11 +14,8 @@ from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
-    ServerChoice,
     check_rooted_binary,
     image_server,
-    resolve_server,
-    rootfs_mysql,
 )
 
 PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
@@ -218,18 +215,3 @@ class KubernetesVariant(ImageVariant):
     def _check_binary(self) -> None:
         check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()), "the pod")
 
-    def server_command_here(self) -> tuple[str, ...] | None:
-        if self.mysqld is not None:  # the same bytes, here through the root's own loader
-            return resolve_server(self).command
-        if self.is_mysql and self.image is None:  # the rootfs's mysqld, the image's own bytes
-            return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
-        return super().server_command_here()
-
-    def snapshot_server(self) -> ServerChoice:
-        """MySQL's datadir is made by the rootfs's mysqld on this machine (the same server as the image's): the same
-        snapshot a host or docker variant of that version restores; MariaDB's by this host's MariaDB."""
-        if self.mysqld is not None:  # the binary itself, here through its root's loader
-            return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
-        if self.is_mysql:
-            return ServerChoice("prepare", "mysql", self.server.version)
-        return super().snapshot_server()

@@ -10,15 +10,12 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.variant_base import MAX_SECONDS, DiskCopy, FirstTimeCost, VariantBase
+from layerbench.backends.variant_base import MAX_SECONDS, BuiltServerVariant, DiskCopy, FirstTimeCost
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
-    ServerChoice,
     check_rooted_binary,
     image_server,
-    resolve_server,
-    rootfs_mysql,
 )
 from layerbench.server.settings import ServerSettings
 
@@ -49,7 +46,7 @@ BOOT_FILES_COST = FirstTimeCost("the VM's kernel and initramfs, built once from 
                                 rank=1, cached=boot_files_cached)
 
 
-class VMVariant(VariantBase):
+class VMVariant(BuiltServerVariant):
     backend: Literal["vm"]
     vcpus: int = Field(default=1, ge=1, le=256)
     memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$", description="the guest's memory; unset: "
@@ -144,22 +141,6 @@ class VMVariant(VariantBase):
             check_guest_root(self)
         elif self.is_mysql:
             image_server(self)
-
-    def server_command_here(self) -> tuple[str, ...] | None:
-        if self.mysqld is not None:  # the same bytes, here through the root's own loader
-            return resolve_server(self).command
-        if self.is_mysql:  # the rootfs's mysqld, the guest's own bytes
-            return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
-        return super().server_command_here()
-
-    def snapshot_server(self) -> ServerChoice:
-        """MySQL's datadir is made by the rootfs's mysqld on this machine (the guest's server), the same snapshot a
-        host or Docker variant of that version restores; MariaDB's by this host's MariaDB."""
-        if self.mysqld is not None:  # the binary itself, here through its root's loader
-            return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
-        if self.is_mysql and self.server_host is None:
-            return ServerChoice("prepare", "mysql", self.server.version)
-        return super().snapshot_server()
 
 
 GUEST_PROGRAMS = ("sh", "mount", "mkdir", "cat", "ls", "grep", "head", "test")  # what data/vm/init.sh runs
