@@ -14,8 +14,8 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "src/layerbench/data/exampl
 # that owns theirs, by the fixture or test named here (the test below checks it is there and uses smoke_version).
 RUN_ELSEWHERE = {"k8s-two-nodes": ("tests/integration/test_k8s_cluster_campaign.py",
                                    "campaign"),  # its module fixture runs the example in smoke mode
-                 # in smoke mode but 2 rounds, asserting what each QoS class and the neighbour pods do: one run of
-                 # its 14 instead of a smoke run of 7 here and 11 more runs there
+                 # in smoke mode, asserting what each QoS class and the neighbour pods do: its 7 runs instead of a
+                 # smoke run of 7 here and more runs there
                  "k8s-qos": ("tests/integration/test_kubernetes_backend.py",
                              "test_the_qos_example_each_class_and_a_pinned_pod_keeps_its_cpu_beside_a_burstable_"
                              "neighbour_pod")}

@@ -198,7 +198,8 @@ def test_a_large_sample_gets_a_t_interval_of_the_mean() -> None:
 
 
 def test_an_identical_variant_is_called_different_at_most_alpha_of_the_time() -> None:
-    """The shape of tests/integration/test_verdicts.py (6 + 6 runs, an A/A and a real cost, Holm over 2, ±5 %)
+    """The shape of the verdicts on real runs (tests/integration/test_adaptive.py: an A/A and a real cost, 6 + 6
+    runs at the A/A's first look, Holm over 2 here, ±5 %)
     on 4,000 simulated campaigns with a run-to-run CV of 7 % (what CI machines show): the A/A gets p < alpha in
     at most alpha of them (the exact test's size at 6 + 6 is 38/924 = 0.041; the bound allows three Monte Carlo
     standard errors), as the exact test promises, and a firm slower/faster almost never. That is why the
