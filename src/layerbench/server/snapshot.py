@@ -6,9 +6,12 @@ A snapshot is the folder `<datasets dir>/<key>/` with `datadir/` (a cleanly shut
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,12 +110,15 @@ def find_snapshot(key: str) -> Snapshot | None:
 
 
 def folder_size(path: Path) -> int:
+    """Bytes of the regular files under `path`. A running server or build may remove a file (general_log.CSV) or a
+    whole folder (a finished build's) while it is listed: what is gone is not counted (os.walk skips a folder that
+    vanished; Path.rglob raised FileNotFoundError out of its iterator)."""
     total = 0
-    for f in path.rglob("*"):
-        try:  # a running server may remove a file (general_log.CSV) between the listing and the stat
-            total += f.stat().st_size if f.is_file() and not f.is_symlink() else 0
-        except FileNotFoundError:
-            continue
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                st = os.lstat(os.path.join(folder, name))
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
     return total
 
 
@@ -123,8 +129,10 @@ def list_snapshots() -> list[tuple[str, int, dict[str, Any]]]:
     for folder in sorted(root.iterdir()) if root.exists() else []:
         if not folder.is_dir() or folder.name == ".locks":
             continue
-        meta_file = folder / "meta.json"
-        meta = json.loads(meta_file.read_text()) if meta_file.exists() else {"incomplete": True}
+        try:  # a build may finish (or be removed) while this lists it
+            meta = json.loads((folder / "meta.json").read_text())
+        except FileNotFoundError:
+            meta = {"incomplete": True}
         out.append((folder.name, folder_size(folder), meta))
     return out
 
