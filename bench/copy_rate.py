@@ -5,7 +5,7 @@ Side by side in one invocation, on one file (random bytes, default 2 GiB) in a f
 rounds (the order reversed every other round), each a rate in MiB/s and a fraction of the disk's write rate
 measured in the same rounds:
   1. the restore's copy (server/restore.py copy_direct: pipelined, a writer thread beside the reading and
-     hashing one, 3 blocks of 8 MiB in flight), and the same with 16 MiB blocks;
+     hashing one, 3 blocks of 16 MiB in flight), and the same with 8 and 32 MiB blocks;
   2. the serial copy it replaced (each 8 MiB block read, hashed, then written; kept here to compare);
   3. the disk's own sequential write (bench/scale.py's: O_DIRECT, 8 MiB blocks, fsync);
   4. for context: `dd` with O_DIRECT on both sides, and `cp` (page cache, then synced);
@@ -35,7 +35,7 @@ from scale import disk_write_seconds
 from layerbench.server.manifest import BLOCK
 from layerbench.server.restore import copy_direct
 
-NOW = "restore copy now (pipelined O_DIRECT, hashed, 3 x 8 MiB)"
+NOW = "restore copy now (pipelined O_DIRECT, hashed, 3 x 16 MiB)"
 BEFORE = "restore copy before (serial O_DIRECT, hashed, 8 MiB)"
 DISK = "disk sequential write (bench/scale.py: O_DIRECT, 8 MiB, fsync)"
 
@@ -139,7 +139,8 @@ def measures(source: Path, folder: Path, digest: str) -> dict[str, Callable[[], 
         return timed
     return {
         NOW: copy(copy_direct),
-        "restore copy, 3 x 16 MiB blocks": copy(lambda s, t: copy_direct(s, t, block=16 << 20)),
+        "the same, 3 x 8 MiB blocks": copy(lambda s, t: copy_direct(s, t, block=8 << 20)),
+        "the same, 3 x 32 MiB blocks": copy(lambda s, t: copy_direct(s, t, block=32 << 20)),
         BEFORE: copy(serial_copy),
         DISK: lambda: disk_write_seconds(folder, size),
         "dd copy (O_DIRECT both sides, 8 MiB, fdatasync; no hash)": copy(dd_copy, check=False),
