@@ -129,7 +129,8 @@ class BlockWriter:
     error it writes nothing more (it still gives buffers back, so the reader never waits forever)."""
 
     def __init__(self, fd: int, blocks: list[mmap.mmap]) -> None:
-        self.fd, self.error = fd, None
+        self.fd = fd
+        self.error: Exception | None = None
         self.free: queue.SimpleQueue[mmap.mmap] = queue.SimpleQueue()
         self.full: queue.SimpleQueue[tuple[mmap.mmap, int] | None] = queue.SimpleQueue()
         for buffer in blocks:
@@ -143,7 +144,7 @@ class BlockWriter:
             if self.error is None:
                 try:
                     self.write(buffer, n)
-                except OSError as error:
+                except Exception as error:  # any error, so the reader never waits for a buffer forever
                     self.error = error
             self.free.put(buffer)
 
