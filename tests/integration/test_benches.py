@@ -19,6 +19,7 @@ BENCHES = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "com
 # the first cells of the table each bench must print (a bench not named here must still print a table)
 HEADERS = {
     "adaptive_rounds.py": ["true effect", "CV", "slower", "faster", "within noise"],
+    "copy_rate.py": ["what", "median MiB/s", "all", "of disk write"],
     "fidelity.py": ["round", "layerbench (a) TPS", "hand (b) TPS", "a/b"],
     "hostile_validate.py": ["what", "file", "seconds", "peak MiB"],
     "report_speed.py": ["step", "median s"],
