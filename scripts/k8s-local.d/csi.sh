@@ -5,12 +5,12 @@
 #   layerbench-csi-hostpath  scripts/k8s-local.d/csi-hostpath: directories as volumes, tar archives as
 #                            snapshots, registers itself with the kubelet (the Kubernetes CSI hostpath
 #                            driver and node-driver-registrar modules are not served by the proxy here)
-#   csi-provisioner          github.com/kubernetes-csi/external-provisioner/v5 (PVC -> CreateVolume)
+#   csi-provisioner          github.com/kubernetes-csi/external-provisioner/v6 (PVC -> CreateVolume)
 #   csi-snapshotter          github.com/kubernetes-csi/external-snapshotter/v8 (sidecar: CreateSnapshot)
 #   snapshot-controller      the same module (VolumeSnapshot -> VolumeSnapshotContent), + its CRDs
 set -euo pipefail
 
-CSI_PROVISIONER_VERSION=${K8S_LOCAL_CSI_PROVISIONER_VERSION:-v5.3.0}
+CSI_PROVISIONER_VERSION=${K8S_LOCAL_CSI_PROVISIONER_VERSION:-v6.4.0}
 CSI_SNAPSHOTTER_VERSION=${K8S_LOCAL_CSI_SNAPSHOTTER_VERSION:-v8.7.0}
 CSI_DRIVER=hostpath.csi.layerbench.local
 CSI_NS=layerbench-csi
@@ -74,58 +74,78 @@ csi_module_src() { # module@version dest
 csi_go_env() { # work-dir: Go caches there, offline-friendly flags, cwd there
   rm -rf "$1"; mkdir -p "$1/bin" "$CSI_CACHE/images" "$CSI_CACHE/crd"; cd "$1"
   export GOMODCACHE=$1/gomod GOCACHE=$1/gocache GOTOOLCHAIN=local GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+  export GOWORK=off # the sidecars' go build alone names its go.work
   BUILD_LOG=$CSI_CACHE/build.log
 }
 csi_drop_work() { cd /; chmod -R u+w "$1" 2>/dev/null || true; rm -rf "$1"; }
 
-build_csi_driver() {
-  local t0=$SECONDS work=$CSI_CACHE/.work-driver key; key=$(csi_driver_key)
-  csi_go_env "$work"; : >>"$BUILD_LOG"
+# The driver's go.mod requires the sidecars' versions of grpc, protobuf, the CSI spec and golang.org/x/*,
+# so building it after them in the same GOCACHE compiles only its own package.
+build_csi_driver() { # work-dir (csi_go_env'd)
+  local t0=$SECONDS key; key=$(csi_driver_key)
   say "csi: building layerbench-csi-hostpath (scripts/k8s-local.d/csi-hostpath, source $key)"
-  (cd "$CSI_SRC" && logged go build -trimpath -ldflags "-s -w -X main.version=$key" -o "$work/bin/layerbench-csi-hostpath" .)
-  make_scratch_image "$work/bin/layerbench-csi-hostpath" "$(csi_image layerbench-csi-hostpath)" \
+  (cd "$CSI_SRC" && logged go build -trimpath -ldflags "-s -w -X main.version=$key" \
+    -o "$1/bin/layerbench-csi-hostpath" .)
+  make_scratch_image "$1/bin/layerbench-csi-hostpath" "$(csi_image layerbench-csi-hostpath)" \
     "$CSI_CACHE/images/layerbench-csi-hostpath.tar"
   echo "$key" >"$CSI_CACHE/images/layerbench-csi-hostpath.key"
-  csi_drop_work "$work"
   say "csi: driver built in $((SECONDS - t0))s"
 }
 
-build_csi_sidecars() {
-  local t0=$SECONDS work=$CSI_CACHE/.work
-  csi_go_env "$work"; : >"$BUILD_LOG"
+# One workspace (go.work) over the snapshotter, its client and the provisioner: one build list, so every
+# shared dependency (k8s.io/* v0.37.0, grpc, protobuf, csi-lib-utils...) is compiled once for all three
+# binaries by one `go build`. The provisioner's go.mod pins the k8s.io staging modules to an older minor
+# by replace lines, which would conflict with the snapshotter's: they are dropped, so the snapshotter's
+# (the same minor as both modules' requires) decide.
+replaced_modules() { # go.mod -> the module paths it replaces, one a line (single lines and replace blocks)
+  awk '/^replace *\(/ {b = 1; next} b && /^\)/ {b = 0; next}
+    b && /=>/ {print $1} !b && /^replace [^(]*=>/ {print $2}' "$1" | sort -u
+}
+csi_sidecars_workspace() { # work-dir
+  local snapmod=github.com/kubernetes-csi/external-snapshotter
+  csi_module_src "$snapmod/v8@$CSI_SNAPSHOTTER_VERSION" "$1/external-snapshotter"
+  csi_module_src "$snapmod/client/v8@$CSI_SNAPSHOTTER_VERSION" "$1/snapshot-client"
+  csi_module_src "github.com/kubernetes-csi/external-provisioner/v6@$CSI_PROVISIONER_VERSION" "$1/external-provisioner"
+  # upstream replaces its client module by ./client, which the module zip leaves out: the workspace has it
+  (cd "$1/external-snapshotter" && go mod edit -dropreplace "$snapmod/client/v8")
+  local drops; mapfile -t drops < <(replaced_modules "$1/external-provisioner/go.mod" | sed 's/^/-dropreplace=/')
+  [ ${#drops[@]} = 0 ] || (cd "$1/external-provisioner" && go mod edit "${drops[@]}")
+  (cd "$1" && rm -f go.work && GOWORK=$1/go.work GOFLAGS=-buildvcs=false go work init ./external-snapshotter ./snapshot-client ./external-provisioner)
+}
+
+build_csi_sidecars() { # work-dir (csi_go_env'd)
+  local t0=$SECONDS work=$1 b
   say "csi: building the sidecars into $CSI_CACHE (once per machine; output in $BUILD_LOG)"
-  local snapmod=github.com/kubernetes-csi/external-snapshotter snap=$work/external-snapshotter prov=$work/external-provisioner
-  say "csi 1/3: csi-snapshotter + snapshot-controller ($snapmod/v8@$CSI_SNAPSHOTTER_VERSION)"
-  csi_module_src "$snapmod/v8@$CSI_SNAPSHOTTER_VERSION" "$snap"
-  csi_module_src "$snapmod/client/v8@$CSI_SNAPSHOTTER_VERSION" "$work/snapshot-client"
-  # upstream replaces its client module by ./client, which the module zip leaves out: use the published one
-  (cd "$snap" && go mod edit -dropreplace "$snapmod/client/v8" -require "$snapmod/client/v8@$CSI_SNAPSHOTTER_VERSION" &&
-    logged go build -trimpath -ldflags "-s -w -X main.version=$CSI_SNAPSHOTTER_VERSION" -o "$work/bin/" \
-      ./cmd/csi-snapshotter ./cmd/snapshot-controller)
+  say "csi 1/2: csi-snapshotter + snapshot-controller (github.com/kubernetes-csi/external-snapshotter/v8@$CSI_SNAPSHOTTER_VERSION) and csi-provisioner (github.com/kubernetes-csi/external-provisioner/v6@$CSI_PROVISIONER_VERSION), one go build"
+  csi_sidecars_workspace "$work"
+  # workspace mode refuses -mod=mod; go.work.sum takes the checksums the modules' go.sum files lack
+  (cd "$work" && GOWORK=$work/go.work GOFLAGS=-buildvcs=false logged go build -trimpath \
+    -ldflags "-s -w -X main.version=$CSI_SNAPSHOTTER_VERSION" \
+    -ldflags "./external-provisioner/cmd/csi-provisioner=-s -w -X main.version=$CSI_PROVISIONER_VERSION" \
+    -o "$work/bin/" ./external-snapshotter/cmd/csi-snapshotter ./external-snapshotter/cmd/snapshot-controller \
+    ./external-provisioner/cmd/csi-provisioner)
   rm -f "$CSI_CACHE"/crd/*.yaml
   cp "$work"/snapshot-client/config/crd/*snapshot*.storage.k8s.io_*.yaml "$CSI_CACHE/crd/"
-  say "csi 2/3: csi-provisioner (github.com/kubernetes-csi/external-provisioner/v5@$CSI_PROVISIONER_VERSION)"
-  csi_module_src "github.com/kubernetes-csi/external-provisioner/v5@$CSI_PROVISIONER_VERSION" "$prov"
-  (cd "$prov" && logged go build -trimpath -ldflags "-s -w -X main.version=$CSI_PROVISIONER_VERSION" \
-    -o "$work/bin/" ./cmd/csi-provisioner)
-  say "csi 3/3: FROM-scratch images"
-  local b
+  say "csi 2/2: FROM-scratch images"
   for b in "${CSI_BINS[@]:1}"; do make_scratch_image "$work/bin/$b" "$(csi_image "$b")" "$CSI_CACHE/images/$b.tar"; done
   { echo "key=$(csi_sidecars_key)"; echo "go=$(go env GOVERSION)"; echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "build_seconds=$((SECONDS - t0))"
     (cd "$CSI_CACHE" && sha256sum images/csi-* images/snapshot-* crd/*); } >"$CSI_STAMP.tmp"
   mv "$CSI_STAMP.tmp" "$CSI_STAMP"
-  say "deleting the Go module and build caches of the CSI build ($(du -sh "$work" 2>/dev/null | cut -f1))"
-  csi_drop_work "$work"
   say "csi: sidecars built in $((SECONDS - t0))s"
 }
 
+# the sidecars, then the driver, in one set of Go caches, deleted once at the end
 ensure_csi_built() {
   csi_cache_ok && return 0
   need_root
   check_go
-  csi_sidecars_ok || build_csi_sidecars
-  csi_driver_ok || build_csi_driver
+  local work=$CSI_CACHE/.work
+  csi_go_env "$work"; : >"$BUILD_LOG"
+  csi_sidecars_ok || build_csi_sidecars "$work"
+  csi_driver_ok || build_csi_driver "$work"
+  say "deleting the Go module and build caches of the CSI build ($(du -sh "$work" 2>/dev/null | cut -f1))"
+  csi_drop_work "$work"
 }
 
 cmd_build_csi() {
