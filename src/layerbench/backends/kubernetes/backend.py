@@ -179,7 +179,7 @@ class KubernetesBackend(BackendBase):
             self.forward.stop(timeout=5)
             self.forward = None
         if self.ns is not None and self.core is not None:
-            pod.delete_namespace(self.core, self.ns)
+            pod.remove_run_namespace(self.core, self.ns, data_on_pvc=self.variant.storage == "pvc")
         if self.content is not None and self.api is not None:
             volsnap.delete_content(self.api, self.content)
             self.content = None

@@ -71,7 +71,8 @@ class KubernetesVariant(ImageVariant):
 
     memory_unit: ClassVar[str] = "Mi"
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
-    run_overhead: ClassVar[float] = 16  # pod scheduling, start and removal: 15-16 s per run measured here
+    run_overhead: ClassVar[float] = 6  # pod scheduling, start and removal: 15-16 s per run until its pods were deleted
+    # before its namespace (2026-11-26); since, 2.2-2.6 s up + 0.7-0.9 s down measured here, + the campaign end's 5 s
     leftovers: ClassVar[str | None] = "layerbench.backends.kubernetes.cleanup"
     pod_neighbours: ClassVar[str | None] = "layerbench.backends.kubernetes.neighbours"  # placement: kubernetes
 
