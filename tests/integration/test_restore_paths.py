@@ -157,16 +157,24 @@ def prepare_child(dataset_dir: Path, log_dir: Path) -> subprocess.Popen:
                             text=True)
 
 
+def file_under(root: Path, name: str) -> bool:
+    """Whether a file `name` exists anywhere under root (os.walk: folders may vanish while it looks)."""
+    return any(name in files for _folder, _dirs, files in os.walk(root))
+
+
 def test_interrupted_prepare_is_resumed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(tmp_path / "datasets"))
     log = tmp_path / "first" / "prepare.log"
     child = prepare_child(tmp_path / "datasets", log.parent)
     deadline = time.monotonic() + 600
-    while child.poll() is None and time.monotonic() < deadline:  # stop it once sbtest1 is complete
-        if log.exists() and "Inserting 60000 records into 'sbtest3'" in log.read_text():
+    # stop it once sbtest1 and sbtest2 are complete: sbtest3's file exists (one sysbench thread creates the tables in
+    # order). Not the prepare log's line for sbtest3, as before: sysbench's output to a file is block-buffered, so
+    # that line came only when sysbench ended, and a quick build (the copy got faster) could finish before the poll
+    while child.poll() is None and time.monotonic() < deadline:
+        if file_under(tmp_path / "datasets", "sbtest3.ibd"):
             child.send_signal(signal.SIGTERM)
             break
-        time.sleep(0.05)
+        time.sleep(0.02)
     assert child.wait(timeout=300) != 0, "the prepare ended before it could be interrupted"
     workload = Workload(tables=4, table_size=60000)
     key, _ = dataset_key(workload, server_version(), None)
