@@ -245,9 +245,13 @@ class BuiltServerVariant(VariantBase):
     if TYPE_CHECKING:  # each subclass's own field, with its own description
         mysqld: str | None
 
+    @property
+    def is_mysql(self) -> bool:
+        return self.server.flavour == "mysql"
+
     def mysql_from_rootfs(self) -> bool:
         """Whether its server is the cached rootfs's mysqld (not one the user's image brings)."""
-        return self.server.flavour == "mysql"
+        return self.is_mysql
 
     def server_command_here(self) -> tuple[str, ...] | None:
         if self.mysqld is not None:  # the same bytes, here through the root's own loader
@@ -262,7 +266,7 @@ class BuiltServerVariant(VariantBase):
         (through its root's loader); MariaDB's by this host's MariaDB."""
         if self.mysqld is not None:
             return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
-        if self.server.flavour == "mysql" and self.server_host is None:
+        if self.is_mysql and self.server_host is None:
             return ServerChoice("prepare", "mysql", self.server.version)
         return super().snapshot_server()
 

@@ -191,10 +191,6 @@ class KubernetesVariant(ImageVariant):
     # --- MySQL: the image imported from the cached rootfs (server/mysql_image.py), as the docker backend's; a
     # mysqld: binary's: an image of its root filesystem (server/binary_root.py), as the docker backend's ---
 
-    @property
-    def is_mysql(self) -> bool:
-        return self.server.flavour == "mysql"
-
     def runs_mysql(self, local: bool) -> bool:
         return local  # the image is imported from this machine's rootfs into the cluster
 

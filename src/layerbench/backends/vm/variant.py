@@ -127,10 +127,6 @@ class VMVariant(BuiltServerVariant):
                                   cached=lambda: mysql_boot_files_cached(version))]
         return [SERVER_IMAGE_COST, BOOT_FILES_COST]
 
-    @property
-    def is_mysql(self) -> bool:
-        return self.server.flavour == "mysql"
-
     def runs_mysql(self, local: bool) -> bool:
         return local  # the root disk is copied from this machine's MySQL rootfs; on an ssh: host: not yet
 
