@@ -1,5 +1,6 @@
 """The seeds' scale: restoring a dataset of several GB against preparing it again, per restore path (host, Docker
-volume, VM), a copy-on-write clone on XFS, and the harness's own time per run outside sysbench's measured window.
+volume, VM, Kubernetes hostPath), a copy-on-write clone on XFS, and the harness's own time per run outside
+sysbench's measured window.
 
 Side by side in one invocation, on one machine:
   1. restore + verify (snapshot file check, restore checked file by file, server start) vs cleanup + prepare
@@ -7,7 +8,9 @@ Side by side in one invocation, on one machine:
   2. per path, the datadir's restore + verify alone (no server start), in each pair: the host's working copy
      (server/restore.py), a Docker `volume` (the same restore into a host folder and the `local`-driver volume
      bound to it, as backends/docker/local.py makes it), a VM's data disk (a qcow2 overlay of the snapshot's base
-     image; the base is built once per snapshot and shown on its own line); each against cleanup + prepare;
+     image; the base is built once per snapshot and shown on its own line), a Kubernetes `hostpath` datadir (the
+     backend's own restore into the folder its pod mounts in place; no pod is started, as no container is for the
+     volume); each against cleanup + prepare;
   3. the disk's own sequential write rate in the work folder (O_DIRECT, 8 MiB blocks, fsync), measured in each
      pair, and a copy's rate as a fraction of it (where the filesystem copies rather than clones);
   4. the same restore onto an XFS filesystem with reflink made in a loop file (created and removed here);
@@ -35,6 +38,7 @@ from pathlib import Path
 from common import host_server, median, parse_args, run_main, say, table
 
 from layerbench.backends.docker.daemon import docker_client
+from layerbench.backends.kubernetes.pod import restore_hostpath_datadir
 from layerbench.backends.vm.datadisk import ensure_base, make_overlay
 from layerbench.campaign.models import Workload, parse_campaign
 from layerbench.hosts.workdirs import datasets_dir
@@ -60,11 +64,13 @@ def cleanup_and_prepare(workload: Workload, work: Path) -> float:
         return time.monotonic() - started
 
 
-PATHS = ("host", "docker volume", "vm")
+PATHS = ("host", "docker volume", "vm", "kubernetes hostpath")
 PATH_WORDS = {"host": "host: restore + verify (file check, restore by {method}), datadir only",
               "docker volume": "docker volume: restore + verify (file check, host restore by {method}, local-driver "
                                "volume bound to it)",
-              "vm": "vm: restore + verify (file check, qcow2 overlay of the base image)"}
+              "vm": "vm: restore + verify (file check, qcow2 overlay of the base image)",
+              "kubernetes hostpath": "kubernetes hostpath: restore + verify (file check, host restore by {method} "
+                                     "into the folder the pod mounts)"}
 BLOCK = 8 << 20
 
 
@@ -85,7 +91,10 @@ class Paths:
         if path == "vm":
             make_overlay(self.base, target.with_suffix(".qcow2"))
             return time.monotonic() - started
-        facts = restore_datadir(self.snapshot.path, target / "datadir")
+        if path == "kubernetes hostpath":
+            _, facts = restore_hostpath_datadir(self.snapshot.path, target)
+        else:
+            facts = restore_datadir(self.snapshot.path, target / "datadir")
         self.methods[path] = facts.method
         if path == "host" and facts.method == "copy":
             self.copies.append((facts.bytes, facts.seconds))
@@ -196,7 +205,7 @@ def reset_pairs(workload: Workload, snapshot: Snapshot, pairs: int, work: Path,
                 prepare.append(cleanup_and_prepare(workload, work))
         for path in (PATHS if pair % 2 else reversed(PATHS)):
             by_path[path].append(paths.restore(path, pair))
-        paths.clear()
+            paths.clear()  # one datadir on the disk at a time: at 8 GiB and more, three copies may not fit
         disk.append(size / disk_write_seconds(work, size))
         say(f"pair {pair}/{pairs}: restore+verify {restore[-1]:.1f} s, cleanup+prepare {prepare[-1]:.1f} s, "
             + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in by_path.items()) + f", disk {disk[-1] / 2**20:.0f} MiB/s")

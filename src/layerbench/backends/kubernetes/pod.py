@@ -18,7 +18,7 @@ from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts.machine import free_port
 from layerbench.hosts.procs import ManagedProcess, start
-from layerbench.server.restore import copy_tree
+from layerbench.server.restore import RestoreFacts, copy_tree
 
 DELETE_TIMEOUT = 180.0
 PORT_FORWARD_WARNING = ("sysbench reaches the server through kubectl port-forward: a slow path that swamps the "
@@ -174,13 +174,20 @@ def data_source(variant: KubernetesVariant, spec: ServerSpec, work: Path,
         raise RunFailed("the dataset snapshot reaches a pod through hostPath, which needs the cluster's node to "
                         "be this machine; with a remote cluster set the variant's reset: reprepare")
     if variant.storage == "hostpath":
-        target = work / "datadir"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        copy_tree(spec.snapshot, target, facts_dir=spec.run_dir)
+        target, _ = restore_hostpath_datadir(spec.snapshot, work, facts_dir=spec.run_dir)
         return str(spec.snapshot.resolve()), str(target.resolve()), \
             "snapshot copied on the host into the hostPath datadir"
     return str(spec.snapshot.resolve()), None, \
         f"snapshot copied from a read-only hostPath into the {variant.storage} datadir"
+
+
+def restore_hostpath_datadir(snapshot: Path, work: Path, *,
+                             facts_dir: Path | None = None) -> tuple[Path, RestoreFacts]:
+    """A `hostpath` variant's datadir: the snapshot restored on this host (a clone where the filesystem has reflink,
+    else a checked copy) into the folder that the pod then mounts in place (bench/scale.py times this path too)."""
+    target = work / "datadir"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target, copy_tree(snapshot, target, facts_dir=facts_dir)
 
 
 def port_forward(variant: KubernetesVariant, ns: str, run_dir: Path) -> tuple[ManagedProcess, int]:
