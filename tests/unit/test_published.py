@@ -126,7 +126,10 @@ def test_a_published_block_that_is_not_a_mapping_is_one_line() -> None:
 # --- judging one number against our interval --------------------------------------------------------------------
 
 
-def comparison(delta: float, low: float, high: float, n: int = 6, kind: str = "~") -> Comparison:
+def comparison(delta: float, low: float, high: float, n: int = 6, kind: str | None = None) -> Comparison:
+    """Our comparison; its verdict by default the one its interval gives (a test that agrees with it)."""
+    if kind is None:
+        kind = "faster" if low > 0 else "slower" if high < 0 else "~"
     return Comparison("docker", DeltaCI(delta, low, high), 0.01, 0.01, Verdict(kind, "text"), n, n)
 
 
@@ -141,7 +144,8 @@ def verdict_of(delta: str, c: Comparison | None, metric: Metric = Metric.TPS) ->
     ("-10%", (0.05, 0.02, 0.08), DISAGREES),  # opposite side
     ("-10%", (0.00, -0.02, 0.02), DISAGREES),  # no difference here, and -10 % excluded
     ("-10%", (-0.05, -0.15, 0.03), CANNOT),  # holds both 0 and -10 %
-    ("0%", (0.00, -0.02, 0.02), AGREES),  # "does not matter", and nothing detected
+    ("0%", (0.00, -0.02, 0.02, 6, "within noise"), AGREES),  # "does not matter", and shown to be small here
+    ("0%", (-0.08, -0.20, 0.24), CANNOT),  # "does not matter", and nothing detected, but a cost of 20 % not excluded
     ("0%", (-0.2, -0.25, -0.15), DISAGREES),  # "does not matter", but it does here
     ("slower", (-0.2, -0.25, -0.15), AGREES),
     ("slower", (0.2, 0.15, 0.25), DISAGREES),
@@ -155,6 +159,17 @@ def test_agreement_is_direction_and_the_published_value_against_our_interval(pub
 def test_slower_latency_is_a_higher_latency() -> None:
     assert verdict_of("slower", comparison(0.2, 0.1, 0.3), Metric.LAT_PCT) == AGREES
     assert verdict_of("faster", comparison(0.2, 0.1, 0.3), Metric.LAT_PCT) == DISAGREES
+
+
+@pytest.mark.parametrize("published", ["slower", "-30%", "-10%", "0%"])
+def test_an_interval_that_excludes_0_only_before_holm_cannot_tell(published: str) -> None:
+    """The docker storage study at its published size (2026-11-26): bind-bridge -34.8 % [-41.2, -22.7] with
+    p = 0.015 alone, 0.156 after Holm over 6 variants: the verdict is ~, so the agreement may not claim a
+    direction either."""
+    row = judged(PublishedNumber(variant="docker", delta=published), Metric.TPS,
+                 comparison(-0.348, -0.412, -0.227, kind="~"))
+    assert row[1] == "ours undecided after Holm" and row[3] == CANNOT and "Holm" in row[4]
+    assert row[2] == ("-" if published == "slower" else "inside" if published == "-30%" else "outside")
 
 
 def test_our_data_that_cannot_decide_says_so() -> None:

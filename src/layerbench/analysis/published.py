@@ -97,6 +97,15 @@ def judged(number: PublishedNumber, metric: Metric, c: Comparison | None) -> tup
                 f"too few runs for an interval that can decide (n={c.n_baseline}+{c.n_variant}): {c.verdict.text}")
     ours = 1 if d.low > 0 else -1 if d.high < 0 else 0
     value = number.fraction
+    if ours and c.verdict.kind == "~":  # the interval is this comparison's alone; the verdict's p is Holm's
+        inside = "-" if value is None else ("inside" if d.low <= value <= d.high else "outside")
+        return (measured, "ours undecided after Holm", inside, CANNOT,
+                "our interval excludes 0 for this comparison alone, but not after Holm's correction over its "
+                "family, which the verdict (~) uses: more runs would decide")
+    if value == 0 and ours == 0 and c.verdict.kind != "within noise":
+        return (measured, "none (0)", "inside", CANNOT,
+                "the study found no difference; our interval holds 0 but reaches beyond the noise threshold (~), so "
+                "it cannot show that there is none: more runs would decide")
     if value is None:
         theirs = (-1 if number.delta == "slower" else 1) * (1 if metric.higher_is_better else -1)
         return (measured, *direction_only(theirs, ours))

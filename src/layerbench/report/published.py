@@ -19,7 +19,8 @@ def intro(section: PublishedSection) -> list[str]:
     return [f"Published: {section.source}. The study's baseline: {section.study_baseline}; ours: "
             f"`{section.baseline}`.", section.size,
             "Agreement: the same direction (our interval wholly on the published side of 0) and the published value "
-            "inside our interval; `cannot tell` where our runs do not decide."]
+            "inside our interval; `cannot tell` where our runs do not decide (as the verdict says: an interval "
+            "that excludes 0 only before Holm's correction decides nothing either)."]
 
 
 def cells(row: PublishedRow) -> list[str]:
