@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -138,12 +139,33 @@ def test_disk_space_refused_with_numbers(tmp_path: Path, xfs: Path, monkeypatch:
     monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(xfs / "work"))
     path = campaign_file(tmp_path, workload={**SMALL, "tables": 4, "table_size": 1_000_000})
     with pytest.raises(BadInput, match=r"snapshot of default \(variants base, tiny-bp\) 1\.\d\d GiB \+ the largest "
-                                       r"run's working copy of variant base \(default\) 1\.\d\d GiB = "
-                                       r"2\.\d\d GiB needed on .*xfs, which has 0\.\d\d GiB free"):
+                                       r"run's working copy of variant base \(default\), a reflink clone \(25% "
+                                       r"counted for the pages a run rewrites\) 0\.2\d GiB = 1\.\d\d GiB needed on "
+                                       r".*xfs, which has 0\.\d\d GiB free"):
         check_disk_space(parse_campaign(yaml.safe_load(path.read_text())))
     refused = run_cli(["validate", str(path)], env={"LAYERBENCH_DATASET_DIR": str(xfs / "datasets"),
                                                     "LAYERBENCH_WORK_DIR": str(xfs / "work")})
     assert refused.returncode == 2 and "GiB needed on" in refused.stderr + refused.stdout
+
+
+def test_a_clone_counts_a_share_and_a_copy_elsewhere_counts_in_full(tmp_path: Path, xfs: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Snapshots and work folder on one XFS filesystem: a run's working copy will be a clone and counts the pages a
+    run rewrites (a quarter of the dataset), so a 0.29 GiB snapshot and its clone fit the 0.41 GiB free where a
+    snapshot and a full copy (0.59 GiB) would not; a Docker volume's host folder follows the same rule. Snapshots on
+    another filesystem: the working copy on the XFS is a full copy, counted in full."""
+    monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(xfs / "datasets"))
+    monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(xfs / "work"))
+    rows = {**SMALL, "tables": 1, "table_size": 700_000}
+    data = yaml.safe_load(campaign_file(tmp_path, workload=rows).read_text())
+    check_disk_space(parse_campaign(data))
+    volume = {**data, "variants": [{"name": "vol", "backend": "docker", "storage": "volume"}], "baseline": "vol"}
+    check_disk_space(parse_campaign(volume))
+    monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(tmp_path / "datasets"))
+    with pytest.raises(BadInput) as refused:
+        check_disk_space(parse_campaign({**data, "workload": {**rows, "table_size": 1_400_000}}))
+    assert re.search(r"^workloads: the largest run's working copy of variant base \(default\) 0\.4\d GiB = 0\.4\d GiB "
+                     r"needed on .*xfs", str(refused.value)), refused.value
 
 
 def prepare_child(dataset_dir: Path, log_dir: Path) -> subprocess.Popen:

@@ -24,8 +24,16 @@ from layerbench.records.estimate import TimeEstimate
 from layerbench.records.run import Reset
 from layerbench.records.stored import RunMetrics, StoredRun
 from layerbench.report import json_export, markdown
+from layerbench.run import diskspace
 from layerbench.run.orchestrator import Orchestrator
-from layerbench.run.plan import DEFAULT_RESTORE_RATE, make_plan, past_costs
+from layerbench.run.plan import (
+    CLONE_RESTORE_SECONDS,
+    DEFAULT_RESTORE_RATE,
+    Past,
+    learn_from_facts,
+    make_plan,
+    past_costs,
+)
 from layerbench.run.schedule import build_schedule
 from layerbench.store import Store
 
@@ -103,6 +111,24 @@ def test_past_restores_give_a_rate_and_leave_the_backends_overhead_alone(tmp_pat
     assert plan.parts["runs"] == pytest.approx(2 * (12 + 30))
     rough = make_plan(parse_campaign(DATA), tmp_path / "none.db")
     assert rough.parts["restores"] == pytest.approx(2 * datadir / DEFAULT_RESTORE_RATE)
+
+
+def test_a_restore_that_will_clone_costs_a_constant_and_past_clones_give_no_copy_rate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the work folder clones from the snapshots' (a reflink filesystem) a restore costs
+    CLONE_RESTORE_SECONDS at any size, not the size at a copy's rate; a past clone's seconds teach no copy rate
+    (0.1 s for 45 GiB would make every later copy look instant)."""
+    monkeypatch.setattr(diskspace, "clones_between", lambda _snapshots, _folder: True)
+    huge = {**DATA, "workload": {**DATA["workload"], "tables": 20, "table_size": 10_000_000}}
+    assert make_plan(parse_campaign(huge), tmp_path / "none.db").parts["restores"] == pytest.approx(
+        2 * CLONE_RESTORE_SECONDS)
+    monkeypatch.setattr(diskspace, "clones_between", lambda _snapshots, _folder: False)
+    assert make_plan(parse_campaign(huge), tmp_path / "none.db").parts["restores"] > 60 * 2 * CLONE_RESTORE_SECONDS
+    past = Past()
+    learn_from_facts(past, "host", facts(reset={"method": "snapshot", "seconds": 0.0, "check_seconds": 0.2, "restore": {
+        "method": "clone (host folder of a local-driver volume)", "verified": "x", "bytes": 48 << 30, "seconds": 0.1}}))
+    learn_from_facts(past, "host", facts(**restored(10.0)))
+    assert past.restore_rates == {"host": [pytest.approx((1 << 30) / 10.5)]}
 
 
 def test_busy_reruns_of_the_past_are_counted_in_waits(tmp_path: Path) -> None:

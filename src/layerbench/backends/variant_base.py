@@ -205,9 +205,8 @@ class VariantBase(Strict):
     def run_copies(self, work: Path) -> list[DiskCopy]:
         """Where one run of this variant holds its dataset on this machine's disks (the disk preflight counts
         the largest at once per filesystem: one run at a time): by default a working copy in its datadir folder
-        (its data_dir, else the work folder `work`), counted in full even where a clone shares the snapshot's
-        blocks."""
-        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "working copy")]
+        (its data_dir, else the work folder `work`), a clone where its filesystem shares the snapshot's."""
+        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, "working copy", clonable=True)]
 
     def data_in_memory(self) -> str | None:
         """The setting that holds this variant's datadir in memory (like "storage: tmpfs"), whose bytes then count
@@ -303,10 +302,13 @@ def which_server(program: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True)
 class DiskCopy:
-    """A copy of a run's dataset on this machine: the folder whose filesystem holds it, and what it is."""
+    """A copy of a run's dataset on this machine: the folder whose filesystem holds it, and what it is.
+    `clonable`: restored from the snapshot by `restore_datadir`, so a reflink clone where the two share a
+    filesystem that has it (the disk preflight then counts only the pages a run rewrites)."""
 
     folder: Path
     what: str
+    clonable: bool = False
 
 
 @dataclass(frozen=True)

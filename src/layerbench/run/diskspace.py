@@ -2,12 +2,17 @@
 variant. Kept: each snapshot still to be prepared (one per dataset, page size and server that makes it, so a
 page-size variant's second snapshot counts), and what a variant keeps beside a snapshot (a VM's base image).
 Per run: each variant's copy (a working copy, a Docker volume's host folder, a container layer under Docker's
-data root, a VM's overlay); a campaign runs one at a time, so the largest on each filesystem counts. Copies
-are counted in full, even a clone that shares the snapshot's blocks. What is cached already costs nothing."""
+data root, a VM's overlay); a campaign runs one at a time, so the largest on each filesystem counts. A copy counts in
+full, except a working copy that will be a reflink clone (its folder and the snapshots share a filesystem where a
+probe file clones): its blocks are the snapshot's until a page is written, so it counts CLONE_REWRITE_SHARE of the
+dataset for the pages a run rewrites. What is cached already costs nothing."""
 
 from __future__ import annotations
 
+import math
+import os
 import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +27,9 @@ DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql
 # files, the data dictionary): measured here, 2 x 10,000 rows make a 213 MiB datadir under MySQL 9.7, where
 # MariaDB 10.11 makes 123 MiB of 1 x 10,000 rows and 113 MiB of 1 x 1,000
 DATADIR_OVERHEAD_BY_FLAVOUR = {"mysql": 200 << 20}
+# A clone's own blocks are the pages a run writes (InnoDB's flushes, redo and undo), which grow with the run's
+# writes, not with the dataset: a quarter of it is a margin; docs/datasets.md says what a 45 GiB run took
+CLONE_REWRITE_SHARE = 0.25
 
 
 @dataclass
@@ -73,15 +81,49 @@ def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int,
 
 def add_run_copies(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room]) -> None:
     """Each local variant's copy of a run's dataset, for every workload it does not leave untouched."""
-    from layerbench.hosts.workdirs import work_root
+    from layerbench.hosts.workdirs import datasets_dir, work_root
 
+    snapshots = existing_parent(datasets_dir())
     for variant in local:
         for workload in campaign.workloads:
             if campaign.reset_for(variant, workload).method == "none":
                 continue
             for copy in variant.run_copies(work_root()):
-                add(rooms, existing_parent(copy.folder), "runs", f"{copy.what} of variant {variant.name} "
-                    f"({workload.name})", variant_dataset_bytes(variant, workload))
+                folder, size = existing_parent(copy.folder), variant_dataset_bytes(variant, workload)
+                what = f"{copy.what} of variant {variant.name} ({workload.name})"
+                if copy.clonable and clones_between(snapshots, folder):
+                    size = math.ceil(size * CLONE_REWRITE_SHARE)
+                    what += f", a reflink clone ({CLONE_REWRITE_SHARE:.0%} counted for the pages a run rewrites)"
+                add(rooms, folder, "runs", what, size)
+
+
+def will_clone(variant: VariantBase) -> bool:
+    """Whether every copy one run of this variant holds on this machine will be a reflink clone of the snapshot."""
+    from layerbench.hosts.workdirs import datasets_dir, work_root
+
+    copies = variant.run_copies(work_root())
+    snapshots = existing_parent(datasets_dir())
+    return bool(copies) and all(c.clonable and clones_between(snapshots, existing_parent(c.folder)) for c in copies)
+
+
+def clones_between(snapshots: Path, folder: Path) -> bool:
+    """Whether a file in the snapshots' folder clones (FICLONE) into `folder`: one filesystem with reflink. Any
+    error (no reflink, another filesystem, a folder that cannot be written) says no: the copy counts in full."""
+    from layerbench.server.restore import clone_file
+
+    target = folder / f".lb-clone-probe-{os.getpid()}"
+    try:
+        if snapshots.stat().st_dev != folder.stat().st_dev:
+            return False
+        with tempfile.NamedTemporaryFile(dir=snapshots, prefix=".lb-clone-probe-") as origin:
+            origin.write(b"\0" * 4096)
+            origin.flush()
+            clone_file(Path(origin.name), target)
+        return True
+    except OSError:
+        return False
+    finally:
+        target.unlink(missing_ok=True)
 
 
 def snapshot_users(campaign: Campaign, workload: Workload) -> dict[str, list[VariantBase]]:
@@ -98,10 +140,14 @@ def snapshot_key(variant: VariantBase, workload: Workload) -> str:
     from layerbench.server.servers import resolve_server
     from layerbench.server.snapshot import dataset_key, server_version
 
+    chosen = variant.snapshot_server()
     try:
-        identity = resolve_server(variant.snapshot_server()).identity()
-    except (LayerbenchError, OSError):
-        identity = server_version()  # a server that is not there: its own check says so
+        identity = resolve_server(chosen).identity()
+    except (LayerbenchError, OSError):  # a server that is not there (its own check says so): keyed by its name,
+        # so a MySQL variant whose rootfs is not built yet still counts a snapshot of its own
+        settings = chosen.server
+        identity = (server_version() if settings.flavour in (None, "mariadb") and chosen.mysqld is None
+                    else f"not built: {settings.flavour} {settings.version} {chosen.mysqld}")
     return dataset_key(workload, identity, variant.server.page_size())[0]
 
 

@@ -8,8 +8,9 @@ The estimate has parts (records/estimate.py), each modelled on what it depends o
   it spent on its data and its wait (restore + checks, re-prepare, a snapshot built, a quiet wait), that leaves
   the overhead of its backend, of which the median is used;
 - restores: each restoring run's datadir (the variant's own snapshot: a MySQL datadir is larger) at the restore
-  rate its backend reached in past runs (bytes per second), else DEFAULT_RESTORE_RATE: a restore grows with the
-  data, which a fixed overhead calibrated on small datasets did not;
+  rate its backend's past copies reached (bytes per second), else DEFAULT_RESTORE_RATE: a copy grows with the
+  data, which a fixed overhead calibrated on small datasets did not; a restore that will be a reflink clone (its
+  folder clones from the snapshots', run/diskspace.py) costs CLONE_RESTORE_SECONDS whatever the size;
 - prepare: snapshots not cached yet and every re-prepare, at this machine's prepare rate;
 - waits: the share of past runs replaced by busy reruns (busy: rerun) times the runs' cost, and with
   wait_for_quiet the median of past quiet waits per run.
@@ -37,6 +38,7 @@ from layerbench.sysbench.custom_script import dataset_label
 
 PREPARE_ROWS_PER_SECOND = 40_000
 DEFAULT_RESTORE_RATE = 500 << 20  # bytes/s of a checked copy with no past restore: 585 MiB/s median of 324 here
+CLONE_RESTORE_SECONDS = 1.0  # a clone + its checks: 0.10 s at 8 GiB, 0.16 s at 0.1 GiB here (docs/datasets.md)
 MIN_SAMPLES = 3  # past runs of a backend needed before its median replaces its fixed overhead (variant.run_overhead)
 
 
@@ -172,8 +174,9 @@ def backend_of(definition: dict[str, Any], variant: str) -> str | None:
 def learn_from_facts(past: Past, backend: str | None, facts: StoredFacts) -> None:
     """A past run's restore rate (per backend) and quiet wait."""
     reset, seconds = facts.reset, restore_seconds_of(facts)
-    size = reset.restore.bytes if reset is not None and reset.restore is not None else None
-    if backend is not None and size and seconds > 0.05:
+    copied = reset is not None and reset.restore is not None and "clone" not in reset.restore.method
+    size = reset.restore.bytes if copied and reset is not None and reset.restore is not None else None
+    if backend is not None and size and seconds > 0.05:  # a copy's rate: a clone's time does not grow with size
         past.restore_rates.setdefault(backend, []).append(size / seconds)
     if facts.quiet_wait is not None:
         past.quiet_waits.append(facts.quiet_wait.waited_seconds)
@@ -338,8 +341,8 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
 
 def run_parts(campaign: Campaign, schedule: list[Any], calibrated: dict[str, float], past: Past) -> tuple[float, float]:
     """(runs, restores): each run's warm-up + duration + its backend's overhead; each restoring run's datadir at
-    its backend's past restore rate (else DEFAULT_RESTORE_RATE)."""
-    from layerbench.run.diskspace import variant_dataset_bytes
+    its backend's past copy rate (else DEFAULT_RESTORE_RATE), or CLONE_RESTORE_SECONDS where it will clone."""
+    from layerbench.run.diskspace import variant_dataset_bytes, will_clone
 
     variants = {v.name: v for v in campaign.variants}
     rates = {k: statistics.median(v) for k, v in past.restore_rates.items() if v}
@@ -351,8 +354,9 @@ def run_parts(campaign: Campaign, schedule: list[Any], calibrated: dict[str, flo
         if campaign.reset_for(variant, workload).method == "snapshot" and variant.owns_server:
             key = (variant.name, workload.name)
             if key not in sizes:
-                sizes[key] = variant_dataset_bytes(variant, workload)
-            restores += sizes[key] / rates.get(variant.backend, DEFAULT_RESTORE_RATE)
+                sizes[key] = -1 if will_clone(variant) else variant_dataset_bytes(variant, workload)
+            restores += (CLONE_RESTORE_SECONDS if sizes[key] < 0
+                         else sizes[key] / rates.get(variant.backend, DEFAULT_RESTORE_RATE))
     return runs, restores
 
 

@@ -164,7 +164,7 @@ class DockerVariant(ImageVariant):
 
             return [DiskCopy(docker_root(), "copy in the container's layer (Docker's data root)")]
         where = {"bind": "bind-mounted folder"}.get(self.storage, f"host folder of its {self.storage}")
-        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, f"working copy ({where})")]
+        return [DiskCopy(Path(self.data_dir) if self.data_dir else work, f"working copy ({where})", clonable=True)]
 
     def data_in_memory(self) -> str | None:
         """tmpfs: the datadir's pages are the container's memory (charged to its cgroup, in this machine's RAM)."""
