@@ -139,8 +139,9 @@ def test_disk_space_refused_with_numbers(tmp_path: Path, xfs: Path, monkeypatch:
     monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(xfs / "work"))
     path = campaign_file(tmp_path, workload={**SMALL, "tables": 4, "table_size": 1_000_000})
     with pytest.raises(BadInput, match=r"snapshot of default \(variants base, tiny-bp\) 1\.\d\d GiB \+ the largest "
-                                       r"run's working copy of variant base \(default\), a reflink clone \(25% "
-                                       r"counted for the pages a run rewrites\) 0\.2\d GiB = 1\.\d\d GiB needed on "
+                                       r"run's working copy of variant base \(default\), a reflink clone \(counted: "
+                                       r"the pages 2 s of a run can rewrite at 64 MiB/s\) 0\.1\d GiB = 1\.\d\d GiB "
+                                       r"needed on "
                                        r".*xfs, which has 0\.\d\d GiB free"):
         check_disk_space(parse_campaign(yaml.safe_load(path.read_text())))
     refused = run_cli(["validate", str(path)], env={"LAYERBENCH_DATASET_DIR": str(xfs / "datasets"),
@@ -151,12 +152,12 @@ def test_disk_space_refused_with_numbers(tmp_path: Path, xfs: Path, monkeypatch:
 def test_a_clone_counts_a_share_and_a_copy_elsewhere_counts_in_full(tmp_path: Path, xfs: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Snapshots and work folder on one XFS filesystem: a run's working copy will be a clone and counts the pages a
-    run rewrites (a quarter of the dataset), so a 0.29 GiB snapshot and its clone fit the 0.41 GiB free where a
+    run can rewrite (1 s at 64 MiB/s), so a 0.29 GiB snapshot and its clone fit the 0.41 GiB free where a
     snapshot and a full copy (0.59 GiB) would not; a Docker volume's host folder follows the same rule. Snapshots on
     another filesystem: the working copy on the XFS is a full copy, counted in full."""
     monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(xfs / "datasets"))
     monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(xfs / "work"))
-    rows = {**SMALL, "tables": 1, "table_size": 700_000}
+    rows = {**SMALL, "tables": 1, "table_size": 700_000, "duration": 1}
     data = yaml.safe_load(campaign_file(tmp_path, workload=rows).read_text())
     check_disk_space(parse_campaign(data))
     volume = {**data, "variants": [{"name": "vol", "backend": "docker", "storage": "volume"}], "baseline": "vol"}

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from layerbench.backends.external.variant import ExternalVariant
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput
-from layerbench.run.plan import make_plan
+from layerbench.run.plan import PREPARE_ROWS_PER_SECOND, make_plan
 
 BASE: dict[str, Any] = {
     "name": "resets", "baseline": "host", "repetitions": 3,
@@ -105,7 +105,7 @@ def test_the_plan_says_each_variants_reset_and_costs_only_its_prepares(empty_cac
     assert "prepared once" in text and "then cached for variants host, box" in text
     everyone = make_plan(parse_campaign({**BASE, "workload": {**BASE["workload"], "reset": "reprepare"}}))
     # 4 variants re-prepare 6 runs each, against 2 variants re-preparing and one snapshot prepared once
-    prepare = 2 * 10_000 / 40_000
+    prepare = 2 * 10_000 / PREPARE_ROWS_PER_SECOND
     assert everyone.parts["prepare"] - plan.parts["prepare"] == pytest.approx(2 * 6 * prepare - prepare, abs=1e-6)
     assert everyone.parts["restores"] == 0 < plan.parts["restores"]  # who re-prepares restores nothing
 

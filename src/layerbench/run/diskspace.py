@@ -4,8 +4,8 @@ page-size variant's second snapshot counts), and what a variant keeps beside a s
 Per run: each variant's copy (a working copy, a Docker volume's host folder, a container layer under Docker's
 data root, a VM's overlay); a campaign runs one at a time, so the largest on each filesystem counts. A copy counts in
 full, except a working copy that will be a reflink clone (its folder and the snapshots share a filesystem where a
-probe file clones): its blocks are the snapshot's until a page is written, so it counts CLONE_REWRITE_SHARE of the
-dataset for the pages a run rewrites. What is cached already costs nothing."""
+probe file clones): its blocks are the snapshot's until a page is written, so it counts what a run can rewrite,
+its seconds at CLONE_GROWTH_RATE (at most the dataset). What is cached already costs nothing."""
 
 from __future__ import annotations
 
@@ -27,9 +27,11 @@ DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql
 # files, the data dictionary): measured here, 2 x 10,000 rows make a 213 MiB datadir under MySQL 9.7, where
 # MariaDB 10.11 makes 123 MiB of 1 x 10,000 rows and 113 MiB of 1 x 1,000
 DATADIR_OVERHEAD_BY_FLAVOUR = {"mysql": 200 << 20}
-# A clone's own blocks are the pages a run writes (InnoDB's flushes, redo and undo), which grow with the run's
-# writes, not with the dataset: a quarter of it is a margin; docs/datasets.md says what a 45 GiB run took
-CLONE_REWRITE_SHARE = 0.25
+# A clone's own blocks are the pages a run writes (InnoDB's flushes and doublewrite, redo, undo): they grow with
+# the run's seconds, not with the dataset. Measured here at 20 x 10,000,000 rows (44.9 GiB datadir), 305 s of
+# oltp_read_write under a 2 GiB pool: at most 10.6 GiB per run, 36 MiB/s (InnoDB's adaptive flushing is bounded by
+# innodb_io_capacity_max, 2000 pages/s = 31 MiB/s by default); the rate below leaves a margin of 1.8 (docs/datasets.md)
+CLONE_GROWTH_RATE = 64 << 20
 
 
 @dataclass
@@ -92,8 +94,10 @@ def add_run_copies(campaign: Campaign, local: list[VariantBase], rooms: dict[int
                 folder, size = existing_parent(copy.folder), variant_dataset_bytes(variant, workload)
                 what = f"{copy.what} of variant {variant.name} ({workload.name})"
                 if copy.clonable and clones_between(snapshots, folder):
-                    size = math.ceil(size * CLONE_REWRITE_SHARE)
-                    what += f", a reflink clone ({CLONE_REWRITE_SHARE:.0%} counted for the pages a run rewrites)"
+                    seconds = workload.warmup + workload.duration
+                    size = min(size, math.ceil(seconds * CLONE_GROWTH_RATE))
+                    what += (f", a reflink clone (counted: the pages {seconds:g} s of a run can rewrite at "
+                             f"{CLONE_GROWTH_RATE >> 20} MiB/s)")
                 add(rooms, folder, "runs", what, size)
 
 

@@ -36,7 +36,9 @@ from layerbench.server.mycnf import render_value
 from layerbench.store import Store, past_finishes
 from layerbench.sysbench.custom_script import dataset_label
 
-PREPARE_ROWS_PER_SECOND = 40_000
+# rows/s of a prepare before this machine has prepared any (then its own median): measured here 159,000-194,000
+# on a quiet machine (2.4 to 45 GiB), about 70,000 busy; 40,000 made a 45 GiB study's first estimate 3.5x too long
+PREPARE_ROWS_PER_SECOND = 100_000
 DEFAULT_RESTORE_RATE = 500 << 20  # bytes/s of a checked copy with no past restore: 585 MiB/s median of 324 here
 CLONE_RESTORE_SECONDS = 1.0  # a clone + its checks: 0.10 s at 8 GiB, 0.16 s at 0.1 GiB here (docs/datasets.md)
 MIN_SAMPLES = 3  # past runs of a backend needed before its median replaces its fixed overhead (variant.run_overhead)
