@@ -10,16 +10,19 @@ its seconds at CLONE_GROWTH_RATE (at most the dataset). What is cached already c
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from layerbench.campaign.models import Campaign, VariantBase, Workload
 from layerbench.errors import BadInput, LayerbenchError
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.placement import server_of
+
+if TYPE_CHECKING:
+    from layerbench.backends.variant_base import DiskCopy
 
 BYTES_PER_ROW = 260  # a sysbench row with its secondary index in InnoDB, measured on 10.11 (~230) + margin
 DATADIR_OVERHEAD = 128 << 20  # system tablespace, redo and undo logs, the mysql schema
@@ -93,7 +96,7 @@ def add_run_copies(campaign: Campaign, local: list[VariantBase], rooms: dict[int
             for copy in variant.run_copies(work_root()):
                 folder, size = existing_parent(copy.folder), variant_dataset_bytes(variant, workload)
                 what = f"{copy.what} of variant {variant.name} ({workload.name})"
-                if copy.clonable and clones_between(snapshots, folder):
+                if will_be_clone(copy, snapshots):
                     seconds = workload.warmup + workload.duration
                     size = min(size, math.ceil(seconds * CLONE_GROWTH_RATE))
                     what += (f", a reflink clone (counted: the pages {seconds:g} s of a run can rewrite at "
@@ -107,27 +110,27 @@ def will_clone(variant: VariantBase) -> bool:
 
     copies = variant.run_copies(work_root())
     snapshots = existing_parent(datasets_dir())
-    return bool(copies) and all(c.clonable and clones_between(snapshots, existing_parent(c.folder)) for c in copies)
+    return bool(copies) and all(will_be_clone(c, snapshots) for c in copies)
+
+
+def will_be_clone(copy: DiskCopy, snapshots: Path) -> bool:
+    return copy.clonable and clones_between(snapshots, existing_parent(copy.folder))
 
 
 def clones_between(snapshots: Path, folder: Path) -> bool:
-    """Whether a file in the snapshots' folder clones (FICLONE) into `folder`: one filesystem with reflink. Any
-    error (no reflink, another filesystem, a folder that cannot be written) says no: the copy counts in full."""
-    from layerbench.server.restore import clone_file
+    """Whether a file in the snapshots' folder clones into `folder` (restore.can_clone's probe, on a file made
+    for it): one filesystem with reflink. Any error (no reflink, another filesystem, a folder that cannot be
+    written) says no: the copy counts in full."""
+    from layerbench.server.restore import can_clone
 
-    target = folder / f".lb-clone-probe-{os.getpid()}"
     try:
         if snapshots.stat().st_dev != folder.stat().st_dev:
             return False
-        with tempfile.NamedTemporaryFile(dir=snapshots, prefix=".lb-clone-probe-") as origin:
-            origin.write(b"\0" * 4096)
-            origin.flush()
-            clone_file(Path(origin.name), target)
-        return True
+        with tempfile.TemporaryDirectory(dir=snapshots, prefix=".lb-clone-probe-") as probe:
+            (Path(probe) / "probe").write_bytes(b"\0" * 4096)
+            return can_clone(Path(probe), folder)
     except OSError:
         return False
-    finally:
-        target.unlink(missing_ok=True)
 
 
 def snapshot_users(campaign: Campaign, workload: Workload) -> dict[str, list[VariantBase]]:

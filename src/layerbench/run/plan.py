@@ -176,8 +176,8 @@ def backend_of(definition: dict[str, Any], variant: str) -> str | None:
 def learn_from_facts(past: Past, backend: str | None, facts: StoredFacts) -> None:
     """A past run's restore rate (per backend) and quiet wait."""
     reset, seconds = facts.reset, restore_seconds_of(facts)
-    copied = reset is not None and reset.restore is not None and "clone" not in reset.restore.method
-    size = reset.restore.bytes if copied and reset is not None and reset.restore is not None else None
+    restore = reset.restore if reset is not None else None
+    size = restore.bytes if restore is not None and "clone" not in restore.method else None
     if backend is not None and size and seconds > 0.05:  # a copy's rate: a clone's time does not grow with size
         past.restore_rates.setdefault(backend, []).append(size / seconds)
     if facts.quiet_wait is not None:
@@ -348,17 +348,18 @@ def run_parts(campaign: Campaign, schedule: list[Any], calibrated: dict[str, flo
 
     variants = {v.name: v for v in campaign.variants}
     rates = {k: statistics.median(v) for k, v in past.restore_rates.items() if v}
-    sizes: dict[tuple[str, str], int] = {}
+    costs: dict[tuple[str, str], float] = {}  # seconds of one restore, per variant and workload
     runs = restores = 0.0
     for spec in schedule:
         variant, workload = variants[spec.variant], campaign.workload(spec.workload)
         runs += workload.warmup + workload.duration + calibrated.get(variant.backend, variant.run_overhead)
         if campaign.reset_for(variant, workload).method == "snapshot" and variant.owns_server:
             key = (variant.name, workload.name)
-            if key not in sizes:
-                sizes[key] = -1 if will_clone(variant) else variant_dataset_bytes(variant, workload)
-            restores += (CLONE_RESTORE_SECONDS if sizes[key] < 0
-                         else sizes[key] / rates.get(variant.backend, DEFAULT_RESTORE_RATE))
+            if key not in costs:
+                rate = rates.get(variant.backend, DEFAULT_RESTORE_RATE)
+                costs[key] = CLONE_RESTORE_SECONDS if will_clone(variant) else variant_dataset_bytes(variant,
+                                                                                                     workload) / rate
+            restores += costs[key]
     return runs, restores
 
 
