@@ -45,7 +45,7 @@ def test_an_interrupted_run_takes_the_children_of_its_process_with_it(tmp_path: 
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run("script", script(), log_path=tmp_path / "script.log", on_line=interrupt)
+        run("script", script(), log_path=tmp_path / "script.log", on_line=interrupt, timeout=None)
     assert children and gone(children[0])
 
 

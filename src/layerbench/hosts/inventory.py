@@ -17,7 +17,6 @@ import os
 import re
 import shlex
 import stat
-import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from layerbench.errors import BadInput, RunFailed, shown
-from layerbench.hosts.procs import Completed, run
+from layerbench.hosts.procs import Completed, TimedOut, capture, run
 from layerbench.secrets import Secret
 
 LOCAL = "local"  # the implicit name of this machine in every campaign
@@ -268,9 +267,8 @@ class Host:
         """End the shared connection (ControlPersist would end it two minutes later anyway)."""
         if self.is_local:
             return
-        with contextlib.suppress(OSError, ValueError, subprocess.SubprocessError):  # ValueError: a NUL in a path
-            subprocess.run([*self.ssh_command()[:-2], "-O", "exit", "--", str(self.entry.ssh)],
-                           capture_output=True, timeout=10, check=False)
+        with contextlib.suppress(OSError, ValueError, TimedOut):  # ValueError: a NUL in a path
+            capture([*self.ssh_command()[:-2], "-O", "exit", "--", str(self.entry.ssh)], timeout=10)
 
 
 class Hosts:

@@ -1,5 +1,8 @@
 """One helper to start every external process: its command recorded (secrets redacted), its output
-logged to the run's folder, and always reaped (terminate, then kill on a deadline)."""
+logged to the run's folder, and always reaped (terminate, then kill on a deadline). The only module that imports
+subprocess (tests/unit/test_architecture.py): a long-lived process (start), one run to its end with its output
+streamed and logged (run), a short probe whose output and errors are kept apart (capture), two processes piped
+(pipe), and a process held open for the length of a block (held). Every call but start's gives a timeout."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,11 @@ from typing import Any
 from layerbench.errors import PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.secrets import Secret, redact
+
+
+class TimedOut(RunFailed):
+    """A process did not finish within its timeout and was killed."""
+
 
 _live: set[ManagedProcess] = set()
 _live_lock = threading.Lock()
@@ -152,7 +160,7 @@ def run(
     *,
     log_path: Path | None = None,
     secrets: Sequence[Secret] = (),
-    timeout: float | None = None,
+    timeout: float | None,
     input_text: str | None = None,
     on_line: Callable[[str], None] | None = None,
     env: dict[str, str] | None = None,
@@ -160,7 +168,8 @@ def run(
 ) -> Completed:
     """Run a process to its end, streaming its output lines to on_line and to the log (redacted).
 
-    The process is killed when the timeout passes or when the caller is interrupted (KeyboardInterrupt).
+    The process is killed when the timeout passes (TimedOut) or when the caller is interrupted (KeyboardInterrupt);
+    a timeout of None is given on purpose, by a copy whose length grows with the data it copies.
     """
     cmd = [str(c) for c in cmd]
     record_command(log_path.parent if log_path else None, cmd, secrets)
@@ -203,8 +212,67 @@ def _collect(
         if log:
             log.close()
     if timer and not timer.is_alive() and popen.returncode == -signal.SIGKILL and timeout:
-        raise RunFailed(f"{proc.name}: did not finish within {timeout:.0f} s and was killed")
+        raise TimedOut(f"{proc.name}: did not finish within {timeout:.0f} s and was killed")
     return Completed(popen.returncode, "".join(lines))
+
+
+@dataclass(frozen=True)
+class Captured:
+    """What a short process printed, its output and its errors apart."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def capture(cmd: Sequence[str], *, timeout: float, input_text: str | None = None, env: dict[str, str] | None = None,
+            name: str | None = None) -> Captured:
+    """Run a short command (a version, a listing, `ip`, a probe) to its end and keep what it printed; OSError when
+    it cannot be started, TimedOut (it is killed) when it does not end within `timeout` seconds."""
+    cmd = [str(c) for c in cmd]
+    try:
+        done = subprocess.run(cmd, input=input_text, capture_output=True, text=True, errors="replace", env=env,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise TimedOut(f"{name or cmd[0]}: did not finish within {timeout:.0f} s and was killed") from None
+    return Captured(done.returncode, done.stdout, done.stderr)
+
+
+def pipe(first: Sequence[str], second: Sequence[str], *, timeout: float) -> tuple[int, Captured]:
+    """`first | second`, streamed (nothing written between them): first's exit code (its errors discarded) and
+    what second printed; TimedOut when second does not end within `timeout` seconds (first then ends on its
+    closed pipe)."""
+    feeder = subprocess.Popen([str(c) for c in first], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    second = [str(c) for c in second]
+    try:
+        done = subprocess.run(second, stdin=feeder.stdout, capture_output=True, text=True, errors="replace",
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise TimedOut(f"{second[0]}: did not finish within {timeout:.0f} s and was killed") from None
+    finally:
+        assert feeder.stdout is not None
+        feeder.stdout.close()
+        feeder.wait()
+    return feeder.returncode, Captured(done.returncode, done.stdout, done.stderr)
+
+
+@contextlib.contextmanager
+def held(cmd: Sequence[str], *, timeout: float) -> Iterator[subprocess.Popen[str]]:
+    """A process that lives as long as the block (an SSH session holding a lock on a host): the caller reads its
+    output (errors included) line by line; when the block ends its stdin closes, and it is killed when it has
+    not ended `timeout` seconds later."""
+    popen = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        yield popen
+    finally:
+        if popen.stdin is not None:
+            popen.stdin.close()
+        try:
+            popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait()
 
 
 def stop_all() -> None:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from layerbench.errors import BadInput, shown
+from layerbench.hosts.procs import TimedOut, capture
 
 LOADER = "lib64/ld-linux-x86-64.so.2"
 LIBRARY_DIRS = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu", "usr/lib", "lib")
@@ -76,9 +76,8 @@ class BinaryRoot:
     def missing_libraries(self) -> list[str]:
         """The libraries the loader does not find inside the root (`ld.so --list`), each with where it looked."""
         try:
-            done = subprocess.run([*self.command()[:3], "--list", str(self.binary)], capture_output=True,
-                                  text=True, timeout=LIST_TIMEOUT, check=False)
-        except (OSError, subprocess.TimeoutExpired) as error:
+            done = capture([*self.command()[:3], "--list", str(self.binary)], timeout=LIST_TIMEOUT)
+        except (OSError, TimedOut) as error:
             return [f"the root's loader did not list them ({error})"]
         if done.returncode != 0:
             said = (done.stderr or done.stdout).strip().splitlines() or ["no output"]

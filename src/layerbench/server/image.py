@@ -8,14 +8,13 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.errors import PrerequisiteMissing, RunFailed
-from layerbench.hosts.procs import require_program, run
+from layerbench.hosts.procs import capture, require_program, run
 from layerbench.hosts.workdirs import cache_dir
 
 RECIPE_VERSION = 1
@@ -26,8 +25,7 @@ SOURCES_DIR = Path("/etc/apt/sources.list.d")
 
 
 def installed_version(package: str) -> str:
-    done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
-                          check=False)
+    done = capture(["dpkg-query", "-W", "-f=${Version}", package], timeout=60)
     if done.returncode != 0 or not done.stdout.strip():
         raise PrerequisiteMissing(f"{package} is not installed on this host; run scripts/setup (the image "
                                   "installs the same version as the host)")

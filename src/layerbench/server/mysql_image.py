@@ -9,12 +9,12 @@ imported once per content."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from layerbench.errors import RunFailed
+from layerbench.hosts.procs import capture, pipe
 from layerbench.server.mysql_rootfs import MysqlRootfs, require_rootfs, rootfs_key
 
 IMAGE_REPO = "layerbench/mysql"
@@ -47,8 +47,7 @@ def mysql_image_imported(version: str) -> bool:
     rootfs = find_rootfs(package_version) if package_version else None
     if rootfs is None:
         return False
-    done = subprocess.run(["docker", "image", "inspect", mysql_image_tag(rootfs)], capture_output=True,
-                          timeout=60, check=False)
+    done = capture(["docker", "image", "inspect", mysql_image_tag(rootfs)], timeout=60)
     return done.returncode == 0
 
 
@@ -72,17 +71,10 @@ def import_rootfs(rootfs: MysqlRootfs, tag: str) -> None:
 
 def import_root(root: Path, tag: str, program: str) -> None:
     """`tar -C root -c . | docker import - tag`: streamed, nothing written beside the cache."""
-    tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-cf", "-", "."],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        done = subprocess.run(["docker", "import", "--change", "LABEL layerbench=1", "--change",
-                               f'CMD ["{program}"]', "-", tag], stdin=tar.stdout, capture_output=True,
-                              text=True, timeout=IMPORT_TIMEOUT, check=False)
-    finally:
-        assert tar.stdout is not None
-        tar.stdout.close()
-        tar.wait()
-    if done.returncode != 0 or tar.returncode != 0:
+    tar, done = pipe(["tar", "-C", str(root), "--numeric-owner", "-cf", "-", "."],
+                     ["docker", "import", "--change", "LABEL layerbench=1", "--change", f'CMD ["{program}"]', "-", tag],
+                     timeout=IMPORT_TIMEOUT)
+    if done.returncode != 0 or tar != 0:
         last = (done.stderr.strip().splitlines() or ["tar failed"])[-1]
         raise RunFailed(f"docker import of the root filesystem failed ({last}); root: {root}")
 
@@ -95,8 +87,7 @@ def root_image_tag(root: Path) -> str:
 
 def root_image_imported(root: Path) -> bool:
     """The image of a `mysqld:`'s root (its content now) is in this machine's Docker."""
-    done = subprocess.run(["docker", "image", "inspect", root_image_tag(root)], capture_output=True, timeout=60,
-                          check=False)
+    done = capture(["docker", "image", "inspect", root_image_tag(root)], timeout=60)
     return done.returncode == 0
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from layerbench.errors import RunFailed
 from layerbench.hosts.inventory import SSH_FAILED, Host
+from layerbench.hosts.procs import held
 from layerbench.server.manifest import EXCLUDED, Manifest, SnapshotCorrupt, read_manifest
 from layerbench.server.restore import FACTS_FILE, RestoreFacts
 
@@ -133,9 +133,7 @@ def host_lock(host: Host, path: str, what: str) -> Iterator[None]:
     sees end of file and flock lets go, so a killed harness never leaves a host locked."""
     q = shlex.quote(path)
     script = f"mkdir -p $(dirname {q}) && exec flock -x {q} sh -c 'echo {LOCKED}; exec cat > /dev/null'"
-    proc = subprocess.Popen(host.command(["sh", "-c", script]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
+    with held(host.command(["sh", "-c", script]), timeout=30) as proc:
         assert proc.stdout is not None
         said = []  # ssh may speak first (a host's Banner, a warning): only the lock's own word counts
         for line in iter(proc.stdout.readline, ""):  # blocks while another campaign holds the lock (Ctrl-C ends it)
@@ -149,14 +147,6 @@ def host_lock(host: Host, path: str, what: str) -> Iterator[None]:
             raise RunFailed(f"hosts.{host.name}: cannot lock {what} there: "
                             f"{(output.strip().splitlines() or ['no answer'])[-1][:200]}")
         yield
-    finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def ship_snapshot(host: Host, folder: Path, log_dir: Path, say: Callable[[str], None]) -> dict[str, object]:

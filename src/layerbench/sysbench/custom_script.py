@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from layerbench.errors import BadInput, shown
+from layerbench.hosts.procs import TimedOut, capture
 
 if TYPE_CHECKING:  # the campaign's Workload model, for type hints only: campaign/ imports sysbench/
     from layerbench.campaign.models import Workload
@@ -82,9 +82,8 @@ def _declared(script: str, digest: str) -> frozenset[str] | None:
     oltp_common.lua refuses to load without a command) and read its declared options."""
     env = {**os.environ, "LUA_PATH": lua_path(Path(script)), "LB_SCRIPT": script}
     try:
-        done = subprocess.run(["sysbench", "/dev/stdin", "help"], input=PROBE, env=env,
-                              capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False)
-    except subprocess.TimeoutExpired:
+        done = capture(["sysbench", "/dev/stdin", "help"], input_text=PROBE, env=env, timeout=PROBE_TIMEOUT)
+    except TimedOut:
         raise ValueError(f"loading it took more than {PROBE_TIMEOUT} s") from None
     except OSError as error:
         raise ValueError(f"sysbench could not be started ({error.strerror})") from None
@@ -161,9 +160,8 @@ def check_options_known(workload: Workload, declared: frozenset[str] | None) -> 
 def sysbench_options() -> frozenset[str]:
     """The general and driver options of this sysbench, as `sysbench --help` lists them (empty if it cannot)."""
     try:
-        done = subprocess.run(["sysbench", "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = capture(["sysbench", "--help"], timeout=PROBE_TIMEOUT)
+    except (OSError, TimedOut):
         return frozenset()
     return frozenset(canonical(name) for name in re.findall(r"^\s+--([A-Za-z][\w-]*)", done.stdout, re.MULTILINE))
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from layerbench.backends.kubernetes.manifests import quantity
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, PrerequisiteMissing
+from layerbench.hosts.procs import capture
 
 TIMEOUT = 15
 
@@ -173,7 +173,7 @@ def check_cpu_manager(core: Any, nodes: list[Any], variant: KubernetesVariant, e
 
 
 def this_machine_addresses() -> set[str]:
-    out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=False).stdout
+    out = capture(["ip", "-o", "addr", "show"], timeout=30).stdout
     found = {line.split()[3].split("/")[0] for line in out.splitlines() if len(line.split()) > 3}
     return found | {socket.gethostname()}
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.backends.base import Leftovers
 from layerbench.errors import RunFailed
-from layerbench.hosts.procs import pid_alive
+from layerbench.hosts.procs import Captured, capture, pid_alive
 
 NAME = re.compile(r"^lbv[bt](\d+)x(\d+)$")
+IP_TIMEOUT = 30.0  # one `ip` command: a device added, removed or listed
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,8 @@ class TapNet:
     vhost: bool
 
 
-def ip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+def ip(*args: str) -> Captured:
+    return capture(["ip", *args], timeout=IP_TIMEOUT)
 
 
 def used_subnets() -> set[int]:
