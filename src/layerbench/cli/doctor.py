@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 from layerbench.hosts.workdirs import cache_dir, work_root
 from layerbench.run.cleanup import leftovers
 from layerbench.server.snapshot import server_version
+from layerbench.versions import printed_version
 
 PROGRAMS = {
     "sysbench": "apt-get install sysbench (scripts/setup does it)",
@@ -26,8 +26,8 @@ def program_checks() -> list[tuple[bool, str]]:
 
 
 def version_checks() -> list[tuple[bool, str]]:
-    sysbench = subprocess.run(["sysbench", "--version"], capture_output=True, text=True, check=False).stdout
-    return [(True, f"server: {server_version()}"), (bool(sysbench), f"sysbench: {sysbench.strip() or 'unknown'}")]
+    sysbench = printed_version(["sysbench"])
+    return [(True, f"server: {server_version()}"), (bool(sysbench), f"sysbench: {sysbench or 'unknown'}")]
 
 
 def leftover_checks() -> list[tuple[bool, str]]:

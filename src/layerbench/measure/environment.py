@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,9 @@ from typing import Any
 from layerbench.endpoint import Endpoint
 from layerbench.hosts.procfs import mount_of, read_whole
 from layerbench.server.datadir import query
+from layerbench.versions import printed_version
+
+VERSION_TIMEOUT = 30.0  # sysbench --version, once per campaign, on a machine that may be busy
 
 
 def _first(pattern: str, text: str) -> str | None:
@@ -25,14 +27,14 @@ def host_facts() -> dict[str, Any]:
     """Facts about this machine that do not change during a campaign."""
     cpuinfo, meminfo = read_whole("/proc/cpuinfo") or "", read_whole("/proc/meminfo") or ""
     mem_kb = _first(r"^MemTotal:\s+(\d+)", meminfo)
-    sysbench = subprocess.run(["sysbench", "--version"], capture_output=True, text=True, check=False).stdout
+    sysbench = printed_version(["sysbench"], timeout=VERSION_TIMEOUT)
     return {
         "hostname": platform.node(),
         "kernel": platform.release(),
         "cpu_model": _first(r"^model name\s*:\s*(.+)$", cpuinfo),
         "cpu_count": os.cpu_count(),
         "memory_bytes": int(mem_kb) * 1024 if mem_kb else None,
-        "sysbench_version": sysbench.strip() or None,
+        "sysbench_version": sysbench or None,
         "python": platform.python_version(),
     }
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from layerbench.campaign.models import Campaign, VariantBase, Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
-from layerbench.hosts.procs import require_program
+from layerbench.hosts.procs import TimedOut, capture, require_program
 from layerbench.run.diskspace import (
     BYTES_PER_ROW,
     DATADIR_OVERHEAD,
@@ -38,6 +37,7 @@ from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_o
 from layerbench.server.servers import check_wanted
 from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
 from layerbench.sysbench.custom_script import check_script
+from layerbench.versions import version_on
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
@@ -118,7 +118,7 @@ def check_client_host(variant: VariantBase, host: Host, has_sysbench: set[str]) 
         check_cpus(cpus, f"{where}.client_cpus")
         return
     if host.name not in has_sysbench:
-        if host.run(["sysbench", "--version"], name=f"sysbench on {host.name}", timeout=30).returncode != 0:
+        if version_on(host, ["sysbench"], name=f"sysbench on {host.name}", timeout=30).returncode != 0:
             raise PrerequisiteMissing(f"{where}.client_host: sysbench is not on host {host.name}; install it there "
                                       "(Debian: apt-get install sysbench)")
         has_sysbench.add(host.name)
@@ -175,9 +175,8 @@ def lua_compile_error(path: Path) -> str | None:
 
     probe = f"local f, err = loadfile({lua_string(str(path.resolve()))})\nif not f then io.write('LUAERR ', err) end\n"
     try:
-        done = subprocess.run(["sysbench", "/dev/stdin"], input=probe, capture_output=True, text=True, timeout=30,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = capture(["sysbench", "/dev/stdin"], input_text=probe, timeout=30)
+    except (OSError, TimedOut):
         return None  # sysbench itself is checked above; run reports a script error as the run's cause
     errors = [line.removeprefix("LUAERR ") for line in done.stdout.splitlines() if line.startswith("LUAERR ")]
     return errors[0] if errors else None
@@ -310,7 +309,7 @@ def check_option_names(variant: VariantBase) -> None:
 @lru_cache(maxsize=4)
 def server_options(command: tuple[str, ...]) -> frozenset[str]:
     try:
-        done = subprocess.run([*command, *HELP_ARGS], capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = capture([*command, *HELP_ARGS], timeout=30)
+    except (OSError, TimedOut):
         return frozenset()
     return parse_server_options(done.stdout)

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from layerbench.errors import BadInput, shown
+from layerbench.hosts.procs import TimedOut
 from layerbench.secrets import Secret
 from layerbench.server.settings import ConfigValue
+from layerbench.versions import version_output
 
 VERSION_TIMEOUT = 10.0
 SUPPORTED = "MariaDB 10.4 or later, MySQL 8.0/8.4/9 or Percona Server 8"
@@ -125,10 +126,9 @@ def detect_flavour(binary: str | tuple[str, ...], where: str) -> Flavour:
     command = [binary] if isinstance(binary, str) else list(binary)
     name = command[-1]
     try:
-        done = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT,
-                              check=False)
+        done = version_output(command, timeout=VERSION_TIMEOUT)
         said = (done.stdout or done.stderr).strip()
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         raise BadInput(f"{where}: {name} --version did not answer within {VERSION_TIMEOUT:.0f} s; give a "
                        f"{SUPPORTED} server binary") from None
     except OSError as error:

@@ -18,7 +18,6 @@ the program as the image runs it (the MySQL image is the rootfs itself, so its m
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Protocol
@@ -27,6 +26,7 @@ from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
 from layerbench.server.flavour import MARIADB, Flavour, detect_flavour
 from layerbench.server.settings import ConfigValue, ServerSettings
+from layerbench.versions import printed_version
 
 DEFAULT_MYSQL = "9.7"
 VERSION_TIMEOUT = 10.0
@@ -83,12 +83,7 @@ class ServerProgram:
 
 @lru_cache(maxsize=32)
 def version_text(command: tuple[str, ...]) -> str:
-    try:
-        done = subprocess.run([*command, "--version"], capture_output=True, text=True, check=False,
-                              timeout=VERSION_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return done.stdout.strip() or "unknown"
+    return printed_version(command, timeout=VERSION_TIMEOUT) or "unknown"
 
 
 def host_binary(variant: ChosenServer) -> str:

@@ -40,6 +40,7 @@ from layerbench.server.remote_files import (
     storage_on_host,
 )
 from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, rootfs_mysql
+from layerbench.versions import version_on
 
 START_TIMEOUT = 120.0
 PORTS = (20000, 40000)
@@ -75,7 +76,7 @@ def mysql_on_host(host: Host, variant: HostVariant, log_dir: Path | None,
     here = rootfs_mysql(variant.server.version or DEFAULT_MYSQL, where)
     there, facts = rootfs_on_host(host, require_rootfs(variant.server.version or DEFAULT_MYSQL, where), log_dir, say)
     command = tuple(there.command())
-    done = host.run([*command, "--version"], name=f"mysqld --version on {host.name}", timeout=60)
+    done = version_on(host, command, name=f"mysqld --version on {host.name}", timeout=60)
     flavour = parse_version(done.output)
     if done.returncode != 0 or flavour is None or flavour.version != here.flavour.version:
         said = (done.output.strip().splitlines() or ["nothing"])[0][:120]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import shlex
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +43,7 @@ from layerbench.server.mycnf import check_overlay
 from layerbench.server.mysql_rootfs import MysqlRootfs, built_rootfses, require_rootfs
 from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, image_server, rooted_image_server
 from layerbench.server.vmimage import BootFiles, ensure_boot_files, make_ext4
+from layerbench.versions import version_output
 
 GUEST_DATADIR = "/var/lib/mysql"
 GUEST_SOCKET = "/run/mysqld/mysqld.sock"
@@ -260,7 +260,7 @@ def sql_shutdown(endpoint: Endpoint | None) -> None:
 
 def qemu_version() -> dict[str, str]:
     with contextlib.suppress(Exception):
-        out = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True, check=False)
+        out = version_output(["qemu-system-x86_64"], timeout=30)
         return {"qemu_version": out.stdout.splitlines()[0]}
     return {}
 
