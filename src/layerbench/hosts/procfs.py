@@ -1,7 +1,8 @@
 """The one reader of /proc (and the small /sys files beside it): a file read with one system call, a process's
-stat line, command line, parent and cgroup directory, every process's PID, the machine's CPU ticks and uptime.
-The CPU sampler (cpu.py), the I/O window (io.py), the server host's readings over SSH (remote_cpu.py: the same
-parsers on text a script printed there) and the backends' process finders all read through here.
+stat line, status, command line, parent, threads and cgroup, every process's PID, the machine's CPU ticks and
+uptime, its mounts. The CPU sampler (cpu.py), the I/O window (io.py), the server host's readings over SSH
+(remote_cpu.py: the same parsers on text a script printed there), the backends' process finders and the mount
+table's readers all read through here; tests/unit/test_architecture.py allows no /proc path opened elsewhere.
 Parsing is pure; reading is kept to the few functions under "reading"."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 TICKS = os.sysconf("SC_CLK_TCK")
+CPU_PRESSURE = Path("/proc/pressure/cpu")  # the machine's CPU pressure (PSI): measure/pressure.py reads it
 
 
 @dataclass(frozen=True)
@@ -117,11 +119,17 @@ def read_whole(path: str | Path) -> str | None:
 
 
 def tasks(pid: int) -> list[str]:
-    """The thread ids of a process (its /proc/<pid>/task entries); none when it is gone."""
+    """The thread ids of a process (its /proc/<pid>/task entries; os.getpid() for this one's); none when it is
+    gone."""
     try:
         return os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
+
+
+def tcp_sockets() -> str:
+    """This machine's TCP sockets: /proc/net/tcp and tcp6 one after the other (either may be missing)."""
+    return "".join(read_whole(table) or "" for table in ("/proc/net/tcp", "/proc/net/tcp6"))
 
 
 def pids() -> list[int]:
@@ -130,6 +138,21 @@ def pids() -> list[int]:
         return [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return []
+
+
+def exists(pid: int) -> bool:
+    """Whether /proc lists the process (one that ended but is not reaped yet included)."""
+    return os.path.isdir(f"/proc/{pid}")
+
+
+def status(pid: int) -> str:
+    """/proc/<pid>/status (its `Key: value` lines); "" when the process is gone."""
+    return read(f"/proc/{pid}/status")
+
+
+def cgroup(pid: int) -> str:
+    """/proc/<pid>/cgroup (`id:controllers:path` lines); "" when the process is gone."""
+    return read(f"/proc/{pid}/cgroup")
 
 
 def stat_of(pid: int) -> ProcStat | None:
@@ -176,7 +199,7 @@ def parent_of(pid: int) -> int | None:
 def cgroup_dirs(pid: int) -> list[Path]:
     """The cpu controller's cgroup directory of pid (cgroup v1 cpu,cpuacct or the v2 unified tree)."""
     dirs = []
-    for line in read(f"/proc/{pid}/cgroup").splitlines():
+    for line in cgroup(pid).splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
@@ -210,12 +233,17 @@ def parse_mounts(text: str) -> list[dict[str, str]]:
     return mounts
 
 
+def mounts() -> list[dict[str, str]]:
+    """This machine's mounts now (/proc/self/mounts), parsed as parse_mounts does; none when unreadable."""
+    return parse_mounts(read_whole("/proc/self/mounts") or "")
+
+
 def mount_of(path: PurePath, text: str | None = None) -> dict[str, str] | None:
     """Filesystem type, device and options of the mount holding path (the longest mount point that contains it;
     the last one listed when one point is mounted over)."""
     target = str(path.resolve()) if isinstance(path, Path) else str(path)  # a PurePath: another host's, resolved
     best: dict[str, str] | None = None
-    for mount in parse_mounts(text if text is not None else (read_whole("/proc/self/mounts") or "")):
+    for mount in parse_mounts(text) if text is not None else mounts():
         point = mount["mount_point"]
         inside = target == point or target.startswith(point.rstrip("/") + "/")
         if inside and (best is None or len(point) >= len(best["mount_point"])):

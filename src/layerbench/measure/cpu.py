@@ -17,6 +17,7 @@ from layerbench.hosts.procfs import (
     ProcStat,
     all_processes,
     descendants,
+    exists,
     parse_machine_stat,
     parse_steal,
     read,
@@ -235,7 +236,7 @@ class ResourceSampler:
 
     def _context_switch_deltas(self) -> None:
         for name, (v0, i0) in self.ctx_start.items():
-            pids = {p for p, o in self.owner.items() if o == name and os.path.isdir(f"/proc/{p}")}
+            pids = {p for p, o in self.owner.items() if o == name and exists(p)}
             v1, i1 = context_switches(pids)
             self.tally.ctx_voluntary[name] = max(0, v1 - v0)
             self.tally.ctx_involuntary[name] = max(0, i1 - i0)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-SYSTEM = Path("/proc/pressure/cpu")
+from layerbench.hosts.procfs import CPU_PRESSURE, read_file
+
+SYSTEM = CPU_PRESSURE
 LINE = re.compile(r"^(some|full)\b.*\btotal=(\d{1,20})\b", re.MULTILINE)
 
 
@@ -34,10 +36,10 @@ def pressure_files(cgroups: list[Path]) -> list[Path]:
 def read_pressure(files: list[Path]) -> dict[str, dict[str, int]]:
     out = {}
     for path in files:
-        try:
-            found = parse_pressure(path.read_text())
-        except OSError:  # no PSI in this kernel (or it was not enabled at boot: psi=0)
+        text = read_file(path)
+        if text is None:  # no PSI in this kernel (or it was not enabled at boot: psi=0)
             continue
+        found = parse_pressure(text)
         if found:
             out["system" if path == SYSTEM else str(path.parent)] = found
     return out

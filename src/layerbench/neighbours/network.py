@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import RunFailed
-from layerbench.hosts import owners
+from layerbench.hosts import owners, procfs
 from layerbench.hosts.inventory import HostEntry
 from layerbench.hosts.machine import free_port
 from layerbench.neighbours import tools
@@ -25,13 +25,7 @@ LISTEN_SECONDS = 15  # how long its iperf3 server may take to listen (an ssh: ho
 
 def listening(port: int) -> bool:
     """Whether a TCP socket listens on `port` here (from /proc/net/tcp and tcp6: state 0A)."""
-    text = ""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            text += Path(table).read_text()
-        except OSError:
-            continue
-    return tools.listens_in(text, port)
+    return tools.listens_in(procfs.tcp_sockets(), port)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 
 from layerbench.campaign.models import VariantBase
+from layerbench.hosts.procfs import tasks
 
 
 def cpu_set(text: str) -> set[int]:
@@ -39,7 +40,7 @@ def harness_cpus(variant: VariantBase, allowed: set[int], remote: bool) -> set[i
 
 
 def _threads() -> list[int]:
-    return [int(tid) for tid in os.listdir("/proc/self/task")]
+    return [int(tid) for tid in tasks(os.getpid())]
 
 
 @contextlib.contextmanager

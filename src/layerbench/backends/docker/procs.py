@@ -3,19 +3,16 @@ containerd shim, for CPU accounting."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from layerbench.hosts.procfs import cmdline, parent_of
+from layerbench.hosts.procfs import cmdline, parent_of, pids
 
 
 def proxies_for(host_port: int) -> list[int]:
     """docker-proxy processes that forward the given host port."""
     found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            args = cmdline(int(proc.name))
-            if args and args[0].endswith("docker-proxy") and str(host_port) in args:
-                found.append(int(proc.name))
+    for pid in pids():
+        args = cmdline(pid)
+        if args and args[0].endswith("docker-proxy") and str(host_port) in args:
+            found.append(pid)
     return found
 
 

@@ -23,6 +23,7 @@ from layerbench.backends.kubernetes.procs import pod_processes
 from layerbench.backends.kubernetes.qos import quantity
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
+from layerbench.hosts import procfs
 from layerbench.hosts.critical import signals_deferred
 from layerbench.neighbours.model import ContainerSize, Neighbour, size_bytes
 from layerbench.neighbours.placed import ContainerRequest, Placed
@@ -153,7 +154,7 @@ class NeighbourPod:
                         f"{cluster.recent_events(self.core, self.ns) or 'see kubectl describe pod'}")
 
     def pids(self) -> list[int]:
-        return [pid for pid in self.roots if Path(f"/proc/{pid}").exists()]
+        return [pid for pid in self.roots if procfs.exists(pid)]
 
     def alive(self) -> bool:
         with contextlib.suppress(Exception):

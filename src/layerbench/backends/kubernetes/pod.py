@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,11 +15,13 @@ from layerbench.backends.base import ServerSpec
 from layerbench.backends.kubernetes import cluster, manifests
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, RunFailed
+from layerbench.hosts import procfs
 from layerbench.hosts.machine import free_port
-from layerbench.hosts.procs import ManagedProcess, start
+from layerbench.hosts.procs import ManagedProcess, capture, start
 from layerbench.server.restore import RestoreFacts, copy_tree
 
 DELETE_TIMEOUT = 180.0
+IMPORT_TIMEOUT = 900.0  # scripts/k8s-local image-import: one image into the local cluster's containerd
 PORT_FORWARD_WARNING = ("sysbench reaches the server through kubectl port-forward: a slow path that swamps the "
                         "measurement; use client: host or job where the network allows")
 
@@ -108,7 +109,7 @@ def import_into_nodes(variant: KubernetesVariant, tag: str, say: Callable[[str],
         raise BadInput(f"{where}: the cluster's nodes do not have {tag}; push it to a registry they can pull from "
                        f"{fix}")
     say(f"importing {tag} into the local cluster's containerd")
-    done = subprocess.run([str(script), "image-import", tag], capture_output=True, text=True, check=False)
+    done = capture([str(script), "image-import", tag], timeout=IMPORT_TIMEOUT)
     if done.returncode != 0:
         raise RunFailed(f"scripts/k8s-local image-import {tag} failed: {done.stderr.strip()[-300:]}")
 
@@ -224,10 +225,9 @@ def connect(variant: KubernetesVariant) -> tuple[Any, Any, list[Any]]:
 
 def cpus_allowed(pid: int) -> str | None:
     """The CPUs the server may run on (its cpuset): shows whether the static CPU manager gave it exclusive ones."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                return line.split(":", 1)[1].strip()
+    for line in procfs.status(pid).splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
     return None
 
 

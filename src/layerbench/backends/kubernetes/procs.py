@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from layerbench.hosts.procfs import cmdline, parent_of, read
+from layerbench.hosts.procfs import cgroup, cmdline, parent_of, pids
 
 
 def pod_components(uid: str, program: str) -> dict[str, list[int]]:
@@ -14,13 +14,10 @@ def pod_components(uid: str, program: str) -> dict[str, list[int]]:
     keys = {f"pod{uid}", f"pod{uid.replace('-', '_')}"}
     server: list[int] = []
     other: list[int] = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        groups = read(proc / "cgroup")
+    for pid in pids():
+        groups = cgroup(pid)
         if not any(key in groups for key in keys):
             continue
-        pid = int(proc.name)
         name = Path(cmdline(pid)[0] or "?").name
         (server if name == program else other).append(pid)
     out: dict[str, list[int]] = {}
@@ -38,7 +35,6 @@ def pod_processes(uid: str) -> list[int]:
     """The top processes of a pod's containers (their children are found by the sampler), its pause
     process left out: those whose parent is outside the pod."""
     keys = {f"pod{uid}", f"pod{uid.replace('-', '_')}"}
-    inside = [int(p.name) for p in Path("/proc").iterdir()
-              if p.name.isdigit() and any(key in read(p / "cgroup") for key in keys)]
+    inside = [pid for pid in pids() if any(key in cgroup(pid) for key in keys)]
     found = set(inside)
     return [pid for pid in inside if parent_of(pid) not in found and Path(cmdline(pid)[0] or "?").name != "pause"]
