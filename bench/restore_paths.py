@@ -34,11 +34,12 @@ from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.vm.datadisk import ensure_base, make_overlay
 from layerbench.campaign.models import Workload
 from layerbench.hosts.procs import run
+from layerbench.hosts.workdirs import folder_size
 from layerbench.server.image import ensure_docker_image
 from layerbench.server.prepare import ensure_snapshot
 from layerbench.server.restore import restore_datadir
 from layerbench.server.snapshot import Snapshot
-from layerbench.server.vmimage import make_ext4, tree_bytes
+from layerbench.server.vmimage import make_ext4
 
 LABEL = {"layerbench": "1", "layerbench.campaign": f"bench-restore-{os.getpid()}"}
 
@@ -87,7 +88,7 @@ class DockerPaths:
 
 def vm_old(snapshot: Snapshot, work: Path, n: int) -> float:
     started = time.monotonic()
-    make_ext4(snapshot.path, work / f"data-{n}.img", extra_mib=max(512, tree_bytes(snapshot.path) // 2**20),
+    make_ext4(snapshot.path, work / f"data-{n}.img", extra_mib=max(512, folder_size(snapshot.path) // 2**20),
               label="data")
     return time.monotonic() - started
 
@@ -127,7 +128,7 @@ def one_size(shape: str, repeats: int, work: Path, docker: DockerPaths, xfs: Pat
     snapshot = ensure_snapshot(Workload(tables=tables, table_size=rows), None, log_dir=work / "snapshot-log")
     shutil.rmtree(work / "snapshot-log", ignore_errors=True)
     size = (f"{tables}x{rows:,} ({snapshot.data_bytes / 2**20:.0f} MiB tables, "
-            f"{tree_bytes(snapshot.path) / 2**20:.0f} MiB datadir)")
+            f"{folder_size(snapshot.path) / 2**20:.0f} MiB datadir)")
     _, built = ensure_base(snapshot.path, say, work)
     print(f"{size}: VM base image " + (f"built now in {built:.2f} s (once per snapshot)" if built is not None
                                         else "already cached (built once per snapshot)"))

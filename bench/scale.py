@@ -42,11 +42,11 @@ from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.kubernetes.pod import restore_hostpath_datadir
 from layerbench.backends.vm.datadisk import ensure_base, make_overlay
 from layerbench.campaign.models import Workload, parse_campaign
-from layerbench.hosts.workdirs import datasets_dir
+from layerbench.hosts.workdirs import datasets_dir, folder_size
 from layerbench.run.orchestrator import run_campaign
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot, prepare_tables
 from layerbench.server.restore import restore_datadir
-from layerbench.server.snapshot import Snapshot, folder_size
+from layerbench.server.snapshot import Snapshot
 from layerbench.server.verify import check_snapshot_files
 from layerbench.store import Store
 

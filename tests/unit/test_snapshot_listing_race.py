@@ -8,7 +8,7 @@ import shutil
 import threading
 from pathlib import Path
 
-from layerbench.server.snapshot import folder_size
+from layerbench.hosts.workdirs import folder_size
 
 
 def test_folder_size_while_folders_vanish(tmp_path: Path) -> None:

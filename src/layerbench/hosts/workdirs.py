@@ -1,5 +1,5 @@
 """Where layerbench keeps machine-wide files: the cache (images, dataset snapshots) and the work folder
-(datadirs of running servers, owner records).
+(datadirs of running servers, owner records), and the one measure of a folder's size (folder_size).
 
 One directory can hold both dataset snapshots and the runs' working copies: `LAYERBENCH_DATA_DIR`. Put it on
 the filesystem you want the data on; a snapshot and its copies on one XFS or btrfs filesystem are restored by a
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -63,3 +65,16 @@ def folder_lock(folder: Path, key: str, waiting: str, say: Callable[[str], None]
             say(waiting)
             fcntl.flock(handle, fcntl.LOCK_EX)
         yield
+
+
+def folder_size(path: Path) -> int:
+    """Bytes of the regular files under `path`. A running server or build may remove a file (general_log.CSV) or a
+    whole folder (a finished build's) while it is listed: what is gone is not counted (os.walk skips a folder that
+    vanished; Path.rglob raised FileNotFoundError out of its iterator)."""
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                st = os.lstat(os.path.join(folder, name))
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total

@@ -184,7 +184,7 @@ def gib(size: float) -> str:
 
 def dataset_bytes(workload: Workload) -> int:
     """The datadir a dataset makes: measured when its snapshot is cached, else estimated from the row count."""
-    from layerbench.server.snapshot import folder_size
+    from layerbench.hosts.workdirs import folder_size
 
     folder = cached_folder(workload)
     if folder is not None:
@@ -195,8 +195,7 @@ def dataset_bytes(workload: Workload) -> int:
 def variant_dataset_bytes(variant: VariantBase, workload: Workload) -> int:
     """The datadir this variant restores for this workload: its own snapshot's (its page size, its server) when
     cached, else estimated from the row count with the datadir its server's flavour initialises."""
-    from layerbench.hosts.workdirs import datasets_dir
-    from layerbench.server.snapshot import folder_size
+    from layerbench.hosts.workdirs import datasets_dir, folder_size
 
     folder = datasets_dir() / snapshot_key(variant, workload)
     if (folder / "meta.json").is_file():

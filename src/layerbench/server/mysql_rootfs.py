@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -24,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
-from layerbench.hosts.procs import require_program, run
-from layerbench.hosts.workdirs import cache_dir, folder_lock
+from layerbench.hosts import procfs
+from layerbench.hosts.procs import capture, require_program, run
+from layerbench.hosts.workdirs import cache_dir, folder_lock, folder_size
 from layerbench.server.image import checked, mirror
 
 RECIPE_VERSION = 2  # the steps after the packages are installed (the kept packages do not depend on it)
@@ -40,6 +40,7 @@ BUILD_LEFTOVERS = ("/var/lib/apt/lists/*", "/var/cache/apt/archives/*.deb", "/va
                    "/var/cache/apt/*.bin", "/var/cache/ldconfig/aux-cache", "/var/log/dpkg.log",
                    "/var/log/alternatives.log", "/var/log/apt")
 NO_VALID_UNTIL = "Acquire::Check-Valid-Until=false"  # a mirror snapshot's Release file may be past its date
+UMOUNT_TIMEOUT = 60  # one lazy unmount of what a killed build left mounted
 Say = Callable[[str], None]
 
 
@@ -245,7 +246,7 @@ class Builder:
             debs.rename(kept)
         target = rootfs_folder(self.version)
         folder.rename(target)
-        self.step(f"MySQL {self.version} rootfs ready: {target} ({folder_bytes(target) / 2**20:,.0f} MiB)")
+        self.step(f"MySQL {self.version} rootfs ready: {target} ({folder_size(target) / 2**20:,.0f} MiB)")
         return MysqlRootfs(target)
 
 
@@ -255,7 +256,7 @@ def remove_build(folder: Path) -> None:
     the removal never walks into a live /proc. The killed build's processes may still be writing for a moment
     after they are signalled: removed again until nothing is left (at most about 5 s)."""
     for mount in reversed(mounts_under(folder)):
-        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+        capture(["umount", "-l", mount], timeout=UMOUNT_TIMEOUT)
     for _ in range(25):
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
@@ -264,12 +265,8 @@ def remove_build(folder: Path) -> None:
 
 
 def mounts_under(folder: Path) -> list[str]:
-    from layerbench.hosts.procfs import unescape_mount_field
-
     prefix = f"{folder.resolve()}/"
-    lines = Path("/proc/self/mounts").read_text().split("\n")
-    points = [unescape_mount_field(line.split(" ")[1]) for line in lines if len(line.split(" ")) > 2]
-    return sorted(p for p in points if p.startswith(prefix))
+    return sorted(p for p in (m["mount_point"] for m in procfs.mounts()) if p.startswith(prefix))
 
 
 def installed_versions(root: Path) -> dict[str, str]:
@@ -296,10 +293,6 @@ def check_sums(debs: Path) -> None:
         if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
             raise PrerequisiteMissing(f"the kept package {path} is missing or changed; remove {debs} to download "
                                       "the packages again")
-
-
-def folder_bytes(path: Path) -> int:
-    return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def built_rootfses() -> list[tuple[str, MysqlRootfs]]:

@@ -6,32 +6,31 @@ A snapshot is the folder `<datasets dir>/<key>/` with `datadir/` (a cleanly shut
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import shutil
-import stat
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from layerbench.hosts.workdirs import datasets_dir
+from layerbench.hosts.workdirs import datasets_dir, folder_size
 from layerbench.server.manifest import build_manifest, check_snapshot, read_manifest, write_manifest
 from layerbench.sysbench.command import test_script
 from layerbench.sysbench.custom_script import dataset_flags, script_digest
+from layerbench.versions import version_output
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
     from layerbench.campaign.models import Workload
 
+VERSION_TIMEOUT = 30.0  # the server's --version, asked once per plan and build
+
 
 def server_version(binary: str = "mariadbd") -> str:
+    """The server's `--version` line (a dataset's identity): TimedOut rather than a guess when it does not answer."""
     path = shutil.which(binary) or shutil.which(binary, path="/usr/sbin:/sbin")
     if not path:
         return "unknown"
-    out = subprocess.run([path, "--version"], capture_output=True, text=True, check=False).stdout
-    return out.strip()
+    return version_output([path], timeout=VERSION_TIMEOUT).stdout.strip()
 
 
 @dataclass(frozen=True)
@@ -107,19 +106,6 @@ def find_snapshot(key: str) -> Snapshot | None:
         remove_snapshot(key)
         return None
     return Snapshot(key, folder / "datadir", meta)
-
-
-def folder_size(path: Path) -> int:
-    """Bytes of the regular files under `path`. A running server or build may remove a file (general_log.CSV) or a
-    whole folder (a finished build's) while it is listed: what is gone is not counted (os.walk skips a folder that
-    vanished; Path.rglob raised FileNotFoundError out of its iterator)."""
-    total = 0
-    for folder, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(FileNotFoundError):
-                st = os.lstat(os.path.join(folder, name))
-                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-    return total
 
 
 def list_snapshots() -> list[tuple[str, int, dict[str, Any]]]:

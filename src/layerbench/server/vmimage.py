@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -24,8 +23,8 @@ from importlib import resources
 from pathlib import Path
 
 from layerbench.errors import PrerequisiteMissing, RunFailed
-from layerbench.hosts.procs import require_program, run
-from layerbench.hosts.workdirs import cache_dir
+from layerbench.hosts.procs import capture, require_program, run
+from layerbench.hosts.workdirs import cache_dir, folder_size
 from layerbench.server.image import build_rootfs, image_key
 from layerbench.server.mysql_rootfs import MysqlRootfs, rootfs_key
 
@@ -55,7 +54,7 @@ def guest_init() -> str:
 
 def kernel_package() -> str:
     """The versioned kernel package linux-image-amd64 depends on (linux-image-6.1.0-NN-amd64)."""
-    out = subprocess.run(["apt-cache", "depends", KERNEL_PACKAGE], capture_output=True, text=True, check=False)
+    out = capture(["apt-cache", "depends", KERNEL_PACKAGE], timeout=120)
     for line in out.stdout.splitlines():
         if "Depends:" in line and "linux-image-" in line:
             return line.split("Depends:", 1)[1].strip()
@@ -235,10 +234,6 @@ def root_disk(target: Path, *, tarball: Path | None, tree: Path | None) -> None:
     shutil.rmtree(tree, ignore_errors=True)
 
 
-def tree_bytes(folder: Path) -> int:
-    return sum(f.lstat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
-
-
 def ext4_command(tree: str | None, size_bytes: int, target: str, *, extra_mib: int, min_mib: int = 16,
                  label: str = "") -> list[str]:
     """mkfs.ext4 of `tree` (size_bytes of files, or empty) into the image `target` with `extra_mib` free; the same
@@ -252,8 +247,8 @@ def ext4_command(tree: str | None, size_bytes: int, target: str, *, extra_mib: i
 
 def make_ext4(tree: Path | None, target: Path, *, extra_mib: int, min_mib: int = 16, label: str = "") -> None:
     """An ext4 image of `tree` (or empty) with `extra_mib` free, built without mounting anything (mkfs -d)."""
-    cmd = ext4_command(str(tree) if tree else None, tree_bytes(tree) if tree else 0, str(target),
+    cmd = ext4_command(str(tree) if tree else None, folder_size(tree) if tree else 0, str(target),
                        extra_mib=extra_mib, min_mib=min_mib, label=label)
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    done = capture(cmd, timeout=900)
     if done.returncode != 0:
         raise RunFailed(f"mkfs.ext4 of {target.name} failed: {done.stderr.strip()[-300:]}")

@@ -36,6 +36,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.machine import free_port
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
+from layerbench.hosts.workdirs import folder_size
 from layerbench.secrets import Secret, redact
 from layerbench.server.bootstrap import server_files, write_server_files
 from layerbench.server.datadir import wait_until_ready
@@ -49,7 +50,6 @@ from layerbench.server.servers import (
     image_server,
     rooted_image_server,
 )
-from layerbench.server.vmimage import tree_bytes
 
 START_TIMEOUT = 180.0
 DATADIR = "/var/lib/mysql"
@@ -91,7 +91,7 @@ def wait_for_copy(backend: DockerBackend, spec: ServerSpec) -> None:
     the method, the files and bytes copied and the time from the container's start to the copy's end."""
     assert spec.snapshot is not None
     done, last, where = spec.run_dir / COPY_DONE, time.monotonic(), IN_CONTAINER[backend.variant.storage]
-    size = tree_bytes(spec.snapshot)
+    size = folder_size(spec.snapshot)
     spec.say(f"copying dataset {spec.snapshot.parent.name} ({size / 2**30:.2f} GiB) into {where} (cp -a)")
     while not done.exists():
         if not backend._alive():

@@ -17,8 +17,9 @@ from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.procs import ManagedProcess, run, start
+from layerbench.hosts.workdirs import folder_size
 from layerbench.server.restore import FACTS_FILE
-from layerbench.server.vmimage import ext4_command, tree_bytes
+from layerbench.server.vmimage import ext4_command
 
 RECIPE = 1  # bump when the base's mkfs options change: the name changes, old bases are never reused
 BASE_NAME = f"vm-data-{RECIPE}.img"
@@ -55,7 +56,7 @@ def ensure_base(snapshot: Path, say: Say, log_dir: Path) -> tuple[Path, float | 
 
 
 def build_base(snapshot: Path, part: Path, label: str, say: Say, log_dir: Path) -> None:
-    size = tree_bytes(snapshot)
+    size = folder_size(snapshot)
     say(f"building the VM data disk of dataset {snapshot.parent.name} ({size / 2**30:.2f} GiB), once per snapshot")
     cmd = ext4_command(str(snapshot), size, str(part), extra_mib=max(512, size // 2**20), label="data")
     proc = start("mkfs.ext4", cmd, log_path=log_dir / "vm-data-mkfs.log")
@@ -94,7 +95,7 @@ def make_overlay(base: Path, overlay: Path) -> float:
 def write_restore_facts(run_dir: Path, snapshot: Path, overlay_seconds: float, build_seconds: float | None) -> None:
     """The run's restore.json (server/restore.py's format, read into the run's reset record)."""
     files = [f for f in snapshot.rglob("*") if f.is_file() and not f.is_symlink()]
-    facts = {"method": METHOD, "files": len(files), "bytes": sum(f.stat().st_size for f in files),
+    facts = {"method": METHOD, "files": len(files), "bytes": folder_size(snapshot),
              "seconds": round(overlay_seconds, 3),
              "verified": "base built from the snapshot's files after their manifest check; overlay: nothing copied",
              "base_image": str(base_path(snapshot)), "base_built_seconds":
