@@ -1,9 +1,12 @@
-"""Architecture rules checked on the source: no import circle (function-local imports included) and no
-class over 200 lines."""
+"""Architecture rules checked on the source: no import circle (function-local imports included), no class over
+200 lines, the layers ARCHITECTURE.md draws, a backend kept in its own package, and one home each for starting a
+process (hosts/procs.py, with a timeout), asking a version (versions.py), reading /proc (hosts/procfs.py) and
+measuring a folder (hosts/workdirs.folder_size)."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -263,3 +266,173 @@ def test_each_package_imports_only_the_layers_below_it_as_architecture_md_draws(
     upward = [f"{a} -> {b}" for a, targets in graph.items() for b in targets
               if a in level and b in level and level[b] < level[a]]  # one layer may import within itself
     assert upward == [], f"imports against ARCHITECTURE.md's layers: {upward}"
+
+
+# --- one process helper, one version reader, one /proc reader, one folder size (issue #45) ------------------------
+
+PROCS = PACKAGE / "hosts" / "procs.py"
+PROCFS = PACKAGE / "hosts" / "procfs.py"
+VERSIONS = PACKAGE / "versions.py"
+WORKDIRS = PACKAGE / "hosts" / "workdirs.py"
+# os, pty and asyncio's own ways to start a process: hosts/procs.py is the only starter
+PROCESS_STARTERS = {"system", "popen", "fork", "forkpty", "spawn", "spawnl", "spawnle", "spawnlp", "spawnlpe",
+                    "spawnv", "spawnve", "spawnvp", "spawnvpe", "posix_spawn", "posix_spawnp", "execl", "execle",
+                    "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "create_subprocess_exec",
+                    "create_subprocess_shell"}
+# the helpers of hosts/procs.py that run a process to an end or hold it for a block: each call gives a timeout
+TIMED_HELPERS = {"run", "capture", "pipe", "held"}
+PATH_CALLS = {"open", "Path", "PurePath", "PosixPath", "PurePosixPath"}  # called by name on a /proc path
+FILE_METHODS = {"open", "listdir", "scandir", "walk", "exists", "lexists", "isdir", "isfile", "islink", "access",
+                "stat", "lstat", "readlink", "read_text", "read_bytes", "iterdir", "glob", "rglob"}
+RECURSIVE_WALKS = {"walk", "rglob"}
+
+
+def tree_of(path: Path) -> ast.AST:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def flagged_calls(tree: ast.AST, flagged: Callable[[ast.Call], bool]) -> list[str]:
+    return [f"line {node.lineno}: {ast.unparse(node)[:80]}" for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and flagged(node)]
+
+
+def everywhere_but(allowed: Path | None, check: Callable[[Path], list[str]]) -> set[str]:
+    """What `check` finds in every module of the package but the one allowed to."""
+    return {f"{path.relative_to(SRC)}: {found}" for path in sorted(PACKAGE.rglob("*.py")) if path != allowed
+            for found in check(path)}
+
+
+def process_starts(path: Path) -> list[str]:
+    """Imports of subprocess, and calls of os/pty/asyncio's process starters."""
+    found = []
+    for node in ast.walk(tree_of(path)):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "subprocess"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "subprocess":
+            found.append(f"from {node.module} import ...")
+        elif isinstance(node, ast.ImportFrom) and node.module in ("os", "pty", "asyncio"):
+            found += [f"from {node.module} import {a.name}" for a in node.names if a.name in PROCESS_STARTERS]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in PROCESS_STARTERS and ast.unparse(node.func.value) in ("os", "pty", "asyncio"):
+            found.append(ast.unparse(node.func))
+    return found
+
+
+def test_only_hosts_procs_starts_a_process(tmp_path: Path) -> None:
+    sample = tmp_path / "starts_sample.py"
+    sample.write_text("import subprocess\nfrom subprocess import run\nimport os\nos.system('ls')\n"
+                      "asyncio.create_subprocess_exec('ls')\nprint('a subprocess in a sentence')\n")
+    assert len(process_starts(sample)) == 4  # the check sees each kind
+    assert process_starts(PROCS) != []  # and the one module allowed to
+    assert everywhere_but(PROCS, process_starts) == set(), \
+        "start processes through hosts/procs.py (run, capture, pipe, held, start)"
+
+
+def untimed_calls(path: Path) -> list[str]:
+    """Calls of hosts/procs.py's run, capture, pipe and held (imported by name or through the module) without a
+    `timeout=`."""
+    tree = tree_of(path)
+    functions, modules = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "layerbench.hosts.procs":
+            functions |= {a.asname or a.name for a in node.names if a.name in TIMED_HELPERS}
+        elif isinstance(node, ast.ImportFrom) and node.module == "layerbench.hosts":
+            modules |= {a.asname or a.name for a in node.names if a.name == "procs"}
+
+    def helper(call: ast.Call) -> bool:
+        func = call.func
+        named = isinstance(func, ast.Name) and func.id in functions
+        through = isinstance(func, ast.Attribute) and func.attr in TIMED_HELPERS and \
+            isinstance(func.value, ast.Name) and func.value.id in modules
+        return (named or through) and not any(k.arg == "timeout" for k in call.keywords)
+    return flagged_calls(tree, helper)
+
+
+def test_every_call_of_the_process_helper_gives_a_timeout(tmp_path: Path) -> None:
+    sample = tmp_path / "timeout_sample.py"
+    sample.write_text("from layerbench.hosts.procs import capture, run as go\nfrom layerbench.hosts import procs\n"
+                      "capture(['ls'])\ngo('ls', ['ls'])\nprocs.pipe(['a'], ['b'])\ncapture(['ls'], timeout=5)\n"
+                      "host.run(['ls'])\n")
+    assert len(untimed_calls(sample)) == 3  # the check sees each form, and not a host's own run
+    assert everywhere_but(None, untimed_calls) == set(), \
+        "give every process a timeout (None only for a copy that grows with its data)"
+
+
+def asks_version(call: ast.Call) -> bool:
+    """A call given a list or tuple that holds "--version": a program asked its version."""
+    inside = [n for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)]
+    return any(isinstance(n, ast.List | ast.Tuple) and any(isinstance(e, ast.Constant) and e.value == "--version"
+                                                           for e in n.elts) for n in inside)
+
+
+def version_asks(path: Path) -> list[str]:
+    return flagged_calls(tree_of(path), asks_version)
+
+
+def test_only_versions_asks_a_program_its_version(tmp_path: Path) -> None:
+    sample = tmp_path / "version_sample.py"
+    sample.write_text("run(['sysbench', '--version'])\nhost.run([*command, '--version'], timeout=5)\n"
+                      "go(cmd + ('--version',))\nOption('--version')\nprint('mysqld --version says')\n")
+    assert len(version_asks(sample)) == 3  # a typer option or a sentence is no call of a program
+    assert everywhere_but(VERSIONS, version_asks) == set(), \
+        "ask a program its version through versions.py (version_output, version_on)"
+
+
+def proc_path(node: ast.AST) -> bool:
+    """A literal path in /proc: "/proc", "/proc/...", or an f-string that starts so."""
+    if isinstance(node, ast.JoinedStr) and node.values:
+        node = node.values[0]
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+        node.value == "/proc" or node.value.startswith("/proc/"))
+
+
+def opens_proc(call: ast.Call) -> bool:
+    """A /proc path given to a file API (open, Path, os.listdir, os.path.exists, read_text ...); a shell script
+    sent to another host and a call of hosts/procfs.py's own readers are not."""
+    func = call.func
+    api = (isinstance(func, ast.Name) and func.id in PATH_CALLS) or (
+        isinstance(func, ast.Attribute) and func.attr in FILE_METHODS | PATH_CALLS)
+    return api and any(proc_path(arg) for arg in call.args)
+
+
+def proc_reads(path: Path) -> list[str]:
+    return flagged_calls(tree_of(path), opens_proc)
+
+
+def test_only_hosts_procfs_reads_proc(tmp_path: Path) -> None:
+    sample = tmp_path / "proc_sample.py"
+    sample.write_text("Path('/proc').iterdir()\nopen('/proc/stat')\nos.listdir(f'/proc/{pid}/task')\n"
+                      "os.path.isdir(f'/proc/{pid}')\npathlib.Path('/proc/self/mounts').read_text()\n"
+                      "read('/proc/stat')\nhost.shell('cat /proc/net/tcp')\nPath('/process')\n")
+    assert len(proc_reads(sample)) == 5  # procfs's own read(), a remote shell's text and /process are not
+    assert proc_reads(PROCFS) != []  # the one reader opens them
+    assert everywhere_but(PROCFS, proc_reads) == set(), "read /proc through hosts/procfs.py"
+
+
+def folder_sizes(path: Path) -> list[str]:
+    """Functions that walk a folder down (os.walk, rglob) and add up st_size: a folder's size measured again."""
+    found = []
+    for fn in ast.walk(tree_of(path)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        nodes = list(ast.walk(fn))
+        walks = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in RECURSIVE_WALKS
+                    for n in nodes)
+        sums = [n for n in nodes if (isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add))
+                or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "sum")]
+        if walks and any(isinstance(s, ast.Attribute) and s.attr == "st_size" for n in sums for s in ast.walk(n)):
+            found.append(fn.name)
+    return found
+
+
+def test_one_function_measures_a_folders_size(tmp_path: Path) -> None:
+    sample = tmp_path / "size_sample.py"
+    sample.write_text("def a(p):\n    return sum(f.lstat().st_size for f in p.rglob('*'))\n"
+                      "def b(p):\n    t = 0\n    for d, _, fs in os.walk(p):\n        t += sum(os.lstat(f).st_size "
+                      "for f in fs)\n    return t\n"
+                      "def c(p):\n    return sorted(os.walk(p), key=lambda f: f.stat().st_size)\n"
+                      "def d(p):\n    return sum(f.stat().st_size for f in p.glob('*.ibd'))\n")
+    assert folder_sizes(sample) == ["a", "b"]  # a sort by size, or one folder's tables, measures no folder
+    assert folder_sizes(WORKDIRS) == ["folder_size"]
+    assert everywhere_but(WORKDIRS, folder_sizes) == set(), \
+        "measure a folder with hosts/workdirs.folder_size (it survives a file removed meanwhile)"
