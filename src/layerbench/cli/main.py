@@ -20,10 +20,10 @@ from rich.text import Text
 from layerbench.campaign.models import Campaign, load_campaign, smoke_version
 from layerbench.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput, Interrupted, LayerbenchError, shown
 from layerbench.hosts.procs import stop_all
-from layerbench.paths import existing_store, store_path, where
+from layerbench.paths import existing_store, report_folder, store_path, where
 from layerbench.records import RunRecord
 from layerbench.report import write_report
-from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign, slug
+from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign
 from layerbench.run.schedule import RunSpec
 from layerbench.settings import DEFAULTS
 from layerbench.store import Store
@@ -368,7 +368,7 @@ def report(
     if not analysis.runs:
         console.print(f"campaign {analysis.campaign_id} ({analysis.name}, {analysis.status}) has no stored run: "
                       "the report says so and holds no numbers", highlight=False, markup=False)
-    folder = output or Path(row.output_dir) / f"{row.id}-{slug(row.name)}"
+    folder = output or report_folder(row.output_dir, row.id, row.name)
     model = report_model(analysis)
     for one in formats:
         out.print(f"report: {write_report(model, one, folder)}", highlight=False, markup=False)

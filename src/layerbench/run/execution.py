@@ -5,7 +5,6 @@ campaign loop (orchestrator.py) hands each run a `RunContext` and stores the `Ru
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
 from layerbench.neighbours.running import NeighboursRunning
+from layerbench.paths import slug
 from layerbench.records import Environment, Reset, RunRecord
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
@@ -56,10 +56,6 @@ def buffer_pool_bytes(percent: str, data_bytes: int) -> int:
     """A buffer pool as a share of the measured data size, in whole MiB, at least 8 MiB."""
     wanted = float(percent.strip().rstrip("%")) / 100.0 * data_bytes
     return max(8, round(wanted / 2**20)) * 2**20
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
 
 
 @dataclass
