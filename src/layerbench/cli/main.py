@@ -459,11 +459,10 @@ app.add_typer(image_app, name="image")
 @image_app.command("build")
 def image_build() -> None:
     """Build (or find cached) the server image: debootstrap + the host's exact MariaDB, imported into Docker."""
-    from layerbench.backends.docker.daemon import docker_client
-    from layerbench.server.image import ensure_docker_image
+    from layerbench.backends.registry import container_engine
 
     started = time.monotonic()
-    tag = ensure_docker_image(docker_client(), lambda text: console.print(Text(text, style="dim")))
+    tag = container_engine("docker").build_server_image(lambda text: console.print(Text(text, style="dim")))
     out.print(f"image: {tag} (ready in {time.monotonic() - started:.0f} s)")
 
 

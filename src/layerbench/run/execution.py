@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from layerbench.backends import Backend, ServerSpec, make_backend
+from layerbench.backends.registry import container_engine
 from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
@@ -292,11 +293,8 @@ def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir
     window, their record then written into the run's facts (records/neighbours.py)."""
     label = f"lb{ctx.campaign_id}-{ctx.token}-{spec.idx + 1}"
     neighbours = ctx.campaign.neighbours_of(variant)
-    containers = None
-    if any(n.placement == "docker" for n in neighbours):
-        from layerbench.backends.docker.neighbours import start_neighbour_container
-
-        containers = start_neighbour_container
+    containers = container_engine("docker").start_neighbour if any(n.placement == "docker" for n in neighbours) \
+        else None
     databases = None
     if any(n.kind == "database" for n in neighbours):
         from layerbench.run.neighbour_database import start_database_neighbour
