@@ -48,7 +48,7 @@ from scipy import stats
 
 from layerbench.analysis.aggregate import analyze, overhead_rows
 from layerbench.campaign.models import parse_campaign
-from layerbench.cli.main import RichProgress
+from layerbench.cli.progress import RichProgress
 from layerbench.errors import Interrupted
 from layerbench.hosts.procs import run as run_process
 from layerbench.measure import environment

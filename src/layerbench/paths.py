@@ -6,12 +6,14 @@ The store (one SQLite file holding every campaign) is the first of:
   3. `<output>/layerbench.db`, where `<output>` is the campaign's `output:` key when the command is given the
      campaign file (`run` and `validate` always; `resume`, `show` and `report` when their REF is the YAML
      file; `run --output` overrides it), else `results` (the default `output:`), relative to the current folder.
-A campaign's reports go to `<output>/<id>-<name>/` (`report --output` writes them elsewhere).
+A campaign's reports go to `<output>/<id>-<name>/` (`report_folder`; `report --output` writes them elsewhere), its
+name made safe for a folder by `slug`, as every run's folder name is.
 Commands that only read (list, show, report, compare, validate, clean) never create a store.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from layerbench.envvars import env_setting
@@ -50,3 +52,13 @@ def where(db: Path | None = None, output: str | Path | None = None) -> str:
     path = store_path(db, output)
     source = "--db" if db is not None else DB_ENV if env_setting(DB_ENV) else "default"
     return f"{path} ({source})"
+
+
+def slug(text: str) -> str:
+    """A name as one safe folder-name part: letters, digits, `_.-`; every other run of characters one `-`."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
+
+
+def report_folder(output: str | Path, campaign_id: int, name: str) -> Path:
+    """Where a campaign's reports (and its runs' folders) go, by the rule above: `<output>/<id>-<name>/`."""
+    return Path(output) / f"{campaign_id}-{slug(name)}"

@@ -57,12 +57,12 @@ PHASES = {"host": ("imports", "preflight", "up", "bench", "down", "next-up", "fi
           "docker": ("preflight", "up", "bench", "down", "next-up")}
 FIRST_MOMENT = 0.05  # before it, Python itself is starting (no layerbench code has run: its own SIGINT traceback)
 # (step of a first dataset build, signal): each trial signals the moment the step is seen. SIGINT, SIGTERM and
-# SIGHUP reach one handler (cli/main.py: SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl-C does;
+# SIGHUP reach one handler (cli/terminal.py: SIGTERM and SIGHUP raise KeyboardInterrupt as Ctrl-C does;
 # hosts/critical.py defers all three alike), so each step gets one of them, and SIGKILL where a process is left
 BUILD_TRIALS = [("folder", signal.SIGTERM), ("install-db", signal.SIGINT), ("server", signal.SIGHUP),
                 ("sysbench", signal.SIGTERM), ("folder", signal.SIGKILL), ("install-db", signal.SIGKILL),
                 ("server", signal.SIGKILL)]
-CAMPAIGN_LINE = re.compile(r"campaign \d+: \d+ runs \(")  # cli/main.py's RichProgress: after the schedule is stored
+CAMPAIGN_LINE = re.compile(r"campaign \d+: \d+ runs \(")  # cli/progress.py's RichProgress: after the schedule is stored
 RUN_LINE = re.compile(r"\s+run \d+: ")  # after a run was stored
 
 

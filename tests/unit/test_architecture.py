@@ -69,7 +69,7 @@ def first_circle(graph: dict[str, set[str]]) -> list[str]:
 
 def test_the_import_graph_sees_imports_inside_functions() -> None:
     graph = import_graph()
-    assert "layerbench.campaign.models" in graph["layerbench.cli.main"]
+    assert "layerbench.run.plan" in graph["layerbench.cli.campaigns"]  # imported in check_and_plan only
     assert first_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) != []
     assert first_circle({"a": {"b"}, "b": set()}) == []
 
@@ -151,6 +151,52 @@ def test_no_module_outside_backends_names_a_backend_or_variant_class() -> None:
     assert named == set(), "ask the variant (campaign/variant.py) instead of naming its class"
 
 
+def backend_packages() -> set[str]:
+    """The backends' own packages (backends/<kind>/), whose modules only backends/ imports."""
+    return {f"layerbench.backends.{path.parent.name}" for path in BACKENDS.glob("*/__init__.py")}
+
+
+def reach_ins(path: Path, packages: set[str]) -> list[str]:
+    """Imports of a module of a backend's own package anywhere in the file (inside functions and under
+    TYPE_CHECKING too), `from layerbench.backends import <kind>`, and import_module of such a name. The backends'
+    shared modules (layerbench.backends itself, base, registry, variant_base) are not reach-ins."""
+    def inside(name: str) -> bool:
+        return any(name == package or name.startswith(f"{package}.") for package in packages)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module") and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names = [node.args[0].value]
+        if any(inside(name) for name in names):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_no_module_outside_backends_imports_a_backends_own_package(tmp_path: Path) -> None:
+    """The core reaches a backend through the protocol (backends/base.py), its variant model and the registry;
+    a backend's own modules (its daemon client, its neighbour containers) stay behind them."""
+    packages = backend_packages()
+    assert {"layerbench.backends.docker", "layerbench.backends.kubernetes"} <= packages
+    sample = tmp_path / "reach_in_sample.py"
+    sample.write_text("from typing import TYPE_CHECKING\nimport importlib\n"
+                      "from layerbench.backends.docker.daemon import docker_client\n"
+                      "from layerbench.backends import host\n"
+                      "if TYPE_CHECKING:\n    from layerbench.backends.vm.variant import VMVariant\n"
+                      "def f():\n    import layerbench.backends.kubernetes.pod\n"
+                      "    importlib.import_module('layerbench.backends.external.variant')\n"
+                      "from layerbench.backends import make_backend\nfrom layerbench.backends.base import Backend\n"
+                      "from layerbench.backends.registry import BY_KIND\n"
+                      "from layerbench.backends.variant_base import VariantBase\n")
+    assert len(reach_ins(sample, packages)) == 5  # the check sees each kind of reach-in, and only those
+    found = {f"{path.relative_to(SRC)}: {line}" for path in core_files() for line in reach_ins(path, packages)}
+    assert found == set(), "put what the core needs behind backends/base.py's protocol or backends/registry.py"
+
+
 def probes(path: Path) -> list[str]:
     """isinstance on a variant model, getattr on a variant, a variant's `backend` compared with a backend's name."""
     from layerbench.backends.registry import KINDS
@@ -194,7 +240,8 @@ def test_every_backend_package_is_registered_once_with_its_own_kind() -> None:
     for kind, variant_type in BY_KIND.items():  # everything a backend names lives in its own folder
         own = f"layerbench.backends.{kind}."
         assert variant_type.__module__ == f"{own}variant"
-        for location in (variant_type.local_backend, variant_type.remote_backend, variant_type.leftovers):
+        for location in (variant_type.local_backend, variant_type.remote_backend, variant_type.leftovers,
+                         variant_type.pod_neighbours, variant_type.container_engine):
             assert (location or own).startswith(own), f"{kind}: {location}"
 
 

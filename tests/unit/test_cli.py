@@ -192,7 +192,7 @@ def test_the_progress_bar_redraws_per_interval_without_a_refresh_thread() -> Non
 
     from rich.console import Console
 
-    from layerbench.cli.main import RichProgress
+    from layerbench.cli.progress import RichProgress
     from layerbench.run.schedule import RunSpec
 
     screen = io.StringIO()

@@ -6,7 +6,8 @@ from pathlib import Path
 from helpers import fill_store
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.cross_campaign import compare_campaigns
-from layerbench.cli.main import STATE, main
+from layerbench.cli.main import main
+from layerbench.cli.terminal import STATE
 from layerbench.importing.sources import import_results
 from layerbench.settings import Overrides
 from layerbench.store import Store

@@ -16,7 +16,8 @@ from layerbench.analysis.attainable import runs_needed
 from layerbench.analysis.report_model import report_model
 from layerbench.analysis.stats import holm
 from layerbench.campaign.models import parse_campaign
-from layerbench.cli.main import STATE, main
+from layerbench.cli.main import main
+from layerbench.cli.terminal import STATE
 from layerbench.errors import BadInput
 from layerbench.report import html, markdown
 from layerbench.settings import Overrides

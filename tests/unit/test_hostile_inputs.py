@@ -27,7 +27,7 @@ HANG_GUARD_SECONDS = 120
 
 def validate(path: Path | str) -> tuple[int, str]:
     err = io.StringIO()
-    from layerbench.cli import main as cli
+    from layerbench.cli import terminal as cli
 
     # console._file, not .file: the property returns sys.stderr when unset, and restoring that would pin the
     # console to this test's capture for every later test

@@ -277,7 +277,8 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """A campaign stored before the setting keeps unpaired; `report --estimator paired` analyses it paired for
     that report only; a wrong value is one line, exit 2."""
-    from layerbench.cli.main import STATE, main
+    from layerbench.cli.main import main
+    from layerbench.cli.terminal import STATE
     from layerbench.settings import Overrides
 
     monkeypatch.setitem(STATE, "debug", False)

@@ -279,7 +279,7 @@ def test_a_wrong_scale_word_on_the_command_line_is_one_line(tmp_path: Path) -> N
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(campaign(study())))
     err = io.StringIO()
-    from layerbench.cli import main as cli
+    from layerbench.cli import terminal as cli
 
     old, old_debug = cli.console._file, cli.STATE["debug"]
     cli.console.file, cli.STATE["debug"] = err, False  # another test may have left --debug on

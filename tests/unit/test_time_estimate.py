@@ -18,7 +18,8 @@ from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.analysis.timing import measured_parts, time_account
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
-from layerbench.cli.main import STATE, main
+from layerbench.cli.main import main
+from layerbench.cli.terminal import STATE
 from layerbench.records import CampaignRecord, RunRecord, StoredCampaign, StoredFacts
 from layerbench.records.estimate import TimeEstimate
 from layerbench.records.run import Reset

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.campaign.models import parse_campaign
-from layerbench.cli.main import STATE, main
+from layerbench.cli.main import main
+from layerbench.cli.terminal import STATE
 from layerbench.errors import BadInput
 from layerbench.run.diskspace import BYTES_PER_ROW, DATADIR_OVERHEAD, variant_dataset_bytes
 from layerbench.run.preflight import check_data_in_memory, total_memory

@@ -15,8 +15,8 @@ from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.spec import ServerSpec
 from layerbench.sysbench.client import ClientRunner, HostClient
 
-__all__ = ["Backend", "BackendBase", "ClientRunner", "Endpoint", "HostClient", "ServerSpec", "at_campaign_end",
-           "campaign_ended", "host_client_processes"]
+__all__ = ["Backend", "BackendBase", "ClientRunner", "ContainerEngine", "Endpoint", "HostClient", "ServerSpec",
+           "at_campaign_end", "campaign_ended", "host_client_processes"]
 
 
 class Backend(Protocol):
@@ -127,6 +127,18 @@ def image_built() -> bool:
 # The server image the docker, vm and kubernetes backends build from this machine's packages (server/image.py).
 SERVER_IMAGE_COST = FirstTimeCost("the server image, built once from Debian packages (debootstrap + MariaDB; "
                                   "`layerbench image build`)", 120, rank=0, cached=image_built)  # 106 s measured
+
+
+@dataclass(frozen=True)
+class ContainerEngine:
+    """A backend's container engine on this machine, for what the core starts or builds in it outside a variant's
+    run: neighbours with `placement: <the backend's kind>` and `layerbench image build`. The core reaches it through
+    the registry (`registry.container_engine(kind)`), never by importing the backend's own modules."""
+
+    check: Callable[[], None]  # the engine answers, else PrerequisiteMissing; creates nothing
+    build_server_image: Callable[[Callable[[str], None]], str]  # the server image, built or found cached: its name
+    prepare_neighbours: Callable[[Callable[[str], None]], None]  # the neighbours' image, once per campaign
+    start_neighbour: ContainerStarter  # one neighbour's container, started (neighbours/placed.py)
 
 
 @dataclass(frozen=True)

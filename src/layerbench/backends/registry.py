@@ -17,7 +17,7 @@ from layerbench.backends.variant_base import VariantBase
 from layerbench.backends.vm.variant import VMVariant
 
 if TYPE_CHECKING:
-    from layerbench.backends.base import Leftovers
+    from layerbench.backends.base import ContainerEngine, Leftovers
 
 VARIANT_TYPES: tuple[type[VariantBase], ...] = (HostVariant, ExternalVariant, DockerVariant, VMVariant,
                                                 KubernetesVariant)
@@ -48,3 +48,13 @@ def leftover_kinds() -> list[Leftovers]:
     first; imported only here, when `clean` or `doctor` asks (the Docker and Kubernetes clients are not small)."""
     found = [importlib.import_module(t.leftovers).LEFTOVERS for t in VARIANT_TYPES if t.leftovers]
     return sorted(found, key=lambda leftovers: leftovers.after_processes)
+
+
+def container_engine(kind: str) -> ContainerEngine:
+    """The container engine on this machine of the backend `kind` (its variant model names the module): for
+    neighbours with `placement: <kind>` and `layerbench image build`; imported only when asked."""
+    module = BY_KIND[kind].container_engine
+    if module is None:
+        raise ValueError(f"backend {kind} runs no containers on this machine")
+    engine: ContainerEngine = importlib.import_module(module).ENGINE
+    return engine

@@ -1,1 +1,2 @@
-"""The command line: Typer commands, progress display, doctor; parse, call the core, map errors to exit codes."""
+"""The command line: parse, call the core, map errors to exit codes. main.py is the entry (error mapping), app.py the
+Typer app and its command table, campaigns.py and maintenance.py the commands, progress.py the progress display."""

@@ -26,7 +26,7 @@ For the first hour with layerbench see [quickstart.md](quickstart.md); every key
 
 def commands() -> list[tuple[str, Any, Any]]:
     """(command path, click command, its context) for the root and every command and sub-command, in order."""
-    from layerbench.cli.main import app
+    from layerbench.cli.app import app
 
     root = typer.main.get_command(app)
     root_ctx = root.make_context("layerbench", [], resilient_parsing=True, terminal_width=WIDTH,

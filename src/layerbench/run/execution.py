@@ -5,7 +5,6 @@ campaign loop (orchestrator.py) hands each run a `RunContext` and stores the `Ru
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from layerbench.backends import Backend, ServerSpec, make_backend
+from layerbench.backends.registry import container_engine
 from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
@@ -27,6 +27,7 @@ from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
 from layerbench.neighbours.running import NeighboursRunning
+from layerbench.paths import slug
 from layerbench.records import Environment, Reset, RunRecord
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
@@ -56,10 +57,6 @@ def buffer_pool_bytes(percent: str, data_bytes: int) -> int:
     """A buffer pool as a share of the measured data size, in whole MiB, at least 8 MiB."""
     wanted = float(percent.strip().rstrip("%")) / 100.0 * data_bytes
     return max(8, round(wanted / 2**20)) * 2**20
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
 
 
 @dataclass
@@ -296,11 +293,8 @@ def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir
     window, their record then written into the run's facts (records/neighbours.py)."""
     label = f"lb{ctx.campaign_id}-{ctx.token}-{spec.idx + 1}"
     neighbours = ctx.campaign.neighbours_of(variant)
-    containers = None
-    if any(n.placement == "docker" for n in neighbours):
-        from layerbench.backends.docker.neighbours import start_neighbour_container
-
-        containers = start_neighbour_container
+    containers = container_engine("docker").start_neighbour if any(n.placement == "docker" for n in neighbours) \
+        else None
     databases = None
     if any(n.kind == "database" for n in neighbours):
         from layerbench.run.neighbour_database import start_database_neighbour

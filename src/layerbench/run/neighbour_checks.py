@@ -18,6 +18,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from layerbench.backends.registry import container_engine
 from layerbench.campaign.models import Campaign, VariantBase
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host
@@ -150,10 +151,8 @@ def check_database_programs(where: str) -> None:
 
 def check_docker_placement(where: str) -> None:
     """A container needs a Docker daemon that answers (`validate` asks it, creating nothing)."""
-    from layerbench.backends.docker.daemon import docker_client
-
     try:
-        docker_client()
+        container_engine("docker").check()
     except PrerequisiteMissing as error:
         raise BadInput(f"{where}.placement: docker: {error}; or use placement: host") from None
 
@@ -178,10 +177,7 @@ def prepare_neighbours(campaign: Campaign, say: Callable[[str], None]) -> None:
     """Once per campaign, after every check: the containers' image, when a neighbour runs in Docker, and on the
     nodes of each variant whose neighbours run in pods (its backend imports it there)."""
     if any(n.placement == "docker" for v in campaign.variants for n in campaign.neighbours_of(v)):
-        from layerbench.backends.docker.daemon import docker_client
-        from layerbench.backends.docker.neighbours import ensure_neighbour_image
-
-        ensure_neighbour_image(docker_client(), say)
+        container_engine("docker").prepare_neighbours(say)
     for variant in campaign.variants:
         if variant.pod_neighbours and any(n.placement == "kubernetes" for n in campaign.neighbours_of(variant)):
             importlib.import_module(variant.pod_neighbours).ensure_neighbour_image_on_nodes(variant, say)

@@ -20,8 +20,9 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.procs import stop_all
 from layerbench.measure.cpu import BUSY_SHARE
+from layerbench.paths import report_folder
 from layerbench.records import BusyDecision, CampaignRecord, RunRecord
-from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_pool_bytes, slug
+from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_pool_bytes
 from layerbench.run.neighbour_checks import prepare_neighbours
 from layerbench.run.preflight import preflight
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
@@ -107,7 +108,7 @@ class Orchestrator:
 
     def output_dir(self, campaign_id: int) -> Path:
         """Absolute: backends hand these paths to other programs (Docker bind mounts need absolute paths)."""
-        return Path(self.campaign.output).resolve() / f"{campaign_id}-{slug(self.campaign.name)}"
+        return report_folder(Path(self.campaign.output).resolve(), campaign_id, self.campaign.name)
 
     def pending(self, campaign_id: int) -> tuple[list[RunSpec], int]:
         """The scheduled runs not stored yet, in execution order (replacements at the end of their round), and

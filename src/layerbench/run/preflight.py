@@ -5,7 +5,7 @@ Order: checks of the campaign alone (tests, my.cnf option names, limits against 
 then every host the plan uses (the files its entry names, that it answers over SSH, sysbench and `client_cpus` where
 sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the
 throw-away container in which a docker variant's named image shows it holds the server's programs
-(backends/docker/local.py).
+(backends/docker/images.py).
 """
 
 from __future__ import annotations

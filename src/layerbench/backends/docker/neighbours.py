@@ -6,7 +6,8 @@ fio and iperf3 installed in a chroot, imported into Docker under a tag derived f
 campaign, the harness's pid), so `layerbench clean` removes it after a SIGKILL of the harness (cleanup.py); it has
 no network (a network neighbour's: Docker's bridge network, to reach its iperf3 peer on a host), the run's folders
 mounted at their own paths, and the limits of a QoS preset of this backend (qos.py)
-or its own. run/ hands `start_neighbour_container` to neighbours/running.py, which never names a backend."""
+or its own. run/ reaches them through engine.py's ENGINE (`registry.container_engine("docker")`) and hands
+`start_neighbour` to neighbours/running.py, which never names a backend."""
 
 from __future__ import annotations
 

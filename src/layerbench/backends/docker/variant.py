@@ -77,6 +77,7 @@ class DockerVariant(ImageVariant):
     remote_client: ClassVar[bool] = True
     run_overhead: ClassVar[float] = 3  # container start + stop, measured: 1.6 s median over 243 runs here, + margin
     leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
+    container_engine: ClassVar[str | None] = "layerbench.backends.docker.engine"  # placement: docker, image build
 
     @model_validator(mode="after")
     def _binary_or_image(self) -> DockerVariant:

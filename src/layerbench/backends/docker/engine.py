@@ -1,0 +1,33 @@
+"""This machine's Docker daemon as the core uses it outside a docker variant's run (backends.base.ContainerEngine,
+reached through `registry.container_engine("docker")`): whether it answers, the server image `layerbench image build`
+makes, and the neighbours with `placement: docker` (neighbours.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from layerbench.backends.base import ContainerEngine
+from layerbench.backends.docker.daemon import docker_client
+from layerbench.backends.docker.neighbours import ensure_neighbour_image, start_neighbour_container
+
+
+def check_daemon() -> None:
+    """A daemon answers (a client of its own, kept nowhere), else PrerequisiteMissing with the fix."""
+    docker_client()
+
+
+def build_server_image(say: Callable[[str], None]) -> str:
+    """The server image (debootstrap + the host's exact MariaDB, server/image.py), imported into the daemon now
+    unless cached; its tag."""
+    from layerbench.server.image import ensure_docker_image
+
+    return ensure_docker_image(docker_client(), say)
+
+
+def prepare_neighbours(say: Callable[[str], None]) -> None:
+    """The neighbours' image in the daemon, built once (neighbours.py)."""
+    ensure_neighbour_image(docker_client(), say)
+
+
+ENGINE = ContainerEngine(check=check_daemon, build_server_image=build_server_image,
+                         prepare_neighbours=prepare_neighbours, start_neighbour=start_neighbour_container)

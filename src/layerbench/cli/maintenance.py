@@ -1,0 +1,137 @@
+"""The maintenance commands: the dataset cache, `clean` of what a crashed campaign left behind, `doctor`, and the
+locally built images and servers (`image build`, `server build`, `server list`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from layerbench.cli.options import DbOption
+from layerbench.cli.terminal import console, out
+from layerbench.errors import BadInput, shown
+from layerbench.paths import store_path
+from layerbench.store import Store
+
+cache_app = typer.Typer(help="The dataset cache: snapshots prepared once and restored for every run.",
+                        no_args_is_help=True, rich_markup_mode=None)
+
+
+def human_bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+@cache_app.command("list")
+def cache_list() -> None:
+    """Cached dataset snapshots with their sizes."""
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.server.snapshot import list_snapshots
+
+    table = Table("dataset", "rows", "size", "prepared in", title=str(datasets_dir()))
+    for key, size, meta in list_snapshots():
+        rows = sum(meta.get("rows", {}).values()) if "rows" in meta else "incomplete"
+        table.add_row(key, str(rows), human_bytes(size), f"{meta.get('prepare_seconds', '-')} s")
+    out.print(table)
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Remove every cached dataset snapshot (they are rebuilt when needed)."""
+    from layerbench.server.snapshot import clear_snapshots
+
+    count, size = clear_snapshots()
+    out.print(f"removed {count} snapshot(s), {human_bytes(size)}")
+
+
+def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False,
+          db: DbOption = None) -> None:
+    """Remove what a crashed or killed campaign left behind, and nothing else.
+
+    Its servers, VMs, datadirs, containers, Kubernetes namespaces, taps and bridges. The store is never touched:
+    clean names the campaigns in it that have runs left, and the command that continues each."""
+    from layerbench.run.cleanup import clean_backends, clean_recorded
+
+    done = clean_backends(include_live=all_) + clean_recorded(include_live=all_)
+    done += clean_backends(include_live=all_, after_processes=True)  # VM taps and bridges, after their QEMU is gone
+    for line in done:
+        out.print(line)
+    out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")
+    for line in unfinished_campaigns(store_path(db)):
+        out.print(line, highlight=False, markup=False)
+
+
+def unfinished_campaigns(path: Path) -> list[str]:
+    """Campaigns of an existing store that still have runs to do, with the command that continues each."""
+    if not path.is_file():
+        return []
+    with Store(path) as store:
+        rows = [r for r in store.campaigns() if r.unfinished]
+    return [f"campaign {r.campaign.id} ({r.campaign.name}, {r.campaign.status}) in {path}: "
+            f"{r.ok_runs + r.failed_runs} of {r.planned_runs} runs stored; continue it with "
+            f"`layerbench resume {r.campaign.id}`" for r in rows]
+
+
+def doctor() -> None:
+    """Check prerequisites and report leftovers of crashed campaigns."""
+    from layerbench.cli.doctor import diagnose
+
+    problems = 0
+    for ok, line in diagnose():
+        out.print(Text.assemble(("ok   ", "green") if ok else ("fail ", "red"), line), highlight=False)
+        problems += 0 if ok else 1
+    if problems:
+        raise typer.Exit(1)
+
+
+image_app = typer.Typer(help="The locally built server image (Debian rootfs with the host's MariaDB).",
+                        no_args_is_help=True, rich_markup_mode=None)
+
+
+@image_app.command("build")
+def image_build() -> None:
+    """Build (or find cached) the server image: debootstrap + the host's exact MariaDB, imported into Docker."""
+    from layerbench.backends.registry import container_engine
+
+    started = time.monotonic()
+    tag = container_engine("docker").build_server_image(lambda text: console.print(Text(text, style="dim")))
+    out.print(f"image: {tag} (ready in {time.monotonic() - started:.0f} s)")
+
+
+server_app = typer.Typer(help="Servers other than the host's MariaDB, built locally (docs/servers.md).",
+                         no_args_is_help=True, rich_markup_mode=None)
+
+
+@server_app.command("build")
+def server_build(
+    flavour: Annotated[str, typer.Argument(help="the server family: mysql")],
+    version: Annotated[str, typer.Argument(help="its version: 9.7")],
+) -> None:
+    """Build (or find cached) a server's root filesystem: debootstrap sid + the pinned package, about 80 s."""
+    from layerbench.server.mysql_rootfs import ensure_rootfs
+
+    if flavour != "mysql":
+        raise BadInput(f"flavour: {shown(flavour)} is not one layerbench builds; use mysql (MariaDB is the "
+                       "host's own, from scripts/setup)")
+    started = time.monotonic()
+    rootfs = ensure_rootfs(version, lambda text: console.print(Text(text, style="dim")))
+    out.print(f"mysql {rootfs.package_version}: {rootfs.root} (ready in {time.monotonic() - started:.0f} s)")
+
+
+@server_app.command("list")
+def server_list() -> None:
+    """The server root filesystems built on this machine."""
+    from layerbench.server.mysql_rootfs import built_rootfses
+
+    built = built_rootfses()
+    for version, rootfs in built:
+        out.print(f"mysql {version}: {rootfs.root}", highlight=False)
+    if not built:
+        out.print("no server built; build one with: layerbench server build mysql 9.7")
