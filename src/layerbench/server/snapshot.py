@@ -23,7 +23,7 @@ from layerbench.sysbench.command import test_script
 from layerbench.sysbench.custom_script import dataset_flags, script_digest
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
-    from layerbench.campaign.models import Workload
+    from layerbench.campaign.workload import Workload
 
 
 def server_version(binary: str = "mariadbd") -> str:
