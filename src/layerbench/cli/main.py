@@ -27,6 +27,7 @@ from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign, 
 from layerbench.run.schedule import RunSpec
 from layerbench.settings import DEFAULTS
 from layerbench.store import Store
+from layerbench.vocabulary.sizes import byte_text
 
 HELP = """What does each layer under your MySQL-compatible database cost? Variants vs a baseline, measured with
 sysbench.
@@ -379,14 +380,6 @@ cache_app = typer.Typer(help="The dataset cache: snapshots prepared once and res
 app.add_typer(cache_app, name="cache")
 
 
-def human_bytes(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
-
-
 @cache_app.command("list")
 def cache_list() -> None:
     """Cached dataset snapshots with their sizes."""
@@ -396,7 +389,7 @@ def cache_list() -> None:
     table = Table("dataset", "rows", "size", "prepared in", title=str(datasets_dir()))
     for key, size, meta in list_snapshots():
         rows = sum(meta.get("rows", {}).values()) if "rows" in meta else "incomplete"
-        table.add_row(key, str(rows), human_bytes(size), f"{meta.get('prepare_seconds', '-')} s")
+        table.add_row(key, str(rows), byte_text(size, "auto", ".1f"), f"{meta.get('prepare_seconds', '-')} s")
     out.print(table)
 
 
@@ -406,7 +399,7 @@ def cache_clear() -> None:
     from layerbench.server.snapshot import clear_snapshots
 
     count, size = clear_snapshots()
-    out.print(f"removed {count} snapshot(s), {human_bytes(size)}")
+    out.print(f"removed {count} snapshot(s), {byte_text(size, 'auto', '.1f')}")
 
 
 @app.command()
