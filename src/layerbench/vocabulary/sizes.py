@@ -30,7 +30,8 @@ Hostile input, as each grammar has taken it so far (tests/unit/test_vocabulary.p
   quantity take spaces (any Unicode whitespace) around the size; the others none, not even a trailing newline.
 - empty or blank text: refused by all.
 - huge numbers: each grammar bounds its digits but the quantity's, which has exponents: a quantity past Decimal's
-  range (`1e999999999`) raises decimal.Overflow, not ValueError. size_in_bytes bounds a number it is given
+  range (`1e999999999`) is refused as not a quantity (it escaped as decimal.Overflow, a traceback from
+  `validate`, until issue #45). size_in_bytes bounds a number it is given
   (below 2^63), not one it reads from text (999999999999999E is about 2^110).
 """
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from typing import Any, Literal
 
 SERVER_SIZE_RE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*([kmgtpe]?)b?\s*", re.IGNORECASE)
@@ -93,7 +94,7 @@ def quantity(text: str) -> Decimal:
         raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)")
     try:
         return Decimal(match.group(1)) * Decimal(QUANTITY_SUFFIX[match.group(2) or ""])
-    except InvalidOperation:
+    except DecimalException:  # past Decimal's range (1e999999999): Overflow
         raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)") from None
 
 
