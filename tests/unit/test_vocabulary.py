@@ -10,7 +10,6 @@ grammars differ from each other on such input, a test below says how (docstring 
 from __future__ import annotations
 
 import functools
-import math
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -56,14 +55,12 @@ OLD_NEIGHBOUR_HOST = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # neighbours/model.py `hos
 
 
 def old_size_in_bytes(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, int | float):
-        return int(value) if 0 <= value < 2**63 else None
-    match = OLD_SERVER.fullmatch(value)
-    return int(float(match.group(1)) * 1024 ** "bkmgtpe".index(match.group(2).lower() or "b")) if match else None
+    """server/settings.py size_in_bytes: a number of bytes below 2^63, or text of OLD_SERVER."""
+    if isinstance(value, str):
+        match = OLD_SERVER.fullmatch(value)
+        return int(float(match[1]) * 1024 ** "bkmgtpe".index(match[2].lower() or "b")) if match else None
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return int(value) if number and 0 <= value < 2**63 else None  # NaN and infinities compare False
 
 
 def old_quantity(text: str) -> Decimal | str:
