@@ -20,10 +20,10 @@ from common import parse_args, run_main, table
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
-from layerbench.campaign.models import MAX_RUNS
 from layerbench.importing.table import import_csv
 from layerbench.report import FORMATS
 from layerbench.store import Store
+from layerbench.vocabulary.limits import MAX_RUNS
 
 VARIANTS = {"host": 1.0, "docker": 0.97, "vm": 0.9, "k8s": 0.95}
 THREADS = (1, 2, 4, 8, 16)

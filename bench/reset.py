@@ -15,7 +15,7 @@ from pathlib import Path
 
 from common import host_server, median, parse_args, run_main, say, table
 
-from layerbench.campaign.models import Workload
+from layerbench.campaign.workload import Workload
 from layerbench.server.prepare import ensure_snapshot, prepare_tables
 from layerbench.server.tables import table_checksums, table_names
 from layerbench.server.verify import check_snapshot_files

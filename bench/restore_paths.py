@@ -32,7 +32,7 @@ from common import median, parse_args, run_main, say, table
 
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.vm.datadisk import ensure_base, make_overlay
-from layerbench.campaign.models import Workload
+from layerbench.campaign.workload import Workload
 from layerbench.hosts.procs import run
 from layerbench.hosts.workdirs import folder_size
 from layerbench.server.image import ensure_docker_image

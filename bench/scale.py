@@ -41,7 +41,8 @@ from common import host_server, median, parse_args, run_main, say, table
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.kubernetes.pod import restore_hostpath_datadir
 from layerbench.backends.vm.datadisk import ensure_base, make_overlay
-from layerbench.campaign.models import Workload, parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.workload import Workload
 from layerbench.hosts.workdirs import datasets_dir, folder_size
 from layerbench.run.orchestrator import run_campaign
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot, prepare_tables

@@ -17,7 +17,7 @@ from pathlib import Path
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.host.local import HostBackend
 from layerbench.backends.host.variant import HostVariant
-from layerbench.campaign.models import Workload
+from layerbench.campaign.workload import Workload
 from layerbench.secrets import generate_password, redact, write_private
 from layerbench.server.datadir import connect
 from layerbench.sysbench.command import config_file_text, hook_script

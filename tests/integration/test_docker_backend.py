@@ -22,7 +22,8 @@ from helpers import stored_rows
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.docker.local import DockerBackend
 from layerbench.backends.docker.variant import DockerVariant
-from layerbench.campaign.models import Workload, parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.workload import Workload
 from layerbench.run import orchestrator
 from layerbench.secrets import generate_password
 from layerbench.server.datadir import query

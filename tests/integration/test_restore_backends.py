@@ -25,7 +25,7 @@ from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.vm.datadisk import BASE_NAME, METHOD, base_path
 from layerbench.backends.vm.local import VMBackend
 from layerbench.backends.vm.variant import VMVariant
-from layerbench.campaign.models import Workload
+from layerbench.campaign.workload import Workload
 from layerbench.hosts.owners import cmdline
 from layerbench.secrets import generate_password
 from layerbench.server.prepare import ensure_snapshot

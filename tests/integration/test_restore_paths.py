@@ -20,7 +20,8 @@ from test_host_campaign import campaign_file, our_servers, run_cli
 
 from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.report_model import report_model
-from layerbench.campaign.models import Workload, parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput
 from layerbench.report.markdown import render
 from layerbench.run import orchestrator
@@ -170,7 +171,7 @@ def test_a_clone_counts_a_share_and_a_copy_elsewhere_counts_in_full(tmp_path: Pa
 
 
 def prepare_child(dataset_dir: Path, log_dir: Path) -> subprocess.Popen:
-    code = ("import signal; from pathlib import Path; from layerbench.campaign.models import Workload; "
+    code = ("import signal; from pathlib import Path; from layerbench.campaign.workload import Workload; "
             "from layerbench.server import prepare; prepare.RESUME_MIN_BYTES = 1; "
             "from layerbench.server.prepare import ensure_snapshot; signal.signal(signal.SIGTERM, "
             "lambda *_: (_ for _ in ()).throw(KeyboardInterrupt())); "

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layerbench.campaign.models import Workload, parse_campaign, smoke_dataset
+from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.workload import Workload, smoke_dataset
 from layerbench.errors import BadInput
 from layerbench.server.snapshot import dataset_key
 from layerbench.sysbench.command import cleanup_command, hook_script, prepare_command, run_command

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.datasets import dataset_rows
-from layerbench.campaign.models import Workload, parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput
 from layerbench.hosts.procfs import mount_of, parse_mounts
 from layerbench.records.run import StoredFacts

@@ -11,10 +11,11 @@ import pytest
 
 from layerbench.analysis.attainable import runs_needed, verdict_possible
 from layerbench.analysis.report_model import report_model
-from layerbench.campaign.models import MAX_RUNS, parse_campaign
+from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.importing.table import parse_csv
 from layerbench.settings import DEFAULTS, Settings
+from layerbench.vocabulary.limits import MAX_RUNS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,9 +94,10 @@ def first_table_keys(page: str, heading: str) -> list[str]:
 def model_class(name: str) -> type:
     """A model of the campaign file by name: the campaign's own, or a backend's variant (backends/registry.py)."""
     from layerbench.backends.registry import VARIANT_TYPES
-    from layerbench.campaign import models
+    from layerbench.campaign.models import Campaign
+    from layerbench.campaign.workload import Workload
 
-    return {t.__name__: t for t in VARIANT_TYPES}.get(name) or vars(models)[name]
+    return {t.__name__: t for t in (*VARIANT_TYPES, Campaign, Workload)}[name]
 
 
 @pytest.mark.parametrize(("page", "heading", "model"), [

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from layerbench.campaign.models import parse_campaign
-from layerbench.run.harness import cpu_set, cpu_text, harness_cpus, pinned
+from layerbench.run.harness import cpu_text, harness_cpus, pinned
+from layerbench.vocabulary.cpus import cpu_set
 
 
 def variant(**pins):

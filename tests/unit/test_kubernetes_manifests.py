@@ -13,6 +13,7 @@ from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput
 from layerbench.server.flavour import MARIADB
 from layerbench.server.servers import IMAGE_PROGRAMS, ServerProgram
+from layerbench.vocabulary.sizes import quantity
 
 MARIADB_IMAGE = ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))  # the local image's server
 
@@ -39,7 +40,7 @@ def kubelet_qos(resources: dict) -> str:
     requests, limits = resources.get("requests", {}), resources.get("limits", {})
     if not requests and not limits:
         return "BestEffort"
-    if all(k in limits and m.quantity(limits[k]) == m.quantity(requests.get(k, limits[k])) for k in ("cpu", "memory")):
+    if all(k in limits and quantity(limits[k]) == quantity(requests.get(k, limits[k])) for k in ("cpu", "memory")):
         return "Guaranteed"
     return "Burstable"
 
@@ -49,13 +50,13 @@ def kubelet_qos(resources: dict) -> str:
     ("4Gi", Decimal(4 * 2**30)), ("1G", Decimal(10**9)), ("1e3", Decimal(1000)), ("100k", Decimal(100_000)),
 ])
 def test_quantities(text: str, value: Decimal) -> None:
-    assert m.quantity(text) == value
+    assert quantity(text) == value
 
 
 @given(st.text(max_size=12))
 def test_quantity_parser_never_crashes(text: str) -> None:
     try:
-        assert m.quantity(text) >= 0
+        assert quantity(text) >= 0
     except ValueError as error:
         assert "not a Kubernetes quantity" in str(error)
 

@@ -15,13 +15,13 @@ import pytest
 import yaml
 
 from layerbench.backends.kubernetes.neighbours import neighbour_pod, pod_name, pod_resources
-from layerbench.backends.kubernetes.qos import quantity
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.neighbours.model import Neighbour
 from layerbench.neighbours.placed import ContainerRequest
 from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.run.neighbour_plan import neighbour_lines
+from layerbench.vocabulary.sizes import quantity
 
 
 def qos_class(resources: dict[str, dict[str, str]]) -> str:

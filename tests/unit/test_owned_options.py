@@ -20,10 +20,12 @@ from test_hostile_inputs import VALID, assert_one_line_bad_input, validate
 
 from layerbench.backends.base import Endpoint
 from layerbench.backends.external.variant import ExternalVariant
-from layerbench.campaign.models import OWNED_BY_LAYERBENCH, Workload, parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput
 from layerbench.hosts.inventory import HostEntry, is_host_address
 from layerbench.secrets import Secret
+from layerbench.server.settings import OWNED_BY_LAYERBENCH
 from layerbench.sysbench.command import cleanup_command, config_file_text, prepare_command, run_command
 from layerbench.sysbench.options import OWNED_SYSBENCH_OPTIONS, option_name, owned_options_table
 

@@ -168,7 +168,8 @@ def copy_of_old_store(tmp_path: Path) -> Path:
 
 
 def test_the_campaign_model_produces_the_adaptive_record_the_analysis_reads() -> None:
-    from layerbench.campaign.models import Adaptive, campaign_as_dict, parse_campaign
+    from layerbench.campaign.models import campaign_as_dict, parse_campaign
+    from layerbench.campaign.rounds import Adaptive
 
     adaptive = Adaptive.model_validate({"auto": True, "max": 9, "budget": "2h"})
     assert adaptive.record() == AdaptiveRepetitions(ROUNDS_MIN, 9, "2h")

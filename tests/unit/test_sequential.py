@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.analysis.sequential import over_budget, simulate_rounds, stop_reason
-from layerbench.campaign.models import Adaptive, parse_campaign
+from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.rounds import Adaptive
 from layerbench.errors import BadInput
 
 BASE = {"name": "seq", "baseline": "a", "variants": [{"name": "a", "backend": "host"}], "workload": {}}

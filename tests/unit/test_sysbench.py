@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.backends.base import Endpoint
-from layerbench.campaign.models import Workload
+from layerbench.campaign.workload import Workload
 from layerbench.secrets import Secret
 from layerbench.sysbench.command import config_file_text, hook_script, lua_string, prepare_command, run_command
 from layerbench.sysbench.output import parse_human, parse_output

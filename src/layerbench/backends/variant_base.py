@@ -3,51 +3,29 @@ CPU lists and hosts; and the questions the core asks a variant's backend (plan t
 rules, resources), each with its default given once here. Each backend's own variant model subclasses
 VariantBase in backends/<name>/variant.py and overrides what differs; backends/registry.py lists them.
 
-A leaf of the campaign package: the campaign model (models.py) and the backends' variant models both import it.
+The campaign model (campaign/models.py) takes its variants through the registry; the pieces the fields are made
+of (the strict base model, names, limits, sizes, CPU lists) are the vocabulary package's.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.neighbours.model import NeighbourList
 from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, resolve_server, rootfs_mysql
-from layerbench.server.settings import (  # noqa: F401 - the campaign file's vocabulary, read from here too
-    MAX_VALUE,
-    NOT_SECRETS,
-    OPTION_NAME,
-    OWNED_BY_LAYERBENCH,
-    SECRET_NAME,
-    SERVER_MEMORY_OVERHEAD,
-    VERSION_RE,
-    ConfigValue,
-    ServerSettings,
-    Strict,
-    canonical_option,
-    check_option_value,
-    in_mib,
-    refuse_secret_names,
-    size_in_bytes,
-)
-
-NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
-# Bounds on what one variant may ask for (docs/campaign.md, "Limits"; those of the whole campaign: models.py).
-MAX_SECONDS = 86_400  # a duration or warm-up of one run: a day
-MAX_CPU = 4095  # the highest CPU number a CPU list may name
-MAX_TEXT = 2000  # a description
-# A Docker image reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
-IMAGE_RE = (r"^(?:[A-Za-z0-9.-]+(?::\d{1,5})?/)?[a-z0-9]+(?:[._-]+[a-z0-9]+)*(?:/[a-z0-9]+(?:[._-]+[a-z0-9]+)*)*"
-            r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
-
+from layerbench.server.settings import SERVER_MEMORY_OVERHEAD, ServerSettings
+from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, NAME_RE, Strict
+from layerbench.vocabulary.cpus import CpuList
+from layerbench.vocabulary.limits import MAX_PATH, MAX_TEXT
+from layerbench.vocabulary.sizes import byte_text, in_mib, size_in_bytes
 
 
 class VariantBase(Strict):
@@ -57,36 +35,20 @@ class VariantBase(Strict):
 
     name: Annotated[str, Field(pattern=NAME_RE)]
     server: ServerSettings = Field(default_factory=ServerSettings)
-    cpus: str | None = Field(default=None, description="CPU list for the server (taskset syntax: 0,1 or 0-1)")
-    client_cpus: str | None = Field(default=None, description="CPU list for sysbench")
+    cpus: CpuList = Field(default=None, description="CPU list for the server (taskset syntax: 0,1 or 0-1)")
+    client_cpus: CpuList = Field(default=None, description="CPU list for sysbench")
     cost_per_month: float | None = Field(default=None, ge=0, le=1e12)
     description: str = Field(default="", max_length=MAX_TEXT)
     extends: str | None = None
     server_host: str | None = Field(default=None, description="the host of `hosts:` the server runs on")
     client_host: str | None = Field(default=None, description="the host of `hosts:` sysbench runs on")
-    data_dir: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
+    data_dir: str | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
                                  description="an absolute directory on the filesystem the run's datadir lives on "
                                  "(default: the work folder); docs/datasets.md")
     neighbours: NeighbourList | None = None  # load beside this variant's server, besides the campaign's (#32)
     reset: Literal["snapshot", "reprepare", "none"] | None = Field(
         default=None, description="this variant's own reset for every workload (default: each workload's `reset`, "
         "or reprepare where this variant cannot restore a snapshot); docs/campaign.md")
-
-    @field_validator("cpus", "client_cpus", mode="before")
-    @classmethod
-    def _cpu_list(cls, value: Any) -> Any:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
-        text = str(value).replace(" ", "")
-        if len(text) > 200 or not re.fullmatch(r"\d{1,5}(-\d{1,5})?(,\d{1,5}(-\d{1,5})?)*", text):
-            raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
-        for part in text.split(","):
-            low, _, high = part.partition("-")
-            if int(high or low) > MAX_CPU or int(high or low) < int(low):
-                raise ValueError(f"{shown(part)} is not a CPU range; write low-high with CPUs up to {MAX_CPU}")
-        return text
 
     # --- what the core asks the variant's backend (defaults: a server layerbench starts, sysbench on a host) ---
     if TYPE_CHECKING:
@@ -201,7 +163,8 @@ class VariantBase(Strict):
                          f"this variant asks for (server.config.{name}: {shown(value, quote=False)}); set {limit[0]} "
                          "to at least "
                          f"{self.memory_text(pool + SERVER_MEMORY_OVERHEAD + self.guest_memory)} (the buffer pool "
-                         f"+ {(SERVER_MEMORY_OVERHEAD + self.guest_memory) >> 20} MiB) or use a smaller buffer pool")
+                         f"+ {byte_text(SERVER_MEMORY_OVERHEAD + self.guest_memory, 'MiB', '.0f')}) or use a smaller "
+                         "buffer pool")
 
     def run_copies(self, work: Path) -> list[DiskCopy]:
         """Where one run of this variant holds its dataset on this machine's disks (the disk preflight counts

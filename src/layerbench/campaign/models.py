@@ -1,166 +1,37 @@
-"""The campaign file: Pydantic models, `extends:` resolution, and loading with one-line errors.
+"""The campaign file: the `Campaign` model, `extends:` resolution, and loading with one-line errors.
 
-A campaign is one study: a baseline variant, other variants, one or more workloads, repetitions.
-Unknown keys are errors everywhere (a typo must never be silently ignored).
+A campaign is one study: a baseline variant, other variants (each backend's model: backends/registry.py), one or
+more workloads (workload.py), repetitions and what becomes of a busy run (rounds.py). Unknown keys are errors
+everywhere (a typo must never be silently ignored); the pieces every model is made of (the strict base model,
+names, limits, sizes, CPU lists) are the vocabulary package's.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from layerbench import settings
 from layerbench.backends.registry import KINDS, REMOTE_CLIENT_KINDS, REMOTE_SERVER_KINDS, VARIANT
-from layerbench.backends.variant_base import (  # noqa: F401 - the campaign file's vocabulary, imported from here too
-    MAX_CPU,
-    MAX_SECONDS,
-    MAX_TEXT,
-    MAX_VALUE,
-    NAME_RE,
-    OPTION_NAME,
-    OWNED_BY_LAYERBENCH,
-    ConfigValue,
-    ServerSettings,
-    Strict,
-    VariantBase,
-    canonical_option,
-    check_option_value,
-    refuse_secret_names,
-)
+from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.boundedyaml import load_text, read_campaign_text
 from layerbench.campaign.published import Published
-from layerbench.envvars import env_setting
+from layerbench.campaign.rounds import BUSY_POLICIES, WALL_TIME, Adaptive, BusyPolicy, default_busy_policy, seconds_of
+from layerbench.campaign.workload import RecordedPercentiles, Workload, smoke_dataset
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
 from layerbench.neighbours.model import Neighbour, NeighbourList, neighbours_of
-from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN, AdaptiveRepetitions
-from layerbench.sysbench.options import check_sysbench_options
-
-# Bounds on what one campaign may ask for (docs/campaign.md, "Limits"; those of one variant: variant.py).
-MAX_RUNS = 20_000  # runs in one plan: 20,000 runs of 10 s are more than two days
-MAX_VARIANTS = 100
-MAX_WORKLOADS = 50
-MAX_THREAD_POINTS = 64
-MAX_THREADS = 4096
-
+from layerbench.vocabulary.base import NAME_RE, Strict
+from layerbench.vocabulary.limits import MAX_RUNS, MAX_TEXT, MAX_VARIANTS, MAX_WORKLOADS
 
 Variant = VARIANT
 BACKENDS = KINDS
-
-
-def recorded_percentiles(value: Any) -> list[float]:
-    """compare_percentiles: a list of the percentiles each run records, each once."""
-    from layerbench.sysbench.histogram import PERCENTILES
-
-    allowed = (*PERCENTILES, 100.0)
-    values = value if isinstance(value, list) else [value]
-    for item in values:
-        if isinstance(item, bool) or not isinstance(item, int | float) or float(item) not in allowed:
-            raise ValueError(f"{shown(item)} is not a recorded percentile; choose from "
-                             f"{', '.join(f'{p:g}' for p in allowed)} (100 is the maximum)")
-    if len(set(values)) < len(values):
-        raise ValueError("a percentile is listed twice; list each once")
-    return [float(v) for v in values]
-
-
-class Workload(Strict):
-    name: Annotated[str, Field(pattern=NAME_RE)] = "default"
-    test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f]{1,4096}$")
-    tables: int = Field(default=4, ge=1, le=10_000)
-    table_size: int = Field(default=10_000, ge=1, le=1_000_000_000)
-    threads: list[int] = Field(default_factory=lambda: [2])
-    duration: int = Field(default=10, ge=1, le=MAX_SECONDS, description="seconds of measured run")
-    warmup: int = Field(default=5, ge=0, le=MAX_SECONDS, description="seconds of unmeasured run before it")
-    report_interval: int = Field(default=1, ge=1, le=MAX_SECONDS)
-    percentile: int = Field(default=95, ge=1, le=100)
-    compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
-                                             "besides `percentile`: 50, 90, 95, 99, 99.9 or 100 (the maximum)")
-    rand_type: Literal["uniform", "gaussian", "special", "pareto", "zipfian"] | None = None
-    rand_seed: int | None = Field(default=0, ge=0, le=2**32 - 1)
-    buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
-    reset: Literal["snapshot", "reprepare", "none"] = "snapshot"
-    verify: Literal["files", "checksum"] = Field(
-        default="files", description="per run with reset: snapshot: files (the restored files against the "
-        "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
-    options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
-    dataset_flags: Literal["auto", "always", "never"] | None = Field(
-        default=None, description="a Lua script of your own: whether sysbench gets --tables/--table-size (auto, "
-        "the default: each one the script declares in sysbench.cmdline.options; docs/campaign.md). Unset is auto "
-        "and is not stored, so the definitions of campaigns that do not use it stay as they were")
-
-    @field_validator("threads", mode="before")
-    @classmethod
-    def _threads_list(cls, value: Any) -> Any:
-        values = value if isinstance(value, list) else [value]
-        for item in values:
-            if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= MAX_THREADS:
-                raise ValueError(f"threads must be whole numbers from 1 to {MAX_THREADS}, got {shown(item)}")
-        if not values:
-            raise ValueError("threads needs at least one value")
-        if len(values) > MAX_THREAD_POINTS:
-            raise ValueError(f"{len(values)} thread counts; a sweep has at most {MAX_THREAD_POINTS}")
-        repeated = sorted({t for t in values if values.count(t) > 1})
-        if repeated:
-            raise ValueError(f"thread count {repeated[0]} is listed twice; list each count once "
-                             "(repetitions repeats every point)")
-        return values
-
-    @field_validator("compare_percentiles", mode="before")
-    @classmethod
-    def _recorded_percentiles(cls, value: Any) -> Any:
-        return recorded_percentiles(value)
-
-    @model_validator(mode="after")
-    def _not_the_main_percentile(self) -> Workload:
-        if self.percentile in self.compare_percentiles:
-            raise ValueError(f"compare_percentiles: {self.percentile:g} is already the workload's `percentile`; "
-                             "list only the others")
-        return self
-
-    @field_validator("buffer_pool")
-    @classmethod
-    def _percent(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d{1,4}(\.\d{1,3})?%", value.strip()):
-            raise ValueError(f"{shown(value)} is not a percentage of the data size; write it like 10% or 150%")
-        return value
-
-    @field_validator("options")
-    @classmethod
-    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench_options.py)
-        for key, item in value.items():
-            if not re.fullmatch(OPTION_NAME, key):
-                fix = "write it without the leading dashes" if key.startswith("-") else "letters, digits, _ and -"
-                raise ValueError(f"{shown(key)} is not a sysbench option name ({fix})")
-            check_option_value(key, item)
-        refuse_secret_names(value, "set the password with the variant's password_env or password_file "
-                                   "(backend external); layerbench passes it to sysbench in a private file")
-        return value
-
-    @model_validator(mode="after")
-    def _interval_fits(self) -> Workload:
-        if self.report_interval > self.warmup + self.duration:
-            raise ValueError(f"report_interval: {self.report_interval} s is longer than the run "
-                             f"({self.warmup + self.duration} s); use at most the duration")
-        return self
-
-    @model_validator(mode="after")
-    def _dataset_flags_of_a_script(self) -> Workload:
-        if self.dataset_flags not in (None, "auto") and not self.is_lua_path:
-            raise ValueError(f"workloads.{self.name}.dataset_flags: {self.test} is a built-in test, which always "
-                             "gets --tables and --table-size; remove dataset_flags")
-        return self
-
-    @property
-    def is_lua_path(self) -> bool:
-        return self.test.endswith(".lua") or "/" in self.test
 
 
 @dataclass(frozen=True)
@@ -196,97 +67,6 @@ def refuse_unrestorable(variants: list[VariantBase], workloads: list[Workload]) 
                 "reprepare (cleanup + prepare before each of its runs; the other variants still restore)")
 
 
-WALL_TIME = r"^\d{1,6}(\.\d{1,3})?\s?[smh]$"  # 90s, 30m, 2h
-
-
-def seconds_of(text: str) -> float:
-    return float(text.strip()[:-1]) * {"s": 1, "m": 60, "h": 3600}[text.strip()[-1]]
-
-
-class Adaptive(Strict):
-    """`repetitions: {auto: true, min: 6, max: 30, budget: 30m}`: rounds go on until every comparison is decided
-    (analysis/sequential.py), `max` rounds are done, or the budget of wall time would be passed."""
-
-    auto: Literal[True]
-    min: int = Field(default=ROUNDS_MIN, ge=2, le=1000)
-    max: int = Field(default=ROUNDS_MAX, ge=2, le=1000)
-    budget: str | None = Field(default=None, pattern=WALL_TIME, description="wall time, like 90s, 30m or 2h")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> Adaptive:
-        if self.max < self.min:
-            raise ValueError(f"repetitions: max {self.max} is below min {self.min}; set max >= min")
-        if self.budget_seconds is not None and not 0 < self.budget_seconds <= 30 * MAX_SECONDS:
-            raise ValueError(f"repetitions: budget {self.budget} is not between 1 s and 30 days")
-        return self
-
-    @property
-    def budget_seconds(self) -> float | None:
-        return None if self.budget is None else seconds_of(self.budget)
-
-    def record(self) -> AdaptiveRepetitions:
-        """The stored record of these settings (records/campaign.py): what the store keeps and the analysis reads."""
-        return AdaptiveRepetitions(self.min, self.max, self.budget)
-
-    @model_serializer
-    def _as_record(self) -> dict[str, Any]:
-        return self.record().to_json()  # the record writes the stored JSON (campaign_as_dict)
-
-
-BUSY_POLICIES = ("rerun", "keep", "fail")
-BUSY_WAIT_SECONDS = 30.0  # busy: rerun's default wait for quiet after a replaced run (BusyPolicy.wait)
-
-
-def default_busy_policy() -> BusyPolicy:
-    """What a campaign without `busy:` does: $LAYERBENCH_BUSY (`rerun`, `keep` or `fail`) when it is set, else
-    `rerun`. For a shared machine that is busy during nearly every run (a CI runner), where replacing runs would
-    only use up the rerun limit."""
-    word = env_setting("LAYERBENCH_BUSY")
-    if word is None:
-        return BusyPolicy()
-    if word not in BUSY_POLICIES:
-        raise BadInput(f"LAYERBENCH_BUSY: {shown(word)} is not a policy; set it to rerun, keep or fail, or unset it")
-    return BusyPolicy(policy=word)  # type: ignore[arg-type]
-
-
-class BusyPolicy(Strict):
-    """`busy: rerun` (the default), `keep` or `fail`, or `busy: {policy: rerun, max_reruns: 4, wait: 30s}`: what
-    happens to a run whose measured window was busy (analysis/busy.py). `rerun` replaces it by an extra run of the
-    same variant at the end of its round, at most `max_reruns` times per campaign (default: a quarter of the planned
-    runs, rounded up), and the next run first waits up to `wait` (default 30 s) for the machine to be quiet, so that
-    the rerun budget is not spent inside the same busy spell; `keep` keeps it (flagged in the warnings); `fail` stops
-    the campaign."""
-
-    policy: Literal["rerun", "keep", "fail"] = "rerun"
-    max_reruns: int | None = Field(default=None, ge=0, le=MAX_RUNS, strict=True)
-    wait: str | None = Field(default=None, max_length=20)
-
-    @field_validator("wait")
-    @classmethod
-    def _bounded_wait(cls, value: str | None) -> str | None:
-        if value is not None and not (re.fullmatch(WALL_TIME, value) and 0 <= seconds_of(value) <= 3600):
-            raise ValueError(f"{shown(value)} is not a wait from 0 s to 1 h; write it like 30s or 5m (0s: no wait)")
-        return value
-
-    @model_validator(mode="after")
-    def _limit_is_for_reruns(self) -> BusyPolicy:
-        for key, value in (("max_reruns", self.max_reruns), ("wait", self.wait)):
-            if value is not None and self.policy != "rerun":
-                raise ValueError(f"busy.{key}: is for reruns, but policy is {self.policy!r}; set policy: rerun or "
-                                 f"remove {key}")
-        return self
-
-    def wait_after_replaced(self) -> float:
-        """Seconds the run after a replaced one waits, at most, for a quiet machine (0: it does not wait)."""
-        return seconds_of(self.wait) if self.wait is not None else BUSY_WAIT_SECONDS
-
-    def reruns_allowed(self, planned_runs: int) -> int:
-        """The most runs one campaign may replace: max_reruns, else a quarter of the planned runs (at least 1)."""
-        if self.policy != "rerun":
-            return 0
-        return self.max_reruns if self.max_reruns is not None else max(1, math.ceil(planned_runs / 4))
-
-
 class Campaign(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)]
     description: str = Field(default="", max_length=MAX_TEXT)
@@ -307,8 +87,9 @@ class Campaign(Strict):
     correction: Literal["point", "sweep"] = Field(default=settings.DEFAULTS.correction, description="the family over "
                                                    "which p is Holm-corrected: the variants of each point, or "
                                                    "every variant and thread count of a workload (docs/statistics.md)")
-    compare_percentiles: list[float] = Field(default_factory=list, description="latency percentiles compared "
-                                             "in every workload besides its `percentile` (docs/campaign.md)")
+    compare_percentiles: RecordedPercentiles = Field(
+        default_factory=list, description="latency percentiles compared in every workload besides its `percentile` "
+        "(docs/campaign.md)")
     unstable_ratio: float = Field(default=settings.DEFAULTS.unstable_ratio, gt=1, le=1000,
                                   description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
@@ -336,11 +117,6 @@ class Campaign(Strict):
 
         campaign: Campaign = handler(data)
         return campaign if campaign.scale is None else with_scale(campaign, campaign.scale)
-
-    @field_validator("compare_percentiles", mode="before")
-    @classmethod
-    def _recorded_percentiles(cls, value: Any) -> Any:
-        return recorded_percentiles(value)
 
     @field_validator("formats")
     @classmethod
@@ -626,13 +402,6 @@ def stored_campaign(definition: dict[str, Any]) -> Campaign:
 
 def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
     return campaign.model_dump(mode="json", exclude_none=True)
-
-
-def smoke_dataset(workload: Workload) -> dict[str, int]:
-    """1 x 1000 rows; a script of the user's makes its own tables: only the dataset fields its workload sets
-    are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
-    small = {"tables": 1, "table_size": 1000}
-    return {k: v for k, v in small.items() if not workload.is_lua_path or k in workload.model_fields_set}
 
 
 def smoke_version(campaign: Campaign) -> Campaign:

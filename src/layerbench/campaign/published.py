@@ -8,31 +8,28 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from layerbench.backends.variant_base import MAX_TEXT, NAME_RE, Strict
 from layerbench.errors import shown
-from layerbench.server.settings import size_in_bytes
+from layerbench.vocabulary.base import NAME_RE, Strict
+from layerbench.vocabulary.limits import MAX_SECONDS, MAX_TABLE_ROWS, MAX_TABLES, MAX_TEXT
+from layerbench.vocabulary.sizes import published_size_bytes
 
 MAX_NUMBERS = 200
-SIZE_RE = re.compile(r"(\d{1,6}(?:\.\d{1,3})?)\s?([KMGT])i?B?")  # 2.3G, 256M, 45GiB: powers of 1024
 DELTA_RE = re.compile(r"([+-]?\d{1,6}(?:\.\d{1,3})?)\s?%")  # -10%, +100 %, 0%
 DIRECTIONS = ("slower", "faster")  # a study that gave a direction without a number
 METRICS = ("tps", "qps", "avg_latency", "pct_latency")  # pct_latency: the workload's `percentile`
 
 
-def size_bytes(text: str) -> int:
-    """2.3G as bytes (K, M, G, T: powers of 1024); the text is already checked against SIZE_RE."""
-    number, unit = SIZE_RE.fullmatch(text.strip()).groups()  # type: ignore[union-attr]
-    return size_in_bytes(number + unit) or 0
-
-
 def checked_size(value: Any) -> Any:
     if value is None:
         return None
-    if not isinstance(value, str) or not SIZE_RE.fullmatch(value.strip()) or size_bytes(value) == 0:
+    if not isinstance(value, str) or not published_size_bytes(value):
         raise ValueError(f"{shown(value)} is not a size; write it like 256M, 2.3G or 45G (powers of 1024)")
     return value.strip()
+
+
+StudySize = Annotated[str | None, BeforeValidator(checked_size)]  # 2.3G, 256M, 45GiB (vocabulary/sizes.py)
 
 
 def checked_delta(value: Any) -> Any:
@@ -57,14 +54,9 @@ class PublishedNumber(Strict):
 
     variant: Annotated[str, Field(pattern=NAME_RE)]
     metric: Literal["tps", "qps", "avg_latency", "pct_latency"] = "tps"
-    delta: str  # `-10%` (normalised to `-10%`/`+100%`), or slower / faster
+    delta: Annotated[str, BeforeValidator(checked_delta)]  # `-10%` (normalised to `-10%`/`+100%`), or slower / faster
     workload: Annotated[str, Field(pattern=NAME_RE)] | None = None  # None: every workload of the campaign
     said: str = Field(default="", max_length=MAX_TEXT)  # how the study put it, quoted
-
-    @field_validator("delta", mode="before")
-    @classmethod
-    def _delta(cls, value: Any) -> Any:
-        return checked_delta(value)
 
     @field_validator("said")
     @classmethod
@@ -80,18 +72,13 @@ class PublishedNumber(Strict):
 class PublishedSize(Strict):
     """The study's size: its sysbench dataset, buffer pool, machine memory and run length, as far as it said."""
 
-    tables: int | None = Field(default=None, ge=1, le=10_000)
-    table_size: int | None = Field(default=None, ge=1, le=1_000_000_000)
-    data: str | None = None  # the dataset's size as the study gave it (else tables x table_size x bytes per row)
-    buffer_pool: str | None = None
-    ram: str | None = None  # the study machine's memory; needed for `--scale machine`
-    duration: int | None = Field(default=None, ge=1, le=86_400)
-    warmup: int | None = Field(default=None, ge=0, le=86_400)
-
-    @field_validator("data", "buffer_pool", "ram", mode="before")
-    @classmethod
-    def _sizes(cls, value: Any) -> Any:
-        return checked_size(value)
+    tables: int | None = Field(default=None, ge=1, le=MAX_TABLES)
+    table_size: int | None = Field(default=None, ge=1, le=MAX_TABLE_ROWS)
+    data: StudySize = None  # the dataset's size as the study gave it (else tables x table_size x bytes per row)
+    buffer_pool: StudySize = None
+    ram: StudySize = None  # the study machine's memory; needed for `--scale machine`
+    duration: int | None = Field(default=None, ge=1, le=MAX_SECONDS)
+    warmup: int | None = Field(default=None, ge=0, le=MAX_SECONDS)
 
     @model_validator(mode="after")
     def _some_data(self) -> PublishedSize:

@@ -15,10 +15,12 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from layerbench.campaign.published import PublishedSize, size_bytes
+from layerbench.campaign.published import PublishedSize
+from layerbench.vocabulary.sizes import published_size_bytes
 
 if TYPE_CHECKING:
-    from layerbench.campaign.models import Campaign, Workload
+    from layerbench.campaign.models import Campaign
+    from layerbench.campaign.workload import Workload
 
 ROW_BYTES = 260  # as run/preflight.py's BYTES_PER_ROW: a sysbench row with its index in InnoDB (a test checks)
 Scale = Literal["published", "machine"]
@@ -42,13 +44,13 @@ def published_rows(size: PublishedSize, tables: int) -> tuple[int, int]:
         return size.tables, size.table_size
     assert size.data is not None  # PublishedSize requires one or the other
     tables = size.tables or tables
-    return tables, max(1, round(size_bytes(size.data) / ROW_BYTES / tables))
+    return tables, max(1, round(published_size_bytes(size.data) / ROW_BYTES / tables))
 
 
 def data_bytes(size: PublishedSize) -> int:
     """The study's data: as it said, else its rows times ROW_BYTES."""
     if size.data is not None:
-        return size_bytes(size.data)
+        return published_size_bytes(size.data)
     return (size.tables or 0) * (size.table_size or 0) * ROW_BYTES
 
 
@@ -59,13 +61,13 @@ def machine_factor(size: PublishedSize, ram_here: int) -> float:
                          "dataset : buffer pool : RAM; give it, or use scale: published")
     if ram_here <= 0:
         raise ValueError("scale: machine: this machine's memory could not be read; use scale: published")
-    return min(1.0, ram_here / size_bytes(size.ram))
+    return min(1.0, ram_here / published_size_bytes(size.ram))
 
 
 def scaled_size(size: PublishedSize, mode: Scale, tables: int, ram_here: int) -> ScaledSize:
     study_tables, rows = published_rows(size, tables)
     factor = 1.0 if mode == "published" else machine_factor(size, ram_here)
-    pool = None if size.buffer_pool is None else size_bytes(size.buffer_pool) / data_bytes(size) * 100
+    pool = None if size.buffer_pool is None else published_size_bytes(size.buffer_pool) / data_bytes(size) * 100
     return ScaledSize(study_tables, max(1, round(rows * factor)), factor, pool, size.duration, size.warmup)
 
 

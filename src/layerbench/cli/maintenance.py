@@ -16,17 +16,10 @@ from layerbench.cli.terminal import console, out
 from layerbench.errors import BadInput, shown
 from layerbench.paths import store_path
 from layerbench.store import Store
+from layerbench.vocabulary.sizes import byte_text
 
 cache_app = typer.Typer(help="The dataset cache: snapshots prepared once and restored for every run.",
                         no_args_is_help=True, rich_markup_mode=None)
-
-
-def human_bytes(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
 
 
 @cache_app.command("list")
@@ -38,7 +31,7 @@ def cache_list() -> None:
     table = Table("dataset", "rows", "size", "prepared in", title=str(datasets_dir()))
     for key, size, meta in list_snapshots():
         rows = sum(meta.get("rows", {}).values()) if "rows" in meta else "incomplete"
-        table.add_row(key, str(rows), human_bytes(size), f"{meta.get('prepare_seconds', '-')} s")
+        table.add_row(key, str(rows), byte_text(size, "auto", ".1f"), f"{meta.get('prepare_seconds', '-')} s")
     out.print(table)
 
 
@@ -48,7 +41,7 @@ def cache_clear() -> None:
     from layerbench.server.snapshot import clear_snapshots
 
     count, size = clear_snapshots()
-    out.print(f"removed {count} snapshot(s), {human_bytes(size)}")
+    out.print(f"removed {count} snapshot(s), {byte_text(size, 'auto', '.1f')}")
 
 
 def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False,

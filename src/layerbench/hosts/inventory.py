@@ -22,14 +22,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from layerbench.errors import BadInput, RunFailed, shown
 from layerbench.hosts.procs import Completed, TimedOut, capture, run
 from layerbench.secrets import Secret
+from layerbench.vocabulary.base import Strict
 
 LOCAL = "local"  # the implicit name of this machine in every campaign
-HOST_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 SSH_TARGET_RE = r"^[A-Za-z0-9_.@:\[\]%-]{1,255}$"  # user@host, host, an ~/.ssh/config alias; no options
 SSH_FAILED = 255
 REMOTE_WORK_DIR = "/var/tmp/layerbench"  # an ssh: host's default work_dir (as this machine's work root)
@@ -59,10 +59,8 @@ def check_host_address(value: str | None, fix: str = "give the address other hos
                          f"hyphens, in labels separated by dots); {fix}")
 
 
-class HostEntry(BaseModel):
+class HostEntry(Strict):
     """One machine of the inventory: `local: true` (this machine) or `ssh: user@host` (or a config alias)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     ssh: Annotated[str, Field(pattern=SSH_TARGET_RE)] | None = None
     local: bool = False

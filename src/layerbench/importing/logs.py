@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.campaign.boundedyaml import load_text, read_bounded_text
-from layerbench.campaign.models import MAX_RUNS
 from layerbench.errors import BadInput, shown
 from layerbench.importing.table import check_name
 from layerbench.records import CampaignRecord, RunRecord
 from layerbench.settings import Overrides
 from layerbench.store import Store
 from layerbench.sysbench.output import LogRun, parse_log
+from layerbench.vocabulary.limits import MAX_RUNS
 
 MAX_LOG_BYTES = 64 << 20  # a sysbench log of hours with 1 s intervals is a few MB
 LARGEST = 100_000  # iterations and threads: far above any study, far below what breaks arithmetic

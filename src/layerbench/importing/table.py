@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.campaign.boundedyaml import read_bounded_text
-from layerbench.campaign.models import MAX_RUNS, MAX_THREADS
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord, RunRecord
 from layerbench.settings import Overrides
 from layerbench.store import Store
+from layerbench.vocabulary.limits import MAX_RUNS, MAX_THREADS
 
 METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_max_ms")
 KNOWN_COLUMNS = ("variant", "iteration", "threads", *METRIC_COLUMNS, "lat_p<N>_ms")

@@ -9,80 +9,63 @@ ssh: host of the inventory, named by `host:`). A network neighbour's peer (its i
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from layerbench.errors import shown
-from layerbench.server.settings import size_in_bytes
+from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, NAME_RE, Strict
+from layerbench.vocabulary.cpus import NeighbourCpuList, QosPreset, whole_cpus_problem
+from layerbench.vocabulary.limits import MAX_PATH
+from layerbench.vocabulary.sizes import CONTAINER_MEMORY_RE, TOOL_SIZE_RE, tool_size_bytes
 
-NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 MAX_NEIGHBOURS = 16  # per variant, its campaign's included
 MAX_WORKERS = 1024  # a static bound; the machine's own (CPUs x WORKERS_PER_CPU) is checked by preflight
 WORKERS_PER_CPU = 4  # a neighbour may start at most this many workers per CPU of this machine
 MAX_STREAMS = 32
-SIZE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # 64M, 1G: a count of KiB, MiB or GiB
-RATE_RE = re.compile(r"^(\d{1,7})([KMG])$")  # iperf3 bits per second: 100M
 NOT_YET = frozenset({"container", "pod"})
 PLACEMENTS = ("host", "docker", "kubernetes", "ssh")
 SIZED = ("docker", "kubernetes")  # the placements with a QoS class and limits of their own
-QOS = ("besteffort", "burstable", "guaranteed", "guaranteed-pinned")  # the docker backend's presets (its qos.py)
-NODE_RE = r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"  # a Kubernetes node name (DNS-1123 subdomain)
-MEMORY_RE = r"^\d{1,7}[kmg]$"  # a container's memory limit, as the docker backend writes it: 512m, 2g
 KIND_FIELDS = {"cpu": {"workers", "load"}, "memory": {"workers", "method", "size"},
                "disk": {"pattern", "size", "block_size", "folder"}, "network": {"to", "bitrate", "streams"},
                "database": {"test", "tables", "table_size", "threads", "rate", "port"}}
 DATABASE_TESTS = ("oltp_read_write", "oltp_read_only", "oltp_write_only", "oltp_point_select", "oltp_update_index",
                   "oltp_update_non_index", "oltp_insert", "oltp_delete")
 MAX_DATABASE_ROWS = 10_000_000  # tables x table_size of a database neighbour: it is prepared again for every run
+# What a neighbour does where a field of its intensity is unset (docs/neighbours.md); a kubernetes-placed one's pod
+# is Burstable by default, as the published study's neighbour.
+UNSET = {"workers": 1, "load": 100, "pattern": "randwrite", "qos": "burstable", "tables": 1, "table_size": 10_000,
+         "threads": 1, "test": "oltp_read_write"}
 
 
-def size_bytes(text: str) -> int:
-    """64M as bytes (powers of 1024); the text is already checked against SIZE_RE."""
-    return size_in_bytes(text) or 0
+def as_written_or_default(field: str) -> Any:
+    """A property of a neighbour: its `field` as written, else that field's default of UNSET."""
+    return property(lambda self: getattr(self, field) or UNSET[field], doc=f"{field}, else {UNSET[field]!r}")
 
 
-def cpu_list(value: Any) -> str | None:
-    """A taskset CPU list (0 or 0,1 or 0-3), normalised; ValueError with the fix otherwise."""
-    if value is None:
-        return None
-    text = str(value).replace(" ", "") if isinstance(value, str | int) and not isinstance(value, bool) else ""
-    if len(text) > 200 or not re.fullmatch(r"\d{1,4}(-\d{1,4})?(,\d{1,4}(-\d{1,4})?)*", text):
-        raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        if int(high or low) < int(low):
-            raise ValueError(f"{shown(part)} is not a CPU range; write low-high")
-    return text
-
-
-class ContainerSize(BaseModel):
+class ContainerSize(Strict):
     """A docker- or kubernetes-placed neighbour's own size (its container's limits, its pod's requests): CPUs and
     memory."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
     cpus: float | None = Field(default=None, gt=0, le=1024, description="CPUs (CFS quota; a preset's size)")
-    memory: str | None = Field(default=None, pattern=MEMORY_RE, max_length=12, description="memory limit, like 512m")
+    memory: str | None = Field(default=None, pattern=CONTAINER_MEMORY_RE, max_length=12,
+                               description="memory limit, like 512m")
 
 
-class Neighbour(BaseModel):
+class Neighbour(Strict):
     """One load generator: its kind and intensity, and where it runs (a host process, a container, an ssh: host)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: Annotated[str, Field(pattern=NAME_RE)]
     kind: Literal["cpu", "memory", "disk", "network", "database"]
     placement: Literal["host", "docker", "kubernetes", "ssh"] = "host"
-    host: str | None = Field(default=None, max_length=63, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    host: str | None = Field(default=None, max_length=63, pattern=NAME_RE,
                              description="ssh: the host of `hosts:` it runs on")
-    node: str | None = Field(default=None, max_length=253, pattern=NODE_RE,
+    node: str | None = Field(default=None, max_length=253, pattern=DNS_SUBDOMAIN_RE,
                              description="kubernetes: the node its pod runs on (default: the server pod's node)")
-    qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = Field(
+    qos: QosPreset | None = Field(
         default=None, description="docker: a QoS preset for its container; kubernetes: its pod's QoS class")
     resources: ContainerSize | None = Field(default=None, description="docker, kubernetes: its CPUs and memory")
-    cpus: str | None = Field(default=None, description="CPU list the neighbour is pinned to (taskset)")
+    cpus: NeighbourCpuList = Field(default=None, description="CPU list the neighbour is pinned to (taskset)")
     nice: int = Field(default=0, ge=0, le=19, description="its nice value (0: as the harness)")
     workers: int | None = Field(default=None, ge=1, le=MAX_WORKERS, description="cpu, memory: stress-ng workers")
     load: int | None = Field(default=None, ge=1, le=100, description="cpu: duty cycle of each worker, percent")
@@ -91,7 +74,7 @@ class Neighbour(BaseModel):
     pattern: Literal["randread", "randwrite", "read", "write", "randrw", "fsync"] | None = Field(
         default=None, description="disk: fio's access pattern (fsync: random writes, each followed by fsync)")
     block_size: str | None = Field(default=None, max_length=12, description="disk: fio's block size, like 4K")
-    folder: str | None = Field(default=None, max_length=4096, pattern=r"^/[^\x00-\x1f\x7f]*$",
+    folder: str | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
                                description="disk: where fio writes (default: the run's data filesystem)")
     to: str | None = Field(default=None, max_length=63, description="network: loopback or a host of `hosts:`")
     bitrate: str | None = Field(default=None, max_length=12, description="network: iperf3's target, like 100M")
@@ -113,22 +96,17 @@ class Neighbour(BaseModel):
                              "a kubernetes pod or on an ssh host (docs/neighbours.md)")
         return value
 
-    @field_validator("cpus", mode="before")
-    @classmethod
-    def _cpus(cls, value: Any) -> Any:
-        return cpu_list(value)
-
     @field_validator("size", "block_size")
     @classmethod
     def _size(cls, value: str | None) -> str | None:
-        if value is not None and not SIZE_RE.fullmatch(value):
+        if value is not None and not TOOL_SIZE_RE.fullmatch(value):
             raise ValueError(f"{shown(value)} is not a size; write it like 4K, 64M or 1G")
         return value
 
     @field_validator("bitrate")
     @classmethod
     def _rate(cls, value: str | None) -> str | None:
-        if value is not None and not RATE_RE.fullmatch(value):
+        if value is not None and not TOOL_SIZE_RE.fullmatch(value):
             raise ValueError(f"{shown(value)} is not a bit rate; write it like 500K, 100M or 1G (bits per second)")
         return value
 
@@ -140,7 +118,7 @@ class Neighbour(BaseModel):
                 kinds = " or ".join(k for k, f in KIND_FIELDS.items() if other in f)
                 raise ValueError(f"{other}: only a {kinds} neighbour has it, and {self.name} is a {self.kind} "
                                  f"neighbour; remove it (it may use: {', '.join(sorted(mine))})")
-        if self.kind == "memory" and self.size and size_bytes(self.size) > 64 * 2**30:
+        if self.kind == "memory" and self.size and tool_size_bytes(self.size) > 64 * 2**30:
             raise ValueError(f"size: {self.size} per memory worker is more than 64G; use less")
         return self._fields_of_its_placement()
 
@@ -171,9 +149,9 @@ class Neighbour(BaseModel):
         if self.placement == "ssh" and self.folder:
             raise ValueError("folder: an ssh-placed disk neighbour writes in its own folder on its host (a folder "
                              "of your choice there: not yet); remove folder")
-        cpus = self.resources.cpus if self.resources else None
-        if self.qos == "guaranteed-pinned" and cpus is not None and cpus != int(cpus):
-            raise ValueError(f"resources.cpus: {cpus:g} is not a whole number; guaranteed-pinned needs whole CPUs")
+        problem = whole_cpus_problem(self.qos, self.resources.cpus if self.resources else None)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def _fields_of_a_pod(self) -> None:
@@ -189,44 +167,20 @@ class Neighbour(BaseModel):
             raise ValueError(f"resources: a BestEffort pod has no requests or limits; remove resources from "
                              f"{self.name} or use qos: burstable")
 
-    # --- the effective intensity (defaults once, here) ----------------------------------------------------
+    # --- the effective intensity: each field as written, else its default (UNSET, once) ----------------------
 
-    @property
-    def worker_count(self) -> int:
-        return self.workers or 1
-
-    @property
-    def duty_cycle(self) -> int:
-        return self.load or 100
-
-    @property
-    def disk_pattern(self) -> str:
-        return self.pattern or "randwrite"
-
-    @property
-    def pod_qos(self) -> str:
-        """placement kubernetes: its pod's QoS class (default burstable, the published study's neighbour)."""
-        return self.qos or "burstable"
+    worker_count = as_written_or_default("workers")
+    duty_cycle = as_written_or_default("load")
+    disk_pattern = as_written_or_default("pattern")
+    pod_qos = as_written_or_default("qos")  # placement kubernetes: its pod's QoS class
+    database_tables = as_written_or_default("tables")
+    database_rows = as_written_or_default("table_size")
+    database_threads = as_written_or_default("threads")
+    database_test = as_written_or_default("test")
 
     @property
     def file_size(self) -> str:
         return self.size or ("64M" if self.kind == "memory" else "256M")
-
-    @property
-    def database_tables(self) -> int:
-        return self.tables or 1
-
-    @property
-    def database_rows(self) -> int:
-        return self.table_size or 10_000
-
-    @property
-    def database_threads(self) -> int:
-        return self.threads or 1
-
-    @property
-    def database_test(self) -> str:
-        return self.test or "oltp_read_write"
 
     def intensity(self) -> str:
         """The asked intensity in words, for the plan and the report."""

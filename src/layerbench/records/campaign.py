@@ -25,14 +25,14 @@ from layerbench.settings import DEFAULTS, REPORT_FORMATS, Overrides, Settings
 
 IMPORTED = "imported"  # the backend and workload name of results measured elsewhere
 CAMPAIGN_FORMAT = 1  # of the campaign definition JSON (see the history above)
-ROUNDS_MIN, ROUNDS_MAX = 6, 30  # repetitions: auto's defaults (campaign/models.py Adaptive takes them from here)
+ROUNDS_MIN, ROUNDS_MAX = 6, 30  # repetitions: auto's defaults (campaign/rounds.py Adaptive takes them from here)
 
 
 @dataclass(frozen=True)
 class AdaptiveRepetitions:
     """repetitions: auto: rounds from `min` to `max`, stopped early when every comparison is decided, or before
     the wall-time `budget` would be passed. The one description of adaptive repetitions: the campaign model
-    (campaign/models.py Adaptive) validates the file's mapping and produces this record, whose JSON is what the
+    (campaign/rounds.py Adaptive) validates the file's mapping and produces this record, whose JSON is what the
     store keeps; the orchestrator and the analysis read this record."""
 
     rounds_min: int = ROUNDS_MIN

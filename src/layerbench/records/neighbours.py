@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from layerbench.records.json import JSONObject, as_float, as_int, as_list, as_object, as_str, opt_int, opt_str
+from layerbench.vocabulary.sizes import byte_text
 
 FORMAT = 1
 
@@ -58,7 +59,7 @@ class NeighbourRun:
             return (f"{a.get('cpu_percent_per_worker', 0):.0f} % CPU per worker, "
                     f"{a.get('bogo_ops_per_second', 0):,.0f} bogo ops/s")
         if self.kind == "disk":
-            parts = [f"{a[f'{d}_iops']:,.0f} {d} IOPS ({a[f'{d}_bytes_per_second'] / 2**20:,.1f} MiB/s)"
+            parts = [f"{a[f'{d}_iops']:,.0f} {d} IOPS ({byte_text(a[f'{d}_bytes_per_second'], 'MiB', ',.1f')}/s)"
                      for d in ("read", "write") if f"{d}_iops" in a]
             return ", ".join(parts) + (f", {a['fsyncs']:,.0f} fsyncs" if "fsyncs" in a else "") or "no I/O"
         if self.kind == "database":

@@ -14,6 +14,7 @@ from layerbench.analysis.placement import PLACEMENT_COLUMNS
 from layerbench.analysis.report_model import Report
 from layerbench.report import evidence, io_table, neighbours, published
 from layerbench.report.cells import fmt, pct, run_numbers, window_text
+from layerbench.vocabulary.sizes import byte_text
 
 
 def table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
@@ -142,7 +143,7 @@ def environment_lines(report: Report) -> list[str]:
     host, storage, tuning, server = env.host, env.storage, env.tuning, env.server_variables
     facts = [
         ("machine", f"{host.cpu_model} x {host.cpu_count}, "
-                    f"{(host.memory_bytes or 0) / 2**30:.1f} GiB, kernel {host.kernel}"),
+                    f"{byte_text(host.memory_bytes or 0, spec='.1f')}, kernel {host.kernel}"),
         ("software", f"{server.get('version_comment', 'server')} {server.get('version', '?')}, "
                      f"{host.sysbench_version}"),
         ("datadir storage", f"{storage.get('fstype')} on {storage.get('device')} ({storage.get('options')}), "

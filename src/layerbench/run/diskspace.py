@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from layerbench.campaign.models import Campaign, VariantBase, Workload
+from layerbench.backends.variant_base import VariantBase
+from layerbench.campaign.models import Campaign
+from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput, LayerbenchError
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.placement import server_of
+from layerbench.vocabulary.sizes import byte_text
 
 if TYPE_CHECKING:
     from layerbench.backends.variant_base import DiskCopy
@@ -62,10 +65,10 @@ def check_disk_space(campaign: Campaign) -> None:
         items = room.items()
         total, free = sum(size for _, size in items), shutil.disk_usage(room.folder).free
         if total > free:
-            parts = " + ".join(f"{what} {gib(size)}" for what, size in items)
-            raise BadInput(f"workloads: {parts} = {gib(total)} needed on {room.folder}, which has {gib(free)} free; "
-                           "free space, use fewer tables or a smaller table_size, or put the data elsewhere "
-                           "(LAYERBENCH_DATA_DIR, a variant's data_dir)")
+            parts = " + ".join(f"{what} {byte_text(size)}" for what, size in items)
+            raise BadInput(f"workloads: {parts} = {byte_text(total)} needed on {room.folder}, which has "
+                           f"{byte_text(free)} free; free space, use fewer tables or a smaller table_size, or put the "
+                           "data elsewhere (LAYERBENCH_DATA_DIR, a variant's data_dir)")
 
 
 def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room]) -> None:
@@ -100,7 +103,7 @@ def add_run_copies(campaign: Campaign, local: list[VariantBase], rooms: dict[int
                     seconds = workload.warmup + workload.duration
                     size = min(size, math.ceil(seconds * CLONE_GROWTH_RATE))
                     what += (f", a reflink clone (counted: the pages {seconds:g} s of a run can rewrite at "
-                             f"{CLONE_GROWTH_RATE >> 20} MiB/s)")
+                             f"{byte_text(CLONE_GROWTH_RATE, 'MiB', '.0f')}/s)")
                 add(rooms, folder, "runs", what, size)
 
 
@@ -176,10 +179,6 @@ def add(rooms: dict[int, Room], folder: Path, kind: str, what: str, size: int) -
 def methods(campaign: Campaign, workload: Workload) -> set[str]:
     """The resets the campaign's variants use for this workload (each variant's own, or the workload's)."""
     return {choice.method for choice in campaign.resets_of(workload).values()}
-
-
-def gib(size: float) -> str:
-    return f"{size / 2**30:.2f} GiB"
 
 
 def dataset_bytes(workload: Workload) -> int:

@@ -14,7 +14,10 @@ from typing import Any, Protocol
 
 from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.registry import container_engine
-from layerbench.campaign.models import Campaign, ConfigValue, VariantBase, Workload, seconds_of
+from layerbench.backends.variant_base import VariantBase
+from layerbench.campaign.models import Campaign
+from layerbench.campaign.rounds import seconds_of
+from layerbench.campaign.workload import Workload
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners, procfs
@@ -34,6 +37,7 @@ from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.prepare import prepare_tables
+from layerbench.server.settings import ConfigValue
 from layerbench.server.snapshot import Snapshot
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum

@@ -13,17 +13,9 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from layerbench.campaign.models import VariantBase
+from layerbench.backends.variant_base import VariantBase
 from layerbench.hosts.procfs import tasks
-
-
-def cpu_set(text: str) -> set[int]:
-    """The CPUs of a taskset-style list ("0", "0,2", "1-3"); the campaign has validated its syntax."""
-    cpus: set[int] = set()
-    for part in text.split(","):
-        low, _, high = part.strip().partition("-")
-        cpus |= set(range(int(low), int(high or low) + 1))
-    return cpus
+from layerbench.vocabulary.cpus import cpu_set
 
 
 def cpu_text(cpus: set[int]) -> str:

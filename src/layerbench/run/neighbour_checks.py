@@ -19,14 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from layerbench.backends.registry import container_engine
-from layerbench.campaign.models import Campaign, VariantBase
+from layerbench.backends.variant_base import VariantBase
+from layerbench.campaign.models import Campaign
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host
 from layerbench.hosts.machine import check_cpus
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
-from layerbench.neighbours.model import WORKERS_PER_CPU, Neighbour, size_bytes
+from layerbench.neighbours.model import WORKERS_PER_CPU, Neighbour
 from layerbench.neighbours.network import listening
+from layerbench.vocabulary.sizes import byte_text, tool_size_bytes
 
 
 def check_neighbours(campaign: Campaign) -> None:
@@ -99,10 +101,10 @@ def check_disk_room(variant: VariantBase, neighbour: Neighbour, where: str) -> N
         existing = existing.parent
     if neighbour.folder and not folder.is_dir():
         raise BadInput(f"{where}.folder: {shown(str(folder))} is not a folder here; create it or name another")
-    free, wanted = shutil.disk_usage(existing).free, size_bytes(neighbour.file_size)
+    free, wanted = shutil.disk_usage(existing).free, tool_size_bytes(neighbour.file_size)
     if wanted > free:
-        raise BadInput(f"{where}.size: {neighbour.file_size} does not fit in the {free / 2**20:,.0f} MiB free on "
-                       f"{existing}; use a smaller size or another folder")
+        raise BadInput(f"{where}.size: {neighbour.file_size} does not fit in the {byte_text(free, 'MiB', ',.0f')} "
+                       f"free on {existing}; use a smaller size or another folder")
 
 
 def check_target(campaign: Campaign, neighbour: Neighbour, where: str) -> None:

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.variant_base import MAX_SECONDS
-from layerbench.campaign.models import Workload
+from layerbench.campaign.workload import Workload
 from layerbench.hosts import owners, procs
 from layerbench.hosts.critical import signals_deferred
 from layerbench.neighbours.model import Neighbour
@@ -27,6 +26,7 @@ from layerbench.server.servers import ServerChoice
 from layerbench.server.spec import ServerSpec
 from layerbench.sysbench.client import HostClient
 from layerbench.sysbench.command import config_file_text, hook_script, run_command
+from layerbench.vocabulary.limits import MAX_SECONDS
 
 CONFIG = {"innodb_buffer_pool_size": "64M"}  # a small neighbour: its dataset is small and prepared for each run
 

@@ -14,7 +14,10 @@ from typing import Any
 
 from layerbench.analysis.busy import busy_reason, busy_run, decide
 from layerbench.backends.base import campaign_ended
-from layerbench.campaign.models import Adaptive, Campaign, VariantBase, Workload, campaign_as_dict, stored_campaign
+from layerbench.backends.variant_base import VariantBase
+from layerbench.campaign.models import Campaign, campaign_as_dict, stored_campaign
+from layerbench.campaign.rounds import Adaptive
+from layerbench.campaign.workload import Workload
 from layerbench.errors import Interrupted, LayerbenchError, MachineBusy, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts

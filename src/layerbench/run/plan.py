@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.analysis.timing import data_and_wait_seconds, minutes, restore_seconds_of, time_account
-from layerbench.campaign.models import BusyPolicy, Campaign, VariantBase, Workload
+from layerbench.backends.variant_base import VariantBase
+from layerbench.campaign.models import Campaign
+from layerbench.campaign.rounds import BusyPolicy
+from layerbench.campaign.workload import Workload
 from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
 from layerbench.records import StoredFacts

@@ -17,7 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
-from layerbench.campaign.models import Campaign, VariantBase, Workload
+from layerbench.backends.variant_base import VariantBase
+from layerbench.campaign.models import Campaign
+from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import client_of, placement_of, server_of
@@ -27,7 +29,6 @@ from layerbench.run.diskspace import (
     DATADIR_OVERHEAD,
     check_disk_space,
     dataset_bytes,
-    gib,
     methods,
     variant_dataset_bytes,
 )
@@ -38,6 +39,7 @@ from layerbench.server.servers import check_wanted
 from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
 from layerbench.sysbench.custom_script import check_script
 from layerbench.versions import version_on
+from layerbench.vocabulary.sizes import byte_text
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 MAX_LUA_BYTES = 1 << 20
@@ -199,11 +201,11 @@ def check_machine_fits(variant: VariantBase) -> None:
         fix = "use less" if field != "qos" else ("set resources.memory or limits.memory, or use a smaller buffer "
                                                  "pool (the limit is derived from it)")
         raise BadInput(f"{where}.{field}: {shown(memory, quote=False)} is more than this machine's "
-                       f"{total / 2**30:.1f} GiB of memory; {fix}")
+                       f"{byte_text(total, spec='.1f')} of memory; {fix}")
     pool, option = variant.server.buffer_pool_bytes(), variant.server.buffer_pool_option()
     if not limit and pool and option and total and pool > total:  # no limit to hold it: the machine's memory does
         raise BadInput(f"{where}.server.config.{option[0]}: {shown(option[1], quote=False)} is more than this "
-                       f"machine's {total / 2**30:.1f} GiB of memory; use a smaller buffer pool")
+                       f"machine's {byte_text(total, spec='.1f')} of memory; use a smaller buffer pool")
 
 
 def check_workload_pools(campaign: Campaign, variant: VariantBase) -> None:
@@ -221,7 +223,8 @@ def check_workload_pools(campaign: Campaign, variant: VariantBase) -> None:
         pool = buffer_pool_bytes(workload.buffer_pool, data)
         if pool > size:
             raise BadInput(f"workloads.{workload.name}.buffer_pool: {workload.buffer_pool} of the dataset "
-                           f"({gib(data)}) is a {gib(pool)} buffer pool, above variants.{variant.name}.{limit[0]} "
+                           f"({byte_text(data)}) is a {byte_text(pool)} buffer pool, above "
+                           f"variants.{variant.name}.{limit[0]} "
                            f"{shown(limit[1], quote=False)}; set {variant.name}'s memory to at least "
                            f"{variant.memory_text(pool + SERVER_MEMORY_OVERHEAD + variant.guest_memory)} or use a "
                            "smaller buffer_pool")
@@ -240,15 +243,15 @@ def check_data_in_memory(campaign: Campaign, variant: VariantBase) -> None:
         data, restores = variant_dataset_bytes(variant, workload), campaign.reset_for(variant, workload).method
         pool = run_pool_bytes(variant, workload, data, restores == "snapshot")
         need = data + pool + SERVER_MEMORY_OVERHEAD + variant.guest_memory
-        held = (f"variants.{variant.name}: {where} holds workload {workload.name}'s dataset ({gib(data)}, "
-                f"estimated) in memory beside the buffer pool and the server: {gib(need)}")
+        held = (f"variants.{variant.name}: {where} holds workload {workload.name}'s dataset ({byte_text(data)}, "
+                f"estimated) in memory beside the buffer pool and the server: {byte_text(need)}")
         if limit is not None and size is not None and need > size:
             raise BadInput(f"{held}, above {limit[0]} {shown(limit[1], quote=False)}; set {limit[0]} to at least "
                            f"{variant.memory_text(need)}, or use a storage on disk (volume)")
         if total and need > total:
             rows = max(0, (total - (need - data) - DATADIR_OVERHEAD) // BYTES_PER_ROW)
-            raise BadInput(f"{held}, above this machine's {gib(total)} of memory; use a storage on disk (volume), "
-                           f"or at most {rows:,} rows in all (tables x table_size)")
+            raise BadInput(f"{held}, above this machine's {byte_text(total)} of memory; use a storage on disk "
+                           f"(volume), or at most {rows:,} rows in all (tables x table_size)")
 
 
 def run_pool_bytes(variant: VariantBase, workload: Workload, data: int, restores: bool) -> int:
@@ -281,9 +284,10 @@ def check_remote_disk_space(campaign: Campaign) -> None:
         folder = v.data_dir or host.work_dir
         free = free_bytes_on(host, folder)
         if free is not None and shipped + copied > free:
-            raise BadInput(f"variants.{v.name}.server_host: snapshots {gib(shipped)} + one run's working copy "
-                           f"{gib(copied)} = {gib(shipped + copied)} needed on host {host.name} at {folder}, which "
-                           f"has {gib(free)} free; free space there or set hosts.{host.name}.work_dir")
+            raise BadInput(f"variants.{v.name}.server_host: snapshots {byte_text(shipped)} + one run's working copy "
+                           f"{byte_text(copied)} = {byte_text(shipped + copied)} needed on host {host.name} at "
+                           f"{folder}, which has {byte_text(free)} free; free space there or set "
+                           f"hosts.{host.name}.work_dir")
 
 
 def free_bytes_on(host: Host, folder: str) -> int | None:

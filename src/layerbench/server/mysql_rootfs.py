@@ -27,6 +27,7 @@ from layerbench.hosts import procfs
 from layerbench.hosts.procs import capture, require_program, run
 from layerbench.hosts.workdirs import cache_dir, folder_lock, folder_size
 from layerbench.server.image import checked, mirror
+from layerbench.vocabulary.sizes import byte_text
 
 RECIPE_VERSION = 2  # the steps after the packages are installed (the kept packages do not depend on it)
 SUITE = "sid"
@@ -246,7 +247,7 @@ class Builder:
             debs.rename(kept)
         target = rootfs_folder(self.version)
         folder.rename(target)
-        self.step(f"MySQL {self.version} rootfs ready: {target} ({folder_size(target) / 2**20:,.0f} MiB)")
+        self.step(f"MySQL {self.version} rootfs ready: {target} ({byte_text(folder_size(target), 'MiB', ',.0f')})")
         return MysqlRootfs(target)
 
 

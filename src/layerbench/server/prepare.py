@@ -35,7 +35,7 @@ from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import cleanup_command, config_file_text, lua_string, prepare_command, test_script
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
-    from layerbench.campaign.models import Workload
+    from layerbench.campaign.workload import Workload
 
 Say = Callable[[str], None]
 RESUME_MIN_BYTES = 64 << 20  # a build interrupted with less table data than this starts over (cheaper than keeping)

@@ -28,6 +28,7 @@ from layerbench.hosts.inventory import SSH_FAILED, Host
 from layerbench.hosts.procs import held
 from layerbench.server.manifest import EXCLUDED, Manifest, SnapshotCorrupt, read_manifest
 from layerbench.server.restore import FACTS_FILE, RestoreFacts
+from layerbench.vocabulary.sizes import byte_text
 
 SHIPPED = "shipped.json"
 HASH_MARK = "LB-HASH"
@@ -168,8 +169,7 @@ def _ship_locked(host: Host, folder: Path, manifest: Manifest, target: str, log_
     if digest in marker.output:
         return {"shipped": False, "host": host.name, "path": target}
     started = time.monotonic()
-    size = manifest.total_bytes / 2**30
-    say(f"shipping dataset {folder.name} ({size:.2f} GiB) to host {host.name} ({host.target})")
+    say(f"shipping dataset {folder.name} ({byte_text(manifest.total_bytes)}) to host {host.name} ({host.target})")
     host.shell(f"rm -f {shlex.quote(target)}/{SHIPPED} && mkdir -p {shlex.quote(target)}/datadir",
                name=f"mkdir on {host.name}")
     done = host.rsync_to(folder / "datadir", f"{target}/datadir", log_path=log_dir / "ship.log", timeout=None)

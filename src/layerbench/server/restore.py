@@ -32,6 +32,7 @@ import xxhash
 
 from layerbench.errors import RunFailed
 from layerbench.server.manifest import BLOCK, EXCLUDED, Manifest, SnapshotCorrupt, read_manifest, sample_digest
+from layerbench.vocabulary.sizes import byte_text
 
 FICLONE = 0x40049409  # _IOW(0x94, 9, int) from linux/fs.h
 FACTS_FILE = "restore.json"
@@ -259,7 +260,7 @@ def with_progress(results: Iterator[str | None], sizes: list[int], say: Say | No
         done += size
         if say is not None and time.monotonic() - last >= PROGRESS_EVERY:
             last = time.monotonic()
-            say(f"  restore: {done / 2**20:.0f} of {total / 2**20:.0f} MiB")
+            say(f"  restore: {byte_text(done, 'MiB', '.0f')} of {byte_text(total, 'MiB', '.0f')}")
         yield result
 
 

@@ -7,9 +7,11 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from layerbench.errors import shown
+from layerbench.vocabulary.base import Strict
+from layerbench.vocabulary.sizes import in_mib, size_in_bytes
 
 MAX_VALUE = 1000  # a my.cnf or sysbench option value
 ConfigValue = str | int | float | bool | None
@@ -28,27 +30,6 @@ OPTION_NAME = r"[A-Za-z][A-Za-z0-9_-]{0,63}"
 SERVER_MEMORY_OVERHEAD = 512 << 20
 DEFAULT_BUFFER_POOL = 128 << 20  # MariaDB's and MySQL's innodb_buffer_pool_size when my.cnf does not set it
 MEMORY_FLOOR = 2 << 30
-SIZE_RE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*([kmgtpe]?)b?\s*", re.IGNORECASE)
-
-
-def size_in_bytes(value: Any) -> int | None:
-    """A server-style size (a number of bytes, or with a K, M, G, T, P or E suffix, each a power of 1024, as
-    my.cnf, Docker and QEMU read them) in bytes; None when it is no such size."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, int | float):
-        return int(value) if 0 <= value < 2**63 else None
-    match = SIZE_RE.fullmatch(value)
-    if not match:
-        return None
-    return int(float(match.group(1)) * 1024 ** "bkmgtpe".index(match.group(2).lower() or "b"))
-
-
-def in_mib(size: int) -> int:
-    """A size rounded up to whole MiB."""
-    return -(-size // (1 << 20))
 
 
 def canonical_option(key: str) -> str:
@@ -71,10 +52,6 @@ def check_option_value(key: str, value: Any) -> None:
             raise ValueError(f"{key}: a value of {len(value):,} characters; the limit is {MAX_VALUE}")
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             raise ValueError(f"{key}: {shown(value)} contains a newline or control character; write it on one line")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")

@@ -20,7 +20,7 @@ from layerbench.sysbench.custom_script import dataset_flags, script_digest
 from layerbench.versions import version_output
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
-    from layerbench.campaign.models import Workload
+    from layerbench.campaign.workload import Workload
 
 VERSION_TIMEOUT = 30.0  # the server's --version, asked once per plan and build
 

@@ -8,7 +8,7 @@ from layerbench.endpoint import Endpoint
 from layerbench.server.datadir import query
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
-    from layerbench.campaign.models import Workload
+    from layerbench.campaign.workload import Workload
 
 
 def table_names(workload: Workload) -> list[str]:

@@ -25,7 +25,7 @@ from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import table_checksums, workload_tables
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
-    from layerbench.campaign.models import Workload
+    from layerbench.campaign.workload import Workload
 
 
 def corrupt(snapshot: Snapshot, problem: str) -> SnapshotCorrupt:

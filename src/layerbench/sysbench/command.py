@@ -15,7 +15,7 @@ from layerbench.endpoint import Endpoint
 from layerbench.sysbench.custom_script import dataset_flags, env_prefix, script_path
 
 if TYPE_CHECKING:  # the campaign's Workload model, for type hints only: campaign/ imports sysbench/
-    from layerbench.campaign.models import Workload
+    from layerbench.campaign.workload import Workload
 
 SYSBENCH_SHARE = "/usr/share/sysbench"
 

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import TimedOut, capture
+from layerbench.vocabulary.sizes import byte_text
 
 if TYPE_CHECKING:  # the campaign's Workload model, for type hints only: campaign/ imports sysbench/
-    from layerbench.campaign.models import Workload
+    from layerbench.campaign.workload import Workload
 
 DATASET_FLAGS = ("tables", "table_size")
 MAX_SCRIPT_FILES = 200  # Lua files under the script's folder that go into the dataset's identity
@@ -176,8 +177,9 @@ def script_digest(workload: Workload) -> str:
     total = sum(p.stat().st_size for p in files)
     if found is None or len(files) > MAX_SCRIPT_FILES or total > MAX_SCRIPT_BYTES:
         raise BadInput(f"workloads.{workload.name}.test: the script's folder {shown(str(folder))} holds more than "
-                       f"a workload ({MAX_SCRIPT_FILES} Lua files, {MAX_SCRIPT_BYTES >> 20} MiB: every one is part "
-                       "of the dataset's identity); put the script and its modules in a folder of their own")
+                       f"a workload ({MAX_SCRIPT_FILES} Lua files, {byte_text(MAX_SCRIPT_BYTES, 'MiB', '.0f')}: every "
+                       "one is part of the dataset's identity); put the script and its modules in a folder of their "
+                       "own")
     digest = hashlib.sha256()
     for path in files:
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())

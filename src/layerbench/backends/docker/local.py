@@ -49,6 +49,7 @@ from layerbench.server.servers import (
     image_server,
     rooted_image_server,
 )
+from layerbench.vocabulary.sizes import byte_text
 
 START_TIMEOUT = 180.0
 DATADIR = "/var/lib/mysql"
@@ -90,7 +91,7 @@ def wait_for_copy(backend: DockerBackend, spec: ServerSpec) -> None:
     assert spec.snapshot is not None
     done, last, where = spec.run_dir / COPY_DONE, time.monotonic(), IN_CONTAINER[backend.variant.storage]
     size = folder_size(spec.snapshot)
-    spec.say(f"copying dataset {spec.snapshot.parent.name} ({size / 2**30:.2f} GiB) into {where} (cp -a)")
+    spec.say(f"copying dataset {spec.snapshot.parent.name} ({byte_text(size)}) into {where} (cp -a)")
     while not done.exists():
         if not backend._alive():
             cause = backend.exit_cause()
@@ -345,7 +346,7 @@ def restore_on_this_host(spec: ServerSpec, folder: Path) -> None:
         return
     spec.say(f"restoring dataset {spec.snapshot.parent.name} into {folder}")
     facts = copy_tree(spec.snapshot, folder, facts_dir=spec.run_dir, say=spec.say)
-    spec.say(f"restored by {facts.method}: {facts.bytes / 2**20:.0f} MiB in {facts.seconds:.1f} s")
+    spec.say(f"restored by {facts.method}: {byte_text(facts.bytes, 'MiB', '.0f')} in {facts.seconds:.1f} s")
 
 
 def volume_options(folder: str, run_dir: Path) -> dict[str, Any]:

@@ -15,13 +15,13 @@ pool + 512 MiB, at least 2g: the variant's derived_memory).
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 from layerbench.backends.docker.variant import DockerVariant
 from layerbench.errors import BadInput
 from layerbench.hosts.machine import check_cpus
+from layerbench.vocabulary.cpus import whole_cpus_problem
 
 DEFAULT_CPUS = 1.0
 DEFAULT_MEMORY = "2g"  # a neighbour container's preset (it has no buffer pool); a variant's: derived_memory()
@@ -40,8 +40,9 @@ def qos_options(qos: str, cpus: float, memory: str, cpuset: str | None) -> dict[
     guaranteed = {"cpu_shares": int(1024 * cpus), "nano_cpus": int(cpus * 1e9), "mem_limit": memory}
     if qos == "guaranteed":
         return guaranteed
-    if cpus != math.floor(cpus):
-        raise BadInput(f"resources.cpus: {cpus:g} is not a whole number; guaranteed-pinned needs whole CPUs")
+    problem = whole_cpus_problem(qos, cpus)
+    if problem is not None:
+        raise BadInput(problem)
     pinned = {key: value for key, value in guaranteed.items() if key != "nano_cpus"}  # no quota: see above
     return {**pinned, "cpuset_cpus": cpuset or first_cpus(int(cpus))}
 

@@ -10,15 +10,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.variant_base import (
-    IMAGE_RE,
-    MAX_CPU,
-    DiskCopy,
-    FirstTimeCost,
-    ImageVariant,
-    Strict,
-    VariantBase,
-)
+from layerbench.backends.variant_base import DiskCopy, FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import (
@@ -26,6 +18,10 @@ from layerbench.server.servers import (
     check_rooted_binary,
     image_server,
 )
+from layerbench.vocabulary.base import IMAGE_RE, Strict
+from layerbench.vocabulary.cpus import CpuList, QosPreset
+from layerbench.vocabulary.limits import MAX_CPU
+from layerbench.vocabulary.sizes import DOCKER_MEMORY_RE
 
 CONTAINER_PROGRAMS = ("sh", "mkdir", "cp")  # what the container's command runs besides the server (local.py)
 NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
@@ -42,19 +38,14 @@ STORAGE_WORDS = {
 
 class DockerResources(Strict):
     cpus: float | None = Field(default=None, gt=0, le=MAX_CPU + 1)
-    cpuset: str | None = None
+    cpuset: CpuList = None
     cpu_shares: int | None = Field(default=None, ge=2, le=262_144)
     memory: str | None = None
-
-    @field_validator("cpuset", mode="before")
-    @classmethod
-    def _cpuset(cls, value: Any) -> Any:
-        return VariantBase._cpu_list(value)
 
     @field_validator("memory")
     @classmethod
     def _memory(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d{1,12}(\.\d{1,6})?[bkmgBKMG]?", value.strip()):
+        if value is not None and not DOCKER_MEMORY_RE.fullmatch(value.strip()):
             raise ValueError(f"{shown(value)} is not a memory size; write it like 512m or 2g")
         return value
 
@@ -67,7 +58,7 @@ class DockerVariant(ImageVariant):
     network: Literal["bridge", "bridge-direct", "host"] = "bridge"
     storage: Literal["volume", "bind", "data-container", "container-fs", "tmpfs"] = "volume"
     resources: DockerResources = Field(default_factory=DockerResources)
-    qos: Literal["besteffort", "burstable", "guaranteed", "guaranteed-pinned"] | None = None
+    qos: QosPreset | None = None
     client: Literal["host", "container"] = "host"
     mysqld: str | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the container is an image of that root (docs/servers.md)")

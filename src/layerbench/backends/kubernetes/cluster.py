@@ -10,11 +10,11 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.kubernetes.manifests import quantity
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, PrerequisiteMissing
 from layerbench.hosts.procs import capture
+from layerbench.vocabulary.sizes import quantity, quantity_text
 
 TIMEOUT = 15
 
@@ -102,9 +102,8 @@ def check_capacity(nodes: list[Any], resources: dict[str, dict[str, str]], varia
             continue
         best = max(quantity(node.status.allocatable.get(key, "0")) for node in nodes)
         if quantity(asked) > best:
-            shown = f"{best:.3f}".rstrip("0").rstrip(".") if key == "cpu" else f"{best / 2**20:.0f}Mi"
             raise BadInput(f"variants.{variant.name}.requests.{key}: {asked} is more than any node can give "
-                           f"(largest allocatable: {shown}); lower it")
+                           f"(largest allocatable: {quantity_text(best, key)}); lower it")
 
 
 def check_storage_class(storage: Any, variant: KubernetesVariant) -> None:

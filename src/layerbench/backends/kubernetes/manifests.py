@@ -19,7 +19,6 @@ from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this mo
     BURSTABLE_DEFAULT,
     GUARANTEED_DEFAULT,
     exclusive_cpus,
-    quantity,
     resources_for,
 )
 from layerbench.backends.kubernetes.variant import KubernetesVariant

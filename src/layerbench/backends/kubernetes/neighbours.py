@@ -20,13 +20,13 @@ from typing import Any
 
 from layerbench.backends.kubernetes import cluster, manifests, pod
 from layerbench.backends.kubernetes.procs import pod_processes
-from layerbench.backends.kubernetes.qos import quantity
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts import procfs
 from layerbench.hosts.critical import signals_deferred
-from layerbench.neighbours.model import ContainerSize, Neighbour, size_bytes
+from layerbench.neighbours.model import ContainerSize, Neighbour
 from layerbench.neighbours.placed import ContainerRequest, Placed
+from layerbench.vocabulary.sizes import quantity, quantity_text, tool_size_bytes
 
 BURSTABLE_MEMORY = "64Mi"  # a Burstable pod without `resources` asks for this much memory, and nothing else
 GUARANTEED_MEMORY = 256 * 2**20  # a Guaranteed pod's memory without `resources.memory`, plus a memory kind's workers
@@ -51,7 +51,7 @@ def pod_resources(neighbour: Neighbour) -> dict[str, dict[str, str]]:
         requests = {"memory": k8s_memory(size.memory) if size.memory else BURSTABLE_MEMORY}
         return {"requests": requests | ({"cpu": f"{round(size.cpus * 1000)}m"} if size.cpus else {})}
     cpus = size.cpus or 1.0
-    held = neighbour.worker_count * size_bytes(neighbour.file_size) if neighbour.kind == "memory" else 0
+    held = neighbour.worker_count * tool_size_bytes(neighbour.file_size) if neighbour.kind == "memory" else 0
     memory = k8s_memory(size.memory) if size.memory else f"{(GUARANTEED_MEMORY + held) >> 20}Mi"
     cpu = str(int(cpus)) if qos == "guaranteed-pinned" else f"{round(cpus * 1000)}m"
     return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
@@ -255,7 +255,7 @@ def check_room(variant: KubernetesVariant, pods: list[Neighbour], nodes: list[An
 
 
 def amount(value: Decimal, key: str) -> str:
-    return f"{value:.3f}".rstrip("0").rstrip(".") + " CPU" if key == "cpu" else f"{value / 2**20:.0f}Mi"
+    return quantity_text(value, key) + (" CPU" if key == "cpu" else "")
 
 
 IMPORTED: set[tuple[str | None, str | None, str]] = set()  # (kubeconfig, context, image) done by this harness

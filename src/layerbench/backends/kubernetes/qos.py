@@ -1,34 +1,19 @@
-"""Kubernetes resource quantities and the kubelet's QoS rule (kubernetes.io/docs/concepts/workloads/pods/pod-qos):
-the requests and limits that make a pod the class a variant asks for. Pure, and a leaf: the variant model checks
-itself with it at validate time, the manifests use it to build the pod."""
+"""The kubelet's QoS rule (kubernetes.io/docs/concepts/workloads/pods/pod-qos): the requests and limits that make
+a pod the class a variant asks for, in quantities (vocabulary/sizes.py). Pure, and a leaf: the variant model
+checks itself with it at validate time, the manifests use it to build the pod."""
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 from layerbench.errors import BadInput
+from layerbench.vocabulary.sizes import quantity
 
 if TYPE_CHECKING:
     from layerbench.backends.kubernetes.variant import KubernetesVariant
 
 GUARANTEED_DEFAULT = {"cpu": "1", "memory": "2Gi"}  # memory: at least; see resources_for
 BURSTABLE_DEFAULT = {"cpu": "500m", "memory": "1Gi"}
-_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": Decimal("0.001")}
-
-
-def quantity(text: str) -> Decimal:
-    """A Kubernetes resource quantity ("500m", "1.5", "2Gi", "1e3") as a number of units (cores or bytes)."""
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?\s*",
-                         str(text))
-    if not match:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)")
-    try:
-        return Decimal(match.group(1)) * Decimal(_SUFFIX[match.group(2) or ""])
-    except InvalidOperation:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)") from None
 
 
 def _check_quantities(values: dict[str, str], where: str) -> None:

@@ -8,8 +8,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.kubernetes.qos import quantity, resources_for
-from layerbench.backends.variant_base import IMAGE_RE, MAX_SECONDS, FirstTimeCost, ImageVariant
+from layerbench.backends.kubernetes.qos import resources_for
+from layerbench.backends.variant_base import FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement
 from layerbench.server.servers import (
@@ -17,6 +17,9 @@ from layerbench.server.servers import (
     check_rooted_binary,
     image_server,
 )
+from layerbench.vocabulary.base import DNS_SUBDOMAIN_RE, IMAGE_RE
+from layerbench.vocabulary.limits import MAX_SECONDS
+from layerbench.vocabulary.sizes import K8S_STORAGE_RE, byte_text, quantity
 
 PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
               "job": "a Job's pod in the cluster to the Service's cluster IP",
@@ -51,11 +54,11 @@ class KubernetesVariant(ImageVariant):
     limits: dict[str, str] = Field(default_factory=dict, max_length=8)
     kind: Literal["statefulset", "pod"] = "statefulset"
     storage: Literal["pvc", "emptydir", "hostpath"] = "emptydir"
-    storage_class: str | None = Field(default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+    storage_class: str | None = Field(default=None, pattern=DNS_SUBDOMAIN_RE)
     snapshot_class: str | None = Field(
-        default=None, pattern=r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$",
+        default=None, pattern=DNS_SUBDOMAIN_RE,
         description="a VolumeSnapshotClass: reset by VolumeSnapshot (storage: pvc; each run's PVC made from it)")
-    storage_size: str = Field(default="2Gi", pattern=r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+    storage_size: str = Field(default="2Gi", pattern=K8S_STORAGE_RE)
     node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
     client: Literal["host", "job", "port-forward"] = "host"
     client_node_selector: dict[str, str] | None = Field(
@@ -115,11 +118,9 @@ class KubernetesVariant(ImageVariant):
         return self
 
     def check_data_room(self, dataset_bytes: int) -> None:
-        from layerbench.backends.kubernetes.qos import quantity
-
         if self.storage == "pvc" and quantity(self.storage_size) < dataset_bytes:
             raise BadInput(f"variants.{self.name}.storage_size: {self.storage_size} is smaller than the dataset "
-                           f"({dataset_bytes / 2**30:.2f} GiB with the server's own files); raise storage_size")
+                           f"({byte_text(dataset_bytes)} with the server's own files); raise storage_size")
 
     def client_words(self) -> str | None:
         return "sysbench as a Job in the cluster" if self.client == "job" else None

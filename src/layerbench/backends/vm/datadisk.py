@@ -20,6 +20,7 @@ from layerbench.hosts.procs import ManagedProcess, run, start
 from layerbench.hosts.workdirs import folder_size
 from layerbench.server.restore import FACTS_FILE
 from layerbench.server.vmimage import ext4_command
+from layerbench.vocabulary.sizes import byte_text
 
 RECIPE = 1  # bump when the base's mkfs options change: the name changes, old bases are never reused
 BASE_NAME = f"vm-data-{RECIPE}.img"
@@ -57,7 +58,7 @@ def ensure_base(snapshot: Path, say: Say, log_dir: Path) -> tuple[Path, float | 
 
 def build_base(snapshot: Path, part: Path, label: str, say: Say, log_dir: Path) -> None:
     size = folder_size(snapshot)
-    say(f"building the VM data disk of dataset {snapshot.parent.name} ({size / 2**30:.2f} GiB), once per snapshot")
+    say(f"building the VM data disk of dataset {snapshot.parent.name} ({byte_text(size)}), once per snapshot")
     cmd = ext4_command(str(snapshot), size, str(part), extra_mib=max(512, size // 2**20), label="data")
     proc = start("mkfs.ext4", cmd, log_path=log_dir / "vm-data-mkfs.log")
     with signals_deferred():  # `clean` stops this mkfs too (its command line names the .part file)
@@ -79,7 +80,7 @@ def wait_with_progress(proc: ManagedProcess, part: Path, size: int, say: Say) ->
         if time.monotonic() - last >= PROGRESS_EVERY and part.exists():
             last = time.monotonic()
             written = part.stat().st_blocks * 512
-            say(f"  VM data disk: {written / 2**20:.0f} of about {size / 2**20:.0f} MiB written")
+            say(f"  VM data disk: {byte_text(written, 'MiB', '.0f')} of about {byte_text(size, 'MiB', '.0f')} written")
 
 
 def make_overlay(base: Path, overlay: Path) -> float:

@@ -43,6 +43,7 @@ from layerbench.server.remote_files import (
     storage_on_host,
 )
 from layerbench.server.vmimage import BootFiles, ensure_boot_files, ext4_command
+from layerbench.vocabulary.sizes import byte_text
 
 QEMU_TOOLS = ("qemu-system-x86_64", "qemu-img", "mkfs.ext4", "sha256sum")
 
@@ -86,7 +87,8 @@ def _send_boot_locked(host: Host, boot: BootFiles, sums: dict[str, str], folder:
     q, digest = shlex.quote(folder), hashlib.sha256(json.dumps(sums, sort_keys=True).encode()).hexdigest()[:32]
     if digest in host.shell(f"cat {q}/shipped.json 2>/dev/null; true", name="marker").output:
         return folder
-    say(f"sending the VM boot files to host {host.name} ({boot.root.stat().st_size / 2**20:.0f} MiB root disk)")
+    root_disk = byte_text(boot.root.stat().st_size, "MiB", ".0f")
+    say(f"sending the VM boot files to host {host.name} ({root_disk} root disk)")
     host.shell(f"rm -f {q}/shipped.json && mkdir -p {q}", name=f"mkdir on {host.name}")
     host.send_files([boot.kernel, boot.initrd, boot.root], folder)
     there = parse_sums(host.shell(f"cd {q} && sha256sum {' '.join(shlex.quote(n) for n in sums)}", timeout=None,

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
-from layerbench.backends.variant_base import MAX_SECONDS, BuiltServerVariant, DiskCopy, FirstTimeCost
+from layerbench.backends.variant_base import BuiltServerVariant, DiskCopy, FirstTimeCost
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
@@ -18,6 +18,8 @@ from layerbench.server.servers import (
     image_server,
 )
 from layerbench.server.settings import ServerSettings
+from layerbench.vocabulary.limits import MAX_SECONDS
+from layerbench.vocabulary.sizes import QEMU_MEMORY_RE
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
 ACCEL_WORDS = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}
@@ -49,7 +51,7 @@ BOOT_FILES_COST = FirstTimeCost("the VM's kernel and initramfs, built once from 
 class VMVariant(BuiltServerVariant):
     backend: Literal["vm"]
     vcpus: int = Field(default=1, ge=1, le=256)
-    memory: str = Field(default="2G", pattern=r"^\d{1,9}[KMGTkmgt]?$", description="the guest's memory; unset: "
+    memory: str = Field(default="2G", pattern=QEMU_MEMORY_RE, description="the guest's memory; unset: "
                         "the buffer pool + 512 MiB + 256 MiB for the guest, at least 2G (docs/backends/vm.md)")
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     disk_cache: Literal["none", "writeback"] = "none"

@@ -1,0 +1,129 @@
+"""A campaign's workloads: the sysbench test, its dataset, thread counts, run lengths and options, as the
+`workloads:` list of the campaign file (campaign/models.py) gives them."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from layerbench.errors import shown
+from layerbench.server.settings import OPTION_NAME, check_option_value, refuse_secret_names
+from layerbench.sysbench.options import check_sysbench_options
+from layerbench.vocabulary.base import NAME_RE, Strict
+from layerbench.vocabulary.limits import MAX_SECONDS, MAX_TABLE_ROWS, MAX_TABLES, MAX_THREAD_POINTS, MAX_THREADS
+
+
+def recorded_percentiles(value: Any) -> list[float]:
+    """compare_percentiles: a list of the percentiles each run records, each once."""
+    from layerbench.sysbench.histogram import PERCENTILES
+
+    allowed = (*PERCENTILES, 100.0)
+    values = value if isinstance(value, list) else [value]
+    for item in values:
+        if isinstance(item, bool) or not isinstance(item, int | float) or float(item) not in allowed:
+            raise ValueError(f"{shown(item)} is not a recorded percentile; choose from "
+                             f"{', '.join(f'{p:g}' for p in allowed)} (100 is the maximum)")
+    if len(set(values)) < len(values):
+        raise ValueError("a percentile is listed twice; list each once")
+    return [float(v) for v in values]
+
+
+RecordedPercentiles = Annotated[list[float], BeforeValidator(recorded_percentiles)]
+
+
+class Workload(Strict):
+    name: Annotated[str, Field(pattern=NAME_RE)] = "default"
+    test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f]{1,4096}$")
+    tables: int = Field(default=4, ge=1, le=MAX_TABLES)
+    table_size: int = Field(default=10_000, ge=1, le=MAX_TABLE_ROWS)
+    threads: list[int] = Field(default_factory=lambda: [2])
+    duration: int = Field(default=10, ge=1, le=MAX_SECONDS, description="seconds of measured run")
+    warmup: int = Field(default=5, ge=0, le=MAX_SECONDS, description="seconds of unmeasured run before it")
+    report_interval: int = Field(default=1, ge=1, le=MAX_SECONDS)
+    percentile: int = Field(default=95, ge=1, le=100)
+    compare_percentiles: RecordedPercentiles = Field(
+        default_factory=list, description="latency percentiles compared besides `percentile`: 50, 90, 95, 99, 99.9 "
+        "or 100 (the maximum)")
+    rand_type: Literal["uniform", "gaussian", "special", "pareto", "zipfian"] | None = None
+    rand_seed: int | None = Field(default=0, ge=0, le=2**32 - 1)
+    buffer_pool: str | None = Field(default=None, description="buffer pool relative to data size, e.g. 10%")
+    reset: Literal["snapshot", "reprepare", "none"] = "snapshot"
+    verify: Literal["files", "checksum"] = Field(
+        default="files", description="per run with reset: snapshot: files (the restored files against the "
+        "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
+    dataset_flags: Literal["auto", "always", "never"] | None = Field(
+        default=None, description="a Lua script of your own: whether sysbench gets --tables/--table-size (auto, "
+        "the default: each one the script declares in sysbench.cmdline.options; docs/campaign.md). Unset is auto "
+        "and is not stored, so the definitions of campaigns that do not use it stay as they were")
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _threads_list(cls, value: Any) -> Any:
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= MAX_THREADS:
+                raise ValueError(f"threads must be whole numbers from 1 to {MAX_THREADS}, got {shown(item)}")
+        if not values:
+            raise ValueError("threads needs at least one value")
+        if len(values) > MAX_THREAD_POINTS:
+            raise ValueError(f"{len(values)} thread counts; a sweep has at most {MAX_THREAD_POINTS}")
+        repeated = sorted({t for t in values if values.count(t) > 1})
+        if repeated:
+            raise ValueError(f"thread count {repeated[0]} is listed twice; list each count once "
+                             "(repetitions repeats every point)")
+        return values
+
+    @model_validator(mode="after")
+    def _not_the_main_percentile(self) -> Workload:
+        if self.percentile in self.compare_percentiles:
+            raise ValueError(f"compare_percentiles: {self.percentile:g} is already the workload's `percentile`; "
+                             "list only the others")
+        return self
+
+    @field_validator("buffer_pool")
+    @classmethod
+    def _percent(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\d{1,4}(\.\d{1,3})?%", value.strip()):
+            raise ValueError(f"{shown(value)} is not a percentage of the data size; write it like 10% or 150%")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench_options.py)
+        for key, item in value.items():
+            if not re.fullmatch(OPTION_NAME, key):
+                fix = "write it without the leading dashes" if key.startswith("-") else "letters, digits, _ and -"
+                raise ValueError(f"{shown(key)} is not a sysbench option name ({fix})")
+            check_option_value(key, item)
+        refuse_secret_names(value, "set the password with the variant's password_env or password_file "
+                                   "(backend external); layerbench passes it to sysbench in a private file")
+        return value
+
+    @model_validator(mode="after")
+    def _interval_fits(self) -> Workload:
+        if self.report_interval > self.warmup + self.duration:
+            raise ValueError(f"report_interval: {self.report_interval} s is longer than the run "
+                             f"({self.warmup + self.duration} s); use at most the duration")
+        return self
+
+    @model_validator(mode="after")
+    def _dataset_flags_of_a_script(self) -> Workload:
+        if self.dataset_flags not in (None, "auto") and not self.is_lua_path:
+            raise ValueError(f"workloads.{self.name}.dataset_flags: {self.test} is a built-in test, which always "
+                             "gets --tables and --table-size; remove dataset_flags")
+        return self
+
+    @property
+    def is_lua_path(self) -> bool:
+        return self.test.endswith(".lua") or "/" in self.test
+
+
+def smoke_dataset(workload: Workload) -> dict[str, int]:
+    """1 x 1000 rows; a script of the user's makes its own tables: only the dataset fields its workload sets
+    are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
+    small = {"tables": 1, "table_size": 1000}
+    return {k: v for k, v in small.items() if not workload.is_lua_path or k in workload.model_fields_set}

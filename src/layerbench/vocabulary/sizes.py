@@ -1,0 +1,114 @@
+"""The sizes of the campaign file: each field's grammar, the one reader of a size in bytes, Kubernetes quantities,
+and the one formatter of bytes for people.
+
+The grammars differ on purpose: each takes what the program that reads the size takes (or what layerbench turns
+into that program's spelling), so that nothing the campaign file accepts is refused later by that program.
+
+- `size_in_bytes` (SERVER_SIZE_RE): server.config's innodb_buffer_pool_size, as my.cnf reads it; a number (bytes),
+  or 1-15 digits, up to 6 decimals, a K/M/G/T/P/E suffix in either case and an optional b. The widest: it reads the
+  bytes of every grammar below but the quantity, each of which it takes whole.
+- DOCKER_MEMORY_RE: a docker variant's resources.memory, as `docker run --memory` takes it: up to 12 digits, up to
+  6 decimals, b/k/m/g in either case or no suffix (bytes).
+- QEMU_MEMORY_RE: a vm variant's memory, as QEMU's `-m` takes it: 1-9 digits, K/M/G/T in either case or none (QEMU
+  reads a bare number as MiB, size_in_bytes as bytes).
+- CONTAINER_MEMORY_RE: a neighbour's resources.memory: 1-7 digits and k, m or g in lower case, since it is given
+  to Docker as it is and to Kubernetes by its suffix (512m -> 512Mi).
+- TOOL_SIZE_RE: a neighbour's size and block_size, and its bitrate (bits/s), as stress-ng, fio and iperf3 all
+  take them: 1-7 digits and K, M or G in upper case.
+- PUBLISHED_SIZE_RE: published.size's data, buffer_pool and ram, as studies print them (never given to a
+  program): 1-6 digits, up to 3 decimals, K/M/G/T in upper case, then an optional i and B (45GiB); one space
+  may come before the unit; not zero.
+- K8S_STORAGE_RE: a kubernetes variant's storage_size, a PVC's: 1-9 digits, Ki/Mi/Gi/Ti/k/M/G/T or none.
+- `quantity` (QUANTITY_RE): a kubernetes variant's requests and limits, as the API server reads them: decimals,
+  exponents, every suffix and m (milli).
+
+Hostile input, as each grammar has taken it so far (tests/unit/test_vocabulary.py pins each line):
+- non-ASCII digits (`２g`, `٣G`): `\\d` of Python's re and of pydantic's patterns (Rust's regex) is any Unicode
+  decimal digit, so every grammar but the quantity's (written with [0-9]) takes them, and size_in_bytes reads them
+  as their values (float() does).
+- whitespace: size_in_bytes, the Docker memory (which keeps it in the value), the published sizes and the
+  quantity take spaces (any Unicode whitespace) around the size; the others none, not even a trailing newline.
+- empty or blank text: refused by all.
+- huge numbers: each grammar bounds its digits but the quantity's, which has exponents: a quantity past Decimal's
+  range (`1e999999999`) is refused as not a quantity (it escaped as decimal.Overflow, a traceback from
+  `validate`, until issue #45). size_in_bytes bounds a number it is given
+  (below 2^63), not one it reads from text (999999999999999E is about 2^110).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, DecimalException
+from typing import Any, Literal
+
+SERVER_SIZE_RE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*([kmgtpe]?)b?\s*", re.IGNORECASE)
+DOCKER_MEMORY_RE = re.compile(r"\d{1,12}(\.\d{1,6})?[bkmgBKMG]?")  # matched against the stripped value
+QEMU_MEMORY_RE = r"^\d{1,9}[KMGTkmgt]?$"  # a pydantic pattern
+CONTAINER_MEMORY_RE = r"^\d{1,7}[kmg]$"  # a pydantic pattern
+TOOL_SIZE_RE = re.compile(r"^(\d{1,7})([KMG])$")
+PUBLISHED_SIZE_RE = re.compile(r"(\d{1,6}(?:\.\d{1,3})?)\s?([KMGT])i?B?")  # matched against the stripped text
+K8S_STORAGE_RE = r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$"  # a pydantic pattern
+QUANTITY_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?\s*")
+QUANTITY_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+                   "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": Decimal("0.001")}
+ByteUnit = Literal["B", "KiB", "MiB", "GiB", "TiB"]
+BYTE_UNITS: dict[str, int] = {"B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}  # powers of 2
+
+
+def size_in_bytes(value: Any) -> int | None:
+    """A server-style size (a number of bytes, or with a K, M, G, T, P or E suffix, each a power of 1024, as
+    my.cnf, Docker and QEMU read them) in bytes; None when it is no such size."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int | float):
+        return int(value) if 0 <= value < 2**63 else None
+    match = SERVER_SIZE_RE.fullmatch(value)
+    if not match:
+        return None
+    return int(float(match.group(1)) * 1024 ** "bkmgtpe".index(match.group(2).lower() or "b"))
+
+
+def in_mib(size: int) -> int:
+    """A size rounded up to whole MiB."""
+    return -(-size // (1 << 20))
+
+
+def tool_size_bytes(text: str) -> int:
+    """64M as bytes (powers of 1024); the text is already checked against TOOL_SIZE_RE."""
+    return size_in_bytes(text) or 0
+
+
+def published_size_bytes(text: str) -> int:
+    """A study's size (2.3G, 256M, 45GiB: powers of 1024) in bytes; 0 when it is none (zero is none either)."""
+    match = PUBLISHED_SIZE_RE.fullmatch(text.strip())
+    return (size_in_bytes(match.group(1) + match.group(2)) or 0) if match else 0
+
+
+def quantity(text: str) -> Decimal:
+    """A Kubernetes resource quantity ("500m", "1.5", "2Gi", "1e3") as a number of units (cores or bytes)."""
+    match = QUANTITY_RE.fullmatch(str(text))
+    if not match:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)")
+    try:
+        return Decimal(match.group(1)) * Decimal(QUANTITY_SUFFIX[match.group(2) or ""])
+    except DecimalException:  # past Decimal's range (1e999999999): Overflow
+        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)") from None
+
+
+def quantity_text(value: Decimal, resource: str) -> str:
+    """A quantity as Kubernetes writes it back: CPUs with up to 3 decimals (1.5), memory in whole Mi (3841Mi)."""
+    return f"{value:.3f}".rstrip("0").rstrip(".") if resource == "cpu" else f"{value / 2**20:.0f}Mi"
+
+
+def byte_text(size: float, unit: ByteUnit | Literal["auto"] = "GiB", spec: str = ".2f") -> str:
+    """Bytes for people, in powers of 1024: `size` in `unit` (B, KiB, MiB, GiB, TiB) with the format spec `spec`
+    (1.50 GiB; 512 MiB with spec .0f; 1,234 MiB with ,.0f). Unit "auto": the largest unit the size reaches,
+    whole bytes below 1 KiB (512 B, 1.5 KiB, 2.3 GiB with spec .1f)."""
+    shown = unit
+    if unit == "auto":
+        shown = next((u for u in ("TiB", "GiB", "MiB", "KiB") if size >= 2 ** BYTE_UNITS[u]), "B")
+        spec = ".0f" if shown == "B" else spec
+    return f"{size / 2 ** BYTE_UNITS[shown]:{spec}} {shown}"
