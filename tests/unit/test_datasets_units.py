@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.datasets import dataset_rows
+from layerbench.analysis.runs import RunRow
 from layerbench.campaign.models import Workload, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.hosts.procfs import mount_of, parse_mounts

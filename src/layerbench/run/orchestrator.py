@@ -210,7 +210,7 @@ class Orchestrator:
         spec = self.campaign.repetitions
         if not isinstance(spec, Adaptive) or rounds < spec.min:
             return False
-        from layerbench.analysis.aggregate import analyze
+        from layerbench.analysis.loading import analyze
         from layerbench.analysis.sequential import over_budget, stop_reason  # SciPy: only an adaptive campaign
 
         state = analyze(self.store, campaign_id).adaptive
