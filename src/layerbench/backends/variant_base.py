@@ -99,7 +99,6 @@ class VariantBase(Strict):
     run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, stop; not the restore)
     leftovers: ClassVar[str | None] = None  # module whose LEFTOVERS (backends.base.Leftovers) `clean` removes
     pod_neighbours: ClassVar[str | None] = None  # module that checks and prepares neighbours in pods beside its server
-    own_size: ClassVar[bool] = False  # its CPUs and memory are its own (a guest's), compared with the baseline's
     memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
 
