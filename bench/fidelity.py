@@ -46,7 +46,8 @@ from common import host_server_backend, parse_args, say, table
 from rich.console import Console
 from scipy import stats
 
-from layerbench.analysis.aggregate import analyze, overhead_rows
+from layerbench.analysis.loading import analyze
+from layerbench.analysis.overhead import overhead_rows
 from layerbench.campaign.models import parse_campaign
 from layerbench.cli.progress import RichProgress
 from layerbench.errors import Interrupted

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from common import parse_args, run_main, table
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.importing.table import import_csv
 from layerbench.report import FORMATS

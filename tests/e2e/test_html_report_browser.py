@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.report import write_report
 from layerbench.store import Store

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from test_host_campaign import our_servers
 
-from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.io import io_rows, run_figures
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.measure.io import NOT_COUNTED

@@ -92,7 +92,7 @@ def test_a_mysqld_binary_runs_in_docker_in_an_image_of_its_own_root(host_and_doc
 
 
 def test_the_report_has_both_variants(host_and_docker: dict) -> None:
-    from layerbench.analysis.aggregate import analyze
+    from layerbench.analysis.loading import analyze
 
     with Store(host_and_docker["db"]) as store:
         analysis = analyze(store, host_and_docker["outcome"].campaign_id)
@@ -121,7 +121,7 @@ def test_validate_refuses_a_docker_mysql_that_is_not_built(tmp_path: Path) -> No
 def test_the_fairness_section_names_the_flavour_defaults_of_a_docker_mysql(tmp_path: Path) -> None:
     """MariaDB in a container against MySQL in a container: the fairness section names the binary-log default
     (read from the container's own server), as for two host variants."""
-    from layerbench.analysis.aggregate import analyze
+    from layerbench.analysis.loading import analyze
 
     ensure_rootfs("9.7")
     data = {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.campaign.models import parse_campaign
 from layerbench.run import orchestrator
 from layerbench.server.mysql_rootfs import ensure_rootfs

@@ -54,7 +54,7 @@ def campaign(k8s_cluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
         outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
         rows = [{**dict(r), "details": json.loads(r["details"] or "{}")} for r in stored_rows(store,
                                                                                              outcome.campaign_id)]
-        from layerbench.analysis.aggregate import analyze
+        from layerbench.analysis.loading import analyze
 
         analysis = analyze(store, outcome.campaign_id)
     return {"outcome": outcome, "runs": {r["variant"]: r for r in rows}, "analysis": analysis}

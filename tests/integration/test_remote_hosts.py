@@ -228,7 +228,7 @@ def test_a_sysbench_version_that_differs_between_hosts_is_reported(lab_hosts: di
     with other_sysbench_on_app():
         runs = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
     assert [r["status"] for r in runs] == ["ok", "ok"], [r["error"] for r in runs]
-    from layerbench.analysis.aggregate import analyze
+    from layerbench.analysis.loading import analyze
     from layerbench.report import write_report
 
     with Store(tmp_path / "out" / "layerbench.db") as store:

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from test_host_campaign import campaign_file, our_servers, run_cli
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.campaign.workload import Workload

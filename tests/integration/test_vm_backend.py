@@ -13,7 +13,7 @@ import yaml
 from test_host_campaign import campaign_file
 
 from helpers import interrupt_campaign, stored_rows
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.backends.vm.net import leftover_devices
 from layerbench.campaign.models import parse_campaign

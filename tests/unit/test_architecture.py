@@ -6,7 +6,7 @@ measuring a folder (hosts/workdirs.folder_size)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -33,21 +33,28 @@ def with_packages(targets: set[str]) -> set[str]:
     return targets | {".".join(p[:i]) for p in parts for i in range(2, len(p))}
 
 
-def imported_modules(path: Path, modules: set[str]) -> set[str]:
-    """Every layerbench module `path` imports, at any depth of the file (function bodies too)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+def named_imports(path: Path, nodes: Iterable[ast.AST]) -> set[str]:
+    """The modules (or module.name) the import statements among `nodes` name, relative ones made absolute."""
     found: set[str] = set()
-    for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
+                name = module_name(path)
+                package = name if path.name == "__init__.py" else name.rpartition(".")[0]
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """Every layerbench module `path` imports, at any depth of the file (function bodies too)."""
+    name = module_name(path)
+    found = named_imports(path, runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))))
     own_packages = with_packages({name}) | {name}
     return {target for target in with_packages(found) if target in modules and target not in own_packages}
 
@@ -230,6 +237,40 @@ def test_server_never_imports_backends() -> None:
     found = {f"{module} -> {target}" for module, targets in graph.items() if module.startswith("layerbench.server")
              for target in targets if target.startswith("layerbench.backends")}
     assert found == set()
+
+
+# --- a pure analysis (issue #45) --------------------------------------------------------------------------------
+
+ANALYSIS, SERVER = PACKAGE / "analysis", PACKAGE / "server"
+LOADER = ANALYSIS / "loading.py"  # the analysis' one door to the store
+
+
+def every_import(path: Path) -> set[str]:
+    """Every module `path` imports, with its packages: function bodies and `if TYPE_CHECKING:` blocks too (an
+    import for type hints is still a dependency on that layer)."""
+    return with_packages(named_imports(path, ast.walk(ast.parse(path.read_text(encoding="utf-8")))))
+
+
+def is_under(target: str, *roots: str) -> bool:
+    return any(target == root or target.startswith(f"{root}.") for root in roots)
+
+
+def test_analysis_and_server_import_no_backend_not_even_for_type_hints(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from layerbench.backends.variant_base import VariantBase\n")
+    assert "layerbench.backends.variant_base" in every_import(sample)  # the check sees type-hint imports
+    found = {f"{path.relative_to(SRC)} -> {target}" for folder in (ANALYSIS, SERVER)
+             for path in sorted(folder.rglob("*.py")) for target in every_import(path)
+             if is_under(target, "layerbench.backends")}
+    assert found == set(), "pass the fact in, record it, or name the fields needed (a Protocol)"
+
+
+def test_only_the_loader_of_analysis_imports_the_store_or_sqlite3() -> None:
+    assert "layerbench.store" in every_import(LOADER)
+    found = {f"{path.relative_to(SRC)} -> {target}" for path in sorted(ANALYSIS.rglob("*.py")) if path != LOADER
+             for target in every_import(path) if is_under(target, "layerbench.store", "sqlite3")}
+    assert found == set(), "analysis/ reads a LoadedCampaign (analysis/loading.py loads it)"
 
 
 def test_every_backend_package_is_registered_once_with_its_own_kind() -> None:

@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import synthetic_run
-from layerbench.analysis.aggregate import analyze, busy_summary
+from layerbench.analysis.aggregate import busy_summary
 from layerbench.analysis.busy import busy_run, decide, what_was_done
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign, stored_campaign
 from layerbench.errors import BadInput, MachineBusy

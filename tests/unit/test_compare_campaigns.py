@@ -4,8 +4,8 @@ import shutil
 from pathlib import Path
 
 from helpers import fill_store
-from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.cross_campaign import compare_campaigns
+from layerbench.analysis.loading import analyze
 from layerbench.cli.main import main
 from layerbench.cli.terminal import STATE
 from layerbench.importing.sources import import_results

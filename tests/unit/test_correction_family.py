@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import fill_store, synthetic_campaign
-from layerbench.analysis.aggregate import Analysis, analyze
+from layerbench.analysis.aggregate import Analysis
 from layerbench.analysis.attainable import runs_needed
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.analysis.stats import holm
 from layerbench.campaign.models import parse_campaign

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.datasets import dataset_rows
+from layerbench.analysis.runs import RunRow
 from layerbench.campaign.models import parse_campaign
 from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput

@@ -61,7 +61,7 @@ def test_report_json_has_exactly_the_keys_its_page_lists(tmp_path: Path) -> None
     import re
 
     from helpers import fill_store
-    from layerbench.analysis.aggregate import analyze
+    from layerbench.analysis.loading import analyze
     from layerbench.report.json_export import SCHEMA, document
     from layerbench.store import Store
 

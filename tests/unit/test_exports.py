@@ -9,7 +9,7 @@ from pathlib import Path
 
 from golden import check
 from helpers import fill_store
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.report import csv_export, json_export, write_report
 from layerbench.store import Store

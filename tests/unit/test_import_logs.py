@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.errors import BadInput
 from layerbench.importing.sources import import_results

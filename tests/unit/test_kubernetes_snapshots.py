@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.placement import placement_rows
+from layerbench.analysis.runs import RunRow
 from layerbench.backends.kubernetes import job, volsnap
 from layerbench.backends.kubernetes import manifests as m
 from layerbench.campaign.models import parse_campaign

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import fill_store
-from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.latency import distribution_rows, percentile_comparisons
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from layerbench.analysis.aggregate import RunRow, per_1000, sampled_transactions
+from layerbench.analysis.overhead import per_1000, sampled_transactions
+from layerbench.analysis.runs import RunRow
 from layerbench.records import StoredFacts, Usage
 
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from scipy import stats as sp
 
 from helpers import synthetic_campaign, synthetic_run
-from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.blocks_simulation import simulate
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.paired import pair_by_round, pairs_needed, signed_rank_intervals, smallest_p
 from layerbench.analysis.report_model import method_line, report_model
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
@@ -305,7 +305,8 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
 def test_a_busy_run_replaced_in_its_round_is_paired_through_its_rerun() -> None:
     """busy: rerun stores the busy run as `replaced` and its rerun in the same round: the pair of that round is
     the rerun's, and the replaced run is in no pair."""
-    from layerbench.analysis.aggregate import RunRow, round_values
+    from layerbench.analysis.point_statistics import round_values
+    from layerbench.analysis.runs import RunRow
 
     def row(idx: int, rnd: int, variant: str, tps: float, status: str = "ok") -> RunRow:
         return RunRow(idx, idx, rnd, variant, "default", 2, rnd, status, None, {"tps": tps})

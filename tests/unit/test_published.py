@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import fill_store
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.published import AGREES, CANNOT, DISAGREES, PARTLY, judged
 from layerbench.analysis.report_model import Report, report_model

@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from golden import differences
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.records import (
     CAMPAIGN_FORMAT,

@@ -9,7 +9,7 @@ import pytest
 
 from golden import GOLDEN, check
 from helpers import fill_store
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.report.markdown import render
 from layerbench.store import Store

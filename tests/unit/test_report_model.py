@@ -8,8 +8,8 @@ import dataclasses
 from pathlib import Path
 
 from helpers import fill_store
-from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.cross_campaign import campaign_comparison
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report, report_model
 from layerbench.analysis.stats import Summary

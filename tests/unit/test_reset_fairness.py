@@ -3,8 +3,9 @@ an overlay and a re-prepared table are not the same pages), asked when a variant
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import RunRow, recorded_resets
+from layerbench.analysis.aggregate import recorded_resets
 from layerbench.analysis.fairness import reset_differences, reset_kind
+from layerbench.analysis.runs import RunRow
 from layerbench.records import StoredFacts
 
 

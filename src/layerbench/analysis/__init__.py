@@ -1,1 +1,2 @@
-"""Analysis: pure functions over stored runs (aggregates, steady state, statistics, comparisons)."""
+"""Analysis: pure functions (aggregates, steady state, statistics, comparisons) over a campaign that loading.py,
+the only module here that imports the store, loads once."""

@@ -1,10 +1,10 @@
-"""Turn a stored campaign into an Analysis: the per-run table with steady windows, per (workload, threads) point
-the summaries, deviations and verdicts of each variant against the baseline, and every warning. Reads the
-store only, so any report can be rebuilt offline."""
+"""Turn a loaded campaign into an Analysis: the per-run table with steady windows, per (workload, threads) point
+the summaries, deviations and verdicts of each variant against the baseline, and every warning. Pure: it reads
+what analysis/loading.py loaded from the store (once, as a LoadedCampaign), so any report can be rebuilt offline
+and any analysis tested without a store."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -27,71 +27,42 @@ from layerbench.analysis.fairness import (
     vm_size_differences,
 )
 from layerbench.analysis.metrics import Metric
-from layerbench.analysis.point_statistics import comparisons, summaries, variant_warnings
-from layerbench.analysis.runs import Window, run_values, steady_window
+from layerbench.analysis.point_statistics import Point, build_points, extra_metrics
+from layerbench.analysis.runs import (
+    MEASURED,
+    METRICS,
+    RunRow,
+    label_number,
+    latency_label,
+    mixed_percentiles,
+    ordinal,
+    run_row,
+)
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
-from layerbench.analysis.stats import Comparison, Summary
 from layerbench.analysis.timing import TimeAccount, time_account
-from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
+from layerbench.records import (
+    AdaptiveRepetitions,
+    CampaignRecord,
+    Environment,
+    ScheduledRun,
+    StoredCampaign,
+    StoredRun,
+)
 from layerbench.records.campaign import IMPORTED
+from layerbench.records.estimate import TimeEstimate
 from layerbench.settings import Overrides, Settings
-from layerbench.store import Store
-from layerbench.sysbench.histogram import percentile_key
-
-# metric key -> (label, higher is better)
-METRICS: dict[str, tuple[str, bool]] = {m: (m.label, m.higher_is_better) for m in Metric}
 
 
 @dataclass(frozen=True)
-class RunRow:
-    run_id: int
-    idx: int | None
-    round: int | None
-    variant: str
-    workload: str
-    threads: int | None
-    repetition: int
-    status: str
-    error: str | None
-    values: dict[str, float | None]
-    facts: StoredFacts = field(default_factory=StoredFacts, compare=False)
-    window: Window | None = None
-    series: tuple[tuple[float, float, bool], ...] = ()  # (time, tps, warm-up) per interval
-    transactions: int | None = None  # of the measured part (after the warm-up)
-    latency: dict[float, float] = field(default_factory=dict, compare=False)  # percentile -> ms (schema 2 runs)
-    percentile: float | None = None  # which percentile values[Metric.LAT_PCT] is (imported logs may differ)
+class LoadedCampaign:
+    """All the analysis reads of one stored campaign, read at once (analysis/loading.py load): its record, its
+    runs in schedule order, its schedule (the planned runs) and the plan's estimate (None: stored without one).
+    Built by the loader, or in memory by a test: analyze_loaded needs no store."""
 
-
-@dataclass(frozen=True)
-class MetricDelta:
-    metric: str
-    label: str
-    baseline_mean: float | None
-    variant_mean: float | None
-    deviation_pct: float | None  # (variant / baseline - 1) * 100
-    higher_is_better: bool
-
-
-@dataclass(frozen=True)
-class VariantPoint:
-    variant: str
-    n: int
-    failed: int
-    means: dict[str, float | None]
-    deltas: list[MetricDelta]
-    summaries: dict[str, Summary] = field(default_factory=dict)
-    comparisons: dict[str, Comparison] = field(default_factory=dict)  # metric -> vs the baseline
-
-    def verdict(self, metric: str = Metric.TPS) -> Comparison | None:
-        return self.comparisons.get(metric)
-
-
-@dataclass(frozen=True)
-class Point:
-    workload: str
-    threads: int | None
-    variants: list[VariantPoint]
-    warnings: tuple[str, ...] = ()
+    campaign: StoredCampaign
+    runs: tuple[StoredRun, ...] = ()
+    schedule: tuple[ScheduledRun, ...] = ()
+    estimate: TimeEstimate | None = None
 
 
 @dataclass
@@ -147,76 +118,6 @@ class Analysis:
         return "Only the baseline was measured."
 
 
-def latency_metric(percentile: float) -> str:
-    """The metric key of a recorded percentile: lat_p99_ms, lat_p99.9_ms, lat_max_ms."""
-    return f"lat_{percentile_key(percentile)}_ms"
-
-
-def latency_label(metric: str) -> str:
-    return f"{metric.removeprefix('lat_').removesuffix('_ms')} latency (ms)"
-
-
-def extra_metrics(definition: CampaignRecord | None, workload: str) -> dict[str, tuple[str, bool]]:
-    """The latency percentiles a campaign compares at a workload besides its `percentile` (compare_percentiles of
-    the campaign and of the workload): metric key -> (label, higher is better)."""
-    if definition is None:
-        return {}
-    spec = definition.workload(workload)
-    asked = [*definition.compare_percentiles, *(spec.compare_percentiles if spec else ())]
-    main = float((spec.percentile if spec else None) or 95)
-    return {latency_metric(p): (latency_label(latency_metric(p)), False) for p in dict.fromkeys(asked) if p != main}
-
-
-MEASURED = ("ok", "replaced")  # a replaced run measured, its numbers are shown, the statistics leave it out
-
-
-def run_row(r: StoredRun, unstable_ratio: float) -> RunRow:
-    window = steady_window(r.intervals, unstable_ratio) if r.status in MEASURED else None
-    values = run_values(r.metrics, window) if window else {m: r.metrics.value(m) for m in METRICS}
-    values |= {latency_metric(p): v for p, v in r.latency.items()}
-    return RunRow(r.id, r.idx, r.round, r.variant, r.workload, r.threads, r.repetition, r.status, r.error, values,
-                  r.facts, window, tuple((i.time, i.tps, i.warmup) for i in r.intervals), r.metrics.transactions,
-                  r.latency, r.percentile)
-
-
-def run_rows(store: Store, campaign_id: int, unstable_ratio: float) -> list[RunRow]:
-    return [run_row(r, unstable_ratio) for r in store.runs(campaign_id)]
-
-
-def mean_of(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
-
-
-def deviation(base: float | None, value: float | None) -> float | None:
-    if base is None or value is None or base == 0:
-        return None
-    return (value / base - 1.0) * 100.0
-
-
-def variant_point(name: str, runs: list[RunRow], base_means: dict[str, float | None],
-                  uncompared: tuple[str, ...] = ()) -> VariantPoint:
-    """`uncompared`: metrics whose means are shown without a deviation (different percentiles)."""
-    ok = [r for r in runs if r.status == "ok"]
-    means = {m: mean_of([r.values[m] for r in ok]) for m in METRICS}
-    if len(percentiles_of(ok).get(name, ())) > 1:
-        means[Metric.LAT_PCT] = None  # its runs report different percentiles: no one mean
-    deltas = [MetricDelta(m, METRICS[m][0], base_means.get(m), means[m],
-                          None if m in uncompared else deviation(base_means.get(m), means[m]), METRICS[m][1])
-              for m in METRICS]
-    return VariantPoint(name, len(ok), sum(1 for r in runs if r.status == "failed"), means, deltas)
-
-
-def metric_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[float]]:
-    return {n: [v for _, v in pairs] for n, pairs in round_values(runs, names, metric).items()}
-
-
-def round_values(runs: list[RunRow], names: list[str], metric: str) -> dict[str, list[tuple[int, float]]]:
-    """Per variant, (round, value) of each run the statistics use, in run order (round 0 when unknown)."""
-    return {n: [(r.round or 0, v) for r in runs if r.variant == n and r.status == "ok" and
-                (v := r.values.get(metric)) is not None] for n in names}
-
-
 def unpaired_reason(definition: CampaignRecord, runs: list[RunRow]) -> str | None:
     """Why this campaign's comparisons cannot be paired by round at all, or None when they may be."""
     if definition.order == IMPORTED or any(r.round is None for r in runs):
@@ -228,143 +129,6 @@ def unpaired_reason(definition: CampaignRecord, runs: list[RunRow]) -> str | Non
                 "the campaign was stored before paired analysis existed and keeps the estimator it was reported "
                 "with (a new campaign is paired unless it says estimator: unpaired)")
     return None
-
-
-def with_statistics(point: VariantPoint, stats_by_metric: dict[str, dict[str, Summary]],
-                    compared: dict[str, dict[str, Comparison]]) -> VariantPoint:
-    return VariantPoint(point.variant, point.n, point.failed, point.means, point.deltas,
-                        {m: s[point.variant] for m, s in stats_by_metric.items() if point.variant in s},
-                        {m: c[point.variant] for m, c in compared.items() if point.variant in c})
-
-
-def ordinal(percentile: float) -> str:
-    return f"{label_number(percentile)}th"
-
-
-def percentiles_of(runs: list[RunRow]) -> dict[str, tuple[float, ...]]:
-    """Per variant, the latency percentiles its successful runs report (imported logs may each say another)."""
-    out: dict[str, dict[float, None]] = {}
-    for r in runs:
-        if r.status == "ok" and r.percentile is not None and r.values.get(Metric.LAT_PCT) is not None:
-            out.setdefault(r.variant, {})[r.percentile] = None
-    return {v: tuple(found) for v, found in out.items()}
-
-
-def mixed_percentiles(runs: list[RunRow]) -> tuple[float, ...]:
-    """The percentiles the runs report when they are more than one (then their latencies are not compared)."""
-    found = tuple(sorted({p for ps in percentiles_of(runs).values() for p in ps}))
-    return found if len(found) > 1 else ()
-
-
-def not_compared_note(where: str, runs: list[RunRow]) -> str | None:
-    """`... not compared: 95th vs 100th (...)` for a point whose runs report different percentiles."""
-    mixed = mixed_percentiles(runs)
-    if not mixed:
-        return None
-    each = ", ".join(f"`{v}`: {'/'.join(ordinal(p) for p in ps)}" for v, ps in percentiles_of(runs).items())
-    return (f"{where}: percentile latency not compared: {' vs '.join(ordinal(p) for p in mixed)} ({each}; each "
-            "run's is in the run table, tagged); TPS, QPS and avg latency are compared")
-
-
-def point_values(here: list[RunRow], names: list[str]) -> dict[str, dict[str, list[float]]]:
-    """Per metric, each variant's values; a variant whose runs report different percentiles has no percentile
-    latency (its runs' numbers are not one quantity)."""
-    values = {m: metric_values(here, names, m) for m in METRICS}
-    own = percentiles_of(here)
-    values[Metric.LAT_PCT] = {n: v for n, v in values[Metric.LAT_PCT].items() if len(own.get(n, ())) <= 1}
-    return values
-
-
-def point_tests(here: list[RunRow], names: list[str], baseline: str, settings: Settings,
-                extra: dict[str, tuple[str, bool]],
-                family: Mapping[str, list[float]]) -> dict[str, dict[str, Comparison]]:
-    """Metric -> variant -> its comparison with the baseline; `family`: per metric, the raw p of the other
-    comparisons Holm corrects together with this point's (correction: sweep). A point whose runs report
-    different percentiles compares no percentile latency."""
-    values = point_values(here, names)
-    metrics = {m: METRICS[m][1] for m in METRICS if not (m == Metric.LAT_PCT and mixed_percentiles(here))}
-    compared = {m: comparisons(baseline, values[m], higher, settings, family.get(m, ()),
-                               paired_values(here, values[m], m, settings)) for m, higher in metrics.items()}
-    for metric, (_, higher) in extra.items():
-        found = {n: v for n, v in metric_values(here, names, metric).items() if v}
-        compared[metric] = comparisons(baseline, found, higher, settings, family.get(metric, ()),
-                                       paired_values(here, found, metric, settings))
-    return compared
-
-
-def paired_values(here: list[RunRow], values: dict[str, list[float]], metric: str,
-                  settings: Settings) -> dict[str, list[tuple[int, float]]] | None:
-    """The same variants' values with their rounds, when the comparisons may be paired by round."""
-    if settings.estimator != "paired":
-        return None
-    return {n: found for n, found in round_values(here, list(values), metric).items() if found}
-
-
-def build_point(workload: str, threads: int | None, here: list[RunRow], variants: list[str], baseline: str,
-                settings: Settings, extra: dict[str, tuple[str, bool]] | None = None,
-                family: Mapping[str, list[float]] | None = None) -> Point:
-    """One point's statistics, computed once for all its variants; `extra`: the other latency percentiles the
-    campaign compares here (each compared on its own, never mixed with the campaign's `percentile`)."""
-    base_ok = [r for r in here if r.variant == baseline and r.status == "ok"]
-    base_means = {m: mean_of([r.values[m] for r in base_ok]) for m in METRICS}
-    if len(percentiles_of(base_ok).get(baseline, ())) > 1:
-        base_means[Metric.LAT_PCT] = None  # the baseline's own runs report different percentiles: no one mean
-    uncompared = (Metric.LAT_PCT,) if mixed_percentiles(here) else ()  # no deviation between two percentiles
-    names = [v for v in variants if any(r.variant == v for r in here)]
-    by_variant = {v: [r for r in here if r.variant == v] for v in names}
-    plain = [variant_point(v, by_variant[v], base_means, uncompared) for v in names]
-    values = point_values(here, names)
-    stats_by_metric = {m: summaries(values[m], settings.seed) for m in METRICS}
-    for metric in extra or {}:
-        stats_by_metric[metric] = summaries({n: v for n, v in metric_values(here, names, metric).items() if v},
-                                            settings.seed)
-    compared = point_tests(here, names, baseline, settings, extra or {}, family or {})
-    full = [with_statistics(p, stats_by_metric, compared) for p in plain]
-    where = workload if threads is None else f"{workload} / {threads} threads"
-    warnings = [w for p in full for w in variant_warnings(where, p.variant, values[Metric.TPS][p.variant],
-                                                          p.summaries.get(Metric.TPS))]
-    note = not_compared_note(where, here)
-    return Point(workload, threads, full, (note, *warnings) if note else tuple(warnings))
-
-
-def raw_pvalues(compared: dict[str, dict[str, Comparison]]) -> dict[str, list[float]]:
-    return {m: [c.p for c in found.values() if c.p is not None] for m, found in compared.items()}
-
-
-def sweep_families(grouped: dict[tuple[str, int | None], list[RunRow]], variants: list[str], baseline: str,
-                   settings: Settings, definition: CampaignRecord | None) -> dict[tuple[str, int | None],
-                                                                                   dict[str, list[float]]]:
-    """correction: sweep: per point and metric, the raw p of the same metric's comparisons at the workload's
-    other thread counts, which Holm then corrects together with the point's own."""
-    names = {key: [v for v in variants if any(r.variant == v for r in here)] for key, here in grouped.items()}
-    compared = {key: sum(1 for v in found if v != baseline) for key, found in names.items()}
-    raw = {}
-    for (workload, threads), here in grouped.items():
-        extra = extra_metrics(definition, workload)
-        # the family's size (its p-values come next): each comparison is paired or unpaired here as in the final
-        # pass, which pairs by round only where the pairs can reach alpha after Holm over the whole family
-        size = sum(n for (w, t), n in compared.items() if w == workload and t != threads)
-        raw[(workload, threads)] = raw_pvalues(point_tests(here, names[(workload, threads)], baseline, settings,
-                                                           extra, {m: [1.0] * size for m in [*METRICS, *extra]}))
-    out: dict[tuple[str, int | None], dict[str, list[float]]] = {}
-    for key, mine in raw.items():
-        others = [found for other, found in raw.items() if other[0] == key[0] and other != key]
-        out[key] = {m: [p for found in others for p in found.get(m, [])] for m in mine}
-    return out
-
-
-def build_points(runs: list[RunRow], variants: list[str], baseline: str, settings: Settings,
-                 definition: CampaignRecord | None = None) -> list[Point]:
-    """Every point's statistics; p is Holm-corrected across the variants of each point, or with
-    `correction: sweep` across every variant and thread count of a workload."""
-    grouped: dict[tuple[str, int | None], list[RunRow]] = {}
-    for r in runs:
-        grouped.setdefault((r.workload, r.threads), []).append(r)
-    keys = sorted(grouped, key=lambda k: (k[0], k[1] or 0))
-    sweep = definition is not None and definition.correction == "sweep"
-    families = sweep_families(grouped, variants, baseline, settings, definition) if sweep else {}
-    return [build_point(w, t, grouped[(w, t)], variants, baseline, settings, extra_metrics(definition, w),
-                        families.get((w, t))) for w, t in keys]
 
 
 def run_warnings(runs: list[RunRow]) -> list[str]:
@@ -497,25 +261,18 @@ def adaptive_state(analysis: Analysis, per_round: int) -> AdaptiveState | None:
     return AdaptiveState(rounds, low, high, spec.budget, analysis.settings.alpha, decisions, reason or "not finished")
 
 
-def label_number(value: float) -> int | float:
-    """95 for 95.0 (labels read p95), 99.9 stays 99.9."""
-    return int(value) if float(value).is_integer() else float(value)
-
-
-def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, float] | None = None) -> Analysis:
+def analyze_loaded(loaded: LoadedCampaign, overrides: Overrides | Mapping[str, float] | None = None) -> Analysis:
     """`overrides`: statistics settings for this analysis only, as `report --alpha ...` gives them (or as campaign
     keys: {"alpha": 0.01}); the stored campaign keeps its own."""
     if overrides is not None and not isinstance(overrides, Overrides):
         overrides = Overrides.from_campaign_keys(overrides)
-    row = store.campaign(ref)
+    row, schedule = loaded.campaign, loaded.schedule
     definition = row.definition.with_statistics(overrides) if overrides else row.definition
-    stored = store.runs(row.id)
-    runs = [run_row(r, definition.unstable_ratio) for r in stored]
+    runs = [run_row(r, definition.unstable_ratio) for r in loaded.runs]
     unpaired_why = unpaired_reason(definition, runs)
     settings = replace(definition.settings(), estimator="unpaired") if unpaired_why else definition.settings()
     variants = definition.variant_names or sorted({r.variant for r in runs})
     percentile = label_number((definition.workloads[0].percentile if definition.workloads else None) or 95)
-    schedule = store.schedule(row.id)
     points = build_points(runs, variants, row.baseline, settings, definition)
     analysis = Analysis(row.id, row.name, row.status, row.baseline, percentile, definition, runs, points,
                         len(schedule) or len(runs), settings=settings, unpaired_why=unpaired_why)
@@ -530,127 +287,9 @@ def analyze(store: Store, ref: str | int, overrides: Overrides | Mapping[str, fl
                                                                              for s in schedule})))
     if analysis.adaptive and analysis.adaptive.reason != "not finished":
         analysis.planned_runs = len(runs)  # the rounds it needed were the plan; the rest were never wanted
-    analysis.timing = time_account(row, store.estimate(row.id), stored)  # the estimate beside the wall time (#33)
+    analysis.timing = time_account(row, loaded.estimate, loaded.runs)  # the estimate beside the wall time (#33)
     analysis.warnings = analysis_warnings(analysis)
     return analysis
-
-
-@dataclass(frozen=True)
-class SweepRow:
-    threads: int
-    baseline_tps: float | None
-    variant_tps: float | None
-    tps_delta_pct: float | None
-    latency_delta_pct: float | None  # of the percentile latency
-    verdict: str = "-"  # the TPS verdict at this thread count
-    verdict_text: str = ""
-    comparison: Comparison | None = None  # the TPS comparison: its evidence for the reports
-
-
-@dataclass(frozen=True)
-class PricePerformance:
-    variant: str
-    cost_per_month: float
-    mean_tps: float | None
-    tps_per_cost: float | None  # TPS per currency unit per month
-    cost_for_baseline_tps: float | None  # what the baseline's throughput would cost on this variant (linear)
-
-
-def sweep_table(analysis: Analysis, workload: str, variant: str) -> list[SweepRow]:
-    """Per thread count of a workload: baseline and variant TPS and the deltas (a thread sweep)."""
-    rows = []
-    for point in (p for p in analysis.points if p.workload == workload and p.threads is not None):
-        base = next((v for v in point.variants if v.variant == analysis.baseline), None)
-        mine = next((v for v in point.variants if v.variant == variant), None)
-        if base is None or mine is None:
-            continue
-        deltas = {d.metric: d.deviation_pct for d in mine.deltas}
-        found = mine.verdict(Metric.TPS)
-        rows.append(SweepRow(int(point.threads or 0), base.means[Metric.TPS], mine.means[Metric.TPS],
-                             deltas[Metric.TPS], deltas[Metric.LAT_PCT], found.verdict.kind if found else "-",
-                             found.verdict.text if found else "", found))
-    return rows
-
-
-def sweeps(analysis: Analysis) -> dict[tuple[str, str], list[SweepRow]]:
-    """(workload, variant) -> sweep rows, for every workload measured at more than one thread count."""
-    out = {}
-    for workload in dict.fromkeys(p.workload for p in analysis.points):
-        if sum(1 for p in analysis.points if p.workload == workload) < 2:
-            continue
-        for variant in analysis.definition.variant_names:
-            if variant != analysis.baseline:
-                out[(workload, variant)] = sweep_table(analysis, workload, variant)
-    return out
-
-
-def price_performance(analysis: Analysis) -> list[PricePerformance]:
-    """TPS per currency unit and the cost of the baseline's throughput, for variants with a cost_per_month."""
-    costs = {v.name: v.cost_per_month for v in analysis.definition.variants}
-    if not any(costs.values()):
-        return []
-    tps = {name: mean_of([r.values[Metric.TPS] for r in analysis.runs if r.variant == name and r.status == "ok"])
-           for name in costs}
-    base = tps.get(analysis.baseline)
-    out = []
-    for name, cost in costs.items():
-        if cost:
-            mine = tps[name]
-            per_cost = mine / cost if mine else None
-            for_base = cost * base / mine if (mine and base) else None
-            out.append(PricePerformance(name, float(cost), mine, per_cost, for_base))
-    return out
-
-
-@dataclass(frozen=True)
-class Overhead:
-    """Where the CPU went for one variant at one point: means over its successful runs."""
-
-    variant: str
-    point: str
-    runs: int
-    cpu_per_1000_tx: dict[str, float]  # component -> CPU seconds per 1,000 transactions
-    throttled_share: float | None  # throttled periods / periods, over the variant's cgroups
-    throttled_seconds: float | None  # per run
-
-
-def throttling_of(usage: Usage) -> tuple[float, float, float]:
-    found = usage.throttling.values()
-    return sum(t.periods for t in found), sum(t.throttled for t in found), sum(t.seconds for t in found)
-
-
-def sampled_transactions(r: RunRow, report_interval: float) -> int:
-    """Transactions during the whole sampled window: the measured ones plus the warm-up's (from its intervals)."""
-    warm = sum(tps for _, tps, is_warm in r.series if is_warm) * report_interval
-    return int((r.transactions or 0) + warm)
-
-
-def per_1000(usage: Usage, r: RunRow, report_interval: float) -> dict[str, float]:
-    """CPU seconds per 1,000 transactions by component, over the same window as the sampler's."""
-    count = sampled_transactions(r, report_interval)
-    if count <= 0:
-        return {}
-    return {k: v * 1000 / count for k, v in usage.cpu_seconds.items() if k != "idle"}
-
-
-def overhead_rows(analysis: Analysis) -> list[Overhead]:
-    out = []
-    intervals = {w.name: w.report_interval for w in analysis.definition.workloads}
-    for point in analysis.points:
-        title = point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
-        for v in point.variants:
-            measured = [(r, r.facts.usage) for r in analysis.runs if r.variant == v.variant and r.status == "ok" and
-                        r.workload == point.workload and r.threads == point.threads and r.facts.usage]
-            if not measured:
-                continue
-            shares = [per_1000(u, r, intervals.get(point.workload, 1.0)) for r, u in measured if u]
-            components = sorted({k for share in shares for k in share})
-            cpu = {c: statistics.fmean(share.get(c, 0.0) for share in shares) for c in components}
-            usages, runs = [u for _, u in measured if u], measured
-            periods, throttled, seconds = (sum(x) for x in zip(*(throttling_of(u) for u in usages), strict=True))
-            out.append(Overhead(v.variant, title, len(runs), cpu, throttled / periods if periods else None,
-                                seconds / len(runs) if periods else None))
-    return out
 
 
 def recorded_neighbours(runs: list[RunRow]) -> dict[str, set[str]]:

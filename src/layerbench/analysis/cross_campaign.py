@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layerbench.analysis.aggregate import Analysis, metric_values, mixed_percentiles, ordinal
+from layerbench.analysis.aggregate import Analysis
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.point_statistics import metric_values
 from layerbench.analysis.report_model import legend
+from layerbench.analysis.runs import mixed_percentiles, ordinal
 from layerbench.analysis.stats import Comparison, Verdict, compare_with_baseline
 
 

@@ -7,7 +7,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from layerbench.analysis.aggregate import RunRow
+from layerbench.analysis.runs import RunRow
 from layerbench.records.run import Environment, Reset
 
 DATA_COLUMNS = ("variant", "data reset", "verified", "reset s (median)", "buffer pool at start", "datadir storage")

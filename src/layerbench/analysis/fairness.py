@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from layerbench.backends.registry import has_own_size
 from layerbench.records import CampaignRecord, Environment, HostFacts, VariantRecord
 from layerbench.records.neighbours import NeighbourRecords
 from layerbench.records.run import FactMap
@@ -194,7 +193,7 @@ def cpu_list_size(cpus: str) -> int:
 
 def baseline_size(variant: VariantRecord, env: Environment | None) -> tuple[int | None, str | None]:
     """The baseline's CPU count (its pinning, else the machine's) and memory limit (None: the machine's)."""
-    if has_own_size(variant.backend):
+    if variant.own_size:
         return variant.vcpus, variant.vm_memory
     count = cpu_list_size(variant.cpus) if variant.cpus else (env.host.cpu_count if env else None)
     return count, variant.memory_limit
@@ -210,7 +209,7 @@ def vm_size_differences(baseline: str, definition: CampaignRecord,
     cpus, memory = baseline_size(variants[baseline], environments.get(baseline))
     out = []
     for name, variant in variants.items():
-        if name == baseline or not has_own_size(variant.backend):
+        if name == baseline or not variant.own_size:
             continue
         vcpus = variant.vcpus
         if cpus is not None and vcpus != cpus:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from layerbench.analysis.aggregate import Analysis, RunRow
-from layerbench.analysis.latency import point_title
+from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.point_statistics import VariantRuns, point_runs, point_title
+from layerbench.analysis.runs import RunRow
 from layerbench.records import IoCounters
 
 KIB = 1024.0
@@ -49,12 +50,9 @@ class RunIo:
 
 
 @dataclass(frozen=True)
-class IoRow:
+class IoRow(VariantRuns):
     """Means over a variant's successful runs at one point."""
 
-    variant: str
-    point: str
-    runs: int
     server: dict[str, float]
     hit_ratio: float | None
     components: dict[str, dict[str, float]]
@@ -123,8 +121,7 @@ def io_rows(analysis: Analysis) -> list[IoRow]:
     out = []
     for point in analysis.points:
         for v in point.variants:
-            found = [f for r in analysis.runs if r.variant == v.variant and r.workload == point.workload
-                     and r.threads == point.threads and (f := run_figures(r)) is not None]
+            found = [f for r in point_runs(analysis.runs, point, v.variant) if (f := run_figures(r)) is not None]
             if found:
                 out.append(io_row(v.variant, point_title(point), found))
     return out

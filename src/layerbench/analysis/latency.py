@@ -7,7 +7,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from layerbench.analysis.aggregate import Analysis, Point, latency_metric
+from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.point_statistics import VariantRuns, point_runs, point_title
 from layerbench.analysis.stats import Comparison
 from layerbench.sysbench.histogram import PERCENTILES, percentile_key
 
@@ -15,10 +16,9 @@ SHOWN = (*PERCENTILES, 100.0)
 
 
 @dataclass(frozen=True)
-class DistributionRow:
-    variant: str
-    point: str
-    runs: int  # successful runs that recorded their distribution
+class DistributionRow(VariantRuns):
+    """`runs`: the successful runs that recorded their distribution."""
+
     median_ms: dict[str, float]  # 'p50', 'p90', 'p95', 'p99', 'p99.9', 'max' -> median over those runs
 
 
@@ -31,18 +31,13 @@ class PercentileComparison:
     comparison: Comparison
 
 
-def point_title(point: Point) -> str:
-    return point.workload if point.threads is None else f"{point.workload}, {point.threads} threads"
-
-
 def distribution_rows(analysis: Analysis) -> list[DistributionRow]:
     """Per point and variant, the median of each recorded percentile; empty when no run recorded one (imports,
     stores written before schema 2)."""
     out = []
     for point in analysis.points:
         for v in point.variants:
-            runs = [r for r in analysis.runs if r.variant == v.variant and r.workload == point.workload
-                    and r.threads == point.threads and r.status == "ok" and r.latency]
+            runs = [r for r in point_runs(analysis.runs, point, v.variant) if r.latency]
             if runs:
                 medians = {percentile_key(p): statistics.median(vals) for p in SHOWN
                            if (vals := [r.latency[p] for r in runs if p in r.latency])}
@@ -76,5 +71,5 @@ def missing_percentiles(analysis: Analysis) -> list[str]:
     return out
 
 
-__all__ = ["DistributionRow", "PercentileComparison", "distribution_rows", "latency_metric",
-           "missing_percentiles", "percentile_comparisons"]
+__all__ = ["DistributionRow", "PercentileComparison", "distribution_rows", "missing_percentiles",
+           "percentile_comparisons"]

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from layerbench.analysis.aggregate import RunRow
+from layerbench.analysis.runs import RunRow
 
 PLACEMENT_COLUMNS = ("variant", "server node", "client node", "network path", "TCP connect µs (median)")
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from layerbench.analysis.aggregate import Analysis
-from layerbench.analysis.latency import point_title
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.point_statistics import point_title
 from layerbench.analysis.stats import Comparison
 from layerbench.campaign.published import Published, PublishedNumber, PublishedSize
 from layerbench.campaign.scaling import data_bytes, published_rows

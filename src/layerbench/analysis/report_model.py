@@ -6,15 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from layerbench.analysis.aggregate import (
-    Analysis,
-    Overhead,
-    PricePerformance,
-    SweepRow,
-    overhead_rows,
-    price_performance,
-    sweeps,
-)
+from layerbench.analysis.aggregate import Analysis
 from layerbench.analysis.attainable import rule_text
 from layerbench.analysis.datasets import DataRow, dataset_rows
 from layerbench.analysis.io import IoRow, RunIo, io_notes, io_rows, run_figures
@@ -24,14 +16,17 @@ from layerbench.analysis.latency import (
     distribution_rows,
     missing_percentiles,
     percentile_comparisons,
-    point_title,
 )
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.overhead import Overhead, overhead_rows
 from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.placement import PlacementRow, placement_rows
+from layerbench.analysis.point_statistics import point_title
+from layerbench.analysis.price import PricePerformance, price_performance
 from layerbench.analysis.published import PublishedSection, published_section
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, Summary, meanings
+from layerbench.analysis.sweeps import SweepRow, sweeps
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
 from layerbench.settings import Settings
 
@@ -78,7 +73,7 @@ class Report:
     data: tuple[DataRow, ...] = ()  # per variant: restore path, verification, datadir storage (analysis/datasets.py)
     io: tuple[IoRow, ...] = ()  # where the I/O went, per point and variant (analysis/io.py)
     io_notes: tuple[str, ...] = ()  # why an I/O figure is missing that is no error, with the variants it concerns
-    io_runs: dict[int, RunIo] = field(default_factory=dict)  # run_id -> its I/O per 1,000 transactions
+    io_runs: dict[int, RunIo] = field(default_factory=dict)  # run id -> its I/O per 1,000 transactions
     summary: tuple[SummaryRow, ...] = ()  # the TPS per variant and point (built here once for every format)
     run_verdicts: dict[tuple[str, str, int | None], tuple[str, str, str, str]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
@@ -99,7 +94,7 @@ def report_model(analysis: Analysis) -> Report:
         tuple(missing_percentiles(analysis)), tuple(d.text(analysis.baseline) for d in analysis.differences),
         tuple(dataset_rows(analysis.runs)),
         io=(io := tuple(io_rows(analysis))), io_notes=tuple(io_notes(list(io))),
-        io_runs={r.run_id: f for r in analysis.runs if (f := run_figures(r)) is not None},
+        io_runs={r.id: f for r in analysis.runs if (f := run_figures(r)) is not None},
         summary=summary_rows(analysis), run_verdicts=run_verdicts(analysis), warnings=tuple(analysis.warnings),
         published=published_section(analysis), placement=tuple(placement_rows(analysis.runs)))
 

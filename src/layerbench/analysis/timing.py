@@ -8,6 +8,7 @@ runs (a resume's pause lands here); `runs`, the rest of every run's wall time (s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from layerbench.records import StoredCampaign, StoredFacts, StoredRun
@@ -38,7 +39,7 @@ def data_and_wait_seconds(facts: StoredFacts) -> float:
     return restore_seconds_of(facts) + prepare_seconds_of(facts) + quiet_seconds_of(facts)
 
 
-def measured_parts(runs: list[StoredRun], took: float) -> dict[str, float]:
+def measured_parts(runs: Sequence[StoredRun], took: float) -> dict[str, float]:
     """The wall time `took` split into the estimate's parts, from the runs' records."""
     parts = dict.fromkeys(PARTS, 0.0)
     walls = 0.0
@@ -97,7 +98,7 @@ class TimeAccount:
 
 
 def time_account(campaign: StoredCampaign, estimate: TimeEstimate | None,
-                 runs: list[StoredRun]) -> TimeAccount | None:
+                 runs: Sequence[StoredRun]) -> TimeAccount | None:
     """None for a campaign stored without an estimate (before schema 3, or imported) or without a finished run."""
     finishes = [r.finished_at for r in runs if r.finished_at is not None]
     if estimate is None or not finishes:

@@ -36,13 +36,6 @@ REMOTE_SERVER_KINDS = tuple(k for k, t in BY_KIND.items() if t.remote_backend is
 REMOTE_CLIENT_KINDS = tuple(k for k, t in BY_KIND.items() if t.remote_client)  # sysbench on another host
 
 
-def has_own_size(kind: str) -> bool:
-    """A variant of this backend has CPUs and memory of its own (a VM's vcpus and memory), which fairness compares
-    with the baseline's; False for a kind no backend has (an imported campaign's)."""
-    variant_type = BY_KIND.get(kind)
-    return variant_type is not None and variant_type.own_size
-
-
 def leftover_kinds() -> list[Leftovers]:
     """Each backend's Leftovers (its variant model names the module), those removed before the recorded processes
     first; imported only here, when `clean` or `doctor` asks (the Docker and Kubernetes clients are not small)."""

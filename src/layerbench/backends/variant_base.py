@@ -62,7 +62,6 @@ class VariantBase(Strict):
     leftovers: ClassVar[str | None] = None  # module whose LEFTOVERS (backends.base.Leftovers) `clean` removes
     pod_neighbours: ClassVar[str | None] = None  # module that checks and prepares neighbours in pods beside its server
     container_engine: ClassVar[str | None] = None  # module whose ENGINE (base.ContainerEngine) runs containers here
-    own_size: ClassVar[bool] = False  # its CPUs and memory are its own (a guest's), compared with the baseline's
     memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
 

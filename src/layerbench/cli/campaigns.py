@@ -116,7 +116,8 @@ def run(
 
 def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
     """The end of `run` and `resume`: the campaign's reports, what its runs came to, and a busy machine's warnings."""
-    from layerbench.analysis.aggregate import analyze, busy_summary
+    from layerbench.analysis.aggregate import busy_summary
+    from layerbench.analysis.loading import analyze
     from layerbench.analysis.report_model import report_model
 
     report = report_model(analyze(store, outcome.campaign_id))
@@ -203,7 +204,7 @@ def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
     """One campaign's runs and aggregates, in the terminal."""
     path, ref = located(ref, db)
     with Store(path) as store:
-        from layerbench.analysis.aggregate import analyze
+        from layerbench.analysis.loading import analyze
         from layerbench.analysis.report_model import report_model
         from layerbench.report.markdown import render
 
@@ -220,7 +221,7 @@ def report(
     correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
 ) -> None:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
-    from layerbench.analysis.aggregate import analyze
+    from layerbench.analysis.loading import analyze
     from layerbench.analysis.report_model import report_model
     from layerbench.cli.statistics_options import statistics_options
 
@@ -283,8 +284,8 @@ def compare_cmd(
     db: DbOption = None,
 ) -> None:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
-    from layerbench.analysis.aggregate import analyze
     from layerbench.analysis.cross_campaign import campaign_comparison
+    from layerbench.analysis.loading import analyze
     from layerbench.report.markdown import render_comparison
 
     with Store(existing_store(db)) as store:

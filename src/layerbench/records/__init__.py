@@ -22,6 +22,7 @@ from layerbench.records.run import (
 )
 from layerbench.records.stored import (
     CampaignListing,
+    RunHeader,
     RunMetrics,
     RunRecord,
     ScheduledRun,
@@ -46,6 +47,7 @@ __all__ = [
     "QuietWait",
     "Reset",
     "RunFacts",
+    "RunHeader",
     "RunMetrics",
     "RunRecord",
     "ScheduledRun",

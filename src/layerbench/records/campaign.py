@@ -62,16 +62,19 @@ class VariantRecord:
     config_keys: frozenset[str] = frozenset()  # the server settings the campaign sets for it
     cpus: str | None = None  # its server's CPU list
     memory_limit: str | None = None  # resources.memory or limits.memory
-    vcpus: int = 1  # vm only
-    vm_memory: str = "2G"  # vm only
+    vcpus: int = 1  # a guest's (own_size)
+    vm_memory: str = "2G"  # a guest's (own_size)
+    own_size: bool = False  # its CPUs and memory are its own (a guest's), compared with the baseline's (fairness.py)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> VariantRecord:
+        """A variant stored with `vcpus` is a guest with a size of its own: only such a variant model has that
+        field, and the stored definition keeps every field (campaign_as_dict), so this holds for every store."""
         config = as_object(as_object(data.get("server")).get("config"))
         memory = as_object(data.get("resources")).get("memory") or as_object(data.get("limits")).get("memory")
         return cls(as_str(data.get("name")), as_str(data.get("backend")), opt_str(data.get("extends")),
                    opt_float(data.get("cost_per_month")), frozenset(config), opt_str(data.get("cpus")),
-                   opt_str(memory), as_int(data.get("vcpus"), 1), as_str(data.get("memory"), "2G"))
+                   opt_str(memory), as_int(data.get("vcpus"), 1), as_str(data.get("memory"), "2G"), "vcpus" in data)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,10 @@ class RunMetrics:
 
 
 @dataclass(frozen=True)
-class StoredRun:
+class RunHeader:
+    """What every view of a stored run starts with: which run, its place in the schedule, and how it ended (the
+    stored run below, and the analysis' row of it, analysis/runs.py RunRow)."""
+
     id: int
     idx: int | None
     round: int | None
@@ -89,6 +92,10 @@ class StoredRun:
     repetition: int
     status: str  # ok | failed | replaced (busy: rerun; facts.busy says why)
     error: str | None
+
+
+@dataclass(frozen=True)
+class StoredRun(RunHeader):
     started_at: float | None
     metrics: RunMetrics
     percentile: float | None

@@ -3,8 +3,8 @@ deviations, a run's steady window, a run's numbers (the Markdown table writer is
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import RunRow, label_number
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.runs import RunRow, label_number
 
 
 def fmt(value: float | None, digits: int = 2) -> str:

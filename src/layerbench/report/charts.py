@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from layerbench.analysis.aggregate import Overhead, Point
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.overhead import Overhead
+from layerbench.analysis.point_statistics import Point
 from layerbench.analysis.report_model import Report
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import csv
 import io
 
-from layerbench.analysis.aggregate import RunRow, label_number
 from layerbench.analysis.io import CGROUP, COMPONENT_FIGURES, SERVER_FIGURES, RunIo
-from layerbench.analysis.latency import SHOWN, point_title
+from layerbench.analysis.latency import SHOWN
 from layerbench.analysis.metrics import Metric
+from layerbench.analysis.point_statistics import point_title
 from layerbench.analysis.report_model import Report
+from layerbench.analysis.runs import RunRow, label_number
 from layerbench.report.published import csv_cells
 from layerbench.sysbench.histogram import percentile_key
 
@@ -82,7 +83,7 @@ def render(report: Report) -> str:
     for r in analysis.runs:
         extra = report.run_verdicts.get((r.variant, r.workload, r.threads), ("", "", "", ""))
         dist = [r.latency.get(p) for p in SHOWN]
-        cells = [*row(report, r, replaced), *extra, *dist, *io_cells(report.io_runs.get(r.run_id))]
+        cells = [*row(report, r, replaced), *extra, *dist, *io_cells(report.io_runs.get(r.id))]
         if report.published:
             cells += csv_cells(report, r.variant, titles.get((r.workload, r.threads), r.workload))
         writer.writerow(["" if v is None else neutralised(v) for v in cells])

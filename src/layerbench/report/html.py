@@ -16,9 +16,10 @@ from plotly.offline import get_plotlyjs
 
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.datasets import DATA_COLUMNS
-from layerbench.analysis.latency import SHOWN, point_title
+from layerbench.analysis.latency import SHOWN
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.placement import PLACEMENT_COLUMNS
+from layerbench.analysis.point_statistics import point_title
 from layerbench.analysis.report_model import AnswerRow, Report
 from layerbench.analysis.stats import Comparison
 from layerbench.report import charts, evidence, io_table, neighbours, published

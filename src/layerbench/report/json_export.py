@@ -8,8 +8,8 @@ import json
 import math
 from typing import Any
 
-from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.report_model import Report
+from layerbench.analysis.runs import RunRow
 from layerbench.analysis.timing import TimeAccount
 from layerbench.report import evidence
 from layerbench.sysbench.histogram import percentile_key
@@ -36,12 +36,12 @@ def plain(value: Any) -> Any:
 
 def run_entry(r: RunRow, report: Report) -> dict[str, Any]:
     busy = {"busy": r.facts.busy.document} if r.facts.busy else {}  # what busy: did with a busy run (only then)
-    return {**busy, "run_id": r.run_id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
+    return {**busy, "run_id": r.id, "index": (r.idx or 0) + 1, "round": r.round, "variant": r.variant,
             "workload": r.workload, "threads": r.threads, "repetition": r.repetition, "status": r.status,
             "error": r.error, "values": r.values, "window": r.window,
             "reset": r.facts.reset.document if r.facts.reset else None,
             "resources": r.facts.usage.document if r.facts.usage else None,
-            "io": r.facts.io.document if r.facts.io else None, "io_per_1000_tx": report.io_runs.get(r.run_id),
+            "io": r.facts.io.document if r.facts.io else None, "io_per_1000_tx": report.io_runs.get(r.id),
             "latency_ms": {percentile_key(p): v for p, v in r.latency.items()} or None,
             "series": [{"time": t, "tps": tps, "warmup": warm} for t, tps, warm in r.series],
             # which percentile values.lat_pct_ms is, when the campaign's runs report different ones

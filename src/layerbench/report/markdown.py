@@ -4,14 +4,14 @@ CampaignComparison (analysis/cross_campaign.py); computes nothing."""
 
 from __future__ import annotations
 
-from layerbench.analysis.aggregate import RunRow
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.cross_campaign import CampaignComparison
 from layerbench.analysis.datasets import DATA_COLUMNS
-from layerbench.analysis.latency import point_title
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.placement import PLACEMENT_COLUMNS
+from layerbench.analysis.point_statistics import point_title
 from layerbench.analysis.report_model import Report
+from layerbench.analysis.runs import RunRow
 from layerbench.report import evidence, io_table, neighbours, published
 from layerbench.report.cells import fmt, pct, run_numbers, window_text
 from layerbench.vocabulary.sizes import byte_text

@@ -234,7 +234,7 @@ class RunExecution:
         if self.ctx.campaign.hosts:
             usage = replace(usage, cpu_seconds=placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey,
                                                           server_host.name))
-        self.record.facts.resources = usage  # CPU per 1,000 transactions: analysis/aggregate.py
+        self.record.facts.resources = usage  # CPU per 1,000 transactions: analysis/overhead.py
         self.record.facts.io = io_window.result()
 
     def _on_line(self, line: str) -> None:

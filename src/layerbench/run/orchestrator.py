@@ -214,11 +214,13 @@ class Orchestrator:
         spec = self.campaign.repetitions
         if not isinstance(spec, Adaptive) or rounds < spec.min:
             return False
-        from layerbench.analysis.aggregate import analyze
+        from layerbench.analysis.aggregate import analyze_loaded
+        from layerbench.analysis.loading import load
         from layerbench.analysis.sequential import over_budget, stop_reason  # SciPy: only an adaptive campaign
 
-        state = analyze(self.store, campaign_id).adaptive
-        starts = [r.started_at for r in self.store.runs(campaign_id) if r.started_at is not None]
+        loaded = load(self.store, campaign_id)  # its runs once: for the analysis and for the elapsed time
+        state = analyze_loaded(loaded).adaptive
+        starts = [r.started_at for r in loaded.runs if r.started_at is not None]
         elapsed = time.time() - min(starts) if starts else 0.0
         reason = stop_reason(bool(state and state.all_decided), rounds, spec.min, spec.max,
                              over_budget(spec.budget_seconds, elapsed, rounds))

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from layerbench.errors import BadInput
-from layerbench.server.settings import OWNED_BY_LAYERBENCH, ConfigValue, canonical_option, check_option_value
+from layerbench.server.settings import (
+    OWNED_BY_LAYERBENCH,
+    ConfigValue,
+    ServerSettings,
+    canonical_option,
+    check_option_value,
+)
 
-if TYPE_CHECKING:  # type hints only: backends/ import server/
-    from layerbench.backends.variant_base import VariantBase
+
+class ConfiguredVariant(Protocol):
+    """What check_names_known reads of a variant (backends/variant_base.py VariantBase has both; backends/ import
+    server/, never the other way, so server/ names the two fields it needs instead of the class)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def server(self) -> ServerSettings: ...
 
 # Defaults every variant shares, chosen for benchmarking (documented in docs/campaign.md).
 BENCHMARK_DEFAULTS: dict[str, ConfigValue] = {
@@ -86,7 +100,7 @@ def parse_server_options(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def check_names_known(variant: VariantBase, known: frozenset[str], server: str) -> None:
+def check_names_known(variant: ConfiguredVariant, known: frozenset[str], server: str) -> None:
     """Every server.config name is an option of `known` (a server's --verbose --help); nothing known: no check,
     the server itself refuses an unknown option at start."""
     if not known:

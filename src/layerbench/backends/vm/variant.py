@@ -64,7 +64,6 @@ class VMVariant(BuiltServerVariant):
     remote_backend: ClassVar[str | None] = "layerbench.backends.vm.remote:RemoteVMBackend"
     run_overhead: ClassVar[float] = 14  # the guest boots in ~12 s (docs/backends/vm.md), + its stop
     leftovers: ClassVar[str | None] = "layerbench.backends.vm.net"
-    own_size: ClassVar[bool] = True  # vcpus and memory: the guest's size
     memory_unit: ClassVar[str] = "M"
     guest_memory: ClassVar[int] = GUEST_MEMORY
 
