@@ -8,7 +8,7 @@ from layerbench.analysis.aggregate import analyze
 from layerbench.analysis.cross_campaign import compare_campaigns
 from layerbench.cli.main import STATE, main
 from layerbench.importing.sources import import_results
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 

@@ -19,7 +19,7 @@ from layerbench.campaign.models import parse_campaign
 from layerbench.cli.main import STATE, main
 from layerbench.errors import BadInput
 from layerbench.report import html, markdown
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 THREADS = (2, 4, 8)

@@ -14,7 +14,7 @@ from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import MAX_RUNS, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.importing.table import parse_csv
-from layerbench.settings import DEFAULTS, Settings
+from layerbench.statistics_settings import DEFAULTS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

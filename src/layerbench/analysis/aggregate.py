@@ -34,7 +34,7 @@ from layerbench.analysis.stats import Comparison, Summary
 from layerbench.analysis.timing import TimeAccount, time_account
 from layerbench.records import AdaptiveRepetitions, CampaignRecord, Environment, StoredFacts, StoredRun, Usage
 from layerbench.records.campaign import IMPORTED
-from layerbench.settings import Overrides, Settings
+from layerbench.statistics_settings import Overrides, Settings
 from layerbench.store import Store
 from layerbench.sysbench.histogram import percentile_key
 

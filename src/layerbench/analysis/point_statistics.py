@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from layerbench.analysis.paired import RoundValues, paired_tests
 from layerbench.analysis.stats import Comparison, Summary, compare_with_baseline, summarize
-from layerbench.settings import DEFAULTS, Settings
+from layerbench.statistics_settings import DEFAULTS, Settings
 
 
 def summaries(values_by_variant: dict[str, list[float]], seed: int) -> dict[str, Summary]:

@@ -33,7 +33,7 @@ from layerbench.analysis.published import PublishedSection, published_section
 from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, Summary, meanings
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
-from layerbench.settings import Settings
+from layerbench.statistics_settings import Settings
 
 
 @dataclass(frozen=True)

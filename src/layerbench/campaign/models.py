@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_serializer, model_validator
 
-from layerbench import settings
+from layerbench import statistics_settings as settings
 from layerbench.backends.registry import KINDS, REMOTE_CLIENT_KINDS, REMOTE_SERVER_KINDS, VARIANT
 from layerbench.backends.variant_base import (  # noqa: F401 - the campaign file's vocabulary, imported from here too
     MAX_CPU,

@@ -25,7 +25,7 @@ from layerbench.records import RunRecord
 from layerbench.report import write_report
 from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign, slug
 from layerbench.run.schedule import RunSpec
-from layerbench.settings import DEFAULTS
+from layerbench.statistics_settings import DEFAULTS
 from layerbench.store import Store
 
 HELP = """What does each layer under your MySQL-compatible database cost? Variants vs a baseline, measured with

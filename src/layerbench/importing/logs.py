@@ -26,7 +26,7 @@ from layerbench.campaign.models import MAX_RUNS
 from layerbench.errors import BadInput, shown
 from layerbench.importing.table import check_name
 from layerbench.records import CampaignRecord, RunRecord
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 from layerbench.sysbench.output import LogRun, parse_log
 

@@ -24,7 +24,7 @@ from layerbench.campaign.boundedyaml import read_bounded_text
 from layerbench.campaign.models import MAX_RUNS, MAX_THREADS
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord, RunRecord
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 METRIC_COLUMNS = ("total_queries", "qps", "tps", "lat_avg_ms", "lat_max_ms")
