@@ -5,11 +5,12 @@ What counts as a reference, and where it is looked for:
 - a path with a slash (`sysbench/output.py`, `tests/unit/test_records.py`, `docs/`, `scripts/k8s-local`) whose
   first folder is one of the repository's or src/layerbench's, or that ends in .py: it exists relative to the
   repository, to src/ or src/layerbench, or to the folder of the file that names it or a folder above it
-  (`report.{md,csv}` is both files); other paths (`results/1-demo/report.md`, `read/write`), absolute ones
-  (`/etc/mysql`), home paths (`~/.cache`) and URLs are the user's machine, prose or the web, not ours;
+  (`report.{md,csv}` is both files; `backends/<name>/variant.py` is a pattern, not checked); other paths
+  (`results/1-demo/report.md`, `read/write`), absolute ones (`/etc/mysql`), home paths (`~/.cache`) and URLs
+  are the user's machine, prose or the web, not ours;
 - a bare file name `histogram.py` or `campaign.md` (not `my.cnf` or `report.json`: files a run writes or the user
   keeps): some file of the repository has that name;
-- `module.py:name` (`records/run.py:FORMAT`, `histogram.py:Histogram.merge`): the file defines `name` at its top
+- `module.py:name` (`records/run.py:FORMAT`, `run.py:Reset.from_json`): the file defines `name` at its top
   level (a def, a class, an assignment), `Class.name` inside that class;
 - a dotted name `layerbench.x.y`: a module or package of src/, and what follows the module a top-level name of
   it; `module.Name` or `module.function()` where `module` is the last name of a module of src/
@@ -53,7 +54,7 @@ ALLOWED: dict[str, str] = {
 
 URL = re.compile(r"\b[a-z]+://\S+")
 PATH = re.compile(r"(?<![\w/~$.<>@:-])((?:[\w.-]+/)+[\w.-]*(?:\{[\w.,-]+\})?|[\w-]+(?:\.[\w-]+)*\.(?:" + EXTENSIONS
-                  + r"))(?![\w/-])(?::([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?))?")
+                  + r"))(?![\w/<-])(?::([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?))?")
 DOTTED = re.compile(r"(?<![\w./-])layerbench((?:\.[A-Za-z_]\w*)+)(?![\w-])")
 SHORT = re.compile(r"(?<![\w./-])([a-z_]\w*)\.([A-Z]\w*|[a-z_]\w*(?=\(\)))(?![\w-])")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -252,7 +253,8 @@ def test_a_broken_reference_is_caught() -> None:
     good = Prose(here, 1, "sysbench/output.py, output.py:MARK and output.MARK; histogram.py, ../layerbench/paths.py; "
                           "docs/statistics.md. layerbench.store, layerbench.sysbench.output.MARK, restore.can_clone(); "
                           "records/run.py:Reset.from_json, tests/data/golden/store_v2_report.{md,csv}; read/write, "
-                          "/etc/mysql, ~/.cache, https://x.io/a.py, results/1-demo/report.md, my.cnf, server.config")
+                          "/etc/mysql, ~/.cache, https://x.io/a.py, results/1-demo/report.md, my.cnf, server.config, "
+                          "tests/unit/test_<module>.py")
     assert broken(iter([good])) == []
     bad = Prose(here, 7, "latency_histogram.py; sysbench/nothing.py; output.py:NOTHING; output.NOTHING; "
                          "layerbench.nothing.store; layerbench.sysbench.output.NOTHING; tests/unit/test_nothing.py; "
