@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "layerbench"
 SKIPPED = {".git", ".venv", "__pycache__", "test-artifacts", "node_modules", ".ruff_cache", ".pytest_cache",
            ".hypothesis", ".mypy_cache"}
+TOP_FOLDERS = ("src", "tests", "bench", "docs", "scripts", "examples", ".ci")
 EXTENSIONS = "py|md|lua|yaml|yml|json|csv|toml|sh|j2|html|txt|go|sql|cnf"  # of a file name without a folder
 
 # References to things that are not files of this repository, on purpose. Keep each with its reason.
@@ -97,8 +98,9 @@ def files_by_name() -> dict[str, list[Path]]:
 
 @cache
 def roots() -> frozenset[str]:
-    """The folders a repository path starts with: the repository's top folders and src/layerbench's."""
-    return frozenset(p.name for p in (*ROOT.iterdir(), *SRC.iterdir()) if p.is_dir() and p.name not in SKIPPED)
+    """The folders a repository path starts with: the repository's own (not a `results/` a run left beside them)
+    and src/layerbench's."""
+    return frozenset((*TOP_FOLDERS, *(p.name for p in SRC.iterdir() if p.is_dir() and p.name not in SKIPPED)))
 
 
 def python_prose(path: Path) -> Iterator[Prose]:
@@ -244,6 +246,7 @@ def broken(prose_pieces: Iterator[Prose]) -> list[str]:
 
 
 def test_every_reference_in_the_docs_and_docstrings_resolves() -> None:
+    assert all((ROOT / folder).is_dir() for folder in TOP_FOLDERS)
     problems = broken(all_prose())
     assert not problems, "\n".join(problems)
 
