@@ -60,7 +60,7 @@ from layerbench.server.datadir import query
 from layerbench.server.prepare import ensure_snapshot
 from layerbench.server.tables import table_checksums
 from layerbench.store import Store
-from layerbench.sysbench.command import config_file_text, hook_script, run_command, workload_args
+from layerbench.sysbench.command import config_file_text, hook_script, run_argv, workload_args
 from layerbench.sysbench.output import parse_mark_line, parse_output
 
 INGREDIENTS = ("hook", "stream", "sampler", "checksum", "env")
@@ -191,7 +191,7 @@ def hand_command(setup: Setup, cfg: Path, seconds: int, with_hook: bool) -> list
     if with_hook:
         hook = setup.work / "hand-hook.lua"
         hook.write_text(hook_script(workload), encoding="utf-8")
-        return ["taskset", "-c", CLIENT_CPU, *run_command(workload, cfg, hook, 2)]
+        return ["taskset", "-c", CLIENT_CPU, *run_argv(workload, cfg, hook, 2)]
     return ["taskset", "-c", CLIENT_CPU, "sysbench", f"--config-file={cfg}", workload.test,
             *workload_args(workload, 2), f"--time={seconds}", "--report-interval=1", "--percentile=95", "run"]
 

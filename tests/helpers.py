@@ -56,7 +56,7 @@ def synthetic_run(cid: int, spec, factor: float, rng: random.Random, failed: boo
 
 
 def synthetic_io(transactions: int, factor: float) -> dict:
-    """An I/O record (io_counters.py) whose pages from disk grow as the variant gets slower."""
+    """An I/O record (records/io.py:IoCounters) whose pages from disk grow as the variant gets slower."""
     misses = round(transactions * 3 / factor)
     status = {"Innodb_buffer_pool_read_requests": transactions * 60, "Innodb_buffer_pool_reads": misses,
               "Innodb_data_read": misses * 16384, "Innodb_data_written": transactions * 9000,

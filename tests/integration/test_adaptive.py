@@ -3,7 +3,8 @@
 ends without a false slower/faster verdict. Host backend, a tiny dataset, 4 s runs. Needs a machine that other
 work does not saturate: with other processes taking the cores (a baseline CV of 50 % was seen), layerbench rightly
 refuses the `slower` verdict and warns about the noise. (These replaced a fixed 6-repetition campaign of the same
-three variants, test_verdicts.py: the verdict code is the same, and the two campaigns together ran its runs twice.)"""
+three variants, a test since removed: the verdict code is the same, and the two campaigns together ran its runs
+twice.)"""
 
 from __future__ import annotations
 

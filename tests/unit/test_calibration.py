@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from layerbench.analysis.stats import DeltaCI, compare_with_baseline, exact_cut, shift_intervals, verdict
-from layerbench.settings import Settings
+from layerbench.statistics_settings import Settings
 
 ALPHA, THRESHOLD, CAMPAIGNS = 0.05, 0.02, 4000
 

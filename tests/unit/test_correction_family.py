@@ -21,7 +21,7 @@ from layerbench.cli.main import main
 from layerbench.cli.terminal import STATE
 from layerbench.errors import BadInput
 from layerbench.report import html, markdown
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 THREADS = (2, 4, 8)

@@ -14,7 +14,7 @@ from layerbench.campaign.models import parse_campaign
 from layerbench.campaign.workload import Workload, smoke_dataset
 from layerbench.errors import BadInput
 from layerbench.server.snapshot import dataset_key
-from layerbench.sysbench.command import cleanup_command, hook_script, prepare_command, run_command
+from layerbench.sysbench.command import cleanup_argv, hook_script, prepare_argv, run_argv
 from layerbench.sysbench.custom_script import (
     check_script,
     dataset_flags,
@@ -61,7 +61,7 @@ def test_each_dataset_flag_only_where_declared(tmp_path: Path) -> None:
     w = Workload(test=str(script(tmp_path, '{tables = {"t", 1}, scale = {"s", 1}}')), tables=3,
                  options={"scale": 2})
     assert dataset_flags(w) == ("tables",)
-    cmd = prepare_command(w, tmp_path / "cfg", 2)
+    cmd = prepare_argv(w, tmp_path / "cfg", 2)
     assert "--tables=3" in cmd and not any(a.startswith("--table-size") for a in cmd) and "--scale=2" in cmd
     assert dataset_flags(w.model_copy(update={"dataset_flags": "never"})) == ()
 
@@ -92,8 +92,8 @@ def test_the_commands_of_a_script_put_its_folder_on_lua_path(tmp_path: Path) -> 
     path = script(tmp_path / "kv", ALL)
     w = Workload(test=str(path), tables=2, table_size=50, options={"groups": 7, "verbose_log": True})
     expected = ["env", f"LUA_PATH={tmp_path}/kv/?.lua;{tmp_path}/kv/?/init.lua;;", "sysbench"]
-    prepare, cleanup = prepare_command(w, tmp_path / "cfg", 2), cleanup_command(w, tmp_path / "cfg")
-    run = run_command(w, tmp_path / "cfg", tmp_path / "hook.lua", 4)
+    prepare, cleanup = prepare_argv(w, tmp_path / "cfg", 2), cleanup_argv(w, tmp_path / "cfg")
+    run = run_argv(w, tmp_path / "cfg", tmp_path / "hook.lua", 4)
     for cmd in (prepare, cleanup, run):
         assert cmd[:3] == expected
         assert {"--tables=2", "--table-size=50", "--groups=7", "--verbose-log=on"} <= set(cmd)
@@ -103,7 +103,7 @@ def test_the_commands_of_a_script_put_its_folder_on_lua_path(tmp_path: Path) -> 
 
 def test_a_builtin_test_keeps_its_command_line() -> None:
     w = Workload(tables=3, table_size=100)
-    cmd = prepare_command(w, Path("/c"), 2)
+    cmd = prepare_argv(w, Path("/c"), 2)
     assert cmd[0] == "sysbench" and cmd[2:5] == ["/usr/share/sysbench/oltp_read_write.lua", "--tables=3",
                                                  "--table-size=100"]
     assert dataset_label(w) == "3 x 100 rows"

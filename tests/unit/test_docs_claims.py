@@ -14,7 +14,7 @@ from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.importing.table import parse_csv
-from layerbench.settings import DEFAULTS, Settings
+from layerbench.statistics_settings import DEFAULTS, Settings
 from layerbench.vocabulary.limits import MAX_RUNS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -217,15 +217,15 @@ def assert_refused(tmp_path: Path, data: dict[str, Any], said: str, env: dict[st
 
 def test_a_database_neighbours_sysbench_runs_its_test_at_its_rate_until_stopped() -> None:
     from layerbench.run.neighbour_database import neighbour_workload
-    from layerbench.sysbench.command import run_command
+    from layerbench.sysbench.command import run_argv
 
     db = Neighbour(name="db", kind="database", test="oltp_point_select", tables=2, table_size=500, threads=3, rate=40)
     workload = neighbour_workload(db)
-    cmd = run_command(workload, Path("/p/sysbench.cfg"), Path("/r/hook.lua"), db.database_threads)
+    cmd = run_argv(workload, Path("/p/sysbench.cfg"), Path("/r/hook.lua"), db.database_threads)
     assert cmd[-1] == "run" and "--threads=3" in cmd and "--rate=40" in cmd and "--report-interval=1" in cmd
     assert "--tables=2" in cmd and "--table-size=500" in cmd and "--time=86400" in cmd
     assert workload.test == "oltp_point_select" and workload.warmup == 0
-    assert "--rate" not in " ".join(run_command(neighbour_workload(Neighbour(name="d", kind="database")),
+    assert "--rate" not in " ".join(run_argv(neighbour_workload(Neighbour(name="d", kind="database")),
                                                 Path("/c"), Path("/h"), 1))
 
 

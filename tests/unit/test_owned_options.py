@@ -26,7 +26,7 @@ from layerbench.errors import BadInput
 from layerbench.hosts.inventory import HostEntry, is_host_address
 from layerbench.secrets import Secret
 from layerbench.server.settings import OWNED_BY_LAYERBENCH
-from layerbench.sysbench.command import cleanup_command, config_file_text, prepare_command, run_command
+from layerbench.sysbench.command import cleanup_argv, config_file_text, prepare_argv, run_argv
 from layerbench.sysbench.options import OWNED_SYSBENCH_OPTIONS, option_name, owned_options_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_legitimate_options_in_any_spelling_are_passed_to_sysbench(data: st.Data
     keys = data.draw(st.lists(st.sampled_from(LEGITIMATE), min_size=1, max_size=5, unique=True))
     options = {hypothesis_spelling(k, data).lstrip("-"): 7 for k in keys}
     campaign = parse_campaign({**VALID, "workload": {**VALID["workload"], "options": options}})
-    command = run_command(campaign.workloads[0], Path("c"), Path("h.lua"), 1)
+    command = run_argv(campaign.workloads[0], Path("c"), Path("h.lua"), 1)
     for key in options:
         assert f"--{key.replace('_', '-')}=7" in command
 
@@ -126,7 +126,7 @@ def test_a_legitimate_option_validates_and_reaches_the_command_line(tmp_path: Pa
     code, err = validate(path)
     assert code == 0, err
     workload = Workload(options={"range_size": 100, "skip_trx": True})
-    assert {"--range-size=100", "--skip-trx=on"} <= set(run_command(workload, Path("c"), Path("h.lua"), 2))
+    assert {"--range-size=100", "--skip-trx=on"} <= set(run_argv(workload, Path("c"), Path("h.lua"), 2))
 
 
 def test_the_options_key_the_dataset_snapshot() -> None:
@@ -143,8 +143,8 @@ def test_every_flag_layerbench_writes_is_owned() -> None:
     config file) is in it."""
     workload = Workload(warmup=3, rand_type="uniform", rand_seed=5)
     config, hook = Path("/x/sysbench.cfg"), Path("/x/hook.lua")
-    argv = [*run_command(workload, config, hook, 2), *prepare_command(workload, config, 2),
-            *cleanup_command(workload, config)]
+    argv = [*run_argv(workload, config, hook, 2), *prepare_argv(workload, config, 2),
+            *cleanup_argv(workload, config)]
     flags = {part[2:].split("=", 1)[0] for part in argv if part.startswith("--")}
     in_file = {line.split("=", 1)[0] for line in config_file_text(Endpoint("h", 1, "u", Secret("p"), "d", "/s"))
                .splitlines()}

@@ -279,7 +279,7 @@ def test_report_estimator_reanalyses_a_stored_campaign_paired_without_touching_t
     that report only; a wrong value is one line, exit 2."""
     from layerbench.cli.main import main
     from layerbench.cli.terminal import STATE
-    from layerbench.settings import Overrides
+    from layerbench.statistics_settings import Overrides
 
     monkeypatch.setitem(STATE, "debug", False)
     db = tmp_path / "lb.db"

@@ -214,3 +214,39 @@ def test_the_host_lock_is_taken_when_ssh_speaks_first_and_a_failure_names_its_ca
     with pytest.raises(RunFailed, match=r"hosts.db1: cannot lock dataset d there: .*"), \
             host_lock(host, str(tmp_path / "file" / "x.lock"), "dataset d"):
         pass
+
+
+def test_a_process_started_detached_on_a_host_is_found_alive_and_stopped_by_its_folders_cleanup(
+        tmp_path: Path) -> None:
+    import contextlib
+    import shlex
+    import signal
+
+    from layerbench.hosts.remote import detached_script, process_alive, start_detached
+
+    folder, host = tmp_path / "lbtest-detached", Host("local")
+    folder.mkdir()
+    command = shlex.join([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)",
+                          f"{folder}/marker"])
+    pid = start_detached(host, detached_script(str(folder), command, "out.log", "tool.pid"), name="start",
+                         failed="hosts.local: the tool did not start")
+    try:
+        assert (folder / "tool.pid").read_text().strip() == str(pid) and process_alive(host, pid)
+        assert not process_alive(host, None)
+        assert remove_remote_folder(host, str(folder)) and not folder.exists()
+        deadline = time.monotonic() + 20
+        while process_alive(host, pid) and not zombie(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not process_alive(host, pid) or zombie(pid)  # stopped (reaped, or waiting for its new parent to)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with pytest.raises(RunFailed, match=r"^hosts\.local: the tool did not start: no output$"):
+        start_detached(host, "true", name="start", failed="hosts.local: the tool did not start")
+
+
+def zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False

@@ -19,7 +19,7 @@ from layerbench.analysis.stats import (
     summarize,
     verdict,
 )
-from layerbench.settings import Settings
+from layerbench.statistics_settings import Settings
 
 A = [512.3, 498.1, 505.9, 520.4, 509.7, 501.2, 515.0, 507.7]
 B = [488.0, 479.5, 492.3, 485.1, 481.9, 490.6, 476.4, 487.2]

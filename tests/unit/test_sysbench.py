@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from layerbench.backends.base import Endpoint
 from layerbench.campaign.workload import Workload
 from layerbench.secrets import Secret
-from layerbench.sysbench.command import config_file_text, hook_script, lua_string, prepare_command, run_command
+from layerbench.sysbench.command import config_file_text, hook_script, lua_string, prepare_argv, run_argv
 from layerbench.sysbench.output import parse_human, parse_output
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -85,9 +85,9 @@ def test_credentials_only_in_config_file(tmp_path: Path) -> None:
     text = config_file_text(endpoint)
     assert "mysql-password=s3cret-pw" in text
     w = Workload(tables=3, table_size=100, warmup=2, options={"skip_trx": True})
-    for cmd in (prepare_command(w, tmp_path / "c", 2), run_command(w, tmp_path / "c", tmp_path / "h.lua", 4)):
+    for cmd in (prepare_argv(w, tmp_path / "c", 2), run_argv(w, tmp_path / "c", tmp_path / "h.lua", 4)):
         assert not any("s3cret" in part for part in cmd)
-    run = run_command(w, tmp_path / "c", tmp_path / "h.lua", 4)
+    run = run_argv(w, tmp_path / "c", tmp_path / "h.lua", 4)
     assert "--report-checkpoints=2" in run and "--time=12" in run and "--skip-trx=on" in run and run[-1] == "run"
 
 

@@ -50,7 +50,7 @@ from layerbench.records import (
 )
 from layerbench.records.campaign import IMPORTED
 from layerbench.records.estimate import TimeEstimate
-from layerbench.settings import Overrides, Settings
+from layerbench.statistics_settings import Overrides, Settings
 
 
 @dataclass(frozen=True)

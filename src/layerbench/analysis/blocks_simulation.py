@@ -17,7 +17,7 @@ import numpy as np
 
 from layerbench.analysis.paired import signed_rank_intervals, verdict_reachable
 from layerbench.analysis.stats import DeltaCI, Shifts, shift_intervals, verdict
-from layerbench.settings import DEFAULTS, Settings
+from layerbench.statistics_settings import DEFAULTS, Settings
 
 ESTIMATORS = ("unpaired", "paired", "auto")  # auto: paired where the pairs can reach alpha after Holm, else unpaired
 DIFFERENT = {"slower", "slower?", "faster", "faster?"}

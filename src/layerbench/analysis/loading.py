@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from layerbench.analysis.aggregate import Analysis, LoadedCampaign, analyze_loaded
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats as sp
 
 from layerbench.analysis.stats import DeltaCI, Shifts, Tested, on_scale, relative
-from layerbench.settings import DEFAULTS
+from layerbench.statistics_settings import DEFAULTS
 
 EXACT_PAIRS_MAX = 50  # pairs up to which the exact distribution is used (without zeros or ties), as SciPy does
 PAIRED, UNPAIRED = "paired", "unpaired"

@@ -22,7 +22,7 @@ from layerbench.analysis.runs import (
 )
 from layerbench.analysis.stats import Comparison, Summary, compare_with_baseline, summarize
 from layerbench.records import CampaignRecord
-from layerbench.settings import DEFAULTS, Settings
+from layerbench.statistics_settings import DEFAULTS, Settings
 
 
 def summaries(values_by_variant: dict[str, list[float]], seed: int) -> dict[str, Summary]:

@@ -28,7 +28,7 @@ from layerbench.analysis.sequential import decision_rows, headline
 from layerbench.analysis.stats import Comparison, Summary, meanings
 from layerbench.analysis.sweeps import SweepRow, sweeps
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
-from layerbench.settings import Settings
+from layerbench.statistics_settings import Settings
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 
 from layerbench.analysis.stats import shift_intervals
 from layerbench.records import AdaptiveRepetitions
-from layerbench.settings import DEFAULTS
+from layerbench.statistics_settings import DEFAULTS
 
 DECIDED = ("slower", "faster", "within noise")
 

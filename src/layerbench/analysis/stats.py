@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats as sp
 
 from layerbench.analysis.attainable import gate
-from layerbench.settings import DEFAULTS, Settings
+from layerbench.statistics_settings import DEFAULTS, Settings
 
 BOOTSTRAP_MAX_N = 200  # above this many runs the interval of the mean is Student's t (the bootstrap adds nothing)
 PAIRWISE_MAX = 250_000  # above this many pairs the interval's ends are found by bisection, not by sorting all pairs

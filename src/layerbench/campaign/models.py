@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from layerbench import settings
+from layerbench import statistics_settings as settings
 from layerbench.backends.registry import KINDS, REMOTE_CLIENT_KINDS, REMOTE_SERVER_KINDS, VARIANT
 from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.boundedyaml import load_text, read_campaign_text

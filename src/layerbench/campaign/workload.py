@@ -93,7 +93,7 @@ class Workload(Strict):
     @field_validator("options")
     @classmethod
     def _no_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
-        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench_options.py)
+        check_sysbench_options(value)  # what layerbench sets, in any spelling (sysbench/options.py)
         for key, item in value.items():
             if not re.fullmatch(OPTION_NAME, key):
                 fix = "write it without the leading dashes" if key.startswith("-") else "letters, digits, _ and -"

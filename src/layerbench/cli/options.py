@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from layerbench.settings import DEFAULTS
+from layerbench.statistics_settings import DEFAULTS
 
 DbOption = Annotated[Path | None, typer.Option(
     "--db", help="SQLite store [default: $LAYERBENCH_DB, else results/layerbench.db]")]

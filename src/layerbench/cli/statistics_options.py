@@ -4,7 +4,7 @@ checked here, on the command line's side, into the Overrides the analysis takes;
 from __future__ import annotations
 
 from layerbench.errors import BadInput, shown
-from layerbench.settings import CORRECTIONS, ESTIMATORS, Overrides
+from layerbench.statistics_settings import CORRECTIONS, ESTIMATORS, Overrides
 
 
 def statistics_options(alpha: float | None, min_runs: int | None, threshold: float | None,

@@ -139,6 +139,32 @@ class SSHClient:
         return remove_remote_folder(self.host, self.folder)
 
 
+def detached_script(folder: str, command: str, log: str, pid_file: str) -> str:
+    """sh text that starts `command` (shell words) from `folder` in a session of its own (setsid: a signal to its
+    group reaches what it starts), without stdin, its output in `log` and its PID in `pid_file` (inside the
+    folder, where remove_script finds it), and prints `PID <pid>`."""
+    f = shlex.quote(folder)
+    return (f"cd {f} && {{ setsid {command} > {f}/{log} 2>&1 < /dev/null & "
+            f"echo $! > {f}/{pid_file}; echo PID $!; }}")
+
+
+def start_detached(host: Host, script: str, *, name: str, failed: str) -> int:
+    """Run a detached_script (after what `script` does first) on host; the PID it printed, or RunFailed
+    `<failed>: <what the host said>`."""
+    done = host.shell(script, name=name, timeout=60)
+    pid = next((line[4:] for line in done.output.splitlines() if line.startswith("PID ")), "")
+    if not pid.isdigit():
+        raise RunFailed(f"{failed}: {done.output.strip()[:200] or 'no output'}")
+    return int(pid)
+
+
+def process_alive(host: Host, pid: int | None) -> bool:
+    """Whether process `pid` runs on host (`kill -0` there); False for no PID."""
+    if pid is None:
+        return False
+    return host.run(["kill", "-0", str(pid)], name=f"alive on {host.name}", timeout=30).returncode == 0
+
+
 def remove_script(folder: str) -> str:
     """Stop every process whose pid file is in the folder (sysbench, a server) and whose command line names the
     folder (a reused PID is never killed), wait up to 10 s (then SIGKILL), and remove the folder."""

@@ -25,7 +25,7 @@ from layerbench.campaign.boundedyaml import load_text, read_bounded_text
 from layerbench.errors import BadInput, shown
 from layerbench.importing.table import check_name
 from layerbench.records import CampaignRecord, RunRecord
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 from layerbench.sysbench.output import LogRun, parse_log
 from layerbench.vocabulary.limits import MAX_RUNS

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from layerbench.importing.logs import import_logs
 from layerbench.importing.table import import_csv
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from layerbench.campaign.boundedyaml import read_bounded_text
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord, RunRecord
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 from layerbench.vocabulary.limits import MAX_RUNS, MAX_THREADS
 

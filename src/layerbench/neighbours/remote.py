@@ -17,7 +17,7 @@ from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host, HostEntry
-from layerbench.hosts.remote import remove_remote_folder
+from layerbench.hosts.remote import detached_script, process_alive, remove_remote_folder, start_detached
 from layerbench.neighbours import tools
 from layerbench.neighbours.model import Neighbour
 
@@ -38,9 +38,9 @@ def remote_command(neighbour: Neighbour, folder: str, report: str, tool: list[st
 
 
 def start_script(folder: str, cmd: list[str]) -> str:
-    f = shlex.quote(folder)
-    return (f"cd {f} && {{ setsid {shlex.join(cmd)} > {f}/out.log 2>&1 < /dev/null & "
-            f"echo $! > {f}/neighbour.pid; echo PID $!; }}")
+    """The neighbour's folder made, and its tool started from it, detached (hosts/remote.py:detached_script)."""
+    return f"umask 077 && mkdir -p {shlex.quote(folder)}/data && " + detached_script(
+        folder, shlex.join(cmd), "out.log", "neighbour.pid")
 
 
 def stop_script(pid: int, timeout: float) -> str:
@@ -78,16 +78,12 @@ class RemoteNeighbour:
         try:
             given = tool(placed.report_remote) if tool is not None else None
             cmd = remote_command(neighbour, folder, placed.report_remote, given) if as_asked else list(given or [])
-            done = host.shell(f"umask 077 && mkdir -p {shlex.quote(folder)}/data && " + start_script(folder, cmd),
-                              name=f"neighbour {neighbour.name} on {host.name}", timeout=60)
-            pid = next((line[4:] for line in done.output.splitlines() if line.startswith("PID ")), "")
-            if not pid.isdigit():
-                raise RunFailed(f"neighbour {neighbour.name}: did not start on host {host.name}: "
-                                f"{done.output.strip()[:200] or 'no output'}")
+            pid = start_detached(host, start_script(folder, cmd), name=f"neighbour {neighbour.name} on {host.name}",
+                                 failed=f"neighbour {neighbour.name}: did not start on host {host.name}")
         except BaseException:
             placed.remove()
             raise
-        placed.pid = int(pid)
+        placed.pid = pid
         return placed
 
     def pids(self) -> list[int]:
@@ -103,8 +99,7 @@ class RemoteNeighbour:
 
     def alive(self) -> bool:
         try:
-            return self.host.run(["kill", "-0", str(self.pid)], name=f"alive on {self.host.name}",
-                                 timeout=30).returncode == 0
+            return process_alive(self.host, self.pid)
         except RunFailed:
             return False
 

@@ -21,7 +21,7 @@ from layerbench.records.json import (
     opt_int,
     opt_str,
 )
-from layerbench.settings import DEFAULTS, REPORT_FORMATS, Overrides, Settings
+from layerbench.statistics_settings import DEFAULTS, REPORT_FORMATS, Overrides, Settings
 
 IMPORTED = "imported"  # the backend and workload name of results measured elsewhere
 CAMPAIGN_FORMAT = 1  # of the campaign definition JSON (see the history above)

@@ -42,7 +42,7 @@ from layerbench.server.snapshot import Snapshot
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
 from layerbench.sysbench.client import ClientRunner, HostClient
-from layerbench.sysbench.command import config_file_text, hook_script, run_command
+from layerbench.sysbench.command import config_file_text, hook_script, run_argv
 from layerbench.sysbench.custom_script import dataset_label
 from layerbench.sysbench.output import parse_mark_records, parse_output
 
@@ -205,7 +205,7 @@ class RunExecution:
         workload, hook = self.workload, self.run_dir / "hook.lua"
         hook.write_text(hook_script(workload), encoding="utf-8")
         config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
-        cmd = run_command(workload, config, hook, self.spec.threads)
+        cmd = run_argv(workload, config, hook, self.spec.threads)
         files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
         pids = lambda: self.backend.client_processes(hook)  # noqa: E731
         server_host = self.ctx.hosts[self._server_host()]

@@ -25,7 +25,7 @@ from layerbench.server.private import PrivateServer
 from layerbench.server.servers import ServerChoice
 from layerbench.server.spec import ServerSpec
 from layerbench.sysbench.client import HostClient
-from layerbench.sysbench.command import config_file_text, hook_script, run_command
+from layerbench.sysbench.command import config_file_text, hook_script, run_argv
 from layerbench.vocabulary.limits import MAX_SECONDS
 
 CONFIG = {"innodb_buffer_pool_size": "64M"}  # a small neighbour: its dataset is small and prepared for each run
@@ -104,7 +104,7 @@ def start_sysbench(workload: Workload, config: str, private: Path, request: Data
     hook = request.folder / request.neighbour.name / "hook.lua"
     hook.write_text(hook_script(workload), encoding="utf-8")
     cfg = write_private(private / "sysbench.cfg", config)
-    cmd = run_command(workload, cfg, hook, request.neighbour.database_threads)
+    cmd = run_argv(workload, cfg, hook, request.neighbour.database_threads)
     with signals_deferred():
         owners.record(request.name + "-sysbench", pid=None, marker=str(cfg), paths=[private])
         return procs.start(f"neighbour {request.neighbour.name} sysbench", cmd, log_path=request.report,

@@ -32,7 +32,7 @@ from layerbench.server.snapshot import Snapshot, dataset_key, find_snapshot
 from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import base_tables, complete_tables, quoted, row_counts, table_checksums
 from layerbench.sysbench.client import ClientRunner, HostClient
-from layerbench.sysbench.command import cleanup_command, config_file_text, lua_string, prepare_command, test_script
+from layerbench.sysbench.command import cleanup_argv, config_file_text, lua_string, prepare_argv, test_script
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
     from layerbench.campaign.workload import Workload
@@ -89,7 +89,7 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
     cfg = write_private(private / "sysbench.cfg", config_file_text(endpoint))
     files = {cfg.name: cfg.read_text(encoding="utf-8")}
     if cleanup_first:
-        gone = client.run_client(cleanup_command(workload, cfg), files, log_path=log_dir / "cleanup.log",
+        gone = client.run_client(cleanup_argv(workload, cfg), files, log_path=log_dir / "cleanup.log",
                                  secrets=[endpoint.password], timeout=3600)
         if gone.returncode != 0:
             raise RunFailed(f"sysbench cleanup failed (exit {gone.returncode}); see cleanup.log")
@@ -99,7 +99,7 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
         wrapper.write_text(subset_script(workload, only), encoding="utf-8")
         files[wrapper.name], script = wrapper.read_text(encoding="utf-8"), str(wrapper)
     threads = max(1, min(len(only) if only is not None else workload.tables, os.cpu_count() or 1))
-    cmd = prepare_command(workload, cfg, threads, script)
+    cmd = prepare_argv(workload, cfg, threads, script)
     done = client.run_client(cmd, files, log_path=log_dir / "prepare.log", secrets=[endpoint.password],
                              on_line=on_line, timeout=24 * 3600)
     if done.returncode != 0:

@@ -1,4 +1,5 @@
-"""sysbench's command lines and the Lua report hook (its output is read by sysbench/output.py).
+"""sysbench's command lines (argument lists: built here, run by a client runner of sysbench/client.py) and the
+Lua report hook (its output is read by sysbench/output.py).
 
 The measured run goes through a small wrapper script that loads the real test (a bundled oltp_* test or
 the user's Lua file) and installs `sysbench.hooks.report_intermediate` / `report_cumulative` (sysbench 1.0
@@ -145,25 +146,26 @@ def sysbench_argv(workload: Workload) -> list[str]:
     return [*env_prefix(workload), "sysbench"]
 
 
-def prepare_command(workload: Workload, config_file: Path, threads: int, script: str | None = None) -> list[str]:
-    """`prepare` with one thread per table (sysbench 1.0 prepares tables in parallel); `script`: a wrapper that
-    runs instead of the test (the subset prepare of a resumed build)."""
+def prepare_argv(workload: Workload, config_file: Path, threads: int, script: str | None = None) -> list[str]:
+    """The argument list of `sysbench prepare`, with one thread per table (sysbench 1.0 prepares tables in
+    parallel); `script`: a wrapper that runs instead of the test (the subset prepare of a resumed build)."""
     return [*sysbench_argv(workload), f"--config-file={config_file}", script or test_script(workload),
             *workload_args(workload, threads), "prepare"]
 
 
-def cleanup_command(workload: Workload, config_file: Path) -> list[str]:
-    """`cleanup`: drops the workload's tables (DROP TABLE IF EXISTS: harmless on an empty server)."""
+def cleanup_argv(workload: Workload, config_file: Path) -> list[str]:
+    """The argument list of `sysbench cleanup`, which drops the workload's tables (DROP TABLE IF EXISTS: harmless
+    on an empty server)."""
     return [*sysbench_argv(workload), f"--config-file={config_file}", test_script(workload),
             *workload_args(workload, 1), "cleanup"]
 
 
-def run_command(workload: Workload, config_file: Path, hook_file: Path, threads: int) -> list[str]:
-    """The measured run, warm-up included in the same process and connections.
+def run_argv(workload: Workload, config_file: Path, hook_file: Path, threads: int) -> list[str]:
+    """The argument list of the measured run, warm-up included in the same process and connections.
 
     sysbench 1.0 has no --warmup-time; `--report-checkpoints=W` dumps and resets every counter W seconds in,
     so the last cumulative report covers exactly the `duration` seconds after the warm-up; `--histogram`
-    prints that window's latency histogram (latency_histogram.py) just before it.
+    prints that window's latency histogram (histogram.py) just before it.
     """
     cmd = [*sysbench_argv(workload), f"--config-file={config_file}", str(hook_file), *workload_args(workload, threads),
            f"--time={workload.warmup + workload.duration}", "--events=0",

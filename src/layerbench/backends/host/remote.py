@@ -26,6 +26,7 @@ from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
+from layerbench.hosts.remote import detached_script, process_alive, start_detached
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.flavour import SUPPORTED, install_db_command, parse_version
@@ -192,22 +193,16 @@ class RemoteHostBackend(BackendBase):
     def _start(self, folder: str) -> None:
         assert self.server is not None
         f = shlex.quote(folder)
-        taskset = f"taskset -c {shlex.quote(self.variant.cpus)} " if self.variant.cpus else ""
-        script = (f"cd {f} && {{ {taskset}setsid {shlex.join(self.server.command)} --defaults-file={f}/my.cnf "
-                  f"--init-file={f}/init.sql --log-error={f}/server.log > {f}/server.stdout.log 2>&1 < /dev/null & "
-                  f"echo $! > {f}/server.pid; echo PID $!; }}")
+        taskset = ["taskset", "-c", self.variant.cpus] if self.variant.cpus else []
+        command = (f"{shlex.join([*taskset, *self.server.command])} --defaults-file={f}/my.cnf "
+                   f"--init-file={f}/init.sql --log-error={f}/server.log")
         with signals_deferred():  # the server and the note of it come into being together
-            done = self.host.shell(script, name=f"start on {self.host.name}", timeout=60)
-            pid = next((line[4:] for line in done.output.splitlines() if line.startswith("PID ")), "")
-            if not pid.isdigit():
-                raise RunFailed(f"hosts.{self.host.name}: the server did not start: {done.output.strip()[:200]}")
-            self.pid = int(pid)
+            self.pid = start_detached(self.host, detached_script(folder, command, "server.stdout.log", "server.pid"),
+                                      name=f"start on {self.host.name}",
+                                      failed=f"hosts.{self.host.name}: the server did not start")
 
     def _alive(self) -> bool:
-        if self.pid is None:
-            return False
-        done = self.host.run(["kill", "-0", str(self.pid)], name=f"alive on {self.host.name}", timeout=30)
-        return done.returncode == 0
+        return process_alive(self.host, self.pid)
 
     def down(self) -> None:
         with signals_deferred():

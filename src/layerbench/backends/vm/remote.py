@@ -29,6 +29,7 @@ from layerbench.backends.vm.variant import VMVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
+from layerbench.hosts.remote import detached_script, process_alive, start_detached
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
@@ -203,14 +204,10 @@ class RemoteVMBackend(VMBackend):
                            qmp=Path(f"{folder}/qmp.sock"), console=Path(f"{folder}/console.log"),
                            pidfile=Path(f"{folder}/qemu.pid"), marker=folder)
         taskset = ["taskset", "-c", self.variant.cpus] if self.variant.cpus else []
-        script = (f"cd {f} && {{ setsid {shlex.join([*taskset, *cmd])} > {f}/qemu.log 2>&1 < /dev/null & "
-                  f"echo $! > {f}/launch.pid; echo PID $!; }}")
+        script = detached_script(folder, shlex.join([*taskset, *cmd]), "qemu.log", "launch.pid")
         with signals_deferred():
-            done = self.host.shell(script, name=f"qemu on {self.host.name}", timeout=60)
-            pid = next((line[4:] for line in done.output.splitlines() if line.startswith("PID ")), "")
-            if not pid.isdigit():
-                raise RunFailed(f"hosts.{self.host.name}: QEMU did not start: {done.output.strip()[:200]}")
-            self.pid = int(pid)
+            self.pid = start_detached(self.host, script, name=f"qemu on {self.host.name}",
+                                      failed=f"hosts.{self.host.name}: QEMU did not start")
 
     def _console(self) -> str:
         if self.folder is None:
@@ -219,10 +216,7 @@ class RemoteVMBackend(VMBackend):
         return done.output if done.returncode == 0 else ""
 
     def _alive(self) -> bool:
-        if self.pid is None:
-            return False
-        done = self.host.run(["kill", "-0", str(self.pid)], name=f"alive on {self.host.name}", timeout=30)
-        return done.returncode == 0
+        return process_alive(self.host, self.pid)
 
     def _kill(self) -> None:
         if self.pid is not None:

@@ -9,7 +9,7 @@ from layerbench.analysis.loading import analyze
 from layerbench.cli.main import main
 from layerbench.cli.terminal import STATE
 from layerbench.importing.sources import import_results
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 

@@ -16,7 +16,7 @@ from layerbench.analysis.report_model import report_model
 from layerbench.errors import BadInput
 from layerbench.importing.sources import import_results
 from layerbench.report import csv_export, html, json_export, markdown
-from layerbench.settings import Overrides
+from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"

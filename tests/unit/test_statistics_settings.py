@@ -1,4 +1,4 @@
-"""The statistics defaults live in one object (campaign/settings.py DEFAULTS), and what shows them says the same:
+"""The statistics defaults live in one object (statistics_settings.py DEFAULTS), and what shows them says the same:
 docs/statistics.md's "Defaults" table and its prose numbers, docs/campaign.md's default column, the help of
 `report`, the campaign model, the stored-campaign record and the defaults of the analysis functions."""
 
@@ -13,7 +13,7 @@ import pytest
 from layerbench.analysis import blocks_simulation, paired, point_statistics, sequential, stats
 from layerbench.campaign.models import parse_campaign
 from layerbench.records import CampaignRecord
-from layerbench.settings import DEFAULTS, Settings
+from layerbench.statistics_settings import DEFAULTS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 STATISTICS = (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")
