@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from layerbench import statistics_settings as settings
 from layerbench.backends.registry import KINDS, REMOTE_CLIENT_KINDS, REMOTE_SERVER_KINDS, VARIANT
 from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.boundedyaml import load_text, read_campaign_text
@@ -27,6 +26,7 @@ from layerbench.campaign.workload import RecordedPercentiles, Workload, smoke_da
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
 from layerbench.neighbours.model import Neighbour, NeighbourList, neighbours_of
+from layerbench.statistics_settings import DEFAULTS, REPORT_FORMATS
 from layerbench.vocabulary.base import NAME_RE, Strict
 from layerbench.vocabulary.limits import MAX_RUNS, MAX_TEXT, MAX_VARIANTS, MAX_WORKLOADS
 
@@ -75,22 +75,22 @@ class Campaign(Strict):
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
     order: Literal["rounds", "sequential"] = "rounds"
-    seed: int = Field(default=settings.DEFAULTS.seed, ge=0, le=2**63 - 1)
+    seed: int = Field(default=DEFAULTS.seed, ge=0, le=2**63 - 1)
     output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
-    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: list(settings.REPORT_FORMATS))
-    noise_threshold: float = Field(default=settings.DEFAULTS.noise_threshold, ge=0, lt=1)
-    alpha: float = Field(default=settings.DEFAULTS.alpha, gt=0, lt=1)
+    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: list(REPORT_FORMATS))
+    noise_threshold: float = Field(default=DEFAULTS.noise_threshold, ge=0, lt=1)
+    alpha: float = Field(default=DEFAULTS.alpha, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
                                  "a verdict, on top of what alpha needs (docs/import.md)")
-    estimator: Literal["paired", "unpaired"] = Field(default=settings.DEFAULTS.estimator, description="paired: each "
+    estimator: Literal["paired", "unpaired"] = Field(default=DEFAULTS.estimator, description="paired: each "
                                                      "variant against the baseline by round (docs/statistics.md)")
-    correction: Literal["point", "sweep"] = Field(default=settings.DEFAULTS.correction, description="the family over "
+    correction: Literal["point", "sweep"] = Field(default=DEFAULTS.correction, description="the family over "
                                                    "which p is Holm-corrected: the variants of each point, or "
                                                    "every variant and thread count of a workload (docs/statistics.md)")
     compare_percentiles: RecordedPercentiles = Field(
         default_factory=list, description="latency percentiles compared in every workload besides its `percentile` "
         "(docs/campaign.md)")
-    unstable_ratio: float = Field(default=settings.DEFAULTS.unstable_ratio, gt=1, le=1000,
+    unstable_ratio: float = Field(default=DEFAULTS.unstable_ratio, gt=1, le=1000,
                                   description="flag a run whose interval TPS swings wider")
     max_failures: int | None = Field(default=None, ge=0, le=MAX_RUNS)
     hosts: dict[Annotated[str, Field(pattern=NAME_RE)], HostEntry] | None = None  # none: this machine only
@@ -123,7 +123,7 @@ class Campaign(Strict):
     def _some_report(cls, value: list[str]) -> list[str]:
         if not value:
             raise ValueError("[] writes no report at all; list at least one of md, html, json, csv, or remove "
-                             f"formats: for the default ({', '.join(settings.REPORT_FORMATS)})")
+                             f"formats: for the default ({', '.join(REPORT_FORMATS)})")
         return value
 
     @model_validator(mode="after")

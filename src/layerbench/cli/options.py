@@ -1,5 +1,5 @@
 """The options and arguments several commands share (--db, the statistics options, REF, --scale), with their help
-texts; the statistics defaults shown come from settings.DEFAULTS."""
+texts; the statistics defaults shown come from statistics_settings.DEFAULTS."""
 
 from __future__ import annotations
 
