@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +27,9 @@ from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign, 
 from layerbench.run.schedule import RunSpec
 from layerbench.settings import DEFAULTS
 from layerbench.store import Store
+
+if TYPE_CHECKING:  # SciPy (under the analysis) only when a command needs it
+    from layerbench.analysis.gate import Outcome as GateOutcome
 
 HELP = """What does each layer under your MySQL-compatible database cost? Variants vs a baseline, measured with
 sysbench.
@@ -73,6 +76,13 @@ EstimatorOption = Annotated[str | None, typer.Option("--estimator", help="paired
                                                   "[default: the campaign's]")]
 RefArgument = Annotated[str, typer.Argument(help="campaign id, name or `latest`; or the campaign's YAML file, "
                                              "which also finds the store in its output:")]
+FailOnOption = Annotated[list[str] | None, typer.Option(
+    "--fail-on", help="exit 3 when a verdict matches: slower, slower?, faster or faster?, optionally :METRIC[,...] "
+    "(e.g. 'slower?:tps'; default metrics tps and lat_pct_ms); 4 when one could not be decided, else 0 "
+    "(repeatable; docs/pipelines.md)")]
+MinEffectOption = Annotated[float | None, typer.Option(
+    "--min-effect", help="with --fail-on: count a matching verdict only when its estimate is at least this many "
+    "percent from 0")]
 
 
 def show_versions(value: bool) -> None:
@@ -348,18 +358,21 @@ def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
 def report(
     ref: RefArgument = "latest",
     fmt: Annotated[list[str] | None, typer.Option(
-        "--format", "-f", help="md, html, json or csv (repeatable) [default: the campaign's formats:]")] = None,
+        "--format", "-f", help="md, html, json, csv or junit (repeatable) [default: the campaign's formats:]")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the report files [default: <output>/<id>-<name>/]")] = None,
     alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
     correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
-) -> None:
+    fail_on: FailOnOption = None, min_effect: MinEffectOption = None,
+) -> int:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
     from layerbench.analysis.aggregate import analyze
+    from layerbench.analysis.gate import judge_report, parse_gate
     from layerbench.analysis.report_model import report_model
     from layerbench.cli.statistics_options import statistics_options
 
     overrides = statistics_options(alpha, min_runs, threshold, correction, estimator)
+    gate = parse_gate(fail_on, min_effect)
     path, ref = located(ref, db)
     with Store(path) as store:
         row = store.campaign(ref)
@@ -371,7 +384,17 @@ def report(
     folder = output or Path(row.output_dir) / f"{row.id}-{slug(row.name)}"
     model = report_model(analysis)
     for one in formats:
-        out.print(f"report: {write_report(model, one, folder)}", highlight=False, markup=False)
+        out.print(f"report: {write_report(model, one, folder, gate)}", highlight=False, markup=False)
+    return gate_status(judge_report(gate, model)) if gate else 0
+
+
+def gate_status(outcome: GateOutcome) -> int:
+    """--fail-on: the outcome's lines on stderr, and its exit code (analysis/gate.py)."""
+    from layerbench.analysis.gate import summary_lines
+
+    for line in summary_lines(outcome):
+        console.print(line, highlight=False, markup=False)
+    return outcome.exit_code
 
 
 cache_app = typer.Typer(help="The dataset cache: snapshots prepared once and restored for every run.",
@@ -551,13 +574,15 @@ def study_names() -> list[str]:
 def compare_cmd(
     a: Annotated[str, typer.Argument(help="the earlier campaign (id, name or latest)")],
     b: Annotated[str, typer.Argument(help="the later campaign")],
-    db: DbOption = None,
-) -> None:
+    db: DbOption = None, fail_on: FailOnOption = None, min_effect: MinEffectOption = None,
+) -> int:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
     from layerbench.analysis.aggregate import analyze
     from layerbench.analysis.cross_campaign import campaign_comparison
+    from layerbench.analysis.gate import comparison_cases, judge, parse_gate
     from layerbench.report.markdown import render_comparison
 
+    gate = parse_gate(fail_on, min_effect)
     with Store(existing_store(db)) as store:
         first, second = analyze(store, a), analyze(store, b)
     if first.campaign_id == second.campaign_id:
@@ -571,6 +596,7 @@ def compare_cmd(
     if not found.rows:
         raise BadInput(f"campaigns {a} and {b} share no variant measured at the same workload and threads")
     out.print(render_comparison(found), markup=False, highlight=False)
+    return gate_status(judge(gate, comparison_cases(found))) if gate else 0
 
 
 def study_description(name: str) -> str:
