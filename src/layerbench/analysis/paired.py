@@ -128,7 +128,7 @@ def signed_rank_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 
     return Shifts(relative(middle, scale), relative(low, scale), relative(high, scale), confidence, p)
 
 
-T_MIN_PAIRS = 3  # the fewest pairs the paired t-test is used with (set by the simulation, docs/statistics.md)
+T_MIN_PAIRS = 3  # the paired t-test's floor of pairs, set by the simulation (docs/statistics.md); no report uses it yet
 
 
 def t_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = DEFAULTS.alpha) -> Shifts:
