@@ -1,4 +1,5 @@
-"""Error types and the exit codes they map to (0 ok, 1 failure, 2 bad input, 130 interrupted)."""
+"""Error types and the exit codes they map to (0 ok, 1 failure, 2 bad input, 130 interrupted), and the statuses
+of `--fail-on` (3 a regression, 4 inconclusive: analysis/gate.py, docs/pipelines.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_REGRESSION = 3  # compare / report --fail-on: a comparison matched a rule
+EXIT_INCONCLUSIVE = 4  # compare / report --fail-on: none matched, but one could not be decided
 
 
 class LayerbenchError(Exception):

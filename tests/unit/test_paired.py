@@ -1,6 +1,8 @@
 """Rounds as blocks (issue #30): the paired signed-rank comparison against SciPy and against its own interval,
 its calibration by seeded simulation (A/A error rate with and without drift, power under drift, coverage), the
-pairing of runs by round, and how a stored campaign chooses and names its estimator."""
+pairing of runs by round, and how a stored campaign chooses and names its estimator. Issue #43: the paired t-test
+against SciPy, the simulation's verdicts against stats.verdict, and the A/A rate of today's rule and of the
+t-test in every scenario of this machine's conditions."""
 
 from __future__ import annotations
 
@@ -14,16 +16,33 @@ from hypothesis import strategies as st
 from scipy import stats as sp
 
 from helpers import synthetic_campaign, synthetic_run
-from layerbench.analysis.blocks_simulation import simulate
+from layerbench.analysis.blocks_simulation import (
+    DIFFERENT,
+    SCENARIOS,
+    Scenario,
+    fewest_rounds,
+    simulate,
+    simulate_rules,
+    verdict_kinds,
+)
 from layerbench.analysis.loading import analyze
-from layerbench.analysis.paired import pair_by_round, pairs_needed, signed_rank_intervals, smallest_p
+from layerbench.analysis.paired import (
+    T_MIN_PAIRS,
+    pair_by_round,
+    pairs_needed,
+    signed_rank_intervals,
+    smallest_p,
+    t_intervals,
+)
 from layerbench.analysis.report_model import method_line, report_model
+from layerbench.analysis.stats import DeltaCI, Shifts, verdict
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput
 from layerbench.records import CampaignRecord
 from layerbench.report.evidence import evidence
 from layerbench.report.markdown import render
 from layerbench.run.schedule import build_schedule
+from layerbench.statistics_settings import Settings
 from layerbench.store import Store
 
 ALPHA, CAMPAIGNS = 0.05, 3000
@@ -115,6 +134,119 @@ def test_five_rounds_cannot_reach_alpha_paired_so_auto_is_unpaired() -> None:
     paired, unpaired, auto = (simulate((-0.10, 0.0), rounds=5, drift=0.0, estimator=e, campaigns=300, seed=5)
                               for e in ("paired", "unpaired", "auto"))
     assert paired.share({"slower", "slower?"}) == 0 and np.array_equal(auto.kinds, unpaired.kinds)
+
+
+# --- the paired t-test (issue #43): SciPy's, and the rules compared by simulation ------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 6, 10, 30])
+def test_the_t_test_is_scipys_on_the_log_ratios(n: int) -> None:
+    rng = np.random.default_rng(43 + n)
+    base = np.exp(rng.normal(0, 0.3, (40, n)))
+    variant = base * np.exp(rng.normal(-0.03, 0.08, (40, n)))
+    found = t_intervals(base, variant, 0.05)
+    d = np.log(variant) - np.log(base)
+    one = sp.ttest_1samp(d, 0.0, axis=1)
+    assert found.p == pytest.approx(sp.ttest_rel(np.log(variant), np.log(base), axis=1).pvalue, rel=1e-9)
+    assert found.p == pytest.approx(one.pvalue, rel=1e-9)
+    interval = one.confidence_interval(0.95)
+    assert np.log1p(found.low) == pytest.approx(interval.low) and np.log1p(found.high) == pytest.approx(interval.high)
+    assert np.log1p(found.delta) == pytest.approx(d.mean(axis=1)) and (found.confidence == 0.95).all()
+
+
+def test_the_t_interval_excludes_zero_exactly_when_p_is_below_alpha() -> None:
+    rng = np.random.default_rng(8)
+    base = np.exp(rng.normal(0, 0.05, (3000, 6)))
+    found = t_intervals(base, base * 0.97 * np.exp(rng.normal(0, 0.05, (3000, 6))), ALPHA)
+    assert 0 < (found.p < ALPHA).mean() < 1
+    assert np.array_equal((found.low > 0) | (found.high < 0), found.p < ALPHA)
+
+
+def test_the_t_test_without_spread_or_without_pairs() -> None:
+    one = t_intervals(np.ones(1), np.full(1, 0.9))
+    assert (one.p[0], one.low[0], one.high[0]) == (1.0, -1.0, np.inf)
+    equal = t_intervals(np.ones(3), np.full(3, 0.9))  # every ratio 0.9: t infinite
+    assert equal.p[0] == 0.0 and equal.low[0] == equal.high[0] == pytest.approx(-0.1)
+    same = t_intervals(np.full(4, 100.0), np.full(4, 100.0))
+    assert (same.p[0], same.delta[0], same.low[0], same.high[0]) == (1.0, 0.0, 0.0, 0.0)
+
+
+def test_the_t_test_of_values_not_all_positive_is_on_the_raw_differences() -> None:
+    base, variant = np.array([10.0, 12.0, 0.0, 11.0]), np.array([9.0, 10.0, -1.0, 10.5])
+    found = t_intervals(base, variant)
+    one = sp.ttest_1samp(variant - base, 0.0)
+    scale = np.median(base)
+    assert found.p[0] == pytest.approx(one.pvalue) and found.delta[0] == pytest.approx((variant - base).mean() / scale)
+    assert found.low[0] == pytest.approx(one.confidence_interval(0.95).low / scale)
+
+
+def test_the_t_tests_floor_of_pairs_raises_no_cell_of_the_simulation() -> None:
+    """docs/statistics.md, "Choosing the paired rule": the easiest cell (normal runs, CV 5 %, -30 %, one variant)
+    reaches 80 % firm verdicts at exactly the floor (2 pairs: about 40 %), so no cell needs fewer pairs."""
+    assert fewest_rounds("t-test", SCENARIOS[0], (-0.30,), campaigns=2000) == T_MIN_PAIRS == 3
+
+
+def verdict_one_by_one(found: Shifts, p: np.ndarray, n: int, comparisons: int) -> list[str]:
+    rule = Settings(0.02, ALPHA)
+    return [verdict(DeltaCI(found.delta[i], found.low[i], found.high[i]), p[i], n, n, rule,
+                    comparisons=comparisons).kind for i in range(len(p))]
+
+
+@pytest.mark.parametrize(("n", "comparisons"), [(3, 1), (4, 2), (6, 3), (10, 6)])
+def test_the_simulations_verdicts_are_stats_verdicts(n: int, comparisons: int) -> None:
+    """Every region: effects from -6 % to +6 % around the ±2 % band, p around alpha; `need more runs` where the
+    gate of n runs per side says so (3 runs; 4 runs with 2 comparisons: 2 x 2 / C(8, 4) > 0.05)."""
+    rng = np.random.default_rng(n)
+    base = np.exp(rng.normal(0, 0.03, (4000, n)))
+    found = t_intervals(base, base * np.exp(rng.normal(0, 0.03, (4000, n)) + rng.uniform(-0.06, 0.06, (4000, 1))))
+    p = np.minimum(1.0, found.p * comparisons)
+    gated = verdict_one_by_one(found, p, n, comparisons)[0] == "need more runs"
+    kinds = verdict_kinds(found, p, gated, 0.02, ALPHA)
+    assert list(kinds) == verdict_one_by_one(found, p, n, comparisons)
+    assert gated == (n <= 4)
+    assert gated or {"slower", "slower?", "faster", "faster?", "within noise", "~"} <= set(kinds)
+
+
+AA_CAMPAIGNS = 10_000
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_the_a_a_rate_of_both_rules_is_at_most_alpha_in_every_scenario(scenario: Scenario) -> None:
+    """10,000 seeded campaigns per cell, k = 1, 2, 3 and 6 variants at 2, 4, 6 and 10 rounds: the share of campaigns
+    with a `slower`/`faster` (or ?) for some variant stays under alpha + 4 standard errors (5.9 %), a bound the
+    t-test, exact at alpha for normal runs, exceeds by chance with probability 3e-5 per cell."""
+    bound = ALPHA + 4 * (ALPHA * (1 - ALPHA) / AA_CAMPAIGNS) ** 0.5
+    for k in (1, 2, 3, 6):
+        for rounds in (2, 4, 6, 10):
+            found = simulate_rules(scenario, (0.0,) * k, rounds=rounds, campaigns=AA_CAMPAIGNS, seed=100 * k + rounds)
+            for rule, outcome in found.items():
+                assert outcome.any_different() <= bound, (rule, k, rounds, outcome.any_different())
+
+
+def test_the_t_test_decides_in_fewer_rounds_at_minus_30_percent() -> None:
+    """Normal runs, CV 5 %, 30 % drift, one variant: 80 % firm `slower` in 3 rounds by the t-test, 6 today (the
+    signed-rank test needs 6 pairs to reach alpha at all)."""
+    scenario = SCENARIOS[0]
+    assert fewest_rounds("t-test", scenario, (-0.30,), campaigns=2000) <= 4
+    assert fewest_rounds("t-test", scenario, (-0.30, 0.0, 0.0, 0.0, 0.0, 0.0), campaigns=2000) <= 5
+    assert fewest_rounds("today", scenario, (-0.30,), campaigns=2000) >= 6
+
+
+def test_the_storage_studys_shape_is_decided_by_the_t_test_and_not_today() -> None:
+    """6 rounds, 6 variants: three at -31, -25, -19 %, three at 0; normal runs, CV 5 %, 30 % drift."""
+    found = simulate_rules(SCENARIOS[0], (-0.31, -0.25, -0.19, 0.0, 0.0, 0.0), rounds=6, campaigns=2000)
+    assert found["t-test"].all_of({"slower"}, slice(0, 3)) > 0.9 > 0.05 > found["today"].all_of({"slower"}, slice(0, 3))
+    assert found["t-test"].any_different(slice(3, 6)) <= ALPHA + margin()
+    assert not np.isin(found["today"].kinds[:, 3:], list(DIFFERENT)).any()
+
+
+def test_the_simulation_is_seeded_and_the_rules_see_the_same_campaigns() -> None:
+    scenario = SCENARIOS[-1]
+    first, again = (simulate_rules(scenario, (-0.1, 0.0), rounds=12, campaigns=300, seed=5) for _ in range(2))
+    assert np.array_equal(first["t-test"].kinds, again["t-test"].kinds)
+    # at 12 rounds both are paired on the same log-ratios: the estimates differ, the campaigns do not
+    assert not np.array_equal(first["t-test"].low, first["today"].low)
+    assert (first["t-test"].low < -0.1).mean() == pytest.approx((first["today"].low < -0.1).mean(), abs=0.15)
 
 
 # --- pairing runs by round -----------------------------------------------------------------------------------
@@ -245,9 +377,13 @@ def test_any_pairs_give_an_ordered_interval_and_a_p_in_0_1(pairs: tuple[list[flo
     if np.median(base) == 0 and not ((base > 0).all() and (variant > 0).all()):
         with pytest.raises(ValueError):
             signed_rank_intervals(base, variant)
+        with pytest.raises(ValueError):
+            t_intervals(base, variant)
         return
     found = signed_rank_intervals(base, variant)
     assert 0 <= found.p[0] <= 1 and found.low[0] <= found.delta[0] <= found.high[0]
+    t = t_intervals(base, variant)  # the paired t-test (issue #43): the same guarantees
+    assert 0 <= t.p[0] <= 1 and t.low[0] <= t.delta[0] <= t.high[0]
     if not ((base > 0).all() and (variant > 0).all()):
         return
     d = np.log(variant) - np.log(base)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import fill_store
-from layerbench.analysis.aggregate import analyze
+from layerbench.analysis.loading import analyze
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.report_model import Report, report_model
 from layerbench.report.charts import PALETTE, colour, ladder_figure, overhead_figure, runs_figure, timeline_figure

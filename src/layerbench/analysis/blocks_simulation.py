@@ -1,12 +1,15 @@
-"""Simulated campaigns of rounds with drift, analysed paired by round and unpaired (issue #30): the A/A error
-rate, the power and the coverage of each estimator, which set the default of `estimator` (docs/statistics.md).
+"""Simulated campaigns of rounds with drift, analysed paired by round and unpaired: the A/A error rate, the power
+and the coverage of each estimator (issue #30), which set the default of `estimator`, and of the candidate paired
+rules of issue #43 under this machine's conditions (docs/statistics.md, "Choosing the paired rule").
 
 A campaign is R rounds of a baseline and V variants. Each run is 1000 x (1 + effect of its variant) x the
-factor of its round x exp(N(0, cv)): the round factor, drawn uniformly from [1 - drift, 1] (or log-normal with
-sd `round_sd`, as measured on a real campaign), multiplies every variant of a round alike, as a busy neighbour
-or hypervisor steal does to runs a few seconds apart. Every
-simulated campaign goes through the project's own intervals (stats.shift_intervals, paired.signed_rank_intervals),
-Holm's correction across the V variants and stats.verdict, as a report does.
+factor of its round x exp(noise): the round factor, drawn uniformly from [1 - drift, 1] (or log-normal with sd
+`round_sd`, as measured on a real campaign), multiplies every variant of a round alike, as a busy neighbour or
+hypervisor steal does to runs a few seconds apart; the noise is normal with sd `cv`, or as a `Scenario` says
+(Student t tails with 3 degrees of freedom scaled to the same sd, a share of outlier runs at a fraction of their
+value, one variant noisier than the others). Every simulated campaign goes through the project's own intervals
+(stats.shift_intervals, paired.signed_rank_intervals, paired.t_intervals), Holm's correction across the V
+variants and the verdict regions of stats.verdict (`verdict_kinds`, the same words row by row, vectorised).
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layerbench.analysis.paired import signed_rank_intervals, verdict_reachable
-from layerbench.analysis.stats import DeltaCI, Shifts, shift_intervals, verdict
-from layerbench.statistics_settings import DEFAULTS, Settings
+from layerbench.analysis.attainable import gate
+from layerbench.analysis.paired import signed_rank_intervals, t_intervals, verdict_reachable
+from layerbench.analysis.stats import Shifts, shift_intervals
+from layerbench.statistics_settings import DEFAULTS
 
 ESTIMATORS = ("unpaired", "paired", "auto")  # auto: paired where the pairs can reach alpha after Holm, else unpaired
+RULES = ("today", "t-test")  # today: `auto`; t-test: the paired t-test where there are min_pairs, else unpaired
 DIFFERENT = {"slower", "slower?", "faster", "faster?"}
 
 
@@ -34,9 +39,13 @@ class Outcome:
     def share(self, kinds: set[str], variant: int = 0) -> float:
         return float(np.isin(self.kinds[:, variant], list(kinds)).mean())
 
-    def any_different(self) -> float:
-        """The family-wise error of an A/A campaign: some variant given a verdict of a difference."""
-        return float(np.isin(self.kinds, list(DIFFERENT)).any(axis=1).mean())
+    def any_different(self, variants: slice = slice(None)) -> float:
+        """The family-wise error of an A/A campaign: some variant (of `variants`) given a verdict of a difference."""
+        return float(np.isin(self.kinds[:, variants], list(DIFFERENT)).any(axis=1).mean())
+
+    def all_of(self, kinds: set[str], variants: slice) -> float:
+        """The share of campaigns in which every variant of `variants` got one of `kinds`."""
+        return float(np.isin(self.kinds[:, variants], list(kinds)).all(axis=1).mean())
 
     def coverage(self, effect: float) -> float:
         return float(((self.low <= effect) & (effect <= self.high)).mean())
@@ -44,6 +53,32 @@ class Outcome:
     def width(self) -> float:
         """Median width of the first variant's interval, in points of percent."""
         return float(np.median((self.high - self.low) * 100))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The conditions of a simulated machine: the sd of the log round factor, the runs' sd (log scale), their
+    tails, the share of outlier runs and their factor, and how many times noisier the last variant is."""
+
+    name: str
+    round_sd: float = 0.30
+    cv: float = 0.05
+    tails: str = "normal"  # or "t3": Student t with 3 degrees of freedom, scaled to sd cv
+    outliers: float = 0.0  # the share of runs multiplied by outlier_factor
+    outlier_factor: float = 0.7
+    noisier: float = 1.0  # the last variant's sd is cv x noisier
+
+
+# issue #43: this machine's conditions (round drift sd 30 %, runs CV 5-10 %, t3 tails, 10 % outlier runs at 0.7x,
+# one variant noisier than the rest), one at a time and all at once
+SCENARIOS = (
+    Scenario("normal, CV 5 %"),
+    Scenario("normal, CV 10 %", cv=0.10),
+    Scenario("t3 tails, CV 5 %", tails="t3"),
+    Scenario("10 % outliers at 0.7x, CV 5 %", outliers=0.10),
+    Scenario("last variant at CV 15 %, others 5 %", noisier=3.0),
+    Scenario("all: CV 10 %, t3, outliers, last at 20 %", cv=0.10, tails="t3", outliers=0.10, noisier=2.0),
+)
 
 
 def draw(effects: tuple[float, ...], rounds: int, drift: float, cv: float, campaigns: int,
@@ -54,6 +89,26 @@ def draw(effects: tuple[float, ...], rounds: int, drift: float, cv: float, campa
     base = 1000 * factor * np.exp(rng.normal(0, cv, (campaigns, rounds)))
     variants = np.stack([1000 * (1 + e) * factor * np.exp(rng.normal(0, cv, (campaigns, rounds))) for e in effects])
     return base, variants
+
+
+def run_noise(scenario: Scenario, sd: float, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """The log of each run's factor: its noise (normal, or t3 scaled to sd `sd`) and its outliers."""
+    noise = rng.normal(0, sd, shape) if scenario.tails == "normal" else sd * rng.standard_t(3, shape) / np.sqrt(3)
+    if scenario.outliers:
+        noise = noise + np.where(rng.random(shape) < scenario.outliers, np.log(scenario.outlier_factor), 0.0)
+    return noise
+
+
+def draw_scenario(scenario: Scenario, effects: tuple[float, ...], rounds: int, campaigns: int,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """As `draw`, under a Scenario: the baseline (campaigns x rounds) and the variants (variants x campaigns x
+    rounds), the last variant noisier by scenario.noisier."""
+    shape = (campaigns, rounds)
+    factor = rng.normal(0, scenario.round_sd, shape)
+    base = 1000 * np.exp(factor + run_noise(scenario, scenario.cv, shape, rng))
+    sds = [scenario.cv * (scenario.noisier if k == len(effects) - 1 else 1.0) for k in range(len(effects))]
+    return base, np.stack([1000 * (1 + e) * np.exp(factor + run_noise(scenario, sd, shape, rng))
+                           for e, sd in zip(effects, sds, strict=True)])
 
 
 def holm_rows(p: np.ndarray) -> np.ndarray:
@@ -67,10 +122,49 @@ def holm_rows(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def verdict_kinds(found: Shifts, p_adjusted: np.ndarray, gated: bool, threshold: float = DEFAULTS.noise_threshold,
+                  alpha: float = DEFAULTS.alpha) -> np.ndarray:
+    """stats.verdict's word per row (higher is better), vectorised: `gated` when the gate of the runs says
+    `need more runs`; then within noise, ~, and the side and size of a significant difference."""
+    if gated:
+        return np.full(found.p.shape, "need more runs", dtype=object)
+    low, high = found.low, found.high
+    up = (low > 0) | ((high >= 0) & (found.delta >= 0))
+    beyond = np.where(up, low > threshold, high < -threshold)
+    word = np.where(up, "faster", "slower").astype(object)
+    kinds = np.where(beyond, word, word + "?")
+    kinds = np.where(p_adjusted >= alpha, "~", kinds)
+    return np.where((-threshold <= low) & (high <= threshold), "within noise", kinds)
+
+
 def intervals(base: np.ndarray, variant: np.ndarray, estimator: str, alpha: float, variants: int) -> Shifts:
     paired = estimator == "paired" or (estimator == "auto" and verdict_reachable(
         base.shape[1], comparisons=variants, alpha=alpha))
     return signed_rank_intervals(base, variant, alpha) if paired else shift_intervals(base, variant, alpha)
+
+
+def rule_intervals(base: np.ndarray, variant: np.ndarray, rule: str, alpha: float, variants: int,
+                   min_pairs: int) -> tuple[Shifts, bool]:
+    """One variant's intervals under a rule of RULES, and whether they are paired."""
+    rounds = base.shape[1]
+    if rule == "t-test":
+        paired = rounds >= min_pairs
+        return (t_intervals(base, variant, alpha) if paired else shift_intervals(base, variant, alpha)), paired
+    paired = verdict_reachable(rounds, comparisons=variants, alpha=alpha)
+    return intervals(base, variant, "auto", alpha, variants), paired
+
+
+def short(rounds: int, variants: int, alpha: float) -> bool:
+    """stats.verdict's gate at `rounds` runs (or pairs) per side: `need more runs` for every comparison."""
+    return gate(rounds, rounds, comparisons=variants, alpha=alpha, min_runs=0) is not None
+
+
+def judged(found: list[Shifts], gated: bool, alpha: float, threshold: float) -> Outcome:
+    """The verdicts of the variants of each campaign: Holm across them, then the regions (`need more runs`
+    for all when `gated`)."""
+    adjusted = holm_rows(np.stack([f.p for f in found], axis=1))
+    kinds = np.stack([verdict_kinds(f, adjusted[:, k], gated, threshold, alpha) for k, f in enumerate(found)], axis=1)
+    return Outcome(kinds, found[0].low, found[0].high)
 
 
 def simulate(effects: tuple[float, ...], *, rounds: int, drift: float, estimator: str, cv: float = 0.05,
@@ -79,9 +173,56 @@ def simulate(effects: tuple[float, ...], *, rounds: int, drift: float, estimator
     """`campaigns` campaigns of `rounds` rounds with one variant per effect, analysed with `estimator`."""
     base, variants = draw(effects, rounds, drift, cv, campaigns, np.random.default_rng(seed), round_sd)
     found = [intervals(base, v, estimator, alpha, len(effects)) for v in variants]
-    adjusted = holm_rows(np.stack([f.p for f in found], axis=1))
-    rule = Settings(threshold, alpha)
-    kinds = np.array([[verdict(DeltaCI(f.delta[row], f.low[row], f.high[row]), adjusted[row, k], rounds, rounds,
-                               rule, comparisons=len(effects)).kind
-                       for k, f in enumerate(found)] for row in range(campaigns)])
-    return Outcome(kinds, found[0].low, found[0].high)
+    return judged(found, short(rounds, len(effects), alpha), alpha, threshold)
+
+
+def simulate_rules(scenario: Scenario, effects: tuple[float, ...], *, rounds: int, campaigns: int = 2000,
+                   rules: tuple[str, ...] = RULES, min_pairs: int = 2, alpha: float = DEFAULTS.alpha,
+                   threshold: float = DEFAULTS.noise_threshold, seed: int = 43) -> dict[str, Outcome]:
+    """The same `campaigns` campaigns under `scenario`, analysed by each rule of `rules` (the t-test from
+    `min_pairs` pairs on, below them unpaired). The gate of the Mann-Whitney test applies as stats.verdict applies
+    it today, at the runs (or pairs) per side, except to the t-test's paired intervals: their rule admitted them."""
+    rng, parts = np.random.default_rng(seed), []
+    for size in chunks(campaigns):  # at most CHUNK campaigns in memory at once (the Walsh averages grow as n^2)
+        base, variants = draw_scenario(scenario, effects, rounds, size, rng)
+        part = {}
+        for rule in rules:
+            found = [rule_intervals(base, v, rule, alpha, len(effects), min_pairs) for v in variants]
+            gated = short(rounds, len(effects), alpha) and not (rule == "t-test" and found[0][1])
+            part[rule] = judged([f for f, _ in found], gated, alpha, threshold)
+        parts.append(part)
+    return {rule: Outcome(*(np.concatenate([getattr(part[rule], name) for part in parts])
+                            for name in ("kinds", "low", "high"))) for rule in rules}
+
+
+CHUNK = 5000
+
+
+def chunks(campaigns: int) -> list[int]:
+    return [min(CHUNK, campaigns - start) for start in range(0, campaigns, CHUNK)]
+
+
+def fewest_rounds(rule: str, scenario: Scenario, effects: tuple[float, ...], *, target: float = 0.8,
+                  campaigns: int = 2000, cap: int = 40, seed: int = 43, alpha: float = DEFAULTS.alpha) -> int | None:
+    """The fewest rounds at which the first variant gets a firm `slower` in at least `target` of `campaigns`
+    campaigns under `rule` (the t-test without a floor of pairs), or None up to `cap` rounds. A scan at a tenth of
+    the campaigns finds where to look; every answer is then confirmed at full size: the share reaches `target`
+    there and not one round earlier."""
+    found: dict[tuple[int, int], float] = {}
+
+    def share(rounds: int, size: int) -> float:
+        if (rounds, size) not in found:
+            outcome = simulate_rules(scenario, effects, rounds=rounds, campaigns=size, rules=(rule,), alpha=alpha,
+                                     seed=seed * 1000 + rounds)[rule]
+            found[(rounds, size)] = outcome.share({"slower"})
+        return found[(rounds, size)]
+
+    scan = max(200, campaigns // 10)
+    rounds = next((n for n in range(2, cap + 1) if share(n, scan) >= target), cap)
+    while share(rounds, campaigns) < target:
+        if rounds == cap:
+            return None
+        rounds += 1
+    while rounds > 2 and share(rounds - 1, campaigns) >= target:
+        rounds -= 1
+    return rounds

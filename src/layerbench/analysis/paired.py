@@ -19,6 +19,13 @@ cancels that round's factor; across rounds the log-ratios differ only by the run
 - With n pairs the smallest two-sided p is 2 / 2^n (every log-ratio of one sign): 5 pairs cannot reach 0.05.
 Which runs are paired, and when the analysis falls back to the unpaired comparison, is `pair_by_round` and
 `choose` below; docs/statistics.md has the calibration by simulation that set the default.
+
+The candidate of issue #43, not yet used by any report (docs/statistics.md, "Choosing the paired rule"): the
+paired t-test on the same log-ratios (Student, Biometrika 6, 1908): the delta is exp(mean) - 1, the interval
+exp(mean -/+ t(1 - alpha/2, n - 1) sd / sqrt(n)) - 1 and p two-sided with n - 1 degrees of freedom, the same as
+scipy.stats.ttest_1samp on the log-ratios (ttest_rel on the logs), so the interval excludes 0 exactly when
+p < alpha. Its smallest p is 0 at any n >= 2: no rounds are needed for the test to reach alpha, only for the
+interval to be narrow; T_MIN_PAIRS guards its smallest samples.
 """
 
 from __future__ import annotations
@@ -119,6 +126,32 @@ def signed_rank_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 
     high = np.where(c < 0, np.inf, walsh[rows, np.clip(m - 1 - c, 0, m - 1)])
     middle = (walsh[:, (m - 1) // 2] + walsh[:, m // 2]) / 2
     return Shifts(relative(middle, scale), relative(low, scale), relative(high, scale), confidence, p)
+
+
+T_MIN_PAIRS = 3  # the paired t-test's floor of pairs, set by the simulation (docs/statistics.md); no report uses it yet
+
+
+def t_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = DEFAULTS.alpha) -> Shifts:
+    """Per row of 2-D arrays (column k of both: the same round), the paired t-test on the log-ratios: the relative
+    delta exp(mean) - 1, its (1 - alpha) Student interval and the two-sided p. Fewer than 2 pairs: p 1 and an
+    unbounded interval; log-ratios all equal (no spread): p 0, or 1 when they are all 0, and the interval that
+    one value."""
+    base, variant = np.atleast_2d(np.asarray(base, dtype=float)), np.atleast_2d(np.asarray(variant, dtype=float))
+    x, y, scale = on_scale(base, variant)
+    d = y - x
+    n, mean = d.shape[-1], d.mean(axis=-1)
+    if n < 2:
+        unbounded = np.full(mean.shape, np.inf)
+        return Shifts(relative(mean, scale), relative(-unbounded, scale), relative(unbounded, scale),
+                      np.zeros(mean.shape), np.ones(mean.shape))
+    se = d.std(axis=-1, ddof=1) / math.sqrt(n)
+    spread = se > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(spread, mean / np.where(spread, se, 1.0), np.where(mean == 0, 0.0, np.inf))
+    p = np.minimum(1.0, 2 * sp.t.sf(np.abs(t), n - 1))
+    half = float(sp.t.isf(alpha / 2, n - 1)) * se
+    return Shifts(relative(mean, scale), relative(mean - half, scale), relative(mean + half, scale),
+                  np.full(mean.shape, 1 - alpha), p)
 
 
 # --- which runs are paired --------------------------------------------------------------------------------------

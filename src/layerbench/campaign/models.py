@@ -77,7 +77,8 @@ class Campaign(Strict):
     order: Literal["rounds", "sequential"] = "rounds"
     seed: int = Field(default=DEFAULTS.seed, ge=0, le=2**63 - 1)
     output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
-    formats: list[Literal["md", "html", "json", "csv"]] = Field(default_factory=lambda: list(REPORT_FORMATS))
+    formats: list[Literal["md", "html", "json", "csv", "junit"]] = Field(
+        default_factory=lambda: list(REPORT_FORMATS))
     noise_threshold: float = Field(default=DEFAULTS.noise_threshold, ge=0, lt=1)
     alpha: float = Field(default=DEFAULTS.alpha, gt=0, lt=1)
     min_runs: int | None = Field(default=None, ge=2, le=1000, description="an optional floor of runs per side for "
@@ -122,7 +123,7 @@ class Campaign(Strict):
     @classmethod
     def _some_report(cls, value: list[str]) -> list[str]:
         if not value:
-            raise ValueError("[] writes no report at all; list at least one of md, html, json, csv, or remove "
+            raise ValueError("[] writes no report at all; list at least one of md, html, json, csv, junit, or remove "
                              f"formats: for the default ({', '.join(REPORT_FORMATS)})")
         return value
 

@@ -20,6 +20,8 @@ from layerbench.cli.options import (
     CorrectionOption,
     DbOption,
     EstimatorOption,
+    FailOnOption,
+    MinEffectOption,
     MinRunsOption,
     RefArgument,
     ScaleOption,
@@ -34,6 +36,8 @@ from layerbench.run.orchestrator import Outcome, resume_campaign, run_campaign
 from layerbench.store import Store
 
 if TYPE_CHECKING:
+    from layerbench.analysis.gate import Gate
+    from layerbench.analysis.gate import Outcome as GateOutcome
     from layerbench.analysis.report_model import Report
 
 
@@ -129,11 +133,21 @@ def finish(store: Store, outcome: Outcome, formats: list[str]) -> None:
         console.print(Text(line, style="yellow"))
 
 
-def write_reports(report: Report, formats: list[str], folder: Path) -> None:
+def write_reports(report: Report, formats: list[str], folder: Path, gate: Gate | None = None) -> None:
     """The one place reports are written (run, resume, report): the report, computed once, in every format into
-    `folder` (paths.report_folder, unless `report --output`), each file's path on stdout."""
+    `folder` (paths.report_folder, unless `report --output`), each file's path on stdout; `gate` (--fail-on) says
+    which verdicts a JUnit file counts as failures."""
     for fmt in formats:
-        out.print(f"report: {write_report(report, fmt, folder)}", highlight=False, markup=False)
+        out.print(f"report: {write_report(report, fmt, folder, gate)}", highlight=False, markup=False)
+
+
+def gate_status(outcome: GateOutcome) -> int:
+    """--fail-on: the outcome's lines on stderr, and its exit code (analysis/gate.py)."""
+    from layerbench.analysis.gate import summary_lines
+
+    for line in summary_lines(outcome):
+        console.print(line, highlight=False, markup=False)
+    return outcome.exit_code
 
 
 def resume(ref: RefArgument = "latest", db: DbOption = None) -> None:
@@ -214,18 +228,21 @@ def show(ref: RefArgument = "latest", db: DbOption = None) -> None:
 def report(
     ref: RefArgument = "latest",
     fmt: Annotated[list[str] | None, typer.Option(
-        "--format", "-f", help="md, html, json or csv (repeatable) [default: the campaign's formats:]")] = None,
+        "--format", "-f", help="md, html, json, csv or junit (repeatable) [default: the campaign's formats:]")] = None,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="folder for the report files [default: <output>/<id>-<name>/]")] = None,
     alpha: AlphaOption = None, min_runs: MinRunsOption = None, threshold: ThresholdOption = None,
     correction: CorrectionOption = None, estimator: EstimatorOption = None, db: DbOption = None,
-) -> None:
+    fail_on: FailOnOption = None, min_effect: MinEffectOption = None,
+) -> int:
     """Write a campaign's report from the store (offline; interrupted campaigns too)."""
+    from layerbench.analysis.gate import judge_report, parse_gate
     from layerbench.analysis.loading import analyze
     from layerbench.analysis.report_model import report_model
     from layerbench.cli.statistics_options import statistics_options
 
     overrides = statistics_options(alpha, min_runs, threshold, correction, estimator)
+    gate = parse_gate(fail_on, min_effect)
     path, ref = located(ref, db)
     with Store(path) as store:
         row = store.campaign(ref)
@@ -234,7 +251,9 @@ def report(
     if not analysis.runs:
         console.print(f"campaign {analysis.campaign_id} ({analysis.name}, {analysis.status}) has no stored run: "
                       "the report says so and holds no numbers", highlight=False, markup=False)
-    write_reports(report_model(analysis), formats, output or report_folder(row.output_dir, row.id, row.name))
+    model = report_model(analysis)
+    write_reports(model, formats, output or report_folder(row.output_dir, row.id, row.name), gate)
+    return gate_status(judge_report(gate, model)) if gate else 0
 
 
 def import_results(
@@ -281,13 +300,15 @@ def removed_if_new_on_error(path: Path) -> Iterator[None]:
 def compare_cmd(
     a: Annotated[str, typer.Argument(help="the earlier campaign (id, name or latest)")],
     b: Annotated[str, typer.Argument(help="the later campaign")],
-    db: DbOption = None,
-) -> None:
+    db: DbOption = None, fail_on: FailOnOption = None, min_effect: MinEffectOption = None,
+) -> int:
     """Did anything move between two campaigns? Every shared variant and point, B against A."""
     from layerbench.analysis.cross_campaign import campaign_comparison
+    from layerbench.analysis.gate import comparison_cases, judge, parse_gate
     from layerbench.analysis.loading import analyze
     from layerbench.report.markdown import render_comparison
 
+    gate = parse_gate(fail_on, min_effect)
     with Store(existing_store(db)) as store:
         first, second = analyze(store, a), analyze(store, b)
     if first.campaign_id == second.campaign_id:
@@ -301,6 +322,7 @@ def compare_cmd(
     if not found.rows:
         raise BadInput(f"campaigns {a} and {b} share no variant measured at the same workload and threads")
     out.print(render_comparison(found), markup=False, highlight=False)
+    return gate_status(judge(gate, comparison_cases(found))) if gate else 0
 
 
 def init(

@@ -32,3 +32,10 @@ ScaleOption = Annotated[str | None, typer.Option(
     "--scale", help="published: the size of the study in the campaign's published.size; machine: scaled to this "
     "machine's RAM, keeping the study's dataset : buffer pool : RAM (docs/studies.md) [default: the campaign's "
     "scale:, else its own workloads]")]
+FailOnOption = Annotated[list[str] | None, typer.Option(
+    "--fail-on", help="exit 3 when a verdict matches: slower, slower?, faster or faster?, optionally :METRIC[,...] "
+    "(e.g. 'slower?:tps'; default metrics tps and lat_pct_ms); 4 when one could not be decided, else 0 "
+    "(repeatable; docs/pipelines.md)")]
+MinEffectOption = Annotated[float | None, typer.Option(
+    "--min-effect", help="with --fail-on: count a matching verdict only when its estimate is at least this many "
+    "percent from 0")]
