@@ -1,7 +1,7 @@
 """Speed of `layerbench import` and of the reports on many runs (issue #17): a synthetic CSV of N runs
 (4 variants x 5 thread counts x N/20 iterations, TPS and latencies with noise) is imported into a fresh store,
 analysed, and rendered in each format. Goals: import of 100,000 runs < 10 s, report of 100,000 runs < 30 s (set
-when import took that many; it now refuses more than campaign/models.py:MAX_RUNS = 20,000 runs a campaign, the
+when import took that many; it now refuses more than vocabulary/limits.py:MAX_RUNS = 20,000 runs a campaign, the
 default here).
 
     .venv/bin/python bench/report_speed.py [--runs 20000] [--formats md,json,csv,html] [--repeat 3] [--quick]

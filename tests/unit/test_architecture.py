@@ -1,7 +1,7 @@
 """Architecture rules checked on the source: no import circle (function-local imports included), no class over
 200 lines, the layers ARCHITECTURE.md draws, a backend kept in its own package, and one home each for starting a
 process (hosts/procs.py, with a timeout), asking a version (versions.py), reading /proc (hosts/procfs.py) and
-measuring a folder (hosts/workdirs.folder_size)."""
+measuring a folder (hosts/workdirs.py:folder_size)."""
 
 from __future__ import annotations
 
@@ -523,4 +523,4 @@ def test_one_function_measures_a_folders_size(tmp_path: Path) -> None:
     assert folder_sizes(sample) == ["a", "b"]  # a sort by size, or one folder's tables, measures no folder
     assert folder_sizes(WORKDIRS) == ["folder_size"]
     assert everywhere_but(WORKDIRS, folder_sizes) == set(), \
-        "measure a folder with hosts/workdirs.folder_size (it survives a file removed meanwhile)"
+        "measure a folder with hosts/workdirs.py:folder_size (it survives a file removed meanwhile)"
