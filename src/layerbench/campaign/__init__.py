@@ -1,2 +1,2 @@
-"""The campaign file: bounded YAML reading, its Pydantic models (the variant models come from backends/),
-extends:, the workload model."""
+"""The campaign file: its Pydantic models (the variant models come from backends/), extends:, the workload model;
+read within bounds by bounded_read.py."""

@@ -34,7 +34,7 @@ from layerbench.backends.variant_base import (  # noqa: F401 - the campaign file
     check_option_value,
     refuse_secret_names,
 )
-from layerbench.campaign.boundedyaml import load_text, read_campaign_text
+from layerbench.bounded_read import CAMPAIGN_FILE, read_yaml_file
 from layerbench.campaign.published import Published
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
@@ -603,10 +603,10 @@ def parse_campaign(data: Any) -> Campaign:
 
 
 def load_campaign(path: str | os.PathLike[str]) -> Campaign:
-    """Read and validate a campaign file within bounds (boundedyaml); every problem is a one-line BadInput."""
+    """Read and validate a campaign file within bounds (bounded_read.py); every problem is a one-line BadInput."""
     file = Path(path)
     name = shown(str(file), 100, quote=False, keep_end=True)
-    data = load_text(read_campaign_text(file), name)
+    data = read_yaml_file(file, CAMPAIGN_FILE)
     try:
         return parse_campaign(data)
     except BadInput as error:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import subprocess
 from functools import lru_cache
 from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
+from layerbench.bounded_read import LUA_SCRIPT, read_user_file
 from layerbench.campaign.models import Campaign, VariantBase, Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
@@ -40,7 +40,6 @@ from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHE
 from layerbench.sysbench.custom_script import check_script
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
-MAX_LUA_BYTES = 1 << 20
 
 
 def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
@@ -145,7 +144,8 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
 
 
 def check_test(workload: Workload) -> None:
-    """A built-in sysbench test by name, or a readable regular Lua file of at most 1 MiB."""
+    """A built-in sysbench test by name, or a Lua script: a regular file of text of at most 1 MiB (bounded_read.py)
+    that sysbench's LuaJIT compiles and loads."""
     where = f"workloads.{workload.name}.test"
     if not workload.is_lua_path:
         if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not (
@@ -154,14 +154,7 @@ def check_test(workload: Workload) -> None:
                            f"{', '.join(builtin_tests()[:8])}, ... or a path to a .lua script")
         return
     path = Path(workload.test).expanduser()
-    try:
-        info = path.stat()
-    except OSError:
-        raise BadInput(f"{where}: {shown(workload.test)} is not a file; fix the path") from None
-    if not stat.S_ISREG(info.st_mode) or not os.access(path, os.R_OK):
-        raise BadInput(f"{where}: {shown(workload.test)} is not a readable regular file; fix the path")
-    if info.st_size > MAX_LUA_BYTES:
-        raise BadInput(f"{where}: {shown(workload.test)} has {info.st_size:,} bytes; a test script is under 1 MiB")
+    read_user_file(path, LUA_SCRIPT, where)  # a regular file of text under 1 MiB, before sysbench opens it
     problem = lua_compile_error(path)
     if problem:
         raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
