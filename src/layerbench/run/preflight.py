@@ -37,7 +37,13 @@ from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.servers import check_wanted
 from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
-from layerbench.sysbench.custom_script import check_script
+from layerbench.sysbench.custom_script import (
+    builtin_facts,
+    check_is_a_test,
+    check_options_known,
+    check_script,
+    user_script_facts,
+)
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 
@@ -148,10 +154,13 @@ def check_test(workload: Workload) -> None:
     that sysbench's LuaJIT compiles and loads."""
     where = f"workloads.{workload.name}.test"
     if not workload.is_lua_path:
-        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not (
-                SYSBENCH_SHARE / f"{workload.test}.lua").is_file():
+        script = SYSBENCH_SHARE / f"{workload.test}.lua"
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not script.is_file():
             raise BadInput(f"{where}: {shown(workload.test)} is not a sysbench test; use one of "
                            f"{', '.join(builtin_tests()[:8])}, ... or a path to a .lua script")
+        facts = builtin_facts(script, where)  # a test, not a library; the options it takes
+        check_is_a_test(workload, facts, builtin_tests)
+        check_options_known(workload, facts.options)
         return
     path = Path(workload.test).expanduser()
     read_user_file(path, LUA_SCRIPT, where)  # a regular file of text under 1 MiB, before sysbench opens it
@@ -160,6 +169,7 @@ def check_test(workload: Workload) -> None:
         raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
                        f"({shown(problem, 120, quote=False)}); fix the script or the path")
     check_script(workload)  # loads it: its modules, its declared options, the dataset flags it gets
+    check_is_a_test(workload, user_script_facts(workload), builtin_tests)
 
 
 def lua_compile_error(path: Path) -> str | None:
@@ -176,9 +186,20 @@ def lua_compile_error(path: Path) -> str | None:
     return errors[0] if errors else None
 
 
+@lru_cache(maxsize=1)
 def builtin_tests() -> list[str]:
-    found = sorted(p.stem for p in SYSBENCH_SHARE.glob("*.lua") if p.stem.startswith(("oltp_", "select_")))
+    """The tests sysbench bundles (oltp_* first): its share folder's scripts that define event(), not the libraries
+    they require (oltp_common.lua)."""
+    found = sorted((p.stem for p in SYSBENCH_SHARE.glob("*.lua") if _is_test(p)),
+                   key=lambda stem: (not stem.startswith("oltp_"), stem))
     return found or ["oltp_read_write", "oltp_read_only", "oltp_write_only"]
+
+
+def _is_test(script: Path) -> bool:
+    try:
+        return builtin_facts(script, "test").is_test
+    except BadInput:
+        return False
 
 
 def check_machine_fits(variant: VariantBase) -> None:
