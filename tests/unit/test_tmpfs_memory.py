@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from layerbench.campaign.models import parse_campaign
 from layerbench.cli.main import STATE, main
 from layerbench.errors import BadInput
+from layerbench.hosts.machine import total_memory
 from layerbench.run.diskspace import BYTES_PER_ROW, DATADIR_OVERHEAD, variant_dataset_bytes
-from layerbench.run.preflight import check_data_in_memory, total_memory
+from layerbench.run.preflight import check_data_in_memory
 
 
 @pytest.fixture(autouse=True)

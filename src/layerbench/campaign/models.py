@@ -39,7 +39,7 @@ from layerbench.campaign.published import Published
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
-from layerbench.neighbours.model import Neighbour, NeighbourList, neighbours_of
+from layerbench.neighbours.model import Neighbour, NeighbourList, check_neighbour_count, neighbours_of
 from layerbench.records.campaign import ROUNDS_MAX, ROUNDS_MIN, AdaptiveRepetitions
 from layerbench.sysbench.options import check_sysbench_options
 
@@ -471,6 +471,12 @@ class Campaign(Strict):
 
     def workload(self, name: str) -> Workload:
         return next(w for w in self.workloads if w.name == name)
+
+    @model_validator(mode="after")
+    def _neighbours_per_variant(self) -> Campaign:
+        for variant in self.variants:
+            check_neighbour_count(variant.name, self.neighbours or [], variant.neighbours)
+        return self
 
     def neighbours_of(self, variant: VariantBase) -> list[Neighbour]:
         """The load generators beside this variant's server: the campaign's and the variant's own."""

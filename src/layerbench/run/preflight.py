@@ -10,7 +10,6 @@ throw-away container in which a docker variant's named image shows it holds the 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from functools import lru_cache
@@ -21,6 +20,7 @@ from layerbench.bounded_read import LUA_SCRIPT, read_user_file
 from layerbench.campaign.models import Campaign, VariantBase, Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
+from layerbench.hosts.machine import total_memory
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import require_program
 from layerbench.run.diskspace import (
@@ -274,13 +274,6 @@ def run_pool_bytes(variant: VariantBase, workload: Workload, data: int, restores
     if workload.buffer_pool and restores:
         return buffer_pool_bytes(workload.buffer_pool, data)
     return variant.server.buffer_pool_bytes() or DEFAULT_BUFFER_POOL
-
-
-def total_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 0
 
 
 def check_remote_disk_space(campaign: Campaign) -> None:
