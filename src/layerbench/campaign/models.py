@@ -245,9 +245,12 @@ def checked_wait(value: str | None, no_wait: bool) -> str | None:
         seconds = None
     if value is None or (seconds is not None and (QUIET_STEP <= seconds <= 3600 or (no_wait and seconds == 0))):
         return value
-    least = f"0 s to 1 h; write it like 30s or 5m (0s: no wait; else at least {QUIET_STEP:g} s" if no_wait else \
-        f"{QUIET_STEP:g} s to 1 h; write it like 30s or 5m (at least {QUIET_STEP:g} s"
-    raise ValueError(f"{shown(value)} is not a wait from {least}, the quiet check's one sample)")
+    step = f"{QUIET_STEP:g} s"
+    if no_wait:
+        raise ValueError(f"{shown(value)} is not a wait from 0 s to 1 h; write it like 30s or 5m (0s: no wait; else "
+                         f"at least {step}, the quiet check's one sample)")
+    raise ValueError(f"{shown(value)} is not a wait from {step} to 1 h; write it like 30s or 5m (at least {step}, "
+                     "the quiet check's one sample)")
 
 
 BUSY_POLICIES = ("rerun", "keep", "fail")

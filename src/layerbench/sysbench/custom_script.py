@@ -6,7 +6,9 @@ sysbench 1.0 checks every `--option` against `sysbench.cmdline.options` as soon 
 `table_size` (`dataset_flags: auto`), or as the workload's `dataset_flags` says. The declared names are read by
 loading the script in sysbench's own LuaJIT through a probe that prints the keys of that very table; not by
 parsing `sysbench SCRIPT help`, whose text layout is no interface and which exits 1 with the same kind of
-message for a script that declares nothing (sysbench then accepts any option) as for one that fails.
+message for a script that declares nothing (sysbench then accepts any option) as for one that fails. The same
+probe says whether the script defines event(), so a library the tests `require` (oltp_common.lua) is not taken for
+a test; and it reads a bundled test's options too, so that validate refuses what sysbench would.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ def declared_options(workload: Workload) -> frozenset[str] | None:
 
 
 def user_script_facts(workload: Workload) -> ScriptFacts:
+    """The facts of the workload's own script (a path), keyed by it and the Lua files of its folder."""
     return script_facts(script_path(workload), script_digest(workload), f"workloads.{workload.name}.test",
                         workload.test)
 
@@ -165,8 +168,7 @@ def check_script(workload: Workload) -> None:
     if ";" in folder or "?" in folder:
         raise BadInput(f"{where}.test: the script's folder {shown(folder)} holds ';' or '?', which LUA_PATH cannot "
                        "carry; move the script to a folder without them")
-    facts = user_script_facts(workload)
-    declared = facts.options
+    declared = declared_options(workload)
     names = {canonical(n) for n in declared or ()}
     flags = dataset_flags(workload)
     refused = [flag for flag in flags if declared is not None and flag not in names]
