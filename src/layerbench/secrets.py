@@ -8,6 +8,9 @@ import string
 from collections.abc import Iterable
 from pathlib import Path
 
+from layerbench.bounded_read import PASSWORD_FILE, read_user_file
+from layerbench.errors import BadInput
+
 REDACTED = "********"
 
 
@@ -58,20 +61,18 @@ def write_private(path: Path, content: str) -> Path:
     return path
 
 
-def read_secret_from(env: str | None = None, file: str | None = None) -> Secret | None:
-    """A user password, only ever from an environment variable or a file, never the campaign itself."""
+def read_secret_from(env: str | None = None, file: str | None = None, where: str = "") -> Secret | None:
+    """A user password, only ever from an environment variable or a file, never the campaign itself: one line of
+    printable text (it goes into sysbench's config file, where a second line would be a second option), the file
+    read within bounds (bounded_read.py). `where`: the variant's key prefix for the one-line refusals."""
     if env:
         value = os.environ.get(env)
         if value is None:
-            from layerbench.errors import BadInput
-
-            raise BadInput(f"password_env: environment variable {env} is not set; export it before the run")
+            raise BadInput(f"{where}password_env: environment variable {env} is not set; export it before the run")
+        if not value.isprintable():  # empty is a user without a password
+            raise BadInput(f"{where}password_env: {env} holds a newline or a control character; set it to the "
+                           "password alone, on one line of printable text")
         return Secret(value)
     if file:
-        try:
-            return Secret(Path(file).expanduser().read_text(encoding="utf-8").strip())
-        except OSError:
-            from layerbench.errors import BadInput
-
-            raise BadInput(f"password_file: {file} cannot be read; check the path and permissions") from None
+        return Secret(read_user_file(Path(file).expanduser(), PASSWORD_FILE, f"{where}password_file").strip())
     return None

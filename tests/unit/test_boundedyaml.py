@@ -1,5 +1,5 @@
-"""Bounded reading of a user's file (campaign/boundedyaml.py), at the module: what the loader refuses before it
-expands anything, and what the reader refuses before it reads. tests/unit/test_hostile_inputs.py sends the same
+"""Bounded reading of a user's file (boundedyaml.py, the YAML; bounded_read.py, the file), at the module: what
+the loader refuses before it expands anything, and what the reader refuses before it reads. tests/unit/test_hostile_inputs.py sends the same
 kinds of file through `validate`."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.campaign.boundedyaml import (
+from layerbench.bounded_read import FileKind, read_user_file
+from layerbench.boundedyaml import (
     MAX_ALIASES,
     MAX_DEPTH,
     MAX_NODES,
     MAX_SCALAR_CHARS,
     load_text,
-    read_bounded_text,
 )
 from layerbench.errors import BadInput
 
@@ -49,13 +49,13 @@ def test_an_alias_bomb_is_refused_before_it_is_expanded() -> None:
 def test_the_reader_takes_a_small_regular_utf8_file(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("name: é\n", encoding="utf-8")
-    assert read_bounded_text(path, "campaign file", "fix") == "name: é\n"
+    assert read_user_file(path, FileKind("campaign file", 1 << 20, "fix")) == "name: é\n"
 
 
 @pytest.mark.parametrize(("make", "refusal"), [
     (lambda p: None, r"c\.yaml': no such campaign file; check the path$"),
-    (lambda p: p.mkdir(), r"c\.yaml': not a regular file; give the path of a campaign file$"),
-    (lambda p: os.mkfifo(p), r"c\.yaml': not a regular file"),
+    (lambda p: p.mkdir(), r"c\.yaml': a folder, not a regular file; give the path of a campaign file$"),
+    (lambda p: os.mkfifo(p), r"c\.yaml': a FIFO, not a regular file"),
     (lambda p: p.write_bytes(b"x" * 101), r"c\.yaml': 101 bytes; a campaign file is at most 100 bytes$"),
     (lambda p: p.write_bytes(b"a: \xff\n"), r"c\.yaml': not UTF-8 text \(byte 3\); save it as UTF-8$"),
 ])
@@ -63,4 +63,4 @@ def test_what_the_reader_refuses_in_one_line(tmp_path: Path, make, refusal: str)
     path = tmp_path / "c.yaml"
     make(path)
     with pytest.raises(BadInput, match=refusal):
-        read_bounded_text(path, "campaign file", "check the path", limit=100)
+        read_user_file(path, FileKind("campaign file", 100, "check the path"))

@@ -16,7 +16,8 @@ from layerbench.backends.docker.qos import resource_options
 from layerbench.backends.kubernetes.qos import resources_for
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.errors import BadInput
-from layerbench.run.preflight import check_machine_fits, check_workload_pools, total_memory
+from layerbench.hosts.machine import total_memory
+from layerbench.run.preflight import check_machine_fits, check_workload_pools
 from layerbench.server.settings import ServerSettings
 from layerbench.vocabulary.sizes import size_in_bytes
 

@@ -16,8 +16,9 @@ from layerbench.campaign.models import parse_campaign
 from layerbench.cli.main import main
 from layerbench.cli.terminal import STATE
 from layerbench.errors import BadInput
+from layerbench.hosts.machine import total_memory
 from layerbench.run.diskspace import BYTES_PER_ROW, DATADIR_OVERHEAD, variant_dataset_bytes
-from layerbench.run.preflight import check_data_in_memory, total_memory
+from layerbench.run.preflight import check_data_in_memory
 
 
 @pytest.fixture(autouse=True)

@@ -34,10 +34,13 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
+FAKE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nbm90IGEga2V5\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, str]:
     key, known = tmp_path / "id key", tmp_path / "known hosts"  # blanks: ssh is given them whole
-    key.write_text("not checked before ssh reads it\n")
+    key.write_text(FAKE_KEY)  # the shape of a private key (validate reads it), no key ssh could use
     key.chmod(0o600)
     known.write_text("")
     open_key = tmp_path / "open_key"

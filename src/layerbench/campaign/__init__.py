@@ -1,3 +1,3 @@
-"""The campaign file: bounded YAML reading, the campaign model and its loading (the variant models come from
-backends/, the pieces every model is made of from vocabulary/), extends:, the workload model, repetitions and
-busy:, published: and scale:."""
+"""The campaign file: the campaign model and its loading (read within bounds by bounded_read.py; the variant
+models come from backends/, the pieces every model is made of from vocabulary/), extends:, the workload model,
+repetitions and busy:, published: and scale:."""

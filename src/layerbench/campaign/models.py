@@ -19,13 +19,19 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from layerbench.backends.registry import KINDS, REMOTE_CLIENT_KINDS, REMOTE_SERVER_KINDS, VARIANT
 from layerbench.backends.variant_base import VariantBase
-from layerbench.campaign.boundedyaml import load_text, read_campaign_text
+from layerbench.bounded_read import CAMPAIGN_FILE, read_yaml_file
 from layerbench.campaign.published import Published
-from layerbench.campaign.rounds import BUSY_POLICIES, WALL_TIME, Adaptive, BusyPolicy, default_busy_policy, seconds_of
+from layerbench.campaign.rounds import (
+    BUSY_POLICIES,
+    Adaptive,
+    BusyPolicy,
+    checked_wait,
+    default_busy_policy,
+)
 from layerbench.campaign.workload import RecordedPercentiles, Workload, smoke_dataset
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
-from layerbench.neighbours.model import Neighbour, NeighbourList, neighbours_of
+from layerbench.neighbours.model import Neighbour, NeighbourList, check_neighbour_count, neighbours_of
 from layerbench.statistics_settings import DEFAULTS, REPORT_FORMATS
 from layerbench.vocabulary.base import NAME_RE, Strict
 from layerbench.vocabulary.limits import MAX_RUNS, MAX_TEXT, MAX_VARIANTS, MAX_WORKLOADS
@@ -137,9 +143,7 @@ class Campaign(Strict):
     @field_validator("wait_for_quiet")
     @classmethod
     def _bounded_wait(cls, value: str | None) -> str | None:
-        if value is not None and not (re.fullmatch(WALL_TIME, value) and 0 < seconds_of(value) <= 3600):
-            raise ValueError(f"{shown(value)} is not a wait from 1 s to 1 h; write it like 30s or 5m")
-        return value
+        return checked_wait(value, no_wait=False)
 
     @field_validator("busy", mode="before")
     @classmethod
@@ -248,6 +252,12 @@ class Campaign(Strict):
 
     def workload(self, name: str) -> Workload:
         return next(w for w in self.workloads if w.name == name)
+
+    @model_validator(mode="after")
+    def _neighbours_per_variant(self) -> Campaign:
+        for variant in self.variants:
+            check_neighbour_count(variant.name, self.neighbours or [], variant.neighbours)
+        return self
 
     def neighbours_of(self, variant: VariantBase) -> list[Neighbour]:
         """The load generators beside this variant's server: the campaign's and the variant's own."""
@@ -380,10 +390,10 @@ def parse_campaign(data: Any) -> Campaign:
 
 
 def load_campaign(path: str | os.PathLike[str]) -> Campaign:
-    """Read and validate a campaign file within bounds (boundedyaml); every problem is a one-line BadInput."""
+    """Read and validate a campaign file within bounds (bounded_read.py); every problem is a one-line BadInput."""
     file = Path(path)
     name = shown(str(file), 100, quote=False, keep_end=True)
-    data = load_text(read_campaign_text(file), name)
+    data = read_yaml_file(file, CAMPAIGN_FILE)
     try:
         return parse_campaign(data)
     except BadInput as error:

@@ -52,6 +52,26 @@ class Adaptive(Strict):
         return self.record().to_json()  # the record writes the stored JSON (campaign_as_dict)
 
 
+def checked_wait(value: str | None, no_wait: bool) -> str | None:
+    """A wait for a quiet machine (`wait_for_quiet`, `busy.wait`): a wall time from the quiet check's one sample
+    (QUIET_STEP: a shorter wait would be waited as one whole sample, more than the plan says) to 1 h, or `0s` where
+    `no_wait` (no wait at all)."""
+    from layerbench.measure.cpu import QUIET_STEP
+
+    try:
+        seconds = seconds_of(value) if value is not None and re.fullmatch(WALL_TIME, value) else None
+    except ValueError:  # a character \s or \d takes that float() does not
+        seconds = None
+    if value is None or (seconds is not None and (QUIET_STEP <= seconds <= 3600 or (no_wait and seconds == 0))):
+        return value
+    step = f"{QUIET_STEP:g} s"
+    if no_wait:
+        raise ValueError(f"{shown(value)} is not a wait from 0 s to 1 h; write it like 30s or 5m (0s: no wait; else "
+                         f"at least {step}, the quiet check's one sample)")
+    raise ValueError(f"{shown(value)} is not a wait from {step} to 1 h; write it like 30s or 5m (at least {step}, "
+                     "the quiet check's one sample)")
+
+
 BUSY_POLICIES = ("rerun", "keep", "fail")
 BUSY_WAIT_SECONDS = 30.0  # busy: rerun's default wait for quiet after a replaced run (BusyPolicy.wait)
 
@@ -83,9 +103,7 @@ class BusyPolicy(Strict):
     @field_validator("wait")
     @classmethod
     def _bounded_wait(cls, value: str | None) -> str | None:
-        if value is not None and not (re.fullmatch(WALL_TIME, value) and 0 <= seconds_of(value) <= 3600):
-            raise ValueError(f"{shown(value)} is not a wait from 0 s to 1 h; write it like 30s or 5m (0s: no wait)")
-        return value
+        return checked_wait(value, no_wait=True)
 
     @model_validator(mode="after")
     def _limit_is_for_reruns(self) -> BusyPolicy:

@@ -24,6 +24,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from layerbench.bounded_read import IDENTITY_FILE, KNOWN_HOSTS, read_user_file
 from layerbench.errors import BadInput, RunFailed, shown
 from layerbench.hosts.procs import Completed, TimedOut, capture, run
 from layerbench.secrets import Secret
@@ -127,7 +128,8 @@ def explain_ssh_failure(name: str, target: str, output: str, known_hosts: str | 
 def check_ssh_file(where: str, value: str, *, private: bool) -> None:
     """A file an inventory entry gives ssh (`-i`, UserKnownHostsFile): a readable regular file (never a device, such
     as /dev/zero, that ssh would read forever), under a path ssh opens as written; a private key that others may
-    read is one ssh ignores."""
+    read is one ssh ignores; then its content, read within bounds (bounded_read.py): a private key, or lines of
+    host keys."""
     what = "a private key" if private else "a known_hosts file"
     fix = f"give the path of {what}"
     if "%" in value or "${" in value:
@@ -148,6 +150,7 @@ def check_ssh_file(where: str, value: str, *, private: bool) -> None:
     if private and info.st_uid == os.getuid() and info.st_mode & 0o077:
         raise BadInput(f"{where}: {shown(value, keep_end=True)} has mode {stat.S_IMODE(info.st_mode):04o} (open "
                        "to group or others), so ssh ignores the key; chmod 600 it")
+    read_user_file(path, IDENTITY_FILE if private else KNOWN_HOSTS, where)  # what it holds, read within bounds
 
 
 class Host:

@@ -1,4 +1,5 @@
-"""This machine's ports and CPUs as a backend asks for them: a free TCP port, a check of a CPU list."""
+"""This machine's ports, CPUs and memory as a backend asks for them: a free TCP port, a check of a CPU list, the
+memory it has."""
 
 from __future__ import annotations
 
@@ -28,3 +29,11 @@ def check_cpus(cpus: str | None, where: str) -> None:
             raise BadInput(
                 f"{where}: CPU {missing[0]} does not exist here; use CPUs among {sorted(available)}"
             )
+
+
+def total_memory() -> int:
+    """This machine's memory in bytes (0 when the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0

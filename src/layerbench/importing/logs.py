@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layerbench.campaign.boundedyaml import load_text, read_bounded_text
+from layerbench.bounded_read import CAMPAIGN_FILE, FileKind, read_user_file, read_yaml_file
 from layerbench.errors import BadInput, shown
 from layerbench.importing.table import check_name
 from layerbench.records import CampaignRecord, RunRecord
@@ -31,6 +31,8 @@ from layerbench.sysbench.output import LogRun, parse_log
 from layerbench.vocabulary.limits import MAX_RUNS
 
 MAX_LOG_BYTES = 64 << 20  # a sysbench log of hours with 1 s intervals is a few MB
+SYSBENCH_LOG = FileKind("sysbench log", MAX_LOG_BYTES, "check the path", encoding="utf-8-sig")
+MAPPING_FILE = FileKind("mapping file", CAMPAIGN_FILE.limit, "check the path", encoding="utf-8-sig")
 LARGEST = 100_000  # iterations and threads: far above any study, far below what breaks arithmetic
 MAPPING_KEYS = {"file", "variant", "iteration", "threads"}
 NAME_RE = re.compile(r"^(?P<variant>.+?)[-_.](?:run|iter|iteration|rep|r)?[-_]?(?P<iteration>\d+)$", re.IGNORECASE)
@@ -101,7 +103,7 @@ def mapping_entry(entry: Any, index: int, where: Path) -> LogFile:
 
 
 def read_mapping(path: Path) -> list[LogFile]:
-    data = load_text(read_bounded_text(path, "mapping file", "check the path", encoding="utf-8-sig"), str(path))
+    data = read_yaml_file(path, MAPPING_FILE)
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list) or not data["runs"]:
         raise BadInput(f"{path}: a mapping file is `runs:` followed by a list of {{file, variant, iteration}}")
     return [mapping_entry(entry, i, path) for i, entry in enumerate(data["runs"])]
@@ -122,7 +124,7 @@ def log_files(source: str) -> list[LogFile]:
 
 
 def read_log(entry: LogFile) -> LogRun:
-    text = read_bounded_text(entry.path, "sysbench log", "check the path", MAX_LOG_BYTES, encoding="utf-8-sig")
+    text = read_user_file(entry.path, SYSBENCH_LOG)
     return parse_log(str(entry.path), text)
 
 

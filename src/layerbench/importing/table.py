@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from layerbench.campaign.boundedyaml import read_bounded_text
+from layerbench.bounded_read import FileKind, read_user_file
 from layerbench.errors import BadInput, shown
 from layerbench.records import CampaignRecord, RunRecord
 from layerbench.statistics_settings import Overrides
@@ -33,6 +33,7 @@ PERCENTILE_COLUMN = re.compile(r"^lat_p(.*)_ms$")
 COLUMN_IN_STORE = {"total_queries": "queries", "qps": "qps", "tps": "tps", "lat_avg_ms": "lat_avg_ms",
                    "lat_max_ms": "lat_max_ms"}
 MAX_CSV_BYTES = 16 << 20
+CSV_FILE = FileKind("CSV file", MAX_CSV_BYTES, "check the path", encoding="utf-8-sig")
 MAX_METRIC = 1e12  # far above any TPS, query count or latency; keeps every statistic finite
 MAX_ITERATION = 1000  # as a campaign's repetitions
 NAME_LIMIT = 63
@@ -179,7 +180,7 @@ def import_csv(store: Store, path: Path, name: str, baseline: str, options: Over
     """Store the CSV as a campaign with status `imported`, in one transaction (a failure leaves nothing);
     returns its id."""
     check_name(name, "--name")
-    text = read_bounded_text(path, "CSV file", "check the path", MAX_CSV_BYTES, encoding="utf-8-sig")
+    text = read_user_file(path, CSV_FILE)
     rows = parse_csv(text)
     variants = list(dict.fromkeys(r.variant for r in rows))
     if baseline not in variants:

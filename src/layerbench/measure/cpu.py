@@ -108,7 +108,10 @@ def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
     return busy / (busy + idle) if busy + idle > 0 else 0.0
 
 
-def wait_for_quiet(max_seconds: float, threshold: float = BUSY_SHARE, step: float = 1.0) -> QuietWait:
+QUIET_STEP = 1.0  # seconds: wait_for_quiet's sample, so the shortest wait it can do (a campaign's waits are >= it)
+
+
+def wait_for_quiet(max_seconds: float, threshold: float = BUSY_SHARE, step: float = QUIET_STEP) -> QuietWait:
     """Before a run (nothing of the campaign's is running): wait, at most `max_seconds`, until the machine was
     busy for at most `threshold` of its CPU time during one `step`. Returns what happened, for the run's record."""
     started = time.monotonic()

@@ -241,6 +241,16 @@ NeighbourList = Annotated[list[Neighbour], BeforeValidator(check_kinds), AfterVa
                           Field(max_length=MAX_NEIGHBOURS)]
 
 
+def check_neighbour_count(name: str, campaign_list: list[Neighbour], variant_list: list[Neighbour] | None) -> None:
+    """A variant's neighbours, its campaign's included, are at most MAX_NEIGHBOURS (each list alone is bounded by
+    its own model): ValueError naming the variant, with the total."""
+    own, shared = len(variant_list or []), len(campaign_list)
+    if own + shared > MAX_NEIGHBOURS:
+        raise ValueError(f"variants.{name}.neighbours: {own} of its own + {shared} of the campaign's = "
+                         f"{own + shared} neighbours; a variant has at most {MAX_NEIGHBOURS}, its campaign's "
+                         f"included; remove {own + shared - MAX_NEIGHBOURS}")
+
+
 def neighbours_of(campaign_list: list[Neighbour], variant_list: list[Neighbour] | None) -> list[Neighbour]:
     """A variant's neighbours: the campaign's (for every variant) and its own (inherited through `extends:`)."""
     return [*campaign_list, *(variant_list or [])]

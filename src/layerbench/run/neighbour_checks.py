@@ -1,6 +1,8 @@
 """Before anything starts (preflight, so `validate` says it too): a campaign's neighbours against this machine
 and its inventory. Each problem is one BadInput line naming the field, the value and the fix: more workers than
-this machine's CPUs x WORKERS_PER_CPU, a CPU list naming a CPU that is not here, a disk neighbour whose file does
+this machine's CPUs x WORKERS_PER_CPU (one neighbour's, and those of all of a variant's neighbours on this machine
+together, its campaign's included), memory beyond this machine's (a variant's neighbours here together, with its
+server when that runs here too), a CPU list naming a CPU that is not here, a disk neighbour whose file does
 not fit in its filesystem's free space, a network neighbour sent to a host the inventory does not have (or to
 this machine's loopback from a container or an ssh: host), a database neighbour's port that the variant, another
 database neighbour or something on this machine already uses, a neighbour on this machine (`host`, `docker`) of a
@@ -23,12 +25,14 @@ from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.models import Campaign
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host
-from layerbench.hosts.machine import check_cpus
+from layerbench.hosts.machine import check_cpus, total_memory
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.neighbours.model import WORKERS_PER_CPU, Neighbour
 from layerbench.neighbours.network import listening
-from layerbench.vocabulary.sizes import byte_text, tool_size_bytes
+from layerbench.run.neighbour_database import CONFIG as NEIGHBOUR_SERVER_CONFIG
+from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
+from layerbench.vocabulary.sizes import byte_text, size_in_bytes, tool_size_bytes
 
 
 def check_neighbours(campaign: Campaign) -> None:
@@ -44,6 +48,64 @@ def check_neighbours(campaign: Campaign) -> None:
             check_neighbour(campaign, variant, neighbour, where)
         check_database_ports(variant, neighbours)
         check_pod_neighbours(variant, [n for n in neighbours if n.placement == "kubernetes"])
+        here = [n for n in neighbours if n.placement != "ssh"]  # on this machine, beside a server here or sysbench
+        check_workers_here(variant, here)
+        check_memory_here(campaign, variant, here)
+
+
+def load_workers(neighbour: Neighbour) -> tuple[int, str]:
+    """The processes or threads a neighbour keeps busy: a cpu or memory neighbour's stress-ng workers, a database
+    neighbour's sysbench threads (0 for a disk or network neighbour: one fio job, one iperf3)."""
+    if neighbour.kind in ("cpu", "memory"):
+        return neighbour.worker_count, f"{neighbour.name} {neighbour.worker_count} worker(s)"
+    if neighbour.kind == "database":
+        return neighbour.database_threads, f"{neighbour.name} {neighbour.database_threads} thread(s)"
+    return 0, ""
+
+
+def check_workers_here(variant: VariantBase, here: list[Neighbour]) -> None:
+    """The load workers of a variant's neighbours on this machine, its campaign's included, in all: at most
+    WORKERS_PER_CPU per CPU, as each neighbour alone (more swamp the CPUs the run measures)."""
+    counted = [load_workers(n) for n in here]
+    total, cpus = sum(count for count, _ in counted), len(os.sched_getaffinity(0))
+    if total > cpus * WORKERS_PER_CPU:
+        parts = " + ".join(words for count, words in counted if count)
+        raise BadInput(f"variants.{variant.name}.neighbours: {parts} = {total} load workers on this machine's {cpus} "
+                       f"CPUs, the campaign's neighbours included; at most {cpus * WORKERS_PER_CPU} "
+                       f"({WORKERS_PER_CPU} per CPU) in all: use fewer workers or threads")
+
+
+def neighbour_memory(neighbour: Neighbour) -> tuple[int, str]:
+    """The memory a neighbour takes: a memory neighbour's workers x size, a database neighbour's own server (its
+    buffer pool + the server's overhead); a cpu, disk or network neighbour next to nothing."""
+    if neighbour.kind == "memory":
+        size = neighbour.worker_count * tool_size_bytes(neighbour.file_size)
+        return size, f"{neighbour.name} {neighbour.worker_count} x {neighbour.file_size}"
+    if neighbour.kind == "database":
+        pool = size_in_bytes(NEIGHBOUR_SERVER_CONFIG["innodb_buffer_pool_size"]) or 0
+        return pool + SERVER_MEMORY_OVERHEAD, f"{neighbour.name}'s server {byte_text(pool + SERVER_MEMORY_OVERHEAD)}"
+    return 0, ""
+
+
+def check_memory_here(campaign: Campaign, variant: VariantBase, here: list[Neighbour]) -> None:
+    """The memory of a variant's neighbours on this machine, its campaign's included, and of its server when that
+    runs here too (its memory limit, else its buffer pool + the server's overhead), in all: within this machine's
+    memory (more and a run swaps, or the kernel kills a process of it)."""
+    counted = [neighbour_memory(n) for n in here]
+    if not any(size for size, _ in counted):
+        return
+    entry = (campaign.hosts or {}).get(placement_of(campaign.hosts, variant).server_host)
+    server = 0
+    if variant.owns_server and (entry is None or entry.local):
+        pool = variant.server.buffer_pool_bytes() or DEFAULT_BUFFER_POOL
+        server = variant.memory_limit_bytes() or pool + SERVER_MEMORY_OVERHEAD + variant.guest_memory
+    total, machine = sum(size for size, _ in counted) + server, total_memory()
+    if machine and total > machine:
+        server_words = [f"the server {byte_text(server)}"] if server else []
+        parts = " + ".join([words for size, words in counted if size] + server_words)
+        raise BadInput(f"variants.{variant.name}.neighbours: {parts} = {byte_text(total)} of memory, more than "
+                       f"this machine's {byte_text(machine)}, the campaign's neighbours included; use smaller sizes "
+                       "or fewer workers")
 
 
 def check_beside_a_remote_server(campaign: Campaign, variant: VariantBase, neighbour: Neighbour, where: str) -> None:

@@ -10,18 +10,18 @@ throw-away container in which a docker variant's named image shows it holds the 
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from functools import lru_cache
 from pathlib import Path
 
 from layerbench.backends import Backend, make_backend
 from layerbench.backends.variant_base import VariantBase
+from layerbench.bounded_read import LUA_SCRIPT, read_user_file
 from layerbench.campaign.models import Campaign
 from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
+from layerbench.hosts.machine import total_memory
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import TimedOut, capture, require_program
 from layerbench.run.diskspace import (
@@ -37,12 +37,17 @@ from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.servers import check_wanted
 from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
-from layerbench.sysbench.custom_script import check_script
+from layerbench.sysbench.custom_script import (
+    builtin_facts,
+    check_is_a_test,
+    check_options_known,
+    check_script,
+    user_script_facts,
+)
 from layerbench.versions import version_on
 from layerbench.vocabulary.sizes import byte_text
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
-MAX_LUA_BYTES = 1 << 20
 
 
 def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
@@ -147,28 +152,26 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
 
 
 def check_test(workload: Workload) -> None:
-    """A built-in sysbench test by name, or a readable regular Lua file of at most 1 MiB."""
+    """A built-in sysbench test by name, or a Lua script: a regular file of text of at most 1 MiB (bounded_read.py)
+    that sysbench's LuaJIT compiles and loads."""
     where = f"workloads.{workload.name}.test"
     if not workload.is_lua_path:
-        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not (
-                SYSBENCH_SHARE / f"{workload.test}.lua").is_file():
+        script = SYSBENCH_SHARE / f"{workload.test}.lua"
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not script.is_file():
             raise BadInput(f"{where}: {shown(workload.test)} is not a sysbench test; use one of "
                            f"{', '.join(builtin_tests()[:8])}, ... or a path to a .lua script")
+        facts = builtin_facts(script, where)  # a test, not a library; the options it takes
+        check_is_a_test(workload, facts, builtin_tests)
+        check_options_known(workload, facts.options)
         return
     path = Path(workload.test).expanduser()
-    try:
-        info = path.stat()
-    except OSError:
-        raise BadInput(f"{where}: {shown(workload.test)} is not a file; fix the path") from None
-    if not stat.S_ISREG(info.st_mode) or not os.access(path, os.R_OK):
-        raise BadInput(f"{where}: {shown(workload.test)} is not a readable regular file; fix the path")
-    if info.st_size > MAX_LUA_BYTES:
-        raise BadInput(f"{where}: {shown(workload.test)} has {info.st_size:,} bytes; a test script is under 1 MiB")
+    read_user_file(path, LUA_SCRIPT, where)  # a regular file of text under 1 MiB, before sysbench opens it
     problem = lua_compile_error(path)
     if problem:
         raise BadInput(f"{where}: {shown(workload.test)} is not a Lua script sysbench can load "
                        f"({shown(problem, 120, quote=False)}); fix the script or the path")
     check_script(workload)  # loads it: its modules, its declared options, the dataset flags it gets
+    check_is_a_test(workload, user_script_facts(workload), builtin_tests)
 
 
 def lua_compile_error(path: Path) -> str | None:
@@ -184,9 +187,20 @@ def lua_compile_error(path: Path) -> str | None:
     return errors[0] if errors else None
 
 
+@lru_cache(maxsize=1)
 def builtin_tests() -> list[str]:
-    found = sorted(p.stem for p in SYSBENCH_SHARE.glob("*.lua") if p.stem.startswith(("oltp_", "select_")))
+    """The tests sysbench bundles (oltp_* first): its share folder's scripts that define event(), not the libraries
+    they require (oltp_common.lua)."""
+    found = sorted((p.stem for p in SYSBENCH_SHARE.glob("*.lua") if _is_test(p)),
+                   key=lambda stem: (not stem.startswith("oltp_"), stem))
     return found or ["oltp_read_write", "oltp_read_only", "oltp_write_only"]
+
+
+def _is_test(script: Path) -> bool:
+    try:
+        return builtin_facts(script, "test").is_test
+    except BadInput:
+        return False
 
 
 def check_machine_fits(variant: VariantBase) -> None:
@@ -262,13 +276,6 @@ def run_pool_bytes(variant: VariantBase, workload: Workload, data: int, restores
     if workload.buffer_pool and restores:
         return buffer_pool_bytes(workload.buffer_pool, data)
     return variant.server.buffer_pool_bytes() or DEFAULT_BUFFER_POOL
-
-
-def total_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 0
 
 
 def check_remote_disk_space(campaign: Campaign) -> None:

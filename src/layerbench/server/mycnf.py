@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from layerbench.errors import BadInput
@@ -25,6 +26,7 @@ class ConfiguredVariant(Protocol):
 
     @property
     def server(self) -> ServerSettings: ...
+
 
 # Defaults every variant shares, chosen for benchmarking (documented in docs/campaign.md).
 BENCHMARK_DEFAULTS: dict[str, ConfigValue] = {
@@ -85,29 +87,71 @@ def render_mycnf(settings: Mapping[str, ConfigValue]) -> str:
 
 
 HELP_ARGS = ("--no-defaults", "--verbose", "--help")  # a server's option list, its defaults not read
+# my_getopt's special prefixes (mysys/my_getopt.c special_opt_prefix), in its order; `plugin-` names a plugin's
+# option too (sql_plugin.cc). A prefix is stripped only when the whole name matches no option.
+SPECIAL_PREFIXES = ("skip", "disable", "enable", "maximum", "loose", "autoset", "plugin")
+PREFIX_MATCHING = "getopt-prefix-matching"  # listed by a server that takes unambiguous prefixes (MariaDB's)
 
 
 def parse_server_options(text: str) -> frozenset[str]:
-    """The option names of a server's `--verbose --help` (canonical; also without skip-/enable-)."""
+    """The option names of a server's `--verbose --help`, canonical (`-`, lower case), as it lists them."""
     names = set()
     for line in text.splitlines():
         match = re.match(r"\s*(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", line)
         if match:
-            name = canonical_option(match.group(1))
-            names.add(name)
-            names.add(name.removeprefix("skip-"))
-            names.add(name.removeprefix("enable-"))
+            names.add(canonical_option(match.group(1)))
     return frozenset(names)
 
 
+@dataclass(frozen=True)
+class OptionName:
+    """How a server reads one my.cnf name: the options it names (one: that option; more: ambiguous, which the server
+    refuses: mariadbd then disables the plugin whose option it is, InnoDB for innodb_*; none: unknown), and whether a
+    `loose-` prefix makes an unknown name a warning only."""
+
+    matches: tuple[str, ...]
+    loose: bool = False
+
+
+def _matching(name: str, known: frozenset[str], prefixes: bool) -> tuple[str, ...]:
+    """my_getopt's findopt: the option itself when `name` is one, else (with prefix matching) every option that
+    begins with it."""
+    if name in known:
+        return (name,)
+    return tuple(sorted(o for o in known if o.startswith(name))) if prefixes and name else ()
+
+
+def resolve_option(key: str, known: frozenset[str]) -> OptionName:
+    """The options a my.cnf name resolves to, as my_getopt's handle_options resolves it: the whole name first; when
+    it matches nothing, a special prefix (skip-, loose-, ...) is stripped and the rest looked up again, prefix after
+    prefix. A server that does not list getopt-prefix-matching (MySQL 5.7 and later) takes whole names only."""
+    prefixes = PREFIX_MATCHING in known
+    name, loose = canonical_option(key), False
+    found = _matching(name, known, prefixes)
+    while not found:
+        special = next((p for p in SPECIAL_PREFIXES if name.startswith(f"{p}-")), None)
+        if special is None:
+            break
+        name, loose = name[len(special) + 1:], loose or special == "loose"
+        found = _matching(name, known, prefixes)
+    return OptionName(found, loose)
+
+
 def check_names_known(variant: ConfiguredVariant, known: frozenset[str], server: str) -> None:
-    """Every server.config name is an option of `known` (a server's --verbose --help); nothing known: no check,
-    the server itself refuses an unknown option at start."""
+    """Every server.config name names one option of `known` (a server's --verbose --help): its whole name or, on a
+    server that takes them, an unambiguous prefix; a `loose-` name the server does not know is accepted (it only
+    warns). Nothing known: no check, the server itself refuses an unknown option at start."""
     if not known:
         return
     for key in variant.server.config:
-        name = canonical_option(key)
-        # mariadbd takes `loose-` options it does not know, and an unambiguous prefix of a name
-        if not name.startswith("loose-") and not any(option.startswith(name) for option in known):
-            raise BadInput(f"variants.{variant.name}.server.config.{key}: the server ({server}) has no such option; "
-                           f"check its spelling ({server.split()[0]} --verbose --help lists them)")
+        where = f"variants.{variant.name}.server.config.{key}: the server ({server})"
+        resolved = resolve_option(key, known)
+        if len(resolved.matches) > 1:
+            shortest = sorted(resolved.matches, key=lambda o: (len(o), o))
+            listed = ", ".join(shortest[:3]) + (", ..." if len(shortest) > 3 else "")
+            raise BadInput(f"{where} reads this as the start of {len(resolved.matches)} options ({listed}) and "
+                           "refuses it as ambiguous (mariadbd then disables the engine whose option it is); write "
+                           "the option's full name")
+        if not resolved.matches and not resolved.loose:
+            raise BadInput(f"{where} has no such option; check its spelling ({server.split()[0]} --verbose --help "
+                           "lists them)")

@@ -6,7 +6,9 @@ sysbench 1.0 checks every `--option` against `sysbench.cmdline.options` as soon 
 `table_size` (`dataset_flags: auto`), or as the workload's `dataset_flags` says. The declared names are read by
 loading the script in sysbench's own LuaJIT through a probe that prints the keys of that very table; not by
 parsing `sysbench SCRIPT help`, whose text layout is no interface and which exits 1 with the same kind of
-message for a script that declares nothing (sysbench then accepts any option) as for one that fails.
+message for a script that declares nothing (sysbench then accepts any option) as for one that fails. The same
+probe says whether the script defines event(), so a library the tests `require` (oltp_common.lua) is not taken for
+a test; and it reads a bundled test's options too, so that validate refuses what sysbench would.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,9 +55,12 @@ def env_prefix(workload: Workload) -> list[str]:
     return ["env", f"LUA_PATH={lua_path(script_path(workload))}"]
 
 
-# The script's path comes through the environment: nothing of it is ever parsed as Lua.
+# The script's path comes through the environment: nothing of it is ever parsed as Lua. A script that defines no
+# event() when loaded is a library that tests `require` (oltp_common.lua, whose init() stops a run of it alone):
+# sysbench's `run` stops at once. Its init() is not called here (it may do anything a run does).
 PROBE = ('local ok, err = pcall(dofile, os.getenv("LB_SCRIPT"))\n'
          'if not ok then io.write("LBERR ", (tostring(err):gsub("%s+", " ")), "\\n") return end\n'
+         'if type(event) ~= "function" then io.write("LBNOEVENT\\n") end\n'
          "local o = sysbench.cmdline.options\n"
          'if type(o) ~= "table" then io.write("LBNONE\\n") return end\n'
          'io.write("LBDECLARED\\n")\n'
@@ -77,10 +84,19 @@ def parse_probe(output: str) -> frozenset[str] | None:
     return frozenset(names)
 
 
+@dataclass(frozen=True)
+class ScriptFacts:
+    """What loading a script in sysbench's LuaJIT shows: the options it declares (None: none, so sysbench takes any)
+    and whether it is a test (it defines event()) rather than a library tests `require`."""
+
+    options: frozenset[str] | None
+    is_test: bool
+
+
 @lru_cache(maxsize=64)
-def _declared(script: str, digest: str) -> frozenset[str] | None:
+def _probe(script: str, digest: str) -> ScriptFacts:
     """Load the script (command `help`, as sysbench itself does to list options: a script built on
-    oltp_common.lua refuses to load without a command) and read its declared options."""
+    oltp_common.lua refuses to load without a command) and read its declared options and its event()."""
     env = {**os.environ, "LUA_PATH": lua_path(Path(script)), "LB_SCRIPT": script}
     try:
         done = capture(["sysbench", "/dev/stdin", "help"], input_text=PROBE, env=env, timeout=PROBE_TIMEOUT)
@@ -88,19 +104,45 @@ def _declared(script: str, digest: str) -> frozenset[str] | None:
         raise ValueError(f"loading it took more than {PROBE_TIMEOUT} s") from None
     except OSError as error:
         raise ValueError(f"sysbench could not be started ({error.strerror})") from None
-    return parse_probe(done.stdout + "\n" + done.stderr)
+    output = done.stdout + "\n" + done.stderr
+    return ScriptFacts(parse_probe(output), "LBNOEVENT" not in output.splitlines())
+
+
+def script_facts(script: Path, digest: str, where: str, shown_as: str) -> ScriptFacts:
+    """The facts of a script (a user's or a built-in test's file); BadInput naming `where` when it cannot be
+    loaded (a missing module, an error at its top level)."""
+    try:
+        return _probe(str(script), digest)  # loaded again when it or a module changed
+    except (OSError, ValueError) as error:
+        problem = error.strerror if isinstance(error, OSError) else str(error)
+        raise BadInput(f"{where}: {shown(shown_as)} fails when sysbench loads it ({shown(problem, 160, quote=False)}); "
+                       "fix the script (its folder is on LUA_PATH)") from None
 
 
 def declared_options(workload: Workload) -> frozenset[str] | None:
     """The names in the script's `sysbench.cmdline.options` (None: it declares none). BadInput naming the field
     when the script cannot be loaded (a missing module, an error at its top level)."""
-    script = script_path(workload)
-    try:
-        return _declared(str(script), script_digest(workload))  # loaded again when it or a module changed
-    except (OSError, ValueError) as error:
-        problem = error.strerror if isinstance(error, OSError) else str(error)
-        raise BadInput(f"workloads.{workload.name}.test: {shown(workload.test)} fails when sysbench loads it "
-                       f"({shown(problem, 160, quote=False)}); fix the script (its folder is on LUA_PATH)") from None
+    return user_script_facts(workload).options
+
+
+def user_script_facts(workload: Workload) -> ScriptFacts:
+    """The facts of the workload's own script (a path), keyed by it and the Lua files of its folder."""
+    return script_facts(script_path(workload), script_digest(workload), f"workloads.{workload.name}.test",
+                        workload.test)
+
+
+def builtin_facts(script: Path, where: str) -> ScriptFacts:
+    """The facts of a test sysbench bundles (its share folder's file, keyed by its bytes)."""
+    return script_facts(script, hashlib.sha256(script.read_bytes()).hexdigest(), where, script.stem)
+
+
+def check_is_a_test(workload: Workload, facts: ScriptFacts, tests: Callable[[], list[str]]) -> None:
+    """A library that tests `require` (oltp_common.lua) is no test: `run` would stop at once ("cannot find the
+    event() function"). `tests`: the bundled tests, for the message."""
+    if not facts.is_test:
+        raise BadInput(f"workloads.{workload.name}.test: {shown(workload.test, 100, keep_end=True)} defines no "
+                       "event(), so it is a library that tests require, not a test sysbench can run; use one of "
+                       f"{', '.join(tests()[:8])}, ... or a script of your own that defines event()")
 
 
 def canonical(name: str) -> str:

@@ -1,5 +1,6 @@
 """The sysbench options a workload's `options:` may not set: those layerbench sets from the campaign's own fields
-or its own files, and those that change what a run measures behind the report's labels.
+or its own files, and those that change what a run measures behind the report's labels (another script than the
+workload's `test`, help or a version instead of a run).
 
 sysbench takes the last value of an option, and a workload's `options:` come after layerbench's own flags on
 its command line, so `options: {threads: 64}` would run 64 threads in a run the report labels "2 threads".
@@ -45,6 +46,10 @@ OWNED_SYSBENCH_OPTIONS: dict[str, str] = {
     "pgsql-user": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
     "pgsql-password": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
     "pgsql-db": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
+    "test": "sysbench 1.0 runs the script --test names instead of the one on its command line; set the workload's "
+            "`test`",
+    "help": "sysbench prints its help and exits instead of running the test; remove it",
+    "version": "sysbench prints its version and exits instead of running the test; remove it",
 }
 
 

@@ -1,5 +1,5 @@
 """The bounds on what one campaign file may ask for: docs/campaign.md, "Limits" (the file's own size and depth:
-campaign/boundedyaml.py; a neighbour's: neighbours/model.py)."""
+boundedyaml.py; a neighbour's: neighbours/model.py)."""
 
 from __future__ import annotations
 

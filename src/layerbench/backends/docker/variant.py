@@ -93,6 +93,16 @@ class DockerVariant(ImageVariant):
         return value
 
     @model_validator(mode="after")
+    def _one_cpu_list(self) -> DockerVariant:
+        """The container's cpuset is resources.cpuset when given, so a different cpus would be printed in the plan
+        and never applied."""
+        cpuset = self.resources.cpuset
+        if self.cpus is not None and cpuset is not None and self.cpus != cpuset:
+            raise ValueError(f"variants.{self.name}.cpus: backend docker pins the container to resources.cpuset "
+                             f"({cpuset}), so cpus ({self.cpus}) would not apply; give one of them")
+        return self
+
+    @model_validator(mode="after")
     def _data_dir_needs_bind(self) -> DockerVariant:
         if self.data_dir and self.storage != "bind":
             raise ValueError(f"data_dir: the datadir is in Docker's own storage with storage: {self.storage}; set "

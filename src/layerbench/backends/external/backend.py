@@ -22,14 +22,15 @@ class ExternalBackend(BackendBase):
 
     def check(self) -> None:
         variant = self.variant
-        read_secret_from(variant.password_env, variant.password_file)
+        read_secret_from(variant.password_env, variant.password_file, f"variants.{variant.name}.")
         if variant.server.config:
             raise BadInput(f"variants.{variant.name}.server.config: an external server is not configured by "
                            "layerbench; remove server.config and configure the server yourself")
 
     def up(self, spec: ServerSpec) -> Endpoint:
         variant = self.variant
-        password = read_secret_from(variant.password_env, variant.password_file) or Secret("")
+        password = read_secret_from(variant.password_env, variant.password_file, f"variants.{variant.name}.") or \
+            Secret("")
         endpoint = Endpoint(variant.host, variant.port, variant.user, password, variant.database)
         try:
             connect(endpoint, timeout=10).close()

@@ -40,6 +40,19 @@ class ExternalVariant(VariantBase):
             raise ValueError("data_dir: an external server keeps its datadir where it is; remove data_dir")
         return self
 
+    @model_validator(mode="after")
+    def _only_what_applies(self) -> ExternalVariant:
+        """Keys every variant has that an external server does not take (the plan would print them as if they
+        applied): it runs where it is, unpinned by layerbench, and is whatever server answers there."""
+        if self.cpus is not None:
+            raise ValueError(f"variants.{self.name}.cpus: backend external: the server runs where it is and layerbench "
+                             "does not pin it; pin it on its own machine and remove cpus (client_cpus pins sysbench)")
+        if self.server.flavour == "mariadb":  # mysql: refused by preflight, with the backends that run it
+            raise ValueError(f"variants.{self.name}.server.flavour: backend external: the server is whatever "
+                             f"answers at {self.host}:{self.port} (each run records its version); remove "
+                             "server.flavour and version")
+        return self
+
     def describe_plan(self) -> str:
         return f"nothing: uses the server at {self.host}:{self.port}, database {self.database} as {self.user}"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import Leftovers
-from layerbench.backends.kubernetes.cluster import local_kubeconfig
+from layerbench.backends.kubernetes.cluster import kubeconfig_client, local_kubeconfig
 from layerbench.backends.kubernetes.manifests import host_label
 from layerbench.backends.kubernetes.pod import delete_namespace
 from layerbench.hosts.procs import pid_alive
@@ -69,14 +69,14 @@ def clean_snapshot_contents(core: Any, include_live: bool) -> list[str]:
 
 def _kubernetes_core() -> Any:
     try:
-        from kubernetes import client, config
+        from kubernetes import client
 
         paths = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(":") if p]
         paths += [Path.home() / ".kube" / "config", local_kubeconfig()]
         path = next((p for p in paths if p.is_file()), None)
         if path is None:
             return None
-        core = client.CoreV1Api(config.new_client_from_config(config_file=str(path)))
+        core = client.CoreV1Api(kubeconfig_client(path, None, "kubeconfig"))
         core.list_namespace(limit=1, _request_timeout=5)
         return core
     except Exception:  # no cluster answers: nothing of ours can be running in it

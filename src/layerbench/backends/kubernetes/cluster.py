@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.bounded_read import KUBECONFIG, check_file_type, read_kubeconfig
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, PrerequisiteMissing
 from layerbench.hosts.procs import capture
@@ -25,12 +26,12 @@ def local_kubeconfig() -> Path:
 
 
 def kubeconfig_path(variant: KubernetesVariant) -> Path:
-    """The variant's kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the local cluster's."""
+    """The variant's kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the local cluster's: a regular file
+    (bounded_read.py; read by read_kubeconfig, and by kubectl for a port-forward)."""
     where = f"variants.{variant.name}.kubeconfig"
     if variant.kubeconfig:
         path = Path(variant.kubeconfig).expanduser()
-        if not path.is_file():
-            raise BadInput(f"{where}: {path} is not a file; fix the path or remove kubeconfig")
+        check_file_type(path, KUBECONFIG, where)
         return path
     candidates = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(":") if p]
     candidates += [Path.home() / ".kube" / "config", local_kubeconfig()]
@@ -41,13 +42,28 @@ def kubeconfig_path(variant: KubernetesVariant) -> Path:
                    "local cluster with `scripts/k8s-local up` or set kubeconfig")
 
 
+def kubeconfig_client(path: Path, context: str | None, where: str) -> Any:
+    """An API client (not checked to answer) for a kubeconfig read within bounds and checked
+    (bounded_read.read_kubeconfig: one line naming `where` otherwise) and one of its contexts (None: its
+    current-context). Paths inside the kubeconfig are relative to its folder, as the client's own file loader takes
+    them. kubernetes' ConfigException when the context or a credential does not load."""
+    from kubernetes import client, config
+
+    data = read_kubeconfig(path, where)
+    loader = config.kube_config.KubeConfigLoader(config_dict=data, active_context=context,
+                                                 config_base_path=str(path.parent))
+    configuration = type.__call__(client.Configuration)  # a fresh one, not the client's shared default
+    loader.load_and_set(configuration)
+    return client.ApiClient(configuration=configuration)
+
+
 def api_client(variant: KubernetesVariant) -> Any:
     """An API client for the variant's kubeconfig and context, checked to answer (one line if it does not)."""
     from kubernetes import client, config
 
     path = kubeconfig_path(variant)
     try:
-        api = config.new_client_from_config(config_file=str(path), context=variant.context)
+        api = kubeconfig_client(path, variant.context, f"variants.{variant.name}.kubeconfig")
     except config.ConfigException as error:
         raise BadInput(f"variants.{variant.name}.context: {error}; check the kubeconfig {path}") from None
     try:

@@ -117,6 +117,24 @@ class KubernetesVariant(ImageVariant):
                              f"client is {self.client!r}; set client: job or remove client_target")
         return self
 
+    @model_validator(mode="after")
+    def _only_what_applies(self) -> KubernetesVariant:
+        """Keys every variant has (or a PVC's) that this variant would not apply, which the plan would print as if
+        it did: a pod's CPUs are the kubelet's (a Job's pod's too), a size and class are a PVC's."""
+        where = f"variants.{self.name}"
+        if self.cpus is not None:
+            raise ValueError(f"{where}.cpus: backend kubernetes: the kubelet chooses a pod's CPUs; for CPUs of its "
+                             "own use qos: guaranteed with a whole limits.cpu and cpu_manager_static: true, and remove "
+                             "cpus")
+        if self.client_cpus is not None and self.client == "job":
+            raise ValueError(f"{where}.client_cpus: backend kubernetes, client: job: the kubelet chooses the Job pod's "
+                             "CPUs; remove client_cpus, or use client: host to pin sysbench here")
+        for key in ("storage_size", "storage_class"):
+            if key in self.model_fields_set and self.storage != "pvc":
+                raise ValueError(f"{where}.{key}: backend kubernetes: only a PVC has it, and storage is "
+                                 f"{self.storage!r}; set storage: pvc or remove {key}")
+        return self
+
     def check_data_room(self, dataset_bytes: int) -> None:
         if self.storage == "pvc" and quantity(self.storage_size) < dataset_bytes:
             raise BadInput(f"variants.{self.name}.storage_size: {self.storage_size} is smaller than the dataset "

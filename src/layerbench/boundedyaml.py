@@ -1,16 +1,12 @@
-"""Bounded reading of a user's file (a campaign, an imported CSV): regular files only, a size limit, and for
-YAML a loader that refuses
-duplicate keys, nesting beyond a sane depth and alias/merge expansion beyond a small budget (so a
-"billion laughs" or merge-key bomb is refused before it is expanded).
+"""Bounded parsing of a user's YAML (a campaign, an import's mapping file, a kubeconfig; the file itself is read by
+bounded_read.py): a loader that refuses duplicate keys, nesting beyond a sane depth, alias/merge expansion beyond
+a small budget (so a "billion laughs" or merge-key bomb is refused before it is expanded) and overlong values.
 
 Every refusal is a `BadInput` naming the file, the line when known, and the fix.
 """
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -18,11 +14,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from layerbench.errors import BadInput, shown
 
-MAX_FILE_BYTES = 1 << 20  # 1 MiB: the largest example is ~3 KB
 MAX_DEPTH = 32  # a campaign nests 5 levels deep
-MAX_NODES = 50_000  # nodes after alias and merge expansion
+MAX_NODES = 50_000  # nodes as written, and after alias and merge expansion
 MAX_ALIASES = 200
-MAX_SCALAR_CHARS = 10_000
+MAX_SCALAR_CHARS = 10_000  # a campaign's longest value; a kubeconfig's embedded certificates ask for more
 
 
 class _Refused(Exception):
@@ -36,16 +31,21 @@ class _Refused(Exception):
 class BoundedLoader(yaml.SafeLoader):
     """SafeLoader that counts depth and aliases while composing and refuses duplicate mapping keys."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, max_scalar: int = MAX_SCALAR_CHARS) -> None:
         super().__init__(stream)
         self._depth = 0
         self._aliases = 0
+        self._nodes = 0
+        self._max_scalar = max_scalar
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
                 raise _Refused(f"more than {MAX_ALIASES} aliases (*name); write the values out")
+        self._nodes += 1
+        if self._nodes > MAX_NODES:  # while composing: a file of many small values is refused before it is parsed
+            raise _Refused(f"more than {MAX_NODES:,} values, far more than such a file holds")
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -66,8 +66,8 @@ class BoundedLoader(yaml.SafeLoader):
 
     def compose_scalar_node(self, anchor: Any) -> ScalarNode:
         node: ScalarNode = super().compose_scalar_node(anchor)
-        if len(node.value) > MAX_SCALAR_CHARS:
-            raise _Refused(f"a value of {len(node.value):,} characters; the limit is {MAX_SCALAR_CHARS:,}", node)
+        if len(node.value) > self._max_scalar:
+            raise _Refused(f"a value of {len(node.value):,} characters; the limit is {self._max_scalar:,}", node)
         return node
 
 
@@ -105,11 +105,11 @@ def expanded_size(root: Node | None) -> int:
     return size(root) if root is not None else 0
 
 
-def load_text(text: str, name: str) -> Any:
+def load_text(text: str, name: str, max_scalar: int = MAX_SCALAR_CHARS) -> Any:
     """Parse YAML text within the bounds; any problem is a one-line BadInput naming `name`."""
     loader: BoundedLoader | None = None
     try:
-        loader = BoundedLoader(text)  # the reader refuses control characters here already
+        loader = BoundedLoader(text, max_scalar)  # the reader refuses control characters here already
         root = loader.get_single_node()
         expanded_size(root)
         return loader.construct_document(root) if root is not None else None
@@ -131,32 +131,3 @@ def _where(error: yaml.YAMLError) -> str:
 
 def _problem(error: yaml.YAMLError) -> str:
     return shown(getattr(error, "problem", None) or "not valid YAML", 80, quote=False)
-
-
-def read_campaign_text(path: Path) -> str:
-    return read_bounded_text(path, "campaign file", "check the path or run `layerbench init`")
-
-
-def read_bounded_text(path: Path, kind: str, fix: str, limit: int = MAX_FILE_BYTES, encoding: str = "utf-8") -> str:
-    """The file's text: a regular file (never a FIFO, device or directory) of at most `limit` bytes."""
-    where = shown(str(path), 100, keep_end=True)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise BadInput(f"{where}: no such {kind}; {fix}") from None
-    except OSError as error:
-        raise BadInput(f"{where}: cannot be opened ({error.strerror}); check the path") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise BadInput(f"{where}: not a regular file; give the path of a {kind}")
-    with os.fdopen(fd, "rb") as handle:
-        if info.st_size > limit:
-            raise BadInput(f"{where}: {info.st_size:,} bytes; a {kind} is at most {limit:,} bytes")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise BadInput(f"{where}: larger than {limit:,} bytes; a {kind} is smaller")
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as error:
-        raise BadInput(f"{where}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
