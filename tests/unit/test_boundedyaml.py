@@ -1,6 +1,6 @@
 """Bounded reading of a user's file (boundedyaml.py, the YAML; bounded_read.py, the file), at the module: what
-the loader refuses before it expands anything, and what the reader refuses before it reads. tests/unit/test_hostile_inputs.py sends the same
-kinds of file through `validate`."""
+the loader refuses before it expands anything, and what the reader refuses before it reads.
+tests/unit/test_hostile_inputs.py sends the same kinds of file through `validate`."""
 
 from __future__ import annotations
 
