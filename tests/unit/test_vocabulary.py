@@ -170,7 +170,7 @@ def check_size_fields(text: str) -> None:
     tool = OLD_TOOL_SIZE.fullmatch(text) is not None
     assert accepts(Neighbour, {"name": "n", "kind": "disk", "size": text}) == (tool and len(text) <= 12)
     assert accepts(Neighbour, {"name": "n", "kind": "network", "bitrate": text}) == (tool and len(text) <= 12)
-    k8s = {"name": "k", "backend": "kubernetes", "storage_size": text}
+    k8s = {"name": "k", "backend": "kubernetes", "storage": "pvc", "storage_size": text}
     assert accepts(KubernetesVariant, k8s) == accepts(pattern_model(OLD_K8S_STORAGE), {"value": text})
     match = OLD_PUBLISHED.fullmatch(text.strip())
     old_published = old_size_in_bytes(match.group(1) + match.group(2)) or 0 if match else 0

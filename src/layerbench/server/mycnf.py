@@ -93,14 +93,21 @@ SPECIAL_PREFIXES = ("skip", "disable", "enable", "maximum", "loose", "autoset", 
 PREFIX_MATCHING = "getopt-prefix-matching"  # listed by a server that takes unambiguous prefixes (MariaDB's)
 
 
+# Listed by `--help` but read only as the first arguments of a command line, before any option file: in a my.cnf
+# (or after another option) mariadbd calls each an unknown variable, and so a prefix of one (`print-d`) too.
+COMMAND_LINE_ONLY = frozenset({"print-defaults", "no-defaults", "defaults-file", "defaults-extra-file",
+                               "defaults-group-suffix"})
+
+
 def parse_server_options(text: str) -> frozenset[str]:
-    """The option names of a server's `--verbose --help`, canonical (`-`, lower case), as it lists them."""
+    """The option names of a server's `--verbose --help`, canonical (`-`, lower case), as it lists them, less those
+    a my.cnf cannot set (COMMAND_LINE_ONLY)."""
     names = set()
     for line in text.splitlines():
         match = re.match(r"\s*(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", line)
         if match:
             names.add(canonical_option(match.group(1)))
-    return frozenset(names)
+    return frozenset(names - COMMAND_LINE_ONLY)
 
 
 @dataclass(frozen=True)
