@@ -18,6 +18,7 @@ from layerbench.analysis.stats import Comparison
 from layerbench.campaign.published import Published, PublishedNumber, PublishedSize
 from layerbench.campaign.scaling import data_bytes, published_rows
 from layerbench.records import WorkloadRecord
+from layerbench.vocabulary.sizes import byte_text
 
 METRICS = {"tps": Metric.TPS, "qps": Metric.QPS, "avg_latency": Metric.LAT_AVG, "pct_latency": Metric.LAT_PCT}
 AGREES, PARTLY, DISAGREES, CANNOT = "agrees", "same direction, other size", "disagrees", "cannot tell"
@@ -164,7 +165,7 @@ def size_text(analysis: Analysis, size: PublishedSize | None) -> str:
 
 def study_text(size: PublishedSize) -> str:
     parts = [f"{size.tables} x {size.table_size:,} rows" if size.tables and size.table_size else "",
-             f"{data_bytes(size) / 2**30:.3g} GiB of data" + ("" if size.data else " (estimated)"),
+             f"{byte_text(data_bytes(size), 'GiB', '.3g')} of data" + ("" if size.data else " (estimated)"),
              f"buffer pool {size.buffer_pool}" if size.buffer_pool else "",
              f"RAM {size.ram}" if size.ram else "RAM not given",
              f"{size.duration} s runs" if size.duration else ""]

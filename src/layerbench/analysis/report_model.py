@@ -29,6 +29,7 @@ from layerbench.analysis.stats import Comparison, Summary, meanings
 from layerbench.analysis.sweeps import SweepRow, sweeps
 from layerbench.records import AdaptiveRepetitions, WorkloadRecord
 from layerbench.statistics_settings import Settings
+from layerbench.vocabulary.sizes import byte_text
 
 
 @dataclass(frozen=True)
@@ -235,5 +236,5 @@ def buffer_pool_note(analysis: Analysis, workload: WorkloadRecord) -> str:
         return f"; buffer pool {workload.buffer_pool} of the data"
     env = run.facts.environment
     pool = env.server_variables.get("innodb_buffer_pool_size") if env else None
-    applied = f" = {int(pool) / 2**20:.0f} MiB" if pool else ""
-    return f"; buffer pool {workload.buffer_pool} of {run.facts.data_bytes / 2**20:.0f} MiB of data{applied}"
+    applied = f" = {byte_text(int(pool), 'MiB', '.0f')}" if pool else ""
+    return f"; buffer pool {workload.buffer_pool} of {byte_text(run.facts.data_bytes, 'MiB', '.0f')} of data{applied}"
