@@ -19,8 +19,9 @@ from tests.unit.test_hostile_inputs import assert_one_line_bad_input, validate
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
 from layerbench.hosts.machine import total_memory
-from layerbench.neighbours.model import MAX_NEIGHBOURS, WORKERS_PER_CPU, size_bytes
+from layerbench.neighbours.model import MAX_NEIGHBOURS, WORKERS_PER_CPU
 from layerbench.run.neighbour_checks import check_neighbours, load_workers
+from layerbench.vocabulary.sizes import tool_size_bytes
 
 CPUS = len(os.sched_getaffinity(0))
 WORKLOAD = {"tables": 1, "table_size": 100, "threads": 1, "duration": 1, "warmup": 0}
@@ -101,7 +102,7 @@ def test_the_totals_are_refused_exactly_when_they_exceed_the_machine(shared: lis
             "variants": [{"name": "b", "backend": "external", "reset": "none", "neighbours": named[1]}]}
     items = parse_campaign(data).neighbours_of(parse_campaign(data).variants[0])
     workers = sum(load_workers(n)[0] for n in items)
-    memory = sum(n.worker_count * size_bytes(n.file_size) for n in items if n.kind == "memory")
+    memory = sum(n.worker_count * tool_size_bytes(n.file_size) for n in items if n.kind == "memory")
     memory += sum((64 << 20) + (512 << 20) for n in items if n.kind == "database")
     try:
         check_neighbours(parse_campaign(data))

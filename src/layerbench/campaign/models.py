@@ -33,8 +33,8 @@ from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
 from layerbench.neighbours.model import Neighbour, NeighbourList, check_neighbour_count, neighbours_of
 from layerbench.statistics_settings import DEFAULTS, REPORT_FORMATS
-from layerbench.vocabulary.base import NAME_RE, Strict
-from layerbench.vocabulary.limits import MAX_RUNS, MAX_TEXT, MAX_VARIANTS, MAX_WORKLOADS
+from layerbench.vocabulary.base import NAME_RE, Strict, Text
+from layerbench.vocabulary.limits import MAX_RUNS, MAX_VARIANTS, MAX_WORKLOADS
 
 Variant = VARIANT
 BACKENDS = KINDS
@@ -75,14 +75,14 @@ def refuse_unrestorable(variants: list[VariantBase], workloads: list[Workload]) 
 
 class Campaign(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)]
-    description: str = Field(default="", max_length=MAX_TEXT)
+    description: Text = ""
     baseline: str = Field(max_length=63)
     variants: list[Variant] = Field(min_length=1, max_length=MAX_VARIANTS)
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
     order: Literal["rounds", "sequential"] = "rounds"
     seed: int = Field(default=DEFAULTS.seed, ge=0, le=2**63 - 1)
-    output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
+    output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
     formats: list[Literal["md", "html", "json", "csv", "junit"]] = Field(
         default_factory=lambda: list(REPORT_FORMATS))
     noise_threshold: float = Field(default=DEFAULTS.noise_threshold, ge=0, lt=1)

@@ -35,7 +35,7 @@ RecordedPercentiles = Annotated[list[float], BeforeValidator(recorded_percentile
 
 class Workload(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = "default"
-    test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f]{1,4096}$")
+    test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,4096}$")
     tables: int = Field(default=4, ge=1, le=MAX_TABLES)
     table_size: int = Field(default=10_000, ge=1, le=MAX_TABLE_ROWS)
     threads: list[int] = Field(default_factory=lambda: [2])
@@ -86,7 +86,7 @@ class Workload(Strict):
     @field_validator("buffer_pool")
     @classmethod
     def _percent(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d{1,4}(\.\d{1,3})?%", value.strip()):
+        if value is not None and not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,3})?%", value.strip()):
             raise ValueError(f"{shown(value)} is not a percentage of the data size; write it like 10% or 150%")
         return value
 

@@ -15,9 +15,9 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 
 from layerbench.errors import shown
 from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, NAME_RE, Strict
-from layerbench.vocabulary.cpus import NeighbourCpuList, QosPreset, whole_cpus_problem
+from layerbench.vocabulary.cpus import NeighbourCpuList, QosPreset, cpus_of_a_container, whole_cpus_problem
 from layerbench.vocabulary.limits import MAX_PATH
-from layerbench.vocabulary.sizes import CONTAINER_MEMORY_RE, TOOL_SIZE_RE, tool_size_bytes
+from layerbench.vocabulary.sizes import CONTAINER_MEMORY_RE, TOOL_SIZE_RE, refuse_zero, tool_size_bytes
 
 MAX_NEIGHBOURS = 16  # per variant, its campaign's included
 MAX_WORKERS = 1024  # a static bound; the machine's own (CPUs x WORKERS_PER_CPU) is checked by preflight
@@ -50,6 +50,16 @@ class ContainerSize(Strict):
     cpus: float | None = Field(default=None, gt=0, le=1024, description="CPUs (CFS quota; a preset's size)")
     memory: str | None = Field(default=None, pattern=CONTAINER_MEMORY_RE, max_length=12,
                                description="memory limit, like 512m")
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, value: float | None) -> float | None:
+        return cpus_of_a_container(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | None) -> str | None:
+        return refuse_zero(value, value and int(value[:-1]), "Docker and Kubernetes", "write it like 512m")
 
 
 class Neighbour(Strict):
@@ -101,14 +111,15 @@ class Neighbour(Strict):
     def _size(cls, value: str | None) -> str | None:
         if value is not None and not TOOL_SIZE_RE.fullmatch(value):
             raise ValueError(f"{shown(value)} is not a size; write it like 4K, 64M or 1G")
-        return value
+        return refuse_zero(value, value and tool_size_bytes(value), "fio and stress-ng",
+                           "write it like 4K, 64M or 1G", meaning="the whole file or a default, not this size,")
 
     @field_validator("bitrate")
     @classmethod
     def _rate(cls, value: str | None) -> str | None:
         if value is not None and not TOOL_SIZE_RE.fullmatch(value):
             raise ValueError(f"{shown(value)} is not a bit rate; write it like 500K, 100M or 1G (bits per second)")
-        return value
+        return refuse_zero(value, value and tool_size_bytes(value), "iperf3", "write it like 500K, 100M or 1G")
 
     @model_validator(mode="after")
     def _fields_of_its_kind(self) -> Neighbour:

@@ -54,7 +54,7 @@ def check_option_value(key: str, value: Any) -> None:
             raise ValueError(f"{key}: {shown(value)} contains a newline or control character; write it on one line")
 
 
-VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")
+VERSION_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,4}){0,2}$")
 
 
 class ServerSettings(Strict):

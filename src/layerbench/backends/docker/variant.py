@@ -19,9 +19,9 @@ from layerbench.server.servers import (
     image_server,
 )
 from layerbench.vocabulary.base import IMAGE_RE, Strict
-from layerbench.vocabulary.cpus import CpuList, QosPreset
+from layerbench.vocabulary.cpus import CpuList, QosPreset, cpus_of_a_container
 from layerbench.vocabulary.limits import MAX_CPU
-from layerbench.vocabulary.sizes import DOCKER_MEMORY_RE
+from layerbench.vocabulary.sizes import DOCKER_MEMORY_RE, refuse_zero, size_in_bytes
 
 CONTAINER_PROGRAMS = ("sh", "mkdir", "cp")  # what the container's command runs besides the server (local.py)
 NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
@@ -47,7 +47,15 @@ class DockerResources(Strict):
     def _memory(cls, value: str | None) -> str | None:
         if value is not None and not DOCKER_MEMORY_RE.fullmatch(value.strip()):
             raise ValueError(f"{shown(value)} is not a memory size; write it like 512m or 2g")
-        return value
+        size = None if value is None else size_in_bytes(value.strip())
+        if value is not None and size is None:
+            raise ValueError(f"{shown(value)} is more than Docker holds (2^63 bytes); write it like 512m or 2g")
+        return refuse_zero(value, size, "Docker", "write it like 512m or 2g")
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, value: float | None) -> float | None:
+        return cpus_of_a_container(value)
 
 
 class DockerVariant(ImageVariant):
