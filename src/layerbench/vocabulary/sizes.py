@@ -86,7 +86,7 @@ def refuse_zero(value: str | None, size: float | None, tool: str, fix: str, mean
     tool takes as "no limit" (or as its own default): then ValueError with what 0 means and `fix`. The plan never
     prints a limit that is not applied."""
     if value is not None and size is not None and size <= 0:
-        raise ValueError(f"{shown(value)} is 0 where {tool} reads it, and 0 means {meaning} to {tool}; {fix}")
+        raise ValueError(f"{shown(value)} comes to 0 for {tool}, and 0 means {meaning} to {tool}; {fix}")
     return value
 
 
