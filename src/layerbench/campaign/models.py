@@ -120,8 +120,6 @@ class Campaign(Strict):
     @classmethod
     def _scaled(cls, data: Any, handler: Any) -> Campaign:
         """`scale:` sets the workloads' size from published.size (campaign/scaling.py), after every other check."""
-        from layerbench.campaign.scaling import with_scale
-
         campaign: Campaign = handler(data)
         return campaign if campaign.scale is None else with_scale(campaign, campaign.scale)
 
@@ -375,10 +373,29 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
     got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
-    if re.match(r"(variants|workloads|repetitions|busy|published)[\w.\[\]-]*: |(repetitions|min_runs|busy|scale): ",
+    if re.match(r"(variants|workloads|repetitions|busy|published)[\w.\[\]-]*( \(from [^)]*\))?: |"
+                r"(repetitions|min_runs|busy|scale): ",
                 message):
         return message  # a cross-field check names its own field
     return f"{where}: {shown(message, 300, quote=False)}{got}"
+
+
+def with_scale(campaign: Campaign, mode: Literal["published", "machine"], ram_here: int | None = None,
+               option: bool = False) -> Campaign:
+    """`scale:` (`--scale` when `option`): the campaign at that size (campaign/scaling.py), saying so (`scale:` is
+    stored with it and read by the report). The derived workloads go through the same models as written ones
+    (issue #44, kind 7): a derived row count past the limit, a buffer pool past its grammar, a report interval
+    longer than the derived run are refused in one line naming the key and the scale."""
+    from layerbench.campaign.scaling import scaled_workloads
+
+    data = campaign.model_dump(round_trip=True, exclude_unset=True)
+    data |= {"scale": None, "workloads": scaled_workloads(campaign, mode, ram_here)}
+    try:
+        scaled = Campaign.model_validate(data)
+    except ValidationError as error:
+        key, _, problem = describe_validation_error(error, data).partition(": ")
+        raise ValueError(f"{key} (from {'--scale ' if option else 'scale: '}{mode}): {problem}") from None
+    return scaled.model_copy(update={"scale": mode})
 
 
 def parse_campaign(data: Any) -> Campaign:
