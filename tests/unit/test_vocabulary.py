@@ -190,7 +190,8 @@ def check_size_fields(text: str) -> None:
     ok = ascii(text)  # issue #44: only ASCII digits; and no size a tool reads as unlimited (zero)
     old_docker = re.fullmatch(OLD_DOCKER_MEMORY, text.strip()) is not None
     docker_bytes = old_size_in_bytes(text.strip()) if old_docker else None
-    assert accepts(DockerResources, {"memory": text}) == (ok and docker_bytes is not None and 0 < docker_bytes < 2**63)
+    docker = text.isascii() and docker_bytes is not None and 0 < docker_bytes < 2**63  # issue #44: ASCII only
+    assert accepts(DockerResources, {"memory": text}) == docker
     vm = {"name": "v", "backend": "vm", "memory": text}
     assert accepts(VMVariant, vm) == (accepts(pattern_model(OLD_QEMU_MEMORY), {"value": text}) and ok)
     old_container = accepts(pattern_model(OLD_CONTAINER_MEMORY, 12), {"value": text})
@@ -248,10 +249,11 @@ def test_where_the_grammars_differ_on_hostile_input() -> None:
     assert published_size_bytes("٣G") == 0
     with pytest.raises(ValueError):
         quantity("٣")
-    # whitespace: taken around a size by the server's reading, Docker's memory (kept in the value), the published
+    # whitespace: taken around a size by the server's reading, Docker's memory (ASCII, stripped), the published
     # sizes and the quantity; by no other grammar, not even a trailing newline
     assert size_in_bytes(" 2 g ") == 2 << 30 and quantity(" 2Gi\n") == 2 << 30
-    assert DockerResources.model_validate({"memory": " 2g "}).memory == " 2g "
+    assert DockerResources.model_validate({"memory": " 2g "}).memory == "2g"  # stripped since issue #44
+    assert not accepts(DockerResources, {"memory": "\u20032g"})  # and ASCII only: Docker took it as it was
     assert published_size_bytes(" 2 G ") == 2 << 30
     assert not accepts(VMVariant, {"name": "v", "backend": "vm", "memory": "2G\n"})
     assert not accepts(Neighbour, {"name": "n", "kind": "disk", "size": "64M "})

@@ -33,7 +33,7 @@ from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
 from layerbench.neighbours.model import Neighbour, NeighbourList, check_neighbour_count, neighbours_of
 from layerbench.statistics_settings import DEFAULTS, REPORT_FORMATS
-from layerbench.vocabulary.base import NAME_RE, Strict, Text
+from layerbench.vocabulary.base import NAME_RE, PrintableLine, Strict, Text
 from layerbench.vocabulary.limits import MAX_RUNS, MAX_VARIANTS, MAX_WORKLOADS
 
 Variant = VARIANT
@@ -82,7 +82,7 @@ class Campaign(Strict):
     repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
     order: Literal["rounds", "sequential"] = "rounds"
     seed: int = Field(default=DEFAULTS.seed, ge=0, le=2**63 - 1)
-    output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
+    output: PrintableLine = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
     formats: list[Literal["md", "html", "json", "csv", "junit"]] = Field(
         default_factory=lambda: list(REPORT_FORMATS))
     noise_threshold: float = Field(default=DEFAULTS.noise_threshold, ge=0, lt=1)

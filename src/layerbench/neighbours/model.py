@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from layerbench.errors import shown
-from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, NAME_RE, Strict
+from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, NAME_RE, PrintableLine, Strict
 from layerbench.vocabulary.cpus import NeighbourCpuList, QosPreset, cpus_of_a_container, whole_cpus_problem
 from layerbench.vocabulary.limits import MAX_PATH
 from layerbench.vocabulary.sizes import CONTAINER_MEMORY_RE, TOOL_SIZE_RE, refuse_zero, tool_size_bytes
@@ -84,7 +84,7 @@ class Neighbour(Strict):
     pattern: Literal["randread", "randwrite", "read", "write", "randrw", "fsync"] | None = Field(
         default=None, description="disk: fio's access pattern (fsync: random writes, each followed by fsync)")
     block_size: str | None = Field(default=None, max_length=12, description="disk: fio's block size, like 4K")
-    folder: str | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
+    folder: PrintableLine | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
                                description="disk: where fio writes (default: the run's data filesystem)")
     to: str | None = Field(default=None, max_length=63, description="network: loopback or a host of `hosts:`")
     bitrate: str | None = Field(default=None, max_length=12, description="network: iperf3's target, like 100M")

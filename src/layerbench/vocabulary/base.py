@@ -45,3 +45,17 @@ def printable_text(value: str) -> str:
 
 # A description, a citation: at most MAX_TEXT characters, newlines and tabs allowed, no other control character
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(printable_text)]
+
+
+def printable_line(value: str) -> str:
+    """A path or a name that reaches a command line or a file as it is (a program, a folder, a user name): one
+    line of printable characters (UTF-8 allowed, as Linux paths and MySQL user names take it); no control
+    character, no bidi override (U+202E shows the text other than it is), no space but U+0020."""
+    bad = next((c for c in value if not c.isprintable()), None)
+    if bad is not None:
+        raise ValueError(f"{shown(bad)} at character {value.index(bad) + 1} is not a printable character; "
+                         "write it without")
+    return value
+
+
+PrintableLine = Annotated[str, AfterValidator(printable_line)]

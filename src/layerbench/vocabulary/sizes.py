@@ -25,8 +25,9 @@ into that program's spelling), so that nothing the campaign file accepts is refu
 Hostile input, as each grammar takes it (tests/unit/test_vocabulary.py pins each line):
 - digits are ASCII only ([0-9]; issue #44): `\\d` of Python's re and of pydantic's patterns (Rust's regex) is any
   Unicode decimal digit (`２g`, `٣G`), which float() and int() read but taskset, fio, iperf3 and Docker do not.
-- whitespace: size_in_bytes, the Docker memory (which keeps it in the value), the published sizes and the
-  quantity take spaces (any Unicode whitespace) around the size; the others none, not even a trailing newline.
+- whitespace: size_in_bytes, the Docker memory (ASCII spaces only, stripped from the value since issue #44: it
+  reaches Docker as it is), the published sizes and the quantity take spaces (any Unicode whitespace) around the
+  size; the others none, not even a trailing newline.
 - empty or blank text: refused by all.
 - huge numbers: each grammar bounds its digits, the quantity too (issue #44): at most 19 digits, 9 decimals and
   a 2-digit exponent, so Decimal reads it at once and never overflows, and a value above 2^63 - 1 (the kubelet's
