@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layerbench.backends.docker.qos import resource_options
 from layerbench.campaign.models import parse_campaign
 from layerbench.endpoint import Endpoint
-from layerbench.errors import BadInput
+from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import procs
 from layerbench.neighbours.tools import fio_command, iperf3_client_command, stress_ng_command
 from layerbench.secrets import Secret
@@ -143,3 +144,23 @@ def test_the_hostile_values_reach_the_builders(tmp_path: Path) -> None:
     for slot, value in plain.items():
         made = strings_of(campaign_with(slot, value))
         assert any(value in text for _, text in made), slot
+
+
+GUARDED = {
+    "start": lambda cmd: procs.start("t", cmd, log_path=None),
+    "run": lambda cmd: procs.run("t", cmd, timeout=5),
+    "capture": lambda cmd: procs.capture(cmd, timeout=5),
+    "pipe first": lambda cmd: procs.pipe(cmd, ["cat"], timeout=5),
+    "pipe second": lambda cmd: procs.pipe(["true"], cmd, timeout=5),
+    "held": lambda cmd: procs.held(cmd, timeout=5).__enter__(),
+}
+
+
+@given(control=st.one_of(st.characters(min_codepoint=0x80, max_codepoint=0x9F), st.sampled_from(["\x1b", "\x7f"])),
+       how=st.sampled_from(sorted(GUARDED)))
+def test_the_process_helper_starts_nothing_with_a_control_character(control: str, how: str) -> None:
+    """hosts/procs.py's last guard: whatever reached it, no process starts with ESC, DEL or a C1 control in an
+    argument (tab and newline pass: a script given to sh -c)."""
+    with pytest.raises(RunFailed, match="an argument holds the control character"):
+        GUARDED[how](["echo", f"a{control}b"])
+    assert procs.capture(["printf", "%s", "a\tb\nc"], timeout=5).stdout == "a\tb\nc"

@@ -28,7 +28,7 @@ from layerbench.bounded_read import IDENTITY_FILE, KNOWN_HOSTS, read_user_file
 from layerbench.errors import BadInput, RunFailed, shown
 from layerbench.hosts.procs import Completed, TimedOut, capture, run
 from layerbench.secrets import Secret
-from layerbench.vocabulary.base import PrintableLine, Strict
+from layerbench.vocabulary.base import Strict
 
 LOCAL = "local"  # the implicit name of this machine in every campaign
 SSH_TARGET_RE = r"^[A-Za-z0-9_.@:\[\]%-]{1,255}$"  # user@host, host, an ~/.ssh/config alias; no options
@@ -72,9 +72,9 @@ class HostEntry(Strict):
     ssh: Annotated[str, Field(pattern=SSH_TARGET_RE)] | None = None
     local: bool = False
     address: str | None = Field(default=None, description="the address other hosts reach this one at")
-    identity_file: PrintableLine | None = None
+    identity_file: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
-    known_hosts: PrintableLine | None = Field(default=None, description="a known_hosts file to use besides the user's")
+    known_hosts: str | None = Field(default=None, description="a known_hosts file to use besides the user's")
     work_dir: Annotated[str, Field(pattern=WORK_DIR_RE)] | None = Field(
         default=None, description="an ssh: host's folder for dataset snapshots and server datadirs "
                                   f"(default {REMOTE_WORK_DIR})")

@@ -21,7 +21,7 @@ class ExternalVariant(VariantBase):
     database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
     password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
                                      description="environment variable holding the password")
-    password_file: PrintableLine | None = Field(default=None, max_length=4096, description="file holding the password")
+    password_file: str | None = Field(default=None, max_length=4096, description="file holding the password")
 
     local_backend: ClassVar[str] = "layerbench.backends.external.backend:ExternalBackend"
     owns_server: ClassVar[bool] = False

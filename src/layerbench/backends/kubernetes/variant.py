@@ -47,7 +47,7 @@ class KubernetesVariant(ImageVariant):
     own_client: ClassVar[str] = "job"
     backend: Literal["kubernetes"]
     context: str | None = Field(default=None, max_length=253)
-    kubeconfig: PrintableLine | None = Field(default=None, max_length=4096)
+    kubeconfig: str | None = Field(default=None, max_length=4096)
     image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE)
     qos: Literal["besteffort", "burstable", "guaranteed"] = "guaranteed"
     requests: dict[str, str] = Field(default_factory=dict, max_length=8)
