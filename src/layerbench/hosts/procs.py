@@ -55,12 +55,13 @@ def record_command(log_dir: Path | None, cmd: Sequence[str], secrets: Sequence[S
 
 def argv(cmd: Sequence[Any]) -> list[str]:
     """The command's arguments as strings; RunFailed when one holds a control character a terminal or a tool's
-    parser acts on (NUL, ESC, C1: vocabulary/base.py TERMINAL_CONTROL). The campaign's models refuse them where
+    parser acts on (ESC, DEL, C1: vocabulary/base.py TERMINAL_CONTROL). The campaign's models refuse them where
     they are written (issue #44); this is the last guard, for every process started here. Tab and newline pass
-    (a script given to sh -c)."""
+    (a script given to sh -c); NUL is left to subprocess, whose ValueError ("embedded null byte") callers read
+    as "not a path"."""
     args = [str(c) for c in cmd]
     for arg in args:
-        found = TERMINAL_CONTROL.search(arg)
+        found = TERMINAL_CONTROL.search(arg.replace("\0", ""))
         if found:
             raise RunFailed(f"{args[0]}: an argument holds the control character {found.group()!r} "
                             f"({shown(arg)}); not started")
