@@ -57,8 +57,13 @@ class BoundedLoader(yaml.SafeLoader):
     def compose_mapping_node(self, anchor: Any) -> MappingNode:
         node: MappingNode = super().compose_mapping_node(anchor)
         seen: set[str] = set()
+        merges = 0
         for key, _ in node.value:
-            if isinstance(key, ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+            if isinstance(key, ScalarNode) and key.tag == "tag:yaml.org,2002:merge":
+                merges += 1  # a second one is a duplicate key, and which of them wins is the loader's choice
+                if merges > 1:
+                    raise _Refused("two merge keys (<<) in one mapping; merge both in one: <<: [*a, *b]", key)
+            elif isinstance(key, ScalarNode):
                 if key.value in seen:
                     raise _Refused(f"key {shown(key.value)} appears twice in one mapping; keep one", key)
                 seen.add(key.value)

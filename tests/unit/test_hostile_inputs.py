@@ -25,7 +25,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "data" / "hostile"
 HANG_GUARD_SECONDS = 120
 
 
-def validate(path: Path | str) -> tuple[int, str]:
+def validate(path: Path | str, *options: str) -> tuple[int, str]:
     err = io.StringIO()
     from layerbench.cli import terminal as cli
 
@@ -37,7 +37,7 @@ def validate(path: Path | str) -> tuple[int, str]:
     signal.alarm(HANG_GUARD_SECONDS)
     try:
         with pytest.raises(SystemExit) as done, contextlib.redirect_stdout(io.StringIO()):
-            main(["validate", str(path)])
+            main(["validate", *options, str(path)])
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)

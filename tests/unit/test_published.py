@@ -22,9 +22,9 @@ from layerbench.analysis.metrics import Metric
 from layerbench.analysis.published import AGREES, CANNOT, DISAGREES, PARTLY, judged
 from layerbench.analysis.report_model import Report, report_model
 from layerbench.analysis.stats import Comparison, DeltaCI, Verdict
-from layerbench.campaign.models import load_campaign, parse_campaign
+from layerbench.campaign.models import load_campaign, parse_campaign, with_scale
 from layerbench.campaign.published import PublishedNumber, PublishedSize
-from layerbench.campaign.scaling import ROW_BYTES, scaled_size, with_scale
+from layerbench.campaign.scaling import ROW_BYTES, scaled_size
 from layerbench.cli.main import main
 from layerbench.errors import BadInput
 from layerbench.report import csv_export, html, json_export, markdown

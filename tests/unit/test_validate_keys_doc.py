@@ -1,10 +1,12 @@
 """docs/validate.md "Keys added since the last hardening" is tied to the code: every key it lists exists in the
 campaign's models, and every key of the models that names a file is listed, either as read by the bounded reader
 (bounded_read.py; test_hostile_files.py checks that each of those goes through it at validate) or as a program that
-is run, not read."""
+is run, not read; and a scan of src/ finds no read (open, read_text, read_bytes, a YAML or kubeconfig loader) of
+a value of those keys outside bounded_read.py."""
 
 from __future__ import annotations
 
+import ast
 import re
 import typing
 from pathlib import Path
@@ -60,7 +62,8 @@ def file_keys() -> set[str]:
     def walk(fields: dict[str, Any], prefix: str, seen: set[str]) -> None:
         for name, info in fields.items():
             path = f"{prefix}{name}"
-            text_type = info.annotation in (str, str | None)
+            text_type = info.annotation in (str, str | None) or str(info.annotation).removeprefix(
+                "typing.Optional[").startswith("typing.Annotated[str, ")  # PrintableLine (vocabulary/base.py)
             if text_type and (FILE_WORDS.search(name) or re.search(r"\ba (\w+ )?file\b", info.description or "")):
                 found.add(path)
             for model in models_in(info.annotation):
@@ -94,3 +97,54 @@ def test_every_key_that_names_a_file_is_listed_and_read_by_the_bounded_reader_or
     spied = {f"{owner[where.split('.')[0]]}.{key}" for key, where in WHERE.items()}
     assert read == spied, "test_hostile_files.py checks that each of these is read through the bounded reader"
 
+
+
+# --- every file a campaign's keys name is read by the bounded reader: a scan of the source --------------------------
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "layerbench"
+READS = {"read_text", "read_bytes", "open", "load_kube_config", "new_client_from_config", "safe_load", "load"}
+KEY_VALUE = re.compile(r"\.(password_file|kubeconfig|identity_file|known_hosts|test)\b|\bscript_path\(")
+KEY_NAMES = {"password_file", "kubeconfig", "identity_file", "known_hosts", "script"}
+NOT_THE_USERS = {  # reads the scan finds that are of no file a key names, and why
+    ("sysbench/custom_script.py", "builtin_facts: script.read_bytes()"):
+        "a test sysbench bundles, in its share folder: the workload's test is then a name (no /, campaign/workload.py)",
+}
+
+
+def unbounded_reads(source: str) -> list[str]:
+    """Calls that read a file (READS) on a value of a file-naming key: named in the call (`.password_file`,
+    `script_path(`), or through a variable of the function assigned from one, or a parameter of its name."""
+    found = []
+    for function in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+        tainted = {a.arg for a in function.args.args + function.args.kwonlyargs if a.arg in KEY_NAMES}
+        for _ in range(3):  # assignments from assignments
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+                    text = ast.unparse(node.value)
+                    if KEY_VALUE.search(text) or any(re.search(rf"\b{name}\b", text) for name in tainted):
+                        tainted |= {t.id for t in node.targets}  # type: ignore[attr-defined]
+        for node in ast.walk(function):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            text = ast.unparse(node)
+            if name in READS and (KEY_VALUE.search(text) or any(re.search(rf"\b{t}\b", text) for t in tainted)):
+                found.append(f"{function.name}: {text}")
+    return found
+
+
+def test_the_scan_finds_a_read_of_a_keys_file() -> None:
+    planted = ("def f(variant):\n    path = Path(variant.password_file)\n    text = path.read_text()\n"
+               "def g(kubeconfig):\n    config.load_kube_config(config_file=kubeconfig)\n"
+               "def h(workload):\n    return open(script_path(workload)).read()\n")
+    assert len(unbounded_reads(planted)) == 3
+    assert unbounded_reads("def f(variant):\n    return read_user_file(variant.password_file, PASSWORD)\n") == []
+
+
+def test_no_file_a_key_names_is_read_outside_the_bounded_reader() -> None:
+    """Every read of a file a campaign's key names goes through bounded_read.py (read_user_file), which checks
+    its type, bounds its size and decodes it strictly; nothing else in src/ opens or reads such a value."""
+    found = {(str(path.relative_to(SRC)), read) for path in SRC.rglob("*.py") if path.name != "bounded_read.py"
+             for read in unbounded_reads(path.read_text(encoding="utf-8"))}
+    assert found == set(NOT_THE_USERS)

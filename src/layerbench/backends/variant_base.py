@@ -22,9 +22,9 @@ from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.neighbours.model import NeighbourList
 from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, resolve_server, rootfs_mysql
 from layerbench.server.settings import SERVER_MEMORY_OVERHEAD, ServerSettings
-from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, NAME_RE, Strict
+from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, NAME_RE, PrintableLine, Strict, Text
 from layerbench.vocabulary.cpus import CpuList
-from layerbench.vocabulary.limits import MAX_PATH, MAX_TEXT
+from layerbench.vocabulary.limits import MAX_PATH
 from layerbench.vocabulary.sizes import byte_text, in_mib, size_in_bytes
 
 
@@ -38,11 +38,11 @@ class VariantBase(Strict):
     cpus: CpuList = Field(default=None, description="CPU list for the server (taskset syntax: 0,1 or 0-1)")
     client_cpus: CpuList = Field(default=None, description="CPU list for sysbench")
     cost_per_month: float | None = Field(default=None, ge=0, le=1e12)
-    description: str = Field(default="", max_length=MAX_TEXT)
+    description: Text = ""
     extends: str | None = None
     server_host: str | None = Field(default=None, description="the host of `hosts:` the server runs on")
     client_host: str | None = Field(default=None, description="the host of `hosts:` sysbench runs on")
-    data_dir: str | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
+    data_dir: PrintableLine | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
                                  description="an absolute directory on the filesystem the run's datadir lives on "
                                  "(default: the work folder); docs/datasets.md")
     neighbours: NeighbourList | None = None  # load beside this variant's server, besides the campaign's (#32)

@@ -33,8 +33,8 @@ from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
 from layerbench.neighbours.model import Neighbour, NeighbourList, check_neighbour_count, neighbours_of
 from layerbench.statistics_settings import DEFAULTS, REPORT_FORMATS
-from layerbench.vocabulary.base import NAME_RE, Strict
-from layerbench.vocabulary.limits import MAX_RUNS, MAX_TEXT, MAX_VARIANTS, MAX_WORKLOADS
+from layerbench.vocabulary.base import NAME_RE, PrintableLine, Strict, Text
+from layerbench.vocabulary.limits import MAX_RUNS, MAX_VARIANTS, MAX_WORKLOADS
 
 Variant = VARIANT
 BACKENDS = KINDS
@@ -75,14 +75,14 @@ def refuse_unrestorable(variants: list[VariantBase], workloads: list[Workload]) 
 
 class Campaign(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)]
-    description: str = Field(default="", max_length=MAX_TEXT)
+    description: Text = ""
     baseline: str = Field(max_length=63)
     variants: list[Variant] = Field(min_length=1, max_length=MAX_VARIANTS)
     workloads: list[Workload] = Field(min_length=1, max_length=MAX_WORKLOADS)
     repetitions: Annotated[int, Field(ge=1, le=1000)] | Adaptive = 10
     order: Literal["rounds", "sequential"] = "rounds"
     seed: int = Field(default=DEFAULTS.seed, ge=0, le=2**63 - 1)
-    output: str = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f]+$")
+    output: PrintableLine = Field(default="results", min_length=1, max_length=4096, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
     formats: list[Literal["md", "html", "json", "csv", "junit"]] = Field(
         default_factory=lambda: list(REPORT_FORMATS))
     noise_threshold: float = Field(default=DEFAULTS.noise_threshold, ge=0, lt=1)
@@ -120,8 +120,6 @@ class Campaign(Strict):
     @classmethod
     def _scaled(cls, data: Any, handler: Any) -> Campaign:
         """`scale:` sets the workloads' size from published.size (campaign/scaling.py), after every other check."""
-        from layerbench.campaign.scaling import with_scale
-
         campaign: Campaign = handler(data)
         return campaign if campaign.scale is None else with_scale(campaign, campaign.scale)
 
@@ -375,10 +373,29 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
     got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
-    if re.match(r"(variants|workloads|repetitions|busy|published)[\w.\[\]-]*: |(repetitions|min_runs|busy|scale): ",
+    if re.match(r"(variants|workloads|repetitions|busy|published)[\w.\[\]-]*( \(from [^)]*\))?: |"
+                r"(repetitions|min_runs|busy|scale): ",
                 message):
         return message  # a cross-field check names its own field
     return f"{where}: {shown(message, 300, quote=False)}{got}"
+
+
+def with_scale(campaign: Campaign, mode: Literal["published", "machine"], ram_here: int | None = None,
+               option: bool = False) -> Campaign:
+    """`scale:` (`--scale` when `option`): the campaign at that size (campaign/scaling.py), saying so (`scale:` is
+    stored with it and read by the report). The derived workloads go through the same models as written ones
+    (issue #44, kind 7): a derived row count past the limit, a buffer pool past its grammar, a report interval
+    longer than the derived run are refused in one line naming the key and the scale."""
+    from layerbench.campaign.scaling import scaled_workloads
+
+    data = campaign.model_dump(round_trip=True, exclude_unset=True)
+    data |= {"scale": None, "workloads": scaled_workloads(campaign, mode, ram_here)}
+    try:
+        scaled = Campaign.model_validate(data)
+    except ValidationError as error:
+        key, _, problem = describe_validation_error(error, data).partition(": ")
+        raise ValueError(f"{key} (from {'--scale ' if option else 'scale: '}{mode}): {problem}") from None
+    return scaled.model_copy(update={"scale": mode})
 
 
 def parse_campaign(data: Any) -> Campaign:

@@ -11,12 +11,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from layerbench.errors import shown
-from layerbench.vocabulary.base import NAME_RE, Strict
-from layerbench.vocabulary.limits import MAX_SECONDS, MAX_TABLE_ROWS, MAX_TABLES, MAX_TEXT
+from layerbench.vocabulary.base import NAME_RE, Strict, Text
+from layerbench.vocabulary.limits import MAX_SECONDS, MAX_TABLE_ROWS, MAX_TABLES
 from layerbench.vocabulary.sizes import published_size_bytes
 
 MAX_NUMBERS = 200
-DELTA_RE = re.compile(r"([+-]?\d{1,6}(?:\.\d{1,3})?)\s?%")  # -10%, +100 %, 0%
+DELTA_RE = re.compile(r"([+-]?[0-9]{1,6}(?:\.[0-9]{1,3})?)\s?%")  # -10%, +100 %, 0%
 DIRECTIONS = ("slower", "faster")  # a study that gave a direction without a number
 METRICS = ("tps", "qps", "avg_latency", "pct_latency")  # pct_latency: the workload's `percentile`
 
@@ -56,7 +56,7 @@ class PublishedNumber(Strict):
     metric: Literal["tps", "qps", "avg_latency", "pct_latency"] = "tps"
     delta: Annotated[str, BeforeValidator(checked_delta)]  # `-10%` (normalised to `-10%`/`+100%`), or slower / faster
     workload: Annotated[str, Field(pattern=NAME_RE)] | None = None  # None: every workload of the campaign
-    said: str = Field(default="", max_length=MAX_TEXT)  # how the study put it, quoted
+    said: Text = ""  # how the study put it, quoted
 
     @field_validator("said")
     @classmethod
@@ -90,8 +90,8 @@ class PublishedSize(Strict):
 class Published(Strict):
     """`published:`: where the numbers come from, what they were measured against, and the numbers."""
 
-    source: str = Field(min_length=1, max_length=MAX_TEXT)  # the citation: title, author, year, address
-    baseline: str = Field(min_length=1, max_length=MAX_TEXT)  # the study's baseline, in its words
+    source: Text = Field(min_length=1)  # the citation: title, author, year, address
+    baseline: Text = Field(min_length=1)  # the study's baseline, in its words
     size: PublishedSize | None = None
     numbers: list[PublishedNumber] = Field(min_length=1, max_length=MAX_NUMBERS)
 

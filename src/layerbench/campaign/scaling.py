@@ -7,7 +7,10 @@ the report say which size ran (run/plan.py, analysis/published.py). docs/studies
 - `machine`: the same, with the rows multiplied by min(1, this machine's RAM / the study's RAM): the dataset and
   the buffer pool (a percentage of the data) shrink together, so data : pool : RAM stay the study's. Never larger
   than the study.
-A workload that sets its own `buffer_pool:` (already a percentage of the data) keeps it."""
+A workload that sets its own `buffer_pool:` (already a percentage of the data) keeps it.
+
+The derived workloads are keys, as written ones: campaign/models.py with_scale validates the campaign made of
+them with the same models as a written one (issue #44, kind 7)."""
 
 from __future__ import annotations
 
@@ -76,13 +79,14 @@ def pct_text(value: float) -> str:
     return f"{round(value, 3):g}%"
 
 
-def scaled_workload(workload: Workload, size: PublishedSize, mode: Scale, ram_here: int) -> Workload:
+def scaled_workload(workload: Workload, size: PublishedSize, mode: Scale, ram_here: int) -> dict[str, object]:
+    """The workload's keys at `mode`'s size, as written ones: campaign/models.py with_scale validates them."""
     s = scaled_size(size, mode, workload.tables, ram_here)
     update: dict[str, object] = {"tables": s.tables, "table_size": s.table_size}
     if workload.buffer_pool is None and s.buffer_pool_pct is not None:
         update["buffer_pool"] = pct_text(s.buffer_pool_pct)
     update |= {k: v for k, v in (("duration", s.duration), ("warmup", s.warmup)) if v is not None}
-    return workload.model_copy(update=update)
+    return workload.model_dump(round_trip=True, exclude_unset=True) | update
 
 
 def machine_memory() -> int:
@@ -92,15 +96,12 @@ def machine_memory() -> int:
         return 0
 
 
-def scaled_workloads(campaign: Campaign, mode: Scale, ram_here: int | None = None) -> list[Workload]:
-    """The campaign's workloads at `mode`'s size; ValueError (one line) when the campaign cannot say it."""
+def scaled_workloads(campaign: Campaign, mode: Scale, ram_here: int | None = None) -> list[dict[str, object]]:
+    """The campaign's workloads at `mode`'s size, as the keys of written ones (validated by with_scale, in
+    campaign/models.py); ValueError (one line) when the campaign cannot say it."""
     if campaign.published is None or campaign.published.size is None:
         raise ValueError(f"scale: {mode} needs published.size (the study's tables and rows or data, its buffer "
                          "pool, its RAM); add it, or remove scale")
     ram = machine_memory() if ram_here is None else ram_here
     return [scaled_workload(w, campaign.published.size, mode, ram) for w in campaign.workloads]
 
-
-def with_scale(campaign: Campaign, mode: Scale, ram_here: int | None = None) -> Campaign:
-    """`--scale`: the campaign at that size, saying so (`scale:` is stored with it and read by the report)."""
-    return campaign.model_copy(update={"scale": mode, "workloads": scaled_workloads(campaign, mode, ram_here)})

@@ -11,7 +11,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from layerbench.errors import shown
 from layerbench.server.settings import OPTION_NAME, check_option_value, refuse_secret_names
 from layerbench.sysbench.options import check_sysbench_options
-from layerbench.vocabulary.base import NAME_RE, Strict
+from layerbench.vocabulary.base import NAME_RE, PrintableLine, Strict
 from layerbench.vocabulary.limits import MAX_SECONDS, MAX_TABLE_ROWS, MAX_TABLES, MAX_THREAD_POINTS, MAX_THREADS
 
 
@@ -35,7 +35,7 @@ RecordedPercentiles = Annotated[list[float], BeforeValidator(recorded_percentile
 
 class Workload(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = "default"
-    test: str = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f]{1,4096}$")
+    test: PrintableLine = Field(default="oltp_read_write", pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,4096}$")
     tables: int = Field(default=4, ge=1, le=MAX_TABLES)
     table_size: int = Field(default=10_000, ge=1, le=MAX_TABLE_ROWS)
     threads: list[int] = Field(default_factory=lambda: [2])
@@ -83,10 +83,20 @@ class Workload(Strict):
                              "list only the others")
         return self
 
+    @field_validator("test")
+    @classmethod
+    def _test_name(cls, value: str) -> str:
+        """A bundled test's name goes on sysbench's command line: ASCII, as every one of them is named (a path,
+        ending in .lua or holding a /, is the user's file, named as it is)."""
+        if not (value.endswith(".lua") or "/" in value) and not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", value):
+            raise ValueError(f"{shown(value)} is not a sysbench test (a name of letters, digits, _, . and -, like "
+                             "oltp_read_write) nor a Lua script's path (ending in .lua)")
+        return value
+
     @field_validator("buffer_pool")
     @classmethod
     def _percent(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"\d{1,4}(\.\d{1,3})?%", value.strip()):
+        if value is not None and not re.fullmatch(r"[0-9]{1,4}(\.[0-9]{1,3})?%", value.strip()):
             raise ValueError(f"{shown(value)} is not a percentage of the data size; write it like 10% or 150%")
         return value
 

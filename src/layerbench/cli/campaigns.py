@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from layerbench.campaign.models import Campaign, load_campaign, smoke_version
+from layerbench.campaign.models import Campaign, load_campaign, smoke_version, with_scale
 from layerbench.cli.options import (
     AlphaOption,
     CorrectionOption,
@@ -56,12 +56,11 @@ def load(path: Path, scale: str | None = None) -> tuple[Campaign, str]:
     if scale not in ("published", "machine"):
         raise BadInput(f"--scale: {shown(scale)} is not a size; use published (the study's) or machine (scaled to "
                        "this machine, keeping dataset : buffer pool : RAM)")
-    from layerbench.campaign.scaling import with_scale
-
     try:
-        return with_scale(campaign, scale), str(path)  # type: ignore[arg-type]
-    except ValueError as error:
-        raise BadInput(f"{shown(str(path), 100, quote=False, keep_end=True)}: --{error}") from None
+        return with_scale(campaign, scale, option=True), str(path)  # type: ignore[arg-type]
+    except ValueError as error:  # "scale: machine needs ...", or a derived key (from --scale machine)
+        dashes = "--" if str(error).startswith("scale") else ""
+        raise BadInput(f"{shown(str(path), 100, quote=False, keep_end=True)}: {dashes}{error}") from None
 
 
 def located(ref: str, db: Path | None) -> tuple[Path, str]:

@@ -60,6 +60,12 @@ def check_host_address(value: str | None, fix: str = "give the address other hos
                          f"hyphens, in labels separated by dots); {fix}")
 
 
+def normal_folder(path: str) -> str:
+    """An absolute folder as the kernel reaches it: `//tmp`, `/tmp/.` and `/tmp/./` are `/tmp` (os.path.normpath
+    keeps a leading `//`, POSIX's implementation-defined root; Linux reads it as `/`)."""
+    return os.path.normpath("/" + path.lstrip("/"))
+
+
 class HostEntry(Strict):
     """One machine of the inventory: `local: true` (this machine) or `ssh: user@host` (or a config alias)."""
 
@@ -85,7 +91,7 @@ class HostEntry(Strict):
             raise ValueError("give either ssh: user@host (a machine reached over SSH) or local: true (this one)")
         if self.local and (self.identity_file or self.port or self.known_hosts or self.work_dir):
             raise ValueError("identity_file, port, known_hosts and work_dir belong to an ssh: host, not local: true")
-        if self.work_dir and ("/../" in f"{self.work_dir}/" or self.work_dir.rstrip("/") in ("", "/tmp", "/var")):
+        if self.work_dir and ("/../" in f"{self.work_dir}/" or normal_folder(self.work_dir) in ("/", "/tmp", "/var")):
             raise ValueError(f"work_dir {self.work_dir!r}: give a folder of its own, e.g. {REMOTE_WORK_DIR}")
         if self.ssh and self.ssh.startswith("-"):
             raise ValueError(f"{self.ssh!r} is not an SSH destination; write it like user@host")

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.errors import PrerequisiteMissing, RunFailed
+from layerbench.errors import PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
 from layerbench.secrets import Secret, redact
+from layerbench.vocabulary.base import TERMINAL_CONTROL
 
 
 class TimedOut(RunFailed):
@@ -50,6 +51,21 @@ def record_command(log_dir: Path | None, cmd: Sequence[str], secrets: Sequence[S
     log_dir.mkdir(parents=True, exist_ok=True)
     with (log_dir / "commands.log").open("a", encoding="utf-8") as handle:
         handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {command_text(cmd, secrets)}\n")
+
+
+def argv(cmd: Sequence[Any]) -> list[str]:
+    """The command's arguments as strings; RunFailed when one holds a control character a terminal or a tool's
+    parser acts on (ESC, DEL, C1: vocabulary/base.py TERMINAL_CONTROL). The campaign's models refuse them where
+    they are written (issue #44); this is the last guard, for every process started here. Tab and newline pass
+    (a script given to sh -c); NUL is left to subprocess, whose ValueError ("embedded null byte") callers read
+    as "not a path"."""
+    args = [str(c) for c in cmd]
+    for arg in args:
+        found = TERMINAL_CONTROL.search(arg.replace("\0", ""))
+        if found:
+            raise RunFailed(f"{args[0]}: an argument holds the control character {found.group()!r} "
+                            f"({shown(arg)}); not started")
+    return args
 
 
 def with_cpus(cmd: Sequence[str], cpus: str | None) -> list[str]:
@@ -136,6 +152,7 @@ def start(
 def _spawn(name: str, cmd: list[str], log_path: Path | None, secrets: Sequence[Secret], *, stdout: Any,
            stdin: Any, env: dict[str, str] | None, cwd: Path | None) -> ManagedProcess:
     """Popen in a process group of its own, known to stop_all() from the moment it exists."""
+    cmd = argv(cmd)
     try:
         with signals_deferred():  # started and known to stop_all() together
             popen = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT, stdin=stdin, env=env, cwd=cwd,
@@ -229,7 +246,7 @@ def capture(cmd: Sequence[str], *, timeout: float, input_text: str | None = None
             name: str | None = None) -> Captured:
     """Run a short command (a version, a listing, `ip`, a probe) to its end and keep what it printed; OSError when
     it cannot be started, TimedOut (it is killed) when it does not end within `timeout` seconds."""
-    cmd = [str(c) for c in cmd]
+    cmd = argv(cmd)
     try:
         done = subprocess.run(cmd, input=input_text, capture_output=True, text=True, errors="replace", env=env,
                               timeout=timeout, check=False)
@@ -242,8 +259,8 @@ def pipe(first: Sequence[str], second: Sequence[str], *, timeout: float) -> tupl
     """`first | second`, streamed (nothing written between them): first's exit code (its errors discarded) and
     what second printed; TimedOut when second does not end within `timeout` seconds (first then ends on its
     closed pipe)."""
-    feeder = subprocess.Popen([str(c) for c in first], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    second = [str(c) for c in second]
+    second = argv(second)
+    feeder = subprocess.Popen(argv(first), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         done = subprocess.run(second, stdin=feeder.stdout, capture_output=True, text=True, errors="replace",
                               timeout=timeout, check=False)
@@ -261,7 +278,7 @@ def held(cmd: Sequence[str], *, timeout: float) -> Iterator[subprocess.Popen[str
     """A process that lives as long as the block (an SSH session holding a lock on a host): the caller reads its
     output (errors included) line by line; when the block ends its stdin closes, and it is killed when it has
     not ended `timeout` seconds later."""
-    popen = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    popen = subprocess.Popen(argv(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
         yield popen

@@ -14,10 +14,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from layerbench.errors import shown
-from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, NAME_RE, Strict
-from layerbench.vocabulary.cpus import NeighbourCpuList, QosPreset, whole_cpus_problem
+from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, NAME_RE, PrintableLine, Strict
+from layerbench.vocabulary.cpus import NeighbourCpuList, QosPreset, cpus_of_a_container, whole_cpus_problem
 from layerbench.vocabulary.limits import MAX_PATH
-from layerbench.vocabulary.sizes import CONTAINER_MEMORY_RE, TOOL_SIZE_RE, tool_size_bytes
+from layerbench.vocabulary.sizes import CONTAINER_MEMORY_RE, TOOL_SIZE_RE, refuse_zero, tool_size_bytes
 
 MAX_NEIGHBOURS = 16  # per variant, its campaign's included
 MAX_WORKERS = 1024  # a static bound; the machine's own (CPUs x WORKERS_PER_CPU) is checked by preflight
@@ -51,6 +51,16 @@ class ContainerSize(Strict):
     memory: str | None = Field(default=None, pattern=CONTAINER_MEMORY_RE, max_length=12,
                                description="memory limit, like 512m")
 
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, value: float | None) -> float | None:
+        return cpus_of_a_container(value)
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | None) -> str | None:
+        return refuse_zero(value, value and int(value[:-1]), "Docker and Kubernetes", "write it like 512m")
+
 
 class Neighbour(Strict):
     """One load generator: its kind and intensity, and where it runs (a host process, a container, an ssh: host)."""
@@ -74,7 +84,7 @@ class Neighbour(Strict):
     pattern: Literal["randread", "randwrite", "read", "write", "randrw", "fsync"] | None = Field(
         default=None, description="disk: fio's access pattern (fsync: random writes, each followed by fsync)")
     block_size: str | None = Field(default=None, max_length=12, description="disk: fio's block size, like 4K")
-    folder: str | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
+    folder: PrintableLine | None = Field(default=None, max_length=MAX_PATH, pattern=ABSOLUTE_PATH_RE,
                                description="disk: where fio writes (default: the run's data filesystem)")
     to: str | None = Field(default=None, max_length=63, description="network: loopback or a host of `hosts:`")
     bitrate: str | None = Field(default=None, max_length=12, description="network: iperf3's target, like 100M")
@@ -101,14 +111,15 @@ class Neighbour(Strict):
     def _size(cls, value: str | None) -> str | None:
         if value is not None and not TOOL_SIZE_RE.fullmatch(value):
             raise ValueError(f"{shown(value)} is not a size; write it like 4K, 64M or 1G")
-        return value
+        return refuse_zero(value, value and tool_size_bytes(value), "fio and stress-ng",
+                           "write it like 4K, 64M or 1G", meaning="the whole file or a default, not this size,")
 
     @field_validator("bitrate")
     @classmethod
     def _rate(cls, value: str | None) -> str | None:
         if value is not None and not TOOL_SIZE_RE.fullmatch(value):
             raise ValueError(f"{shown(value)} is not a bit rate; write it like 500K, 100M or 1G (bits per second)")
-        return value
+        return refuse_zero(value, value and tool_size_bytes(value), "iperf3", "write it like 500K, 100M or 1G")
 
     @model_validator(mode="after")
     def _fields_of_its_kind(self) -> Neighbour:

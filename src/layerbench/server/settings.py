@@ -44,7 +44,8 @@ def refuse_secret_names(keys: Any, fix: str) -> None:
 
 
 def check_option_value(key: str, value: Any) -> None:
-    """No newline, control character or overlong text: a value must never add lines to a config file."""
+    """No newline, control character, character past ASCII or overlong text: a value must never add lines to a
+    config file, and what sysbench and the server read is what the plan shows."""
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{key}: {shown(value)} is not a finite number")
     if isinstance(value, str):
@@ -52,9 +53,12 @@ def check_option_value(key: str, value: Any) -> None:
             raise ValueError(f"{key}: a value of {len(value):,} characters; the limit is {MAX_VALUE}")
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             raise ValueError(f"{key}: {shown(value)} contains a newline or control character; write it on one line")
+        if not value.isascii():  # C1 controls, digits sysbench and mysqld read as letters: ASCII only (issue #44)
+            raise ValueError(f"{key}: {shown(value)} is not ASCII (it goes on a command line or into a config "
+                             "file); write it in ASCII")
 
 
-VERSION_RE = re.compile(r"^\d{1,4}(\.\d{1,4}){0,2}$")
+VERSION_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,4}){0,2}$")
 
 
 class ServerSettings(Strict):

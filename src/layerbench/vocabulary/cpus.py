@@ -23,14 +23,14 @@ def cpu_list(value: Any, *, digits: int = 5, highest: int | None = MAX_CPU) -> s
 
     The two lists differ so far, and each is kept as it was: a variant's (`cpus`, `client_cpus`,
     `resources.cpuset`: the defaults, CPUs 0..MAX_CPU as docs/campaign.md's Limits say) and a neighbour's
-    (`cpu_list(digits=4, highest=None)`: CPUs 0..9999, whose existence preflight checks). Like every `\\d`
-    grammar, both take non-ASCII digits (`٣`), and int() reads them."""
+    (`cpu_list(digits=4, highest=None)`: CPUs 0..9999, whose existence preflight checks). Both take ASCII
+    digits only (issue #44): `\\d` took `٣`, which int() reads and taskset does not."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
     text = str(value).replace(" ", "")
-    number = rf"\d{{1,{digits}}}"
+    number = rf"[0-9]{{1,{digits}}}"
     if len(text) > 200 or not re.fullmatch(rf"{number}(-{number})?(,{number}(-{number})?)*", text):
         raise ValueError(f"{shown(value)} is not a CPU list; write it like 0 or 0,1 or 0-3")
     for part in text.split(","):
@@ -43,6 +43,15 @@ def cpu_list(value: Any, *, digits: int = 5, highest: int | None = MAX_CPU) -> s
 
 CpuList = Annotated[str | None, BeforeValidator(cpu_list)]  # a variant's
 NeighbourCpuList = Annotated[str | None, BeforeValidator(partial(cpu_list, digits=4, highest=None))]
+
+
+def cpus_of_a_container(value: float | None) -> float | None:
+    """A container's `cpus` (Docker's --cpus, a pod's CPU quantity): at least 0.01, Docker's least. Below 1e-9 it
+    rounds to 0 nanoCPUs, which means unlimited to Docker; between, Docker refuses it at the run."""
+    if value is not None and value < 0.01:
+        raise ValueError(f"{value:g} CPUs is below 0.01, which Docker refuses (and 0 nanoCPUs, what a smaller value "
+                         "rounds to, means unlimited to Docker); write at least 0.01")
+    return value
 
 
 def cpu_set(text: str) -> set[int]:

@@ -22,34 +22,44 @@ into that program's spelling), so that nothing the campaign file accepts is refu
 - `quantity` (QUANTITY_RE): a kubernetes variant's requests and limits, as the API server reads them: decimals,
   exponents, every suffix and m (milli).
 
-Hostile input, as each grammar has taken it so far (tests/unit/test_vocabulary.py pins each line):
-- non-ASCII digits (`２g`, `٣G`): `\\d` of Python's re and of pydantic's patterns (Rust's regex) is any Unicode
-  decimal digit, so every grammar but the quantity's (written with [0-9]) takes them, and size_in_bytes reads them
-  as their values (float() does).
-- whitespace: size_in_bytes, the Docker memory (which keeps it in the value), the published sizes and the
-  quantity take spaces (any Unicode whitespace) around the size; the others none, not even a trailing newline.
+Hostile input, as each grammar takes it (tests/unit/test_vocabulary.py pins each line):
+- digits are ASCII only ([0-9]; issue #44): `\\d` of Python's re and of pydantic's patterns (Rust's regex) is any
+  Unicode decimal digit (`２g`, `٣G`), which float() and int() read but taskset, fio, iperf3 and Docker do not.
+- whitespace: size_in_bytes, the Docker memory (ASCII spaces only, stripped from the value since issue #44: it
+  reaches Docker as it is), the published sizes and the quantity take spaces (any Unicode whitespace) around the
+  size; the others none, not even a trailing newline.
 - empty or blank text: refused by all.
-- huge numbers: each grammar bounds its digits but the quantity's, which has exponents: a quantity past Decimal's
-  range (`1e999999999`) is refused as not a quantity (it escaped as decimal.Overflow, a traceback from
-  `validate`, until issue #45). size_in_bytes bounds a number it is given
-  (below 2^63), not one it reads from text (999999999999999E is about 2^110).
+- huge numbers: each grammar bounds its digits, the quantity too (issue #44): at most 19 digits, 9 decimals and
+  a 2-digit exponent, so Decimal reads it at once and never overflows, and a value above 2^63 - 1 (the kubelet's
+  int64) is refused. size_in_bytes reads sizes below 2^63 only, given as a number or as text (issue #44:
+  999999999999999E, about 2^110, was read).
+- zero: a size a tool reads as "unlimited" is refused where the field is checked (refuse_zero): a Docker memory
+  of 0 bytes (or one that rounds to 0), a neighbour's container memory, fio size, block size and iperf3 bitrate
+  of 0; a Kubernetes limit below 1m CPU or 1 byte (backends/kubernetes/qos.py); a container's cpus below 0.01
+  (vocabulary/cpus.py cpus_of_a_container).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, DecimalException
+from decimal import Decimal
 from typing import Any, Literal
 
-SERVER_SIZE_RE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*([kmgtpe]?)b?\s*", re.IGNORECASE)
-DOCKER_MEMORY_RE = re.compile(r"\d{1,12}(\.\d{1,6})?[bkmgBKMG]?")  # matched against the stripped value
-QEMU_MEMORY_RE = r"^\d{1,9}[KMGTkmgt]?$"  # a pydantic pattern
-CONTAINER_MEMORY_RE = r"^\d{1,7}[kmg]$"  # a pydantic pattern
-TOOL_SIZE_RE = re.compile(r"^(\d{1,7})([KMG])$")
-PUBLISHED_SIZE_RE = re.compile(r"(\d{1,6}(?:\.\d{1,3})?)\s?([KMGT])i?B?")  # matched against the stripped text
-K8S_STORAGE_RE = r"^\d{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$"  # a pydantic pattern
-QUANTITY_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?\s*")
+from layerbench.errors import shown
+
+SERVER_SIZE_RE = re.compile(r"\s*([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([kmgtpe]?)b?\s*", re.IGNORECASE)
+DOCKER_MEMORY_RE = re.compile(r"[0-9]{1,12}(\.[0-9]{1,6})?[bkmgBKMG]?")  # matched against the stripped value
+QEMU_MEMORY_RE = r"^[0-9]{1,9}[KMGTkmgt]?$"  # a pydantic pattern
+CONTAINER_MEMORY_RE = r"^[0-9]{1,7}[kmg]$"  # a pydantic pattern
+TOOL_SIZE_RE = re.compile(r"^([0-9]{1,7})([KMG])$")
+PUBLISHED_SIZE_RE = re.compile(r"([0-9]{1,6}(?:\.[0-9]{1,3})?)\s?([KMGT])i?B?")  # matched against the stripped text
+K8S_STORAGE_RE = r"^[0-9]{1,9}(Ki|Mi|Gi|Ti|k|M|G|T)?$"  # a pydantic pattern
+# At most 19 digits before the point, 9 after, and an exponent of 2 digits: Decimal reads that in microseconds and
+# it is far beyond any machine; the value itself is below 2^63 (the kubelet's int64), see quantity()
+QUANTITY_RE = re.compile(
+    r"\s*([0-9]{1,19}(?:\.[0-9]{1,9})?(?:[eE][+-]?[0-9]{1,2})?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?\s*")
+QUANTITY_MAX = 2**63 - 1
 QUANTITY_SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
                    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60, "m": Decimal("0.001")}
 ByteUnit = Literal["B", "KiB", "MiB", "GiB", "TiB"]
@@ -68,7 +78,17 @@ def size_in_bytes(value: Any) -> int | None:
     match = SERVER_SIZE_RE.fullmatch(value)
     if not match:
         return None
-    return int(float(match.group(1)) * 1024 ** "bkmgtpe".index(match.group(2).lower() or "b"))
+    size = int(float(match.group(1)) * 1024 ** "bkmgtpe".index(match.group(2).lower() or "b"))
+    return size if size < 2**63 else None  # what my.cnf, Docker and QEMU hold (int64); 999999999999999E is 2^110
+
+
+def refuse_zero(value: str | None, size: float | None, tool: str, fix: str, meaning: str = "unlimited") -> str | None:
+    """`value`, unless its `size` (in bytes, CPUs or bits/s) is 0 or rounds to 0 where `tool` reads it, which the
+    tool takes as "no limit" (or as its own default): then ValueError with what 0 means and `fix`. The plan never
+    prints a limit that is not applied."""
+    if value is not None and size is not None and size <= 0:
+        raise ValueError(f"{shown(value)} comes to 0 for {tool}, and 0 means {meaning} to {tool}; {fix}")
+    return value
 
 
 def in_mib(size: int) -> int:
@@ -89,13 +109,14 @@ def published_size_bytes(text: str) -> int:
 
 def quantity(text: str) -> Decimal:
     """A Kubernetes resource quantity ("500m", "1.5", "2Gi", "1e3") as a number of units (cores or bytes)."""
-    match = QUANTITY_RE.fullmatch(str(text))
+    match = QUANTITY_RE.fullmatch(str(text)) if len(str(text)) <= 64 else None
     if not match:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)")
-    try:
-        return Decimal(match.group(1)) * Decimal(QUANTITY_SUFFIX[match.group(2) or ""])
-    except DecimalException:  # past Decimal's range (1e999999999): Overflow
-        raise ValueError(f"{text!r} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi)") from None
+        raise ValueError(f"{shown(text)} is not a Kubernetes quantity (like 500m, 2, 512Mi, 4Gi), with at most "
+                         "19 digits, 9 decimals and a 2-digit exponent")
+    value = Decimal(match.group(1)) * Decimal(QUANTITY_SUFFIX[match.group(2) or ""])
+    if value > QUANTITY_MAX:
+        raise ValueError(f"{shown(text)} is more than Kubernetes holds (2^63 - 1); write a smaller quantity")
+    return value
 
 
 def quantity_text(value: Decimal, resource: str) -> str:

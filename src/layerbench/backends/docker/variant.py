@@ -18,10 +18,10 @@ from layerbench.server.servers import (
     check_rooted_binary,
     image_server,
 )
-from layerbench.vocabulary.base import IMAGE_RE, Strict
-from layerbench.vocabulary.cpus import CpuList, QosPreset
+from layerbench.vocabulary.base import IMAGE_RE, PrintableLine, Strict
+from layerbench.vocabulary.cpus import CpuList, QosPreset, cpus_of_a_container
 from layerbench.vocabulary.limits import MAX_CPU
-from layerbench.vocabulary.sizes import DOCKER_MEMORY_RE
+from layerbench.vocabulary.sizes import DOCKER_MEMORY_RE, refuse_zero, size_in_bytes
 
 CONTAINER_PROGRAMS = ("sh", "mkdir", "cp")  # what the container's command runs besides the server (local.py)
 NETWORK_WORDS = {  # where the packets go is said by the variant's path (network_path)
@@ -45,9 +45,20 @@ class DockerResources(Strict):
     @field_validator("memory")
     @classmethod
     def _memory(cls, value: str | None) -> str | None:
-        if value is not None and not DOCKER_MEMORY_RE.fullmatch(value.strip()):
+        """Docker's --memory, without the spaces around it (Docker takes none; issue #44: ASCII only)."""
+        if value is None:
+            return None
+        if not (value.isascii() and DOCKER_MEMORY_RE.fullmatch(value.strip())):
             raise ValueError(f"{shown(value)} is not a memory size; write it like 512m or 2g")
-        return value
+        size = size_in_bytes(value.strip())
+        if size is None:
+            raise ValueError(f"{shown(value)} is more than Docker holds (2^63 bytes); write it like 512m or 2g")
+        return refuse_zero(value.strip(), size, "Docker", "write it like 512m or 2g")
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, value: float | None) -> float | None:
+        return cpus_of_a_container(value)
 
 
 class DockerVariant(ImageVariant):
@@ -60,7 +71,7 @@ class DockerVariant(ImageVariant):
     resources: DockerResources = Field(default_factory=DockerResources)
     qos: QosPreset | None = None
     client: Literal["host", "container"] = "host"
-    mysqld: str | None = Field(default=None, max_length=4096, description="a server binary inside a root "
+    mysqld: PrintableLine | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the container is an image of that root (docs/servers.md)")
 
     local_backend: ClassVar[str] = "layerbench.backends.docker.local:DockerBackend"

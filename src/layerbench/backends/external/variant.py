@@ -10,13 +10,14 @@ from pydantic import Field, field_validator, model_validator
 from layerbench.backends.variant_base import VariantBase
 from layerbench.hosts.inventory import check_host_address
 from layerbench.hosts.placement import Placement
+from layerbench.vocabulary.base import PrintableLine
 
 
 class ExternalVariant(VariantBase):
     backend: Literal["external"]
     host: str = Field(default="127.0.0.1", max_length=253)
     port: int = Field(default=3306, ge=1, le=65535)
-    user: str = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f]{1,80}$")
+    user: PrintableLine = Field(default="sbtest", pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,80}$")
     database: str = Field(default="sbtest", pattern=r"^[A-Za-z0-9_$]{1,64}$")
     password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
                                      description="environment variable holding the password")

@@ -8,11 +8,13 @@ from pydantic import Field
 
 from layerbench.backends.variant_base import VariantBase, which_server
 from layerbench.server.servers import ServerChoice, resolve_server
+from layerbench.vocabulary.base import PrintableLine
 
 
 class HostVariant(VariantBase):
     backend: Literal["host"]
-    mysqld: str | None = Field(default=None, max_length=4096, description="server binary; default: mariadbd on PATH")
+    mysqld: PrintableLine | None = Field(default=None, max_length=4096,
+                                         description="server binary; default: mariadbd on PATH")
 
     local_backend: ClassVar[str] = "layerbench.backends.host.local:HostBackend"
     remote_backend: ClassVar[str | None] = "layerbench.backends.host.remote:RemoteHostBackend"

@@ -4,9 +4,10 @@ checks itself with it at validate time, the manifests use it to build the pod.""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from layerbench.errors import BadInput
+from layerbench.errors import BadInput, shown
 from layerbench.vocabulary.sizes import quantity
 
 if TYPE_CHECKING:
@@ -16,21 +17,30 @@ GUARANTEED_DEFAULT = {"cpu": "1", "memory": "2Gi"}  # memory: at least; see reso
 BURSTABLE_DEFAULT = {"cpu": "500m", "memory": "1Gi"}
 
 
-def _check_quantities(values: dict[str, str], where: str) -> None:
+# The least of each resource the kubelet applies: a CPU limit below 1m rounds to 0 millicores, memory below a byte
+# to 0 bytes, and a limit of 0 is no limit at all
+LEAST = {"cpu": (Decimal("0.001"), "1m", "millicores"), "memory": (Decimal(1), "1", "bytes")}
+
+
+def _check_quantities(values: dict[str, str], where: str, limits: bool = False) -> None:
     for key, value in values.items():
         if key not in ("cpu", "memory", "ephemeral-storage") and not key.startswith("hugepages-"):
             raise BadInput(f"{where}.{key}: not a resource layerbench sets; use cpu or memory")
         try:
-            quantity(value)
+            amount = quantity(value)
         except ValueError as error:
             raise BadInput(f"{where}.{key}: {error}") from None
+        least, text, unit = LEAST.get(key, (Decimal(1), "1", "units"))
+        if limits and amount < least:
+            raise BadInput(f"{where}.{key}: {shown(value)} rounds to 0 {unit}, and 0 means unlimited to Kubernetes; "
+                           f"write at least {text}, or remove the limit")
 
 
 def resources_for(variant: KubernetesVariant) -> dict[str, dict[str, str]]:
     """Requests and limits that make the pod the QoS class the variant asks for (explicit values win)."""
     where = f"variants.{variant.name}"
-    _check_quantities(variant.requests, f"{where}.requests")
-    _check_quantities(variant.limits, f"{where}.limits")
+    _check_quantities(variant.requests, f"{where}.requests", limits=variant.qos == "guaranteed")  # limits too
+    _check_quantities(variant.limits, f"{where}.limits", limits=True)
     if variant.qos == "besteffort":
         if variant.requests or variant.limits:
             raise BadInput(f"{where}.qos: a BestEffort pod has no requests or limits; remove them or use "

@@ -17,7 +17,7 @@ from layerbench.server.servers import (
     check_rooted_binary,
     image_server,
 )
-from layerbench.vocabulary.base import DNS_SUBDOMAIN_RE, IMAGE_RE
+from layerbench.vocabulary.base import DNS_SUBDOMAIN_RE, IMAGE_RE, PrintableLine
 from layerbench.vocabulary.limits import MAX_SECONDS
 from layerbench.vocabulary.sizes import K8S_STORAGE_RE, byte_text, quantity
 
@@ -69,7 +69,7 @@ class KubernetesVariant(ImageVariant):
         default="service", description="what a sysbench Job connects to: the Service's cluster IP or the pod IP")
     cpu_manager_static: bool = False
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
-    mysqld: str | None = Field(default=None, max_length=4096, description="a server binary inside a root "
+    mysqld: PrintableLine | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the pod runs an image of that root (docs/servers.md)")
 
     memory_unit: ClassVar[str] = "Mi"

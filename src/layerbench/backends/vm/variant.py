@@ -18,6 +18,7 @@ from layerbench.server.servers import (
     image_server,
 )
 from layerbench.server.settings import ServerSettings
+from layerbench.vocabulary.base import PrintableLine
 from layerbench.vocabulary.limits import MAX_SECONDS
 from layerbench.vocabulary.sizes import QEMU_MEMORY_RE
 
@@ -57,7 +58,7 @@ class VMVariant(BuiltServerVariant):
     disk_cache: Literal["none", "writeback"] = "none"
     network: Literal["tap", "user"] = "user"
     boot_timeout: int = Field(default=300, ge=5, le=MAX_SECONDS)
-    mysqld: str | None = Field(default=None, max_length=4096, description="a server binary inside a root "
+    mysqld: PrintableLine | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the guest's root disk is a copy of that root (docs/servers.md)")
 
     local_backend: ClassVar[str] = "layerbench.backends.vm.local:VMBackend"
