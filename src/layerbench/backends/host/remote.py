@@ -87,10 +87,15 @@ def mysql_on_host(host: Host, variant: HostVariant, log_dir: Path | None,
 
 
 def pick_port(host: Host) -> int:
-    """A port nothing listens on, on the host (ss); random in PORTS so two campaigns rarely try the same."""
-    candidates = random.sample(range(*PORTS), 20)
-    script = "for p in " + " ".join(map(str, candidates)) + \
-        "; do ss -Htln \"sport = :$p\" | grep -q . || { echo PORT $p; exit 0; }; done; exit 1"
+    """A port no TCP socket uses on the host (ss, every state: a connection's local port blocks a bind as a
+    listener does), random in PORTS so two campaigns rarely try the same, and outside the host's ephemeral range
+    while any candidate is (its outgoing connections take ports from that range at any moment: a port free when
+    checked was found taken by the server's bind a second later)."""
+    candidates = " ".join(map(str, random.sample(range(*PORTS), 40)))
+    script = ("read lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=1; hi=0; }; "
+              f"for pass in 1 2; do for p in {candidates}; do "
+              '[ "$pass" = 1 ] && [ "$p" -ge "$lo" ] && [ "$p" -le "$hi" ] && continue; '
+              'ss -Htan "sport = :$p" | grep -q . || { echo PORT $p; exit 0; }; done; done; exit 1')
     done = host.shell(script, name=f"port on {host.name}", timeout=30)
     for line in done.output.splitlines():
         if line.startswith("PORT "):
