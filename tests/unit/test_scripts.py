@@ -5,7 +5,10 @@ script with exit 141 at random. That once ended a cold Kubernetes build at its l
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [ROOT / "scripts" / "setup", ROOT / "scripts" / "k8s-local", ROOT / "scripts" / "k8s-local.d" / "csi.sh",
            ROOT / "scripts" / "k8s-local.d" / "node2.sh",
-           ROOT / "scripts" / "lab-hosts", ROOT / ".ci" / "run"]
+           ROOT / "scripts" / "lab-hosts", ROOT / "scripts" / "lab.d" / "toolkit.sh",
+           ROOT / "scripts" / "lab.d" / "host-boot",
+           ROOT / ".ci" / "run"]
 EARLY_READER = re.compile(r"\|\s*(head\b|grep\s+(-\w*[qm]|--quiet|--max-count)|sed\s+(-n\s+)?'?\d*q)")
 
 
@@ -33,3 +38,40 @@ def test_the_check_finds_the_pattern() -> None:
         assert EARLY_READER.search(bad), bad
     for fine in ("x | sed -n 1p", "grep -q ok file", "y | grep ok", "z | tail -1"):
         assert not EARLY_READER.search(fine), fine
+
+
+LAB_SCRIPTS = [ROOT / "scripts" / "lab-hosts", ROOT / "scripts" / "lab.d" / "toolkit.sh",
+               ROOT / "scripts" / "lab.d" / "host-boot", ROOT / "scripts" / "lab.d" / "host-init"]
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="no shellcheck (scripts/setup installs it)")
+def test_the_lab_scripts_pass_shellcheck() -> None:
+    done = subprocess.run(["shellcheck", "-S", "warning", "-x", *map(str, LAB_SCRIPTS)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout
+
+
+def toolkit(snippet: str) -> subprocess.CompletedProcess[str]:
+    """Run bash code with the lab toolkit sourced (no root needed for its pure helpers)."""
+    code = f'LBT_STATE=/dev/null LBT_PREFIX=lbtest; . "{ROOT}/scripts/lab.d/toolkit.sh"; {snippet}'
+    return subprocess.run(["bash", "-c", code], capture_output=True, text=True, timeout=30)
+
+
+def test_a_rootfs_is_cached_by_its_release_and_package_set() -> None:
+    keys = toolkit("lbt_rootfs_key trixie b a c; lbt_rootfs_key trixie c a b a; lbt_rootfs_key bookworm a b c; "
+                   "lbt_rootfs_key trixie a b").stdout.split()
+    assert len(keys) == 4 and keys[0] == keys[1]
+    assert len({keys[0], keys[2], keys[3]}) == 3
+
+
+def test_undo_knows_the_toolkit_steps_only() -> None:
+    assert toolkit("lbt_undo 'link lbtest-none-h'").returncode == 0
+    assert toolkit("lbt_undo 'sshconfig-line /x'").returncode == 1
+
+
+def test_open_refuses_what_is_not_a_port() -> None:
+    env = {**os.environ, "LBLAB_PREFIX": "lbtest", "LBLAB_DIR": "/nonexistent/lbtest", "LBLAB_ISOLATED": "1"}
+    for bad in ("3306;reboot", "x", "1-2-3", ""):
+        done = subprocess.run([str(ROOT / "scripts" / "lab-hosts"), "open", bad], env=env, capture_output=True,
+                              text=True, timeout=30)
+        assert done.returncode != 0 and "open:" in done.stderr and "\n" not in done.stderr.strip(), (bad, done.stderr)

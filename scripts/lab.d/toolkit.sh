@@ -1,0 +1,213 @@
+# shellcheck shell=bash
+# The lab toolkit: shell helpers that make "machines" on this one: each a root file system of its own (a debootstrap
+# of a given Debian release), network, mount and PID namespaces of its own, a cgroup of its own and an nft firewall,
+# linked to the harness by a veth on a bridge. Sourced by scripts/lab-hosts (its isolated mode) and meant for any
+# other lab script that needs such hosts (docs/topology.md).
+#
+# The caller sets, before calling anything:
+#   LBT_STATE   the state file: every step that makes something appends the step that undoes it (one per line);
+#               lbt_down replays them backwards, so a crash half-way is cleaned up by the next `down`
+#   LBT_PREFIX  the prefix of every name made (links, namespaces, cgroups, nft tables)
+# and may set LBT_CACHE (where rootfs tarballs are kept), LBT_MIRROR (the Debian mirror).
+set -euo pipefail
+
+LBT_CACHE=${LBT_CACHE:-/var/cache/layerbench/lab}
+LBT_MIRROR=${LBT_MIRROR:-http://deb.debian.org/debian}
+LBT_CGROUP_CONTROLLERS=(cpu cpuacct memory pids blkio)  # the v1 hierarchies a host gets a cgroup in
+
+lbt_log() { printf '[lab] %s\n' "$*" >&2; }
+lbt_die() { lbt_log "$*"; exit 1; }
+lbt_note() { printf '%s\n' "$*" >> "$LBT_STATE"; }  # one undo step, replayed backwards by lbt_down
+
+# ---- root file systems ------------------------------------------------------------------------------------------
+
+# The cache key of a rootfs: the release and the sorted package list (the same list in another order is the same).
+lbt_rootfs_key() {  # release package...
+  local release=$1; shift
+  printf '%s\n' "$release" "$(printf '%s\n' "$@" | sort -u | tr '\n' ' ')" | sha256sum | cut -c1-16
+}
+
+# Print the path of a tarball holding a debootstrap of <release> with <packages>; made once, then reused.
+# Services are kept from starting while packages are installed (policy-rc.d), and the SSH host keys the packages
+# generate are removed, so every host made from it gets keys of its own.
+lbt_rootfs() {  # release package...
+  local release=$1 key tar tmp; shift
+  key=$(lbt_rootfs_key "$release" "$@"); tar=$LBT_CACHE/rootfs-$release-$key.tar
+  if [ -s "$tar" ]; then echo "$tar"; return 0; fi
+  mkdir -p "$LBT_CACHE"; tmp=$(mktemp -d "$LBT_CACHE/build-$release-$key.XXXXXX")
+  lbt_log "debootstrap $release with $* (once; cached as $tar)"
+  if ! lbt_debootstrap "$release" "$tmp/root" "$@" > "$tmp.log" 2>&1; then
+    lbt_lazy_umount "$tmp/root"; rm -rf "$tmp"; lbt_die "debootstrap of $release failed; see $tmp.log"
+  fi
+  tar -C "$tmp/root" --numeric-owner -cf "$tar.part" . && mv "$tar.part" "$tar"
+  rm -rf "$tmp" "$tmp.log"; echo "$tar"
+}
+
+lbt_debootstrap() {  # release dir package...
+  local release=$1 root=$2; shift 2
+  debootstrap --variant=minbase --include=ca-certificates "$release" "$root" "$LBT_MIRROR"
+  printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"; chmod +x "$root/usr/sbin/policy-rc.d"
+  mount -t proc proc "$root/proc"
+  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends "$@"
+  umount "$root/proc"
+  chroot "$root" apt-get clean
+  rm -f "$root"/etc/ssh/ssh_host_* "$root/usr/sbin/policy-rc.d"
+}
+
+lbt_lazy_umount() {  # dir: every mount below it, deepest first
+  local m
+  for m in $(awk -v d="$1" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null || true; done
+}
+
+# Unpack a rootfs tarball into <dir> (a host's /); `down` removes it.
+lbt_unpack() {  # tarball dir
+  mkdir -p "$2"; lbt_note "rootdir $2"
+  tar -C "$2" --numeric-owner -xf "$1"
+}
+
+# ---- network: a bridge on the harness, a namespace per host, a veth between them -----------------------------------
+
+# A bridge carrying the harness's address on the lab's subnet, and the FORWARD ACCEPT rules dockerd's DROP policy
+# needs for traffic between hosts on it (br_netfilter sends bridged frames through iptables).
+lbt_bridge() {  # bridge address/len
+  ip link add "$1" type bridge; lbt_note "link $1"
+  ip addr add "$2" dev "$1"; ip link set "$1" up
+  lbt_accept_bridge "$1"
+}
+
+lbt_accept_bridge() {  # bridge: one ACCEPT rule per direction, commented with the prefix
+  local dir
+  for dir in "-i $1" "-o $1"; do
+    # shellcheck disable=SC2086
+    iptables -I FORWARD $dir -m comment --comment "$LBT_PREFIX" -j ACCEPT
+    lbt_note "iptables FORWARD $dir -m comment --comment $LBT_PREFIX -j ACCEPT"
+  done
+}
+
+# A network namespace with loopback up and one end of a veth pair at <address>, the other end on <bridge>.
+lbt_netns() {  # namespace bridge address/len
+  local ns=$1 host_end=$1-h ns_end=$1-n
+  ip netns add "$ns"; lbt_note "netns $ns"
+  ip link add "$host_end" type veth peer name "$ns_end"; lbt_note "link $host_end"
+  ip link set "$ns_end" netns "$ns"
+  ip link set "$host_end" master "$2" up
+  ip netns exec "$ns" ip link set lo up
+  ip netns exec "$ns" ip addr add "$3" dev "$ns_end"
+  ip netns exec "$ns" ip link set "$ns_end" up
+}
+
+# ---- firewall: nft in a host's namespace ---------------------------------------------------------------------------
+
+# Drop every packet coming into the host but loopback, replies, ping, and SSH from the harness's address; ports
+# added to the set `open` (lbt_open) are admitted from anywhere. The table goes with the namespace.
+lbt_firewall() {  # namespace harness-address
+  ip netns exec "$1" nft -f - <<NFT
+table inet ${LBT_PREFIX}_fw {
+  set open { type inet_service; flags interval; }
+  chain input {
+    type filter hook input priority 0; policy drop;
+    iif lo accept
+    ct state established,related accept
+    ip saddr $2 tcp dport 22 accept
+    tcp dport @open accept
+    icmp type echo-request accept
+  }
+}
+NFT
+}
+
+lbt_open() {  # namespace port|first-last...: admit TCP to these ports from anywhere
+  local ns=$1; shift
+  ip netns exec "$ns" nft add element inet "${LBT_PREFIX}_fw" open "{ $(IFS=,; echo "$*") }"
+}
+
+lbt_close() {  # namespace port|first-last...
+  local ns=$1; shift
+  ip netns exec "$ns" nft delete element inet "${LBT_PREFIX}_fw" open "{ $(IFS=,; echo "$*") }"
+}
+
+# ---- cgroups (v1: one directory per controller) ------------------------------------------------------------------
+
+lbt_cgroup() {  # name: /<name> in every controller of LBT_CGROUP_CONTROLLERS
+  local c
+  lbt_note "cgroup $1"
+  for c in "${LBT_CGROUP_CONTROLLERS[@]}"; do mkdir -p "/sys/fs/cgroup/$c/$1"; done
+}
+
+lbt_cgroup_enter() {  # name: move the calling (sub)shell into the host's cgroups; its children inherit them
+  local c
+  for c in "${LBT_CGROUP_CONTROLLERS[@]}"; do echo "$BASHPID" > "/sys/fs/cgroup/$c/$1/cgroup.procs"; done
+}
+
+lbt_cgroup_remove() {  # name: kill what is left in it (and below), then remove the directories, deepest first
+  local c pids
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    pids=$(find "/sys/fs/cgroup/pids/$1" -name cgroup.procs -exec cat {} + 2>/dev/null || true)
+    [ -n "$pids" ] || break
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.2
+  done
+  for c in "${LBT_CGROUP_CONTROLLERS[@]}"; do
+    [ -d "/sys/fs/cgroup/$c/$1" ] && find "/sys/fs/cgroup/$c/$1" -depth -type d -exec rmdir {} \; 2>/dev/null
+    [ -d "/sys/fs/cgroup/$c/$1" ] && lbt_log "could not remove cgroup /sys/fs/cgroup/$c/$1 (processes still in it?)"
+  done
+  return 0
+}
+
+# ---- a host: its rootfs as /, its own /proc, PID and mount namespaces, in its namespace and cgroup -----------------
+
+LBT_HERE=$(dirname "${BASH_SOURCE[0]}")
+
+# Start the host's init (scripts/lab.d/host-init, copied into its rootfs): it runs sshd and every /lbhost/start.d/*
+# script, then reaps orphans. Its processes are all in the cgroup, so `down` finds them even when the state is lost.
+lbt_host_start() {  # name rootdir namespace
+  local name=$1 root=$2 ns=$3 cg=$LBT_PREFIX-$1
+  mkdir -p "$root/lbhost/start.d"; cp "$LBT_HERE/host-init" "$root/lbhost/init"
+  lbt_cgroup "$cg"
+  ( lbt_cgroup_enter "$cg"
+    # nsenter, not `ip netns exec`: that one mounts a /sys of its own, hiding the cgroup hierarchies host-boot binds
+    exec setsid nsenter --net="/run/netns/$ns" unshare --pid --mount --fork --propagation private \
+      bash "$LBT_HERE/host-boot" "$root" < /dev/null > "$root/lbhost/boot.log" 2>&1 ) &
+}
+
+# Run a command in a host as its processes are (its namespaces, root and cgroup), from the harness.
+lbt_host_exec() {  # name command...
+  local name=$1 pid; shift
+  pid=$(lbt_host_pid1 "$name") || lbt_die "host $name is not running"
+  nsenter -t "$pid" --net --mount --pid --root --wd -- "$@"
+}
+
+lbt_host_pid1() {  # name: the PID (on the harness) of the host's init
+  local pid
+  for pid in $(cat "/sys/fs/cgroup/pids/$LBT_PREFIX-$1/cgroup.procs" 2>/dev/null); do
+    [ "$(awk '$1 == "NSpid:" {print $NF}' "/proc/$pid/status" 2>/dev/null)" = 1 ] && { echo "$pid"; return 0; }
+  done
+  return 1
+}
+
+lbt_host_keys() {  # rootdir address comment known_hosts: a host key of its own, added to the harness's known_hosts
+  rm -f "$1"/etc/ssh/ssh_host_*
+  ssh-keygen -q -t ed25519 -N '' -C "$3" -f "$1/etc/ssh/ssh_host_ed25519_key" <<<y >/dev/null
+  printf '%s %s\n' "$2" "$(cut -d' ' -f1,2 "$1/etc/ssh/ssh_host_ed25519_key.pub")" >> "$4"
+}
+
+# ---- undo ----------------------------------------------------------------------------------------------------------
+
+lbt_undo() {  # one state line; returns 1 for a step it does not know
+  set -- $1
+  case $1 in
+    iptables) shift; while iptables -C "$@" 2>/dev/null; do iptables -D "$@"; done ;;
+    netns) ip netns pids "$2" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true; ip netns del "$2" 2>/dev/null || true ;;
+    link) ip link del "$2" 2>/dev/null || true ;;
+    cgroup) lbt_cgroup_remove "$2" ;;
+    rootdir) lbt_lazy_umount "$2"; rm -rf --one-file-system "$2" ;;
+    *) return 1 ;;
+  esac
+}
+
+lbt_down() {  # replay the state file backwards
+  [ -f "$LBT_STATE" ] || return 0
+  tac "$LBT_STATE" | while read -r line; do [ -n "$line" ] && { lbt_undo "$line" || true; }; done
+  rm -f "$LBT_STATE"
+}
