@@ -100,9 +100,11 @@ lbt_netns() {  # namespace bridge address/len
 
 # Drop every packet coming into the host but loopback, replies, ping, and SSH from the harness's address; ports
 # added to the set `open` (lbt_open) are admitted from anywhere. The table goes with the namespace.
+lbt_fw_table() { echo "${LBT_PREFIX//-/_}_fw"; }  # nft names take no '-'
+
 lbt_firewall() {  # namespace harness-address
   ip netns exec "$1" nft -f - <<NFT
-table inet ${LBT_PREFIX}_fw {
+table inet $(lbt_fw_table) {
   set open { type inet_service; flags interval; }
   chain input {
     type filter hook input priority 0; policy drop;
@@ -118,12 +120,12 @@ NFT
 
 lbt_open() {  # namespace port|first-last...: admit TCP to these ports from anywhere
   local ns=$1; shift
-  ip netns exec "$ns" nft add element inet "${LBT_PREFIX}_fw" open "{ $(IFS=,; echo "$*") }"
+  ip netns exec "$ns" nft add element inet "$(lbt_fw_table)" open "{ $(IFS=,; echo "$*") }"
 }
 
 lbt_close() {  # namespace port|first-last...
   local ns=$1; shift
-  ip netns exec "$ns" nft delete element inet "${LBT_PREFIX}_fw" open "{ $(IFS=,; echo "$*") }"
+  ip netns exec "$ns" nft delete element inet "$(lbt_fw_table)" open "{ $(IFS=,; echo "$*") }"
 }
 
 # ---- cgroups (v1: one directory per controller) ------------------------------------------------------------------
