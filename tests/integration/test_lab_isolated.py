@@ -143,3 +143,8 @@ def test_db_docker_daemon_is_its_own(lab: dict) -> None:
     ours = subprocess.run(["docker", "info", "--format", "{{.ID}}"], capture_output=True, text=True, timeout=60)
     assert ours.returncode == 0 and ours.stdout.strip() != theirs.split()[0]
     assert not (LAB_DIR / "db" / "root" / "run" / "docker.sock").exists()  # its /run is the host's own
+    # the inventory's alias (the Include line lab-hosts wrote) reaches that daemon as the Docker SDK does
+    alias = lab["hosts"]["dbalias"]["ssh"]
+    via = subprocess.run(["ssh", "-F", lab["env"]["LBLAB_SSH_CONFIG"], alias, "docker", "info", "--format", "{{.ID}}"],
+                         capture_output=True, text=True, timeout=120)
+    assert via.returncode == 0 and via.stdout.strip() == theirs.split()[0], via.stderr
