@@ -37,20 +37,22 @@ lbt_rootfs() {  # release package...
   mkdir -p "$LBT_CACHE"; tmp=$(mktemp -d "$LBT_CACHE/build-$release-$key.XXXXXX")
   lbt_log "debootstrap $release with $* (once; cached as $tar)"
   if ! lbt_debootstrap "$release" "$tmp/root" "$@" > "$tmp.log" 2>&1; then
-    lbt_lazy_umount "$tmp/root"; rm -rf "$tmp"; lbt_die "debootstrap of $release failed; see $tmp.log"
+    lbt_lazy_umount "$tmp/root"; rm -rf --one-file-system "$tmp"
+    lbt_die "debootstrap of $release with $* failed (is it a release $LBT_MIRROR serves?); see $tmp.log"
   fi
   tar -C "$tmp/root" --numeric-owner -cf "$tar.part" . && mv "$tar.part" "$tar"
   rm -rf "$tmp" "$tmp.log"; echo "$tar"
 }
 
+# Each step checks its status itself: the caller runs this in an `if`, where bash's set -e does not apply.
 lbt_debootstrap() {  # release dir package...
-  local release=$1 root=$2; shift 2
-  debootstrap --variant=minbase --include=ca-certificates "$release" "$root" "$LBT_MIRROR"
-  printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"; chmod +x "$root/usr/sbin/policy-rc.d"
-  mount -t proc proc "$root/proc"
-  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends "$@"
-  umount "$root/proc"
-  chroot "$root" apt-get clean
+  local release=$1 root=$2 rc=0; shift 2
+  debootstrap --variant=minbase --include=ca-certificates "$release" "$root" "$LBT_MIRROR" || return 1
+  printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d" && chmod +x "$root/usr/sbin/policy-rc.d" || return 1
+  mount -t proc proc "$root/proc" || return 1
+  DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends "$@" || rc=1
+  umount "$root/proc" || return 1
+  [ "$rc" -eq 0 ] && chroot "$root" apt-get clean || return 1
   rm -f "$root"/etc/ssh/ssh_host_* "$root/usr/sbin/policy-rc.d"
 }
 

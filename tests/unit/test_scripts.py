@@ -71,7 +71,7 @@ def test_undo_knows_the_toolkit_steps_only() -> None:
 
 def test_open_refuses_what_is_not_a_port() -> None:
     env = {**os.environ, "LBLAB_PREFIX": "lbtest", "LBLAB_DIR": "/nonexistent/lbtest", "LBLAB_ISOLATED": "1"}
-    for bad in ("3306;reboot", "x", "1-2-3", ""):
+    for bad in ("3306;reboot", "x", "1-2-3", "", "70000", "0", "3306-70000", "41210-41200", "03306 ; id"):
         done = subprocess.run([str(ROOT / "scripts" / "lab-hosts"), "open", bad], env=env, capture_output=True,
                               text=True, timeout=30)
         assert done.returncode != 0 and "open:" in done.stderr and "\n" not in done.stderr.strip(), (bad, done.stderr)
