@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [ROOT / "scripts" / "setup", ROOT / "scripts" / "k8s-local", ROOT / "scripts" / "k8s-local.d" / "csi.sh",
@@ -69,9 +71,37 @@ def test_undo_knows_the_toolkit_steps_only() -> None:
     assert toolkit("lbt_undo 'sshconfig-line /x'").returncode == 1
 
 
+OPEN_ENV = {**os.environ, "LBLAB_PREFIX": "lbtest", "LBLAB_DIR": "/nonexistent/lbtest", "LBLAB_ISOLATED": "1"}
+
+
+def open_ports(arg: str) -> subprocess.CompletedProcess[str]:
+    """`lab-hosts open ARG` on a lab that is not up: it checks the argument first, then that the lab is up."""
+    return subprocess.run([str(ROOT / "scripts" / "lab-hosts"), "open", arg], env=OPEN_ENV, capture_output=True,
+                          text=True, timeout=30)
+
+
+def a_port_or_range(arg: str) -> bool:
+    found = re.fullmatch(r"([0-9]{1,5})(?:-([0-9]{1,5}))?", arg, re.ASCII)
+    if not found:
+        return False
+    first, last = int(found.group(1)), int(found.group(2) or found.group(1))
+    return 1 <= first <= last <= 65535
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="lab-hosts checks for root first")
 def test_open_refuses_what_is_not_a_port() -> None:
-    env = {**os.environ, "LBLAB_PREFIX": "lbtest", "LBLAB_DIR": "/nonexistent/lbtest", "LBLAB_ISOLATED": "1"}
     for bad in ("3306;reboot", "x", "1-2-3", "", "70000", "0", "3306-70000", "41210-41200", "03306 ; id"):
-        done = subprocess.run([str(ROOT / "scripts" / "lab-hosts"), "open", bad], env=env, capture_output=True,
-                              text=True, timeout=30)
-        assert done.returncode != 0 and "open:" in done.stderr and "\n" not in done.stderr.strip(), (bad, done.stderr)
+        done = open_ports(bad)
+        assert done.returncode != 0 and "is not a TCP port" in done.stderr, (bad, done.stderr)
+        assert "\n" not in done.stderr.strip()
+    assert "is not up" in open_ports("41200-41210").stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="lab-hosts checks for root first")
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.text(max_size=20).filter(lambda t: "\x00" not in t),
+                 st.from_regex(r"\A[0-9]{1,6}(-[0-9]{1,6})?\Z")))
+def test_open_takes_ports_and_ranges_only(arg: str) -> None:
+    done = open_ports(arg)
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert ("is not up" in done.stderr) == a_port_or_range(arg), (arg, done.stderr)
