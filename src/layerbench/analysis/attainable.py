@@ -17,6 +17,8 @@ fewer rounds, and fewer pairs would rest a verdict on a spread with one degree o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from math import comb
 
 LARGEST_N = 1000
@@ -99,3 +101,33 @@ def paired_rule_text(*, comparisons: int, alpha: float, min_runs: int) -> str:
             f"Holm correction for {comparisons} comparison(s) ask for no more). A comparison with fewer pairs is "
             f"made unpaired, where the Mann-Whitney test needs >= {unpaired} runs per side. With fewer, the "
             "estimate, its interval and p are still shown, marked 'need more runs'.")
+
+
+@dataclass(frozen=True)
+class PointNeed:
+    """One (workload, threads) point of a plan: its Holm family and the fewest rounds at which each of its
+    comparisons can reach a verdict."""
+
+    point: str  # `oltp_read_write / 8 threads`
+    comparisons: int
+    rounds: int
+
+
+def point_needs(points: Sequence[tuple[str, int | None]], variants: int, *, paired: bool, alpha: float,
+                looks: int = 1, min_runs: int = 0, sweep: bool = False) -> list[PointNeed]:
+    """Per point, the fewest rounds at which a comparison there can reach a verdict: `variants` compared with the
+    baseline (variants - 1 comparisons; none with one variant), Holm over the point's or, with `sweep`, over the
+    workload's sweep, at alpha / `looks` (an adaptive campaign's looks); the one rule of `validate` and of the
+    report's rule line (`rounds_needed`)."""
+    others = max(0, variants - 1)
+    if not others:
+        return []
+    per_workload: dict[str, int] = {}
+    for workload, _ in points:
+        per_workload[workload] = per_workload.get(workload, 0) + 1
+    out = []
+    for workload, threads in points:
+        family = others * (per_workload[workload] if sweep else 1)
+        rounds = rounds_needed(paired=paired, comparisons=family, alpha=alpha / max(1, looks), min_runs=min_runs)
+        out.append(PointNeed(workload if threads is None else f"{workload} / {threads} threads", family, rounds))
+    return out

@@ -189,8 +189,13 @@ def comparisons_at(analysis: Analysis) -> int:
 def rule(analysis: Analysis) -> str:
     s, family = analysis.settings, max(1, comparisons_at(analysis))
     if s.estimator != "paired":
-        return rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
-    return paired_rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
+        text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
+    else:
+        text = paired_rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
+    if not analysis.definition.estimates_only:
+        return text
+    return (f"Estimates only (estimates_only: true): the campaign asked for estimates, not verdicts, so a comparison "
+            f"its rounds cannot decide is no failure of the plan. {text}")
 
 
 def verdict_notes(analysis: Analysis) -> list[str]:
