@@ -193,3 +193,30 @@ def test_the_round_counts_the_pages_and_the_examples_state_come_from_the_code() 
     assert unpaired == [4, 5, 5]
     assert claimed(docs / "validate.md", r"alpha after Holm over the family, at alpha / looks for `repetitions: auto`: "
                                          r"(\d+) for one comparison") == [unpaired[0]]
+
+
+DEMO_LINES = {"quiet: no drift, sd 8 %": (0.0, 0.08), "issue #30's demo: rounds 38 %, within 16 %": (0.38, 0.16),
+              "a loaded demo: rounds 27 %, within 18 %": (0.27, 0.18)}
+
+
+@pytest.mark.parametrize("machine", DEMO_LINES)
+def test_the_demos_six_rounds_and_their_table_come_from_the_simulation(machine: str) -> None:
+    """docs/statistics.md "The demo": the demo's 6 rounds can decide (3 needed), and each line of its table is
+    simulate_rules at that shape (seed 6, 10,000 campaigns), as the page says."""
+    import re
+
+    from layerbench.analysis.attainable import T_MIN_PAIRS
+    from layerbench.analysis.blocks_simulation import Scenario, simulate_rules
+    from layerbench.campaign.models import load_campaign
+    from layerbench.run import answerable
+
+    demo = ROOT / "src" / "layerbench" / "data" / "default-campaign.yaml"
+    plan = load_campaign(demo)
+    assert plan.repetitions == 6 and {n.rounds for n in answerable.needs(plan)} == {T_MIN_PAIRS}
+    assert claimed(demo, r"a verdict needs >= (\d+) rounds here") == [T_MIN_PAIRS]
+    round_sd, cv = DEMO_LINES[machine]
+    found = simulate_rules(Scenario(machine, round_sd=round_sd, cv=cv), (-0.27, 0.0), rounds=6, campaigns=10_000,
+                           rules=("t-test",), min_pairs=T_MIN_PAIRS, seed=6)["t-test"]
+    row = re.escape(f"| {machine} | 6 | {found.share({'slower'}) * 100:.1f} % | "
+                    f"{found.any_different(slice(1, 2)) * 100:.1f} % |")
+    assert re.search(row, (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")), row
