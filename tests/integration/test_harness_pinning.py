@@ -36,7 +36,8 @@ def stored_resources(db: Path) -> dict[str, dict]:
 @pytest.mark.skipif(os.sched_getaffinity(0) != {0, 1}, reason="written for the 2-core CI machine (CPUs 0 and 1)")
 def test_harness_leaves_the_measured_cpus_when_one_is_free(tmp_path: Path) -> None:
     campaign = parse_campaign({
-        "name": "it-harness-pin", "baseline": "shared", "repetitions": 1, "output": str(tmp_path / "out"),
+        "name": "it-harness-pin", "baseline": "shared", "repetitions": 1, "estimates_only": True,
+        "output": str(tmp_path / "out"),
         "busy": "keep",  # counts its runs
         "variants": [{"name": "shared", "backend": "host", "cpus": "0", "client_cpus": "0"},
                      {"name": "split", "backend": "host", "cpus": "0", "client_cpus": "1"}],

@@ -40,6 +40,8 @@ def campaign_file(tmp_path: Path, **changes) -> Path:
         "busy": "keep",  # these tests count their runs; busy runs replaced by reruns: test_busy_rerun.py
     }
     data.update(changes)
+    if isinstance(data["repetitions"], int) and data["repetitions"] < 3:  # a tiny plan: estimates, not verdicts
+        data.setdefault("estimates_only", True)  # (run/answerable.py refuses fewer than 3 rounds otherwise)
     path = tmp_path / "campaign.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

@@ -28,6 +28,7 @@ def campaign_dict(tmp_path: Path) -> dict:
         "workload": {"tables": 1, "table_size": 2000, "threads": 2, "duration": 3, "warmup": 1,
                      "compare_percentiles": [99]},
         "repetitions": 1,
+        "estimates_only": True,
         "output": str(tmp_path / "out"),
         "busy": "keep",  # counts its runs; busy runs replaced by reruns: test_busy_rerun.py
         "formats": ["md", "html", "json", "csv"],

@@ -49,7 +49,7 @@ def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
         ],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},
-        "repetitions": 1, "output": str(out),
+        "repetitions": 1, "estimates_only": True, "output": str(out),
     }
     db = out / "layerbench.db"
     with Store(db) as store:
@@ -129,7 +129,7 @@ def test_the_fairness_section_names_the_flavour_defaults_of_a_docker_mysql(tmp_p
         "variants": [{"name": "mariadb", "backend": "docker"},
                      {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
-        "repetitions": 1, "output": str(tmp_path),
+        "repetitions": 1, "estimates_only": True, "output": str(tmp_path),
     }
     with Store(tmp_path / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
@@ -150,7 +150,7 @@ def test_without_a_snapshot_the_container_initialises_its_datadir_with_mysqls_ow
         "variants": [{"name": "d", "backend": "docker", "server": {"flavour": "mysql", "version": "9.7"}}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "reset": "reprepare"},
-        "repetitions": 1, "output": str(tmp_path),
+        "repetitions": 1, "estimates_only": True, "output": str(tmp_path),
     }
     db = tmp_path / "layerbench.db"
     with Store(db) as store:
@@ -235,7 +235,7 @@ def test_an_image_with_the_entrypoint_contract_runs_sysbench_and_says_its_flavou
         "variants": [{"name": "upstream", "backend": "docker", "image": upstream_image,
                       "server": {"config": {"innodb_buffer_pool_size": "64M"}}}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
-        "repetitions": 1, "output": str(tmp_path),
+        "repetitions": 1, "estimates_only": True, "output": str(tmp_path),
     }
     db = tmp_path / "layerbench.db"
     with Store(db) as store:

@@ -48,7 +48,7 @@ restored copy is checked by CHECKSUM TABLE before each run."""
         ],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},  # each run's restored copy checked by the server that made it
-        "repetitions": 2, "output": str(out),
+        "repetitions": 2, "estimates_only": True, "output": str(out),
     }
     db = out / "layerbench.db"
     with Store(db) as store:

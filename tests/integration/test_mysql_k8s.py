@@ -49,7 +49,7 @@ def campaign(k8s_cluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
                       "storage": "emptydir", "client": "job"}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},
-        "repetitions": 1, "output": str(out), "busy": "keep",
+        "repetitions": 1, "estimates_only": True, "output": str(out), "busy": "keep",
     }
     with Store(out / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)

@@ -40,7 +40,7 @@ def mysql_vm(tmp_path_factory: pytest.TempPathFactory) -> dict:
                       "mysqld": str(rootfs.root / "usr/sbin/mysqld")}],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},
-        "repetitions": 1, "output": str(out),
+        "repetitions": 1, "estimates_only": True, "output": str(out),
     }
     db = out / "layerbench.db"
     with Store(db) as store:

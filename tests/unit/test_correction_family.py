@@ -28,8 +28,8 @@ THREADS = (2, 4, 8)
 
 
 def analysed(tmp_path: Path, correction: str | None, threads: tuple[int, ...] = THREADS) -> Analysis:
-    """Unpaired, so that both families correct the same test's p (paired by round, 6 pairs reach alpha alone but
-    not in a family of 3, so the two families would compare with different tests: tests/unit/test_paired.py)."""
+    """Unpaired, so that the rule text names the family (the paired t-test's floor does not depend on it; the
+    paired families are tests/unit/test_paired.py's)."""
     db = tmp_path / f"{correction}.db"
     cid = fill_store(db, {"host": 1.0, "vm": 0.95}, reps=6, threads=threads,
                      extra={"estimator": "unpaired"} | ({"correction": correction} if correction else {}))
@@ -113,7 +113,7 @@ def test_report_and_import_take_the_family_for_one_analysis(tmp_path: Path, caps
     `import --correction sweep` stores it with the imported campaign; a wrong value is one line, exit 2."""
     monkeypatch.setitem(STATE, "debug", False)  # an earlier in-process `--debug` (test_cli) stays set otherwise
     db = tmp_path / "lb.db"
-    cid = fill_store(db, {"host": 1.0, "vm": 0.95}, reps=6, threads=THREADS)
+    cid = fill_store(db, {"host": 1.0, "vm": 0.95}, reps=6, threads=THREADS, extra={"estimator": "unpaired"})
     with Store(db) as store:
         again = tps_comparisons(analyze(store, cid, Overrides(correction="sweep")))
         assert store.campaign(cid).definition.correction == "point"

@@ -147,3 +147,76 @@ def test_the_gate_text_docs_studies_quotes() -> None:
     text = gate(3, 3, comparisons=1, alpha=0.05, min_runs=0)
     assert text == "need >= 4 runs per side (have 3 and 3: smallest attainable p = 0.1 is not below alpha 0.05)"
     assert f"`{text}`" in (ROOT / "docs" / "studies.md").read_text(encoding="utf-8")
+
+
+def claimed(path: Path, pattern: str) -> list[int]:
+    """Every number a page (or an example's comments) states where `pattern` (one group: the number) matches,
+    its lines joined so that a claim may wrap."""
+    import re
+
+    text = " ".join(line.lstrip("# ").strip() for line in path.read_text(encoding="utf-8").splitlines())
+    found = [int(m.group(1)) for m in re.finditer(pattern, text)]
+    assert found, f"{path.name} no longer says {pattern!r}"
+    return found
+
+
+def test_the_round_counts_the_pages_and_the_examples_state_come_from_the_code() -> None:
+    """Issue #43: the rounds a verdict needs, as docs/statistics.md, docs/studies.md, docs/campaign.md,
+    docs/validate.md and the storage example state them, computed by the one rule (analysis/attainable.py
+    point_needs, which validate prints and the report's rule line states), and the signed-rank test's old
+    counts the pages still quote by paired.pairs_needed."""
+    from layerbench.analysis.attainable import T_MIN_PAIRS, point_needs
+    from layerbench.analysis.paired import pairs_needed
+    from layerbench.campaign.models import load_campaign
+    from layerbench.run import answerable
+
+    storage = ROOT / "src" / "layerbench" / "data" / "examples" / "docker-storage-network.yaml"
+    plan = load_campaign(storage)
+    assert len(plan.variants) - 1 == 6 and plan.rounds == 6
+    needed = {n.rounds for n in answerable.needs(plan)}
+    assert needed == {T_MIN_PAIRS} and claimed(storage, r"a verdict needs >= (\d+) rounds") == [T_MIN_PAIRS]
+    paired = {k: point_needs([("w", 1)], k + 1, paired=True, alpha=0.05)[0].rounds for k in (1, 2, 3, 6)}
+    assert set(paired.values()) == {T_MIN_PAIRS}
+    docs = ROOT / "docs"
+    assert set(claimed(docs / "studies.md", r"which a verdict needs >= (\d+) rounds for")) == {T_MIN_PAIRS}
+    assert set(claimed(docs / "studies.md", r"can, from (\d+) rounds on")) == {T_MIN_PAIRS}
+    assert claimed(docs / "studies.md", r"the signed-rank test needed (\d+) rounds") == [
+        pairs_needed(comparisons=6, alpha=0.05)] == [8]
+    assert set(claimed(docs / "statistics.md", r"a verdict needs (\d+) rounds holding both runs")) == {T_MIN_PAIRS}
+    assert claimed(docs / "statistics.md", r"it needed (\d+) pairs for one comparison") == [
+        pairs_needed(comparisons=1, alpha=0.05)]
+    old = pairs_needed(comparisons=2, alpha=0.05), pairs_needed(comparisons=6, alpha=0.05)
+    assert claimed(docs / "statistics.md", r"(\d+) for 2-3 and \d+ for 6\.") == [old[0]]
+    assert claimed(docs / "statistics.md", r"for 2-3 and (\d+) for 6\.") == [old[1]]
+    assert claimed(docs / "campaign.md", r"the paired t-test needs (\d+) rounds holding both runs") == [T_MIN_PAIRS]
+    unpaired = [point_needs([("w", 1)], k + 1, paired=False, alpha=0.05)[0].rounds for k in (1, 2, 6)]
+    assert unpaired == [4, 5, 5]
+    assert claimed(docs / "validate.md", r"alpha after Holm over the family, at alpha / looks for `repetitions: auto`: "
+                                         r"(\d+) for one comparison") == [unpaired[0]]
+
+
+DEMO_LINES = {"quiet: no drift, sd 8 %": (0.0, 0.08), "issue #30's demo: rounds 38 %, within 16 %": (0.38, 0.16),
+              "a loaded demo: rounds 27 %, within 18 %": (0.27, 0.18)}
+
+
+@pytest.mark.parametrize("machine", DEMO_LINES)
+def test_the_demos_six_rounds_and_their_table_come_from_the_simulation(machine: str) -> None:
+    """docs/statistics.md "The demo": the demo's 6 rounds can decide (3 needed), and each line of its table is
+    simulate_rules at that shape (seed 6, 10,000 campaigns), as the page says."""
+    import re
+
+    from layerbench.analysis.attainable import T_MIN_PAIRS
+    from layerbench.analysis.blocks_simulation import Scenario, simulate_rules
+    from layerbench.campaign.models import load_campaign
+    from layerbench.run import answerable
+
+    demo = ROOT / "src" / "layerbench" / "data" / "default-campaign.yaml"
+    plan = load_campaign(demo)
+    assert plan.repetitions == 6 and {n.rounds for n in answerable.needs(plan)} == {T_MIN_PAIRS}
+    assert claimed(demo, r"a verdict needs >= (\d+) rounds here") == [T_MIN_PAIRS]
+    round_sd, cv = DEMO_LINES[machine]
+    found = simulate_rules(Scenario(machine, round_sd=round_sd, cv=cv), (-0.27, 0.0), rounds=6, campaigns=10_000,
+                           rules=("t-test",), min_pairs=T_MIN_PAIRS, seed=6)["t-test"]
+    row = re.escape(f"| {machine} | 6 | {found.share({'slower'}) * 100:.1f} % | "
+                    f"{found.any_different(slice(1, 2)) * 100:.1f} % |")
+    assert re.search(row, (ROOT / "docs" / "statistics.md").read_text(encoding="utf-8")), row

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from scipy import stats as sp
 
 from helpers import synthetic_campaign, synthetic_run
+from layerbench.analysis.attainable import T_MIN_PAIRS
 from layerbench.analysis.blocks_simulation import (
     DIFFERENT,
     SCENARIOS,
@@ -27,7 +28,6 @@ from layerbench.analysis.blocks_simulation import (
 )
 from layerbench.analysis.loading import analyze
 from layerbench.analysis.paired import (
-    T_MIN_PAIRS,
     pair_by_round,
     pairs_needed,
     signed_rank_intervals,
@@ -316,10 +316,22 @@ def test_a_failed_run_leaves_its_round_unpaired(tmp_path: Path) -> None:
 
 
 def test_too_few_pairs_fall_back_to_unpaired_and_the_report_says_so(tmp_path: Path) -> None:
-    analysis, found = tps(tmp_path / "a.db", drifting_store(tmp_path / "a.db", rounds=6))
-    assert found.pairs is None and found.n_baseline == 6
+    """2 rounds: below the t-test's floor of 3 pairs the comparison is unpaired, which 2 + 2 runs cannot decide
+    either; its 'need more runs' and the method line say the rounds pairing needs, not Mann-Whitney's 4 a side."""
+    analysis, found = tps(tmp_path / "a.db", drifting_store(tmp_path / "a.db", rounds=2))
+    assert found.pairs is None and found.n_baseline == 2 and found.verdict.kind == "need more runs"
+    assert found.verdict.text == "need >= 3 rounds holding both runs (have 2 pairs: the paired t-test's floor)"
     line = method_line(analysis)
-    assert "Unpaired instead" in line and "fewer than 7 rounds hold both runs" in line
+    assert "Unpaired instead" in line and "fewer than 3 rounds hold both runs, the paired t-test's floor" in line
+    assert "paired t-test" in line and "Wilcoxon" not in line
+
+
+def test_three_rounds_are_paired_and_decide_through_the_drift(tmp_path: Path) -> None:
+    """3 rounds, the t-test's floor: paired, and the -10 % is seen through 30 % drift between rounds."""
+    analysis, found = tps(tmp_path / "a.db", drifting_store(tmp_path / "a.db", rounds=3))
+    assert found.pairs == 3 and found.verdict.kind == "slower" and found.delta.delta == pytest.approx(-0.1, abs=0.02)
+    assert "Unpaired instead" not in method_line(analysis)
+    assert "a verdict needs >= 3 rounds holding both runs here" in report_model(analysis).rule
 
 
 def test_each_point_of_a_sweep_is_paired_on_its_own(tmp_path: Path) -> None:
@@ -391,10 +403,9 @@ def test_any_pairs_give_an_ordered_interval_and_a_p_in_0_1(pairs: tuple[list[flo
         assert found.p[0] == pytest.approx(sp.wilcoxon(d, method="exact").pvalue)
 
 
-def test_a_sweep_family_pairs_only_where_the_pairs_reach_alpha_over_the_whole_family(tmp_path: Path) -> None:
-    """6 rounds at 3 thread counts: 6 pairs reach 0.05 for one comparison (2 / 64), not for a family of 3
-    (3 x 2 / 64): correction point pairs every point, correction sweep compares every point unpaired, and corrects
-    those same unpaired p-values together."""
+def test_a_sweep_family_is_paired_at_every_point_and_corrected_together(tmp_path: Path) -> None:
+    """6 rounds at 3 thread counts: the t-test's floor does not grow with the family, so correction point and
+    correction sweep both pair every point, and sweep corrects those paired p-values together."""
     from helpers import fill_store
     from layerbench.analysis.stats import holm
 
@@ -405,7 +416,8 @@ def test_a_sweep_family_pairs_only_where_the_pairs_reach_alpha_over_the_whole_fa
         with Store(tmp_path / f"{correction}.db") as store:
             analysis = analyze(store, cid)
         found[correction] = [next(v for v in p.variants if v.variant == "vm").verdict("tps") for p in analysis.points]
-    assert all(c.pairs == 6 for c in found["point"]) and all(c.pairs is None for c in found["sweep"])
+    assert all(c.pairs == 6 for c in found["point"]) and all(c.pairs == 6 for c in found["sweep"])
+    assert [c.p for c in found["sweep"]] == pytest.approx([c.p for c in found["point"]])
     assert [c.p_adjusted for c in found["sweep"]] == pytest.approx(holm([c.p for c in found["sweep"]]))
 
 

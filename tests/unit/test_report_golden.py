@@ -21,7 +21,8 @@ def test_markdown_report_golden(tmp_path: Path) -> None:
     with Store(db) as store:
         text = render(report_model(analyze(store, cid)))
     assert "`docker-bridge` vs `host`" in text and "failed: sysbench was killed by signal 9" in text
-    assert "| `docker-bridge` | default, 2 threads | **slower** | -9.93% [-11.4, -8.3] (p=0.002, n=6+7)" in text
+    assert ("| `docker-bridge` | default, 2 threads | **slower** | -9.69% [-10.7, -8.7] (p<0.001, n=6 pairs of 6+7 "
+            "runs)") in text  # the paired t-test (6 pairs; the signed-rank test needed 7 for 2 comparisons)
     assert "| `docker-host` | default, 2 threads | **~** |" in text or "**within noise**" in text
     check("report_basic.md", text)
 

@@ -157,7 +157,7 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
         warnings += point.warnings
         short = next((c.verdict.text for v in point.variants for c in v.comparisons.values()
                       if c.verdict.kind == "need more runs"), None)
-        if short:
+        if short and not analysis.definition.estimates_only:  # else the rule line says: estimates only
             where = point.workload if point.threads is None else f"{point.workload} / {point.threads} threads"
             warnings.append(f"{where}: too few runs for a verdict: {short}; the evidence is shown, the verdict "
                             "is not")

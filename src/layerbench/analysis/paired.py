@@ -1,31 +1,27 @@
-"""Rounds as blocks: each variant against the baseline paired by round, with the Wilcoxon signed-rank test and
-the Hodges-Lehmann interval that inverts it.
+"""Rounds as blocks: each variant against the baseline paired by round, with the paired t-test on the per-round
+log ratios, the rule in force (issue #43; docs/statistics.md, "Choosing the paired rule"); and the Wilcoxon
+signed-rank test with its Hodges-Lehmann interval, the rule before it, which the simulation still compares with.
 
 A round runs every variant once, close together in time, so drift of the machine (a busy neighbour, hypervisor
 steal, a warming cache) multiplies every run of a round alike. The log-ratio variant / baseline of one round
 cancels that round's factor; across rounds the log-ratios differ only by the runs' own noise. Methods:
-- The delta is the one-sample Hodges-Lehmann estimate of the log-ratios: the median of their n(n+1)/2 Walsh
-  averages (d_i + d_j) / 2, i <= j, reported as exp(estimate) - 1 (Hodges & Lehmann, Ann. Math. Statist. 34,
-  1963; Hollander, Wolfe & Chicken, "Nonparametric Statistical Methods", 3rd ed., 2014, section 3.2).
-- The test is the two-sided Wilcoxon signed-rank test (Wilcoxon, Biometrics Bulletin 1, 1945): exact null
-  distribution without zeros or tied |d| up to 50 pairs (the same p as scipy.stats.wilcoxon(method="exact")),
-  else the normal approximation with tie and continuity corrections, zeros split between the signs
-  (scipy.stats.wilcoxon(zero_method="zsplit", method="approx")).
-- The interval holds every shift the test does not reject: by Tukey's identity the signed-rank statistic at a
-  shift t is the number of Walsh averages above t, so the ends are two order statistics of the Walsh averages
-  (Bauer, JASA 67, 1972). It excludes 0 exactly when p < alpha (exact case) and covers with probability
-  >= 1 - alpha whenever the log-ratios are symmetric about the true shift, as they are when the baseline and
-  the variant runs of a round differ only by a factor and exchangeable noise.
-- With n pairs the smallest two-sided p is 2 / 2^n (every log-ratio of one sign): 5 pairs cannot reach 0.05.
+- The rule in force: the paired t-test on the log-ratios (Student, Biometrika 6, 1908): the delta is
+  exp(mean) - 1, the interval exp(mean -/+ t(1 - alpha/2, n - 1) sd / sqrt(n)) - 1 and p two-sided with n - 1
+  degrees of freedom, the same as scipy.stats.ttest_1samp on the log-ratios (ttest_rel on the logs), so the
+  interval excludes 0 exactly when p < alpha. Its smallest p is 0 at any n >= 2: no rounds are needed for the
+  test to reach alpha, only for the interval to be narrow; T_MIN_PAIRS (analysis/attainable.py) guards its
+  smallest samples, and a comparison with fewer pairs is made unpaired (Mann-Whitney, analysis/stats.py).
+- The rule before it (`signed_rank_intervals`, for blocks_simulation.py): the one-sample Hodges-Lehmann estimate
+  of the log-ratios, the median of their n(n+1)/2 Walsh averages (Hodges & Lehmann, Ann. Math. Statist. 34,
+  1963; Hollander, Wolfe & Chicken, "Nonparametric Statistical Methods", 3rd ed., 2014, section 3.2), with the
+  two-sided Wilcoxon signed-rank test (Wilcoxon, Biometrics Bulletin 1, 1945): exact null distribution without
+  zeros or tied |d| up to 50 pairs (the same p as scipy.stats.wilcoxon(method="exact")), else the normal
+  approximation with tie and continuity corrections, zeros split between the signs
+  (scipy.stats.wilcoxon(zero_method="zsplit", method="approx")); the interval holds every shift the test does
+  not reject (Tukey's identity; Bauer, JASA 67, 1972). With n pairs its smallest two-sided p is 2 / 2^n (every
+  log-ratio of one sign): 5 pairs cannot reach 0.05, which is why it was replaced.
 Which runs are paired, and when the analysis falls back to the unpaired comparison, is `pair_by_round` and
-`choose` below; docs/statistics.md has the calibration by simulation that set the default.
-
-The candidate of issue #43, not yet used by any report (docs/statistics.md, "Choosing the paired rule"): the
-paired t-test on the same log-ratios (Student, Biometrika 6, 1908): the delta is exp(mean) - 1, the interval
-exp(mean -/+ t(1 - alpha/2, n - 1) sd / sqrt(n)) - 1 and p two-sided with n - 1 degrees of freedom, the same as
-scipy.stats.ttest_1samp on the log-ratios (ttest_rel on the logs), so the interval excludes 0 exactly when
-p < alpha. Its smallest p is 0 at any n >= 2: no rounds are needed for the test to reach alpha, only for the
-interval to be narrow; T_MIN_PAIRS guards its smallest samples.
+`paired_tests` below.
 """
 
 from __future__ import annotations
@@ -38,6 +34,7 @@ from functools import cache
 import numpy as np
 from scipy import stats as sp
 
+from layerbench.analysis.attainable import pairs_floor
 from layerbench.analysis.stats import DeltaCI, Shifts, Tested, on_scale, relative
 from layerbench.statistics_settings import DEFAULTS
 
@@ -128,9 +125,6 @@ def signed_rank_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = 
     return Shifts(relative(middle, scale), relative(low, scale), relative(high, scale), confidence, p)
 
 
-T_MIN_PAIRS = 3  # the paired t-test's floor of pairs, set by the simulation (docs/statistics.md); no report uses it yet
-
-
 def t_intervals(base: np.ndarray, variant: np.ndarray, alpha: float = DEFAULTS.alpha) -> Shifts:
     """Per row of 2-D arrays (column k of both: the same round), the paired t-test on the log-ratios: the relative
     delta exp(mean) - 1, its (1 - alpha) Student interval and the two-sided p. Fewer than 2 pairs: p 1 and an
@@ -186,6 +180,7 @@ def pair_by_round(baseline: Sequence[tuple[int, float]], variant: Sequence[tuple
 
 
 def verdict_reachable(pairs: int, *, comparisons: int, alpha: float) -> bool:
+    """Whether the signed-rank test (the rule before the t-test, blocks_simulation.py) can reach alpha after Holm."""
     return max(1, comparisons) * smallest_p(pairs) < alpha
 
 
@@ -195,7 +190,8 @@ def pairs_needed(*, comparisons: int, alpha: float) -> int:
 
 
 def paired_delta(pairs: Pairs, alpha: float) -> Tested:
-    found = signed_rank_intervals(np.array(pairs.baseline), np.array(pairs.variant), alpha)
+    """The paired t-test of one variant's pairs (the rule in force)."""
+    found = t_intervals(np.array(pairs.baseline), np.array(pairs.variant), alpha)
     delta = DeltaCI(float(found.delta[0]), float(found.low[0]), float(found.high[0]), float(found.confidence[0]))
     return Tested(delta, float(found.p[0]), pairs.n)
 
@@ -204,16 +200,18 @@ RoundValues = Sequence[tuple[int, float]]  # (round, value) of each usable run, 
 
 
 def paired_tests(baseline: str, by_round: dict[str, RoundValues], alpha: float,
-                 family: int = 0) -> dict[str, Tested]:
-    """Each variant paired with the baseline by round where its pairs can reach alpha after Holm across the
-    variants and the `family` other comparisons corrected with them (correction: sweep); the others are left
-    out here, to be compared unpaired (the report names them)."""
+                 min_runs: int = 0) -> tuple[dict[str, Tested], dict[str, int]]:
+    """Each variant paired with the baseline by round, by the paired t-test, where it has the pairs its floor asks
+    for (analysis/attainable.py: T_MIN_PAIRS, or min_runs when higher); and the pairs of the others, which are
+    compared unpaired (the report names them, and their 'need more runs' says the rounds pairing needs)."""
     others = [name for name, values in by_round.items() if name != baseline and values]
     if not by_round.get(baseline) or not others:
-        return {}
-    tested = {}
+        return {}, {}
+    tested, short = {}, {}
     for name in others:
         pairs = pair_by_round(by_round[baseline], by_round[name])
-        if verdict_reachable(pairs.n, comparisons=len(others) + family, alpha=alpha) and np.median(pairs.baseline):
+        if pairs.n >= pairs_floor(min_runs) and np.median(pairs.baseline):
             tested[name] = paired_delta(pairs, alpha)
-    return tested
+        else:
+            short[name] = pairs.n
+    return tested, short

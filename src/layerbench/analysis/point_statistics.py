@@ -34,14 +34,14 @@ def comparisons(baseline: str, values_by_variant: dict[str, list[float]], higher
                 by_round: dict[str, RoundValues] | None = None) -> dict[str, Comparison]:
     """Each variant against the baseline; `family`: the raw p of other comparisons Holm corrects with these;
     `by_round`: the same values with their rounds, when they may be paired (estimator paired, rounds that are
-    blocks): a variant whose pairs cannot reach alpha after Holm over the whole family is compared unpaired."""
+    blocks): a variant with fewer pairs than the paired t-test's floor is compared unpaired."""
     base = values_by_variant.get(baseline, [])
     others = {name: values for name, values in values_by_variant.items() if name != baseline}
     if not base or not others:
         return {}
-    paired = paired_tests(baseline, by_round, settings.alpha, len(family)) if by_round else {}
+    paired, short = paired_tests(baseline, by_round, settings.alpha, settings.min_runs) if by_round else ({}, {})
     found = compare_with_baseline(base, others, settings, higher_is_better=higher_is_better, paired=paired,
-                                  family=family)
+                                  family=family, short_pairs=short)
     return {c.variant: c for c in found}
 
 
@@ -231,15 +231,11 @@ def sweep_families(grouped: dict[tuple[str, int | None], list[RunRow]], variants
     """correction: sweep: per point and metric, the raw p of the same metric's comparisons at the workload's
     other thread counts, which Holm then corrects together with the point's own."""
     names = {key: [v for v in variants if any(r.variant == v for r in here)] for key, here in grouped.items()}
-    compared = {key: sum(1 for v in found if v != baseline) for key, found in names.items()}
     raw = {}
     for (workload, threads), here in grouped.items():
-        extra = extra_metrics(definition, workload)
-        # the family's size (its p-values come next): each comparison is paired or unpaired here as in the final
-        # pass, which pairs by round only where the pairs can reach alpha after Holm over the whole family
-        size = sum(n for (w, t), n in compared.items() if w == workload and t != threads)
+        # a raw p does not depend on the family: which comparisons are paired is the floor of pairs alone
         raw[(workload, threads)] = raw_pvalues(point_tests(here, names[(workload, threads)], baseline, settings,
-                                                           extra, {m: [1.0] * size for m in [*METRICS, *extra]}))
+                                                           extra_metrics(definition, workload), {}))
     out: dict[tuple[str, int | None], dict[str, list[float]]] = {}
     for key, mine in raw.items():
         others = [found for other, found in raw.items() if other[0] == key[0] and other != key]

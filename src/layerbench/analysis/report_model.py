@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from layerbench.analysis.aggregate import Analysis
-from layerbench.analysis.attainable import rule_text
+from layerbench.analysis.attainable import T_MIN_PAIRS, paired_rule_text, pairs_floor, rule_text
 from layerbench.analysis.datasets import DataRow, dataset_rows
 from layerbench.analysis.io import IoRow, RunIo, io_notes, io_rows, run_figures
 from layerbench.analysis.latency import (
@@ -19,7 +19,6 @@ from layerbench.analysis.latency import (
 )
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.overhead import Overhead, overhead_rows
-from layerbench.analysis.paired import pairs_needed
 from layerbench.analysis.placement import PlacementRow, placement_rows
 from layerbench.analysis.point_statistics import point_title
 from layerbench.analysis.price import PricePerformance, price_performance
@@ -144,15 +143,16 @@ def method_line(analysis: Analysis) -> str:
         return (f"Each variant against `{analysis.baseline}`, unpaired because {analysis.unpaired_why}: {unpaired}, "
                 f"{tail}")
     line = (f"Each variant against `{analysis.baseline}`, paired by round (the runs of a round share the machine's "
-            f"drift): delta = Hodges-Lehmann ratio - 1 of the per-round ratios variant/baseline (median of the Walsh "
-            f"averages of their logs) with its {level} interval from the exact Wilcoxon signed-rank test, {tail}")
+            f"drift): delta = exp(mean) - 1 of the per-round log ratios variant/baseline with its {level} Student "
+            f"interval, by the paired t-test, {tail}")
     fallback = sorted({f"`{v.variant}` at {point_title(p)}" for p in analysis.points for v in p.variants
                        if (c := v.verdict(Metric.TPS)) and c.delta is not None and c.pairs is None})
     if not fallback:
         return line
-    need = pairs_needed(comparisons=max(1, comparisons_at(analysis)), alpha=s.alpha)
-    return (f"{line} Unpaired instead ({unpaired}) where fewer than {need} rounds hold both runs, the fewest with "
-            f"which the signed-rank test can reach alpha after Holm: {', '.join(fallback)}.")
+    floor = pairs_floor(s.min_runs)
+    own = f" (min_runs {s.min_runs})" if floor > T_MIN_PAIRS else ", the paired t-test's floor"
+    return (f"{line} Unpaired instead ({unpaired}) where fewer than {floor} rounds hold both runs{own}: "
+            f"{', '.join(fallback)}.")
 
 
 def swept(analysis: Analysis) -> bool:
@@ -188,12 +188,14 @@ def comparisons_at(analysis: Analysis) -> int:
 
 def rule(analysis: Analysis) -> str:
     s, family = analysis.settings, max(1, comparisons_at(analysis))
-    text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
     if s.estimator != "paired":
+        text = rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
+    else:
+        text = paired_rule_text(comparisons=family, alpha=s.alpha, min_runs=s.min_runs)
+    if not analysis.definition.estimates_only:
         return text
-    return (f"{text} Paired by round, the signed-rank test's smallest p with n pairs is 2 / 2^n: it needs >= "
-            f"{pairs_needed(comparisons=family, alpha=s.alpha)} rounds holding both runs here; a comparison with "
-            "fewer is made unpaired.")
+    return (f"Estimates only (estimates_only: true): the campaign asked for estimates, not verdicts, so a comparison "
+            f"its rounds cannot decide is no failure of the plan. {text}")
 
 
 def verdict_notes(analysis: Analysis) -> list[str]:

@@ -7,7 +7,9 @@ Statistics", 2009). An adaptive campaign looks at its data after every round fro
 K = max - min + 1 looks; each look tests and builds its interval at level alpha / K. By the union bound the
 chance that any look of an A/A comparison shows a difference is at most K * alpha / K = alpha, whatever the
 correlation between looks and whatever the distribution of the runs (the Mann-Whitney test and its
-Hodges-Lehmann interval are exact and distribution-free). Stopping early, or at a budget, only spends less.
+Hodges-Lehmann interval are exact and distribution-free; the paired t-test of a campaign paired by round is exact
+for normal log ratios and conservative under the heavy tails simulated in docs/statistics.md). Stopping early, or at
+a budget, only spends less.
 
 A comparison is decided when its interval lies wholly beyond the noise threshold (`slower` / `faster`) or
 wholly inside it (`within noise`); the campaign stops when every TPS comparison of every point is decided.

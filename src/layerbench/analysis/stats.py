@@ -31,7 +31,7 @@ from functools import cache
 import numpy as np
 from scipy import stats as sp
 
-from layerbench.analysis.attainable import gate
+from layerbench.analysis.attainable import gate, pairs_gate
 from layerbench.statistics_settings import DEFAULTS, Settings
 
 BOOTSTRAP_MAX_N = 200  # above this many runs the interval of the mean is Student's t (the bootstrap adds nothing)
@@ -369,17 +369,20 @@ def direction(delta: DeltaCI, threshold: float) -> tuple[int, bool]:
 
 
 def verdict(delta: DeltaCI, p_adjusted: float, n_base: int, n_variant: int, settings: Settings | None = None, *,
-            higher_is_better: bool = True, p_raw: float | None = None, comparisons: int = 1) -> Verdict:
-    """need more runs: fewer runs than the test needs to reach alpha after Holm over `comparisons`, or than the
-    settings' min_runs (analysis/attainable.py); within noise: the whole interval inside ±threshold (shown to
-    differ by less than the threshold, whatever p says); ~: p >= alpha (no detectable difference); slower /
-    faster: p < alpha and the whole interval beyond the threshold on one side; slower? / faster?: p < alpha, but
-    the interval reaches into the band (a real difference, not shown to exceed the threshold)."""
+            higher_is_better: bool = True, p_raw: float | None = None, comparisons: int = 1,
+            pairs: int | None = None) -> Verdict:
+    """need more runs: unpaired, fewer runs than the Mann-Whitney test needs to reach alpha after Holm over
+    `comparisons`, or than the settings' min_runs; paired by round (`pairs` given), fewer pairs than the paired
+    t-test's floor or min_runs (analysis/attainable.py); within noise: the whole interval inside ±threshold
+    (shown to differ by less than the threshold, whatever p says); ~: p >= alpha (no detectable difference);
+    slower / faster: p < alpha and the whole interval beyond the threshold on one side; slower? / faster?: p <
+    alpha, but the interval reaches into the band (a real difference, not shown to exceed the threshold)."""
     rule = settings or Settings()
-    short = gate(n_base, n_variant, comparisons=comparisons, alpha=rule.alpha, min_runs=rule.min_runs)
+    short = (pairs_gate(pairs, min_runs=rule.min_runs) if pairs is not None else
+             gate(n_base, n_variant, comparisons=comparisons, alpha=rule.alpha, min_runs=rule.min_runs))
     if short:
         return Verdict("need more runs", short)
-    n, threshold = min(n_base, n_variant), rule.threshold
+    n, threshold = pairs if pairs is not None else min(n_base, n_variant), rule.threshold
     notes = disagreement(delta, p_adjusted, p_raw, rule.alpha)
     if -threshold <= delta.low and delta.high <= threshold:
         return Verdict("within noise", format_delta(delta, p_adjusted, n, True), notes)
@@ -395,14 +398,16 @@ NO_RUNS = Verdict("need more runs", "no successful runs on one side")
 
 def compare_with_baseline(baseline: Sequence[float], variants: Mapping[str, Sequence[float]],
                           settings: Settings | None = None, *, higher_is_better: bool = True,
-                          paired: Mapping[str, Tested] | None = None,
-                          family: Sequence[float] = ()) -> list[Comparison]:
+                          paired: Mapping[str, Tested] | None = None, family: Sequence[float] = (),
+                          short_pairs: Mapping[str, int] | None = None) -> list[Comparison]:
     """Each variant against the baseline for one metric under `settings` (threshold, alpha, min_runs),
     Holm-corrected across the variants and, when given, `family`: the raw p of the other comparisons corrected
     together with these (the same metric at the other points of a sweep). The interval is the (1 - alpha)
     Hodges-Lehmann interval of each comparison alone: unpaired, or for the variants in `paired` the delta and p
-    given there (paired by round), whose verdict counts the pairs as its n per side."""
-    rule, paired = settings or Settings(), paired or {}
+    given there (paired by round), whose verdict counts the pairs. `short_pairs`: in a campaign paired by round,
+    the pairs of each variant compared unpaired for want of pairs; when the unpaired test cannot reach a verdict
+    either, its 'need more runs' says the rounds pairing needs."""
+    rule, paired, short_pairs = settings or Settings(), paired or {}, short_pairs or {}
     names = [name for name, values in variants.items() if len(values) and len(baseline) and np.median(baseline)]
     found = {name: (paired[name].delta, paired[name].p) if name in paired else
              shift_delta(baseline, variants[name], alpha=rule.alpha) for name in names}
@@ -413,8 +418,9 @@ def compare_with_baseline(baseline: Sequence[float], variants: Mapping[str, Sequ
             out.append(Comparison(name, None, None, None, NO_RUNS, len(baseline), len(values)))
             continue
         (delta, p), pairs = found[name], paired[name].pairs if name in paired else None
-        n1, n2 = (pairs, pairs) if pairs is not None else (len(baseline), len(values))
-        judged = verdict(delta, adjusted[name], n1, n2, rule, higher_is_better=higher_is_better, p_raw=p,
-                         comparisons=len(names) + len(family))
+        judged = verdict(delta, adjusted[name], len(baseline), len(values), rule, higher_is_better=higher_is_better,
+                         p_raw=p, comparisons=len(names) + len(family), pairs=pairs)
+        if judged.kind == "need more runs" and name in short_pairs:
+            judged = Verdict("need more runs", pairs_gate(short_pairs[name], min_runs=rule.min_runs) or judged.text)
         out.append(Comparison(name, delta, p, adjusted[name], judged, len(baseline), len(values), pairs))
     return out

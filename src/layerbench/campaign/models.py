@@ -91,6 +91,8 @@ class Campaign(Strict):
                                  "a verdict, on top of what alpha needs (docs/import.md)")
     estimator: Literal["paired", "unpaired"] = Field(default=DEFAULTS.estimator, description="paired: each "
                                                      "variant against the baseline by round (docs/statistics.md)")
+    estimates_only: bool | None = Field(default=None, description="the plan wants estimates, not verdicts: validate "
+                                        "takes a plan whose rounds are too few for a verdict (docs/validate.md)")
     correction: Literal["point", "sweep"] = Field(default=DEFAULTS.correction, description="the family over "
                                                    "which p is Holm-corrected: the variants of each point, or "
                                                    "every variant and thread count of a workload (docs/statistics.md)")
@@ -137,6 +139,14 @@ class Campaign(Strict):
 
         check_placement(self.hosts, self.variants, REMOTE_SERVER_KINDS, REMOTE_CLIENT_KINDS)
         return self
+
+    @field_validator("estimates_only", mode="before")
+    @classmethod
+    def _yes_or_no(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{shown(value)} is not true or false; write estimates_only: true (the plan wants "
+                             "estimates, not verdicts), or leave it out")
+        return value
 
     @field_validator("wait_for_quiet")
     @classmethod
@@ -420,11 +430,14 @@ def load_campaign(path: str | os.PathLike[str]) -> Campaign:
 def stored_campaign(definition: dict[str, Any]) -> Campaign:
     """A campaign as a store holds it, for `resume`. Versions before 0.2 stored the then-default `min_runs: 6`
     with every campaign; a rule that now refuses a `min_runs` above `repetitions` must not stop such a campaign
-    from being resumed, so that stale default is dropped (its report keeps the stored floor)."""
+    from being resumed, so that stale default is dropped (its report keeps the stored floor); nor must the refusal
+    of rounds too few for a verdict."""
     data = dict(definition)
     floor, repetitions = data.get("min_runs"), data.get("repetitions")
     if isinstance(floor, int) and isinstance(repetitions, int) and floor > repetitions:
         data.pop("min_runs")
+    data.setdefault("estimates_only", True)  # resume finishes what was started: the refusal of a plan with rounds
+    # too few for a verdict (run/answerable.py) came after some stored campaigns; the stored record keeps its own
     return parse_campaign(data)
 
 
@@ -434,9 +447,9 @@ def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
 
 def smoke_version(campaign: Campaign) -> Campaign:
     """The same campaign, tiny: 1 x 1000 rows, 1 repetition of 3 s, the smallest thread count, busy runs kept (a
-    rerun would only cost time). For checking that a campaign runs end to end (`layerbench run --smoke`), never for
-    numbers."""
+    rerun would only cost time), estimates only (one round can give no verdict). For checking that a campaign runs
+    end to end (`layerbench run --smoke`), never for numbers."""
     workloads = [w.model_copy(update={**smoke_dataset(w), "duration": 3, "warmup": 0, "threads": [min(w.threads)]})
                  for w in campaign.workloads]
     return campaign.model_copy(update={"workloads": workloads, "repetitions": 1, "name": f"{campaign.name}-smoke",
-                                      "busy": BusyPolicy(policy="keep")})
+                                      "busy": BusyPolicy(policy="keep"), "estimates_only": True})

@@ -123,6 +123,7 @@ class CampaignRecord:
     imported_layouts: tuple[str, ...] = ()  # sysbench output layouts of imported log files
     estimator: str = DEFAULTS.stored_estimator  # paired | unpaired; stored before it existed: unpaired
     correction: str = DEFAULTS.correction  # the Holm family: "point" or "sweep" (stores before it: "point")
+    estimates_only: bool = False  # the campaign asked for estimates, not verdicts (estimates_only: true)
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
     format: int = 0  # the stored definition's format (0: stored before it had one, or not stored yet)
 
@@ -142,7 +143,7 @@ class CampaignRecord:
                    None if formats is None else tuple(as_str(f) for f in as_list(formats)),
                    opt_str(get("imported_from")), tuple(as_str(x) for x in as_list(get("imported_layouts"))),
                    as_str(get("estimator"), DEFAULTS.stored_estimator),
-                   opt_str(get("correction")) or DEFAULTS.correction,
+                   opt_str(get("correction")) or DEFAULTS.correction, get("estimates_only") is True,
                    {k: v for k, v in data.items() if k != "format"}, as_int(get("format"), 0))
 
     def to_json(self) -> JSONObject:

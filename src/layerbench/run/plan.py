@@ -33,6 +33,7 @@ from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
 from layerbench.records import StoredFacts
 from layerbench.records.estimate import TimeEstimate
+from layerbench.run import answerable
 from layerbench.run.neighbour_plan import neighbour_lines
 from layerbench.run.schedule import build_schedule
 from layerbench.server.mycnf import render_value
@@ -334,6 +335,7 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
     lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
     lines += published_lines(campaign)
+    lines += answerable.lines(campaign)  # per point, the round from which a verdict can be reached (#43)
     lines.append(busy_line(campaign))
     lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
                  f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")

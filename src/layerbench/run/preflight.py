@@ -1,7 +1,8 @@
 """Preflight: everything `run` checks before its first server starts, creating nothing. `validate`,
 `run --dry-run` and `run` itself call `preflight()`, so validate never says "valid" to what run refuses.
 
-Order: checks of the campaign alone (tests, my.cnf option names, limits against this machine, disk space),
+Order: checks of the campaign alone (a plan whose rounds can give no verdict: run/answerable.py; tests, my.cnf
+option names, limits against this machine, disk space),
 then every host the plan uses (the files its entry names, that it answers over SSH, sysbench and `client_cpus` where
 sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the
 throw-away container in which a docker variant's named image shows it holds the server's programs
@@ -24,6 +25,7 @@ from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.machine import total_memory
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import TimedOut, capture, require_program
+from layerbench.run import answerable
 from layerbench.run.diskspace import (
     BYTES_PER_ROW,
     DATADIR_OVERHEAD,
@@ -52,6 +54,7 @@ SYSBENCH_SHARE = Path("/usr/share/sysbench")
 
 def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     """Check everything; returns each variant with its checked backend (run goes on with prepare())."""
+    answerable.check(campaign)
     require_program("sysbench", "install sysbench (scripts/setup does it)")
     for workload in campaign.workloads:
         check_test(workload)
