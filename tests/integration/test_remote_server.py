@@ -324,3 +324,40 @@ def test_a_mysql_rootfs_is_shipped_to_a_host_once(lab_hosts: dict, tmp_path: Pat
     finally:
         host.shell(f"rm -rf {target}", timeout=120)
     assert host.shell(f"ls -d {target} 2>/dev/null; true", timeout=30).output.strip() == ""
+
+
+def test_the_db_host_prepares_the_dataset_with_its_own_server(lab_hosts: dict, tmp_path: Path) -> None:
+    """issue #42 item 2: the dataset of a host server on dbssh is prepared there by dbssh's own mariadbd, keyed by
+    that server's --version read over SSH, kept there, and the harness holds no dataset folder for its key (a table
+    size of this test's own makes a key no other test uses). The run's records say where and by what; a second
+    campaign finds the host's snapshot and prepares nothing."""
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.server.snapshot import dataset_key
+
+    tag, host = secrets.token_hex(3), db_host(lab_hosts)
+    workload = {**SMALL, "table_size": 1000 + secrets.randbelow(900) + 1, "verify": "checksum"}
+    variants = [{"name": f"own-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]
+    said = host.shell("b=$(command -v mariadbd || echo /usr/sbin/mariadbd); echo $b; $b --version", timeout=60)
+    binary, version = said.output.strip().split("\n", 1)
+    parsed = parse_campaign(campaign_data(tmp_path, lab_hosts, variants, workload=workload))
+    key = dataset_key(parsed.workloads[0], version.strip(), None)[0]
+    target = f"{host.work_dir}/datasets/{key}"
+    try:
+        first = run_campaign(campaign_data(tmp_path, lab_hosts, variants, workload=workload), tmp_path)
+        again = run_campaign(campaign_data(tmp_path, lab_hosts, variants, workload=workload,
+                                           name=f"it-rserver-again-{tag}"), tmp_path)
+        assert [r["status"] for r in first + again] == ["ok", "ok"], [r["error"] for r in first + again]
+        for row in first + again:
+            reset = json.loads(row["details"])["reset"]
+            assert reset["snapshot"] == key and reset["checksum_tables"] == 1, reset
+            assert reset["dataset_prepared"] == {"where": f"host dbssh ({host.target})", "host": "dbssh",
+                                                 "binary": binary, "version": version.strip()}, reset
+            assert reset["restore"]["verified"] == "xxh3-128 of every byte of the copy on host dbssh"
+        assert not (datasets_dir() / key).exists() and not (datasets_dir() / f".build-{key}").exists()
+        meta = json.loads(host.shell(f"cat {target}/meta.json", timeout=30).output)
+        assert meta["prepared"]["host"] == "dbssh" and meta["rows"] == {"sbtest1": workload["table_size"]}
+        prepared_logs = sorted(p.parent.name for p in (tmp_path / "out").rglob("prepare.log"))
+        assert len(prepared_logs) == 1, prepared_logs  # the second campaign restored the host's snapshot
+        assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
+    finally:
+        host.shell(f"rm -rf {target} {target}.lock", timeout=120)
