@@ -84,24 +84,27 @@ def test_a_host_server_on_an_ssh_host_with_sysbench_there_and_on_app(lab_hosts: 
         assert not [e for e in io["errors"] if "server host" in e], io["errors"]
     assert "over the network" in far["environment"]["placement"]["path"]
     assert "own address 10.231.77.1" in near["environment"]["placement"]["path"]
-    shipped = far["environment"]["backend"]["dataset_on_host"]["path"]
-    marker = db_host(lab_hosts).shell(f"cat {shipped}/shipped.json", timeout=30).output
-    assert json.loads(marker)["bytes"] > 0
+    kept = far["environment"]["backend"]["dataset_on_host"]["path"]  # prepared there by its own server
+    meta = db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output
+    assert json.loads(meta)["data_bytes"] > 0 and json.loads(meta)["prepared"]["host"] == "dbssh"
     assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
 
 
-def test_a_changed_byte_in_the_shipped_snapshot_is_caught_and_shipped_again(lab_hosts: dict, tmp_path: Path) -> None:
+def test_a_changed_byte_in_the_host_s_snapshot_is_caught_and_prepared_again(lab_hosts: dict, tmp_path: Path) -> None:
+    """The snapshot dbssh's server prepared and keeps, one byte changed there: the next run's restore finds it
+    against the host's manifest, the snapshot is removed there, prepared again there, and the run retried."""
     tag = secrets.token_hex(3)
     variants = [{"name": f"ship-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]
     first = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
     assert first[0]["status"] == "ok", first[0]["error"]
-    shipped = json.loads(first[0]["details"])["environment"]["backend"]["dataset_on_host"]["path"]
-    db_host(lab_hosts).shell(f"printf X | dd of={shipped}/datadir/sbtest/sbtest1.ibd bs=1 seek=20000 "
+    kept = json.loads(first[0]["details"])["environment"]["backend"]["dataset_on_host"]["path"]
+    made = json.loads(db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output)["created_at"]
+    db_host(lab_hosts).shell(f"printf X | dd of={kept}/datadir/sbtest/sbtest1.ibd bs=1 seek=20000 "
                              "conv=notrunc status=none", timeout=30)
     again = run_campaign(campaign_data(tmp_path, lab_hosts, variants, name=f"it-rserver-again-{tag}"), tmp_path)
     assert again[-1]["status"] == "ok", again[-1]["error"]
-    details = json.loads(again[-1]["details"])
-    assert details["environment"]["backend"]["dataset_on_host"]["shipped"] is True  # shipped anew
+    remade = json.loads(db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output)["created_at"]
+    assert remade > made  # prepared anew there
     assert leftovers(lab_hosts, tag) == []
 
 
