@@ -334,7 +334,10 @@ def test_the_db_host_prepares_the_dataset_with_its_own_server(lab_hosts: dict, t
     that server's --version read over SSH, kept there, and the harness holds no dataset folder for its key (a table
     size of this test's own makes a key no other test uses). The run's records say where and by what; a second
     campaign finds the host's snapshot and prepares nothing."""
+    from layerbench.analysis.loading import analyze
+    from layerbench.analysis.report_model import report_model
     from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.report import write_report
     from layerbench.server.snapshot import dataset_key
 
     tag, host = secrets.token_hex(3), db_host(lab_hosts)
@@ -361,6 +364,10 @@ def test_the_db_host_prepares_the_dataset_with_its_own_server(lab_hosts: dict, t
         assert meta["prepared"]["host"] == "dbssh" and meta["rows"] == {"sbtest1": workload["table_size"]}
         prepared_logs = sorted(p.parent.name for p in (tmp_path / "out").rglob("prepare.log"))
         assert len(prepared_logs) == 1, prepared_logs  # the second campaign restored the host's snapshot
+        with Store(tmp_path / "out" / "layerbench.db") as store:
+            analysis = analyze(store, int(first[0]["campaign_id"]))
+        text = write_report(report_model(analysis), "md", tmp_path / "rep").read_text()
+        assert f"prepared on host dbssh by {binary}" in text  # the report's data line
         assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
     finally:
         host.shell(f"rm -rf {target} {target}.lock", timeout=120)
