@@ -83,7 +83,7 @@ def publish_script(datadir: str, target: str) -> str:
     return f"set -e; rm -rf {t}; mkdir -p {t}; mv {shlex.quote(datadir)} {t}/datadir; rm -f {excluded}"
 
 
-class HostDatasets:
+class SnapshotsOnHost:
     """The dataset snapshots `variant`'s server prepares on `host` (the HostDatasets of server/spec.py); `make`
     gives a fresh server of the variant there."""
 

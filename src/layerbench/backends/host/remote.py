@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
-from layerbench.backends.host.dataset import HostDatasets, read_host_manifest
+from layerbench.backends.host.dataset import SnapshotsOnHost, read_host_manifest
 from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
@@ -165,8 +165,8 @@ class RemoteHostBackend(BackendBase):
             self.server = find_server(self.host, self.variant)
         return self.server
 
-    def datasets_on_host(self) -> HostDatasets:
-        return HostDatasets(self.variant, self.host, lambda: RemoteHostBackend(self.variant, self.host))
+    def datasets_on_host(self) -> SnapshotsOnHost:
+        return SnapshotsOnHost(self.variant, self.host, lambda: RemoteHostBackend(self.variant, self.host))
 
     def up(self, spec: ServerSpec) -> Endpoint:
         self.program(spec.say, spec.run_dir)
