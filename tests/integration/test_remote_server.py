@@ -84,24 +84,27 @@ def test_a_host_server_on_an_ssh_host_with_sysbench_there_and_on_app(lab_hosts: 
         assert not [e for e in io["errors"] if "server host" in e], io["errors"]
     assert "over the network" in far["environment"]["placement"]["path"]
     assert "own address 10.231.77.1" in near["environment"]["placement"]["path"]
-    shipped = far["environment"]["backend"]["dataset_on_host"]["path"]
-    marker = db_host(lab_hosts).shell(f"cat {shipped}/shipped.json", timeout=30).output
-    assert json.loads(marker)["bytes"] > 0
+    kept = far["environment"]["backend"]["dataset_on_host"]["path"]  # prepared there by its own server
+    meta = db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output
+    assert json.loads(meta)["data_bytes"] > 0 and json.loads(meta)["prepared"]["host"] == "dbssh"
     assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
 
 
-def test_a_changed_byte_in_the_shipped_snapshot_is_caught_and_shipped_again(lab_hosts: dict, tmp_path: Path) -> None:
+def test_a_changed_byte_in_the_host_s_snapshot_is_caught_and_prepared_again(lab_hosts: dict, tmp_path: Path) -> None:
+    """The snapshot dbssh's server prepared and keeps, one byte changed there: the next run's restore finds it
+    against the host's manifest, the snapshot is removed there, prepared again there, and the run retried."""
     tag = secrets.token_hex(3)
     variants = [{"name": f"ship-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]
     first = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
     assert first[0]["status"] == "ok", first[0]["error"]
-    shipped = json.loads(first[0]["details"])["environment"]["backend"]["dataset_on_host"]["path"]
-    db_host(lab_hosts).shell(f"printf X | dd of={shipped}/datadir/sbtest/sbtest1.ibd bs=1 seek=20000 "
+    kept = json.loads(first[0]["details"])["environment"]["backend"]["dataset_on_host"]["path"]
+    made = json.loads(db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output)["created_at"]
+    db_host(lab_hosts).shell(f"printf X | dd of={kept}/datadir/sbtest/sbtest1.ibd bs=1 seek=20000 "
                              "conv=notrunc status=none", timeout=30)
     again = run_campaign(campaign_data(tmp_path, lab_hosts, variants, name=f"it-rserver-again-{tag}"), tmp_path)
     assert again[-1]["status"] == "ok", again[-1]["error"]
-    details = json.loads(again[-1]["details"])
-    assert details["environment"]["backend"]["dataset_on_host"]["shipped"] is True  # shipped anew
+    remade = json.loads(db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output)["created_at"]
+    assert remade > made  # prepared anew there
     assert leftovers(lab_hosts, tag) == []
 
 
@@ -324,3 +327,47 @@ def test_a_mysql_rootfs_is_shipped_to_a_host_once(lab_hosts: dict, tmp_path: Pat
     finally:
         host.shell(f"rm -rf {target}", timeout=120)
     assert host.shell(f"ls -d {target} 2>/dev/null; true", timeout=30).output.strip() == ""
+
+
+def test_the_db_host_prepares_the_dataset_with_its_own_server(lab_hosts: dict, tmp_path: Path) -> None:
+    """issue #42 item 2: the dataset of a host server on dbssh is prepared there by dbssh's own mariadbd, keyed by
+    that server's --version read over SSH, kept there, and the harness holds no dataset folder for its key (a table
+    size of this test's own makes a key no other test uses). The run's records say where and by what; a second
+    campaign finds the host's snapshot and prepares nothing."""
+    from layerbench.analysis.loading import analyze
+    from layerbench.analysis.report_model import report_model
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.report import write_report
+    from layerbench.server.snapshot import dataset_key
+
+    tag, host = secrets.token_hex(3), db_host(lab_hosts)
+    workload = {**SMALL, "table_size": 1000 + secrets.randbelow(900) + 1, "verify": "checksum"}
+    variants = [{"name": f"own-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]
+    said = host.shell("b=$(command -v mariadbd || echo /usr/sbin/mariadbd); echo $b; $b --version", timeout=60)
+    binary, version = said.output.strip().split("\n", 1)
+    parsed = parse_campaign(campaign_data(tmp_path, lab_hosts, variants, workload=workload))
+    key = dataset_key(parsed.workloads[0], version.strip(), None)[0]
+    target = f"{host.work_dir}/datasets/{key}"
+    try:
+        first = run_campaign(campaign_data(tmp_path, lab_hosts, variants, workload=workload), tmp_path)
+        again = run_campaign(campaign_data(tmp_path, lab_hosts, variants, workload=workload,
+                                           name=f"it-rserver-again-{tag}"), tmp_path)
+        assert [r["status"] for r in first + again] == ["ok", "ok"], [r["error"] for r in first + again]
+        for row in first + again:
+            reset = json.loads(row["details"])["reset"]
+            assert reset["snapshot"] == key and reset["checksum_tables"] == 1, reset
+            assert reset["dataset_prepared"] == {"where": f"host dbssh ({host.target})", "host": "dbssh",
+                                                 "binary": binary, "version": version.strip()}, reset
+            assert reset["restore"]["verified"] == "xxh3-128 of every byte of the copy on host dbssh"
+        assert not (datasets_dir() / key).exists() and not (datasets_dir() / f".build-{key}").exists()
+        meta = json.loads(host.shell(f"cat {target}/meta.json", timeout=30).output)
+        assert meta["prepared"]["host"] == "dbssh" and meta["rows"] == {"sbtest1": workload["table_size"]}
+        prepared_logs = sorted(p.parent.name for p in (tmp_path / "out").rglob("prepare.log"))
+        assert len(prepared_logs) == 1, prepared_logs  # the second campaign restored the host's snapshot
+        with Store(tmp_path / "out" / "layerbench.db") as store:
+            analysis = analyze(store, int(first[0]["campaign_id"]))
+        text = write_report(report_model(analysis), "md", tmp_path / "rep").read_text()
+        assert f"prepared on host dbssh by {binary}" in text  # the report's data line
+        assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
+    finally:
+        host.shell(f"rm -rf {target} {target}.lock", timeout=120)

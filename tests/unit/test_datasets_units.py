@@ -189,3 +189,35 @@ def test_the_restore_made_as_the_server_started_counts_in_the_reset_time_and_an_
     assert a.restore == "cp -a inside the container into a tmpfs in memory x1"
     assert a.reset_seconds == pytest.approx(2.11)
     assert b.restore == "reprepare (variants.b.reset) x1" and b.reset_seconds == pytest.approx(9.0)
+
+
+def test_a_dataset_an_ssh_host_prepared_names_that_host_binary_and_version_in_the_data_line() -> None:
+    prepared = {"where": "host db (root@10.0.0.1)", "host": "db", "binary": "/usr/sbin/mariadbd",
+                "version": "/usr/sbin/mariadbd  Ver 11.8.3-MariaDB-0+deb13u1 for debian-linux-gnu on x86_64\n"}
+    copy = {"method": "snapshot", "seconds": 0.5, "verify": "files", "dataset_prepared": prepared,
+            "restore": {"method": "copy on host db (cp --reflink=auto)", "verified": "xxh3-128"}}
+    here = {**copy, "dataset_prepared": {"where": "this machine", "host": None, "binary": "/usr/sbin/mariadbd"}}
+    rows = dataset_rows([run_row("far", copy, {"path": "/w"}), run_row("near", here, {"path": "/w"})])
+    assert rows[0].restore == ("copy on host db (cp --reflink=auto); prepared on host db by /usr/sbin/mariadbd "
+                               "(/usr/sbin/mariadbd  Ver 11.8.3-MariaDB-0+deb13u1 for debian-linux-gnu on x86_64) x1")
+    assert rows[1].restore == "copy on host db (cp --reflink=auto) x1"  # this machine's: said as before
+
+
+@given(st.one_of(st.none(), st.text(max_size=20), st.dictionaries(
+    st.sampled_from(["host", "binary", "version", "where"]),
+    st.one_of(st.none(), st.integers(), st.text(max_size=40), st.lists(st.text(max_size=5), max_size=2)))))
+def test_any_stored_prepared_value_gives_a_line_or_nothing(value: object) -> None:
+    from layerbench.analysis.datasets import prepared_text
+
+    text = prepared_text(value)
+    assert text == "" or text.startswith("; prepared on host ")
+
+
+def test_the_host_server_s_version_line_is_part_of_the_dataset_key() -> None:
+    from layerbench.server.snapshot import dataset_key
+
+    workload = Workload(tables=1, table_size=1000)
+    trixie = dataset_key(workload, "mariadbd  Ver 11.8.3-MariaDB-0+deb13u1 for debian-linux-gnu", None)
+    bookworm = dataset_key(workload, "mariadbd  Ver 15.1 Distrib 10.11.14-MariaDB", None)
+    assert trixie[0] != bookworm[0] and trixie[1]["server"].startswith("mariadbd  Ver 11.8.3")
+    assert trixie == dataset_key(workload, "mariadbd  Ver 11.8.3-MariaDB-0+deb13u1 for debian-linux-gnu", None)

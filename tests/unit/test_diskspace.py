@@ -81,3 +81,17 @@ def test_a_mysql_snapshot_is_counted_with_its_larger_datadir(dirs: Path) -> None
     rows = HUGE["tables"] * HUGE["table_size"] * BYTES_PER_ROW
     assert f"snapshot of default (variant mysql) {(rows + (200 << 20)) / 2**30:.2f} GiB" in message
     assert f"snapshot of default (variant maria) {(rows + DATADIR_OVERHEAD) / 2**30:.2f} GiB" in message
+
+
+def test_a_host_variant_on_an_ssh_host_keeps_no_snapshot_here(dirs: Path) -> None:
+    """Its host prepares and keeps its dataset (backends/host/dataset.py): this machine needs no room for it,
+    while a local variant of the same dataset still counts its snapshot."""
+    hosts = {"db2": {"ssh": "root@192.0.2.7"}}
+    far = {"name": "far", "backend": "host", "server_host": "db2"}
+    check_disk_space(parse_campaign({"name": "disk", "baseline": "far", "hosts": hosts, "variants": [far],
+                                     "workload": HUGE}))
+    data = {"name": "disk", "baseline": "far", "hosts": hosts, "workload": HUGE,
+            "variants": [far, {"name": "near", "backend": "host"}]}
+    with pytest.raises(BadInput) as error:
+        check_disk_space(parse_campaign(data))
+    assert "snapshot of default (variant near)" in str(error.value) and "far" not in str(error.value)

@@ -250,3 +250,24 @@ def zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return False
+
+
+def test_a_stopped_prepare_server_s_datadir_is_published_without_the_files_no_snapshot_carries(tmp_path: Path) -> None:
+    """backends/host/dataset.py: the datadir moves into the snapshot's folder (an older, unfinished one there is
+    replaced), less the buffer-pool dump and pid file; its tables' bytes are counted from the host's manifest."""
+    from layerbench.backends.host.dataset import data_bytes, publish_script
+    from layerbench.hosts.procs import capture
+
+    datadir, target = tmp_path / "run" / "datadir", tmp_path / "datasets" / "k"
+    (datadir / "sbtest").mkdir(parents=True)
+    (datadir / "sbtest" / "sbtest1.ibd").write_bytes(b"x" * 5000)
+    (datadir / "sbtest" / "db.opt").write_bytes(b"y" * 10)
+    (datadir / "ibdata1").write_bytes(b"z" * 300)
+    (datadir / "ib_buffer_pool").write_text("dump")
+    (target / "leftover").mkdir(parents=True)
+    done = capture(["sh", "-c", publish_script(str(datadir), str(target))], timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not datadir.exists() and sorted(p.name for p in target.iterdir()) == ["datadir"]
+    manifest = build_manifest(target / "datadir")
+    assert sorted(manifest.files) == ["ibdata1", "sbtest/db.opt", "sbtest/sbtest1.ibd"]
+    assert data_bytes(manifest) == 5000

@@ -30,10 +30,21 @@ def counted(values: list[str]) -> str:
 
 def restore_method(reset: Reset) -> str:
     """The restore path or the reset method; with where it came from when the variant's reset was its own (its
-    `reset:`, or reprepare because it cannot restore) rather than its workload's."""
+    `reset:`, or reprepare because it cannot restore) rather than its workload's; and, for a dataset an ssh: host
+    prepared with its own server, that host, binary and version."""
     method = reset.restore.method if reset.method == "snapshot" and reset.restore else reset.method
     source = reset.document.get("reset_from")
-    return f"{method} ({source})" if isinstance(source, str) and not source.startswith("workloads.") else method
+    said = f"{method} ({source})" if isinstance(source, str) and not source.startswith("workloads.") else method
+    return said + prepared_text(reset.document.get("dataset_prepared"))
+
+
+def prepared_text(prepared: object) -> str:
+    """`; prepared on host db by /usr/sbin/mariadbd (mariadbd  Ver 11.8.3-MariaDB ...)` for a dataset an ssh: host
+    prepared (run records since issue #42); nothing for one this machine prepared."""
+    if not isinstance(prepared, dict) or not isinstance(prepared.get("host"), str):
+        return ""
+    version = str(prepared.get("version") or "").splitlines()[0][:80] if prepared.get("version") else "?"
+    return f"; prepared on host {prepared['host']} by {prepared.get('binary')} ({version})"
 
 
 def restore_seconds(reset: Reset) -> float:

@@ -12,7 +12,7 @@ from layerbench.backends.variant_base import FirstTimeCost
 from layerbench.endpoint import Endpoint
 from layerbench.hosts.owners import processes_with
 from layerbench.neighbours.placed import ContainerStarter
-from layerbench.server.spec import ServerSpec
+from layerbench.server.spec import HostDatasets, ServerSpec
 from layerbench.sysbench.client import ClientRunner, HostClient
 
 __all__ = ["Backend", "BackendBase", "ClientRunner", "ContainerEngine", "Endpoint", "HostClient", "ServerSpec",
@@ -63,6 +63,10 @@ class Backend(Protocol):
 
     def neighbour_pods(self) -> ContainerStarter | None:
         """After up(): what starts a neighbour with placement kubernetes (a pod beside the server); None: none."""
+
+    def datasets_on_host(self) -> HostDatasets | None:
+        """The keeper of the dataset snapshots the server's own host prepares with the variant's server (a host
+        variant on an ssh: host); None: this machine prepares them (server/prepare.py)."""
 
 
 _CAMPAIGN_END: list[Callable[[], None]] = []
@@ -115,6 +119,9 @@ class BackendBase:
         return ""
 
     def neighbour_pods(self) -> ContainerStarter | None:
+        return None
+
+    def datasets_on_host(self) -> HostDatasets | None:
         return None
 
 

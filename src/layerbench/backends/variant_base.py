@@ -64,6 +64,7 @@ class VariantBase(Strict):
     container_engine: ClassVar[str | None] = None  # module whose ENGINE (base.ContainerEngine) runs containers here
     memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
+    dataset_on_server_host: ClassVar[bool] = False  # on an ssh: host, that host prepares and keeps its snapshots
 
     @property
     def client_kind(self) -> str:

@@ -59,7 +59,7 @@ def check_disk_space(campaign: Campaign) -> None:
     rooms: dict[int, Room] = {}
     hosts = Hosts(campaign.hosts)
     local = [v for v in campaign.variants if v.owns_server and hosts[server_of(v)].is_local]
-    add_snapshots(campaign, local, rooms)
+    add_snapshots(campaign, local, rooms, hosts)
     add_run_copies(campaign, local, rooms)
     for room in rooms.values():
         items = room.items()
@@ -71,13 +71,17 @@ def check_disk_space(campaign: Campaign) -> None:
                            "data elsewhere (LAYERBENCH_DATA_DIR, a variant's data_dir)")
 
 
-def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room]) -> None:
-    """Each snapshot the plan restores that is not cached, and what a variant keeps beside it (a VM's base)."""
+def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room], hosts: Hosts) -> None:
+    """Each snapshot the plan restores that is not cached, and what a variant keeps beside it (a VM's base); not
+    the snapshots an ssh: host prepares and keeps itself (a host variant's there)."""
     from layerbench.hosts.workdirs import datasets_dir
 
     where = existing_parent(datasets_dir())
     for workload in campaign.workloads:
-        for key, variants in snapshot_users(campaign, workload).items():
+        for key, users in snapshot_users(campaign, workload).items():
+            variants = [v for v in users if not (v.dataset_on_server_host and not hosts[server_of(v)].is_local)]
+            if not variants:
+                continue
             size, page = variant_dataset_bytes(variants[0], workload), page_words(variants[0])
             if not (datasets_dir() / key / "meta.json").is_file():
                 add(rooms, where, "kept", f"snapshot of {workload.name}{page} ({named(variants)})", size)

@@ -36,9 +36,10 @@ from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
 from layerbench.server.manifest import SnapshotCorrupt
-from layerbench.server.prepare import prepare_tables
+from layerbench.server.prepare import PrepareProgress, prepare_tables
 from layerbench.server.settings import ConfigValue
 from layerbench.server.snapshot import Snapshot
+from layerbench.server.spec import DatasetRequest, HostDatasets
 from layerbench.server.tables import existing_tables
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
 from layerbench.sysbench.client import ClientRunner, HostClient
@@ -74,7 +75,7 @@ class RunContext:
     token: str  # makes this harness's resource names unique
     hosts: Hosts
     progress: Progress
-    snapshot_for: Callable[[Workload, VariantBase, Path], Snapshot]
+    snapshot_for: Callable[[Workload, VariantBase, Path, Callable[[], Snapshot] | None], Snapshot]
     survey: dict[str, Any] = field(default_factory=dict)
 
 
@@ -139,11 +140,15 @@ class RunExecution:
     def _measure(self, private: Path) -> None:
         variant, workload, record = self.variant, self.workload, self.record
         choice = self.ctx.campaign.reset_for(variant, workload)  # the variant's own, or its workload's
-        snapshot = timed_snapshot(self.ctx, workload, variant, self.run_dir, record) if choice.method == "snapshot" \
-            else None
-        checked = self._check_snapshot(snapshot)
-        self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
         label = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-{slug(variant.name)}"
+        keeper = self.backend.datasets_on_host()  # an ssh: host whose own server prepares the dataset
+        request = dataset_request(self.ctx, variant, workload, self.run_dir, private, label,
+                                  self._placed_client(f"{label}-prep")) if keeper is not None else None
+        on_host = (lambda: keeper.snapshot(request)) if keeper is not None and request is not None else None
+        snapshot = timed_snapshot(self.ctx, workload, variant, self.run_dir, record, on_host) \
+            if choice.method == "snapshot" else None
+        checked = check_snapshot(snapshot, workload, self.run_dir, keeper, request)
+        self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
         server_spec = ServerSpec(
             self.ctx.campaign.name, label, self.run_dir, private, self.work_dir,
             config=server_config(variant, workload, snapshot),
@@ -176,19 +181,9 @@ class RunExecution:
             # on this host unpinned: prepare uses one thread per table, up to every CPU
             prepare_tables(workload, endpoint, private, self.run_dir, None, cleanup_first=True, client=remote)
             return "reprepare", time.monotonic() - started, {"prepared_by": (remote or HostClient()).where}
-        return "snapshot", time.monotonic() - started, {"snapshot": snapshot.key}
-
-    def _check_snapshot(self, snapshot: Snapshot | None) -> dict[str, Any]:
-        """Before the variant's server exists: the snapshot's files (and, with verify: checksum, its tables in a
-        private server), so that nothing of the check reaches the variant's buffer pool."""
-        if snapshot is None:
-            return {}
-        started = time.monotonic()
-        check_snapshot_files(snapshot)
-        facts: dict[str, Any] = {"verify": self.workload.verify}
-        if self.workload.verify == "checksum":
-            facts |= verify_by_checksum(snapshot, self.workload, self.run_dir)
-        return facts | {"check_seconds": round(time.monotonic() - started, 3)}
+        prepared = snapshot.meta.get("prepared")  # where, by which binary and --version (snapshots since #42)
+        return "snapshot", time.monotonic() - started, {"snapshot": snapshot.key} | (
+            {"dataset_prepared": prepared} if isinstance(prepared, dict) else {})
 
     def _environment(self, endpoint: Endpoint) -> Environment:
         try:
@@ -280,12 +275,41 @@ class RunExecution:
                 "server_host": facts.get(place.server_host, {})}
 
 
-def timed_snapshot(ctx: RunContext, workload: Workload, variant: VariantBase, run_dir: Path,
-                   record: RunRecord) -> Snapshot:
-    """The run's dataset snapshot; when the run waited for it (built now, or another build's lock), how long, for
-    the time account (analysis/timing.py)."""
+def dataset_request(ctx: RunContext, variant: VariantBase, workload: Workload, run_dir: Path, private: Path,
+                    label: str, placed: ClientRunner | None) -> DatasetRequest:
+    """What the server's host needs to prepare a run's dataset: sysbench prepare runs where the run's sysbench
+    does (`placed`, its client host; else this machine): the sysbench and the network path of the runs."""
+    say = ctx.progress.message
+    return DatasetRequest(workload, variant.server.page_size(), run_dir, private, label,
+                          placement_of(ctx.campaign.hosts, variant).listen_address, placed or HostClient(), say=say,
+                          on_line=PrepareProgress(workload.tables, say, table_size=workload.table_size))
+
+
+def check_snapshot(snapshot: Snapshot | None, workload: Workload, run_dir: Path, keeper: HostDatasets | None = None,
+                   request: DatasetRequest | None = None) -> dict[str, Any]:
+    """Before the variant's server exists: the snapshot's files (and, with verify: checksum, its tables in a
+    private server), so that nothing of the check reaches the variant's buffer pool. A snapshot kept on the
+    server's host is checked there: every byte of each restore against the host's manifest, and CHECKSUM
+    TABLE in a server of the variant's there."""
+    if snapshot is None:
+        return {}
     started = time.monotonic()
-    snapshot = ctx.snapshot_for(workload, variant, run_dir)
+    if snapshot.host is None:
+        check_snapshot_files(snapshot)
+    facts: dict[str, Any] = {"verify": workload.verify}
+    if workload.verify == "checksum":
+        there = (lambda: keeper.checksums(snapshot, request), lambda: keeper.forget(snapshot)) \
+            if keeper is not None and request is not None and snapshot.host else None
+        facts |= verify_by_checksum(snapshot, workload, run_dir, there)
+    return facts | {"check_seconds": round(time.monotonic() - started, 3)}
+
+
+def timed_snapshot(ctx: RunContext, workload: Workload, variant: VariantBase, run_dir: Path,
+                   record: RunRecord, on_host: Callable[[], Snapshot] | None = None) -> Snapshot:
+    """The run's dataset snapshot (`on_host`: prepared by the server's own host); when the run waited for it (built
+    now, or another build's lock), how long, for the time account (analysis/timing.py)."""
+    started = time.monotonic()
+    snapshot = ctx.snapshot_for(workload, variant, run_dir, on_host)
     if (waited := time.monotonic() - started) >= 1:
         record.facts.other["dataset_seconds"] = round(waited, 3)
     return snapshot

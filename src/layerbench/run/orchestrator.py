@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -230,14 +231,20 @@ class Orchestrator:
 
     # --- one run -------------------------------------------------------------------------------------------
 
-    def snapshot_for(self, workload: Workload, variant: VariantBase, log_dir: Path) -> Snapshot:
+    def snapshot_for(self, workload: Workload, variant: VariantBase, log_dir: Path,
+                     on_host: Callable[[], Snapshot] | None = None) -> Snapshot:
+        """The dataset snapshot a run of `variant` restores, once per campaign: prepared here (by the variant's own
+        server, or this machine's MariaDB), or by `on_host`, the server's own host (backends/host/dataset.py)."""
         server = variant.snapshot_server()  # a host variant's own server (MySQL's datadir is not MariaDB's)
         key = (workload.name, page_size_of(variant), str(server.server.flavour), str(server.server.version),
-               str(server.mysqld))
+               str(server.mysqld), variant.server_host if on_host else None)
         if key not in self.snapshots:
             shape = f"{workload.tables} x {workload.table_size} rows" if not workload.is_lua_path else \
                 f"of the script: prepare {prepare_options_text(workload)},"
             self.progress.message(f"preparing dataset {shape} (cached for later runs)")
+            if on_host is not None:
+                self.snapshots[key] = on_host()
+                return self.snapshots[key]
             progress = PrepareProgress(workload.tables, self.progress.message, table_size=workload.table_size)
             self.snapshots[key] = ensure_snapshot(workload, key[1], log_dir=log_dir, on_line=progress,
                                                   say=self.progress.message, server=server)

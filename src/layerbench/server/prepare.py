@@ -41,6 +41,16 @@ Say = Callable[[str], None]
 RESUME_MIN_BYTES = 64 << 20  # a build interrupted with less table data than this starts over (cheaper than keeping)
 
 
+def table_facts(endpoint: Endpoint, workload: Workload) -> dict[str, Any]:
+    """A freshly prepared dataset's row counts (checked against the workload) and CHECKSUM TABLE of every table,
+    taken once where it is built (here, or on the ssh: host whose server prepared it)."""
+    counts = row_counts(endpoint, workload)
+    wrong = {t: n for t, n in counts.items() if n != workload.table_size and not workload.is_lua_path}
+    if wrong:
+        raise RunFailed(f"prepare left {wrong}; expected {workload.table_size} rows per table")
+    return {"rows": counts, "checksums": table_checksums(endpoint, list(counts)), "checksums_complete": True}
+
+
 class PrepareProgress:
     """Turns sysbench prepare's output into "k of n tables, rows/s" messages: a table is done when its secondary
     index is built (the last step per table). At most about ten messages, whatever the table count."""
@@ -257,13 +267,10 @@ class Builder:
 
     def verify(self, endpoint: Endpoint) -> dict[str, Any]:
         """Row counts and CHECKSUM TABLE of every table, once, here: what each run's file check stands on."""
-        counts = row_counts(endpoint, self.workload)
-        wrong = {t: n for t, n in counts.items() if n != self.workload.table_size and not self.workload.is_lua_path}
-        if wrong:
-            raise RunFailed(f"prepare left {wrong}; expected {self.workload.table_size} rows per table")
-        return {"key": self.key, "inputs": self.inputs, "rows": counts, "created_at": time.time(),
-                "server": server_fields(self.server),
-                "checksums": table_checksums(endpoint, list(counts)), "checksums_complete": True}
+        prepared = {"where": "this machine", "host": None, "binary": resolve_server(self.server).program,
+                    "version": self.inputs.get("server")}
+        return {"key": self.key, "inputs": self.inputs, **table_facts(endpoint, self.workload),
+                "created_at": time.time(), "server": server_fields(self.server), "prepared": prepared}
 
     def shut_down(self, endpoint: Endpoint) -> None:
         """A clean shutdown (a consistent datadir), without the buffer-pool dump (runs start cold); the datadir

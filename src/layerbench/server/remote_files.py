@@ -197,10 +197,12 @@ def restore_script(source: str, target: str) -> str:
             f"find {s} -type f -exec dd if={{}} iflag=nocache count=0 status=none \\;")
 
 
-def restore_on_host(host: Host, folder: Path, datadir: str, facts_dir: Path) -> RestoreFacts:
-    """A run's datadir on `host` from the shipped snapshot of `folder`, every byte checked against the manifest
-    (xxh3-128 of the copy). Writes restore.json in facts_dir like a restore on this machine."""
-    manifest = read_manifest(folder)
+def restore_on_host(host: Host, folder: Path, datadir: str, facts_dir: Path,
+                    manifest: Manifest | None = None) -> RestoreFacts:
+    """A run's datadir on `host` from the snapshot of `folder` there (shipped, or prepared there: then its manifest
+    is the host's, given), every byte checked against the manifest (xxh3-128 of the copy). Writes restore.json in
+    facts_dir like a restore on this machine."""
+    manifest = manifest or read_manifest(folder)
     if manifest is None:
         raise RunFailed(f"dataset snapshot {folder.name} has no manifest")
     started = time.monotonic()

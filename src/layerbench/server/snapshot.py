@@ -36,8 +36,9 @@ def server_version(binary: str = "mariadbd") -> str:
 @dataclass(frozen=True)
 class Snapshot:
     key: str
-    path: Path  # the datadir
+    path: Path  # the datadir (on `host` when that is set)
     meta: dict[str, Any]
+    host: str | None = None  # the ssh: host that prepared and keeps it (its own server's); None: this machine
 
     @property
     def data_bytes(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +29,9 @@ if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
     from layerbench.campaign.workload import Workload
 
 
-def corrupt(snapshot: Snapshot, problem: str) -> SnapshotCorrupt:
-    remove_snapshot(snapshot.key)
+def corrupt(snapshot: Snapshot, problem: str, forget: Callable[[], None] | None = None) -> SnapshotCorrupt:
+    """The snapshot removed (here, or by `forget` where it is kept) and the error that says so."""
+    (forget or (lambda: remove_snapshot(snapshot.key)))()
     return SnapshotCorrupt(f"dataset {snapshot.key}: {problem}; the snapshot was removed and is rebuilt for the "
                            "next run")
 
@@ -57,14 +59,21 @@ def checksum_in_private_server(snapshot: Snapshot, workload: Workload, log_dir: 
         shutil.rmtree(private, ignore_errors=True)
 
 
-def verify_by_checksum(snapshot: Snapshot, workload: Workload, log_dir: Path) -> dict[str, Any]:
+OnHost = tuple[Callable[[], dict[str, int]], Callable[[], None]]  # checksums of a restore there, removal there
+
+
+def verify_by_checksum(snapshot: Snapshot, workload: Workload, log_dir: Path,
+                       on_host: OnHost | None = None) -> dict[str, Any]:
+    """CHECKSUM TABLE of a fresh restore against the values taken at build: in a private server here, or for a
+    snapshot kept on an ssh: host, `on_host`'s (checksums there, removal there)."""
     started = time.monotonic()
     verify_dir = log_dir / "verify"
     verify_dir.mkdir(parents=True, exist_ok=True)
-    got = checksum_in_private_server(snapshot, workload, verify_dir)
+    got = on_host[0]() if on_host else checksum_in_private_server(snapshot, workload, verify_dir)
     expected = {k: v for k, v in snapshot.meta.get("checksums", {}).items() if k in got}
     if got != expected or not got:
-        raise corrupt(snapshot, "CHECKSUM TABLE of a restored copy differs from the values taken at build")
+        raise corrupt(snapshot, "CHECKSUM TABLE of a restored copy differs from the values taken at build",
+                      on_host[1] if on_host else None)
     return {"checksum_tables": len(got), "checksum_seconds": round(time.monotonic() - started, 3),
             "checksum": sum(got.values()) % 2**32}
 

@@ -10,7 +10,10 @@ that host, and this machine's readiness and status queries all connect there.
 
 A MySQL variant (`server: {flavour: mysql}`) runs the cached MySQL rootfs's mysqld there through the rootfs's
 own loader, as on this machine: the rootfs used in place when the host sees the same one at the same path, else
-shipped once per host (server/remote_rootfs.py); its flavour is read from that mysqld's `--version` there."""
+shipped once per host (server/remote_rootfs.py); its flavour is read from that mysqld's `--version` there.
+
+Its dataset snapshots are prepared on that host by that same server and kept there (backends/host/dataset.py):
+a run's datadir is restored there from the host's own snapshot, checked against the host's own manifest."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
+from layerbench.backends.host.dataset import SnapshotsOnHost, read_host_manifest
 from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
@@ -37,7 +41,6 @@ from layerbench.server.remote_files import (
     release_run_folder,
     restore_on_host,
     runs_root,
-    ship_snapshot,
     storage_on_host,
 )
 from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, rootfs_mysql
@@ -115,7 +118,7 @@ class RemoteHostBackend(BackendBase):
         self.server: ServerProgram | None = None
         self.rootfs: dict[str, object] = {}
         self.owner: str | None = None
-        self.shipped: dict[str, object] = {}
+        self.dataset: dict[str, object] = {}
         self.storage: dict[str, object] = {}
 
     def check(self) -> None:
@@ -154,11 +157,19 @@ class RemoteHostBackend(BackendBase):
         if self.variant.server.flavour == "mysql":
             mysql_on_host(self.host, self.variant, None, say)
 
-    def up(self, spec: ServerSpec) -> Endpoint:
+    def program(self, say: Callable[[str], None], log_dir: Path | None) -> ServerProgram:
+        """The variant's server on the host (a MySQL rootfs shipped there first when it lacks it)."""
         if self.variant.server.flavour == "mysql":
-            self.server, self.rootfs = mysql_on_host(self.host, self.variant, spec.run_dir, spec.say)
+            self.server, self.rootfs = mysql_on_host(self.host, self.variant, log_dir, say)
         else:
             self.server = find_server(self.host, self.variant)
+        return self.server
+
+    def datasets_on_host(self) -> SnapshotsOnHost:
+        return SnapshotsOnHost(self.variant, self.host, lambda: RemoteHostBackend(self.variant, self.host))
+
+    def up(self, spec: ServerSpec) -> Endpoint:
+        self.program(spec.say, spec.run_dir)
         with signals_deferred():  # noted for down() and `clean` before anything exists on the host
             self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
         folder = self.folder
@@ -180,9 +191,10 @@ class RemoteHostBackend(BackendBase):
 
     def _datadir(self, spec: ServerSpec, datadir: str) -> None:
         assert self.server is not None
-        if spec.snapshot is not None:
-            self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _text: None)
-            restore_on_host(self.host, spec.snapshot.parent, datadir, spec.run_dir)
+        if spec.snapshot is not None:  # the host's own snapshot (dataset.py), checked against its own manifest
+            folder = spec.snapshot.parent
+            restore_on_host(self.host, folder, datadir, spec.run_dir, read_host_manifest(self.host, folder))
+            self.dataset = {"host": self.host.name, "path": str(folder)}
             return
         page = next((v for k, v in spec.config.items() if k.replace("-", "_").lower() == "innodb_page_size"), None)
         extra = [f"--innodb-page-size={page}"] if page is not None else []
@@ -206,6 +218,17 @@ class RemoteHostBackend(BackendBase):
                                       name=f"start on {self.host.name}",
                                       failed=f"hosts.{self.host.name}: the server did not start")
 
+    def stop_server(self, timeout: float = 600) -> None:
+        """Stop the server cleanly (SIGTERM, then wait for it to end) and keep its folder (a dataset build)."""
+        if self.pid is None:
+            return
+        pid = int(self.pid)
+        done = self.host.shell(f"kill {pid} 2>/dev/null; while kill -0 {pid} 2>/dev/null; do sleep 0.2; done; "
+                               "echo stopped", name=f"stop on {self.host.name}", timeout=timeout)
+        if "stopped" not in done.output:
+            raise RunFailed(f"hosts.{self.host.name}: the server (pid {pid}) did not stop there")
+        self.pid = None
+
     def _alive(self) -> bool:
         return process_alive(self.host, self.pid)
 
@@ -224,8 +247,8 @@ class RemoteHostBackend(BackendBase):
     def describe(self) -> dict[str, Any]:
         facts: dict[str, Any] = {"backend": "host", "server_binary": self.server.program if self.server else None,
                                  "server_host": self.host.name, **self.rootfs}
-        if self.shipped:
-            facts["dataset_on_host"] = dict(self.shipped)
+        if self.dataset:
+            facts["dataset_on_host"] = dict(self.dataset)
         if self.storage:
             facts["storage"] = dict(self.storage)  # the run's environment.storage (execution.py takes it out)
         return facts | (self.server.flavour.facts() if self.server else {})
