@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.kubernetes import cluster, manifests, pod, volsnap
+from layerbench.backends.kubernetes import access, cluster, manifests, pod, volsnap
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
@@ -47,6 +47,7 @@ def client_path(variant: KubernetesVariant) -> str:
     return CLIENT_PATHS.get(f"{variant.client}-{variant.client_target}", CLIENT_PATHS[variant.client])
 
 
+@access.readable_403s("check", "prepare", "up")  # a 403 in them: one line naming the right (exit 2)
 class KubernetesBackend(BackendBase):
     kind = "kubernetes"
 

@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.kubernetes import cluster, manifests, pod
+from layerbench.backends.kubernetes import access, cluster, manifests, pod
 from layerbench.backends.kubernetes.procs import pod_processes
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
@@ -101,8 +101,10 @@ class NeighbourPods:
             with signals_deferred():  # in the run's namespace: deleted with it, whatever happens next
                 self.core.create_namespaced_pod(self.ns, body, _request_timeout=cluster.TIMEOUT)
         except ApiException as error:
+            refused = access.forbidden_text(error.body) if error.status == 403 else None
             raise RunFailed(f"neighbour {request.neighbour.name}: the API refused its pod: {error.status} "
-                            f"{error.reason}") from None
+                            f"{error.reason}" + (f" ({refused}; grant it: {access.RBAC_FILE})" if refused else "")
+                            ) from None
         placed = NeighbourPod(self.core, self.ns, body["metadata"]["name"], request.neighbour.name, request.log_path)
         try:
             placed.wait_running(START_TIMEOUT)
@@ -211,10 +213,14 @@ def check_neighbour_pods(variant: KubernetesVariant, pods: list[Neighbour]) -> N
     exists, a guaranteed-pinned pod finds the static CPU manager, and the pods fit beside the server's."""
     where = f"variants.{variant.name}.neighbours.{pods[0].name}"
     try:
-        _, core, nodes = pod.connect(variant)
+        api = cluster.api_client(variant)
     except PrerequisiteMissing as error:
         raise BadInput(f"{where}.placement: kubernetes: {error}") from None
-    every = {n.metadata.name: n for n in core.list_node(_request_timeout=cluster.TIMEOUT).items}
+    with access.readable_403(f"{where}.placement"):
+        pinned = any(n.pod_qos == "guaranteed-pinned" for n in pods)
+        access.check_rights(api, access.needed_rights(variant, pinned), f"{where}.placement")
+        _, core, nodes = pod.connect(variant)
+        every = {n.metadata.name: n for n in core.list_node(_request_timeout=cluster.TIMEOUT).items}
     for neighbour in pods:
         where = f"variants.{variant.name}.neighbours.{neighbour.name}"
         if neighbour.node is not None and neighbour.node not in every:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.kubernetes import cluster, manifests
+from layerbench.backends.kubernetes import access, cluster, manifests
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import procfs
@@ -31,7 +31,10 @@ def check_cluster(variant: KubernetesVariant) -> None:
     from kubernetes import client
 
     resources = manifests.resources_for(variant)
-    api, core, nodes = connect(variant)
+    api = cluster.api_client(variant)
+    access.check_rights(api, access.needed_rights(variant), f"variants.{variant.name}")
+    core = client.CoreV1Api(api)
+    nodes = cluster.nodes_for(core, variant)
     cluster.check_client_placement(core, nodes, variant)
     cluster.check_capacity(nodes, resources, variant)
     cluster.check_storage_class(client.StorageV1Api(api), variant)

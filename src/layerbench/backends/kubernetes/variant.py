@@ -173,8 +173,11 @@ class KubernetesVariant(ImageVariant):
         derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
         mysql = f" of the local MySQL {self.server.version or DEFAULT_MYSQL} image (the cached rootfs)" if \
             self.is_mysql else f" of an image of the root filesystem of {self.mysqld}" if self.mysqld else ""
+        from layerbench.backends.kubernetes.access import needed_rights, rights_summary
+
         return (f"a namespace on {where} with {kind}{mysql}, QoS {self.qos}{'; ' + resources if resources else ''}"
-                f"{derived}; storage {self.storage}{snapshot}")
+                f"{derived}; storage {self.storage}{snapshot}; API rights it uses (checked): "
+                f"{rights_summary(needed_rights(self))}")
 
     def where_text(self, server: str, client: str, same_host: bool) -> str:
         return f"server in the cluster, {self.client_words() or 'sysbench on ' + client}"

@@ -1,0 +1,125 @@
+"""The rights a kubernetes plan needs (access.needed_rights) and a 403 as one line (access.readable_403): the
+SelfSubjectAccessReview side runs against the real cluster in tests/integration/test_kubernetes_rbac.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kubernetes.client.exceptions import ApiException
+
+from layerbench.backends.kubernetes import access
+from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.errors import EXIT_BAD_INPUT
+
+
+def variant(**kw) -> KubernetesVariant:
+    return KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes", **kw})
+
+
+def status(message: str) -> str:
+    return json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                       "reason": "Forbidden", "code": 403})
+
+
+NODES = ('nodes is forbidden: User "system:serviceaccount:rbac-x:lb" cannot list resource "nodes" in API group "" '
+         "at the cluster scope")
+PODS = ('pods "server-0" is forbidden: User "alice" cannot get resource "pods/log" in API group "" in the namespace '
+        '"lb-run-1"')
+CLASSES = ('storageclasses.storage.k8s.io is forbidden: User "bob" cannot list resource "storageclasses" in API group '
+           '"storage.k8s.io" at the cluster scope')
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    (status(NODES), "list nodes at the cluster scope to 'system:serviceaccount:rbac-x:lb'"),
+    (status(PODS), "get pods/log in namespace lb-run-1 to 'alice'"),
+    (status(CLASSES), "list storageclasses (API group storage.k8s.io) at the cluster scope to 'bob'"),
+    (NODES.encode(), "list nodes at the cluster scope"),
+])
+def test_a_403_names_the_verb_the_resource_and_the_namespace(body: object, expected: str) -> None:
+    assert access.forbidden_text(body) is not None and expected in str(access.forbidden_text(body))
+
+
+@pytest.mark.parametrize("body", ["", "{}", "not json", None, 403, status("admission webhook denied it"),
+                                  "[1, 2]", '{"message": 7}'])
+def test_a_body_that_names_no_right_is_none(body: object) -> None:
+    assert access.forbidden_text(body) is None
+
+
+@given(st.one_of(st.text(max_size=300), st.binary(max_size=300),
+                 st.text(max_size=200).map(lambda t: status(NODES.replace("alice", t) + t)),
+                 st.text(max_size=200).map(lambda t: status(f'User "{t}" cannot list resource "nodes" in API group '
+                                                            '"" at the cluster scope'))))
+def test_hostile_bodies_give_none_or_one_printable_line(body: str | bytes) -> None:
+    text = access.forbidden_text(body)
+    assert text is None or (text.isprintable() and len(text) < 400)
+
+
+def test_a_huge_body_is_read_only_so_far() -> None:
+    assert access.forbidden_text("x" * 10**7 + NODES) is None
+    assert access.forbidden_text(NODES + "x" * 10**7) is not None
+
+
+def refused(status_code: int, body: str) -> ApiException:
+    error = ApiException(status=status_code, reason="Forbidden")
+    error.body = body
+    return error
+
+
+def test_readable_403_is_one_line_exit_2_naming_what_to_grant() -> None:
+    with pytest.raises(access.Forbidden) as caught, access.readable_403("variants.k"):
+        raise refused(403, status(NODES))
+    text = str(caught.value)
+    assert caught.value.exit_code == EXIT_BAD_INPUT and "\n" not in text
+    assert text.startswith("variants.k: the Kubernetes API refused list nodes at the cluster scope") and \
+        access.RBAC_FILE in text
+
+
+def test_readable_403_of_an_unknown_body_and_other_statuses() -> None:
+    with pytest.raises(access.Forbidden, match="refused a call"), access.readable_403("variants.k"):
+        raise refused(403, "<html>")
+    with pytest.raises(ApiException), access.readable_403("variants.k"):
+        raise refused(404, status(NODES))
+
+
+def rights(v: KubernetesVariant, pinned: bool = False) -> set[str]:
+    return {r.text() for r in access.needed_rights(v, pinned)}
+
+
+def test_the_default_plan_needs_per_run_namespaces_nodes_and_the_runs_objects() -> None:
+    needed = rights(variant())
+    assert {"list nodes at the cluster scope", "create namespaces at the cluster scope",
+            "delete namespaces at the cluster scope", "create pods in every namespace (per-run namespaces)",
+            "create statefulsets (API group apps) in every namespace (per-run namespaces)",
+            "get pods/log in every namespace (per-run namespaces)"} <= needed
+    assert not any(word in " ".join(needed) for word in ("storageclasses", "volumesnapshot", "jobs", "nodes/proxy",
+                                                          "portforward", "persistentvolumeclaims"))
+
+
+@pytest.mark.parametrize(("kw", "pinned", "more"), [
+    ({"storage": "pvc"}, False, {"list storageclasses (API group storage.k8s.io) at the cluster scope",
+                                 "create persistentvolumeclaims in every namespace (per-run namespaces)"}),
+    ({"storage": "pvc", "snapshot_class": "csi"}, False, {
+        "create volumesnapshotcontents (API group snapshot.storage.k8s.io) at the cluster scope",
+        "list volumesnapshotclasses (API group snapshot.storage.k8s.io) at the cluster scope",
+        "create volumesnapshots (API group snapshot.storage.k8s.io) in every namespace (per-run namespaces)"}),
+    ({"client": "job"}, False, {"create jobs (API group batch) in every namespace (per-run namespaces)"}),
+    ({"client": "port-forward"}, False, {"create pods/portforward in every namespace (per-run namespaces)"}),
+    ({"qos": "guaranteed", "limits": {"cpu": "1"}, "cpu_manager_static": True}, False,
+     {"get nodes/proxy at the cluster scope"}),
+    ({}, True, {"get nodes/proxy at the cluster scope"}),
+    ({"kind": "pod"}, False, set()),
+])
+def test_each_option_adds_the_rights_it_uses(kw: dict, pinned: bool, more: set[str]) -> None:
+    base, needed = rights(variant()), rights(variant(**kw), pinned)
+    assert more <= needed - base and (needed - base == set()) == (not more)
+    if kw.get("kind") == "pod":
+        assert "create statefulsets (API group apps) in every namespace (per-run namespaces)" not in needed
+
+
+def test_the_plan_groups_the_rights_by_scope() -> None:
+    text = variant(client="job").describe_plan()
+    assert "API rights it uses (checked): at the cluster scope: list nodes, create/get/delete namespaces; in the " \
+           "run's namespace: create configmaps" in text and "create jobs" in text
