@@ -3,12 +3,18 @@ SelfSubjectAccessReview side runs against the real cluster in tests/integration/
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
+import re
+from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 from kubernetes.client.exceptions import ApiException
+from pydantic import ValidationError
 
 from layerbench.backends.kubernetes import access
 from layerbench.backends.kubernetes.variant import KubernetesVariant
@@ -122,4 +128,73 @@ def test_each_option_adds_the_rights_it_uses(kw: dict, pinned: bool, more: set[s
 def test_the_plan_groups_the_rights_by_scope() -> None:
     text = variant(client="job").describe_plan()
     assert "API rights it uses (checked): at the cluster scope: list nodes, create/get/delete namespaces; in the " \
-           "run's namespace: create configmaps" in text and "create jobs" in text
+           "run's namespace: create/get/list/delete/deletecollection pods, get pods/log" in text
+    assert "create jobs" in text
+
+
+RBAC = Path(__file__).resolve().parents[2] / access.RBAC_FILE
+
+
+def shipped(kind: str, name: str) -> set[tuple[str, str, str]]:
+    """The (verb, resource, group) triples of one role of the shipped file."""
+    for body in yaml.safe_load_all(RBAC.read_text()):
+        if body["kind"] == kind and body["metadata"]["name"] == name:
+            return {(verb, resource, group) for rule in body["rules"] for group in rule["apiGroups"]
+                    for resource in rule["resources"] for verb in rule["verbs"]}
+    raise AssertionError(f"{RBAC} has no {kind} {name}")
+
+
+def every_variant(namespace: str | None) -> list[KubernetesVariant]:
+    found = []
+    for kind, storage, client, snapshot, static in itertools.product(
+            ("statefulset", "pod"), ("emptydir", "pvc", "hostpath"), ("host", "job", "port-forward"),
+            (None, "csi"), (False, True)):
+        kw = {"kind": kind, "storage": storage, "client": client, "snapshot_class": snapshot,
+              "cpu_manager_static": static, "qos": "guaranteed", "limits": {"cpu": "1", "memory": "1Gi"}}
+        if namespace is not None:
+            kw |= {"namespace": namespace, "reset": "reprepare"}
+        with contextlib.suppress(ValidationError):
+            found.append(variant(**kw))
+    return found
+
+
+def triples(rights: list[access.Right], cluster: bool) -> set[tuple[str, str, str]]:
+    return {(r.verb, r.resource, r.group) for r in rights if r.cluster == cluster}
+
+
+def test_the_shipped_roles_grant_what_the_plans_use_and_nothing_more() -> None:
+    per_run = [r for v in every_variant(None) for pinned in (False, True) for r in access.needed_rights(v, pinned)]
+    scoped = [r for v in every_variant("layerbench") for r in access.needed_rights(v)]
+    assert len(every_variant("layerbench")) >= 12 and not triples(scoped, cluster=True)
+    assert shipped("ClusterRole", "layerbench-cluster") == triples(per_run + access.clean_rights(), cluster=True)
+    assert shipped("ClusterRole", "layerbench-run") == triples(per_run, cluster=False)
+    assert shipped("Role", "layerbench") == triples(scoped, cluster=False)
+
+
+@pytest.mark.parametrize(("kw", "expected"), [
+    ({"snapshot_class": "csi", "storage": "pvc"}, "snapshot_class: a VolumeSnapshot restore makes a "
+                                                  "VolumeSnapshotContent (cluster-scoped)"),
+    ({"cpu_manager_static": True, "limits": {"cpu": "1", "memory": "1Gi"}}, "cpu_manager_static: the CPU manager"),
+    ({"storage": "hostpath"}, "storage: storage: hostpath needs the pod's node"),
+    ({"reset": None}, "reset: namespace: lb cannot read the nodes"),
+    ({"reset": "snapshot"}, "reset: namespace: lb cannot read the nodes"),
+])
+def test_namespace_mode_refuses_what_needs_cluster_rights(kw: dict, expected: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(f"variants.k.{expected}")):
+        variant(**{"namespace": "lb", "reset": "reprepare", **kw})
+
+
+@given(st.text(max_size=80))
+def test_a_namespace_is_a_dns_label(name: str) -> None:
+    try:
+        v = variant(namespace=name, reset="reprepare")
+    except ValidationError:
+        return
+    assert re.fullmatch(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?", str(v.namespace))
+
+
+def test_the_namespace_mode_plan_says_what_it_gives_up() -> None:
+    text = variant(namespace="team-db", reset="reprepare", client="job").describe_plan()
+    assert text.startswith("the existing namespace team-db (namespace-scoped mode, which gives up: a namespace per "
+                           "run, the nodes' facts")
+    assert "at the cluster scope" not in text and "in namespace team-db: " in text

@@ -70,8 +70,37 @@ SNAPSHOT_GROUP = "snapshot.storage.k8s.io"
 
 def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -> list[Right]:
     """Every right the variant's runs use, in the order a run uses them; `pinned_neighbours`: a guaranteed-pinned
-    pod neighbour beside it (the CPU manager policy is read then too)."""
-    run = "the run's objects"
+    pod neighbour beside it (the CPU manager policy is read then too). In namespace-scoped mode (`namespace:`)
+    none at the cluster scope: the run's objects are removed by their label instead of with a namespace."""
+    rights = [] if variant.namespace else cluster_rights(variant, pinned_neighbours)
+    run, removed = "the run's objects", "removing the run's objects by label (namespace-scoped mode)"
+    kinds = [("configmaps", "", run), ("secrets", "", run), ("services", "", run)]
+    kinds += [("statefulsets", "apps", run)] if variant.kind == "statefulset" else []
+    kinds += [("persistentvolumeclaims", "", run)] if variant.storage == "pvc" else []
+    kinds += [("jobs", "batch", "sysbench as a Job")] if variant.client == "job" else []
+    if variant.snapshot_class is not None:
+        rights += _rights("create get", "volumesnapshots", SNAPSHOT_GROUP, False, "the seed and run snapshots")
+    rights += _rights("create get list delete deletecollection", "pods", "", False, run)
+    rights += _rights("get", "pods/log", "", False, "the server's log, the Jobs' and neighbours' output")
+    rights += _rights("list", "events", "", False, "why a pod does not start")
+    for resource, group, why in kinds:
+        rights += _rights("create", resource, group, False, why)
+        rights += _rights("get", resource, group, False, why) if resource in ("services", "persistentvolumeclaims") \
+            else []
+        rights += _rights("list delete", resource, group, False, removed) if variant.namespace else []
+    if variant.client == "port-forward":
+        rights += _rights("create", "pods/portforward", "", False, "kubectl port-forward")
+    return rights
+
+
+def clean_rights() -> list[Right]:
+    """What `layerbench clean` uses besides the plans' rights: finding labelled namespaces and contents."""
+    return _rights("list", "namespaces", "", True, "layerbench clean") + _rights(
+        "list", "volumesnapshotcontents", SNAPSHOT_GROUP, True, "layerbench clean")
+
+
+def cluster_rights(variant: KubernetesVariant, pinned_neighbours: bool) -> list[Right]:
+    """The cluster-scoped rights of a plan with per-run namespaces."""
     rights = _rights("list", "nodes", "", True, "the nodes the server may run on (placement, capacity)")
     if variant.cpu_manager_static or pinned_neighbours:
         rights += _rights("get", "nodes/proxy", "", True, "the kubelets' CPU manager policy (their /configz)")
@@ -82,20 +111,6 @@ def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -
         rights += _rights("list", "volumesnapshotclasses", SNAPSHOT_GROUP, True, "the snapshot class")
         rights += _rights("create get delete", "volumesnapshotcontents", SNAPSHOT_GROUP, True,
                           "each run's restore from the seed snapshot")
-        rights += _rights("create get", "volumesnapshots", SNAPSHOT_GROUP, False, "the seed and run snapshots")
-    rights += _rights("create", "configmaps", "", False, run) + _rights("create", "secrets", "", False, run)
-    rights += _rights("create get list delete deletecollection", "pods", "", False, run)
-    rights += _rights("get", "pods/log", "", False, "the server's log, the Jobs' and neighbours' output")
-    rights += _rights("create get", "services", "", False, run) + _rights("list", "events", "", False,
-                                                                          "why a pod does not start")
-    if variant.kind == "statefulset":
-        rights += _rights("create", "statefulsets", "apps", False, run)
-    if variant.storage == "pvc":
-        rights += _rights("create get", "persistentvolumeclaims", "", False, run)
-    if variant.client == "job":
-        rights += _rights("create", "jobs", "batch", False, "sysbench as a Job")
-    if variant.client == "port-forward":
-        rights += _rights("create", "pods/portforward", "", False, "kubectl port-forward")
     return rights
 
 
@@ -163,11 +178,12 @@ def readable_403(where: str) -> Iterator[None]:
                         ) from None
 
 
-def rights_summary(rights: list[Right]) -> str:
-    """The rights as the plan prints them, grouped: 'cluster: list nodes, create/get/delete namespaces; per run's
-    namespace: create/get pods, ...'."""
+def rights_summary(rights: list[Right], namespace: str | None = None) -> str:
+    """The rights as the plan prints them, grouped: 'at the cluster scope: list nodes, create/get/delete
+    namespaces; in the run's namespace: create/get/list/delete/deletecollection pods, ...'."""
     parts = []
-    for cluster, scope in ((True, "at the cluster scope"), (False, "in the run's namespace")):
+    for cluster, scope in ((True, "at the cluster scope"), (False, f"in namespace {namespace}" if namespace else
+                                                            "in the run's namespace")):
         verbs: dict[str, list[str]] = {}
         for right in rights:
             if right.cluster == cluster:

@@ -170,7 +170,10 @@ def kubelet_config(core: Any, node: str) -> dict[str, Any]:
 
 
 def check_cpu_manager(core: Any, nodes: list[Any], variant: KubernetesVariant, exclusive: bool) -> str:
-    """The nodes' CPU manager policy; with cpu_manager_static it must be static, and the pod must qualify."""
+    """The nodes' CPU manager policy; with cpu_manager_static it must be static, and the pod must qualify; unknown
+    without nodes (namespace-scoped mode: the variant refuses cpu_manager_static there)."""
+    if not nodes:
+        return "unknown (namespace-scoped mode)"
     policies = {n.metadata.name: kubelet_config(core, n.metadata.name).get("cpuManagerPolicy", "unknown")
                 for n in nodes}
     if not variant.cpu_manager_static:
@@ -194,7 +197,10 @@ def this_machine_addresses() -> set[str]:
 
 
 def node_is_this_machine(nodes: list[Any]) -> bool:
-    """True when every candidate node is this machine (k8s-local), so hostPath reaches our dataset snapshots."""
+    """True when every candidate node is this machine (k8s-local), so hostPath reaches our dataset snapshots; False
+    when no node is known (namespace-scoped mode does not read them)."""
+    if not nodes:
+        return False
     mine = this_machine_addresses()
     for node in nodes:
         addresses = {a.address for a in node.status.addresses or []}

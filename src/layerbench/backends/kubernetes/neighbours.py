@@ -212,6 +212,10 @@ def check_neighbour_pods(variant: KubernetesVariant, pods: list[Neighbour]) -> N
     """The cluster answers, its node is this machine (the report comes back through a hostPath), a named node
     exists, a guaranteed-pinned pod finds the static CPU manager, and the pods fit beside the server's."""
     where = f"variants.{variant.name}.neighbours.{pods[0].name}"
+    if variant.namespace is not None:
+        raise BadInput(f"{where}.placement: kubernetes: a pod neighbour is placed on the server's node, which "
+                       f"namespace: {variant.namespace} cannot read (nodes are cluster-scoped); remove namespace, or "
+                       "place the neighbour elsewhere")
     try:
         api = cluster.api_client(variant)
     except PrerequisiteMissing as error:

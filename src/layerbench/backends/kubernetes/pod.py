@@ -32,7 +32,9 @@ def check_cluster(variant: KubernetesVariant) -> None:
 
     resources = manifests.resources_for(variant)
     api = cluster.api_client(variant)
-    access.check_rights(api, access.needed_rights(variant), f"variants.{variant.name}")
+    access.check_rights(api, access.needed_rights(variant), f"variants.{variant.name}", variant.namespace or "")
+    if variant.namespace is not None:
+        return  # namespace-scoped mode reads no node nor class: the variant refuses what would need them
     core = client.CoreV1Api(api)
     nodes = cluster.nodes_for(core, variant)
     cluster.check_client_placement(core, nodes, variant)
@@ -218,12 +220,13 @@ def node_versions(nodes: list[Any], name: str | None) -> dict[str, str]:
 
 
 def connect(variant: KubernetesVariant) -> tuple[Any, Any, list[Any]]:
-    """An API client for the variant's cluster, its core API, and the nodes the server may run on."""
+    """An API client for the variant's cluster, its core API, and the nodes the server may run on (none in
+    namespace-scoped mode: reading nodes is a cluster-scoped right)."""
     from kubernetes import client
 
     api = cluster.api_client(variant)
     core = client.CoreV1Api(api)
-    return api, core, cluster.nodes_for(core, variant)
+    return api, core, [] if variant.namespace else cluster.nodes_for(core, variant)
 
 
 def cpus_allowed(pid: int) -> str | None:
