@@ -7,7 +7,9 @@ import contextlib
 import itertools
 import json
 import re
+import socket
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -16,9 +18,9 @@ from hypothesis import strategies as st
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from layerbench.backends.kubernetes import access
+from layerbench.backends.kubernetes import access, cluster
 from layerbench.backends.kubernetes.variant import KubernetesVariant
-from layerbench.errors import EXIT_BAD_INPUT
+from layerbench.errors import EXIT_BAD_INPUT, BadInput
 
 
 def variant(**kw) -> KubernetesVariant:
@@ -198,3 +200,60 @@ def test_the_namespace_mode_plan_says_what_it_gives_up() -> None:
     assert text.startswith("the existing namespace team-db (namespace-scoped mode, which gives up: a namespace per "
                            "run, the nodes' facts")
     assert "at the cluster scope" not in text and "in namespace team-db: " in text
+
+
+def node(*addresses: tuple[str, str]) -> SimpleNamespace:
+    found = [SimpleNamespace(type=kind, address=address) for kind, address in addresses]
+    return SimpleNamespace(metadata=SimpleNamespace(name="n"), status=SimpleNamespace(addresses=found))
+
+
+def test_the_harness_is_a_node_when_a_nodes_internal_ip_is_one_of_its_addresses() -> None:
+    assert cluster.harness_is_a_node([node(("InternalIP", "192.0.2.7")), node(("InternalIP", "127.0.0.1"))])
+    assert not cluster.harness_is_a_node([node(("InternalIP", "192.0.2.7"), ("ExternalIP", "198.51.100.1"))])
+    assert not cluster.harness_is_a_node([node(("ExternalIP", "127.0.0.1"))])  # an InternalIP only
+    assert not cluster.harness_is_a_node([])
+
+
+class Services:
+    """The API's answer for the probe Service default/kubernetes: its cluster IP and port, or a 403."""
+
+    def __init__(self, port: int | None) -> None:
+        self.port = port
+
+    def read_namespaced_service(self, name: str, ns: str, **_: object) -> SimpleNamespace:
+        if self.port is None:
+            raise ApiException(status=403, reason="Forbidden")
+        return SimpleNamespace(spec=SimpleNamespace(cluster_ip="127.0.0.1", ports=[SimpleNamespace(port=self.port)]))
+
+
+OFF_NODE = [node(("InternalIP", "192.0.2.7"))]
+
+
+def test_client_host_off_a_node_needs_a_service_ip_that_answers_from_here() -> None:
+    with socket.create_server(("127.0.0.1", 41501)) as listening:
+        cluster.check_client_reach(Services(listening.getsockname()[1]), OFF_NODE, variant())  # answers: kept
+    with pytest.raises(BadInput, match=r"^variants\.k\.client: host \(the default\) runs sysbench here .* this "
+                                       r"machine is not a node of the cluster and its cluster IP 127\.0\.0\.1:41502 "
+                                       r"does not answer from here .*; set client: job"):
+        cluster.check_client_reach(Services(41502), OFF_NODE, variant())
+    with pytest.raises(BadInput, match="namespace-scoped mode cannot read nodes and the Service default/kubernetes, "
+                                       "the probe, cannot be read"):
+        cluster.check_client_reach(Services(None), [], variant(client="host", namespace="ns", reset="reprepare"))
+    cluster.check_client_reach(Services(None), OFF_NODE, variant(client="job"))  # a Job needs no route
+
+
+def sized(memory: str) -> SimpleNamespace:
+    return SimpleNamespace(status=SimpleNamespace(allocatable={"cpu": "4", "memory": memory}))
+
+
+def test_a_pods_memory_is_checked_against_the_nodes_not_this_machine() -> None:
+    from layerbench.hosts.machine import total_memory
+    from layerbench.run.preflight import check_machine_fits
+
+    huge = f"{(total_memory() >> 30) * 4 + 4}Gi"  # more than this machine has, less than the big node
+    big = variant(qos="guaranteed", limits={"cpu": "1", "memory": huge})
+    check_machine_fits(big)  # not this machine's memory: the harness need not be a node
+    cluster.check_capacity([sized("1Gi"), sized(f"{(total_memory() >> 30) * 8 + 8}Gi")], {}, big)
+    with pytest.raises(BadInput, match=rf"^variants\.k\.limits\.memory: {huge} is more than any node's allocatable "
+                                       r"memory \(largest: 2048Mi\); lower it$"):
+        cluster.check_capacity([sized("1Gi"), sized("2Gi")], {}, big)

@@ -64,6 +64,7 @@ class VariantBase(Strict):
     container_engine: ClassVar[str | None] = None  # module whose ENGINE (base.ContainerEngine) runs containers here
     memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
+    memory_here: ClassVar[bool] = True  # its server's memory is this machine's (False: a node's, its backend checks)
 
     @property
     def client_kind(self) -> str:

@@ -33,10 +33,12 @@ def check_cluster(variant: KubernetesVariant) -> None:
     resources = manifests.resources_for(variant)
     api = cluster.api_client(variant)
     access.check_rights(api, access.needed_rights(variant), f"variants.{variant.name}", variant.namespace or "")
-    if variant.namespace is not None:
-        return  # namespace-scoped mode reads no node nor class: the variant refuses what would need them
     core = client.CoreV1Api(api)
+    if variant.namespace is not None:  # reads no node nor class: the variant refuses what would need them
+        cluster.check_client_reach(core, [], variant)
+        return
     nodes = cluster.nodes_for(core, variant)
+    cluster.check_client_reach(core, nodes, variant)
     cluster.check_client_placement(core, nodes, variant)
     cluster.check_capacity(nodes, resources, variant)
     cluster.check_storage_class(client.StorageV1Api(api), variant)

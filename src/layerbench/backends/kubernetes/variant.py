@@ -83,6 +83,7 @@ class KubernetesVariant(ImageVariant):
                                "filesystem; the pod runs an image of that root (docs/servers.md)")
 
     memory_unit: ClassVar[str] = "Mi"
+    memory_here: ClassVar[bool] = False  # a node's: cluster.check_capacity (the harness need not be a node)
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
     run_overhead: ClassVar[float] = 6  # pod scheduling, start and removal: 15-16 s per run until its pods were deleted
     # before its namespace (2026-11-26); since, 2.2-2.6 s up + 0.7-0.9 s down measured here, + the campaign end's 5 s
