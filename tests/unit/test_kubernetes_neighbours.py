@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from layerbench.backends.kubernetes import podfiles
 from layerbench.backends.kubernetes.neighbours import neighbour_pod, pod_name, pod_resources
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
@@ -61,10 +62,11 @@ def test_a_guaranteed_memory_neighbour_holds_what_its_workers_write() -> None:
     assert pod_resources(sized)["limits"]["memory"] == "2Gi"
 
 
-def test_the_pod_is_labelled_placed_on_the_node_and_mounts_the_runs_folders(tmp_path: Path) -> None:
+def test_the_pod_is_labelled_placed_on_the_node_and_its_report_folder_is_no_hostpath(tmp_path: Path) -> None:
     neighbour = Neighbour(name="Hog_1", kind="cpu", placement="kubernetes")
+    data = tmp_path / "data"
     request = ContainerRequest("lb7-abc-3-nb-Hog_1", "my campaign", neighbour, ["stress-ng", "--cpu", "1"],
-                               [tmp_path], tmp_path / "hog.log")
+                               [tmp_path, data], tmp_path / "hog.log")
     body = neighbour_pod(request, "lb7-abc-3-base", "node-1", "layerbench/neighbours:abc")
     labels = body["metadata"]["labels"]
     assert labels["layerbench"] == "1" and labels["layerbench.role"] == "neighbour"
@@ -73,9 +75,11 @@ def test_the_pod_is_labelled_placed_on_the_node_and_mounts_the_runs_folders(tmp_
     terms = body["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["node-1"]
     (container,) = body["spec"]["containers"]
-    assert container["command"] == ["stress-ng", "--cpu", "1"] and container["image"].startswith("layerbench/")
-    assert container["volumeMounts"][0]["mountPath"] == str(tmp_path)
-    assert body["spec"]["volumes"][0]["hostPath"]["path"] == str(tmp_path.resolve())
+    assert container["command"] == podfiles.wrapped(tmp_path, ["stress-ng", "--cpu", "1"])
+    assert container["command"][-3:] == ["stress-ng", "--cpu", "1"] and container["image"].startswith("layerbench/")
+    assert [m["mountPath"] for m in container["volumeMounts"]] == [str(tmp_path), str(data)]
+    assert body["spec"]["volumes"][0] == {"name": "folder0", "emptyDir": {}}  # the report: through the pod's log
+    assert body["spec"]["volumes"][1]["hostPath"]["path"] == str(data.resolve())  # a disk neighbour's data
     assert body["spec"]["restartPolicy"] == "Never"
 
 

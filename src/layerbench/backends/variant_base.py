@@ -65,6 +65,7 @@ class VariantBase(Strict):
     memory_unit: ClassVar[str] = "m"  # the suffix of MiB in its memory sizes (Docker's m, QEMU's M, Kubernetes' Mi)
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
     dataset_on_server_host: ClassVar[bool] = False  # on an ssh: host, that host prepares and keeps its snapshots
+    memory_here: ClassVar[bool] = True  # its server's memory is this machine's (False: a node's, its backend checks)
 
     @property
     def client_kind(self) -> str:

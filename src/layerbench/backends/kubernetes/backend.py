@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.kubernetes import cluster, manifests, pod, volsnap
+from layerbench.backends.kubernetes import access, cluster, manifests, pod, scoped, volsnap
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
@@ -47,6 +47,7 @@ def client_path(variant: KubernetesVariant) -> str:
     return CLIENT_PATHS.get(f"{variant.client}-{variant.client_target}", CLIENT_PATHS[variant.client])
 
 
+@access.readable_403s("check", "prepare", "up")  # a 403 in them: one line naming the right (exit 2)
 class KubernetesBackend(BackendBase):
     kind = "kubernetes"
 
@@ -89,7 +90,7 @@ class KubernetesBackend(BackendBase):
         self.spec = spec
         self.image = variant.image or pod.local_image_tag(variant)
         with signals_deferred():  # the namespace is noted for down() before it is created
-            self.ns = manifests.dns_name(spec.label)
+            self.ns = variant.namespace or manifests.dns_name(spec.label)
             work = spec.work_dir / "k8s" / self.ns
             owners.record(spec.label, pid=None, marker="", paths=[work])
         self._create_base(spec)
@@ -120,8 +121,7 @@ class KubernetesBackend(BackendBase):
 
     def _create_base(self, spec: ServerSpec) -> None:
         assert self.ns is not None
-        with signals_deferred():  # no Ctrl-C between the request and the API server's creation
-            self.core.create_namespace(manifests.namespace(self.ns, self._labels("namespace")))
+        scoped.create_run_namespace(self.core, self.variant, self.ns, self._labels("namespace"))
         files = server_files(spec, manifests.server_settings(self.server), self.server.flavour)
         self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": files.mycnf}, self._labels("config")))
         self._create(manifests.secret("server-init", self.ns, {"init.sql": files.init_sql}, self._labels("secret")))
@@ -178,8 +178,8 @@ class KubernetesBackend(BackendBase):
         if self.forward is not None:
             self.forward.stop(timeout=5)
             self.forward = None
-        if self.ns is not None and self.core is not None:
-            pod.remove_run_namespace(self.core, self.ns, data_on_pvc=self.variant.storage == "pvc")
+        if self.ns is not None and self.core is not None and self.spec is not None:
+            scoped.remove_run(self.api, self.core, self.variant, self.ns, self.spec.label)
         if self.content is not None and self.api is not None:
             volsnap.delete_content(self.api, self.content)
             self.content = None

@@ -112,7 +112,14 @@ def check_client_placement(core: Any, server_nodes: list[Any], variant: Kubernet
 
 
 def check_capacity(nodes: list[Any], resources: dict[str, dict[str, str]], variant: KubernetesVariant) -> None:
-    """Requests no node can hold would leave the pod Pending forever: refuse them before anything is created."""
+    """Requests no node can hold would leave the pod Pending forever, and a memory limit above every node's
+    allocatable memory is one the pod can never use: refuse them before anything is created (against the nodes,
+    not this machine, which need not be one)."""
+    limit, wanted = variant.memory_limit(), variant.memory_limit_bytes()
+    most = max(quantity(node.status.allocatable.get("memory", "0")) for node in nodes)
+    if limit and wanted and wanted > most:
+        raise BadInput(f"variants.{variant.name}.{limit[0]}: {limit[1]} is more than any node's allocatable memory "
+                       f"(largest: {quantity_text(most, 'memory')}); lower it")
     for key, asked in resources.get("requests", {}).items():
         if key not in ("cpu", "memory"):
             continue
@@ -170,7 +177,10 @@ def kubelet_config(core: Any, node: str) -> dict[str, Any]:
 
 
 def check_cpu_manager(core: Any, nodes: list[Any], variant: KubernetesVariant, exclusive: bool) -> str:
-    """The nodes' CPU manager policy; with cpu_manager_static it must be static, and the pod must qualify."""
+    """The nodes' CPU manager policy; with cpu_manager_static it must be static, and the pod must qualify; unknown
+    without nodes (namespace-scoped mode: the variant refuses cpu_manager_static there)."""
+    if not nodes:
+        return "unknown (namespace-scoped mode)"
     policies = {n.metadata.name: kubelet_config(core, n.metadata.name).get("cpuManagerPolicy", "unknown")
                 for n in nodes}
     if not variant.cpu_manager_static:
@@ -194,13 +204,51 @@ def this_machine_addresses() -> set[str]:
 
 
 def node_is_this_machine(nodes: list[Any]) -> bool:
-    """True when every candidate node is this machine (k8s-local), so hostPath reaches our dataset snapshots."""
+    """True when every candidate node is this machine (k8s-local), so hostPath reaches our dataset snapshots; False
+    when no node is known (namespace-scoped mode does not read them)."""
+    if not nodes:
+        return False
     mine = this_machine_addresses()
     for node in nodes:
         addresses = {a.address for a in node.status.addresses or []}
         if not addresses & mine:
             return False
     return True
+
+
+def harness_is_a_node(nodes: list[Any]) -> bool:
+    """The rule for "layerbench runs on a node of the cluster": one of the nodes' InternalIPs is an address of this
+    machine (docs/backends/kubernetes.md, "Where the harness stands")."""
+    mine = this_machine_addresses()
+    return any(a.type == "InternalIP" and a.address in mine for n in nodes for a in n.status.addresses or [])
+
+
+def service_reach(core: Any) -> str | None:
+    """None when a Service's cluster IP answers from here (a TCP connection to the `kubernetes` Service of
+    namespace default, the API server's own), else why not."""
+    try:
+        service = core.read_namespaced_service("kubernetes", "default", _request_timeout=TIMEOUT)
+        address = (service.spec.cluster_ip, int(service.spec.ports[0].port))
+    except Exception as error:
+        return f"the Service default/kubernetes, the probe, cannot be read ({type(error).__name__})"
+    try:
+        socket.create_connection(address, timeout=3).close()
+    except OSError as error:
+        return f"its cluster IP {address[0]}:{address[1]} does not answer from here ({error.strerror or error})"
+    return None
+
+
+def check_client_reach(core: Any, nodes: list[Any], variant: KubernetesVariant) -> None:
+    """`client: host` (the default) off a node: only when a Service's cluster IP answers from here (probed), else
+    every run would fail to reach the server; a Job in the cluster does not need it."""
+    if variant.client != "host" or (nodes and harness_is_a_node(nodes)):
+        return
+    why = service_reach(core)
+    if why is not None:
+        where = "this machine is not a node of the cluster" if nodes else "namespace-scoped mode cannot read nodes"
+        written = "" if "client" in variant.model_fields_set else " (the default)"
+        raise BadInput(f"variants.{variant.name}.client: host{written} runs sysbench here against the Service's "
+                       f"cluster IP, and {where} and {why}; set client: job (sysbench as a Job in the cluster)")
 
 
 def image_on_nodes(nodes: list[Any], image: str) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.kubernetes import manifests
+from layerbench.backends.kubernetes import access, manifests
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
 from layerbench.hosts.client_files import collect_stream, rewrite
@@ -39,12 +39,13 @@ class JobClient:
         record_command(log_path.parent, ["kubernetes job", self.name, self.image, *args], secrets)
         labels = manifests.labels(self.spec.campaign, self.spec.label, "client")
         secret = f"{self.name}-files"
-        self.core.create_namespaced_secret(self.ns, manifests.secret(secret, self.ns, files, labels))
-        self.batch.create_namespaced_job(self.ns, manifests.client_job(
-            self.image, self.ns, wait_for_server(*self.server, args, rtt=self.name == "sysbench-run"), labels,
-            name=self.name, secret=secret,
-            placement=manifests.client_placement(self.variant, manifests.labels(
-                self.spec.campaign, self.spec.label, "server"))))
+        with access.readable_403(f"variants.{self.variant.name}.client"):
+            self.core.create_namespaced_secret(self.ns, manifests.secret(secret, self.ns, files, labels))
+            self.batch.create_namespaced_job(self.ns, manifests.client_job(
+                self.image, self.ns, wait_for_server(*self.server, args, rtt=self.name == "sysbench-run"), labels,
+                name=self.name, secret=secret,
+                placement=manifests.client_placement(self.variant, manifests.labels(
+                    self.spec.campaign, self.spec.label, "server"))))
         deadline = time.monotonic() + timeout
         try:
             pod = self._wait_started(deadline)

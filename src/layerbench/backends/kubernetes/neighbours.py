@@ -3,8 +3,9 @@ the node the run's server pod was scheduled on (read from the API) or the node n
 labelled like every object of the run (`layerbench.role=neighbour`), so deleting the namespace (at the end of the
 run, or `layerbench clean` after a SIGKILL of the harness) removes it too. Its image is the Docker neighbours'
 image (backends/docker/neighbours.py: stress-ng, fio, iperf3 from Debian), imported into the local cluster's
-containerd like the server's, never pulled. The run's folders reach it through hostPath volumes at their own paths
-(the tool writes its report there), so its node must be this machine; there its processes are found by the pod's
+containerd like the server's, never pulled. The tool writes its report into an emptyDir at the run's neighbours
+folder's own path, and the report comes back through the pod's log, read by the API (podfiles.py); a disk
+neighbour's data folder is a hostPath. Its node must still be this machine: its processes are found by the pod's
 UID in their cgroup, for the start check and the CPU sampler (`neighbour:<name>`)."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.kubernetes import cluster, manifests, pod
+from layerbench.backends.kubernetes import access, cluster, manifests, pod, podfiles
 from layerbench.backends.kubernetes.procs import pod_processes
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
@@ -63,13 +64,16 @@ def pod_name(name: str) -> str:
 
 
 def neighbour_pod(request: ContainerRequest, ns: str, node: str, image: str) -> dict[str, Any]:
-    """The pod: the tool's command, the run's folders as hostPath volumes at their own paths, placed on `node`
-    through the scheduler (a required node affinity on the node's name, so a pod that does not fit is reported
-    Unschedulable with the scheduler's reason), never restarted."""
+    """The pod: the tool's command under podfiles' wrapper, the run's neighbours folder (the first mount, where the
+    tool writes its report) an emptyDir at its own path whose files come back through the pod's log, any other
+    folder (a disk neighbour's data) a hostPath at its own path; placed on `node` through the scheduler (a
+    required node affinity on the node's name, so a pod that does not fit is reported Unschedulable with the
+    scheduler's reason), never restarted."""
     mounts = [{"name": f"folder{i}", "mountPath": str(m)} for i, m in enumerate(request.mounts)]
-    volumes = [{"name": f"folder{i}", "hostPath": {"path": str(m.resolve()), "type": "Directory"}}
-               for i, m in enumerate(request.mounts)]
-    container = {"name": "neighbour", "image": image, "imagePullPolicy": "IfNotPresent", "command": request.command,
+    volumes = [{"name": f"folder{i}", **({"emptyDir": {}} if i == 0 else {
+        "hostPath": {"path": str(m.resolve()), "type": "Directory"}})} for i, m in enumerate(request.mounts)]
+    command = podfiles.wrapped(request.mounts[0], request.command) if request.mounts else request.command
+    container = {"name": "neighbour", "image": image, "imagePullPolicy": "IfNotPresent", "command": command,
                  "resources": pod_resources(request.neighbour), "volumeMounts": mounts}
     on_node = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
     spec = {"containers": [container], "volumes": volumes, "restartPolicy": "Never",
@@ -101,9 +105,12 @@ class NeighbourPods:
             with signals_deferred():  # in the run's namespace: deleted with it, whatever happens next
                 self.core.create_namespaced_pod(self.ns, body, _request_timeout=cluster.TIMEOUT)
         except ApiException as error:
+            refused = access.forbidden_text(error.body) if error.status == 403 else None
             raise RunFailed(f"neighbour {request.neighbour.name}: the API refused its pod: {error.status} "
-                            f"{error.reason}") from None
-        placed = NeighbourPod(self.core, self.ns, body["metadata"]["name"], request.neighbour.name, request.log_path)
+                            f"{error.reason}" + (f" ({refused}; grant it: {access.RBAC_FILE})" if refused else "")
+                            ) from None
+        placed = NeighbourPod(self.core, self.ns, body["metadata"]["name"], request.neighbour.name, request.log_path,
+                              request.mounts[0] if request.mounts else None)
         try:
             placed.wait_running(START_TIMEOUT)
         except BaseException:
@@ -121,6 +128,7 @@ class NeighbourPod:
     name: str
     neighbour: str
     log_path: Path | None
+    folder: Path | None = None  # where its report goes here (podfiles: through its log)
     roots: list[int] = field(default_factory=list)
     seen: dict[str, Any] = field(default_factory=dict)
     code: int | None = None
@@ -182,12 +190,18 @@ class NeighbourPod:
         return dict(self.seen)
 
     def stop(self, timeout: float) -> int | None:
-        """Deleted with a grace period of `timeout` (SIGTERM: the tool writes its report; SIGKILL after it), its
-        output kept in its log once its container has ended, and waited for until it is gone."""
+        """Deleted with a grace period of `timeout` (SIGTERM: the tool writes its report; SIGKILL after it); its
+        log, followed from before the deletion to the container's end, holds the tool's output (kept in log_path)
+        and its report (written to `folder`: podfiles); then waited for until it is gone."""
+        stream = None
+        with contextlib.suppress(Exception):
+            stream = self.core.read_namespaced_pod_log(self.name, self.ns, follow=True, _preload_content=False,
+                                                       _request_timeout=(cluster.TIMEOUT, timeout + 60))
         with contextlib.suppress(Exception):
             self.core.delete_namespaced_pod(self.name, self.ns, grace_period_seconds=max(1, int(timeout)),
                                             _request_timeout=cluster.TIMEOUT)
-        deadline, logged = time.monotonic() + timeout + 60, False
+        kept = stream is not None and self._keep_output(read_bounded(stream))
+        deadline = time.monotonic() + timeout + 60
         while time.monotonic() < deadline:
             try:
                 found = self._read()
@@ -196,25 +210,57 @@ class NeighbourPod:
             if found is None:
                 break
             self._note_exit(found)
-            if self.code is not None and not logged and self.log_path is not None:
-                self.log_path.write_text(self.tail(200), encoding="utf-8")
-                logged = True
+            if self.code is not None and not kept:  # the follow was cut short: the ended container's log, once
+                with contextlib.suppress(Exception):
+                    kept = self._keep_output(self.core.read_namespaced_pod_log(
+                        self.name, self.ns, limit_bytes=podfiles.LOG_LIMIT, _preload_content=False,
+                        _request_timeout=cluster.TIMEOUT).data) or True
             time.sleep(POLL)
         return self.code
+
+    def _keep_output(self, log: bytes) -> bool:
+        """The tool's output into log_path, its files into `folder`; True when the wrapper's end was in it."""
+        output, files = podfiles.unpack(log)
+        if self.log_path is not None:
+            self.log_path.write_text(output, encoding="utf-8")
+        if self.folder is not None:
+            podfiles.write_files(self.folder, files)
+        return bool(files)
+
+
+def read_bounded(stream: Any) -> bytes:
+    """A followed log until its container ends (or podfiles.LOG_LIMIT bytes, or the read timeout)."""
+    data = bytearray()
+    with contextlib.suppress(Exception):
+        for chunk in stream.stream(2**16):
+            data += chunk
+            if len(data) > podfiles.LOG_LIMIT:
+                break
+    with contextlib.suppress(Exception):
+        stream.release_conn()
+    return bytes(data)
 
 
 # --- before anything starts (validate) and once per campaign -------------------------------------------------
 
 
 def check_neighbour_pods(variant: KubernetesVariant, pods: list[Neighbour]) -> None:
-    """The cluster answers, its node is this machine (the report comes back through a hostPath), a named node
+    """The cluster answers, its node is this machine (its processes are found and sampled here), a named node
     exists, a guaranteed-pinned pod finds the static CPU manager, and the pods fit beside the server's."""
     where = f"variants.{variant.name}.neighbours.{pods[0].name}"
+    if variant.namespace is not None:
+        raise BadInput(f"{where}.placement: kubernetes: a pod neighbour is placed on the server's node, which "
+                       f"namespace: {variant.namespace} cannot read (nodes are cluster-scoped); remove namespace, or "
+                       "place the neighbour elsewhere")
     try:
-        _, core, nodes = pod.connect(variant)
+        api = cluster.api_client(variant)
     except PrerequisiteMissing as error:
         raise BadInput(f"{where}.placement: kubernetes: {error}") from None
-    every = {n.metadata.name: n for n in core.list_node(_request_timeout=cluster.TIMEOUT).items}
+    with access.readable_403(f"{where}.placement"):
+        pinned = any(n.pod_qos == "guaranteed-pinned" for n in pods)
+        access.check_rights(api, access.needed_rights(variant, pinned), f"{where}.placement")
+        _, core, nodes = pod.connect(variant)
+        every = {n.metadata.name: n for n in core.list_node(_request_timeout=cluster.TIMEOUT).items}
     for neighbour in pods:
         where = f"variants.{variant.name}.neighbours.{neighbour.name}"
         if neighbour.node is not None and neighbour.node not in every:
@@ -223,7 +269,7 @@ def check_neighbour_pods(variant: KubernetesVariant, pods: list[Neighbour]) -> N
         placed = [every[neighbour.node]] if neighbour.node else nodes
         if not cluster.node_is_this_machine(placed):
             raise BadInput(f"{where}.placement: kubernetes: its node is not this machine, and a pod neighbour's "
-                           "report comes back through a hostPath here (on a remote cluster: not yet)")
+                           "processes are found and sampled here (on a remote cluster: not yet)")
         if neighbour.pod_qos == "guaranteed-pinned":
             check_static(core, placed, where)
     check_room(variant, pods, nodes)

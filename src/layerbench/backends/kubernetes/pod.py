@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
-from layerbench.backends.kubernetes import cluster, manifests
+from layerbench.backends.kubernetes import access, cluster, manifests
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import procfs
@@ -31,7 +31,14 @@ def check_cluster(variant: KubernetesVariant) -> None:
     from kubernetes import client
 
     resources = manifests.resources_for(variant)
-    api, core, nodes = connect(variant)
+    api = cluster.api_client(variant)
+    access.check_rights(api, access.needed_rights(variant), f"variants.{variant.name}", variant.namespace or "")
+    core = client.CoreV1Api(api)
+    if variant.namespace is not None:  # reads no node nor class: the variant refuses what would need them
+        cluster.check_client_reach(core, [], variant)
+        return
+    nodes = cluster.nodes_for(core, variant)
+    cluster.check_client_reach(core, nodes, variant)
     cluster.check_client_placement(core, nodes, variant)
     cluster.check_capacity(nodes, resources, variant)
     cluster.check_storage_class(client.StorageV1Api(api), variant)
@@ -215,12 +222,13 @@ def node_versions(nodes: list[Any], name: str | None) -> dict[str, str]:
 
 
 def connect(variant: KubernetesVariant) -> tuple[Any, Any, list[Any]]:
-    """An API client for the variant's cluster, its core API, and the nodes the server may run on."""
+    """An API client for the variant's cluster, its core API, and the nodes the server may run on (none in
+    namespace-scoped mode: reading nodes is a cluster-scoped right)."""
     from kubernetes import client
 
     api = cluster.api_client(variant)
     core = client.CoreV1Api(api)
-    return api, core, cluster.nodes_for(core, variant)
+    return api, core, [] if variant.namespace else cluster.nodes_for(core, variant)
 
 
 def cpus_allowed(pid: int) -> str | None:

@@ -25,6 +25,14 @@ PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
               "job": "a Job's pod in the cluster to the Service's cluster IP",
               "port-forward": "kubectl port-forward from this machine (a slow path)"}
 COLD_BUILD_SECONDS = 310
+DNS_LABEL_RE = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a namespace's name
+NAMESPACE_MODE_GIVES_UP = ("namespace-scoped mode, which gives up: a namespace per run, the nodes' facts, the "
+                           "checks of capacity, placement and storage class, the image import, `layerbench clean`")
+NAMESPACE_MODE_REFUSES = (  # (key, why) refused in namespace-scoped mode: any snapshot_class, true, hostpath
+    ("snapshot_class", "a VolumeSnapshot restore makes a VolumeSnapshotContent (cluster-scoped)"),
+    ("cpu_manager_static", "the CPU manager policy is read from the kubelets (nodes/proxy, cluster-scoped)"),
+    ("storage", "storage: hostpath needs the pod's node to be this machine (reading nodes)"),
+)
 # what the pod runs from a mysqld: binary's root besides the server (manifests.py: the datadir's fill, the
 # VolumeSnapshot path's file check); the readiness probe is the flavour's admin program, checked by the flavour
 POD_PROGRAMS = ("sh", "mkdir", "cp")
@@ -68,11 +76,14 @@ class KubernetesVariant(ImageVariant):
     client_target: Literal["service", "pod"] = Field(
         default="service", description="what a sysbench Job connects to: the Service's cluster IP or the pod IP")
     cpu_manager_static: bool = False
+    namespace: str | None = Field(default=None, max_length=63, pattern=DNS_LABEL_RE, description="namespace-scoped "
+                                  "mode: every run in this existing namespace, no cluster-scoped right")
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
     mysqld: PrintableLine | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the pod runs an image of that root (docs/servers.md)")
 
     memory_unit: ClassVar[str] = "Mi"
+    memory_here: ClassVar[bool] = False  # a node's: cluster.check_capacity (the harness need not be a node)
     local_backend: ClassVar[str] = "layerbench.backends.kubernetes.backend:KubernetesBackend"
     run_overhead: ClassVar[float] = 6  # pod scheduling, start and removal: 15-16 s per run until its pods were deleted
     # before its namespace (2026-11-26); since, 2.2-2.6 s up + 0.7-0.9 s down measured here, + the campaign end's 5 s
@@ -135,6 +146,11 @@ class KubernetesVariant(ImageVariant):
                                  f"{self.storage!r}; set storage: pvc or remove {key}")
         return self
 
+    @model_validator(mode="after")
+    def _namespace_mode(self) -> KubernetesVariant:
+        check_namespace_mode(self)
+        return self
+
     def check_data_room(self, dataset_bytes: int) -> None:
         if self.storage == "pvc" and quantity(self.storage_size) < dataset_bytes:
             raise BadInput(f"variants.{self.name}.storage_size: {self.storage_size} is smaller than the dataset "
@@ -173,8 +189,11 @@ class KubernetesVariant(ImageVariant):
         derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
         mysql = f" of the local MySQL {self.server.version or DEFAULT_MYSQL} image (the cached rootfs)" if \
             self.is_mysql else f" of an image of the root filesystem of {self.mysqld}" if self.mysqld else ""
-        return (f"a namespace on {where} with {kind}{mysql}, QoS {self.qos}{'; ' + resources if resources else ''}"
-                f"{derived}; storage {self.storage}{snapshot}")
+        from layerbench.backends.kubernetes.access import needed_rights, rights_summary
+
+        return (f"{namespace_words(self.namespace)} on {where} with {kind}{mysql}, QoS {self.qos}"
+                f"{'; ' + resources if resources else ''}{derived}; storage {self.storage}{snapshot}; API rights it "
+                f"uses (checked): {rights_summary(needed_rights(self), self.namespace)}")
 
     def where_text(self, server: str, client: str, same_host: bool) -> str:
         return f"server in the cluster, {self.client_words() or 'sysbench on ' + client}"
@@ -231,3 +250,24 @@ class KubernetesVariant(ImageVariant):
     def _check_binary(self) -> None:
         check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()), "the pod")
 
+
+
+def check_namespace_mode(variant: KubernetesVariant) -> None:
+    """One existing namespace and no cluster-scoped right: what needs the nodes or cluster objects is refused."""
+    if variant.namespace is None:
+        return
+    where = f"variants.{variant.name}"
+    used = {"snapshot_class": variant.snapshot_class is not None, "cpu_manager_static": variant.cpu_manager_static,
+            "storage": variant.storage == "hostpath"}
+    for key, why in NAMESPACE_MODE_REFUSES:
+        if used[key]:
+            raise ValueError(f"{where}.{key}: {why}, which namespace: {variant.namespace} (one namespace, no "
+                             f"cluster-scoped right) cannot use; remove {key} or remove namespace")
+    if variant.reset not in ("reprepare", "none"):
+        raise ValueError(f"{where}.reset: namespace: {variant.namespace} cannot read the nodes (cluster-scoped), so "
+                         "a dataset snapshot of this machine cannot reach the pod by hostPath; set reset: reprepare "
+                         "on the variant, or remove namespace")
+
+
+def namespace_words(namespace: str | None) -> str:
+    return f"the existing namespace {namespace} ({NAMESPACE_MODE_GIVES_UP})" if namespace else "a namespace"
