@@ -103,7 +103,8 @@ def host_lease(host: Any) -> str:
         if key in _HELD:
             return path
         q = shlex.quote(path)
-        script = f"mkdir -p $(dirname {q}) && exec flock -x -n {q} sh -c 'echo {LOCKED}; exec cat > /dev/null'"
+        held_while = shlex.quote(f"echo {LOCKED}; cat > /dev/null; rm -f {q}")  # its file goes as it ends
+        script = f"mkdir -p $(dirname {q}) && exec flock -x -n {q} sh -c {held_while}"
         stack = contextlib.ExitStack()
         proc = stack.enter_context(held(host.command(["sh", "-c", script]), timeout=10))
         said = []  # ssh may speak first (a host's Banner, a warning): only the lease's own word counts
@@ -168,8 +169,10 @@ def parse_probe(text: str) -> dict[str, State]:
 def release_all() -> None:
     """Let go of every lease (at the end of the process; the kernel would anyway)."""
     with _GUARD:
-        for held in _HELD.values():
+        for where, held in _HELD.items():
             with contextlib.suppress(OSError, ValueError):
+                if where in _OWN:  # a file here, removed while still locked (the id is never taken again)
+                    os.unlink(where)
                 held.close()  # a file here; an ExitStack of an SSH session (its stdin closes, it ends)
         _HELD.clear()
         _OWN.clear()

@@ -53,6 +53,8 @@ def sweep_daemon(client: Any, probe: Callable[[set[str]], dict[str, State]], inc
             if gone:
                 item.remove(force=True) if kind == "containers" else item.remove()
                 done.append(f"removed {kind[:-1]} {item.name}{where}")
+            elif lease and states.get(lease) is State.LIVE and not include_live:
+                done.append(f"kept {kind[:-1]} {item.name}{where}: its campaign is running")
     return done
 
 
@@ -74,6 +76,9 @@ def clean_docker_on(host: Any, include_live: bool = False) -> list[str]:
     leases probed on that host; a host without a daemon that answers is said so."""
     if host.is_local:
         return []
+    if host.entry.identity_file or host.entry.known_hosts or host.entry.port:
+        return [f"host {host.name}: its Docker daemon is reached only through an ~/.ssh/config alias (this entry sets "
+                "identity_file, known_hosts or port); swept through the alias's entry, if listed"]
     from layerbench.backends.docker.remote import remote_docker_client
 
     try:
