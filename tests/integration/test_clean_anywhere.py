@@ -123,3 +123,27 @@ def test_clean_from_another_harness_keeps_a_live_campaign_and_removes_a_killed_o
     assert containers(name) == [] and on_hosts(lab_hosts, label) == [] and on_hosts(lab_hosts, tag) == [], said
     assert "removed container" in said and "on host dbalias" in said
     assert "(and stopped what ran from it) on host dbalias" in said and "on host app" in said
+
+
+def test_leases_here_and_on_a_host_sharing_its_file_system_are_apart(lab_hosts: dict,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lab's app shares this machine's file system: the harness's lease here and its lease on app (both under
+    /var/tmp/layerbench) are two files, both held, read as live on app, and dead once let go."""
+    from layerbench.hosts import lease
+    from layerbench.hosts.inventory import REMOTE_WORK_DIR
+
+    monkeypatch.setenv("LAYERBENCH_WORK_DIR", REMOTE_WORK_DIR)
+    app = Host("app", HostEntry(**lab_hosts["app"]))
+    try:
+        here, there = lease.local_lease(), lease.host_lease(app)
+        assert here != there and Path(here).parent == Path(there).parent
+        assert lease.host_lease(app) == there  # held once per host
+        probe = app.shell(lease.probe_script({here, there}), timeout=60).output
+        assert lease.parse_probe(probe) == {here: lease.State.LIVE, there: lease.State.LIVE}
+    finally:
+        lease.release_all()
+    app.close()
+    deadline = time.monotonic() + 60  # the SSH session ends as its stdin closes
+    while Path(there).exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not Path(here).exists() and not Path(there).exists()

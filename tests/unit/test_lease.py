@@ -98,3 +98,10 @@ def test_this_process_s_own_lease_is_live_to_itself(tmp_path: Path, monkeypatch:
         assert probe_local({path}) == {path: State.LIVE} and path in lease.own_leases()
     finally:
         lease.release_all()
+
+
+def test_a_host_s_lease_is_named_after_the_host_and_rides_on_no_shared_connection() -> None:
+    path = lease.lease_file("/var/tmp/lb", "db-2.lab")
+    assert path == f"/var/tmp/lb/leases/{lease.harness_id()}@db-2.lab.lock" and lease.LEASE_PATH.fullmatch(path)
+    cmd = lease.own_connection(["ssh", "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/x-%C", "--", "h", "true"])
+    assert cmd == ["ssh", "-o", "ControlMaster=no", "-o", "ControlPath=none", "--", "h", "true"]

@@ -1,7 +1,8 @@
 """Leases: how `layerbench clean`, from any machine and with empty state, tells a live harness from a dead one.
 
 Each harness holds one lease per machine it starts something on: an exclusive `flock` on the file
-`<work dir>/leases/<id>.lock` of that machine, `<id>` a random token of the harness (never its hostname or PID).
+`<work dir>/leases/<id>[@<host>].lock` of that machine, `<id>` a random token of the harness (never its hostname
+or PID).
 On this machine the lock is held by an open file of the process; on an ssh: host by one SSH session
 (`flock ... cat`), as `server/remote_files.py:host_lock` holds a host's lock. The kernel lets go of a lock
 when its holder ends, however it ends: a SIGKILLed harness's file descriptors close, its SSH sessions' stdin
@@ -30,7 +31,7 @@ from layerbench.hosts.workdirs import work_root
 
 LEASE_LABEL = "layerbench.lease"  # the label (Docker) and record key naming a lease's file
 LOCKED = "LB-LEASED"
-LEASE_PATH = re.compile(r"/[A-Za-z0-9_./-]{1,400}/leases/[0-9a-f]{16,64}\.lock")
+LEASE_PATH = re.compile(r"/[A-Za-z0-9_./-]{1,400}/leases/[0-9a-f]{16,64}(@[A-Za-z0-9][A-Za-z0-9_.-]{0,62})?\.lock")
 
 
 class State(enum.Enum):
@@ -67,13 +68,15 @@ def harness_id() -> str:
 
 _ID: str | None = None
 _ID_PID = 0
-_HELD: dict[str, Any] = {}  # where -> the open file (here) or an ExitStack of the SSH session (a host) holding it
+_HELD: dict[str, Any] = {}  # where -> the open file (here), or (ExitStack, process) of the SSH session (a host)
 _OWN: set[str] = set()  # the paths of those leases
 _GUARD = threading.Lock()
 
 
-def lease_file(work_dir: str | Path) -> str:
-    return f"{str(work_dir).rstrip('/')}/leases/{harness_id()}.lock"
+def lease_file(work_dir: str | Path, host: str | None = None) -> str:
+    """The lease's file in a work dir; on an ssh: host named after the host too (two entries may reach one machine,
+    or share this machine's file system, as the lab's do: each holds a file of its own)."""
+    return f"{str(work_dir).rstrip('/')}/leases/{harness_id()}{f'@{host}' if host else ''}.lock"
 
 
 def local_lease() -> str:
@@ -97,16 +100,16 @@ def host_lease(host: Any) -> str:
     from layerbench.errors import RunFailed
     from layerbench.hosts.procs import held
 
-    path = lease_file(host.work_dir)
+    path = lease_file(host.work_dir, host.name)
     key = f"{host.entry.model_dump_json()} {path}"
     with _GUARD:
-        if key in _HELD:
+        if key in _HELD and _HELD[key][1].poll() is None:
             return path
         q = shlex.quote(path)
         held_while = shlex.quote(f"echo {LOCKED}; cat > /dev/null; rm -f {q}")  # its file goes as it ends
         script = f"mkdir -p $(dirname {q}) && exec flock -x -n {q} sh -c {held_while}"
         stack = contextlib.ExitStack()
-        proc = stack.enter_context(held(host.command(["sh", "-c", script]), timeout=10))
+        proc = stack.enter_context(held(own_connection(host.command(["sh", "-c", script])), timeout=10))
         said = []  # ssh may speak first (a host's Banner, a warning): only the lease's own word counts
         for line in iter(proc.stdout.readline, ""):
             if line.strip() == LOCKED:
@@ -116,9 +119,16 @@ def host_lease(host: Any) -> str:
             stack.close()
             raise RunFailed(f"hosts.{host.name}: cannot take this harness's lease {path} there: "
                             f"{' '.join(said)[:200] or 'no answer'}")
-        _HELD[key] = stack
+        _HELD[key] = (stack, proc)
         _OWN.add(path)
     return path
+
+
+def own_connection(cmd: list[str]) -> list[str]:
+    """An ssh command line on a connection of its own, not the host's shared ControlMaster: closing the campaign's
+    connection (Host.close) must not end the lease."""
+    swapped = {"ControlMaster=auto": "ControlMaster=no"}
+    return [swapped.get(arg, "ControlPath=none" if arg.startswith("ControlPath=") else arg) for arg in cmd]
 
 
 def probe_local(paths: set[str]) -> dict[str, State]:
@@ -173,7 +183,7 @@ def release_all() -> None:
             with contextlib.suppress(OSError, ValueError):
                 if where in _OWN:  # a file here, removed while still locked (the id is never taken again)
                     os.unlink(where)
-                held.close()  # a file here; an ExitStack of an SSH session (its stdin closes, it ends)
+                (held if where in _OWN else held[0]).close()  # the file; the SSH session (its stdin closes)
         _HELD.clear()
         _OWN.clear()
 
