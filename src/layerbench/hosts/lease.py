@@ -145,23 +145,20 @@ def _probe_file(path: str) -> State:
         return State.DEAD
     except OSError:
         return State.UNKNOWN
-    with handle:
+    with handle:  # a dead lease's file is left where it is: removing it could race with its holder's first lock
         try:
             fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             return State.LIVE
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # a dead lease's file: no one will take it again (ids are never reused)
         return State.DEAD
 
 
 def probe_script(paths: set[str]) -> str:
-    """sh text that prints `LEASE <live|dead> <path>` for each lease file on a host (a missing file is dead; a
-    dead one's file is removed)."""
+    """sh text that prints `LEASE <live|dead> <path>` for each lease file on a host (a missing file is dead)."""
     lines = []
     for path in sorted(p for p in paths if LEASE_PATH.fullmatch(p)):
         q = shlex.quote(path)
-        lines.append(f"if [ ! -e {q} ]; then echo LEASE dead {q}; elif flock -s -n {q} rm -f {q}; then "
+        lines.append(f"if [ ! -e {q} ]; then echo LEASE dead {q}; elif flock -s -n {q} true; then "
                      f"echo LEASE dead {q}; else echo LEASE live {q}; fi")
     return "\n".join(lines) or "true"
 
