@@ -30,7 +30,9 @@ def test_an_inventory_gives_its_ssh_hosts_once_each(tmp_path: Path) -> None:
     campaign = written(tmp_path, {"name": "c", "baseline": "v", "workload": {"tables": 1},
                                   "variants": [{"name": "v", "backend": "host"}],
                                   "hosts": {"app2": {"ssh": "root@10.0.0.2"}, "x": {"ssh": "x"}}}, "c.yaml")
-    found = places(str(inventory), str(campaign))
+    where = places(str(inventory), str(campaign))
+    found = where.hosts
+    assert [v.name for v in where.variants] == ["v"]
     assert [(h.name, h.entry.ssh) for h in found] == [("alias", "lab-db"), ("app", "root@10.0.0.2"), ("x", "x")]
     assert found[0].work_dir == "/var/tmp/lb"
 

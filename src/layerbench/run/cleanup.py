@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Annotated
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
@@ -51,29 +52,42 @@ def load_inventory(path: str | os.PathLike[str]) -> dict[str, HostEntry]:
         raise BadInput(f"--inventory {name}: {describe_validation_error(error, data)}") from None
 
 
-def places(inventory: str | None, campaign: str | None) -> list[Host]:
-    """The ssh: hosts `clean` sweeps: those of the inventory file and of the campaign file, each entry once, its
-    identity_file and known_hosts checked first (BadInput naming the field)."""
+@dataclass(frozen=True)
+class Places:
+    """What `clean` sweeps besides this machine: ssh: hosts, and a campaign's variants (their clusters)."""
+
+    hosts: list[Host] = field(default_factory=list)
+    variants: list[Any] = field(default_factory=list)
+
+
+def places(inventory: str | None, campaign: str | None) -> Places:
+    """The ssh: hosts of the inventory file and of the campaign file, each entry once, its identity_file and
+    known_hosts checked first (BadInput naming the field), and the campaign's variants."""
     entries = dict(load_inventory(inventory)) if inventory else {}
-    if campaign:
-        entries |= {name: entry for name, entry in (load_campaign(campaign).hosts or {}).items()
-                    if entry not in entries.values()}
+    loaded = load_campaign(campaign) if campaign else None
+    if loaded is not None:
+        entries |= {name: entry for name, entry in (loaded.hosts or {}).items() if entry not in entries.values()}
     hosts = [Host(name, entry) for name, entry in sorted(entries.items()) if not entry.local]
     for host in hosts:
         host.check_files()
-    return hosts
+    return Places(hosts, list(loaded.variants) if loaded is not None else [])
 
 
-def sweep_hosts(hosts: list[Host], include_live: bool, say: Callable[[str], None]) -> list[str]:
-    """Each host's Docker daemon (by label), then its owner records; what was removed, host by host."""
+def sweep_places(where: Places, include_live: bool, say: Callable[[str], None]) -> list[str]:
+    """Each host's Docker daemon (by label), then its owner records; then each variant's own place (a cluster's
+    context); what was removed, place by place."""
     done: list[str] = []
-    for host in hosts:
+    for host in where.hosts:
         say(f"sweeping host {host.name} ({host.target})")
         for kind in leftover_kinds():
             if kind.clean_host is not None:
                 done += kind.clean_host(host, include_live)
         done += sweep_host(host, include_live)
         host.close()
+    for variant in where.variants:
+        for kind in leftover_kinds():
+            if kind.clean_variant is not None:
+                done += kind.clean_variant(variant, include_live)
     return done
 
 

@@ -51,11 +51,19 @@ def sweep_daemon(client: Any, probe: Callable[[set[str]], dict[str, State]], inc
             gone = may_sweep(lease, states, cleaner=own_leases(), include_live=include_live) if lease else \
                 local and pid_gone(labels, include_live)
             if gone:
-                item.remove(force=True) if kind == "containers" else item.remove()
-                done.append(f"removed {kind[:-1]} {item.name}{where}")
+                done.append(remove(kind, item, where))
             elif lease and states.get(lease) is State.LIVE and not include_live:
                 done.append(f"kept {kind[:-1]} {item.name}{where}: its campaign is running")
     return done
+
+
+def remove(kind: str, item: Any, where: str) -> str:
+    """Remove one object; what happened, in one line (the daemon may refuse: one already being removed)."""
+    try:
+        item.remove(force=True) if kind == "containers" else item.remove()
+    except Exception as error:  # the SDK's APIError and NotFound, a connection that broke
+        return f"could not remove {kind[:-1]} {item.name}{where}: {type(error).__name__}; run `layerbench clean` again"
+    return f"removed {kind[:-1]} {item.name}{where}"
 
 
 def clean_docker(include_live: bool = False) -> list[str]:
