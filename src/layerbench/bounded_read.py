@@ -1,8 +1,8 @@
 """Bounded reading of the files a user names: the campaign file and the files `import` reads (named on the command
-line), and the files a campaign's keys name (an external variant's `password_file`, a kubernetes variant's
-`kubeconfig`, a host's `identity_file` and `known_hosts`, a workload's Lua script as `test`). One reader for all,
-so that no file can make layerbench hang, read without bound or stop with a traceback: each refusal is one
-BadInput line naming the key (or the file), what is wrong and the fix.
+line, and `clean --inventory`'s hosts: file), and the files a campaign's keys name (an external variant's
+`password_file`, a kubernetes variant's `kubeconfig`, a host's `identity_file` and `known_hosts`, a workload's
+Lua script as `test`). One reader for all, so that no file can make layerbench hang, read without bound or stop
+with a traceback: each refusal is one BadInput line naming the key (or the file), what is wrong and the fix.
 
 Every read (`read_user_file`):
 1. the path's type before anything is opened (os.stat, links followed): a regular file, never a directory, a
@@ -208,6 +208,8 @@ IDENTITY_FILE = FileKind("private key", 64 << 10, "give the path of a private ke
 KNOWN_HOSTS = FileKind("known_hosts file", 16 << 20, "give the path of a known_hosts file (ssh-keyscan writes "
                        "one)", host_keys)
 LUA_SCRIPT = FileKind("Lua script", 1 << 20, "give the path of a sysbench Lua script (text, under 1 MiB)")
+INVENTORY_FILE = FileKind("inventory file", 1 << 20, "give a YAML file with a hosts: mapping, as a campaign's "
+                          "(scripts/lab-hosts inventory writes one)")
 
 
 def read_yaml_file(path: str | os.PathLike[str], kind: FileKind, where: str | None = None,

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from layerbench.bounded_read import (
     CAMPAIGN_FILE,
     IDENTITY_FILE,
+    INVENTORY_FILE,
     KNOWN_HOSTS,
     KUBECONFIG,
     LUA_SCRIPT,
@@ -30,7 +31,7 @@ from layerbench.bounded_read import (
 )
 from layerbench.errors import BadInput
 
-KINDS = [CAMPAIGN_FILE, PASSWORD_FILE, KUBECONFIG, IDENTITY_FILE, KNOWN_HOSTS, LUA_SCRIPT]
+KINDS = [CAMPAIGN_FILE, PASSWORD_FILE, KUBECONFIG, IDENTITY_FILE, KNOWN_HOSTS, LUA_SCRIPT, INVENTORY_FILE]
 KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
 HOST_KEY = "10.0.0.6 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
 KUBE = {"apiVersion": "v1", "kind": "Config", "current-context": "c",

@@ -42,6 +42,7 @@ EXTENSIONS = "py|md|lua|yaml|yml|json|csv|toml|sh|j2|html|txt|go|sql|cnf"  # of 
 ALLOWED: dict[str, str] = {
     "layerbench.role": "a label key of the containers, pods and Jobs layerbench starts",
     "layerbench.harness": "a label key, as above",
+    "layerbench.lease": "a label key (the lease of the harness that made the object, hosts/lease.py)",
     "layerbench.label": "a label key, as above",
     "layerbench.host": "a label key, as above",
     "layerbench.db": "the store's SQLite file in the results folder",

@@ -152,9 +152,13 @@ class ContainerEngine:
 class Leftovers:
     """What a backend leaves outside the owner records when a harness dies (`layerbench clean` and `doctor`):
     `clean(include_live)` removes them and says what it did; `find(include_live)` names them, for the backends
-    whose leftovers doctor lists; `after_processes`: removable only once the recorded processes are stopped."""
+    whose leftovers doctor lists; `after_processes`: removable only once the recorded processes are stopped;
+    `clean_host(host, include_live)`: those on an ssh: host of an inventory (hosts/inventory.py:Host);
+    `clean_variant(variant, include_live)`: those where a campaign's variant runs (a cluster's context)."""
 
     what: str  # "Kubernetes namespace": doctor's "leftover <what> of a crashed campaign: <name>"
     clean: Callable[[bool], list[str]]
     find: Callable[[bool], list[str]] | None = None
     after_processes: bool = False
+    clean_host: Callable[[Any, bool], list[str]] | None = None  # the same on an ssh: host (`clean --inventory`)
+    clean_variant: Callable[[Any, bool], list[str]] | None = None  # on a campaign variant's own place (`--campaign`)

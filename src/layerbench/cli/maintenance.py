@@ -45,20 +45,37 @@ def cache_clear() -> None:
 
 
 def clean(all_: Annotated[bool, typer.Option("--all", help="also what running campaigns own")] = False,
+          inventory: Annotated[Path | None, typer.Option(
+              "--inventory", help="a YAML file with a hosts: mapping: also sweep each ssh: host of it")] = None,
+          campaign: Annotated[Path | None, typer.Option(
+              "--campaign", help="a campaign file: also sweep each ssh: host of its hosts: and the cluster of each "
+                                 "kubernetes variant's kubeconfig and context")] = None,
           db: DbOption = None) -> None:
     """Remove what a crashed or killed campaign left behind, and nothing else.
 
-    Its servers, VMs, datadirs, containers, Kubernetes namespaces, taps and bridges. The store is never touched:
-    clean names the campaigns in it that have runs left, and the command that continues each."""
-    from layerbench.run.cleanup import clean_backends, clean_recorded
+    Its servers, VMs, datadirs, containers, Kubernetes namespaces, taps and bridges: on this machine by its owner
+    records and labels, and with --inventory or --campaign on every ssh: host those files name (its Docker daemon
+    by label, its processes and folders by the owner records kept on the host), from any machine, even one with no
+    state of its own: a thing there is removed only when the lease of the harness that made it is no longer held
+    (docs/topology.md). With --campaign also the cluster of each kubernetes variant's kubeconfig and context (the
+    namespaces this machine made, as on the default cluster). The store is never touched: clean names the
+    campaigns in it that have runs left, and the
+    command that continues each."""
+    from layerbench.run.cleanup import clean_backends, clean_recorded, places, sweep_places
 
+    where = places(str(inventory) if inventory else None, str(campaign) if campaign else None)
     done = clean_backends(include_live=all_) + clean_recorded(include_live=all_)
     done += clean_backends(include_live=all_, after_processes=True)  # VM taps and bridges, after their QEMU is gone
+    done += sweep_places(where, all_, lambda text: console.print(Text(text, style="dim")))
     for line in done:
-        out.print(line)
-    out.print(f"clean: {len(done)} item(s) removed" if done else "clean: nothing to remove")
+        out.print(line, highlight=False, markup=False)
+    removed = sum(1 for line in done if line.startswith(REMOVED))
+    out.print(f"clean: {removed} item(s) removed" if removed else "clean: nothing to remove")
     for line in unfinished_campaigns(store_path(db)):
         out.print(line, highlight=False, markup=False)
+
+
+REMOVED = ("removed", "stopped", "deleted")  # the lines that say a thing was removed (others: kept, unreachable)
 
 
 def unfinished_campaigns(path: Path) -> list[str]:

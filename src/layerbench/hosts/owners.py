@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.hosts import procfs
+from layerbench.hosts.lease import local_lease
 from layerbench.hosts.workdirs import work_root
 
 
@@ -30,6 +31,7 @@ class Owned:
     marker: str  # a string the process's command line must contain (so a reused PID is never killed)
     paths: tuple[str, ...]
     remote: dict | None = None  # {"host": name, "entry": inventory entry, "folder": path} on a host over SSH
+    lease: str | None = None  # its harness's lease file on this machine (lease.py); None in older records
 
     @property
     def file(self) -> Path:
@@ -37,7 +39,7 @@ class Owned:
 
 
 def record(label: str, *, pid: int | None, marker: str, paths: list[Path], remote: dict | None = None) -> Owned:
-    owned = Owned(label, os.getpid(), pid, marker, tuple(str(p) for p in paths), remote)
+    owned = Owned(label, os.getpid(), pid, marker, tuple(str(p) for p in paths), remote, local_lease())
     owners_dir().mkdir(parents=True, exist_ok=True)
     owned.file.write_text(json.dumps(owned.__dict__))
     return owned
@@ -63,7 +65,8 @@ def recorded() -> list[Owned]:
         try:
             data = json.loads(file.read_text())
             out.append(Owned(data["label"], int(data["harness_pid"]), data.get("pid"), data["marker"],
-                             tuple(data.get("paths", ())), data.get("remote")))
+                             tuple(data.get("paths", ())), data.get("remote"),
+                             data["lease"] if isinstance(data.get("lease"), str) else None))
         except (ValueError, KeyError, TypeError, OSError):
             file.unlink(missing_ok=True)
     return out

@@ -114,11 +114,10 @@ class SSHClient:
     def run_client(self, cmd: list[str], files: dict[str, str], *, log_path: Path, timeout: float,
                    on_line: Any = None, secrets: list[Secret] | None = None) -> Completed:
         from layerbench.hosts import owners
+        from layerbench.hosts.host_owners import claim_on_host
 
-        remote = {"host": self.host.name, "entry": self.host.entry.model_dump(exclude_none=True),
-                  "folder": self.folder}
-        owners.record(self.owner, pid=None, marker="", paths=[], remote=remote)  # for `clean` after a crash
         try:
+            claim_on_host(self.host, self.owner, self.folder)  # here and on the host, for `clean` after a crash
             self.host.shell(f"umask 077 && mkdir -p {shlex.quote(self.folder)}", name=f"mkdir on {self.host.name}")
             for name, text in files.items():
                 self.host.write_private(f"{self.folder}/{name}", text)
@@ -165,23 +164,28 @@ def process_alive(host: Host, pid: int | None) -> bool:
     return host.run(["kill", "-0", str(pid)], name=f"alive on {host.name}", timeout=30).returncode == 0
 
 
-def remove_script(folder: str) -> str:
+def remove_script(folder: str, record: str | None = None) -> str:
     """Stop every process whose pid file is in the folder (sysbench, a server) and whose command line names the
-    folder (a reused PID is never killed), wait up to 10 s (then SIGKILL), and remove the folder."""
+    folder (a reused PID is never killed), wait up to 10 s (then SIGKILL), remove the folder, then its owner record
+    on the host (`record`)."""
     q = shlex.quote(folder)
+    forget = f"rm -f {shlex.quote(record)}; " if record else ""
     pids = (f"for f in {q}/*.pid; do [ -f \"$f\" ] || continue; p=$(cat \"$f\"); case $p in ''|*[!0-9]*) continue;; "
             f"esac; tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -qF -- {q} && echo $p; done | sort -u")
     return (f"ps=$({pids}); [ -n \"$ps\" ] && kill $ps 2>/dev/null; "
             "for i in $(seq 50); do alive=; for p in $ps; do kill -0 $p 2>/dev/null && alive=1; done; "
             "[ -z \"$alive\" ] && break; sleep 0.2; done; [ -n \"$alive\" ] && kill -9 $ps 2>/dev/null; "
-            f"rm -rf {q}; echo removed")
+            f"rm -rf {q} && {{ {forget}echo removed; }}")
 
 
 def remove_remote_folder(host: Host, folder: str) -> bool:
     """Stop what runs from a run's folder on a host and remove it; True when the host confirmed it (a host that
     does not answer keeps the owner record, for `layerbench clean`). Never raises."""
     try:
-        done = host.shell(remove_script(folder), name=f"cleanup on {host.name}", timeout=60)
+        from layerbench.hosts.host_owners import host_record
+
+        done = host.shell(remove_script(folder, host_record(host, folder)), name=f"cleanup on {host.name}",
+                          timeout=60)
     except (RunFailed, OSError):
         return False
     return "removed" in done.output

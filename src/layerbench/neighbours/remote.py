@@ -16,6 +16,7 @@ from typing import Any
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.host_owners import claim_on_host
 from layerbench.hosts.inventory import Host, HostEntry
 from layerbench.hosts.remote import detached_script, process_alive, remove_remote_folder, start_detached
 from layerbench.neighbours import tools
@@ -71,9 +72,8 @@ class RemoteNeighbour:
         own); `as_asked`: niced and pinned as the neighbour asks (not its peer)."""
         host = Host(host_name or str(neighbour.host), entry)
         folder = f"/tmp/{label}"
-        remote = {"host": host.name, "entry": entry.model_dump(exclude_none=True), "folder": folder}
-        with signals_deferred():  # noted before it exists on the host
-            owners.record(label, pid=None, marker="", paths=[], remote=remote)
+        with signals_deferred():  # noted (here and on the host) before it exists on the host
+            claim_on_host(host, label, folder)
         placed = cls(host, label, folder, 0, f"{folder}/{report.name}", report, log)
         try:
             given = tool(placed.report_remote) if tool is not None else None

@@ -86,13 +86,12 @@ def runs_root(host: Host, data_dir: str | None) -> str:
 
 
 def claim_run_folder(host: Host, data_dir: str | None, label: str) -> tuple[str, str]:
-    """A run's folder on the host, noted in an owner record here before anything exists there (for down() and
-    `layerbench clean` after a crash); returns (folder, owner label). Call with signals deferred."""
-    from layerbench.hosts import owners
+    """A run's folder on the host, noted in an owner record here and on the host before anything exists there (for
+    down() and `layerbench clean` after a crash); returns (folder, owner label). Call with signals deferred."""
+    from layerbench.hosts.host_owners import claim_on_host
 
     folder, owner = f"{runs_root(host, data_dir)}/{label}", f"{label}@{host.name}"
-    remote = {"host": host.name, "entry": host.entry.model_dump(exclude_none=True), "folder": folder}
-    owners.record(owner, pid=None, marker="", paths=[], remote=remote)
+    claim_on_host(host, owner, folder)
     return folder, owner
 
 

@@ -14,6 +14,7 @@ from layerbench.backends.base import ServerSpec
 from layerbench.errors import RunFailed
 from layerbench.hosts.client_files import CLIENT_DIR, collect_stream, rewrite
 from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.lease import LEASE_LABEL, local_lease
 from layerbench.hosts.procs import Completed, record_command
 from layerbench.secrets import Secret, redact, write_private
 
@@ -38,7 +39,7 @@ class ContainerClient:
                     self.image, args, name=f"{self.spec.label}-client", detach=True,
                     labels={"layerbench": "1", "layerbench.campaign": self.spec.campaign,
                             "layerbench.label": self.spec.label, "layerbench.role": "client",
-                            "layerbench.harness": str(os.getpid())},
+                            "layerbench.harness": str(os.getpid()), LEASE_LABEL: local_lease()},
                     volumes={str(folder.resolve()): {"bind": CLIENT_DIR, "mode": "ro"}},
                     **({"network_mode": "host"} if self.network == "host" else {"network": self.network}),
                     **({"cpuset_cpus": self.cpus} if self.cpus else {}))

@@ -33,6 +33,7 @@ from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.client_files import CLIENT_DIR
 from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.lease import LEASE_LABEL, local_lease
 from layerbench.hosts.machine import free_port
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
@@ -62,9 +63,10 @@ COPY_DONE = "copy.done"  # written into the run's folder (LOGS) by the container
 IN_CONTAINER = {"container-fs": "the container's overlay layer", "tmpfs": "a tmpfs in memory"}
 
 
-def labels(spec: ServerSpec, role: str) -> dict[str, str]:
+def labels(spec: ServerSpec, role: str, lease: str) -> dict[str, str]:
+    """A container's, volume's or network's labels; `lease`: the harness's lease on the daemon's machine (clean)."""
     return {"layerbench": "1", "layerbench.campaign": spec.campaign, "layerbench.label": spec.label,
-            "layerbench.role": role, "layerbench.harness": str(os.getpid())}
+            "layerbench.role": role, "layerbench.harness": str(os.getpid()), LEASE_LABEL: lease}
 
 
 def server_command(server: ServerProgram, snapshot: bool, storage: str) -> list[str]:
@@ -134,6 +136,7 @@ class DockerBackend(BackendBase):
         self._server: ServerProgram | None = None
         self.upstream: UpstreamImage | None = None  # an `image:` started through its entrypoint (upstream.py)
         self.secrets: list[Secret] = []  # redacted from the container's log lines
+        self.lease_of: Callable[[], str] = local_lease  # the harness's lease on the daemon's machine (labels)
 
     @property
     def server(self) -> ServerProgram:
@@ -185,7 +188,7 @@ class DockerBackend(BackendBase):
             options, self.secrets = upstream_options(spec, owned, kwargs["volumes"], CONF)
             kwargs |= options
         self.container = self._create("container", lambda: self.docker.containers.create(
-            self.image, name=spec.label, labels=labels(spec, "server"), detach=True, **kwargs))
+            self.image, name=spec.label, labels=labels(spec, "server", self.lease_of()), detach=True, **kwargs))
         self.copy_started = time.monotonic()  # a copy inside the container (IN_CONTAINER) starts with it
         self.container.start()
         self.container.reload()
@@ -200,7 +203,7 @@ class DockerBackend(BackendBase):
             address = spec.listen_address  # loopback: docker-proxy; another host's client: kernel NAT
             return {"ports": {"3306/tcp": (address, self._free_port(address))}}
         net = self._create("network", lambda: self.docker.networks.create(
-            f"{spec.label}-net", driver="bridge", labels=labels(spec, "network")))
+            f"{spec.label}-net", driver="bridge", labels=labels(spec, "network", self.lease_of())))
         return {"network": net.name}
 
     def _free_port(self, address: str) -> int:
@@ -261,8 +264,8 @@ class DockerBackend(BackendBase):
         """A named volume; with a snapshot, a `local`-driver volume whose device is the host folder restored by
         _bind_dir (Docker mounts the folder, copies nothing), and restore.json names that method."""
         opts = {} if spec.snapshot is None else volume_options(str(self._bind_dir(spec).resolve()), spec.run_dir)
-        return self._create("volume", lambda: self.docker.volumes.create(name=name, labels=labels(spec, "volume"),
-                                                                         **opts))
+        tags = labels(spec, "volume", self.lease_of())
+        return self._create("volume", lambda: self.docker.volumes.create(name=name, labels=tags, **opts))
 
     def _alive(self) -> bool:
         return container_alive(self.container)
@@ -321,7 +324,7 @@ def data_container(backend: DockerBackend, spec: ServerSpec) -> str:
     """The never-started container holding the datadir's named volume (storage: data-container)."""
     volume = backend._volume(spec, f"{spec.label}-data")
     holder = backend._create("container", lambda: backend.docker.containers.create(
-        backend.image, ["true"], name=f"{spec.label}-data", labels=labels(spec, "data"),
+        backend.image, ["true"], name=f"{spec.label}-data", labels=labels(spec, "data", backend.lease_of()),
         volumes={volume.name: {"bind": DATADIR, "mode": "rw"}}))
     return str(holder.name)
 

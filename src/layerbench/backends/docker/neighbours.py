@@ -27,6 +27,7 @@ from layerbench.backends.docker.local import container_alive, container_pid
 from layerbench.backends.docker.qos import DEFAULT_CPUS, DEFAULT_MEMORY, qos_options
 from layerbench.errors import RunFailed
 from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.lease import LEASE_LABEL, local_lease
 from layerbench.hosts.procs import run
 from layerbench.neighbours.model import Neighbour
 from layerbench.neighbours.placed import ContainerRequest, Placed
@@ -97,7 +98,7 @@ def container_limits(neighbour: Neighbour) -> dict[str, Any]:
 
 def container_labels(request: ContainerRequest) -> dict[str, str]:
     return {"layerbench": "1", "layerbench.campaign": request.campaign, "layerbench.label": request.name,
-            "layerbench.role": "neighbour", "layerbench.harness": str(os.getpid())}
+            "layerbench.role": "neighbour", "layerbench.harness": str(os.getpid()), LEASE_LABEL: local_lease()}
 
 
 def start_neighbour_container(request: ContainerRequest) -> Placed:

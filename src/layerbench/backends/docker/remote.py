@@ -35,6 +35,7 @@ from layerbench.backends.host.remote import pick_port
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
+from layerbench.hosts.lease import host_lease
 from layerbench.server.bootstrap import server_files
 from layerbench.server.remote_files import (
     check_tools,
@@ -103,6 +104,7 @@ class RemoteDockerBackend(DockerBackend):
     def __init__(self, variant: DockerVariant, host: Host) -> None:
         super().__init__(variant)
         self.host = host
+        self.lease_of = lambda: host_lease(host)  # its containers name the lease held on the host
         self.folder: str | None = None
         self.owner: str | None = None
         self.shipped: dict[str, object] = {}

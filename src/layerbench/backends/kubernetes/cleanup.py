@@ -11,13 +11,15 @@ from layerbench.backends.base import Leftovers
 from layerbench.backends.kubernetes.cluster import kubeconfig_client, local_kubeconfig
 from layerbench.backends.kubernetes.manifests import host_label
 from layerbench.backends.kubernetes.pod import delete_namespace
+from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.errors import LayerbenchError
 from layerbench.hosts.procs import pid_alive
 
 
-def kubernetes_namespaces(include_live: bool = False) -> list[str]:
+def kubernetes_namespaces(include_live: bool = False, core: Any = None) -> list[str]:
     """Namespaces labelled layerbench=1 made from this machine whose harness is gone (or all of this machine's),
-    on the cluster of $KUBECONFIG, ~/.kube/config or the local one; [] when there is no cluster to ask."""
-    core = _kubernetes_core()
+    on the cluster of `core`, else of $KUBECONFIG, ~/.kube/config or the local one; [] when there is no cluster."""
+    core = core or _kubernetes_core()
     if core is None:
         return []
     found = []
@@ -36,14 +38,32 @@ def ours(meta: dict[str, str], include_live: bool) -> bool:
     return include_live or not harness or not pid_alive(harness) or harness == os.getpid()
 
 
-def clean_kubernetes(include_live: bool = False) -> list[str]:
+def clean_kubernetes(include_live: bool = False, core: Any = None, where: str = "") -> list[str]:
     """Delete the namespaces `kubernetes_namespaces` finds (and with them everything a run created, a seed's
-    VolumeSnapshot too), then the runs' pre-provisioned VolumeSnapshotContents (cluster-scoped, so outside them)."""
-    names = kubernetes_namespaces(include_live)
-    core = _kubernetes_core()
+    VolumeSnapshot too), then the runs' pre-provisioned VolumeSnapshotContents (cluster-scoped, so outside them);
+    on the cluster of `core` (`where` says which), else the default one."""
+    core = core or _kubernetes_core()
+    names = kubernetes_namespaces(include_live, core)
     for name in names:
         delete_namespace(core, name)
-    return [f"deleted namespace {name}" for name in names] + clean_snapshot_contents(core, include_live)
+    return [f"deleted namespace {name}{where}" for name in names] + \
+        [f"{line}{where}" for line in clean_snapshot_contents(core, include_live)]
+
+
+def clean_kubernetes_variant(variant: Any, include_live: bool = False) -> list[str]:
+    """The same on the cluster of a campaign's kubernetes variant: its kubeconfig and context (`clean --campaign`),
+    not only the default one; a cluster that does not answer is said so."""
+    if not isinstance(variant, KubernetesVariant):
+        return []
+    from kubernetes import client
+
+    from layerbench.backends.kubernetes.cluster import api_client
+
+    try:
+        core = client.CoreV1Api(api_client(variant))
+    except LayerbenchError as error:
+        return [f"variant {variant.name}: {error}; nothing swept there"]
+    return clean_kubernetes(include_live, core, f" (context of variant {variant.name}: {variant.context or 'current'})")
 
 
 def clean_snapshot_contents(core: Any, include_live: bool) -> list[str]:
@@ -83,4 +103,5 @@ def _kubernetes_core() -> Any:
         return None
 
 
-LEFTOVERS = Leftovers("Kubernetes namespace", clean=clean_kubernetes, find=kubernetes_namespaces)
+LEFTOVERS = Leftovers("Kubernetes namespace", clean=clean_kubernetes, find=kubernetes_namespaces,
+                      clean_variant=clean_kubernetes_variant)
