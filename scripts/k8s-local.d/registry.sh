@@ -6,9 +6,11 @@
 #
 #   scripts/k8s-local registry up|down|status
 #
-# K8S_LOCAL_REGISTRY_PORT [15000]: its TCP port on the node IP.
+# K8S_LOCAL_REGISTRY_PORT [the state dir's, else 15000]: its TCP port on the node IP.
 
-REGISTRY_PORT=${K8S_LOCAL_REGISTRY_PORT:-15000}
+registry_port_of_state() { sed -n 's/^REGISTRY=.*:\([0-9]*\)$/\1/p' "$K/cluster.env" 2>/dev/null || true; }
+REGISTRY_PORT=${K8S_LOCAL_REGISTRY_PORT:-$(registry_port_of_state)}
+REGISTRY_PORT=${REGISTRY_PORT:-15000}
 REGISTRY_ADDR=$NODE_IP:$REGISTRY_PORT
 REGISTRY_DIR=$K/registry
 REGISTRY_CONF=$K/etc/registry.yml
