@@ -36,7 +36,7 @@ from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.servers import ServerProgram, image_server, rooted_image_server
+from layerbench.server.servers import ServerProgram, image_server, own_image_mysql, rooted_image_server
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
                 "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)",
@@ -64,8 +64,10 @@ class KubernetesBackend(BackendBase):
         self.nodes: list[Any] = []
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
-        # the flavour's program in the local image (image: MariaDB), or the mysqld: binary's in the image of its root
-        self.server: ServerProgram = rooted_image_server(variant) if variant.mysqld else image_server(variant)
+        # the flavour's program in the local image (image: MariaDB), or the mysqld: binary's in the image of its root,
+        # or MySQL's in an image: of the user's (a pushed one)
+        self.server: ServerProgram = rooted_image_server(variant) if variant.mysqld else own_image_mysql() if \
+            variant.image is not None and variant.is_mysql else image_server(variant)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -88,6 +90,7 @@ class KubernetesBackend(BackendBase):
             self.core, self.nodes, variant, manifests.exclusive_cpus(manifests.resources_for(variant)))
         self.spec = spec
         self.image = variant.image or pod.local_image_tag(variant)
+        self.facts["image_architecture"] = cluster.image_architecture(variant, self.nodes, pod.pulled_images(variant))
         with signals_deferred():  # the namespace is noted for down() before it is created
             self.ns = manifests.dns_name(spec.label)
             work = spec.work_dir / "k8s" / self.ns
@@ -216,6 +219,9 @@ class KubernetesBackend(BackendBase):
         if self.components().get("server"):
             self.facts["server_cpus_allowed"] = pod.cpus_allowed(self.server_pids[0])
         self.facts |= pod.node_versions(self.nodes, self.facts.get("node"))
+        with contextlib.suppress(Exception):  # the digest the node ran (a registry's image: the pushed digest)
+            statuses = self.pod.status.container_statuses or []
+            self.facts["image_id"] = next(s.image_id for s in statuses if s.name == manifests.SERVER)
         if not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
                 manifests.exclusive_cpus(manifests.resources_for(v)):
             self.warn("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although "
