@@ -47,6 +47,14 @@ def client_path(variant: KubernetesVariant) -> str:
     return CLIENT_PATHS.get(f"{variant.client}-{variant.client_target}", CLIENT_PATHS[variant.client])
 
 
+def server_program(variant: KubernetesVariant) -> ServerProgram:
+    """The flavour's program in the local image (or an image: of MariaDB), the mysqld: binary's in the image of its
+    root, or MySQL's in an image: of the user's (a pushed one)."""
+    if variant.mysqld:
+        return rooted_image_server(variant)
+    return own_image_mysql() if variant.image and variant.is_mysql else image_server(variant)
+
+
 class KubernetesBackend(BackendBase):
     kind = "kubernetes"
 
@@ -64,10 +72,7 @@ class KubernetesBackend(BackendBase):
         self.nodes: list[Any] = []
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
-        # the flavour's program in the local image (image: MariaDB), or the mysqld: binary's in the image of its root,
-        # or MySQL's in an image: of the user's (a pushed one)
-        self.server: ServerProgram = rooted_image_server(variant) if variant.mysqld else own_image_mysql() if \
-            variant.image is not None and variant.is_mysql else image_server(variant)
+        self.server: ServerProgram = server_program(variant)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -218,10 +223,7 @@ class KubernetesBackend(BackendBase):
         v = self.variant
         if self.components().get("server"):
             self.facts["server_cpus_allowed"] = pod.cpus_allowed(self.server_pids[0])
-        self.facts |= pod.node_versions(self.nodes, self.facts.get("node"))
-        with contextlib.suppress(Exception):  # the digest the node ran (a registry's image: the pushed digest)
-            statuses = self.pod.status.container_statuses or []
-            self.facts["image_id"] = next(s.image_id for s in statuses if s.name == manifests.SERVER)
+        self.facts |= pod.node_versions(self.nodes, self.facts.get("node")) | pod.image_id(self.pod)
         if not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
                 manifests.exclusive_cpus(manifests.resources_for(v)):
             self.warn("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although "

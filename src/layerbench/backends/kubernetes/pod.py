@@ -225,6 +225,14 @@ def node_versions(nodes: list[Any], name: str | None) -> dict[str, str]:
     return {}
 
 
+def image_id(server_pod: Any) -> dict[str, str]:
+    """The image the node ran for the server (its digest: for a registry's image, the pushed one)."""
+    with contextlib.suppress(Exception):
+        statuses = server_pod.status.container_statuses or []
+        return {"image_id": next(s.image_id for s in statuses if s.name == manifests.SERVER)}
+    return {}
+
+
 def connect(variant: KubernetesVariant) -> tuple[Any, Any, list[Any]]:
     """An API client for the variant's cluster, its core API, and the nodes the server may run on."""
     from kubernetes import client
