@@ -1,6 +1,6 @@
 """server/image_registry.py: a registry's address (checked before anything is built or pushed), the registry an
 image names, which registries may speak plain HTTP, and skopeo's errors as one line. The push itself and a node
-pulling the image are an integration test."""
+pulling the image are tests/integration/test_registry_k8s.py."""
 
 from __future__ import annotations
 
