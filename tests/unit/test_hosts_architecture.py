@@ -1,5 +1,7 @@
 """hosts/architecture.py: every spelling of an architecture made one, and the one check of an image against the
-machines that run it (a cluster's nodes, an SSH host, this machine for a VM file)."""
+machines that run it, as its users call it: a cluster's nodes (backends/kubernetes/cluster.py, in
+test_kubernetes_mysql.py and tests/integration/test_registry_k8s.py), the image shipped to an SSH host's Docker daemon
+(backends/docker/remote.py) and a VM's guest disk and KVM (backends/vm/qemu.py)."""
 
 from __future__ import annotations
 
@@ -63,3 +65,30 @@ def test_hostile_names_give_one_printable_line_or_pass(arch: str, node: str, mac
         assert text.startswith("variants.a.image: ") and text.endswith("fix")
     else:
         assert all(normalise(m) == normalise(arch) for _n, m in machines) and normalise(arch)
+
+
+def test_an_image_shipped_to_a_daemon_of_another_architecture_is_refused_before_the_first_run() -> None:
+    from layerbench.backends.docker.remote import check_shipped_architecture
+
+    check_shipped_architecture("db", platform.machine(), "variants.d.server_host")  # docker info's spelling
+    other = "aarch64" if this_machine() != "arm64" else "x86_64"
+    with pytest.raises(BadInput, match=rf"^variants.d.server_host: the image built here from this machine's packages "
+                                       rf"\(sent by save and load\) is built for {this_machine()}, but the Docker "
+                                       rf"daemon of host db \({normalise(other)}\) is not; run this docker variant"):
+        check_shipped_architecture("db", other, "variants.d.server_host")
+
+
+def test_a_vm_guest_is_x86_64_and_kvm_needs_an_x86_64_host() -> None:
+    from layerbench.backends.vm.qemu import check_guest_architecture
+
+    if this_machine() != "amd64":
+        with pytest.raises(BadInput, match="run the vm backend from an x86_64 machine"):
+            check_guest_architecture("variants.v", "this machine", None, "auto")
+        return
+    check_guest_architecture("variants.v", "this machine", None, "kvm")
+    check_guest_architecture("variants.v", "app", "x86_64", "kvm")
+    check_guest_architecture("variants.v", "app", "aarch64", "tcg")  # emulation runs anywhere
+    with pytest.raises(BadInput, match=r"^variants.v.accel: the x86_64 guest under KVM is built for amd64, but app "
+                                       r"\(arm64\) is not; use accel: tcg there"):
+        check_guest_architecture("variants.v", "app", "aarch64", "kvm")
+    check_guest_architecture("variants.v", "app", None, "kvm")  # uname -m failed there: KVM's own check says more
