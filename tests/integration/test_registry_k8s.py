@@ -8,6 +8,7 @@ checked against the node's before the first run. The MySQL rootfs is built here 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -99,3 +100,50 @@ def test_pods_of_both_flavours_run_images_the_node_pulled_from_the_registry(push
     mysql = runs["mysql"]["details"]["environment"]
     assert mysql["backend"]["server_flavour"] == "mysql"
     assert mysql["server_variables"]["version"].startswith("9.7.")
+
+
+def foreign_image(registry: str, tmp: Path) -> str:
+    """A one-layer image whose config says arm64 (or amd64 on an arm64 machine), pushed to the registry: an empty
+    tar imported into Docker, copied out by skopeo, its config's architecture rewritten and its digest with it."""
+    other = "arm64" if this_machine() != "arm64" else "amd64"
+    tag, ref = f"{OWN}-foreign:1", f"{registry}/{OWN}/foreign:1"
+    subprocess.run(["tar", "-cf", str(tmp / "empty.tar"), "-T", "/dev/null"], check=True, timeout=60)
+    subprocess.run(["docker", "import", str(tmp / "empty.tar"), tag], check=True, capture_output=True, timeout=120)
+    try:
+        subprocess.run(["skopeo", "copy", "-q", f"docker-daemon:{tag}", f"dir:{tmp / 'img'}"], check=True,
+                       capture_output=True, timeout=300)
+    finally:
+        subprocess.run(["docker", "rmi", tag], capture_output=True, timeout=120)
+    manifest = json.loads((tmp / "img" / "manifest.json").read_text())
+    old = manifest["config"]["digest"].split(":")[1]
+    config = json.loads((tmp / "img" / old).read_text()) | {"architecture": other}
+    blob = json.dumps(config).encode()
+    new = hashlib.sha256(blob).hexdigest()
+    (tmp / "img" / old).unlink()
+    (tmp / "img" / new).write_bytes(blob)
+    manifest["config"] |= {"digest": f"sha256:{new}", "size": len(blob)}
+    (tmp / "img" / "manifest.json").write_text(json.dumps(manifest))
+    subprocess.run(["skopeo", "copy", "-q", "--dest-tls-verify=false", f"dir:{tmp / 'img'}", f"docker://{ref}"],
+                   check=True, capture_output=True, timeout=300)
+    return ref
+
+
+def test_an_image_of_another_architecture_is_refused_by_validate_before_anything_runs(
+        k8s_cluster, tmp_path: Path) -> None:
+    registry = lab_registry()
+    ref = foreign_image(registry, tmp_path)
+    try:
+        path = tmp_path / "campaign.yaml"
+        path.write_text(json.dumps({"name": f"{OWN}-arch", "baseline": "a", "variants": [
+            {"name": "a", **POD, "image": ref}], "workload": {"tables": 1, "table_size": 1000, "duration": 2}}))
+        done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 2, done.stdout + done.stderr
+        line = done.stderr.strip()
+        assert "\n" not in line and line.startswith(f"error: variants.a.image: image {ref} is built for ")
+        assert f"but layerbench-node ({this_machine()}) is not; push an image built for the nodes'" in line
+    finally:  # the manifest goes (the registry's storage is the cluster's state dir)
+        digest = subprocess.run(["skopeo", "inspect", "--tls-verify=false", "--format", "{{.Digest}}",
+                                 f"docker://{ref}"], capture_output=True, text=True, timeout=120).stdout.strip()
+        subprocess.run(["skopeo", "delete", "--tls-verify=false", f"docker://{ref.rsplit(':', 1)[0]}@{digest}"],
+                       capture_output=True, timeout=120)
