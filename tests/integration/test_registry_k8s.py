@@ -106,7 +106,7 @@ def foreign_image(registry: str, tmp: Path) -> str:
     """A one-layer image whose config says arm64 (or amd64 on an arm64 machine), pushed to the registry: an empty
     tar imported into Docker, copied out by skopeo, its config's architecture rewritten and its digest with it."""
     other = "arm64" if this_machine() != "arm64" else "amd64"
-    tag, ref = f"{OWN}-foreign:1", f"{registry}/{OWN}/foreign:1"
+    tag, ref = f"{OWN}-foreign:1", f"{registry}/layerbench-test/foreign:{os.getpid()}"  # one repository, ever
     subprocess.run(["tar", "-cf", str(tmp / "empty.tar"), "-T", "/dev/null"], check=True, timeout=60)
     subprocess.run(["docker", "import", str(tmp / "empty.tar"), tag], check=True, capture_output=True, timeout=120)
     try:
