@@ -1,6 +1,7 @@
 """MySQL in the Kubernetes backend, built without a cluster: the pod's init, start and readiness probe come from the
 server's flavour (servers.image_server), the image is the one imported from the cached MySQL rootfs, the dataset
-snapshot is the rootfs mysqld's, and what a kubernetes MySQL variant refuses for now (validate's one line)."""
+snapshot is the rootfs mysqld's; an image: of a registry (`layerbench image push`) and what it needs beside a
+sysbench Job (validate's one line)."""
 
 from __future__ import annotations
 
@@ -62,13 +63,34 @@ def test_a_mysql_snapshot_is_used_in_place_or_copied_never_initialised(storage: 
     assert "--initialize" not in script and "exec /usr/sbin/mysqld " in script
 
 
-@pytest.mark.parametrize(("extra", "expected"), [
-    ({"image": "mysql:8.4"}, "variants.k.image: server.flavour mysql runs in the image layerbench imports"),
-])
-def test_a_kubernetes_mysql_variant_refuses_what_is_not_there_yet(extra: dict, expected: str) -> None:
-    with pytest.raises(BadInput, match=expected) as error:
-        campaign(**extra).variant("k").check_server_here()
+def test_a_mysql_image_of_a_registry_is_taken_and_its_job_runs_the_mariadb_image_of_that_registry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No rootfs needed here (an empty cache): the image comes from the registry, as pushed by `image push`."""
+    from layerbench.server.image import image_tag
+    from layerbench.server.servers import own_image_mysql
+
+    monkeypatch.setenv("LAYERBENCH_CACHE_DIR", str(tmp_path / "empty-cache"))
+    image = "10.250.0.1:15000/layerbench/mysql:9.7.4-2-abc"
+    for client in ("host", "job"):
+        variant = campaign(image=image, client=client).variant("k")
+        variant.check_server_here()
+        assert not any("MySQL" in cost.what for cost in variant.first_time_costs())  # nothing imported here
+        assert f"of the image {image}" in variant.describe_plan()
+    job = campaign(image=image, client="job").variant("k")
+    assert m.client_image(job, image) == f"10.250.0.1:15000/{image_tag()}"
+    assert pod.pulled_images(job) == [image, f"10.250.0.1:15000/{image_tag()}"]
+    assert pod.pulled_images(campaign(image=image).variant("k")) == [image]
+    server = own_image_mysql()
+    assert server.flavour.name == "mysql" and server.program == "/usr/sbin/mysqld" and not server.flavour.version
+    assert server.flavour.defaults["mysqlx"] == "OFF"
+
+
+def test_a_mysql_image_without_a_registry_and_a_job_client_is_one_line() -> None:
+    with pytest.raises(BadInput, match=r"variants.k.image: with client: job beside MySQL, the sysbench Job runs "
+                                       r"layerbench's MariaDB image from the registry of image:") as error:
+        campaign(image="mysql:8.4", client="job").variant("k").check_server_here()
     assert "\n" not in str(error.value)
+    campaign(image="mysql:8.4", client="host").variant("k").check_server_here()
 
 
 def test_a_sysbench_job_beside_mysql_runs_the_mariadb_image_whose_sysbench_it_is(tmp_path: Path,
@@ -125,3 +147,22 @@ def test_the_k8s_qos_example_switched_to_mysql_as_its_header_says_is_one_mysql_s
     assert pods and all(v.client == "host" and v.image is None for v in pods)  # nothing validate refuses
     plan = "\n".join(make_plan(study, None).lines)
     assert plan.count("local MySQL 9.7 image (the cached rootfs)") == len(pods), plan
+
+
+def node(name: str, arch: str) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(metadata=SimpleNamespace(name=name),
+                           status=SimpleNamespace(node_info=SimpleNamespace(architecture=arch)))
+
+
+def test_the_image_built_here_is_checked_against_the_nodes_before_the_first_run() -> None:
+    from layerbench.backends.kubernetes.cluster import image_architecture
+    from layerbench.hosts.architecture import this_machine
+
+    variant = campaign().variant("k")
+    assert image_architecture(variant, [node("n1", this_machine())], []) == this_machine()
+    other = "arm64" if this_machine() != "arm64" else "amd64"
+    with pytest.raises(BadInput, match=rf"^variants.k.image: the image built here from this machine's packages is "
+                                       rf"built for {this_machine()}, but n2 \({other}\) is not; run the campaign"):
+        image_architecture(variant, [node("n1", this_machine()), node("n2", other)], [])

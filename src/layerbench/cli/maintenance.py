@@ -1,5 +1,5 @@
 """The maintenance commands: the dataset cache, `clean` of what a crashed campaign left behind, `doctor`, and the
-locally built images and servers (`image build`, `server build`, `server list`)."""
+locally built images and servers (`image build`, `image push`, `server build`, `server list`)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
-image_app = typer.Typer(help="The locally built server image (Debian rootfs with the host's MariaDB).",
+image_app = typer.Typer(help="The locally built server images (MariaDB's, MySQL's): build, push to a registry.",
                         no_args_is_help=True, rich_markup_mode=None)
 
 
@@ -113,6 +113,32 @@ def image_build() -> None:
     started = time.monotonic()
     tag = container_engine("docker").build_server_image(lambda text: console.print(Text(text, style="dim")))
     out.print(f"image: {tag} (ready in {time.monotonic() - started:.0f} s)")
+
+
+@image_app.command("push")
+def image_push(
+    registry: Annotated[str, typer.Argument(help="host:port of the registry, like 10.250.0.1:15000")],
+) -> None:
+    """Push every server image layerbench builds (MariaDB's; MySQL's of each built rootfs) to a registry.
+
+    The images keep their names under the registry (10.250.0.1:15000/layerbench/mariadb:<key>): name that in a
+    kubernetes variant's image:. One line per image: its reference, digest and CPU architecture. A registry on a
+    private or loopback IPv4 address may speak plain HTTP (the lab's: scripts/k8s-local registry status)."""
+    from layerbench.backends.registry import container_engine
+    from layerbench.server.image_registry import mysql_images, push_image, registry_address
+
+    address = registry_address(registry)
+    say = lambda text: console.print(Text(text, style="dim"))  # noqa: E731
+    engine = container_engine("docker")
+    engine.check()
+    tags = [engine.build_server_image(say), *mysql_images(say)]
+    for tag in tags:
+        say(f"pushing {tag} to {address}")
+        pushed = push_image(tag, address)
+        out.print(f"{pushed.reference}@{pushed.digest} ({pushed.architecture}, {pushed.seconds:.0f} s)",
+                  highlight=False)
+    out.print(f"pushed {len(tags)} image(s) to {address}" + ("" if len(tags) > 1 else
+              "; no MySQL rootfs is built (layerbench server build mysql 9.7 builds one)"), highlight=False)
 
 
 server_app = typer.Typer(help="Servers other than the host's MariaDB, built locally (docs/servers.md).",

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
-from layerbench.server.flavour import MARIADB, Flavour, detect_flavour
+from layerbench.server.flavour import MARIADB, MYSQL_DEFAULTS, Flavour, detect_flavour
 from layerbench.server.settings import ConfigValue, ServerSettings
 from layerbench.versions import printed_version
 
@@ -201,6 +201,14 @@ def image_server(variant: ChosenServer) -> ServerProgram:
         on_host = rootfs_mysql(variant.server.version or DEFAULT_MYSQL, f"variants.{variant.name}.server")
         return ServerProgram(on_host.flavour, (IMAGE_PROGRAMS["mysql"],))
     return ServerProgram(MARIADB, (IMAGE_PROGRAMS["mariadb"],))
+
+
+def own_image_mysql() -> ServerProgram:
+    """The MySQL of an image of the user's (a variant's image: with flavour mysql, a pushed one among them): the
+    program where layerbench's MySQL image has it, its version unknown until it runs (what the image must hold:
+    docs/backends/kubernetes.md)."""
+    flavour = Flavour("mysql", "", {**MYSQL_DEFAULTS, **ROOTFS_MYSQL_DEFAULTS})
+    return ServerProgram(flavour, (IMAGE_PROGRAMS["mysql"],))
 
 
 def server_fields(variant: ChosenServer) -> dict[str, str | None]:

@@ -33,6 +33,7 @@ from layerbench.backends.docker.upstream import inspect_image
 from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.host.remote import pick_port
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
+from layerbench.hosts.architecture import check_same, this_machine
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host
 from layerbench.hosts.lease import host_lease
@@ -98,6 +99,14 @@ def needs_image(local_id: str | None, remote_id: str | None) -> bool:
     return local_id is not None and local_id != remote_id
 
 
+def check_shipped_architecture(host: str, daemon_architecture: str, where: str) -> None:
+    """The image built here (this machine's packages) runs on the host's daemon only if its CPU is of this
+    machine's architecture (the daemon's `docker info` Architecture, x86_64 for amd64)."""
+    check_same("the image built here from this machine's packages (sent by save and load)", this_machine(), where,
+               [(f"the Docker daemon of host {host}", daemon_architecture)],
+               "run this docker variant on this machine, or on a host of this machine's architecture")
+
+
 class RemoteDockerBackend(DockerBackend):
     """DockerBackend with the daemon, ports, files and processes of an ssh: host."""
 
@@ -126,6 +135,8 @@ class RemoteDockerBackend(DockerBackend):
             raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them there")
         client = remote_docker_client(self.host)
         check_variant(client, v)
+        if v.image is None:  # the image built here, shipped by save and load (prepare)
+            check_shipped_architecture(self.host.name, str(client.info().get("Architecture", "")), where)
         if v.image and inspect_image(client, v.image) is not None:
             raise BadInput(f"variants.{v.name}.image: an image started through its entrypoint ({v.image}) on an "
                            "ssh: host: not yet; run it on this machine's Docker (remove server_host)")

@@ -36,7 +36,7 @@ from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.servers import ServerProgram, image_server, rooted_image_server
+from layerbench.server.servers import ServerProgram, image_server, own_image_mysql, rooted_image_server
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
                 "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)",
@@ -45,6 +45,14 @@ CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
 
 def client_path(variant: KubernetesVariant) -> str:
     return CLIENT_PATHS.get(f"{variant.client}-{variant.client_target}", CLIENT_PATHS[variant.client])
+
+
+def server_program(variant: KubernetesVariant) -> ServerProgram:
+    """The flavour's program in the local image (or an image: of MariaDB), the mysqld: binary's in the image of its
+    root, or MySQL's in an image: of the user's (a pushed one)."""
+    if variant.mysqld:
+        return rooted_image_server(variant)
+    return own_image_mysql() if variant.image and variant.is_mysql else image_server(variant)
 
 
 @access.readable_403s("check", "prepare", "up")  # a 403 in them: one line naming the right (exit 2)
@@ -65,8 +73,7 @@ class KubernetesBackend(BackendBase):
         self.nodes: list[Any] = []
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
-        # the flavour's program in the local image (image: MariaDB), or the mysqld: binary's in the image of its root
-        self.server: ServerProgram = rooted_image_server(variant) if variant.mysqld else image_server(variant)
+        self.server: ServerProgram = server_program(variant)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -89,6 +96,7 @@ class KubernetesBackend(BackendBase):
             self.core, self.nodes, variant, manifests.exclusive_cpus(manifests.resources_for(variant)))
         self.spec = spec
         self.image = variant.image or pod.local_image_tag(variant)
+        self.facts["image_architecture"] = cluster.image_architecture(variant, self.nodes, pod.pulled_images(variant))
         with signals_deferred():  # the namespace is noted for down() before it is created
             self.ns = variant.namespace or manifests.dns_name(spec.label)
             work = spec.work_dir / "k8s" / self.ns
@@ -215,7 +223,7 @@ class KubernetesBackend(BackendBase):
         v = self.variant
         if self.components().get("server"):
             self.facts["server_cpus_allowed"] = pod.cpus_allowed(self.server_pids[0])
-        self.facts |= pod.node_versions(self.nodes, self.facts.get("node"))
+        self.facts |= pod.node_versions(self.nodes, self.facts.get("node")) | pod.image_id(self.pod)
         if not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
                 manifests.exclusive_cpus(manifests.resources_for(v)):
             self.warn("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although "

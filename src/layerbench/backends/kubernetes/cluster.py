@@ -14,6 +14,7 @@ from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.bounded_read import KUBECONFIG, check_file_type, read_kubeconfig
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, PrerequisiteMissing
+from layerbench.hosts.architecture import check_same, normalise, this_machine
 from layerbench.hosts.procs import capture
 from layerbench.vocabulary.sizes import quantity, quantity_text
 
@@ -74,6 +75,27 @@ def api_client(variant: KubernetesVariant) -> Any:
                                   f"({type(error).__name__}); start the cluster (scripts/k8s-local up) or fix "
                                   f"the kubeconfig {path}") from None
     return api
+
+
+def image_architecture(variant: KubernetesVariant, nodes: list[Any], images: list[str]) -> str:
+    """The CPU architecture of the variant's images (`images`: its image: and the sysbench Job's; none: the
+    images built here, for this machine's), checked against the nodes' (node.status.nodeInfo.architecture) before
+    the first run: one line naming image: when a node could not run them."""
+    where = f"variants.{variant.name}.image"
+    machines = [(str(n.metadata.name), str(n.status.node_info.architecture)) for n in nodes]
+    if not images:
+        check_same("the image built here from this machine's packages", this_machine(), where, machines,
+                   "run the campaign from a machine of the nodes' architecture, or push an image built for them "
+                   "(layerbench image push on such a machine) and name it in image:")
+        return this_machine()
+    from layerbench.server.image_registry import image_architecture as in_registry
+
+    found = ""
+    for image in images:
+        found = in_registry(image, normalise(machines[0][1]), where)
+        check_same(f"image {image}", found, where, machines, "push an image built for the nodes' architecture "
+                   "(layerbench image push on such a machine) and name it in image:")
+    return normalise(found)
 
 
 def nodes_for(core: Any, variant: KubernetesVariant) -> list[Any]:

@@ -199,11 +199,15 @@ def server_settings(server: ServerProgram) -> dict[str, Any]:
 def client_image(variant: KubernetesVariant, server_image: str) -> str:
     """The image a sysbench Job runs: the server's own, which has sysbench (layerbench's MariaDB image), except
     beside MySQL, whose image is the rootfs's server only: then layerbench's MariaDB image, the same sysbench 1.0.20
-    (libmariadb) that runs on the host; it logs in to MySQL's caching_sha2_password accounts over TCP."""
-    if (variant.server.flavour == "mysql" or variant.mysqld is not None) and variant.image is None:
+    (libmariadb) that runs on the host; it logs in to MySQL's caching_sha2_password accounts over TCP. Beside a
+    MySQL image: of a registry, that MariaDB image in the same registry (`layerbench image push` pushes both)."""
+    if variant.server.flavour == "mysql" or variant.mysqld is not None:
         from layerbench.server.image import image_tag
+        from layerbench.server.image_registry import registry_of
 
-        return image_tag()
+        registry = registry_of(variant.image) if variant.image is not None else None
+        if variant.image is None or registry is not None:
+            return f"{registry}/{image_tag()}" if registry else image_tag()
     return server_image
 
 

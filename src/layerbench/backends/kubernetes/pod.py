@@ -44,9 +44,19 @@ def check_cluster(variant: KubernetesVariant) -> None:
     cluster.check_storage_class(client.StorageV1Api(api), variant)
     cluster.check_snapshot_class(api, variant)
     cluster.check_cpu_manager(core, nodes, variant, manifests.exclusive_cpus(resources))
+    cluster.image_architecture(variant, nodes, pulled_images(variant))
     if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
         raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
                        "machine, which is not the cluster's node; use emptydir or pvc")
+
+
+def pulled_images(variant: KubernetesVariant) -> list[str]:
+    """The images the nodes pull (image: and the sysbench Job's, manifests.client_image); none when layerbench
+    builds them here and imports them into the local cluster."""
+    if variant.image is None:
+        return []
+    client = manifests.client_image(variant, variant.image) if variant.client == "job" else variant.image
+    return list(dict.fromkeys([variant.image, client]))
 
 
 def local_image_tag(variant: KubernetesVariant) -> str:
@@ -217,7 +227,16 @@ def node_versions(nodes: list[Any], name: str | None) -> dict[str, str]:
     with contextlib.suppress(Exception):
         node = next(n for n in nodes if n.metadata.name == name)
         return {"kubelet_version": node.status.node_info.kubelet_version,
-                "container_runtime": node.status.node_info.container_runtime_version}
+                "container_runtime": node.status.node_info.container_runtime_version,
+                "node_architecture": node.status.node_info.architecture}
+    return {}
+
+
+def image_id(server_pod: Any) -> dict[str, str]:
+    """The image the node ran for the server (its digest: for a registry's image, the pushed one)."""
+    with contextlib.suppress(Exception):
+        statuses = server_pod.status.container_statuses or []
+        return {"image_id": next(s.image_id for s in statuses if s.name == manifests.SERVER)}
     return {}
 
 

@@ -187,8 +187,10 @@ class KubernetesVariant(ImageVariant):
         snapshot = f", each run's PVC from a VolumeSnapshot ({self.snapshot_class})" if self.snapshot_class else ""
         limit = self.memory_limit()
         derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
-        mysql = f" of the local MySQL {self.server.version or DEFAULT_MYSQL} image (the cached rootfs)" if \
-            self.is_mysql else f" of an image of the root filesystem of {self.mysqld}" if self.mysqld else ""
+        version = self.server.version or DEFAULT_MYSQL
+        mysql = f" of the image {self.image}" if self.image and self.is_mysql else \
+            f" of the local MySQL {version} image (the cached rootfs)" if self.is_mysql else \
+            f" of an image of the root filesystem of {self.mysqld}" if self.mysqld else ""
         from layerbench.backends.kubernetes.access import needed_rights, rights_summary
 
         return (f"{namespace_words(self.namespace)} on {where} with {kind}{mysql}, QoS {self.qos}"
@@ -233,19 +235,25 @@ class KubernetesVariant(ImageVariant):
         return local  # the image is imported from this machine's rootfs into the cluster
 
     def check_server_here(self) -> None:
-        """A MySQL variant: its rootfs is built (else the command that builds it), in the local image only (a
-        sysbench Job runs layerbench's MariaDB image: manifests.client_image); a `mysqld:` variant: a server
-        layerbench knows, inside a root holding its libraries and what the pod runs besides it."""
+        """A MySQL variant: its rootfs is built (else the command that builds it), or an image: of a registry
+        (a sysbench Job runs layerbench's MariaDB image, from that registry beside an image:: manifests.client_image);
+        a `mysqld:` variant: a server layerbench knows, inside a root holding its libraries and what the pod runs
+        besides it."""
         if self.mysqld is not None:
             self._check_binary()
             return
         if not self.is_mysql:
             return
         where = f"variants.{self.name}"
-        if self.image is not None:
-            raise BadInput(f"{where}.image: server.flavour mysql runs in the image layerbench imports from its MySQL "
-                           "rootfs; an image of your own with MySQL: not yet; remove image:")
-        image_server(self)
+        if self.image is None:
+            image_server(self)
+            return
+        from layerbench.server.image_registry import registry_of
+
+        if self.client == "job" and registry_of(self.image) is None:
+            raise BadInput(f"{where}.image: with client: job beside MySQL, the sysbench Job runs layerbench's MariaDB "
+                           f"image from the registry of image:, and {self.image} names none; push both (layerbench "
+                           "image push <registry>) and name <registry>/... in image:, or use client: host")
 
     def _check_binary(self) -> None:
         check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()), "the pod")

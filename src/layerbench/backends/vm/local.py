@@ -24,6 +24,7 @@ from layerbench.backends.vm.qemu import (
     QMP,
     Disks,
     boot_with_fallback,
+    check_guest_architecture,
     kvm_usable,
     qemu_command,
     tap_netdev,
@@ -78,6 +79,7 @@ class VMBackend(BackendBase):
         require_program("qemu-system-x86_64", "apt-get install qemu-system-x86 (scripts/setup does it)")
         require_program("qemu-img", "apt-get install qemu-utils (scripts/setup does it)")
         check_overlay(variant.server.config, where)
+        check_guest_architecture(where, "this machine", None, variant.accel)
         check_cpus(variant.cpus, f"{where}.cpus")
         if variant.accel == "kvm" and not kvm_usable():
             raise BadInput(f"{where}.accel: kvm, but /dev/kvm does not open here; use accel: auto or tcg")

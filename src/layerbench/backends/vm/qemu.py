@@ -18,8 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import RunFailed
+from layerbench.hosts.architecture import check_same, this_machine
 
 KVM_DEADLINE = 60.0
+GUEST_ARCHITECTURE = "x86_64"  # qemu-system-x86_64, machine q35
+
+
+def check_guest_architecture(where: str, host: str, host_architecture: str | None, accel: str) -> None:
+    """The guest's disk is built here from this machine's packages and booted as an x86_64 guest: refuse (one line)
+    a machine of another architecture, and KVM on a host (`host_architecture`: its `uname -m`, None for this
+    machine) that is not x86_64, where only TCG can run the guest."""
+    check_same("the guest's root disk, built from this machine's packages,", this_machine(), where,
+               [("the x86_64 guest of qemu-system-x86_64", GUEST_ARCHITECTURE)],
+               "run the vm backend from an x86_64 machine")
+    if host_architecture is not None and accel == "kvm":
+        check_same("the x86_64 guest under KVM", GUEST_ARCHITECTURE, f"{where}.accel", [(host, host_architecture)],
+                   "use accel: tcg there (emulation), or a host of x86_64")
 
 
 @dataclass(frozen=True)

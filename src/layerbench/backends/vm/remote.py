@@ -24,7 +24,14 @@ from typing import Any
 from layerbench.backends.base import Endpoint, ServerSpec
 from layerbench.backends.host.remote import pick_port
 from layerbench.backends.vm.local import EMULATED, GUEST_OWNED, VMBackend, server_script, sql_shutdown
-from layerbench.backends.vm.qemu import Disks, boot_with_fallback, qemu_command, user_netdev, wait_for_guest
+from layerbench.backends.vm.qemu import (
+    Disks,
+    boot_with_fallback,
+    check_guest_architecture,
+    qemu_command,
+    user_netdev,
+    wait_for_guest,
+)
 from layerbench.backends.vm.variant import VMVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.critical import signals_deferred
@@ -126,6 +133,9 @@ class RemoteVMBackend(VMBackend):
             raise PrerequisiteMissing(f"{where}.server_host: host {self.host.name} lacks {', '.join(missing)}; "
                                       "install them there (Debian: qemu-system-x86 qemu-utils e2fsprogs rsync "
                                       "xxhash iproute2)")
+        uname = self.host.run(["uname", "-m"], timeout=30)
+        check_guest_architecture(where, self.host.name, uname.output.strip() if uname.returncode == 0 else None,
+                                 v.accel)
         if v.accel == "kvm" and not self._kvm_there():
             raise BadInput(f"{where}.accel: kvm, but /dev/kvm does not open on host {self.host.name}; use accel: "
                            "auto or tcg")
