@@ -1,6 +1,7 @@
 """Waiting for quiet learns from the machine (analysis/quiet.py's rule, run/quiet_waits.py in the campaign loop of
-run/orchestrator.py, analysis/busy.py's decide and warnings, the reports): once waits end at their limit the
-campaign stops waiting, keeps busy runs instead of rerunning them, stores after which run, and says so."""
+run/orchestrator.py, analysis/busy.py's decide and warnings, the reports, run/plan.py's estimate): once waits end at
+their limit the campaign stops waiting, keeps busy runs instead of rerunning them, stores after which run, and says
+so; the plan counts no more waiting than the rule allows."""
 
 from __future__ import annotations
 
@@ -214,3 +215,14 @@ def test_a_bad_setting_stops_before_anything_starts(tmp_path: Path, monkeypatch:
             "workload": {"tables": 1, "table_size": 1000, "threads": [1], "duration": 3}}
     with Store(tmp_path / "lb.db") as store, pytest.raises(BadInput, match="LAYERBENCH_WAIT_FOR_QUIET"):
         Orchestrator(parse_campaign(data), store)
+
+
+def test_the_plan_counts_no_more_waiting_than_the_rule_lets_a_busy_machine_cost(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from layerbench.run.plan import quiet_wait_seconds
+
+    assert quiet_wait_seconds(30.0, 30.0, 100, 1000.0) == 130.0  # a tenth of the runs' 1000 s and the last wait
+    assert quiet_wait_seconds(30.0, 30.0, 100, 100.0) == 60.0  # two waits in a row at their limit
+    assert quiet_wait_seconds(30.0, 0.5, 100, 1000.0) == 50.0  # a machine that gets quiet at once: the median
+    monkeypatch.setenv("LAYERBENCH_WAIT_FOR_QUIET", "always")
+    assert quiet_wait_seconds(30.0, 30.0, 100, 1000.0) == 3000.0

@@ -13,7 +13,8 @@ The estimate has parts (records/estimate.py), each modelled on what it depends o
   folder clones from the snapshots', run/diskspace.py) costs CLONE_RESTORE_SECONDS whatever the size;
 - prepare: snapshots not cached yet and every re-prepare, at this machine's prepare rate;
 - waits: the share of past runs replaced by busy reruns (busy: rerun) times the runs' cost, and with
-  wait_for_quiet the median of past quiet waits per run.
+  wait_for_quiet the median of past quiet waits per run, at most what a machine that stays busy costs before the
+  campaign stops waiting (analysis/quiet.py).
 The store is opened read-only and never created here.
 """
 
@@ -24,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from layerbench.analysis.quiet import STOP_IN_A_ROW, WAIT_SHARE, learning
 from layerbench.analysis.timing import data_and_wait_seconds, minutes, restore_seconds_of, time_account
 from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.models import Campaign
-from layerbench.campaign.rounds import BusyPolicy
+from layerbench.campaign.rounds import BusyPolicy, seconds_of
 from layerbench.campaign.workload import Workload
+from layerbench.envvars import env_setting
 from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
 from layerbench.records import StoredFacts
@@ -376,8 +379,19 @@ def wait_seconds(campaign: Campaign, run_cost: float, past: Past) -> float:
                     policy.wait_after_replaced())
         waits += reruns * (run_cost / campaign.planned_runs + quiet)
     if campaign.wait_for_quiet and past.quiet_waits:
-        waits += statistics.median(past.quiet_waits) * campaign.planned_runs
+        waits += quiet_wait_seconds(seconds_of(campaign.wait_for_quiet), statistics.median(past.quiet_waits),
+                                    campaign.planned_runs, run_cost)
     return waits
+
+
+def quiet_wait_seconds(limit: float, median: float, runs: int, run_cost: float) -> float:
+    """wait_for_quiet's waits: the past median per run; unless $LAYERBENCH_WAIT_FOR_QUIET is `always`, at most
+    what analysis/quiet.py's rule lets a machine that stays busy cost (two waits at their limit, or a tenth of the
+    campaign and the wait that passed it)."""
+    waits = median * runs
+    if not learning(env_setting("LAYERBENCH_WAIT_FOR_QUIET")):
+        return waits
+    return min(waits, max(STOP_IN_A_ROW * limit, WAIT_SHARE * run_cost + limit))
 
 
 def last_estimate_line(store: Path, name: str) -> str | None:
