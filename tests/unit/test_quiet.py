@@ -180,7 +180,7 @@ def test_on_a_machine_that_stays_busy_the_campaign_stops_waiting_and_rerunning_a
     with store:
         runs = store.runs(cid)
         report = report_model(analyze(store, cid))
-    # the first wait ran out at once, 30 s into a campaign of seconds: more than a tenth, so no later run waits
+    # the first wait ran out: 30 s, more than a tenth of the estimated campaign, so no later run waits
     assert asked[0] == (0, 30.0) and all(seconds == 0.0 for _, seconds in asked[1:]) and len(asked) == 6
     first = next(r for r in runs if r.idx == 0)
     assert first.facts.quiet_wait is not None and first.facts.quiet_wait.stopped_waiting
@@ -226,3 +226,25 @@ def test_the_plan_counts_no_more_waiting_than_the_rule_lets_a_busy_machine_cost(
     assert quiet_wait_seconds(30.0, 0.5, 100, 1000.0) == 50.0  # a machine that gets quiet at once: the median
     monkeypatch.setenv("LAYERBENCH_WAIT_FOR_QUIET", "always")
     assert quiet_wait_seconds(30.0, 30.0, 100, 1000.0) == 3000.0
+
+
+def test_a_busy_spell_at_the_start_of_a_long_campaign_costs_a_wait_not_the_rest(tmp_path: Path) -> None:
+    """run/quiet_waits.py: the tenth is of the plan's estimate when that is longer than the time so far."""
+    from layerbench.run.quiet_waits import QuietWaits
+
+    data = {"name": "quiet-long", "baseline": "v0", "variants": [{"name": "v0", "backend": "host"}],
+            "wait_for_quiet": "30s", "workload": {"tables": 1, "table_size": 1000, "threads": [1], "duration": 3}}
+    said = Said()
+    waits = QuietWaits(parse_campaign(data), said)
+    waits.planned = 3600.0
+    for idx in range(4):
+        spec = RunSpec(idx, 1, "v0", "default", 1, 1)
+        record = synthetic_run(1, spec, 1.0, random.Random(idx), False)
+        record.facts.quiet_wait = OUT if idx != 1 else QUIET
+        waits.learn(spec, record)
+        if idx < 3:
+            assert waits.waiting and waits.seconds(0.0) == 30.0 and not said.lines
+    # the fourth: the second in a row at its limit
+    assert not waits.waiting and waits.seconds(7.0) == 0.0 and record.facts.quiet_wait.stopped_waiting
+    assert said.lines == ["stopped waiting for quiet after run 4: 3 waits of 30 s ended at their limit (the machine "
+                          "stays busy): later runs start without waiting; busy runs are kept, not rerun"]

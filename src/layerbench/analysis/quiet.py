@@ -4,11 +4,13 @@ campaign spent waiting beside the time it spent on its runs.
 The rule (`keep_waiting`, pure over the waits so far): a campaign waits for a quiet machine (`wait_for_quiet`
 before each run, `busy.wait` after a replaced run) until its waits end at their limit: it stops waiting after
 `STOP_IN_A_ROW` (2) waits in a row ended at their limit, or as soon as the waits that ended at their limit took
-more than `WAIT_SHARE` (a tenth) of the campaign's wall time so far (one wait of 30 s that ran out early in a
-campaign of a few minutes). From then on no run waits, and `busy: rerun` keeps busy runs instead of rerunning
-them (a rerun that does not wait falls in the same busy spell); the run whose wait fired the rule is stored with
-`stopped_waiting` (records/cpu.py QuietWait), so the report says after which run and why. The orchestrator
-applies the rule (run/orchestrator.py) unless $LAYERBENCH_WAIT_FOR_QUIET is `always` (the bench's "before")."""
+more than `WAIT_SHARE` (a tenth) of the campaign's wall time (so far, or as the plan estimated it, whichever is
+longer: one wait of 30 s that ran out in a campaign of a few minutes; a busy spell at the start of an hour's
+campaign costs a wait, not the rest of its waits). From then on no run waits, and `busy: rerun` keeps busy runs
+instead of rerunning them (a rerun that does not wait falls in the same busy spell); the run whose wait fired the
+rule is stored with `stopped_waiting` (records/cpu.py QuietWait), so the report says after which run and why. The
+orchestrator applies the rule (run/quiet_waits.py) unless $LAYERBENCH_WAIT_FOR_QUIET is `always` (the bench's
+"before": bench/quiet_waits.py)."""
 
 from __future__ import annotations
 

@@ -30,14 +30,17 @@ class QuietWaits:
         self.learning = learning(env_setting("LAYERBENCH_WAIT_FOR_QUIET"))  # bad input: one line, before any run
         self.waits: list[tuple[int, QuietWait]] = []  # (1-based run, its wait)
         self.started = time.time()
+        self.planned = 0.0  # the plan's estimate of the campaign's wall time, seconds
 
     @property
     def waiting(self) -> bool:
         return not any(w.stopped_waiting for _, w in self.waits)
 
     def recall(self, store: Store, campaign_id: int) -> None:
-        """The waits of the runs stored so far and when the campaign started."""
+        """The waits of the runs stored so far, when the campaign started and how long the plan said it takes."""
         self.started = store.campaign(campaign_id).started_at
+        estimate = store.estimate(campaign_id)
+        self.planned = estimate.seconds if estimate is not None else 0.0
         self.waits = run_waits(store.runs(campaign_id))
 
     def seconds(self, quiet_first: float) -> float:
@@ -53,7 +56,8 @@ class QuietWaits:
         if wait is None:
             return
         self.waits.append((spec.idx + 1, wait))
-        if not self.learning or keep_waiting([w for _, w in self.waits], time.time() - self.started):
+        elapsed = max(time.time() - self.started, self.planned)  # a spell at the start of a long campaign: 1 wait
+        if not self.learning or keep_waiting([w for _, w in self.waits], elapsed):
             return
         record.facts.quiet_wait = replace(wait, stopped_waiting=True)
         self.waits[-1] = (spec.idx + 1, record.facts.quiet_wait)
