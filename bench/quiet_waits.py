@@ -7,7 +7,7 @@ campaigns, so the machine stays busy whatever else runs; each campaign is the sa
 variants, 1 table x 1,000 rows, `busy: rerun` with the same wait after a replaced run). The dataset is prepared
 before the load starts (cached). Prints per setting: runs stored and replaced, the campaign's wall time, the time
 waited for quiet and its share, and after which run the campaign stopped waiting.
-    .venv/bin/python bench/quiet_waits.py [--wait 20] [--repetitions 3] [--duration 3] [--quick]
+    .venv/bin/python bench/quiet_waits.py [--wait 30] [--repetitions 3] [--duration 3] [--quick]
 Ctrl-C stops the campaign of the moment and the load, and removes the bench's folder.
 """
 
@@ -73,7 +73,7 @@ def load(cpus: int) -> subprocess.Popen[bytes]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wait", type=float, default=20, help="wait_for_quiet and busy.wait, seconds")
+    parser.add_argument("--wait", type=float, default=30, help="wait_for_quiet and busy.wait, seconds")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--duration", type=int, default=3)
     args = parse_args(parser, {"wait": 2, "repetitions": 2, "duration": 2})
