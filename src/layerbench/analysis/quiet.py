@@ -6,18 +6,21 @@ before each run, `busy.wait` after a replaced run) until its waits end at their 
 `STOP_IN_A_ROW` (2) waits in a row ended at their limit, or as soon as the waits that ended at their limit took
 more than `WAIT_SHARE` (a tenth) of the campaign's wall time (so far, or as the plan estimated it, whichever is
 longer: one wait of 30 s that ran out in a campaign of a few minutes; a busy spell at the start of an hour's
-campaign costs a wait, not the rest of its waits). From then on no run waits, and `busy: rerun` keeps busy runs
-instead of rerunning them (a rerun that does not wait falls in the same busy spell); the run whose wait fired the
-rule is stored with `stopped_waiting` (records/cpu.py QuietWait), so the report says after which run and why. The
-orchestrator applies the rule (run/quiet_waits.py) unless $LAYERBENCH_WAIT_FOR_QUIET is `always` (the bench's
-"before": bench/quiet_waits.py)."""
+campaign costs a wait, not the rest of its waits); and each wait is cut to what is left of that tenth
+(`wait_limit`), so the wait that fires the rule does not pass it either. From then on no run waits, and
+`busy: rerun` keeps busy runs instead of rerunning them (a rerun that does not wait falls in the same busy spell);
+the run whose wait fired the rule is stored with `stopped_waiting` (records/cpu.py QuietWait), so the report says
+after which run and why. The orchestrator applies the rule (run/quiet_waits.py) unless
+$LAYERBENCH_WAIT_FOR_QUIET is `always` (the bench's "before": bench/quiet_waits.py)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from layerbench.errors import BadInput
+from layerbench.measure.cpu import QUIET_STEP
 from layerbench.records import QuietWait, StoredCampaign, StoredRun
 
 STOP_IN_A_ROW = 2  # waits in a row that ended at their limit: the machine stays busy
@@ -54,6 +57,15 @@ def keep_waiting(waits: Sequence[QuietWait], elapsed: float, in_a_row: int = STO
     if len(last) == in_a_row and all(ran_out(w) for w in last):
         return False
     return lost <= share * max(elapsed, 0.0)
+
+
+def wait_limit(asked: float, waits: Sequence[QuietWait], elapsed: float, share: float = WAIT_SHARE) -> float:
+    """The next wait's limit: `asked` (wait_for_quiet or busy.wait), at most what is left of the tenth after the
+    waits that ran out (whole seconds, at least the quiet check's one sample), so that even the wait that fires the
+    rule keeps the campaign's waiting for a quiet that does not come near a tenth of it."""
+    lost = sum(w.waited_seconds for w in waits if ran_out(w))
+    left = share * elapsed - lost if math.isfinite(elapsed) else 0.0
+    return min(asked, max(float(math.floor(left)), QUIET_STEP)) if asked > 0 else 0.0
 
 
 def limits_text(limits: Sequence[float]) -> str:

@@ -34,6 +34,7 @@ from layerbench.campaign.workload import Workload
 from layerbench.envvars import env_setting
 from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
+from layerbench.measure.cpu import QUIET_STEP
 from layerbench.records import StoredFacts
 from layerbench.records.estimate import TimeEstimate
 from layerbench.run.neighbour_plan import neighbour_lines
@@ -386,12 +387,12 @@ def wait_seconds(campaign: Campaign, run_cost: float, past: Past) -> float:
 
 def quiet_wait_seconds(limit: float, median: float, runs: int, run_cost: float) -> float:
     """wait_for_quiet's waits: the past median per run; unless $LAYERBENCH_WAIT_FOR_QUIET is `always`, at most
-    what analysis/quiet.py's rule lets a machine that stays busy cost (two waits at their limit, or a tenth of the
-    campaign and the wait that passed it)."""
+    what analysis/quiet.py's rule lets a machine that stays busy cost (two waits of at most `limit`, each cut to
+    what is left of a tenth of the campaign)."""
     waits = median * runs
     if not learning(env_setting("LAYERBENCH_WAIT_FOR_QUIET")):
         return waits
-    return min(waits, max(STOP_IN_A_ROW * limit, WAIT_SHARE * run_cost + limit))
+    return min(waits, STOP_IN_A_ROW * limit, WAIT_SHARE * run_cost + QUIET_STEP)
 
 
 def last_estimate_line(store: Path, name: str) -> str | None:

@@ -9,7 +9,7 @@ import time
 from dataclasses import replace
 from typing import Protocol
 
-from layerbench.analysis.quiet import keep_waiting, learning, run_waits, stopped_text
+from layerbench.analysis.quiet import keep_waiting, learning, run_waits, stopped_text, wait_limit
 from layerbench.campaign.models import Campaign
 from layerbench.campaign.rounds import seconds_of
 from layerbench.envvars import env_setting
@@ -45,9 +45,17 @@ class QuietWaits:
 
     def seconds(self, quiet_first: float) -> float:
         """Seconds the next run waits, at most, for quiet: wait_for_quiet, or busy.wait after a replaced run
-        (`quiet_first`), whichever is longer; 0 once the campaign stopped waiting."""
+        (`quiet_first`), whichever is longer, cut to what is left of the tenth (analysis/quiet.py wait_limit); 0
+        once the campaign stopped waiting."""
         asked = self.campaign.wait_for_quiet
-        return max(seconds_of(asked) if asked else 0.0, quiet_first) if self.waiting else 0.0
+        seconds = max(seconds_of(asked) if asked else 0.0, quiet_first)
+        if not self.waiting or not self.learning:
+            return seconds if self.waiting else 0.0
+        return wait_limit(seconds, [w for _, w in self.waits], self.elapsed())
+
+    def elapsed(self) -> float:
+        """The campaign's wall time so far, or the plan's estimate of it when that is longer."""
+        return max(time.time() - self.started, self.planned)
 
     def learn(self, spec: RunSpec, record: RunRecord) -> None:
         """Keep the run's wait; when the rule says the machine stays busy, mark it as the wait after which the
@@ -56,8 +64,7 @@ class QuietWaits:
         if wait is None:
             return
         self.waits.append((spec.idx + 1, wait))
-        elapsed = max(time.time() - self.started, self.planned)  # a spell at the start of a long campaign: 1 wait
-        if not self.learning or keep_waiting([w for _, w in self.waits], elapsed):
+        if not self.learning or keep_waiting([w for _, w in self.waits], self.elapsed()):
             return
         record.facts.quiet_wait = replace(wait, stopped_waiting=True)
         self.waits[-1] = (spec.idx + 1, record.facts.quiet_wait)
