@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from helpers import synthetic_run
+from helpers import SaidLines, synthetic_run
 from layerbench.analysis.busy import decide, quiet_wait_warning, what_was_done
 from layerbench.analysis.loading import analyze
 from layerbench.analysis.quiet import (
@@ -163,29 +163,12 @@ def test_the_stop_is_stored_with_the_wait_and_read_back() -> None:
 # --- in the campaign loop, on a real store (the runs synthetic) ----------------------------------------------------
 
 
-class Said:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def message(self, text: str) -> None:
-        self.lines.append(text)
-
-    def campaign_started(self, *_: object) -> None:
-        pass
-
-    def run_started(self, *_: object) -> None:
-        pass
-
-    def run_finished(self, *_: object) -> None:
-        pass
-
-
-def busy_campaign(tmp_path: Path, asked: list[tuple[int, float]]) -> tuple[Said, Store, int]:
+def busy_campaign(tmp_path: Path, asked: list[tuple[int, float]]) -> tuple[SaidLines, Store, int]:
     """A campaign with wait_for_quiet: 30s on a machine that stays busy: every wait runs out, every run is busy."""
     data = {"name": "quiet-learn", "baseline": "v0", "repetitions": 3, "seed": 5, "wait_for_quiet": "30s",
             "variants": [{"name": "v0", "backend": "host"}, {"name": "v1", "backend": "host"}],
             "workload": {"tables": 1, "table_size": 1000, "threads": [1], "duration": 3}, "busy": "rerun"}
-    said, store = Said(), Store(tmp_path / "lb.db")
+    said, store = SaidLines(), Store(tmp_path / "lb.db")
     orchestrator = Orchestrator(parse_campaign(data), store, progress=said)  # type: ignore[arg-type]
     cid = orchestrator.start()
 
@@ -271,7 +254,7 @@ def test_a_busy_spell_at_the_start_of_a_long_campaign_costs_a_wait_not_the_rest(
 
     data = {"name": "quiet-long", "baseline": "v0", "variants": [{"name": "v0", "backend": "host"}],
             "wait_for_quiet": "30s", "workload": {"tables": 1, "table_size": 1000, "threads": [1], "duration": 3}}
-    said = Said()
+    said = SaidLines()
     waits = QuietWaits(parse_campaign(data), said)
     waits.planned = 3600.0
     for idx in range(4):

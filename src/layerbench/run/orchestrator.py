@@ -211,7 +211,8 @@ class Orchestrator:
 
     def _busy_said(self, spec: RunSpec, decision: BusyDecision) -> None:
         """One line on what was done about a busy run; busy: fail stops the campaign here (the run is stored)."""
-        self.progress.message(said_about_busy(spec, decision, self.campaign.busy_policy.wait_after_replaced()))
+        wait = self.quiet.seconds(self.campaign.busy_policy.wait_after_replaced())  # as the next run will wait
+        self.progress.message(said_about_busy(spec, decision, wait))
 
     def _enough_rounds(self, campaign_id: int, rounds: int) -> bool:
         """repetitions: auto: after each complete round from `min` on, stop when every comparison is decided or
