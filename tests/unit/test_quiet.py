@@ -268,3 +268,20 @@ def test_a_busy_spell_at_the_start_of_a_long_campaign_costs_a_wait_not_the_rest(
     assert not waits.waiting and waits.seconds(7.0) == 0.0 and record.facts.quiet_wait.stopped_waiting
     assert said.lines == ["stopped waiting for quiet after run 4: 3 waits of 30 s ended at their limit (the machine "
                           "stays busy): later runs start without waiting; busy runs are kept, not rerun"]
+
+
+def test_the_plan_says_until_when_a_campaign_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from layerbench.run.plan import make_plan, quiet_lines
+
+    data = {"name": "quiet-plan", "baseline": "v0", "variants": [{"name": "v0", "backend": "host"}],
+            "workload": {"tables": 1, "table_size": 1000, "threads": [1], "duration": 3}}
+    assert quiet_lines(parse_campaign(data), True) == []
+    waits = parse_campaign(data | {"wait_for_quiet": "45s"})
+    assert quiet_lines(waits, True) == ["waiting for quiet: up to 45 s before each run, until waits end at their "
+                                        "limit (two in a row, or more than a tenth of the campaign: then no run "
+                                        "waits and busy runs are kept)"]
+    assert quiet_lines(waits, False) == ["waiting for quiet: up to 45 s before each run, every time "
+                                         "(LAYERBENCH_WAIT_FOR_QUIET=always)"]
+    monkeypatch.setenv("LAYERBENCH_WAIT_FOR_QUIET", "never")
+    with pytest.raises(BadInput, match="LAYERBENCH_WAIT_FOR_QUIET: 'never' is not a setting"):
+        make_plan(waits, None)  # validate says it in one line before anything starts

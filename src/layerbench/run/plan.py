@@ -285,6 +285,15 @@ def snapshot_line(w: Workload, variants: list[VariantBase], rate: float, basis: 
 # --- the plan -----------------------------------------------------------------------------------------------------
 
 
+def quiet_lines(campaign: Campaign, learns: bool) -> list[str]:
+    """wait_for_quiet: how long each run waits, and until when (analysis/quiet.py); none without the key."""
+    if not campaign.wait_for_quiet:
+        return []
+    until = ("until waits end at their limit (two in a row, or more than a tenth of the campaign: then no run waits "
+             "and busy runs are kept)") if learns else "every time (LAYERBENCH_WAIT_FOR_QUIET=always)"
+    return [f"waiting for quiet: up to {seconds_of(campaign.wait_for_quiet):g} s before each run, {until}"]
+
+
 def busy_line(campaign: Campaign) -> str:
     """What happens to a run measured while the machine was busy (campaign `busy:`, analysis/busy.py)."""
     policy = campaign.busy_policy
@@ -339,6 +348,7 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
     lines += published_lines(campaign)
     lines.append(busy_line(campaign))
+    lines += quiet_lines(campaign, learning(env_setting("LAYERBENCH_WAIT_FOR_QUIET")))  # bad setting: one line
     lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
                  f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")
     past_runs = sum(len(past.overheads[k]) for k in calibrated)
