@@ -93,3 +93,25 @@ def stored_rows(store: Store, campaign_id: int) -> list[dict]:
     check what a campaign wrote."""
     return [dict(row) for row in store.db.execute(
         "SELECT * FROM runs WHERE campaign_id=? ORDER BY COALESCE(idx, id), id", (campaign_id,))]
+
+
+class SaidLines:
+    """A progress of the campaign loop that keeps the lines it is told (`message`) and ignores the rest."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.lines.append(text)
+
+    def campaign_started(self, *_: object) -> None:
+        pass
+
+    def run_started(self, *_: object) -> None:
+        pass
+
+    def interval(self, *_: object) -> None:
+        pass
+
+    def run_finished(self, *_: object) -> None:
+        pass

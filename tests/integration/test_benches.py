@@ -24,6 +24,7 @@ HEADERS = {
     "hostile_validate.py": ["what", "file", "seconds", "peak MiB"],
     "report_speed.py": ["step", "median s"],
     "reset.py": ["what", "median s", "all"],
+    "quiet_waits.py": ["setting", "runs", "replaced", "campaign s", "waited s", "waited / campaign"],
     "restore_paths.py": ["size", "path", "median s", "all", "old/new"],
     "sampler_overhead.py": ["repetition", "sampler thread CPU, % of one core", "samples"],
     "scale.py": ["what", "median s", "all"],

@@ -72,6 +72,7 @@ def test_wait_for_quiet_is_bounded_and_recorded() -> None:
     assert always.quiet is True and always.busy_share is not None and 0 <= always.busy_share <= 1
     assert busy_share((100, 300), (150, 350)) == 0.5
     never, always = QuietWait.from_json(never.to_json()), QuietWait.from_json(always.to_json())  # as stored
-    text = quiet_wait_warning([("run 1", never), ("run 2", always)])
-    assert text is not None and text.startswith("wait_for_quiet: 1 of 2 runs started on a busy machine")
-    assert quiet_wait_warning([("run 2", always)]) is None
+    text = quiet_wait_warning([(1, never), (2, always)])
+    assert text is not None and text.startswith("waiting for quiet: 1 of 2 runs started on a busy machine after "
+                                                "waiting the longest allowed (run 1)")
+    assert quiet_wait_warning([(2, always)]) is None

@@ -4,6 +4,7 @@ what the analysis and the reports make of replaced runs. The runs are synthetic 
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import synthetic_run
+from helpers import SaidLines, synthetic_run
 from layerbench.analysis.aggregate import busy_summary
 from layerbench.analysis.busy import busy_run, decide, what_was_done
 from layerbench.analysis.loading import analyze
@@ -135,28 +136,13 @@ def test_the_wait_after_a_replaced_run_defaults_to_30_s_and_0s_turns_it_off() ->
     assert campaign(busy={"wait": "0s"}).busy_policy.wait_after_replaced() == 0.0
 
 
-class Quiet:
-    """A progress that keeps the lines said and ignores the rest."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def message(self, text: str) -> None:
-        self.lines.append(text)
-
-    def run_started(self, *_: object) -> None:
-        pass
-
-    def run_finished(self, *_: object) -> None:
-        pass
-
-
 def test_the_run_after_a_replaced_one_first_waits_for_quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The campaign loop itself (runs synthetic): run 2 busy and replaced, so the next run (its rerun) is asked to
-    wait up to busy.wait for quiet, and only that one."""
+    wait up to busy.wait for quiet (cut to a tenth of the campaign's estimate: analysis/quiet.py), and only that
+    one."""
     asked: list[tuple[int, float]] = []
     with Store(tmp_path / "lb.db") as store:
-        said = Quiet()
+        said = SaidLines()
         orchestrator = Orchestrator(campaign(busy={"policy": "rerun", "wait": "7s"}), store, progress=said)  # type: ignore[arg-type]
         cid = orchestrator.start()
 
@@ -167,8 +153,12 @@ def test_the_run_after_a_replaced_one_first_waits_for_quiet(tmp_path: Path, monk
         monkeypatch.setattr(orchestrator, "execute_run", execute_run)
         from layerbench.run.orchestrator import Outcome
         orchestrator._run_all(Outcome(cid, tmp_path))
-    assert asked == [(0, 0.0), (1, 0.0), (6, 7.0), (2, 0.0), (3, 0.0), (4, 0.0), (5, 0.0)]
-    assert any(line.endswith("; the next run first waits up to 7 s for quiet (busy.wait)") for line in said.lines)
+        estimate = store.estimate(cid)
+    assert estimate is not None
+    wait = min(7.0, max(1.0, math.floor(estimate.seconds / 10)))
+    assert asked == [(0, 0.0), (1, 0.0), (6, wait), (2, 0.0), (3, 0.0), (4, 0.0), (5, 0.0)]
+    assert any(line.endswith(f"; the next run first waits up to {wait:.0f} s for quiet (busy.wait)")
+               for line in said.lines)
 
 
 def test_the_default_policy_stays_out_of_the_stored_definition() -> None:

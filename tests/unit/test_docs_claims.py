@@ -57,7 +57,7 @@ def test_quickstart_lists_every_study_that_init_knows(capsys: pytest.CaptureFixt
 def test_report_json_has_exactly_the_keys_its_page_lists(tmp_path: Path) -> None:
     """docs/report-json.md's table of top-level keys is the JSON export's (`adaptive` only for repetitions: auto,
     `replaced_runs` only when busy runs were replaced, `published` only when the campaign gives `published:`,
-    `timing` only when the store holds the campaign's estimate)."""
+    `timing` only when the store holds the campaign's estimate, `waiting` only when a run waited for quiet)."""
     import re
 
     from helpers import fill_store
@@ -71,7 +71,8 @@ def test_report_json_has_exactly_the_keys_its_page_lists(tmp_path: Path) -> None
     with Store(tmp_path / "lb.db") as store:
         exported = document(report_model(analyze(store, cid)))
     assert exported["schema"] == SCHEMA and f"schema `{SCHEMA}`" in page
-    assert set(listed) == set(exported) | {"adaptive", "replaced_runs", "published", "timing"}
+    assert set(listed) == set(exported) | {"adaptive", "replaced_runs", "published", "timing",
+                                                       "waiting"}
 
 
 def first_table(page: str, heading: str) -> list[list[str]]:

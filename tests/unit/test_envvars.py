@@ -16,7 +16,7 @@ from layerbench.hosts import workdirs
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "layerbench"
 VARIABLES = ("LAYERBENCH_BUSY", "LAYERBENCH_CACHE_DIR", "LAYERBENCH_DATA_DIR", "LAYERBENCH_DATASET_DIR",
-             "LAYERBENCH_DB", "LAYERBENCH_WORK_DIR")
+             "LAYERBENCH_DB", "LAYERBENCH_WAIT_FOR_QUIET", "LAYERBENCH_WORK_DIR")
 
 
 def read_by_the_code() -> set[str]:

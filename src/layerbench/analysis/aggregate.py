@@ -28,6 +28,7 @@ from layerbench.analysis.fairness import (
 )
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.point_statistics import Point, build_points, extra_metrics
+from layerbench.analysis.quiet import WaitAccount, run_waits, wait_account
 from layerbench.analysis.runs import (
     MEASURED,
     METRICS,
@@ -44,6 +45,7 @@ from layerbench.records import (
     AdaptiveRepetitions,
     CampaignRecord,
     Environment,
+    QuietWait,
     ScheduledRun,
     StoredCampaign,
     StoredRun,
@@ -85,6 +87,8 @@ class Analysis:
     replaced: list[Replaced] = field(default_factory=list)  # busy runs replaced by reruns (busy: rerun)
     run_percentiles: tuple[float, ...] = ()  # when runs report different latency percentiles (imported logs)
     timing: TimeAccount | None = None  # the plan's estimate beside the wall time (analysis/timing.py)
+    waiting: WaitAccount | None = None  # the time waited for quiet beside the runs' (analysis/quiet.py)
+    quiet_waits: list[tuple[int, QuietWait]] = field(default_factory=list)  # (run, its wait), in the order run
 
     @property
     def percentile_label(self) -> str:
@@ -162,7 +166,7 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
             warnings.append(f"{where}: too few runs for a verdict: {short}; the evidence is shown, the verdict "
                             "is not")
     warnings += run_warnings(analysis.runs)
-    warnings += busy_warnings(analysis.runs)
+    warnings += busy_warnings(analysis.runs, analysis.quiet_waits)
     warnings += backend_warnings(environments(analysis.runs))
     unasked = [d for d in analysis.differences if not d.asked]
     if unasked:
@@ -171,11 +175,11 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
     return warnings
 
 
-def busy_warnings(runs: list[RunRow]) -> list[str]:
+def busy_warnings(runs: list[RunRow], waits: list[tuple[int, QuietWait]]) -> list[str]:
     """The busy machine: which runs, and what the campaign's `busy:` policy did about them (replaced, kept,
-    stopped; the time wait_for_quiet waited); the runs that started busy after the whole wait."""
+    stopped; the time wait_for_quiet waited); the runs that started busy after the whole wait (`waits`: 1-based
+    run and its wait, in the order they ran), and after which run the campaign stopped waiting."""
     flagged = [(r, b) for r in runs if r.status in MEASURED and r.facts.usage and (b := busy_run(r.facts.usage))]
-    waits = [(f"run {(r.idx or 0) + 1}", r.facts.quiet_wait) for r in runs if r.facts.quiet_wait]
     done = what_was_done([(f"run {(r.idx or 0) + 1}", r.facts.busy) for r, _ in flagged],
                          sum(w.waited_seconds for _, w in waits))
     busy = busy_warning([(f"run {(r.idx or 0) + 1}", b) for r, b in flagged], len(runs), done=done)
@@ -191,7 +195,11 @@ def busy_summary(analysis: Analysis) -> list[str]:
         lines.append(f"busy machine: {len(analysis.replaced)} run(s) replaced by reruns ({pairs}); the analysis "
                      "uses the clean runs")
     kept = [(r, r.facts.busy) for r in analysis.runs if r.status == "ok" and r.facts.busy]
-    over = [f"run {(r.idx or 0) + 1}" for r, d in kept if d.policy == "rerun"]
+    over = [f"run {(r.idx or 0) + 1}" for r, d in kept if d.policy == "rerun" and not d.waiting_stopped]
+    unwaited = [f"run {(r.idx or 0) + 1}" for r, d in kept if d.waiting_stopped]
+    if unwaited:
+        lines.append(f"the machine stayed busy: the campaign stopped waiting for quiet, so {len(unwaited)} busy "
+                     f"run(s) are in the analysis, not rerun ({short_list(unwaited)}); see the report's warnings")
     if over:
         limit = max(d.max_reruns for _, d in kept)
         lines.append(f"the machine never got quiet: the limit of {limit} reruns (busy: max_reruns) was reached, so "
@@ -288,6 +296,8 @@ def analyze_loaded(loaded: LoadedCampaign, overrides: Overrides | Mapping[str, f
     if analysis.adaptive and analysis.adaptive.reason != "not finished":
         analysis.planned_runs = len(runs)  # the rounds it needed were the plan; the rest were never wanted
     analysis.timing = time_account(row, loaded.estimate, loaded.runs)  # the estimate beside the wall time (#33)
+    analysis.quiet_waits = run_waits(loaded.runs)
+    analysis.waiting = wait_account(row, loaded.runs)  # the time waited for quiet beside the runs' (#43)
     analysis.warnings = analysis_warnings(analysis)
     return analysis
 

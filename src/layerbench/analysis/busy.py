@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from layerbench.analysis.quiet import stopped_text
 from layerbench.measure.cpu import BUSY_SHARE
 from layerbench.records import BusyDecision, QuietWait, Usage
 
@@ -64,13 +65,15 @@ def busy_run(usage: Usage, threshold: float = BUSY_SHARE) -> Busy | None:
     return Busy(other / total, usage.steal_seconds / total, tuple((p.name, p.cpu_seconds) for p in usage.top_other))
 
 
-def decide(busy: Busy, policy: str, used: int, allowed: int, next_idx: int) -> BusyDecision:
+def decide(busy: Busy, policy: str, used: int, allowed: int, next_idx: int, waiting: bool = True) -> BusyDecision:
     """What `busy:` does with a busy run: `rerun` replaces it by the run at `next_idx` while fewer than `allowed`
-    runs of the campaign were replaced (`used` so far), else keeps it; `keep` keeps it; `fail` stops the campaign."""
-    if policy == "rerun" and used < allowed:
+    runs of the campaign were replaced (`used` so far) and the campaign still waits for quiet (`waiting`; without
+    a wait a rerun falls in the same busy spell: analysis/quiet.py), else keeps it; `keep` keeps it; `fail` stops
+    the campaign."""
+    if policy == "rerun" and used < allowed and waiting:
         return BusyDecision("replaced", policy, busy.share, busy.steal_share, busy.top, next_idx, used + 1, allowed)
     return BusyDecision("stopped" if policy == "fail" else "kept", policy, busy.share, busy.steal_share, busy.top,
-                        None, used, allowed)
+                        None, used, allowed, waiting_stopped=policy == "rerun" and used < allowed)
 
 
 def busy_reason(decision: BusyDecision | Busy) -> str:
@@ -87,7 +90,8 @@ def what_was_done(decided: list[tuple[str, BusyDecision | None]], waited_seconds
     if not any(d for _, d in decided):
         return None
     replaced = [d for _, d in decided if d and d.action == "replaced"]
-    over = [label for label, d in decided if d and d.action == "kept" and d.policy == "rerun"]
+    over = [label for label, d in decided if d and d.action == "kept" and d.policy == "rerun" and not d.waiting_stopped]
+    unwaited = [label for label, d in decided if d and d.action == "kept" and d.waiting_stopped]
     kept = [label for label, d in decided if d is None or (d.action == "kept" and d.policy != "rerun")]
     stopped = [label for label, d in decided if d and d.action == "stopped"]
     limit = max(d.max_reruns for _, d in decided if d)
@@ -98,6 +102,10 @@ def what_was_done(decided: list[tuple[str, BusyDecision | None]], waited_seconds
     if over:
         said.append(f"the machine never got quiet: the limit of {limit} reruns was reached, so {len(over)} busy "
                     f"run(s) ({short_list(over)}) are kept in the analysis and their numbers may swing")
+    if unwaited:
+        said.append(f"{len(unwaited)} busy run(s) ({short_list(unwaited)}) are kept in the analysis, not rerun, "
+                    "because the campaign had stopped waiting for quiet (a rerun would fall in the same busy spell); "
+                    "their numbers may swing")
     if kept:  # busy: keep, or runs stored before busy: existed (a resumed old campaign)
         policy = "; busy: keep" if any(d and d.policy == "keep" for _, d in decided) else ""
         said.append(f"kept {len(kept)} ({short_list(kept)}{policy}): their numbers may swing")
@@ -137,13 +145,16 @@ def busy_warning(flagged: list[tuple[str, Busy]], total_runs: int, threshold: fl
             f"{done[0].upper() + done[1:] if done else 'Their numbers may swing; rerun them on a quiet machine'}")
 
 
-def quiet_wait_warning(waits: list[tuple[str, QuietWait]]) -> str | None:
-    """wait_for_quiet: the runs that started on a busy machine because the wait ran out, and the time waited."""
+def quiet_wait_warning(waits: list[tuple[int, QuietWait]]) -> str | None:
+    """The waits for quiet (1-based run, wait; in the order they ran): the runs that started on a busy machine
+    because the wait ran out, the time waited, and after which run the campaign stopped waiting (analysis/quiet.py)."""
     if not waits:
         return None
     total = sum(w.waited_seconds for _, w in waits)
-    loud = [label for label, w in waits if not w.quiet]
+    loud = [f"run {run}" for run, w in waits if not w.quiet]
     if not loud:
         return None
-    return (f"wait_for_quiet: {len(loud)} of {len(waits)} runs started on a busy machine after waiting the "
-            f"longest allowed ({', '.join(loud[:8])}{' ...' if len(loud) > 8 else ''}); {total:.0f} s waited in all")
+    stopped = stopped_text(waits)
+    then = f"; {stopped}, so later runs did not wait" if stopped else ""
+    return (f"waiting for quiet: {len(loud)} of {len(waits)} runs started on a busy machine after waiting the "
+            f"longest allowed ({short_list(loud)}); {total:.0f} s waited in all{then}")

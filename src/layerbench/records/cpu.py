@@ -95,20 +95,24 @@ class Usage:
 @dataclass(frozen=True)
 class QuietWait:
     """wait_for_quiet before the run: how long it waited, whether the machine was quiet at the end, the busy
-    share of its last step and the longest wait allowed."""
+    share of its last step, the longest wait allowed, and `stopped_waiting`: after this wait the campaign stopped
+    waiting for quiet (analysis/quiet.py's rule; written only when true, so older records read the same)."""
 
     waited_seconds: float
     quiet: bool
     busy_share: float | None = None
     max_seconds: float | None = None
+    stopped_waiting: bool = False
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> QuietWait:
         share, most = data.get("busy_share"), data.get("max_seconds")
         return cls(as_float(data.get("waited_seconds")), as_bool(data.get("quiet"), True),
-                   None if share is None else as_float(share), None if most is None else as_float(most), dict(data))
+                   None if share is None else as_float(share), None if most is None else as_float(most),
+                   as_bool(data.get("stopped_waiting"), False), dict(data))
 
     def to_json(self) -> JSONObject:
+        stopped: JSONObject = {"stopped_waiting": True} if self.stopped_waiting else {}
         return {"waited_seconds": self.waited_seconds, "quiet": self.quiet, "busy_share": self.busy_share,
-                "max_seconds": self.max_seconds}
+                "max_seconds": self.max_seconds, **stopped}

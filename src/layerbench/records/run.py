@@ -18,6 +18,7 @@ from layerbench.records.cpu import QuietWait, Usage
 from layerbench.records.io import IoCounters
 from layerbench.records.json import (
     JSONObject,
+    as_bool,
     as_float,
     as_int,
     as_list,
@@ -93,8 +94,9 @@ class Reset:
 @dataclass(frozen=True)
 class BusyDecision:
     """What the campaign's `busy:` policy did with a run whose measured window was busy (analysis/busy.py):
-    `replaced` (by the run at index `replaced_by`; the analysis leaves it out), `kept` (policy keep, or the rerun
-    limit was reached), or `stopped` (policy fail); with the figures that made it busy."""
+    `replaced` (by the run at index `replaced_by`; the analysis leaves it out), `kept` (policy keep, the rerun
+    limit was reached, or `waiting_stopped`: the campaign had stopped waiting for quiet, so a rerun would fall in the
+    same busy spell), or `stopped` (policy fail); with the figures that made it busy."""
 
     action: str  # replaced | kept | stopped
     policy: str  # rerun | keep | fail
@@ -104,6 +106,7 @@ class BusyDecision:
     replaced_by: int | None = None  # 0-based schedule index of the replacement
     reruns_used: int = 0  # reruns of the campaign so far, this one included
     max_reruns: int = 0
+    waiting_stopped: bool = False  # kept because the campaign no longer waits for quiet (analysis/quiet.py)
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -112,12 +115,15 @@ class BusyDecision:
                     if len(as_list(p)) == 2)
         return cls(as_str(data.get("action")), as_str(data.get("policy")), as_float(data.get("share")),
                    as_float(data.get("steal_share")), top, opt_int(data.get("replaced_by")),
-                   as_int(data.get("reruns_used")), as_int(data.get("max_reruns")), dict(data))
+                   as_int(data.get("reruns_used")), as_int(data.get("max_reruns")),
+                   as_bool(data.get("waiting_stopped"), False), dict(data))
 
     def to_json(self) -> JSONObject:
+        stopped: JSONObject = {"waiting_stopped": True} if self.waiting_stopped else {}
         return {"action": self.action, "policy": self.policy, "share": round(self.share, 4),
                 "steal_share": round(self.steal_share, 4), "top": [[n, round(s, 2)] for n, s in self.top],
-                "replaced_by": self.replaced_by, "reruns_used": self.reruns_used, "max_reruns": self.max_reruns}
+                "replaced_by": self.replaced_by, "reruns_used": self.reruns_used, "max_reruns": self.max_reruns,
+                **stopped}
 
 
 @dataclass(frozen=True)

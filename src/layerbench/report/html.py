@@ -247,6 +247,7 @@ def render(report: Report) -> str:
     return TEMPLATES.get_template("report.html").render(
         name=analysis.name, campaign_id=analysis.campaign_id, status=analysis.status,
         timing=analysis.timing.text() if analysis.timing else None,
+        waiting=analysis.waiting.text() if analysis.waiting else None,
         description=analysis.definition.description or "", runs=len(analysis.runs),
         planned_runs=analysis.planned_runs, unfinished=analysis.status not in ("finished", "imported"),
         style=Markup(STYLE), plotly=Markup(get_plotlyjs()), answer=answer(report), adaptive=adaptive(report),

@@ -103,6 +103,7 @@ def document(report: Report) -> dict[str, Any]:
         **({"adaptive": adaptive_entry(report)} if report.adaptive else {}),  # repetitions: auto only
         **({"replaced_runs": analysis.replaced} if analysis.replaced else {}),  # busy: rerun replaced some runs
         **({"timing": timing_entry(analysis.timing)} if analysis.timing else {}),  # estimate vs wall time
+        **({"waiting": analysis.waiting.to_json()} if analysis.waiting else {}),  # waits for quiet vs runs
         "latency_distribution": report.distribution,
         "percentile_comparisons": [{"variant": c.variant, "point": c.point, "metric": c.metric, "label": c.label,
                                     "comparison": comparison_entry(c.comparison)}

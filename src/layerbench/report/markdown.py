@@ -36,6 +36,8 @@ def heading(report: Report) -> list[str]:
               f"- Baseline: `{analysis.baseline}`; variants: {variants}"]
     if analysis.timing is not None:
         lines.append(f"- Time: {analysis.timing.text()}")
+    if analysis.waiting is not None:
+        lines.append(f"- Waited for quiet: {analysis.waiting.text()}")
     if d.imported_from:
         lines.append(f"- Imported from `{d.imported_from}`: results measured elsewhere, analysed here")
     lines += [f"- {line}" for line in (report.workloads if not d.imported_from else ())]

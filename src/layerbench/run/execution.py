@@ -16,7 +16,6 @@ from layerbench.backends import Backend, ServerSpec, make_backend
 from layerbench.backends.registry import container_engine
 from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.models import Campaign
-from layerbench.campaign.rounds import seconds_of
 from layerbench.campaign.workload import Workload
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
@@ -85,7 +84,7 @@ class RunExecution:
 
     def __init__(self, context: RunContext, spec: RunSpec, quiet_first: float = 0.0) -> None:
         self.ctx, self.spec = context, spec
-        self.quiet_first = quiet_first  # after a replaced busy run: wait this long, at most, for quiet (busy.wait)
+        self.quiet_first = quiet_first  # first wait this long, at most, for quiet (the orchestrator's wait_for_run)
         self.variant = context.campaign.variant(spec.variant)
         self.workload = context.campaign.workload(spec.workload)
         self.backend: Backend = make_backend(self.variant, context.hosts)
@@ -103,10 +102,8 @@ class RunExecution:
 
     def execute(self) -> RunRecord:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        asked = self.ctx.campaign.wait_for_quiet
-        wait = max(seconds_of(asked) if asked else 0.0, self.quiet_first)
-        if wait > 0:  # before anything of this run starts, so only others' work is seen
-            self.record.facts.quiet_wait = wait_for_quiet(wait)
+        if self.quiet_first > 0:  # before anything of this run starts, so only others' work is seen
+            self.record.facts.quiet_wait = wait_for_quiet(self.quiet_first)
         owner = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-private"
         try:
             with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it

@@ -29,6 +29,7 @@ from layerbench.records import BusyDecision, CampaignRecord, RunRecord
 from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_pool_bytes
 from layerbench.run.neighbour_checks import prepare_neighbours
 from layerbench.run.preflight import preflight
+from layerbench.run.quiet_waits import QuietWaits
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
 from layerbench.server.snapshot import Snapshot
@@ -79,6 +80,7 @@ class Orchestrator:
         self.smoke = smoke
         self.hosts = Hosts(campaign.hosts)  # where each variant's server and sysbench run (docs/topology.md)
         self.survey: dict[str, Any] = {}
+        self.quiet = QuietWaits(campaign, self.progress)  # waits for quiet until the machine stays busy
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -152,6 +154,7 @@ class Orchestrator:
         """Until no scheduled run is left (a replacement adds one), or an adaptive campaign is decided."""
         last_round: int | None = None
         quiet_first = 0.0  # after a replaced run, the next one first waits for quiet (busy.wait)
+        self.quiet.recall(self.store, outcome.campaign_id)
         while True:
             todo, total = self.pending(outcome.campaign_id)
             if not todo:
@@ -161,7 +164,8 @@ class Orchestrator:
                 return
             last_round = spec.round
             self.progress.run_started(spec, total - len(todo) + 1, total)
-            record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir, quiet_first)
+            record = self.execute_run(outcome.campaign_id, spec, outcome.output_dir, self.quiet.seconds(quiet_first))
+            self.quiet.learn(spec, record)
             decision = self.busy_decision(outcome.campaign_id, record)
             replaced = decision is not None and decision.action == "replaced"  # _busy_said says the wait
             quiet_first = self.campaign.busy_policy.wait_after_replaced() if replaced else 0.0
@@ -199,7 +203,8 @@ class Orchestrator:
             return None
         policy = self.campaign.busy_policy
         decision = decide(found, policy.policy, self.store.replaced_count(campaign_id),
-                          policy.reruns_allowed(self.campaign.planned_runs), self.store.next_index(campaign_id))
+                          policy.reruns_allowed(self.campaign.planned_runs), self.store.next_index(campaign_id),
+                          waiting=self.quiet.waiting)
         record.facts.busy = decision
         if decision.action == "replaced":
             record.status = "replaced"
@@ -207,7 +212,8 @@ class Orchestrator:
 
     def _busy_said(self, spec: RunSpec, decision: BusyDecision) -> None:
         """One line on what was done about a busy run; busy: fail stops the campaign here (the run is stored)."""
-        self.progress.message(said_about_busy(spec, decision, self.campaign.busy_policy.wait_after_replaced()))
+        wait = self.quiet.seconds(self.campaign.busy_policy.wait_after_replaced())  # as the next run will wait
+        self.progress.message(said_about_busy(spec, decision, wait))
 
     def _enough_rounds(self, campaign_id: int, rounds: int) -> bool:
         """repetitions: auto: after each complete round from `min` on, stop when every comparison is decided or
@@ -275,6 +281,8 @@ def said_about_busy(spec: RunSpec, decision: BusyDecision, wait: float) -> str:
         then = f"; the next run first waits up to {wait:.0f} s for quiet (busy.wait)" if wait else ""
         return (f"{why}: replaced by run {(decision.replaced_by or 0) + 1} at the end of round {spec.round} (rerun "
                 f"{decision.reruns_used} of {decision.max_reruns}){then}")
+    if decision.waiting_stopped:
+        return f"{why}: kept, not rerun: the campaign stopped waiting for quiet, a rerun would be as busy"
     if decision.policy == "rerun":
         return (f"{why}: kept, the machine never got quiet: the limit of {decision.max_reruns} reruns (busy: "
                 "max_reruns) is reached")

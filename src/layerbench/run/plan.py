@@ -13,7 +13,8 @@ The estimate has parts (records/estimate.py), each modelled on what it depends o
   folder clones from the snapshots', run/diskspace.py) costs CLONE_RESTORE_SECONDS whatever the size;
 - prepare: snapshots not cached yet and every re-prepare, at this machine's prepare rate;
 - waits: the share of past runs replaced by busy reruns (busy: rerun) times the runs' cost, and with
-  wait_for_quiet the median of past quiet waits per run.
+  wait_for_quiet the median of past quiet waits per run, at most what a machine that stays busy costs before the
+  campaign stops waiting (analysis/quiet.py).
 The store is opened read-only and never created here.
 """
 
@@ -24,13 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from layerbench.analysis.quiet import STOP_IN_A_ROW, WAIT_SHARE, learning
 from layerbench.analysis.timing import data_and_wait_seconds, minutes, restore_seconds_of, time_account
 from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.models import Campaign
-from layerbench.campaign.rounds import BusyPolicy
+from layerbench.campaign.rounds import BusyPolicy, seconds_of
 from layerbench.campaign.workload import Workload
+from layerbench.envvars import env_setting
 from layerbench.hosts.inventory import LOCAL, HostEntry
 from layerbench.hosts.placement import placement_of
+from layerbench.measure.cpu import QUIET_STEP
 from layerbench.records import StoredFacts
 from layerbench.records.estimate import TimeEstimate
 from layerbench.run import answerable
@@ -282,6 +286,15 @@ def snapshot_line(w: Workload, variants: list[VariantBase], rate: float, basis: 
 # --- the plan -----------------------------------------------------------------------------------------------------
 
 
+def quiet_lines(campaign: Campaign, learns: bool) -> list[str]:
+    """wait_for_quiet: how long each run waits, and until when (analysis/quiet.py); none without the key."""
+    if not campaign.wait_for_quiet:
+        return []
+    until = ("until waits end at their limit (two in a row, or more than a tenth of the campaign: then no run waits "
+             "and busy runs are kept)") if learns else "every time (LAYERBENCH_WAIT_FOR_QUIET=always)"
+    return [f"waiting for quiet: up to {seconds_of(campaign.wait_for_quiet):g} s before each run, {until}"]
+
+
 def busy_line(campaign: Campaign) -> str:
     """What happens to a run measured while the machine was busy (campaign `busy:`, analysis/busy.py)."""
     policy = campaign.busy_policy
@@ -337,6 +350,7 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     lines += published_lines(campaign)
     lines += answerable.lines(campaign)  # per point, the round from which a verdict can be reached (#43)
     lines.append(busy_line(campaign))
+    lines += quiet_lines(campaign, learning(env_setting("LAYERBENCH_WAIT_FOR_QUIET")))  # bad setting: one line
     lines.append(f"output: reports in {Path(campaign.output) / '<id>-'}{campaign.name}/, runs stored in "
                  f"{store if store is not None else Path(campaign.output) / 'layerbench.db'}")
     past_runs = sum(len(past.overheads[k]) for k in calibrated)
@@ -378,8 +392,19 @@ def wait_seconds(campaign: Campaign, run_cost: float, past: Past) -> float:
                     policy.wait_after_replaced())
         waits += reruns * (run_cost / campaign.planned_runs + quiet)
     if campaign.wait_for_quiet and past.quiet_waits:
-        waits += statistics.median(past.quiet_waits) * campaign.planned_runs
+        waits += quiet_wait_seconds(seconds_of(campaign.wait_for_quiet), statistics.median(past.quiet_waits),
+                                    campaign.planned_runs, run_cost)
     return waits
+
+
+def quiet_wait_seconds(limit: float, median: float, runs: int, run_cost: float) -> float:
+    """wait_for_quiet's waits: the past median per run; unless $LAYERBENCH_WAIT_FOR_QUIET is `always`, at most
+    what analysis/quiet.py's rule lets a machine that stays busy cost (two waits of at most `limit`, each cut to
+    what is left of a tenth of the campaign)."""
+    waits = median * runs
+    if not learning(env_setting("LAYERBENCH_WAIT_FOR_QUIET")):
+        return waits
+    return min(waits, STOP_IN_A_ROW * limit, WAIT_SHARE * run_cost + QUIET_STEP)
 
 
 def last_estimate_line(store: Path, name: str) -> str | None:
