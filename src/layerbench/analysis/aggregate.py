@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from layerbench.analysis.busy import (
     Replaced,
     busy_reason,
-    busy_run,
     busy_warning,
     quiet_wait_warning,
+    run_busy,
     short_list,
     what_was_done,
 )
@@ -174,7 +174,7 @@ def analysis_warnings(analysis: Analysis) -> list[str]:
 def busy_warnings(runs: list[RunRow]) -> list[str]:
     """The busy machine: which runs, and what the campaign's `busy:` policy did about them (replaced, kept,
     stopped; the time wait_for_quiet waited); the runs that started busy after the whole wait."""
-    flagged = [(r, b) for r in runs if r.status in MEASURED and r.facts.usage and (b := busy_run(r.facts.usage))]
+    flagged = [(r, b) for r in runs if r.status in MEASURED and (b := run_busy(r.facts))]
     waits = [(f"run {(r.idx or 0) + 1}", r.facts.quiet_wait) for r in runs if r.facts.quiet_wait]
     done = what_was_done([(f"run {(r.idx or 0) + 1}", r.facts.busy) for r, _ in flagged],
                          sum(w.waited_seconds for _, w in waits))

@@ -22,7 +22,7 @@ from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners, procfs
 from layerbench.hosts.critical import signals_deferred
-from layerbench.hosts.inventory import Hosts
+from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.measure import environment
@@ -31,7 +31,7 @@ from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
 from layerbench.neighbours.running import NeighboursRunning
 from layerbench.paths import slug
-from layerbench.records import Environment, Reset, RunRecord
+from layerbench.records import Environment, Reset, RunRecord, Usage
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
@@ -209,11 +209,10 @@ class RunExecution:
         files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
         pids = lambda: self.backend.client_processes(hook)  # noqa: E731
         server_host = self.ctx.hosts[self._server_host()]
-        remote_cpu = None if server_host.is_local else RemoteCpuWindow(server_host, self.backend.components)
-        local = self.backend.components if remote_cpu is None else dict  # another host's PIDs are not ours
         neighbours = run_neighbours(self.ctx, self.spec, self.variant, self.run_dir, self.work_dir, self.record)
         neighbours.starters["kubernetes"] = self.backend.neighbour_pods()  # a pod beside the server (after up())
-        sampler = ResourceSampler(neighbours.with_components(local), self.backend.cgroups(), pids, interval=1.0)
+        remote_cpu, local = server_host_readers(self.ctx, self.backend, server_host, neighbours)
+        sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with neighbours, ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: before the window
             io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reading if remote_cpu else None)
@@ -229,7 +228,7 @@ class RunExecution:
                 usage = sampler.stop()
                 if remote_cpu is not None:
                     remote_cpu.stop()
-        usage = replace(usage, harness_cpus=moved_to)
+        usage = server_host_usage(replace(usage, harness_cpus=moved_to), remote_cpu)
         self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
             usage = replace(usage, cpu_seconds=placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey,
@@ -308,6 +307,29 @@ def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir
                                 containers=containers, databases=databases)
     running.facts = record.facts.other
     return running
+
+
+def server_host_readers(ctx: RunContext, backend: Backend, server_host: Host, neighbours: NeighboursRunning
+                        ) -> tuple[RemoteCpuWindow | None, Callable[[], dict[str, list[int]]]]:
+    """The CPU readers of the server's host: over SSH for an ssh: host (its components: the backend's and the
+    neighbours placed there), and the components of the local sampler. On a kernel other hosts of the campaign
+    share (the namespace lab), their processes are read as `other@<host>` (hosts/remote.py:kernel_sharers)."""
+    from layerbench.hosts.remote import kernel_sharers
+
+    sharers = kernel_sharers(ctx.survey.get("facts", {}), server_host.name) if ctx.campaign.hosts else {}
+    if not server_host.is_local:
+        on_host = lambda: {**backend.components(), **neighbours.on_host(server_host.name)}  # noqa: E731
+        return RemoteCpuWindow(server_host, on_host, sharers), neighbours.with_components(dict)
+    placed = neighbours.with_components(backend.components)
+    return None, lambda: {**placed(), **{f"other@{name}": procfs.in_net_namespace(namespace)
+                                         for name, namespace in sorted(sharers.items())}}
+
+
+def server_host_usage(usage: Usage, remote_cpu: RemoteCpuWindow | None) -> Usage:
+    """With the server on an ssh: host, the busiest others and the steal are that host's, not the harness's."""
+    if remote_cpu is None:
+        return usage
+    return replace(usage, top_other=remote_cpu.top(), steal_seconds=remote_cpu.steal_seconds())
 
 
 def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,
