@@ -64,6 +64,10 @@ class Backend(Protocol):
     def neighbour_pods(self) -> ContainerStarter | None:
         """After up(): what starts a neighbour with placement kubernetes (a pod beside the server); None: none."""
 
+    def served_on_host(self) -> tuple[str, int] | None:
+        """After up(), for a server on an ssh: host: the address and port to dial it at on that host (sysbench
+        there, a forward's far end: run/reach.py); None: the endpoint up() returned is the only path."""
+
 
 _CAMPAIGN_END: list[Callable[[], None]] = []
 
@@ -115,6 +119,9 @@ class BackendBase:
         return ""
 
     def neighbour_pods(self) -> ContainerStarter | None:
+        return None
+
+    def served_on_host(self) -> tuple[str, int] | None:
         return None
 
 

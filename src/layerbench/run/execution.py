@@ -33,6 +33,7 @@ from layerbench.neighbours.running import NeighboursRunning
 from layerbench.paths import slug
 from layerbench.records import Environment, Reset, RunRecord, Usage
 from layerbench.run.harness import harness_cpus, pinned
+from layerbench.run.reach import ClientPath, client_path, reach_record
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
 from layerbench.server.manifest import SnapshotCorrupt
@@ -92,6 +93,7 @@ class RunExecution:
         self.private: Path | None = None
         self.snapshot_corrupt = False
         self._marks: WindowMarks | None = None  # set when sysbench starts: its totals mark the I/O window
+        self.path: ClientPath | None = None  # with hosts: sysbench's path to the server (run/reach.py)
         self.work_dir = work_root() / "work"  # the variant's data_dir when it names one (set by _measure)
         self.run_dir = context.output_dir / "runs" / (
             f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}")
@@ -116,6 +118,8 @@ class RunExecution:
         finally:
             with signals_deferred():  # a cleanup, once begun, runs to its end
                 try:
+                    if self.path is not None:
+                        self.path.close()
                     self.backend.down()
                 finally:
                     if self.private is not None:
@@ -141,21 +145,23 @@ class RunExecution:
         choice = self.ctx.campaign.reset_for(variant, workload)  # the variant's own, or its workload's
         snapshot = timed_snapshot(self.ctx, workload, variant, self.run_dir, record) if choice.method == "snapshot" \
             else None
-        checked = self._check_snapshot(snapshot)
+        checked = check_snapshot(snapshot, self.workload, self.run_dir)
         self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
         label = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-{slug(variant.name)}"
+        place = placement_of(self.ctx.campaign.hosts, variant)
         server_spec = ServerSpec(
             self.ctx.campaign.name, label, self.run_dir, private, self.work_dir,
             config=server_config(variant, workload, snapshot),
             password=self.password, snapshot=snapshot.path if snapshot else None,
-            listen_address=placement_of(self.ctx.campaign.hosts, variant).listen_address,
-            say=self.ctx.progress.message,
-        )
+            listen_address=place.binds, connect_address=place.listen_address, say=self.ctx.progress.message)
         started = time.monotonic()
         endpoint = self.backend.up(server_spec)
         record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
         remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
-        method, seconds, facts = self._reset(choice.method, endpoint, snapshot, private, remote)
+        if self.ctx.campaign.hosts:  # sysbench's path to the server (a forward with reach: ssh)
+            self.path = client_path(place, self.ctx.hosts, self.backend, endpoint, self.run_dir)
+        dial = self.path.endpoint if self.path else endpoint
+        method, seconds, facts = self._reset(choice.method, endpoint, snapshot, private, remote, dial)
         if snapshot is not None:
             facts |= {**restore_record(self.run_dir, self.backend.kind), **checked,
                       "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
@@ -164,31 +170,19 @@ class RunExecution:
         if snapshot is not None and workload.buffer_pool:
             record.facts.buffer_pool_ratio = workload.buffer_pool
             record.facts.data_bytes = snapshot.data_bytes
-        self._benchmark(endpoint, private, remote or HostClient(variant.client_cpus))
+        self._benchmark(endpoint, private, remote or HostClient(variant.client_cpus), dial)
 
     def _reset(self, wanted: str, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
-               remote: ClientRunner | None) -> tuple[str, float, dict[str, Any]]:
+               remote: ClientRunner | None, dial: Endpoint) -> tuple[str, float, dict[str, Any]]:
         """(method, seconds, the method's facts): the dataset as the variant's reset of this workload asks."""
         workload, started = self.workload, time.monotonic()
         if wanted == "none":
             return "none", time.monotonic() - started, {"tables": tables_present(endpoint, workload)}
         if snapshot is None:
             # on this host unpinned: prepare uses one thread per table, up to every CPU
-            prepare_tables(workload, endpoint, private, self.run_dir, None, cleanup_first=True, client=remote)
+            prepare_tables(workload, dial, private, self.run_dir, None, cleanup_first=True, client=remote)
             return "reprepare", time.monotonic() - started, {"prepared_by": (remote or HostClient()).where}
         return "snapshot", time.monotonic() - started, {"snapshot": snapshot.key}
-
-    def _check_snapshot(self, snapshot: Snapshot | None) -> dict[str, Any]:
-        """Before the variant's server exists: the snapshot's files (and, with verify: checksum, its tables in a
-        private server), so that nothing of the check reaches the variant's buffer pool."""
-        if snapshot is None:
-            return {}
-        started = time.monotonic()
-        check_snapshot_files(snapshot)
-        facts: dict[str, Any] = {"verify": self.workload.verify}
-        if self.workload.verify == "checksum":
-            facts |= verify_by_checksum(snapshot, self.workload, self.run_dir)
-        return facts | {"check_seconds": round(time.monotonic() - started, 3)}
 
     def _environment(self, endpoint: Endpoint) -> Environment:
         try:
@@ -197,14 +191,14 @@ class RunExecution:
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
         storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
-        placement = self._placement(endpoint) if self.ctx.campaign.hosts else None
+        placement = self._placement(endpoint, backend) if self.ctx.campaign.hosts else None
         return Environment.of(environment.host_facts(), backend, variables, storage, environment.tuning_facts(),
                               placement)
 
-    def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner) -> None:
+    def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner, dial: Endpoint) -> None:
         workload, hook = self.workload, self.run_dir / "hook.lua"
         hook.write_text(hook_script(workload), encoding="utf-8")
-        config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
+        config = write_private(private / "sysbench.cfg", config_file_text(dial))
         cmd = run_argv(workload, config, hook, self.spec.threads)
         files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
         pids = lambda: self.backend.client_processes(hook)  # noqa: E731
@@ -267,16 +261,31 @@ class RunExecution:
 
         return SSHClient(self.ctx.hosts[place.client_host], label, self.variant.client_cpus)
 
-    def _placement(self, endpoint: Endpoint) -> dict[str, Any]:
+    def _placement(self, endpoint: Endpoint, backend: dict[str, Any]) -> dict[str, Any]:
         """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
+        dial = self.path.endpoint if self.path else endpoint  # the endpoint sysbench was given
         place = placement_of(self.ctx.campaign.hosts, self.variant)
         survey = self.ctx.survey
         facts = survey.get("facts", {})
         return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
-                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": self.variant.network_path(place),
-                              "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
+                              "endpoint": f"{dial.host}:{dial.port}", "path": self.variant.network_path(place),
+                              "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}"),
+                              "reach": reach_record(place, backend, self.path)},
                 "hosts": facts, "client_host": facts.get(place.client_host, {}),
                 "server_host": facts.get(place.server_host, {})}
+
+
+def check_snapshot(snapshot: Snapshot | None, workload: Workload, run_dir: Path) -> dict[str, Any]:
+    """Before the variant's server exists: the snapshot's files (and, with verify: checksum, its tables in a
+    private server), so that nothing of the check reaches the variant's buffer pool."""
+    if snapshot is None:
+        return {}
+    started = time.monotonic()
+    check_snapshot_files(snapshot)
+    facts: dict[str, Any] = {"verify": workload.verify}
+    if workload.verify == "checksum":
+        facts |= verify_by_checksum(snapshot, workload, run_dir)
+    return facts | {"check_seconds": round(time.monotonic() - started, 3)}
 
 
 def timed_snapshot(ctx: RunContext, workload: Workload, variant: VariantBase, run_dir: Path,

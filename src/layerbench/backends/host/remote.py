@@ -25,7 +25,8 @@ from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
 from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
-from layerbench.hosts.inventory import Host
+from layerbench.hosts.forward import Forward, dial_address, local_forward
+from layerbench.hosts.inventory import Host, port_range
 from layerbench.hosts.remote import detached_script, process_alive, start_detached
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
@@ -90,8 +91,11 @@ def pick_port(host: Host) -> int:
     """A port no TCP socket uses on the host (ss, every state: a connection's local port blocks a bind as a
     listener does), random in PORTS so two campaigns rarely try the same, and outside the host's ephemeral range
     while any candidate is (its outgoing connections take ports from that range at any moment: a port free when
-    checked was found taken by the server's bind a second later)."""
-    candidates = " ".join(map(str, random.sample(range(*PORTS), 40)))
+    checked was found taken by the server's bind a second later). A host with `ports:` (a firewall's opening)
+    gets one of those."""
+    low, high = port_range(host.entry.ports) if host.entry.ports else (PORTS[0], PORTS[1] - 1)
+    span = range(low, high + 1)
+    candidates = " ".join(map(str, random.sample(span, min(40, len(span)))))
     script = ("read lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=1; hi=0; }; "
               f"for pass in 1 2; do for p in {candidates}; do "
               '[ "$pass" = 1 ] && [ "$p" -ge "$lo" ] && [ "$p" -le "$hi" ] && continue; '
@@ -100,6 +104,9 @@ def pick_port(host: Host) -> int:
     for line in done.output.splitlines():
         if line.startswith("PORT "):
             return int(line.split()[1])
+    if host.entry.ports:
+        raise RunFailed(f"hosts.{host.name}.ports: no free port in {host.entry.ports} on that host (40 tried); "
+                        "widen the range or stop what uses it")
     raise RunFailed(f"hosts.{host.name}: no free port found in {PORTS[0]}-{PORTS[1]}")
 
 
@@ -117,6 +124,8 @@ class RemoteHostBackend(BackendBase):
         self.owner: str | None = None
         self.shipped: dict[str, object] = {}
         self.storage: dict[str, object] = {}
+        self.forward: Forward | None = None  # reach: ssh: this machine's way to the server
+        self.served: tuple[str, int] | None = None  # (bind address, port) on the host
 
     def check(self) -> None:
         where = f"variants.{self.variant.name}.server_host"
@@ -166,6 +175,7 @@ class RemoteHostBackend(BackendBase):
         self._datadir(spec, f"{folder}/datadir")
         self.storage = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         port = pick_port(self.host)
+        self.served = (spec.listen_address, port)
         owned = {"datadir": f"{folder}/datadir", "port": port, "bind-address": spec.listen_address,
                  "socket": f"{folder}/mysqld.sock", "pid-file": f"{folder}/mysqld.pid", "user": "root",
                  **self.server.paths}
@@ -173,10 +183,27 @@ class RemoteHostBackend(BackendBase):
         self.host.write_private(f"{folder}/my.cnf", files.mycnf)
         self.host.write_private(f"{folder}/init.sql", files.init_sql)
         self._start(folder)
-        endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database)
+        endpoint = self._reached(spec, port)
         wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
         self.host.shell(f"rm -f {shlex.quote(folder)}/init.sql", name=f"rm on {self.host.name}")
         return endpoint
+
+    def _reached(self, spec: ServerSpec, port: int) -> Endpoint:
+        """Where this machine dials the server: through an SSH forward (`reach: ssh`), else its connect address."""
+        if self.host.entry.reach == "ssh":
+            self.forward = local_forward(self.host, dial_address(spec.listen_address), port, spec.run_dir)
+            return Endpoint("127.0.0.1", self.forward.port, spec.user, spec.password, spec.database)
+        return Endpoint(spec.connect_address or spec.listen_address, port, spec.user, spec.password, spec.database)
+
+    def served_on_host(self) -> tuple[str, int] | None:
+        return (dial_address(self.served[0]), self.served[1]) if self.served else None
+
+    def reach_facts(self) -> dict[str, Any]:
+        if self.served is None:
+            return {}
+        there = f"{self.served[0]}:{self.served[1]} on {self.host.name}"
+        return {"reach": self.host.entry.reach, "server_listens": there,
+                "harness_path": self.forward.text if self.forward else f"direct to {there}"}
 
     def _datadir(self, spec: ServerSpec, datadir: str) -> None:
         assert self.server is not None
@@ -211,6 +238,9 @@ class RemoteHostBackend(BackendBase):
 
     def down(self) -> None:
         with signals_deferred():
+            if self.forward is not None:
+                self.forward.close()
+                self.forward = None
             release_run_folder(self.host, self.folder, self.owner)
             self.folder = self.pid = self.owner = None
 
@@ -223,7 +253,7 @@ class RemoteHostBackend(BackendBase):
 
     def describe(self) -> dict[str, Any]:
         facts: dict[str, Any] = {"backend": "host", "server_binary": self.server.program if self.server else None,
-                                 "server_host": self.host.name, **self.rootfs}
+                                 "server_host": self.host.name, **self.rootfs, **self.reach_facts()}
         if self.shipped:
             facts["dataset_on_host"] = dict(self.shipped)
         if self.storage:

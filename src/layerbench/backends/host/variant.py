@@ -19,6 +19,7 @@ class HostVariant(VariantBase):
     local_backend: ClassVar[str] = "layerbench.backends.host.local:HostBackend"
     remote_backend: ClassVar[str | None] = "layerbench.backends.host.remote:RemoteHostBackend"
     remote_client: ClassVar[bool] = True
+    takes_reach: ClassVar[bool] = True  # backends/host/remote.py: a forward over SSH, a bind address of its own
     run_overhead: ClassVar[float] = 2  # server start + stop, measured: 1.4 s median over 149 runs here, + margin
 
     def describe_plan(self) -> str:
