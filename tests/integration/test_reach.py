@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers import stored_rows
 from layerbench.campaign.models import parse_campaign
@@ -70,3 +72,29 @@ def test_the_direct_path_dials_the_hosts_address_on_a_fixed_port(lab_hosts: dict
     assert 41430 <= port_of(reach["server_listens"]) <= 41449
     assert reach["client"] == f"direct: {reach['server_listens'].split(' ')[0]} from app", reach
     assert reach["harness"] == f"direct to {reach['server_listens']}"
+
+
+def validate(tmp_path: Path, lab_hosts: dict, entry: dict) -> tuple[int, list[str]]:
+    """`layerbench validate` of a campaign with its server on dbssh (changed by `entry`) and sysbench on app."""
+    tag = secrets.token_hex(3)
+    data = {"name": f"reach-v-{tag}", "baseline": f"reach-v-{tag}", "output": str(tmp_path / "out"),
+            "hosts": {**lab_hosts, "dbssh": {**lab_hosts["dbssh"], **entry}}, "workload": SMALL,
+            "variants": [{"name": f"reach-v-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=600)
+    return done.returncode, [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
+
+
+def test_validate_probes_each_path_to_the_servers_port(lab_hosts: dict, tmp_path: Path) -> None:
+    code, errors = validate(tmp_path, lab_hosts, {"reach": "ssh", "ports": "41450-41459"})
+    assert (code, errors) == (0, [])
+    code, errors = validate(tmp_path, lab_hosts, {"bind_address": "127.0.0.1", "ports": "41460-41469"})
+    assert code == 2 and len(errors) == 2, errors  # this machine's path and app's: one line each
+    here, app = errors
+    for line, source in ((here, "this machine"), (app, "app")):
+        assert line.startswith(f"error: hosts.dbssh: the direct path from {source} to 10.231.77.1 does not reach "
+                               "port 414"), line
+        assert 41460 <= int(line.split("port ")[1].split(" ")[0]) <= 41469 and "reach: ssh" in line, line
+    assert forwards_left(41450, 41469) == []

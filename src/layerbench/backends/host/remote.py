@@ -14,7 +14,6 @@ shipped once per host (server/remote_rootfs.py); its flavour is read from that m
 
 from __future__ import annotations
 
-import random
 import shlex
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,7 +25,8 @@ from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.forward import Forward, dial_address, local_forward
-from layerbench.hosts.inventory import Host, port_range
+from layerbench.hosts.inventory import Host
+from layerbench.hosts.ports import pick_port
 from layerbench.hosts.remote import detached_script, process_alive, start_detached
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
@@ -45,7 +45,6 @@ from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, rootfs_mysql
 from layerbench.versions import version_on
 
 START_TIMEOUT = 120.0
-PORTS = (20000, 40000)
 
 
 def find_server(host: Host, variant: HostVariant) -> ServerProgram:
@@ -85,29 +84,6 @@ def mysql_on_host(host: Host, variant: HostVariant, log_dir: Path | None,
         raise RunFailed(f"hosts.{host.name}: the MySQL rootfs's mysqld there does not answer as {here.flavour.label} "
                         f"(--version says {said})")
     return ServerProgram(replace(flavour, defaults=here.flavour.defaults), command, dict(there.paths())), facts
-
-
-def pick_port(host: Host) -> int:
-    """A port no TCP socket uses on the host (ss, every state: a connection's local port blocks a bind as a
-    listener does), random in PORTS so two campaigns rarely try the same, and outside the host's ephemeral range
-    while any candidate is (its outgoing connections take ports from that range at any moment: a port free when
-    checked was found taken by the server's bind a second later). A host with `ports:` (a firewall's opening)
-    gets one of those."""
-    low, high = port_range(host.entry.ports) if host.entry.ports else (PORTS[0], PORTS[1] - 1)
-    span = range(low, high + 1)
-    candidates = " ".join(map(str, random.sample(span, min(40, len(span)))))
-    script = ("read lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=1; hi=0; }; "
-              f"for pass in 1 2; do for p in {candidates}; do "
-              '[ "$pass" = 1 ] && [ "$p" -ge "$lo" ] && [ "$p" -le "$hi" ] && continue; '
-              'ss -Htan "sport = :$p" | grep -q . || { echo PORT $p; exit 0; }; done; done; exit 1')
-    done = host.shell(script, name=f"port on {host.name}", timeout=30)
-    for line in done.output.splitlines():
-        if line.startswith("PORT "):
-            return int(line.split()[1])
-    if host.entry.ports:
-        raise RunFailed(f"hosts.{host.name}.ports: no free port in {host.entry.ports} on that host (40 tried); "
-                        "widen the range or stop what uses it")
-    raise RunFailed(f"hosts.{host.name}: no free port found in {PORTS[0]}-{PORTS[1]}")
 
 
 class RemoteHostBackend(BackendBase):
