@@ -28,6 +28,11 @@ echo "sysbench_version=$(sysbench --version 2>/dev/null)"
 echo "server_version=$(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version 2>/dev/null)"
 echo "boot_id=$(cat /proc/sys/kernel/random/boot_id)"
 echo "netns=$(readlink /proc/self/ns/net 2>/dev/null)"
+echo "transparent_hugepage=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
+echo "swappiness=$(cat /proc/sys/vm/swappiness 2>/dev/null)"
+echo "dirty_ratio=$(cat /proc/sys/vm/dirty_ratio 2>/dev/null)"
+echo "cpu_governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
+echo "cgroup_version=$([ -e /sys/fs/cgroup/cgroup.controllers ] && echo v2 || echo v1)"
 echo "hostname=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
 echo "free_kb=$(df -Pk /tmp | awk 'NR==2 {print $4}')"
 if [ -n "$LB_PEER" ]; then
@@ -249,6 +254,15 @@ def version_warnings(survey: dict[str, Any]) -> list[str]:
             out.append(f"{key.replace('_', ' ')} differs between hosts: "
                        + ", ".join(f"{n}: {v}" for n, v in sorted(seen.items())))
     return out
+
+
+TUNING = ("transparent_hugepage", "swappiness", "dirty_ratio", "cpu_governor", "cgroup_version")
+
+
+def host_tuning(facts: dict[str, Any]) -> dict[str, Any]:
+    """A host's tuning facts as its survey read them there (measure/environment.py tuning_facts' keys; None for a
+    file the host does not have)."""
+    return {key: facts.get(key) or None for key in TUNING}
 
 
 def kernel_sharers(facts: dict[str, Any], server_host: str) -> dict[str, str]:

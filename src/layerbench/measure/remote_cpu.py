@@ -1,5 +1,6 @@
 """Where the CPU went on a server's ssh: host during a run: one small sh script prints that host's clock tick,
-uptime, /proc/stat `cpu` line and every process's /proc/<pid>/stat; it runs at the start and at the end of the
+uptime, /proc/stat `cpu` line (steal included), CPU pressure (/proc/pressure/cpu) and every process's
+/proc/<pid>/stat; it runs at the start and at the end of the
 window (two SSH round trips over the shared connection, no thread, nothing left on the host). The CPU seconds
 of each component (the backend's PIDs on that host and their descendants), `other` and `idle` come from the two
 readings with hosts/procfs.py's parsers, so a remote server is accounted like a local one.
@@ -26,10 +27,11 @@ from layerbench.hosts.procfs import (
 )
 from layerbench.measure.cpu import top_processes
 from layerbench.measure.io import Procs, parse_proc_io
+from layerbench.measure.pressure import parse_pressure, pressure_window
 from layerbench.records.cpu import TopProcess
 
 CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
-SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; '
+SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; sed "s/^/PSI /" /proc/pressure/cpu 2>/dev/null; '
           'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true')
 NAMESPACES = "; find /proc/[0-9]*/ns/net -maxdepth 0 -printf 'N %p %l\\n' 2>/dev/null; true"  # one process
 
@@ -48,6 +50,7 @@ class Reading:
     procs: dict[int, ProcStat] = field(default_factory=dict)
     steal: int = 0  # ticks of all CPUs
     namespaces: dict[int, str] = field(default_factory=dict)  # pid -> network namespace (with NAMESPACES)
+    pressure: dict[str, int] = field(default_factory=dict)  # the host's CPU pressure (PSI) counters, microseconds
 
 
 def parse_reading(text: str) -> Reading:
@@ -57,6 +60,7 @@ def parse_reading(text: str) -> Reading:
         reading.machine = parse_machine_stat(text)
         reading.steal = parse_steal(text)
     reading.namespaces = parse_namespace_lines(text)
+    reading.pressure = parse_pressure("\n".join(line[4:] for line in text.splitlines() if line.startswith("PSI ")))
     for line in text.splitlines():
         key, _, rest = line.partition(" ")
         with contextlib.suppress(ValueError):
@@ -137,6 +141,12 @@ class RemoteCpuWindow:
             return ()
         counted = {pid for pids in self.roots().values() for pid in descendants(list(pids), self.last.procs)}
         return top_processes(self.first.procs, self.last.procs, counted)
+
+    def pressure(self) -> dict[str, dict[str, float]]:
+        """The host's CPU pressure over the window, as `system` (the machine the server ran on); {} without PSI."""
+        if self.first is None or self.last is None or not self.first.pressure:
+            return {}
+        return pressure_window({"system": self.first.pressure}, {"system": self.last.pressure})
 
     def steal_seconds(self) -> float:
         if self.first is None or self.last is None:

@@ -192,8 +192,8 @@ class RunExecution:
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
         storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
         placement = self._placement(endpoint, backend) if self.ctx.campaign.hosts else None
-        return Environment.of(environment.host_facts(), backend, variables, storage, environment.tuning_facts(),
-                              placement)
+        tuning = server_tuning(self.ctx, self._server_host())
+        return Environment.of(environment.host_facts(), backend, variables, storage, tuning, placement)
 
     def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner, dial: Endpoint) -> None:
         workload, hook = self.workload, self.run_dir / "hook.lua"
@@ -334,11 +334,22 @@ def server_host_readers(ctx: RunContext, backend: Backend, server_host: Host, ne
                                          for name, namespace in sorted(sharers.items())}}
 
 
+def server_tuning(ctx: RunContext, name: str) -> dict[str, Any]:
+    """The tuning facts of the server's host: read there by the survey for an ssh: host (hosts/remote.py)."""
+    from layerbench.hosts.remote import host_tuning
+
+    if ctx.hosts[name].is_local:
+        return environment.tuning_facts()
+    return host_tuning(ctx.survey.get("facts", {}).get(name, {})) | {"read_on": name}
+
+
 def server_host_usage(usage: Usage, remote_cpu: RemoteCpuWindow | None) -> Usage:
-    """With the server on an ssh: host, the busiest others and the steal are that host's, not the harness's."""
+    """With the server on an ssh: host, the busiest others, the steal and the CPU pressure are that host's, not the
+    harness's."""
     if remote_cpu is None:
         return usage
-    return replace(usage, top_other=remote_cpu.top(), steal_seconds=remote_cpu.steal_seconds())
+    return replace(usage, top_other=remote_cpu.top(), steal_seconds=remote_cpu.steal_seconds(),
+                   pressure=remote_cpu.pressure())
 
 
 def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,
