@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from layerbench.endpoint import Endpoint
 from layerbench.hosts.forward import allocated_port, dial_address, forward_command
 from layerbench.hosts.inventory import Host, HostEntry, Hosts, port_range
-from layerbench.hosts.placement import check_placement, placement_of
+from layerbench.hosts.placement import check_placement, placement_of, tcp_path
 from layerbench.run.reach import client_path
 from layerbench.secrets import Secret
 
@@ -106,6 +106,7 @@ def test_the_placement_binds_and_dials_apart() -> None:
     assert (place.listen_address, place.binds, place.reach) == ("203.0.113.9", "10.0.0.7", "direct")
     place = placement_of(hosts, Variant("tun"))
     assert (place.binds, place.reach) == ("127.0.0.1", "ssh")
+    assert tcp_path(place) == "TCP through SSH forwards to tun, where the server listens on 127.0.0.1"
     assert placement_of({"db": HostEntry(local=True, address="10.0.0.5")}, Variant("db", "db")).binds == "127.0.0.1"
     with pytest.raises(ValueError, match=r"variants\.v\.server_host: host tun has reach: ssh, which a docker server"):
         check_placement(hosts, [Variant("tun", "tun")], ["host", "docker"], ["host", "docker"])

@@ -117,6 +117,8 @@ def placement_of(hosts: dict[str, HostEntry] | None, variant: Any) -> Placement:
 
 def tcp_path(placement: Placement) -> str:
     address, server = placement.listen_address, placement.server_host
+    if placement.reach == "ssh":
+        return f"TCP through SSH forwards to {server}, where the server listens on {placement.binds}"
     if placement.remote_client:
         return f"TCP from {placement.client_host} to {server} ({address}) over the network"
     if address.startswith("127."):
