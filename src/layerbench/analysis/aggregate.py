@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from layerbench.analysis.busy import (
     Replaced,
     busy_reason,
-    busy_run,
     busy_warning,
     quiet_wait_warning,
+    run_busy,
     short_list,
     what_was_done,
 )
@@ -179,7 +179,7 @@ def busy_warnings(runs: list[RunRow], waits: list[tuple[int, QuietWait]]) -> lis
     """The busy machine: which runs, and what the campaign's `busy:` policy did about them (replaced, kept,
     stopped; the time wait_for_quiet waited); the runs that started busy after the whole wait (`waits`: 1-based
     run and its wait, in the order they ran), and after which run the campaign stopped waiting."""
-    flagged = [(r, b) for r in runs if r.status in MEASURED and r.facts.usage and (b := busy_run(r.facts.usage))]
+    flagged = [(r, b) for r in runs if r.status in MEASURED and (b := run_busy(r.facts))]
     done = what_was_done([(f"run {(r.idx or 0) + 1}", r.facts.busy) for r, _ in flagged],
                          sum(w.waited_seconds for _, w in waits))
     busy = busy_warning([(f"run {(r.idx or 0) + 1}", b) for r, b in flagged], len(runs), done=done)

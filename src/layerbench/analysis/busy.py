@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from layerbench.analysis.quiet import stopped_text
 from layerbench.measure.cpu import BUSY_SHARE
-from layerbench.records import BusyDecision, QuietWait, Usage
+from layerbench.records import BusyDecision, QuietWait, RunFacts, StoredFacts, Usage
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,44 @@ class Replaced:
         return f"replaced by run {self.replaced_by}: {self.why}" if self.replaced_by else f"replaced: {self.why}"
 
 
-def busy_run(usage: Usage, threshold: float = BUSY_SHARE) -> Busy | None:
-    """The run's busy facts when other processes and steal took more than `threshold` of the machine."""
-    total = sum(usage.cpu_seconds.values())
-    other = usage.cpu_seconds.get("other", 0.0)
+def busy_key(server_host: str | None) -> str:
+    """The component whose CPU decides busy-ness: `other` of the host the server runs on (`other@<host>` with
+    `hosts:`; the harness's plain `other` when the campaign has no inventory, the server then running here)."""
+    return "other" if server_host is None else f"other@{server_host}"
+
+
+def host_of(key: str) -> str | None:
+    """The host a CPU component was read on (`server@db` -> db); None for an unplaced key (`idle`, `other`)."""
+    name, at, host = key.rpartition("@")
+    return host if at and name else None
+
+
+def busy_run(usage: Usage, threshold: float = BUSY_SHARE, server_host: str | None = None,
+             same_kernel: frozenset[str] = frozenset()) -> Busy | None:
+    """The run's busy facts when processes outside the run took more than `threshold` of the server host's CPU
+    time. With `hosts:` only `other@<server_host>` counts: a load on the client's host or on the harness's (when
+    the server runs elsewhere) does not make a run busy. The share's whole is the server host's reading: its
+    components, `idle`, and those of hosts in `same_kernel` (hosts sharing its kernel, whose CPU its /proc/stat
+    holds too); the CPU of a separate machine (a remote sysbench's) is not part of it."""
+    def read_there(key: str) -> bool:
+        host = host_of(key)
+        return server_host is None or host is None or host == server_host or host in same_kernel
+
+    total = sum(seconds for key, seconds in usage.cpu_seconds.items() if read_there(key))
+    other = usage.cpu_seconds.get(busy_key(server_host), 0.0)
     if total <= 0 or other / total <= threshold:
         return None
     return Busy(other / total, usage.steal_seconds / total, tuple((p.name, p.cpu_seconds) for p in usage.top_other))
+
+
+def run_busy(facts: StoredFacts | RunFacts, threshold: float = BUSY_SHARE) -> Busy | None:
+    """busy_run of a run's stored facts: its usage, read against the host its environment says the server ran
+    on (and the hosts that share that host's kernel, from their boot ids)."""
+    usage = facts.usage if isinstance(facts, StoredFacts) else facts.resources
+    if usage is None:
+        return None
+    place = facts.environment.server_place() if facts.environment else (None, frozenset())
+    return busy_run(usage, threshold, place[0], place[1])
 
 
 def decide(busy: Busy, policy: str, used: int, allowed: int, next_idx: int, waiting: bool = True) -> BusyDecision:

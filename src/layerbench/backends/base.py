@@ -68,6 +68,10 @@ class Backend(Protocol):
         """The keeper of the dataset snapshots the server's own host prepares with the variant's server (a host
         variant on an ssh: host); None: this machine prepares them (server/prepare.py)."""
 
+    def served_on_host(self) -> tuple[str, int] | None:
+        """After up(), for a server on an ssh: host: the address and port to dial it at on that host (sysbench
+        there, a forward's far end: run/reach.py); None: the endpoint up() returned is the only path."""
+
 
 _CAMPAIGN_END: list[Callable[[], None]] = []
 
@@ -122,6 +126,9 @@ class BackendBase:
         return None
 
     def datasets_on_host(self) -> HostDatasets | None:
+        return None
+
+    def served_on_host(self) -> tuple[str, int] | None:
         return None
 
 

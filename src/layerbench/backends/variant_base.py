@@ -57,6 +57,7 @@ class VariantBase(Strict):
     local_backend: ClassVar[str] = ""  # "module:Class" of the backend that runs this variant's server here
     remote_backend: ClassVar[str | None] = None  # ... on an ssh: host; None: it runs on this machine only
     remote_client: ClassVar[bool] = False  # sysbench may run on another host than the server's
+    takes_reach: ClassVar[bool] = False  # its server on an ssh: host honours the host's reach: and bind_address:
     owns_server: ClassVar[bool] = True  # layerbench starts (and resets) the server; False: an existing one
     run_overhead: ClassVar[float] = 5  # seconds a run costs beyond warm-up and duration (start, stop; not the restore)
     leftovers: ClassVar[str | None] = None  # module whose LEFTOVERS (backends.base.Leftovers) `clean` removes

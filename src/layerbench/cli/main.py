@@ -43,7 +43,8 @@ def run_command_line(argv: list[str] | None) -> int:
     except LayerbenchError as error:
         if STATE["debug"]:
             console.print_exception()
-        console.print(Text.assemble(("error: ", "red"), one_line(str(error))), highlight=False, soft_wrap=True)
+        for line in getattr(error, "lines", None) or [str(error)]:  # several: one line each (run/paths.py)
+            console.print(Text.assemble(("error: ", "red"), one_line(str(line))), highlight=False, soft_wrap=True)
         code = error.exit_code
     except typer.Exit as done:
         code = done.exit_code

@@ -20,7 +20,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -35,6 +35,7 @@ SSH_TARGET_RE = r"^[A-Za-z0-9_.@:\[\]%-]{1,255}$"  # user@host, host, an ~/.ssh/
 SSH_FAILED = 255
 REMOTE_WORK_DIR = "/var/tmp/layerbench"  # an ssh: host's default work_dir (as this machine's work root)
 WORK_DIR_RE = r"^/[A-Za-z0-9_./-]{1,200}$"  # absolute, no spaces or shell characters: it goes into sh scripts
+PORTS_RE = r"^[0-9]{1,5}-[0-9]{1,5}$"  # a host's fixed server port range, `41400-41499`
 
 HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")  # RFC 1123
 
@@ -78,24 +79,48 @@ class HostEntry(Strict):
     work_dir: Annotated[str, Field(pattern=WORK_DIR_RE)] | None = Field(
         default=None, description="an ssh: host's folder for dataset snapshots and server datadirs "
                                   f"(default {REMOTE_WORK_DIR})")
+    reach: Literal["direct", "ssh"] = Field(
+        default="direct", description="how the harness and the client reach a server on this ssh: host: direct "
+                                      "(its address and port) or ssh (a forward over SSH)")
+    bind_address: str | None = Field(default=None, description="the address a server listens on on this ssh: "
+                                     "host (default: address with reach: direct, 127.0.0.1 with reach: ssh)")
+    ports: Annotated[str, Field(pattern=PORTS_RE)] | None = Field(
+        default=None, description="the TCP ports a server on this ssh: host may listen on, LOW-HIGH (a firewall's "
+                                  "opening); default a free one in 20000-40000")
 
-    @field_validator("address")
+    @field_validator("address", "bind_address")
     @classmethod
     def _an_address(cls, value: str | None) -> str | None:
         check_host_address(value)
+        return value
+
+    @field_validator("ports")
+    @classmethod
+    def _a_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            low, high = port_range(value)
+            if not 1024 <= low <= high <= 65535:
+                raise ValueError(f"{shown(value)}: give LOW-HIGH with 1024 <= LOW <= HIGH <= 65535, e.g. 41400-41499")
         return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> HostEntry:
         if bool(self.ssh) == self.local:
             raise ValueError("give either ssh: user@host (a machine reached over SSH) or local: true (this one)")
-        if self.local and (self.identity_file or self.port or self.known_hosts or self.work_dir):
-            raise ValueError("identity_file, port, known_hosts and work_dir belong to an ssh: host, not local: true")
+        if self.local and (self.identity_file or self.port or self.known_hosts or self.work_dir or self.ports or
+                           self.bind_address or self.reach != "direct"):
+            raise ValueError("identity_file, port, known_hosts, work_dir, reach, bind_address and ports belong to an "
+                             "ssh: host, not local: true")
         if self.work_dir and ("/../" in f"{self.work_dir}/" or normal_folder(self.work_dir) in ("/", "/tmp", "/var")):
             raise ValueError(f"work_dir {self.work_dir!r}: give a folder of its own, e.g. {REMOTE_WORK_DIR}")
         if self.ssh and self.ssh.startswith("-"):
             raise ValueError(f"{self.ssh!r} is not an SSH destination; write it like user@host")
         return self
+
+    def listen_address(self) -> str:
+        """Where a server on this ssh: host listens: `bind_address:`, else 127.0.0.1 with `reach: ssh` (only the
+        forward reaches it), else the address others dial."""
+        return self.bind_address or ("127.0.0.1" if self.reach == "ssh" else self.reach_address() or "127.0.0.1")
 
     def reach_address(self) -> str | None:
         """The address a client on another host connects to: `address:`, else the SSH destination's host."""
@@ -104,6 +129,12 @@ class HostEntry(Strict):
         if self.ssh:
             return self.ssh.rsplit("@", 1)[-1]
         return None
+
+
+def port_range(text: str) -> tuple[int, int]:
+    """`41400-41499` -> (41400, 41499) (the pattern PORTS_RE was checked first)."""
+    low, _, high = text.partition("-")
+    return int(low), int(high)
 
 
 def control_dir() -> Path:

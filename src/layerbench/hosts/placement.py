@@ -16,8 +16,14 @@ from layerbench.hosts.inventory import LOCAL, HostEntry, is_host_address
 class Placement:
     server_host: str
     client_host: str
-    listen_address: str  # what the server binds / publishes on, and the address sysbench connects to
+    listen_address: str  # the address sysbench and this machine dial (with reach: direct), and a server here binds
     same_machine: bool = True  # one host, or two names of this machine (local and local: true hosts)
+    bind_address: str | None = None  # what a server on an ssh: host binds there (None: listen_address)
+    reach: str = "direct"  # how the harness and the client reach the server (the host's `reach:`)
+
+    @property
+    def binds(self) -> str:
+        return self.bind_address or self.listen_address
 
     @property
     def remote_client(self) -> bool:
@@ -51,16 +57,21 @@ def check_placement(hosts: dict[str, HostEntry] | None, variants: Sequence[Any],
                 raise ValueError(f"variants.{v.name}.{field}: {name!r} names no host; use one of {', '.join(known)} "
                                  "(add it under hosts:)")
         if not _entry(hosts, server_of(v)).local:
-            _check_remote_server(v, remote_servers)
+            _check_remote_server(v, remote_servers, _entry(hosts, server_of(v)))
         if placement_of(hosts, v).remote_client or not _entry(hosts, server_of(v)).local:
             _check_remote_client(hosts, v, remote_servers, remote_clients)
 
 
-def _check_remote_server(v: Any, remote_servers: Sequence[str]) -> None:
+def _check_remote_server(v: Any, remote_servers: Sequence[str], entry: HostEntry) -> None:
     if v.backend not in remote_servers:
         raise ValueError(f"variants.{v.name}.server_host: {server_of(v)} is an ssh: host; a {v.backend} server "
                          f"runs on this machine or a local: true host so far (on an ssh: host: backend "
                          f"{', '.join(remote_servers)}); put sysbench there with client_host instead")
+    if not v.takes_reach and (entry.reach != "direct" or entry.bind_address):
+        said = f"reach: {entry.reach}" if entry.reach != "direct" else f"bind_address: {entry.bind_address}"
+        raise ValueError(f"variants.{v.name}.server_host: host {server_of(v)} has {said}, which a {v.backend} "
+                         "server does not take yet (backend host does); use reach: direct without bind_address "
+                         "there, or backend: host")
 
 
 def _check_remote_client(hosts: dict[str, HostEntry], v: Any, remote_servers: Sequence[str],
@@ -92,18 +103,22 @@ def _check_remote_client(hosts: dict[str, HostEntry], v: Any, remote_servers: Se
 
 
 def placement_of(hosts: dict[str, HostEntry] | None, variant: Any) -> Placement:
-    """A server on an ssh: host listens on that host's address whoever its client is: this machine's own
-    connections (readiness, server variables, status counters) reach it there too. Two names of this machine
+    """A server on an ssh: host listens on that host's address whoever its client is (its `bind_address:`, or
+    127.0.0.1 with `reach: ssh`): this machine's own connections (readiness, server variables, status counters)
+    dial `address:` there too, or the SSH forward (hosts/forward.py). Two names of this machine
     (`local` and a `local: true` host) are one machine: loopback."""
     server, client = server_of(variant), client_of(variant)
     local = _entry(hosts, server).local
     same = server == client or (local and _entry(hosts, client).local)
-    address = "127.0.0.1" if same and local else _entry(hosts, server).reach_address() or "127.0.0.1"
-    return Placement(server, client, address, same)
+    entry = _entry(hosts, server)
+    address = "127.0.0.1" if same and local else entry.reach_address() or "127.0.0.1"
+    return Placement(server, client, address, same, None if local else entry.listen_address(), entry.reach)
 
 
 def tcp_path(placement: Placement) -> str:
     address, server = placement.listen_address, placement.server_host
+    if placement.reach == "ssh":
+        return f"TCP through SSH forwards to {server}, where the server listens on {placement.binds}"
     if placement.remote_client:
         return f"TCP from {placement.client_host} to {server} ({address}) over the network"
     if address.startswith("127."):

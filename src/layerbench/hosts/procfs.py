@@ -140,6 +140,34 @@ def pids() -> list[int]:
         return []
 
 
+def net_namespace(pid: int | str) -> str | None:
+    """The network namespace a process is in (`net:[4026531840]`, the link of /proc/<pid>/ns/net); None when the
+    process is gone or its namespace may not be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def in_net_namespace(namespace: str) -> list[int]:
+    """The PIDs of the processes in that network namespace now (the namespace lab's hosts: one per host)."""
+    return [pid for pid in pids() if net_namespace(pid) == namespace]
+
+
+def parse_namespace_lines(text: str) -> dict[int, str]:
+    """`N /proc/<pid>/ns/net net:[<inode>]` lines (find -printf over a host's processes) -> {pid: namespace};
+    other and malformed lines are skipped."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 3 or parts[0] != "N" or not re.fullmatch(r"net:\[[0-9]{1,20}\]", parts[2]):
+            continue
+        found = re.fullmatch(r"/proc/([0-9]{1,10})/ns/net", parts[1])
+        if found:
+            out[int(found.group(1))] = parts[2]
+    return out
+
+
 def exists(pid: int) -> bool:
     """Whether /proc lists the process (one that ended but is not reaped yet included)."""
     return os.path.isdir(f"/proc/{pid}")

@@ -27,6 +27,12 @@ echo "cpu_model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 echo "sysbench_version=$(sysbench --version 2>/dev/null)"
 echo "server_version=$(mariadbd --version 2>/dev/null || /usr/sbin/mariadbd --version 2>/dev/null)"
 echo "boot_id=$(cat /proc/sys/kernel/random/boot_id)"
+echo "netns=$(readlink /proc/self/ns/net 2>/dev/null)"
+echo "transparent_hugepage=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
+echo "swappiness=$(cat /proc/sys/vm/swappiness 2>/dev/null)"
+echo "dirty_ratio=$(cat /proc/sys/vm/dirty_ratio 2>/dev/null)"
+echo "cpu_governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"
+echo "cgroup_version=$([ -e /sys/fs/cgroup/cgroup.controllers ] && echo v2 || echo v1)"
 echo "hostname=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
 echo "free_kb=$(df -Pk /tmp | awk 'NR==2 {print $4}')"
 if [ -n "$LB_PEER" ]; then
@@ -254,20 +260,43 @@ def version_warnings(survey: dict[str, Any]) -> list[str]:
     return out
 
 
+TUNING = ("transparent_hugepage", "swappiness", "dirty_ratio", "cpu_governor", "cgroup_version")
+
+
+def host_tuning(facts: dict[str, Any]) -> dict[str, Any]:
+    """A host's tuning facts as its survey read them there (measure/environment.py tuning_facts' keys; None for a
+    file the host does not have)."""
+    return {key: facts.get(key) or None for key in TUNING}
+
+
+def kernel_sharers(facts: dict[str, Any], server_host: str) -> dict[str, str]:
+    """The campaign's other hosts that run the server host's kernel (the same boot id) in a network namespace of
+    their own (the namespace lab's hosts) -> that namespace: the server host's /proc/stat holds their CPU too, so
+    its readings name their processes `other@<host>` (a load there does not make a run busy). A host in the
+    server host's own namespace (the same machine under two names) is not one."""
+    server = facts.get(server_host, {})
+    boot, mine = server.get("boot_id"), server.get("netns")
+    return {name: str(f["netns"]) for name, f in facts.items()
+            if name != server_host and boot and f.get("boot_id") == boot and f.get("netns") and f["netns"] != mine}
+
+
 def placed_usage(cpu: dict[str, float], server_host: str, client: SSHClient | None,
                  same_kernel: bool) -> dict[str, float]:
-    """CPU seconds per component named with its host (`server@db`, `sysbench@app`). The server host's sampler
-    knows nothing of a remote sysbench; when both hosts share one kernel (the lab's namespaces), the machine-wide
-    `other` holds sysbench's CPU too, so it is taken out there."""
+    """CPU seconds per component named with its host (`server@db`, `sysbench@app`); a key already named with a
+    host (`other@app`: another host's processes that the server host's reading holds) stays as it is. The server
+    host's sampler knows nothing of a remote sysbench; when both hosts share one kernel (the lab's namespaces),
+    the reading's `other@<client host>` (or, without it, `other@<server host>`) holds sysbench's CPU too, so it is
+    taken out there."""
     out: dict[str, float] = {}
     for key, seconds in cpu.items():
-        if key == "idle":
+        if key == "idle" or "@" in key:
             out[key] = seconds
         elif not (key == "client" and client is not None):
             out[f"{'sysbench' if key == 'client' else key}@{server_host}"] = seconds
     if client is not None:
         out[f"sysbench@{client.host.name}"] = client.cpu_seconds
-        other = f"other@{server_host}"
+        there = f"other@{client.host.name}"
+        other = there if there in out else f"other@{server_host}"
         if same_kernel and other in out:
             out[other] = max(0.0, out[other] - client.cpu_seconds)
     return out

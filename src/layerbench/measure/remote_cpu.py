@@ -1,5 +1,6 @@
 """Where the CPU went on a server's ssh: host during a run: one small sh script prints that host's clock tick,
-uptime, /proc/stat `cpu` line and every process's /proc/<pid>/stat; it runs at the start and at the end of the
+uptime, /proc/stat `cpu` line (steal included), CPU pressure (/proc/pressure/cpu) and every process's
+/proc/<pid>/stat; it runs at the start and at the end of the
 window (two SSH round trips over the shared connection, no thread, nothing left on the host). The CPU seconds
 of each component (the backend's PIDs on that host and their descendants), `other` and `idle` come from the two
 readings with hosts/procfs.py's parsers, so a remote server is accounted like a local one.
@@ -16,12 +17,23 @@ from dataclasses import dataclass, field
 
 from layerbench.errors import RunFailed
 from layerbench.hosts.inventory import Host
-from layerbench.hosts.procfs import ProcStat, descendants, parse_machine_stat, parse_proc_stat_line
+from layerbench.hosts.procfs import (
+    ProcStat,
+    descendants,
+    parse_machine_stat,
+    parse_namespace_lines,
+    parse_proc_stat_line,
+    parse_steal,
+)
+from layerbench.measure.cpu import top_processes
 from layerbench.measure.io import Procs, parse_proc_io
+from layerbench.measure.pressure import parse_pressure, pressure_window
+from layerbench.records.cpu import TopProcess
 
 CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
-SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; '
+SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; sed "s/^/PSI /" /proc/pressure/cpu 2>/dev/null; '
           'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true')
+NAMESPACES = "; find /proc/[0-9]*/ns/net -maxdepth 0 -printf 'N %p %l\\n' 2>/dev/null; true"  # one process
 
 
 IO_SCRIPT = (CLOCK +
@@ -36,6 +48,9 @@ class Reading:
     uptime_ticks: int = 0
     machine: tuple[int, int] = (0, 0)  # busy, idle ticks of all CPUs
     procs: dict[int, ProcStat] = field(default_factory=dict)
+    steal: int = 0  # ticks of all CPUs
+    namespaces: dict[int, str] = field(default_factory=dict)  # pid -> network namespace (with NAMESPACES)
+    pressure: dict[str, int] = field(default_factory=dict)  # the host's CPU pressure (PSI) counters, microseconds
 
 
 def parse_reading(text: str) -> Reading:
@@ -43,6 +58,9 @@ def parse_reading(text: str) -> Reading:
     reading = Reading()
     with contextlib.suppress(ValueError):
         reading.machine = parse_machine_stat(text)
+        reading.steal = parse_steal(text)
+    reading.namespaces = parse_namespace_lines(text)
+    reading.pressure = parse_pressure("\n".join(line[4:] for line in text.splitlines() if line.startswith("PSI ")))
     for line in text.splitlines():
         key, _, rest = line.partition(" ")
         with contextlib.suppress(ValueError):
@@ -77,17 +95,22 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
 
 
 class RemoteCpuWindow:
-    """start() and stop() around the measured window; result() the CPU seconds per component on the host."""
+    """start() and stop() around the measured window; result() the CPU seconds per component on the host, top()
+    its busiest processes outside them, steal_seconds() its hypervisor steal. `sharers`: other hosts of the
+    campaign on this host's kernel -> their network namespace (hosts/remote.py:kernel_sharers); their processes
+    are counted as `other@<host>`, not as this host's `other`."""
 
-    def __init__(self, host: Host, components: Callable[[], dict[str, list[int]]]) -> None:
-        self.host, self.components = host, components
+    def __init__(self, host: Host, components: Callable[[], dict[str, list[int]]],
+                 sharers: dict[str, str] | None = None) -> None:
+        self.host, self.components, self.sharers = host, components, dict(sharers or {})
         self.first: Reading | None = None
         self.last: Reading | None = None
         self.error: str | None = None
 
     def _read(self) -> Reading | None:
+        script = SCRIPT + (NAMESPACES if self.sharers else "")
         try:
-            done = self.host.shell(SCRIPT, name=f"cpu on {self.host.name}", timeout=30)
+            done = self.host.shell(script, name=f"cpu on {self.host.name}", timeout=30)
         except RunFailed as error:
             self.error = str(error)
             return None
@@ -99,10 +122,36 @@ class RemoteCpuWindow:
     def stop(self) -> None:
         self.last = self._read()
 
+    def roots(self) -> dict[str, list[int]]:
+        """The components' PIDs, then each sharing host's processes (those of its namespace) as `other@<host>`."""
+        found = self.components()
+        if self.last is not None:
+            for name, namespace in sorted(self.sharers.items()):
+                found[f"other@{name}"] = [pid for pid, ns in self.last.namespaces.items() if ns == namespace]
+        return found
+
     def result(self) -> dict[str, float]:
         if self.first is None or self.last is None:
             return {}
-        return component_seconds(self.first, self.last, self.components())
+        return component_seconds(self.first, self.last, self.roots())
+
+    def top(self) -> tuple[TopProcess, ...]:
+        """The host's busiest processes outside the components (and outside the sharing hosts')."""
+        if self.first is None or self.last is None:
+            return ()
+        counted = {pid for pids in self.roots().values() for pid in descendants(list(pids), self.last.procs)}
+        return top_processes(self.first.procs, self.last.procs, counted)
+
+    def pressure(self) -> dict[str, dict[str, float]]:
+        """The host's CPU pressure over the window, as `system` (the machine the server ran on); {} without PSI."""
+        if self.first is None or self.last is None or not self.first.pressure:
+            return {}
+        return pressure_window({"system": self.first.pressure}, {"system": self.last.pressure})
+
+    def steal_seconds(self) -> float:
+        if self.first is None or self.last is None:
+            return 0.0
+        return max(0, self.last.steal - self.first.steal) / self.last.tick
 
     def io_reading(self) -> tuple[int, Procs]:
         """The I/O counters of the backend's processes on the host now (measure/io.py IoWindow's `remote`)."""

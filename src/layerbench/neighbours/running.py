@@ -94,6 +94,13 @@ class NeighboursRunning:
         return {f"neighbour:{s.neighbour.name}": [pid for p in s.processes for pid in p.pids()]
                 for s in self.started}
 
+    def on_host(self, host: str) -> dict[str, list[int]]:
+        """The PIDs, in that host's kernel, of the neighbours placed there over SSH (`neighbour:<name>`): the host's
+        CPU reading counts them as the neighbours', not as `other` (measure/remote_cpu.py)."""
+        return {f"neighbour:{s.neighbour.name}": [p.pid for p in s.processes if isinstance(p, RemoteNeighbour)
+                                                  and p.host.name == host and p.pid]
+                for s in self.started if s.neighbour.placement == "ssh" and s.neighbour.host == host}
+
     def with_components(self, others: Callable[[], dict[str, list[int]]]) -> Callable[[], dict[str, list[int]]]:
         return lambda: {**others(), **self.components()}
 

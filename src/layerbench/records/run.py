@@ -189,6 +189,17 @@ class Environment:
     def to_json(self) -> JSONObject:
         return dict(self.document)
 
+    def server_place(self) -> tuple[str | None, frozenset[str]]:
+        """With `hosts:`, the host the server ran on and the other hosts of the run that share its kernel (the same
+        boot id: the namespace lab's hosts); (None, empty) for a run without an inventory."""
+        server = as_object(self.document.get("placement")).get("server_host")
+        if not isinstance(server, str):
+            return None, frozenset()
+        hosts = {str(k): as_object(v) for k, v in as_object(self.document.get("hosts")).items()}
+        boot = hosts.get(server, {}).get("boot_id")
+        return server, frozenset(name for name, f in hosts.items() if name != server and boot and
+                                 f.get("boot_id") == boot)
+
 
 @dataclass
 class RunFacts:

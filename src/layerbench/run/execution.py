@@ -21,7 +21,7 @@ from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts import owners, procfs
 from layerbench.hosts.critical import signals_deferred
-from layerbench.hosts.inventory import Hosts
+from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.measure import environment
@@ -30,8 +30,9 @@ from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
 from layerbench.measure.remote_cpu import RemoteCpuWindow
 from layerbench.neighbours.running import NeighboursRunning
 from layerbench.paths import slug
-from layerbench.records import Environment, Reset, RunRecord
+from layerbench.records import Environment, Reset, RunRecord, Usage
 from layerbench.run.harness import harness_cpus, pinned
+from layerbench.run.reach import ClientPath, client_path, reach_record
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
 from layerbench.server.manifest import SnapshotCorrupt
@@ -92,6 +93,7 @@ class RunExecution:
         self.private: Path | None = None
         self.snapshot_corrupt = False
         self._marks: WindowMarks | None = None  # set when sysbench starts: its totals mark the I/O window
+        self.path: ClientPath | None = None  # with hosts: sysbench's path to the server (run/reach.py)
         self.work_dir = work_root() / "work"  # the variant's data_dir when it names one (set by _measure)
         self.run_dir = context.output_dir / "runs" / (
             f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}")
@@ -114,6 +116,8 @@ class RunExecution:
         finally:
             with signals_deferred():  # a cleanup, once begun, runs to its end
                 try:
+                    if self.path is not None:
+                        self.path.close()
                     self.backend.down()
                 finally:
                     if self.private is not None:
@@ -146,18 +150,20 @@ class RunExecution:
             if choice.method == "snapshot" else None
         checked = check_snapshot(snapshot, workload, self.run_dir, keeper, request)
         self.work_dir = Path(variant.data_dir) if variant.data_dir else work_root() / "work"
+        place = placement_of(self.ctx.campaign.hosts, variant)
         server_spec = ServerSpec(
             self.ctx.campaign.name, label, self.run_dir, private, self.work_dir,
             config=server_config(variant, workload, snapshot),
             password=self.password, snapshot=snapshot.path if snapshot else None,
-            listen_address=placement_of(self.ctx.campaign.hosts, variant).listen_address,
-            say=self.ctx.progress.message,
-        )
+            listen_address=place.binds, connect_address=place.listen_address, say=self.ctx.progress.message)
         started = time.monotonic()
         endpoint = self.backend.up(server_spec)
         record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
         remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
-        method, seconds, facts = self._reset(choice.method, endpoint, snapshot, private, remote)
+        if self.ctx.campaign.hosts:  # sysbench's path to the server (a forward with reach: ssh)
+            self.path = client_path(place, self.ctx.hosts, self.backend, endpoint, self.run_dir)
+        dial = self.path.endpoint if self.path else endpoint
+        method, seconds, facts = self._reset(choice.method, endpoint, snapshot, private, remote, dial)
         if snapshot is not None:
             facts |= {**restore_record(self.run_dir, self.backend.kind), **checked,
                       "buffer_pool_at_start": "cold (no dump loaded, no scan before the warm-up)"}
@@ -166,17 +172,17 @@ class RunExecution:
         if snapshot is not None and workload.buffer_pool:
             record.facts.buffer_pool_ratio = workload.buffer_pool
             record.facts.data_bytes = snapshot.data_bytes
-        self._benchmark(endpoint, private, remote or HostClient(variant.client_cpus))
+        self._benchmark(endpoint, private, remote or HostClient(variant.client_cpus), dial)
 
     def _reset(self, wanted: str, endpoint: Endpoint, snapshot: Snapshot | None, private: Path,
-               remote: ClientRunner | None) -> tuple[str, float, dict[str, Any]]:
+               remote: ClientRunner | None, dial: Endpoint) -> tuple[str, float, dict[str, Any]]:
         """(method, seconds, the method's facts): the dataset as the variant's reset of this workload asks."""
         workload, started = self.workload, time.monotonic()
         if wanted == "none":
             return "none", time.monotonic() - started, {"tables": tables_present(endpoint, workload)}
         if snapshot is None:
             # on this host unpinned: prepare uses one thread per table, up to every CPU
-            prepare_tables(workload, endpoint, private, self.run_dir, None, cleanup_first=True, client=remote)
+            prepare_tables(workload, dial, private, self.run_dir, None, cleanup_first=True, client=remote)
             return "reprepare", time.monotonic() - started, {"prepared_by": (remote or HostClient()).where}
         prepared = snapshot.meta.get("prepared")  # where, by which binary and --version (snapshots since #42)
         return "snapshot", time.monotonic() - started, {"snapshot": snapshot.key} | (
@@ -189,23 +195,22 @@ class RunExecution:
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
         storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
-        placement = self._placement(endpoint) if self.ctx.campaign.hosts else None
-        return Environment.of(environment.host_facts(), backend, variables, storage, environment.tuning_facts(),
-                              placement)
+        placement = self._placement(endpoint, backend) if self.ctx.campaign.hosts else None
+        tuning = server_tuning(self.ctx, self._server_host())
+        return Environment.of(environment.host_facts(), backend, variables, storage, tuning, placement)
 
-    def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner) -> None:
+    def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner, dial: Endpoint) -> None:
         workload, hook = self.workload, self.run_dir / "hook.lua"
         hook.write_text(hook_script(workload), encoding="utf-8")
-        config = write_private(private / "sysbench.cfg", config_file_text(endpoint))
+        config = write_private(private / "sysbench.cfg", config_file_text(dial))
         cmd = run_argv(workload, config, hook, self.spec.threads)
         files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
         pids = lambda: self.backend.client_processes(hook)  # noqa: E731
         server_host = self.ctx.hosts[self._server_host()]
-        remote_cpu = None if server_host.is_local else RemoteCpuWindow(server_host, self.backend.components)
-        local = self.backend.components if remote_cpu is None else dict  # another host's PIDs are not ours
         neighbours = run_neighbours(self.ctx, self.spec, self.variant, self.run_dir, self.work_dir, self.record)
         neighbours.starters["kubernetes"] = self.backend.neighbour_pods()  # a pod beside the server (after up())
-        sampler = ResourceSampler(neighbours.with_components(local), self.backend.cgroups(), pids, interval=1.0)
+        remote_cpu, local = server_host_readers(self.ctx, self.backend, server_host, neighbours)
+        sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with neighbours, ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: before the window
             io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reading if remote_cpu else None)
@@ -221,7 +226,7 @@ class RunExecution:
                 usage = sampler.stop()
                 if remote_cpu is not None:
                     remote_cpu.stop()
-        usage = replace(usage, harness_cpus=moved_to)
+        usage = server_host_usage(replace(usage, harness_cpus=moved_to), remote_cpu)
         self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
             usage = replace(usage, cpu_seconds=placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey,
@@ -260,14 +265,16 @@ class RunExecution:
 
         return SSHClient(self.ctx.hosts[place.client_host], label, self.variant.client_cpus)
 
-    def _placement(self, endpoint: Endpoint) -> dict[str, Any]:
+    def _placement(self, endpoint: Endpoint, backend: dict[str, Any]) -> dict[str, Any]:
         """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
+        dial = self.path.endpoint if self.path else endpoint  # the endpoint sysbench was given
         place = placement_of(self.ctx.campaign.hosts, self.variant)
         survey = self.ctx.survey
         facts = survey.get("facts", {})
         return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
-                              "endpoint": f"{endpoint.host}:{endpoint.port}", "path": self.variant.network_path(place),
-                              "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}")},
+                              "endpoint": f"{dial.host}:{dial.port}", "path": self.variant.network_path(place),
+                              "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}"),
+                              "reach": reach_record(place, backend, self.path)},
                 "hosts": facts, "client_host": facts.get(place.client_host, {}),
                 "server_host": facts.get(place.server_host, {})}
 
@@ -329,6 +336,40 @@ def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir
                                 containers=containers, databases=databases)
     running.facts = record.facts.other
     return running
+
+
+def server_host_readers(ctx: RunContext, backend: Backend, server_host: Host, neighbours: NeighboursRunning
+                        ) -> tuple[RemoteCpuWindow | None, Callable[[], dict[str, list[int]]]]:
+    """The CPU readers of the server's host: over SSH for an ssh: host (its components: the backend's and the
+    neighbours placed there), and the components of the local sampler. On a kernel other hosts of the campaign
+    share (the namespace lab), their processes are read as `other@<host>` (hosts/remote.py:kernel_sharers)."""
+    from layerbench.hosts.remote import kernel_sharers
+
+    sharers = kernel_sharers(ctx.survey.get("facts", {}), server_host.name) if ctx.campaign.hosts else {}
+    if not server_host.is_local:
+        on_host = lambda: {**backend.components(), **neighbours.on_host(server_host.name)}  # noqa: E731
+        return RemoteCpuWindow(server_host, on_host, sharers), neighbours.with_components(dict)
+    placed = neighbours.with_components(backend.components)
+    return None, lambda: {**placed(), **{f"other@{name}": procfs.in_net_namespace(namespace)
+                                         for name, namespace in sorted(sharers.items())}}
+
+
+def server_tuning(ctx: RunContext, name: str) -> dict[str, Any]:
+    """The tuning facts of the server's host: read there by the survey for an ssh: host (hosts/remote.py)."""
+    from layerbench.hosts.remote import host_tuning
+
+    if ctx.hosts[name].is_local:
+        return environment.tuning_facts()
+    return host_tuning(ctx.survey.get("facts", {}).get(name, {})) | {"read_on": name}
+
+
+def server_host_usage(usage: Usage, remote_cpu: RemoteCpuWindow | None) -> Usage:
+    """With the server on an ssh: host, the busiest others, the steal and the CPU pressure are that host's, not the
+    harness's."""
+    if remote_cpu is None:
+        return usage
+    return replace(usage, top_other=remote_cpu.top(), steal_seconds=remote_cpu.steal_seconds(),
+                   pressure=remote_cpu.pressure())
 
 
 def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,

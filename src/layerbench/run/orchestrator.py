@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from layerbench.analysis.busy import busy_reason, busy_run, decide
+from layerbench.analysis.busy import busy_reason, decide, run_busy
 from layerbench.backends.base import campaign_ended
 from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.models import Campaign, campaign_as_dict, stored_campaign
@@ -198,7 +198,7 @@ class Orchestrator:
         decision, stored with the run; a replaced run gets status `replaced`, so the analysis leaves it out."""
         if record.status != "ok" or record.facts.resources is None:
             return None
-        found = busy_run(record.facts.resources)
+        found = run_busy(record.facts)
         if found is None:
             return None
         policy = self.campaign.busy_policy

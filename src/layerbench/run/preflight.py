@@ -35,6 +35,7 @@ from layerbench.run.diskspace import (
     variant_dataset_bytes,
 )
 from layerbench.run.neighbour_checks import check_neighbours
+from layerbench.run.paths import check_paths
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.servers import check_wanted
@@ -83,6 +84,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     for _, backend in backends:
         backend.check()
     check_remote_disk_space(campaign)  # after the checks: every server host answers over SSH
+    check_paths(campaign, hosts)  # every path to a server's port, as the runs will take it (run/paths.py)
     return backends
 
 

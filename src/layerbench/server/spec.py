@@ -33,6 +33,7 @@ class ServerSpec:
     database: str = "sbtest"
     snapshot: Path | None = None  # a prepared datadir to restore; None: a fresh, empty datadir
     listen_address: str = "127.0.0.1"  # where the server listens / publishes; a remote client's address for it
+    connect_address: str | None = None  # the address others dial when it is not listen_address (a host's bind_address)
     port: int | None = None  # the port a private server listens on (a database neighbour's `port:`); None: a free one
     say: Callable[[str], None] = field(default=lambda _text: None, repr=False)  # progress of slow steps (a restore)
 

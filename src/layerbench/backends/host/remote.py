@@ -17,7 +17,6 @@ a run's datadir is restored there from the host's own snapshot, checked against 
 
 from __future__ import annotations
 
-import random
 import shlex
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,7 +28,9 @@ from layerbench.backends.host.dataset import SnapshotsOnHost, read_host_manifest
 from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.forward import Forward, dial_address, local_forward
 from layerbench.hosts.inventory import Host
+from layerbench.hosts.ports import pick_port
 from layerbench.hosts.remote import detached_script, process_alive, start_detached
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
@@ -47,7 +48,6 @@ from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, rootfs_mysql
 from layerbench.versions import version_on
 
 START_TIMEOUT = 120.0
-PORTS = (20000, 40000)
 
 
 def find_server(host: Host, variant: HostVariant) -> ServerProgram:
@@ -89,23 +89,6 @@ def mysql_on_host(host: Host, variant: HostVariant, log_dir: Path | None,
     return ServerProgram(replace(flavour, defaults=here.flavour.defaults), command, dict(there.paths())), facts
 
 
-def pick_port(host: Host) -> int:
-    """A port no TCP socket uses on the host (ss, every state: a connection's local port blocks a bind as a
-    listener does), random in PORTS so two campaigns rarely try the same, and outside the host's ephemeral range
-    while any candidate is (its outgoing connections take ports from that range at any moment: a port free when
-    checked was found taken by the server's bind a second later)."""
-    candidates = " ".join(map(str, random.sample(range(*PORTS), 40)))
-    script = ("read lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { lo=1; hi=0; }; "
-              f"for pass in 1 2; do for p in {candidates}; do "
-              '[ "$pass" = 1 ] && [ "$p" -ge "$lo" ] && [ "$p" -le "$hi" ] && continue; '
-              'ss -Htan "sport = :$p" | grep -q . || { echo PORT $p; exit 0; }; done; done; exit 1')
-    done = host.shell(script, name=f"port on {host.name}", timeout=30)
-    for line in done.output.splitlines():
-        if line.startswith("PORT "):
-            return int(line.split()[1])
-    raise RunFailed(f"hosts.{host.name}: no free port found in {PORTS[0]}-{PORTS[1]}")
-
-
 class RemoteHostBackend(BackendBase):
     """A private server started over SSH on `host`; the same variant type as the local host backend."""
 
@@ -120,6 +103,8 @@ class RemoteHostBackend(BackendBase):
         self.owner: str | None = None
         self.dataset: dict[str, object] = {}
         self.storage: dict[str, object] = {}
+        self.forward: Forward | None = None  # reach: ssh: this machine's way to the server
+        self.served: tuple[str, int] | None = None  # (bind address, port) on the host
 
     def check(self) -> None:
         where = f"variants.{self.variant.name}.server_host"
@@ -177,6 +162,7 @@ class RemoteHostBackend(BackendBase):
         self._datadir(spec, f"{folder}/datadir")
         self.storage = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         port = pick_port(self.host)
+        self.served = (spec.listen_address, port)
         owned = {"datadir": f"{folder}/datadir", "port": port, "bind-address": spec.listen_address,
                  "socket": f"{folder}/mysqld.sock", "pid-file": f"{folder}/mysqld.pid", "user": "root",
                  **self.server.paths}
@@ -184,10 +170,27 @@ class RemoteHostBackend(BackendBase):
         self.host.write_private(f"{folder}/my.cnf", files.mycnf)
         self.host.write_private(f"{folder}/init.sql", files.init_sql)
         self._start(folder)
-        endpoint = Endpoint(spec.listen_address, port, spec.user, spec.password, spec.database)
+        endpoint = self._reached(spec, port)
         wait_until_ready(endpoint, alive=self._alive, timeout=START_TIMEOUT, log_tail=self.server_log_tail)
         self.host.shell(f"rm -f {shlex.quote(folder)}/init.sql", name=f"rm on {self.host.name}")
         return endpoint
+
+    def _reached(self, spec: ServerSpec, port: int) -> Endpoint:
+        """Where this machine dials the server: through an SSH forward (`reach: ssh`), else its connect address."""
+        if self.host.entry.reach == "ssh":
+            self.forward = local_forward(self.host, dial_address(spec.listen_address), port, spec.run_dir)
+            return Endpoint("127.0.0.1", self.forward.port, spec.user, spec.password, spec.database)
+        return Endpoint(spec.connect_address or spec.listen_address, port, spec.user, spec.password, spec.database)
+
+    def served_on_host(self) -> tuple[str, int] | None:
+        return (dial_address(self.served[0]), self.served[1]) if self.served else None
+
+    def reach_facts(self) -> dict[str, Any]:
+        if self.served is None:
+            return {}
+        there = f"{self.served[0]}:{self.served[1]} on {self.host.name}"
+        return {"reach": self.host.entry.reach, "server_listens": there,
+                "harness_path": self.forward.text if self.forward else f"direct to {there}"}
 
     def _datadir(self, spec: ServerSpec, datadir: str) -> None:
         assert self.server is not None
@@ -234,6 +237,9 @@ class RemoteHostBackend(BackendBase):
 
     def down(self) -> None:
         with signals_deferred():
+            if self.forward is not None:
+                self.forward.close()
+                self.forward = None
             release_run_folder(self.host, self.folder, self.owner)
             self.folder = self.pid = self.owner = None
 
@@ -246,7 +252,7 @@ class RemoteHostBackend(BackendBase):
 
     def describe(self) -> dict[str, Any]:
         facts: dict[str, Any] = {"backend": "host", "server_binary": self.server.program if self.server else None,
-                                 "server_host": self.host.name, **self.rootfs}
+                                 "server_host": self.host.name, **self.rootfs, **self.reach_facts()}
         if self.dataset:
             facts["dataset_on_host"] = dict(self.dataset)
         if self.storage:

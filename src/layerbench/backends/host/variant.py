@@ -20,6 +20,7 @@ class HostVariant(VariantBase):
     remote_backend: ClassVar[str | None] = "layerbench.backends.host.remote:RemoteHostBackend"
     remote_client: ClassVar[bool] = True
     dataset_on_server_host: ClassVar[bool] = True  # backends/host/dataset.py
+    takes_reach: ClassVar[bool] = True  # backends/host/remote.py: a forward over SSH, a bind address of its own
     run_overhead: ClassVar[float] = 2  # server start + stop, measured: 1.4 s median over 149 runs here, + margin
 
     def describe_plan(self) -> str:
