@@ -178,24 +178,7 @@ class KubernetesVariant(ImageVariant):
             return None  # _qos_rules says what is wrong with it
 
     def describe_plan(self) -> str:
-        resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", self.requests),
-                                                                       ("limits", self.limits))
-                              for k, val in values.items())
-        where = self.context or ("the local cluster (scripts/k8s-local)" if self.kubeconfig is None else
-                                 self.kubeconfig)
-        kind = "a StatefulSet's pod" if self.kind == "statefulset" else "a bare pod"
-        snapshot = f", each run's PVC from a VolumeSnapshot ({self.snapshot_class})" if self.snapshot_class else ""
-        limit = self.memory_limit()
-        derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
-        version = self.server.version or DEFAULT_MYSQL
-        mysql = f" of the image {self.image}" if self.image and self.is_mysql else \
-            f" of the local MySQL {version} image (the cached rootfs)" if self.is_mysql else \
-            f" of an image of the root filesystem of {self.mysqld}" if self.mysqld else ""
-        from layerbench.backends.kubernetes.access import needed_rights, rights_summary
-
-        return (f"{namespace_words(self.namespace)} on {where} with {kind}{mysql}, QoS {self.qos}"
-                f"{'; ' + resources if resources else ''}{derived}; storage {self.storage}{snapshot}; API rights it "
-                f"uses (checked): {rights_summary(needed_rights(self), self.namespace)}")
+        return plan_text(self)
 
     def where_text(self, server: str, client: str, same_host: bool) -> str:
         return f"server in the cluster, {self.client_words() or 'sysbench on ' + client}"
@@ -279,3 +262,25 @@ def check_namespace_mode(variant: KubernetesVariant) -> None:
 
 def namespace_words(namespace: str | None) -> str:
     return f"the existing namespace {namespace} ({NAMESPACE_MODE_GIVES_UP})" if namespace else "a namespace"
+
+
+def plan_text(variant: KubernetesVariant) -> str:
+    """The plan's line for a kubernetes variant: where, what, QoS, storage and the API rights it uses."""
+    resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", variant.requests),
+                                                                   ("limits", variant.limits))
+                          for k, val in values.items())
+    where = variant.context or ("the local cluster (scripts/k8s-local)" if variant.kubeconfig is None else
+                                variant.kubeconfig)
+    kind = "a StatefulSet's pod" if variant.kind == "statefulset" else "a bare pod"
+    snapshot = f", each run's PVC from a VolumeSnapshot ({variant.snapshot_class})" if variant.snapshot_class else ""
+    limit = variant.memory_limit()
+    derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
+    version = variant.server.version or DEFAULT_MYSQL
+    mysql = f" of the image {variant.image}" if variant.image and variant.is_mysql else \
+        f" of the local MySQL {version} image (the cached rootfs)" if variant.is_mysql else \
+        f" of an image of the root filesystem of {variant.mysqld}" if variant.mysqld else ""
+    from layerbench.backends.kubernetes.access import needed_rights, rights_summary
+
+    return (f"{namespace_words(variant.namespace)} on {where} with {kind}{mysql}, QoS {variant.qos}"
+            f"{'; ' + resources if resources else ''}{derived}; storage {variant.storage}{snapshot}; API rights it "
+            f"uses (checked): {rights_summary(needed_rights(variant), variant.namespace)}")
