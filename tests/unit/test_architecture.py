@@ -6,6 +6,7 @@ measuring a folder (hosts/workdirs.py:folder_size)."""
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable, Iterable
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -524,3 +525,11 @@ def test_one_function_measures_a_folders_size(tmp_path: Path) -> None:
     assert folder_sizes(WORKDIRS) == ["folder_size"]
     assert everywhere_but(WORKDIRS, folder_sizes) == set(), \
         "measure a folder with hosts/workdirs.py:folder_size (it survives a file removed meanwhile)"
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """pytest imports test modules by their base name (tests/ has no packages): two test_x.py in different folders
+    stop the whole run at collection ('import file mismatch'), which only a full run shows."""
+    tests = Path(__file__).resolve().parents[1]
+    names = Counter(path.name for path in tests.rglob("test_*.py") if ".venv" not in path.parts)
+    assert [name for name, count in names.items() if count > 1] == []
