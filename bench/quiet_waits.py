@@ -45,6 +45,7 @@ def campaign_data(name: str, args: argparse.Namespace, out: Path) -> dict[str, o
     wait = f"{args.wait:g}s"
     return {"name": name, "baseline": "a", "repetitions": args.repetitions, "wait_for_quiet": wait,
             "busy": {"policy": "rerun", "wait": wait}, "formats": ["json"], "output": str(out),
+            "estimates_only": True,  # it measures the time spent waiting, not a verdict (--quick runs 2 rounds)
             "variants": [{"name": "a", "backend": "host"}, {"name": "b", "backend": "host"}],
             "workloads": [WORKLOAD | {"duration": args.duration}]}
 
