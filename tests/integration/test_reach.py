@@ -31,7 +31,7 @@ def run_on(lab_hosts: dict, tmp_path: Path, entry: dict, clients: list[str]) -> 
     variants = [{"name": f"reach-{client}-{tag}", "backend": "host", "server_host": "dbssh",
                  **({"client_host": client} if client != "local" else {})} for client in clients]
     data = {"name": f"reach-{tag}", "baseline": variants[0]["name"], "hosts": hosts, "variants": variants,
-            "workload": SMALL, "repetitions": 1, "order": "sequential", "busy": "keep",
+            "workload": SMALL, "repetitions": 1, "estimates_only": True, "order": "sequential", "busy": "keep",
             "output": str(tmp_path / "out"), "formats": ["md"]}
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store)

@@ -528,8 +528,8 @@ def test_one_function_measures_a_folders_size(tmp_path: Path) -> None:
 
 
 def test_no_two_test_files_share_a_name() -> None:
-    """pytest imports test modules by their base name (tests/ has no packages): two test_x.py in different folders
-    stop the whole run at collection ('import file mismatch'), which only a full run shows."""
+    """pytest imports test modules by their base name (tests/ has no packages): two files of one name in different
+    folders stop the whole run at collection ('import file mismatch'), which only a full run shows."""
     tests = Path(__file__).resolve().parents[1]
     names = Counter(path.name for path in tests.rglob("test_*.py") if ".venv" not in path.parts)
     assert [name for name, count in names.items() if count > 1] == []

@@ -105,3 +105,34 @@ def test_a_host_s_lease_is_named_after_the_host_and_rides_on_no_shared_connectio
     assert path == f"/var/tmp/lb/leases/{lease.harness_id()}@db-2.lab.lock" and lease.LEASE_PATH.fullmatch(path)
     cmd = lease.own_connection(["ssh", "-o", "ControlMaster=auto", "-o", "ControlPath=/tmp/x-%C", "--", "h", "true"])
     assert cmd == ["ssh", "-o", "ControlMaster=no", "-o", "ControlPath=none", "--", "h", "true"]
+
+
+def test_clean_removes_the_file_of_a_killed_holder_and_keeps_a_live_one_and_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGKILLed harness cannot remove its lease file: `clean` does (remove_dead_local), but never a held one."""
+    monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(tmp_path))
+    env = {**os.environ, "LAYERBENCH_WORK_DIR": str(tmp_path)}
+    holders = [subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, env=env)
+               for _ in range(2)]
+    try:
+        killed, live = (h.stdout.readline().strip() for h in holders if h.stdout is not None)
+        holders[0].send_signal(signal.SIGKILL)
+        holders[0].wait(timeout=60)
+        mine = lease.local_lease()
+        assert Path(killed).exists()
+        assert lease.remove_dead_local(tmp_path) == [killed]
+        assert not Path(killed).exists() and Path(live).exists() and Path(mine).exists()
+        assert probe_local({live, mine}) == {live: State.LIVE, mine: State.LIVE}
+    finally:
+        lease.release_all()
+        for holder in holders:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait()
+
+
+def test_a_later_lease_on_a_host_is_a_file_of_its_own_that_still_reads_as_a_lease() -> None:
+    """After the session holding a host's lease ended, the next one takes another file: the old lock may outlive
+    its session there until that host's sshd notices."""
+    first, later = lease.lease_file("/var/tmp/lb", "db"), lease.lease_file("/var/tmp/lb", "db", generation=1)
+    assert first != later and all(lease.LEASE_PATH.fullmatch(p) for p in (first, later))

@@ -62,21 +62,28 @@ def harness_id() -> str:
     if _ID is None or os.getpid() != _ID_PID:
         _ID, _ID_PID = secrets.token_hex(12), os.getpid()
         _HELD.clear()
+        _ON_HOSTS.clear()
+        _ON_HOSTS_GENERATIONS.clear()
         _OWN.clear()
     return _ID
 
 
 _ID: str | None = None
 _ID_PID = 0
-_HELD: dict[str, Any] = {}  # where -> the open file (here), or (ExitStack, process) of the SSH session (a host)
-_OWN: set[str] = set()  # the paths of those leases
+_HELD: dict[str, Any] = {}  # a lease file here -> its open file
+_ON_HOSTS: dict[str, tuple[contextlib.ExitStack, Any, str]] = {}  # a host's lease name -> (session, process, file)
+_OWN: set[str] = set()  # the paths of those leases (here and on hosts)
+_ON_HOSTS_GENERATIONS: dict[str, int] = {}  # a host's lease name -> the generation of its newest file
 _GUARD = threading.Lock()
 
 
-def lease_file(work_dir: str | Path, host: str | None = None) -> str:
+def lease_file(work_dir: str | Path, host: str | None = None, generation: int = 0) -> str:
     """The lease's file in a work dir; on an ssh: host named after the host too (two entries may reach one machine,
-    or share this machine's file system, as the lab's do: each holds a file of its own)."""
-    return f"{str(work_dir).rstrip('/')}/leases/{harness_id()}{f'@{host}' if host else ''}.lock"
+    or share this machine's file system, as the lab's do: each holds a file of its own); `generation` > 0: a
+    later lease of this harness on that host, taken after the session holding the earlier one ended (its remote
+    lock may outlive it until that host's sshd notices)."""
+    token = harness_id() + (f"{generation:02x}" if generation else "")
+    return f"{str(work_dir).rstrip('/')}/leases/{token}{f'@{host}' if host else ''}.lock"
 
 
 def local_lease() -> str:
@@ -85,11 +92,43 @@ def local_lease() -> str:
     with _GUARD:
         if path not in _HELD:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            handle: IO[bytes] = open(path, "ab")  # noqa: SIM115 (held for the process's life)
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _HELD[path] = handle
+            _HELD[path] = locked_file(path)
             _OWN.add(path)
     return path
+
+
+def locked_file(path: str) -> IO[bytes]:
+    """The lease file, created and locked; taken again when a `clean` removed it between the two (it removes a
+    file no one holds, under its own lock: remove_dead_local), so the lock held is always on the file at `path`."""
+    while True:
+        handle: IO[bytes] = open(path, "ab")  # noqa: SIM115 (held for the process's life)
+        fcntl.flock(handle, fcntl.LOCK_EX)  # a cleaner holds it only while it removes the file
+        try:
+            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                return handle
+        except FileNotFoundError:
+            pass
+        handle.close()
+
+
+def remove_dead_local(work_dir: str | Path) -> list[str]:
+    """Remove the lease files of ended harnesses in a work dir (a SIGKILLed one leaves its file): each one no one
+    holds is locked, then removed while locked, so a harness that opened it meanwhile takes a new one (locked_file).
+    Returns the files removed."""
+    removed = []
+    for path in sorted(Path(work_dir, "leases").glob("*.lock")):
+        if str(path) in own_leases() or not LEASE_PATH.fullmatch(str(path)):
+            continue
+        try:
+            with open(path, "rb") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                path.unlink()
+                removed.append(str(path))
+        except (BlockingIOError, FileNotFoundError):
+            continue
+        except OSError:
+            continue
+    return removed
 
 
 def host_lease(host: Any) -> str:
@@ -100,11 +139,14 @@ def host_lease(host: Any) -> str:
     from layerbench.errors import RunFailed
     from layerbench.hosts.procs import held
 
-    path = lease_file(host.work_dir, host.name)
-    key = f"{host.entry.model_dump_json()} {path}"
+    name = lease_file(host.work_dir, host.name)  # one lease per host name and work dir, whichever entry reaches it
     with _GUARD:
-        if key in _HELD and _HELD[key][1].poll() is None:
-            return path
+        held_now = _ON_HOSTS.get(name)
+        if held_now is not None and held_now[1].poll() is None:
+            return held_now[2]
+        generation = 0 if held_now is None else _ON_HOSTS_GENERATIONS.setdefault(name, 0) + 1
+        _ON_HOSTS_GENERATIONS[name] = generation
+        path = lease_file(host.work_dir, host.name, generation)
         q = shlex.quote(path)
         held_while = shlex.quote(f"echo {LOCKED}; cat > /dev/null; rm -f {q}")  # its file goes as it ends
         script = f"mkdir -p $(dirname {q}) && exec flock -x -n {q} sh -c {held_while}"
@@ -119,7 +161,7 @@ def host_lease(host: Any) -> str:
             stack.close()
             raise RunFailed(f"hosts.{host.name}: cannot take this harness's lease {path} there: "
                             f"{' '.join(said)[:200] or 'no answer'}")
-        _HELD[key] = (stack, proc)
+        _ON_HOSTS[name] = (stack, proc, path)
         _OWN.add(path)
     return path
 
@@ -176,12 +218,15 @@ def parse_probe(text: str) -> dict[str, State]:
 def release_all() -> None:
     """Let go of every lease (at the end of the process; the kernel would anyway)."""
     with _GUARD:
-        for where, held in _HELD.items():
+        for where, handle in _HELD.items():
             with contextlib.suppress(OSError, ValueError):
-                if where in _OWN:  # a file here, removed while still locked (the id is never taken again)
-                    os.unlink(where)
-                (held if where in _OWN else held[0]).close()  # the file; the SSH session (its stdin closes)
+                os.unlink(where)  # a file here, removed while still locked (the id is never taken again)
+                handle.close()
+        for stack, _, _ in _ON_HOSTS.values():
+            with contextlib.suppress(OSError, ValueError):
+                stack.close()  # the SSH session: its stdin closes, its remote flock ends and removes the file
         _HELD.clear()
+        _ON_HOSTS.clear()
         _OWN.clear()
 
 

@@ -12,10 +12,19 @@ from pathlib import Path
 from layerbench.errors import RunFailed
 from layerbench.hosts.host_owners import list_script, parse_records
 from layerbench.hosts.inventory import Host
-from layerbench.hosts.lease import State, may_sweep, own_leases, parse_probe, probe_local, probe_script
+from layerbench.hosts.lease import (
+    State,
+    may_sweep,
+    own_leases,
+    parse_probe,
+    probe_local,
+    probe_script,
+    remove_dead_local,
+)
 from layerbench.hosts.owners import Owned, cmdline, forget, processes_with, recorded
 from layerbench.hosts.procs import pid_alive
 from layerbench.hosts.remote import clean_remote, remove_remote_folder
+from layerbench.hosts.workdirs import work_root
 
 
 def stop_process(pid: int, marker: str, timeout: float = 30.0) -> bool:
@@ -37,6 +46,7 @@ def clean_recorded(include_live: bool = False) -> list[str]:
     for owned in recorded():
         if include_live or gone(owned):
             done += clean_owned(owned)
+    remove_dead_local(work_root())  # the empty lease files of ended harnesses (none of them names a thing left)
     return done
 
 
