@@ -282,11 +282,15 @@ class RunExecution:
 def dataset_request(ctx: RunContext, variant: VariantBase, workload: Workload, run_dir: Path, private: Path,
                     label: str, placed: ClientRunner | None) -> DatasetRequest:
     """What the server's host needs to prepare a run's dataset: sysbench prepare runs where the run's sysbench
-    does (`placed`, its client host; else this machine): the sysbench and the network path of the runs."""
+    does (`placed`, its client host; else this machine): the sysbench and the network path of the runs. With
+    `reach: ssh` the prepare server is dialled through this machine's forward, which only this machine reaches:
+    sysbench prepare then runs here (the client host's chained forward is set up per run, not for the prepare)."""
     say = ctx.progress.message
-    return DatasetRequest(workload, variant.server.page_size(), run_dir, private, label,
-                          placement_of(ctx.campaign.hosts, variant).listen_address, placed or HostClient(), say=say,
-                          on_line=PrepareProgress(workload.tables, say, table_size=workload.table_size))
+    place = placement_of(ctx.campaign.hosts, variant)
+    client = placed if placed is not None and place.reach != "ssh" else HostClient()
+    progress = PrepareProgress(workload.tables, say, table_size=workload.table_size)
+    return DatasetRequest(workload, variant.server.page_size(), run_dir, private, label, place.listen_address,
+                          client, say=say, on_line=progress)
 
 
 def check_snapshot(snapshot: Snapshot | None, workload: Workload, run_dir: Path, keeper: HostDatasets | None = None,
