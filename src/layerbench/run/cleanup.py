@@ -46,6 +46,8 @@ def load_inventory(path: str | os.PathLike[str]) -> dict[str, HostEntry]:
     """The hosts of an inventory file (read within bounds), each checked as a campaign's are (one-line BadInput)."""
     name = shown(str(path), 100, quote=False, keep_end=True)
     data = read_yaml_file(path, INVENTORY_FILE, "--inventory")
+    if not isinstance(data, dict):
+        raise BadInput(f"--inventory {name}: the file holds no mapping; write hosts: {{name: {{ssh: user@host}}}}")
     try:
         return Inventory.model_validate(data).hosts
     except ValidationError as error:
