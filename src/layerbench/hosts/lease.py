@@ -124,9 +124,7 @@ def remove_dead_local(work_dir: str | Path) -> list[str]:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 path.unlink()
                 removed.append(str(path))
-        except (BlockingIOError, FileNotFoundError):
-            continue
-        except OSError:
+        except OSError:  # held (BlockingIOError), gone meanwhile, or unreadable: left as it is
             continue
     return removed
 
