@@ -34,8 +34,7 @@ def main(argv: list[str] | None = None) -> None:
 def run_command_line(argv: list[str] | None) -> int:
     """Runs one command line; maps every error to a one-line message and returns the exit code."""
     code, args = 0, []
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt, then exit 130
-    stop_on_signals()  # SIGTERM and SIGHUP alike, from the first moment a command can start anything
+    stop_on_signals()  # Ctrl-C (KeyboardInterrupt, then exit 130), SIGTERM and SIGHUP alike, from the first moment
     try:
         args = without_debug(list(sys.argv[1:] if argv is None else argv))
         result = app(args=args, prog_name="layerbench", standalone_mode=False)

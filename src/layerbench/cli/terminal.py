@@ -3,7 +3,10 @@ stderr), whether `--debug` was given, and the signals a terminal sends (SIGTERM,
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -14,11 +17,30 @@ out = Console(soft_wrap=True, markup=False)
 STATE: dict[str, Any] = {"debug": False}
 
 
-def on_sigterm(signum: int, frame: Any) -> None:
+REDELIVER_AFTER = 0.02  # s: a finalizer is over long before
+
+
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C's KeyboardInterrupt, unless the signal landed inside a finalizer (`__del__`, run by the garbage
+    collector wherever it happens to be): Python prints an exception raised there as "Exception ignored in ..."
+    with its traceback and goes on, so the signal would be lost. There it is sent again a moment later instead."""
+    if in_finalizer(frame):
+        timer = threading.Timer(REDELIVER_AFTER, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        timer.start()
+        return
     raise KeyboardInterrupt
 
 
+def in_finalizer(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 def stop_on_signals() -> None:
-    """SIGTERM and SIGHUP (a closed terminal) stop a campaign as Ctrl-C does: everything started is taken down."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    """SIGINT, SIGTERM and SIGHUP (a closed terminal) stop a campaign alike: everything started is taken down."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_sigterm)
