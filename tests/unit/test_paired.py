@@ -23,6 +23,7 @@ from layerbench.analysis.blocks_simulation import (
     Scenario,
     fewest_rounds,
     simulate,
+    simulate_places,
     simulate_rules,
     verdict_kinds,
 )
@@ -464,3 +465,13 @@ def test_a_busy_run_replaced_in_its_round_is_paired_through_its_rerun() -> None:
     found = round_values(runs, ["host", "v"], "tps")
     pairs = pair_by_round(found["host"], found["v"])
     assert pairs.baseline == (100.0, 101.0) and pairs.variant == (90.0, 91.0) and pairs.unpaired == 0
+
+
+def test_balanced_rounds_take_most_of_a_place_effect_out_of_the_a_a_rate() -> None:
+    """The places measured in the quiet A/A campaigns of issue #43 (docs/statistics.md, "The order within a
+    round"): with balanced blocks the A/A rate is below alpha and below that of a shuffle per round."""
+    quiet = Scenario("quiet", round_sd=0.03, cv=0.025)
+    places = (0.003, 0.013, -0.015, -0.001)
+    shuffled = simulate_places(quiet, places, rounds=6, orders="shuffled", campaigns=10_000).any_different()
+    balanced = simulate_places(quiet, places, rounds=6, orders="balanced", campaigns=10_000).any_different()
+    assert balanced <= 0.05 and balanced < shuffled - 0.005

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 from hypothesis import given
@@ -40,3 +41,34 @@ def test_every_point_gets_each_repetition_once(n: int, reps: int, order: str, se
     counts = Counter((r.variant, r.threads, r.repetition) for r in runs)
     assert len(runs) == n * reps * len(threads)
     assert set(counts.values()) == {1}
+
+
+@given(st.integers(1, 7), st.integers(1, 4), st.integers(0, 2**32))
+def test_whole_blocks_give_every_variant_every_place_equally_often(n: int, blocks: int, seed: int) -> None:
+    block = n if n % 2 == 0 else 2 * n
+    runs = build_schedule(campaign(n, block * blocks, seed=seed))
+    places = Counter((r.variant, r.idx % n) for r in runs)
+    assert set(places.values()) == {blocks * block // n}
+
+
+@given(st.sampled_from([2, 4, 6]), st.integers(0, 2**32))
+def test_in_a_block_of_an_even_count_each_variant_follows_every_other_once(n: int, seed: int) -> None:
+    runs = build_schedule(campaign(n, n, seed=seed))
+    rounds = [[r.variant for r in runs if r.round == rnd] for rnd in range(1, n + 1)]
+    pairs = Counter((a, b) for order in rounds for a, b in itertools.pairwise(order))
+    assert len(pairs) == n * (n - 1) and set(pairs.values()) == {1}
+
+
+@given(st.integers(1, 6), st.integers(1, 9), st.integers(1, 9), st.integers(0, 99))
+def test_more_rounds_keep_the_first_ones(n: int, reps: int, more: int, seed: int) -> None:
+    """An adaptive campaign's later rounds extend its plan: the rounds it already ran stay as they were."""
+    short, longer = build_schedule(campaign(n, reps, seed=seed)), build_schedule(campaign(n, reps + more, seed=seed))
+    assert longer[:len(short)] == short
+
+
+def test_six_rounds_of_four_put_no_variant_first_more_than_twice() -> None:
+    """The A/A campaign of the answers issue: independent shuffles (seed 1) put h4 first in four rounds of six."""
+    for seed in range(50):
+        runs = build_schedule(campaign(4, 6, seed=seed))
+        firsts = Counter(r.variant for r in runs if r.idx % 4 == 0)
+        assert max(firsts.values()) <= 2

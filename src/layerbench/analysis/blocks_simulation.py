@@ -14,11 +14,13 @@ variants and the verdict regions of stats.verdict (`verdict_kinds`, the same wor
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import numpy as np
 
 from layerbench.analysis.attainable import gate
+from layerbench.analysis.design import balanced_orders
 from layerbench.analysis.paired import signed_rank_intervals, t_intervals, verdict_reachable
 from layerbench.analysis.stats import Shifts, shift_intervals
 from layerbench.statistics_settings import DEFAULTS
@@ -226,3 +228,45 @@ def fewest_rounds(rule: str, scenario: Scenario, effects: tuple[float, ...], *, 
     while rounds > 2 and share(rounds - 1, campaigns) >= target:
         rounds -= 1
     return rounds
+
+
+def shuffled_orders(names: list[str], rounds: int, rng: random.Random) -> list[list[str]]:
+    """The schedule's orders before balanced blocks: an independent shuffle per round."""
+    orders = []
+    for _ in range(rounds):
+        order = names[:]
+        rng.shuffle(order)
+        orders.append(order)
+    return orders
+
+
+ORDERS = {"shuffled": shuffled_orders, "balanced": balanced_orders}
+
+
+def place_offsets(place_effects: tuple[float, ...], rounds: int, campaigns: int, orders: str,
+                  seed: int) -> np.ndarray:
+    """The log factor of each run's place in its round ((variants + 1) x campaigns x rounds, the baseline first):
+    place i multiplies its run by 1 + place_effects[i]; each campaign's orders come from ORDERS[orders], seeded
+    per campaign as a campaign's `seed` seeds its schedule."""
+    names = [str(v) for v in range(len(place_effects))]
+    logs = np.log1p(np.asarray(place_effects))
+    out = np.empty((len(names), campaigns, rounds))
+    for c in range(campaigns):
+        for r, order in enumerate(ORDERS[orders](names, rounds, random.Random(seed * 100_003 + c))):
+            for place, name in enumerate(order):
+                out[int(name), c, r] = logs[place]
+    return out
+
+
+def simulate_places(scenario: Scenario, place_effects: tuple[float, ...], *, rounds: int, orders: str,
+                    campaigns: int = 2000, alpha: float = DEFAULTS.alpha, threshold: float = DEFAULTS.noise_threshold,
+                    seed: int = 47) -> Outcome:
+    """A/A campaigns (len(place_effects) identical variants, the first the baseline) in which a run's place in its
+    round changes its result by place_effects[place], under `scenario`, analysed by the paired t-test with Holm:
+    what a place effect does to the A/A rate with each way of ordering rounds."""
+    k = len(place_effects) - 1
+    base, variants = draw_scenario(scenario, (0.0,) * k, rounds, campaigns, np.random.default_rng(seed))
+    offsets = np.exp(place_offsets(place_effects, rounds, campaigns, orders, seed))
+    base, variants = base * offsets[0], variants * offsets[1:]
+    found = [t_intervals(base, v, alpha) for v in variants]
+    return judged(found, False, alpha, threshold)

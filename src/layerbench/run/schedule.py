@@ -1,9 +1,15 @@
 """The schedule: a campaign becomes an ordered list of runs (pure; seeded, so it is reproducible).
 
-`rounds` (default): repetition r of every (workload, threads) point runs every variant once, in an order
-shuffled with a seeded RNG, so machine drift lands on all variants alike (randomised multiple interleaved
-trials; Abedi & Brecht, "Conducting Repeatable Experiments in Highly Variable Cloud Computing
-Environments", ICPE 2017). `sequential`: all repetitions of a variant, then the next variant.
+`rounds` (default): repetition r of every (workload, threads) point runs every variant once, so machine drift lands
+on all variants alike (randomised multiple interleaved trials; Abedi & Brecht, "Conducting Repeatable Experiments in
+Highly Variable Cloud Computing Environments", ICPE 2017). The orders within rounds are not drawn independently: a
+run's place in its round matters on a real machine (the first run of a round follows another point or a pause, the
+last one a long stretch of load), and six independent shuffles of four variants put one of them first in four rounds
+of six. Each block of k rounds (2k when k is odd) is a Williams design (Williams, "Experimental designs balanced for
+the estimation of residual effects of treatments", 1949): every variant holds every place equally often and follows
+every other variant equally often; the variants' labels and the rounds within a block are shuffled with the seeded
+RNG, so the plan stays random and reproducible, and a campaign stopped inside a block (adaptive) is off balance by
+at most that block. `sequential`: all repetitions of a variant, then the next variant.
 
 A run replaced because the machine was busy (`busy: rerun`, orchestrator.py) gets an extra schedule position: the
 next free index, with the round, variant, point and repetition of the run it replaces. `execution_order` runs it
@@ -16,6 +22,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from layerbench.analysis.design import balanced_orders
 from layerbench.campaign.models import Campaign
 
 
@@ -49,11 +56,10 @@ def build_schedule(campaign: Campaign, repetitions: int | None = None) -> list[R
                 order += [(r, name, workload, threads) for r in range(1, reps + 1)]
     else:
         rng = random.Random(campaign.seed)
+        orders = {point: balanced_orders(names, reps, rng) for point in points(campaign)}
         for r in range(1, reps + 1):
             for workload, threads in points(campaign):
-                shuffled = names[:]
-                rng.shuffle(shuffled)
-                order += [(r, name, workload, threads) for name in shuffled]
+                order += [(r, name, workload, threads) for name in orders[(workload, threads)][r - 1]]
     return [RunSpec(i, r, name, w, t, r) for i, (r, name, w, t) in enumerate(order)]
 
 
