@@ -1,6 +1,7 @@
 """Adaptive repetitions by simulation (issue #17): for true effects of 0, -3 %, -10 % and -30 % and run-to-run
 CVs of 2 %, 5 % and 10 %, how often the stopping rule of `analysis/sequential.py` ends with each verdict, and how
-many rounds it needs (mean, median, 90th percentile). Noise threshold 2 %, alpha 0.05, min 4, max 20 rounds.
+many rounds it needs (mean, median, 90th percentile). Noise threshold 2 %, alpha 0.05, min 4, max 20 rounds; each
+look uses the test in force, the paired t-test on the rounds' log ratios (its floor: 3 pairs).
 
     .venv/bin/python bench/adaptive_rounds.py [--campaigns 4000] [--seed 17] [--quick]
 
@@ -35,7 +36,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=17)
     args = parse_args(parser, {"campaigns": 300})
     print(f"{args.campaigns:,} simulated campaigns per line, log-normal runs, threshold 2 %, alpha 0.05, "
-          "rounds 4..20 (alpha / 17 per look)\n")
+          "rounds 4..20 (alpha / 17 per look), paired t-test per look\n")
     print("| true effect | CV | slower | faster | within noise | undecided at max | any look rejected | "
           "rounds mean | median | p90 |")
     print("|---|---|---|---|---|---|---|---|---|---|")

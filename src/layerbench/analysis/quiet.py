@@ -56,7 +56,7 @@ def keep_waiting(waits: Sequence[QuietWait], elapsed: float, in_a_row: int = STO
     last = waits[-in_a_row:]
     if len(last) == in_a_row and all(ran_out(w) for w in last):
         return False
-    return lost <= share * max(elapsed, 0.0)
+    return math.isfinite(elapsed) and lost <= share * max(elapsed, 0.0)  # no budget without a finite time
 
 
 def wait_limit(asked: float, waits: Sequence[QuietWait], elapsed: float, share: float = WAIT_SHARE) -> float:

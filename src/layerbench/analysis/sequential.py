@@ -13,7 +13,9 @@ a budget, only spends less.
 
 A comparison is decided when its interval lies wholly beyond the noise threshold (`slower` / `faster`) or
 wholly inside it (`within noise`); the campaign stops when every TPS comparison of every point is decided.
-`simulate_rounds` replays the rule on thousands of synthetic campaigns at once (tests/unit and bench/).
+`simulate_rounds` replays the rule on thousands of synthetic campaigns at once (tests/unit and bench/), with the
+test in force at each look: the paired t-test from its floor of pairs on, as a campaign paired by round decides
+(`estimator="paired"`, the default), or Mann-Whitney (`"unpaired"`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layerbench.analysis.stats import shift_intervals
+from layerbench.analysis.attainable import T_MIN_PAIRS
+from layerbench.analysis.paired import t_intervals
+from layerbench.analysis.stats import Shifts, shift_intervals
 from layerbench.records import AdaptiveRepetitions
 from layerbench.statistics_settings import DEFAULTS
 
@@ -104,12 +108,16 @@ def classify(low: np.ndarray, high: np.ndarray, p: np.ndarray, alpha: float, thr
 
 def simulate_rounds(effect: float, *, campaigns: int = 2000, cv: float = 0.05, rounds_min: int = 4,
                     rounds_max: int = 20, alpha: float = DEFAULTS.alpha, threshold: float = DEFAULTS.noise_threshold,
-                    seed: int = DEFAULTS.seed) -> Simulated:
+                    seed: int = DEFAULTS.seed, estimator: str = "paired", round_sd: float = 0.0) -> Simulated:
     """Campaigns of one baseline and one variant with log-normal runs (sd `cv`) whose true ratio is 1 + effect,
-    stopped by the rule above. Each look uses only the rounds so far, as a real campaign does."""
+    each round's runs multiplied alike by a log-normal round factor (sd `round_sd`), stopped by the rule above with
+    `estimator`'s test. Each look uses only the rounds so far, as a real campaign does."""
     rng = np.random.Generator(np.random.PCG64(seed))
     base = 1000 * np.exp(rng.normal(0, cv, (campaigns, rounds_max)))
     variant = 1000 * (1 + effect) * np.exp(rng.normal(0, cv, (campaigns, rounds_max)))
+    if round_sd:
+        factor = np.exp(rng.normal(0, round_sd, (campaigns, rounds_max)))
+        base, variant = base * factor, variant * factor
     per_look = alpha / looks(rounds_min, rounds_max)
     kinds = np.full(campaigns, "undecided", dtype=object)
     rounds = np.full(campaigns, rounds_max)
@@ -119,13 +127,20 @@ def simulate_rounds(effect: float, *, campaigns: int = 2000, cv: float = 0.05, r
         rows = np.flatnonzero(open_)
         if rows.size == 0:
             break
-        found = shift_intervals(base[rows, :n], variant[rows, :n], per_look)
+        found = look(base[rows, :n], variant[rows, :n], per_look, estimator)
         rejected[rows] |= found.p < per_look
         now = classify(found.low, found.high, found.p, per_look, threshold)
         done = rows[now != "undecided"]
         kinds[done], rounds[done] = now[now != "undecided"], n
         open_[done] = False
     return Simulated(effect, rounds, kinds, rejected)
+
+
+def look(base: np.ndarray, variant: np.ndarray, alpha: float, estimator: str) -> Shifts:
+    """One look's intervals: the paired t-test from T_MIN_PAIRS rounds on (estimator "paired"), else Mann-Whitney."""
+    if estimator == "paired" and base.shape[1] >= T_MIN_PAIRS:
+        return t_intervals(base, variant, alpha)
+    return shift_intervals(base, variant, alpha)
 
 
 REASONS = {
