@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
-from layerbench.records import CampaignRecord, Interval, IoCounters, RunRecord, Totals
+from layerbench.records import CampaignRecord, Interval, IoCounters, RunRecord, Totals, Usage
 from layerbench.run.schedule import RunSpec, points
 from layerbench.store import Store
 
@@ -23,9 +23,9 @@ def synthetic_campaign(variants: dict[str, float], reps: int = 6, threads: tuple
 
 def fill_store(path: Path, variants: dict[str, float], reps: int = 6, seed: int = 3,
                threads: tuple[int, ...] = (2,), fail: set[int] | None = None,
-               costs: dict[str, float] | None = None, extra: dict | None = None) -> int:
+               costs: dict[str, float] | None = None, extra: dict | None = None, usage: dict | None = None) -> int:
     """A stored campaign whose variant v has TPS about 500 * variants[v], with a little noise; `extra`: more
-    campaign keys (correction: sweep)."""
+    campaign keys (correction: sweep); `usage`: the CPU record (records.Usage as JSON) of every run."""
     rng = random.Random(seed)
     campaign = parse_campaign(synthetic_campaign(variants, reps, threads, costs, extra))
     with Store(path) as store:
@@ -33,7 +33,9 @@ def fill_store(path: Path, variants: dict[str, float], reps: int = 6, seed: int 
         specs = shuffled_schedule(campaign)
         store.save_schedule(cid, [s.as_row() for s in specs])
         for spec in specs:
-            store.save_run(synthetic_run(cid, spec, variants[spec.variant], rng, spec.idx in (fail or set())))
+            record = synthetic_run(cid, spec, variants[spec.variant], rng, spec.idx in (fail or set()))
+            record.facts.resources = None if usage is None else Usage.from_json(usage)
+            store.save_run(record)
         store.finish_campaign(cid, "finished")
     return cid
 

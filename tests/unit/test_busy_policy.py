@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import SaidLines, synthetic_run
+from helpers import SaidLines, fill_store, synthetic_run
 from layerbench.analysis.aggregate import busy_summary
 from layerbench.analysis.busy import busy_run, decide, what_was_done
 from layerbench.analysis.loading import analyze
@@ -372,3 +372,32 @@ def test_a_layerbench_busy_that_is_not_a_policy_is_one_line(word: str, monkeypat
 def test_an_empty_layerbench_busy_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAYERBENCH_BUSY", "")
     assert campaign().busy_policy.policy == "rerun"
+
+
+@pytest.mark.parametrize("usage", [BUSY, QUIET])
+def test_an_undecided_comparison_on_a_busy_machine_says_so(tmp_path: Path, usage: dict) -> None:
+    """The busy demo of issue #43: `~` with every run busy reads as "this machine could not tell", not "no cost"."""
+    db = tmp_path / "lb.db"
+    fill_store(db, {"base": 1.0, "small": 0.975, "big": 0.7}, usage=usage)
+    with Store(db) as store:
+        analysis = analyze(store, store.campaign("latest").id)
+    kinds = {v.variant: v.comparisons["tps"].verdict.kind for p in analysis.points for v in p.variants
+             if v.comparisons}
+    notes = report_model(analysis).verdict_notes
+    said = [n for n in notes if "not decided on a busy machine" in n]
+    assert kinds["big"] == "slower" and kinds["small"] in {"~", "slower?"}, kinds
+    if usage is BUSY:
+        assert len(said) == 1 and said[0].startswith("`small`, default / 2 threads, TPS: not decided on a busy "
+                                                     "machine: 18 of 18 runs at this point"), notes
+        assert "took up to 60 % of the CPUs" in said[0]
+        assert "not decided" in markdown.render(report_model(analysis))
+    else:
+        assert said == []
+
+
+@pytest.mark.parametrize(("swing", "said"), [(1.62, "1.62x"), (math.inf, "to 0")])
+def test_an_unstable_runs_swing_is_a_number_or_a_drop_to_zero(swing: float, said: str) -> None:
+    from layerbench.analysis.aggregate import swing_text
+    from layerbench.report.cells import swing_cell
+
+    assert swing_cell(swing) == said and "inf" not in swing_text(swing)

@@ -5,6 +5,7 @@ and any analysis tested without a store."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -41,6 +42,7 @@ from layerbench.analysis.runs import (
 )
 from layerbench.analysis.sequential import AdaptiveState, Decision, stop_reason
 from layerbench.analysis.timing import TimeAccount, time_account
+from layerbench.measure.cpu import BUSY_SHARE
 from layerbench.records import (
     AdaptiveRepetitions,
     CampaignRecord,
@@ -143,7 +145,7 @@ def run_warnings(runs: list[RunRow]) -> list[str]:
             out.append(f"{label}: no steady state (MSER-5 would cut {r.window.steady.cut} of "
                        f"{r.window.steady.n} intervals); its numbers are kept but suspect")
         if r.window and r.window.unstable:
-            out.append(f"{label}: unstable: interval TPS swings {r.window.swing:.2f}x inside the steady window")
+            out.append(f"{label}: unstable: interval TPS {swing_text(r.window.swing)} inside the steady window")
     return out
 
 
@@ -184,6 +186,38 @@ def busy_warnings(runs: list[RunRow], waits: list[tuple[int, QuietWait]]) -> lis
                          sum(w.waited_seconds for _, w in waits))
     busy = busy_warning([(f"run {(r.idx or 0) + 1}", b) for r, b in flagged], len(runs), done=done)
     return [w for w in [busy, quiet_wait_warning(waits)] if w]
+
+
+UNDECIDED = {"~", "slower?", "faster?"}
+
+
+def swing_text(swing: float) -> str:
+    """`swings 1.62x`, or what an infinite swing means: an interval with no transaction at all."""
+    return f"swings {swing:.2f}x" if math.isfinite(swing) else "drops to 0 in an interval (no transaction)"
+
+
+def busy_undecided_notes(analysis: Analysis) -> list[str]:
+    """Why a TPS comparison stayed undecided when the machine was busy: at a point where at least a third of the
+    measured runs were busy, each undecided comparison says how many and how busy, so a `~` there reads as "this
+    machine could not tell", not as "no cost"."""
+    notes = []
+    for point in analysis.points:
+        runs = [r for r in analysis.runs if (r.workload, r.threads) == (point.workload, point.threads)
+                and r.status in MEASURED]
+        flagged = [b for r in runs if (b := run_busy(r.facts))]
+        if not runs or 3 * len(flagged) < len(runs):
+            continue
+        worst = max(b.share for b in flagged)
+        for v in point.variants:
+            tps = v.comparisons.get("tps")
+            if tps is None or tps.verdict.kind not in UNDECIDED:
+                continue
+            notes.append(f"`{v.variant}`, {point.workload} / {point.threads} threads, TPS: not decided on a busy "
+                         f"machine: {len(flagged)} of {len(runs)} runs at this point were measured while other work "
+                         f"took up to {worst * 100:.0f} % of the CPUs (threshold {BUSY_SHARE * 100:.0f} %), which "
+                         "widens the interval; run the campaign again when the machine is quieter, or with more "
+                         "rounds")
+    return notes
 
 
 def busy_summary(analysis: Analysis) -> list[str]:

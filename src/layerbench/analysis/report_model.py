@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from layerbench.analysis.aggregate import Analysis
+from layerbench.analysis.aggregate import Analysis, busy_undecided_notes
 from layerbench.analysis.attainable import T_MIN_PAIRS, paired_rule_text, pairs_floor, rule_text
 from layerbench.analysis.datasets import DataRow, dataset_rows
 from layerbench.analysis.io import IoRow, RunIo, io_notes, io_rows, run_figures
@@ -199,9 +199,11 @@ def rule(analysis: Analysis) -> str:
 
 
 def verdict_notes(analysis: Analysis) -> list[str]:
-    return [f"`{v.variant}`, {point_title(point)}, {analysis.metric_label(metric)}: {note}"
-            for point in analysis.points for v in point.variants for metric, c in v.comparisons.items()
-            for note in c.verdict.warnings]
+    """Why verdicts say what they do: undecided on a busy machine, and where an interval and its test disagree."""
+    return busy_undecided_notes(analysis) + [
+        f"`{v.variant}`, {point_title(point)}, {analysis.metric_label(metric)}: {note}"
+        for point in analysis.points for v in point.variants for metric, c in v.comparisons.items()
+        for note in c.verdict.warnings]
 
 
 def workload_line(analysis: Analysis, w: WorkloadRecord) -> str:

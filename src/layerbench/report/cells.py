@@ -3,6 +3,8 @@ deviations, a run's steady window, a run's numbers (the Markdown table writer is
 
 from __future__ import annotations
 
+import math
+
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.runs import RunRow, label_number
 
@@ -23,7 +25,7 @@ def window_text(r: RunRow) -> str:
     w = r.window
     if w is None or w.steady is None:
         return "-"
-    flags = ("" if w.steady.steady else " no steady state") + (f" unstable {w.swing:.2f}x" if w.unstable else "")
+    flags = ("" if w.steady.steady else " no steady state") + (f" unstable {swing_cell(w.swing)}" if w.unstable else "")
     return f"{w.steady.kept} of {w.steady.n} s" + flags
 
 
@@ -35,3 +37,8 @@ def run_numbers(r: RunRow, tagged: bool = False) -> list[str]:
     if tagged and r.percentile is not None and v[Metric.LAT_PCT] is not None:
         latency += f" (p{label_number(r.percentile)})"
     return [fmt(v[Metric.QUERIES], 0), fmt(v[Metric.QPS]), fmt(v[Metric.TPS]), fmt(v[Metric.LAT_AVG]), latency]
+
+
+def swing_cell(swing: float) -> str:
+    """`1.62x`, or `to 0` for a run with an interval of no transaction (an infinite max / min)."""
+    return f"{swing:.2f}x" if math.isfinite(swing) else "to 0"
