@@ -108,3 +108,33 @@ def test_hostile_readings_never_raise_and_never_give_negative_seconds(a: list, b
     throttled = podcpu.throttling(first, last)
     assert throttled is None or (throttled.periods >= 0 and throttled.seconds >= 0)
     assert all(v >= 0 for v in podcpu.node_window(first, last))
+
+
+def test_the_clients_batch_rows_and_the_sql_path_said_in_the_record() -> None:
+    from layerbench.backends.kubernetes import podexec
+
+    assert podexec.parse_rows("Innodb_rows_read\t12\nversion\t11.8.3-MariaDB\\tx\n\n") == [
+        ("Innodb_rows_read", "12"), ("version", "11.8.3-MariaDB\\tx")]
+    assert "--user=root" in podexec.CLIENT and not any("password" in word for word in podexec.CLIENT)
+    assert "exec in the server container" in podexec.server_sql_path(False, True)
+    assert "no client" in podexec.server_sql_path(False, False)
+    assert "harness is a node" in podexec.server_sql_path(True, True)
+
+
+def test_status_and_variables_go_through_the_backends_path_without_a_connection() -> None:
+    from layerbench.endpoint import Endpoint
+    from layerbench.measure.environment import server_variables
+    from layerbench.measure.io import ServerStatus, status_sql
+
+    asked: list[str] = []
+
+    def through(sql: str) -> list[tuple[str, ...]]:
+        asked.append(sql)
+        return [("a", "1"), ("short",), ("b", "2")]
+
+    nowhere = Endpoint("192.0.2.1", 1, "u", "p", "d")  # TEST-NET: a connection would fail
+    assert server_variables(nowhere, through) == {"a": "1", "b": "2"}
+    with ServerStatus(nowhere, through) as status:
+        assert status.conn is None and status.error is None
+        assert status() == [("a", "1"), ("short",), ("b", "2")]
+    assert asked == ["SHOW GLOBAL VARIABLES", status_sql()]

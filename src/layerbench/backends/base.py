@@ -65,6 +65,10 @@ class Backend(Protocol):
     def neighbour_pods(self) -> ContainerStarter | None:
         """After up(): what starts a neighbour with placement kubernetes (a pod beside the server); None: none."""
 
+    def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
+        """After up(): a runner of one SQL statement where the server runs, for its status and variables when this
+        machine should not connect to it (a pod off its node: backends/kubernetes/podexec.py); None: connect."""
+
     def server_cpu_window(self) -> ServerCpuWindow | None:
         """After up(): the reader of the server's CPU where it runs when this machine's /proc does not hold it (a
         pod whose node is not this machine: backends/kubernetes/podcpu.py); None: the sampler here sees it."""
@@ -134,6 +138,9 @@ class BackendBase:
         return None
 
     def server_cpu_window(self) -> ServerCpuWindow | None:
+        return None
+
+    def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
         return None
 
     def served_on_host(self) -> tuple[str, int] | None:

@@ -190,7 +190,7 @@ class RunExecution:
 
     def _environment(self, endpoint: Endpoint) -> Environment:
         try:
-            variables = environment.server_variables(endpoint)
+            variables = environment.server_variables(endpoint, self.backend.server_sql())
         except Exception as error:  # e.g. a Job client on a cluster this host has no route to
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
@@ -212,7 +212,7 @@ class RunExecution:
         remote_cpu, local = server_host_readers(self.ctx, self.backend, server_host, neighbours)
         sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
-        with neighbours, ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: before the window
+        with neighbours, ServerStatus(endpoint, self.backend.server_sql()) as status, pinned(away) as moved_to:
             io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reader() if remote_cpu else None)
             self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the window
             if remote_cpu is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.kubernetes import access, cluster, manifests, pod, podcpu, scoped, volsnap
+from layerbench.backends.kubernetes import access, cluster, manifests, pod, podcpu, podexec, scoped, volsnap
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
@@ -54,6 +54,16 @@ def server_program(variant: KubernetesVariant) -> ServerProgram:
     if variant.mysqld:
         return rooted_image_server(variant)
     return own_image_mysql() if variant.image and variant.is_mysql else image_server(variant)
+
+
+def server_log_tail(core: Any, ns: str, lines: int) -> str:
+    """The server container's last log lines, or "" when there is no server pod (yet, or any more)."""
+    with contextlib.suppress(Exception):
+        found = pod.server_pod(core, ns)
+        if found is not None:
+            return str(core.read_namespaced_pod_log(found.metadata.name, ns, container=manifests.SERVER,
+                                                    tail_lines=lines, _request_timeout=cluster.TIMEOUT))
+    return ""
 
 
 def unasked_exclusive_cores(variant: KubernetesVariant, policy: Any) -> str | None:
@@ -128,7 +138,8 @@ class KubernetesBackend(BackendBase):
             volsnap.record_restore(self.core, self.ns, self.pod.metadata.name, spec, time.monotonic() - started)
         self._check_qos(variant)
         self.on_node = cluster.harness_is_a_node(self.nodes)
-        self.facts |= podcpu.source_facts(self.on_node, str(self.pod.spec.node_name))
+        self.facts |= podcpu.source_facts(self.on_node, str(self.pod.spec.node_name)) | {
+            "server_sql": podexec.server_sql_path(self.on_node, self.server.flavour.is_mariadb)}
         self._record_pod_facts()
         endpoint = self._endpoint(spec, variant)
         if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
@@ -249,6 +260,11 @@ class KubernetesBackend(BackendBase):
         return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant, placement=self.placement,
                          server=(str(self.facts.get(f"{self.variant.client_target}_ip")), manifests.PORT))
 
+    def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
+        """Off a node, a MariaDB server's SQL in its container (podexec.py): no connection from here."""
+        return None if self.on_node or self.pod is None or not self.server.flavour.is_mariadb else \
+            podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name)
+
     def server_cpu_window(self) -> ServerCpuWindow | None:
         """Off a node: the server container's CPU and throttling and its node's other load, read in the pod."""
         return None if self.pod is None or self.on_node else podcpu.PodCpuWindow(
@@ -258,9 +274,4 @@ class KubernetesBackend(BackendBase):
         return None if self.pod is None else NeighbourPods(self.core, str(self.ns), self.pod.spec.node_name).start
 
     def server_log_tail(self, lines: int = 20) -> str:
-        with contextlib.suppress(Exception):
-            found = self._server_pod()
-            if found is not None:
-                return str(self.core.read_namespaced_pod_log(found.metadata.name, self.ns, container=manifests.SERVER,
-                                                             tail_lines=lines, _request_timeout=cluster.TIMEOUT))
-        return ""
+        return server_log_tail(self.core, str(self.ns), lines) if self.ns else ""

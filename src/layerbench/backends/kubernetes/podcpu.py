@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from layerbench.backends.kubernetes.podexec import pod_exec
 from layerbench.measure.pressure import parse_pressure, pressure_window
 from layerbench.records import Throttling, Usage
 
@@ -178,19 +179,18 @@ class PodCpuWindow:
         self.error: str | None = None
 
     def read(self) -> PodReading | None:
-        from kubernetes.stream import stream
-
         started = time.monotonic()
         try:
-            text = stream(self.core.connect_get_namespaced_pod_exec, self.pod, self.ns, container=self.container,
-                          command=["sh", "-c", SCRIPT], stderr=False, stdin=False, stdout=True, tty=False,
-                          _request_timeout=30)
+            status, text, _ = pod_exec(self.core, self.ns, self.pod, ["sh", "-c", SCRIPT], self.container)
         except Exception as error:  # the API refused, the pod is gone: the run is recorded without the figures
             self.error = f"{type(error).__name__}: {str(error)[:200]}"
             return None
         finally:
             self.exec_seconds.append(round(time.monotonic() - started, 3))
-        return parse_reading(str(text))
+        if status is None:
+            self.error = "the reading did not end within 30 s"
+            return None
+        return parse_reading(text)
 
     def start(self) -> None:
         self.first = self.read()
