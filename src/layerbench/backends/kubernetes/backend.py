@@ -230,8 +230,8 @@ class KubernetesBackend(BackendBase):
         return found
 
     def client_processes(self, hook: Path) -> list[int]:
-        """sysbench here (client: host, port-forward) or in a Job's pod on this machine (its hook in CLIENT_DIR)."""
-        return host_client_processes(hook) + processes_with(f"{CLIENT_DIR}/hook.lua")
+        """sysbench here (client: host, port-forward) or in a Job's pod on this node (its hook in CLIENT_DIR)."""
+        return host_client_processes(hook) + (processes_with(f"{CLIENT_DIR}/hook.lua") if self.on_node else [])
 
     def cgroups(self) -> list[Path]:  # off a node none: components() finds no server here
         if not self.server_pids:
