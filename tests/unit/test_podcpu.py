@@ -71,9 +71,13 @@ def test_the_window_puts_the_pods_figures_in_place_of_this_machines() -> None:
     assert got.cpu_seconds == {"client": 0.5, "server@node-a": 1.0, "other@node-a": 2.0, "idle": 7.0}
     assert got.throttling == {"ns/server-0/server": Throttling(10, 2, 0.0)}
     assert window.facts()["cpus"] == "0" and window.facts()["complete"] is True
-    window.last = None  # a reading that failed: the run keeps this machine's figures, and says so
+    window.last = None  # a reading that failed: neither the server's nor this machine's other, and a note why
     window.error = "ApiException: (403)"
-    assert window.usage_of(usage) == usage and window.facts()["error"] == "ApiException: (403)"
+    failed = window.usage_of(usage)
+    assert failed.cpu_seconds == {"client": 0.5} and window.facts()["error"] == "ApiException: (403)"
+    assert failed.notes == ("the server's CPU was not read in its pod on node node-a (ApiException: (403)); this "
+                            "machine is not a node, so its /proc holds none of it",)
+    assert Usage.from_json(failed.to_json()).notes == failed.notes and "notes" not in usage.to_json()
 
 
 def test_cpu_lists() -> None:

@@ -218,9 +218,12 @@ class PodCpuWindow:
         """The run's Usage with the pod's node's figures: its CPU per component, the container's throttling, the
         node's steal and pressure; this machine's `other` and `idle` are not the server's node's, so they go."""
         found = self.result()
-        if not found:
-            return usage
         kept = {k: v for k, v in usage.cpu_seconds.items() if k not in ("other", "idle", "server")}
+        if not found:  # this machine's other and idle are still not the node's
+            why = self.error or "a reading without the container cgroup's usage"
+            return replace(usage, cpu_seconds=kept, top_other=(), throttling={}, pressure={}, notes=(
+                f"the server's CPU was not read in its pod on node {self.node} ({why}); this machine is not a node, "
+                "so its /proc holds none of it",))
         throttled = throttling(self.first, self.last) if self.first and self.last else None
         return replace(usage, cpu_seconds={**kept, **found}, top_other=(), steal_seconds=self.steal_seconds(),
                        throttling={f"{self.ns}/{self.pod}/{self.container}": throttled} if throttled else {},
