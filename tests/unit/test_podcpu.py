@@ -65,11 +65,12 @@ def test_an_unknown_cpuset_reads_every_cpu_line() -> None:
 def test_the_window_puts_the_pods_figures_in_place_of_this_machines() -> None:
     window = podcpu.PodCpuWindow(None, "ns", "server-0", "server", "node-a")
     window.first = podcpu.parse_reading(v1(usage=0, busy0=0, idle0=0))
-    window.last = podcpu.parse_reading(v1(usage=10**9, periods=10, throttled=2, busy0=300, idle0=700))
+    window.last = podcpu.parse_reading(v1(usage=10**9, periods=10, throttled=2, busy0=300, idle0=700, some=1_500_000))
     usage = Usage({"other": 9.0, "idle": 1.0, "client": 0.5}, top_other=())
     got = window.usage_of(usage)
     assert got.cpu_seconds == {"client": 0.5, "server@node-a": 1.0, "other@node-a": 2.0, "idle": 7.0}
     assert got.throttling == {"ns/server-0/server": Throttling(10, 2, 0.0)}
+    assert got.pressure == {"system": {"some_seconds": 1.5, "full_seconds": 0.0}}  # the node's, as an ssh: host's
     assert window.facts()["cpus"] == "0" and window.facts()["complete"] is True
     window.last = None  # a reading that failed: neither the server's nor this machine's other, and a note why
     window.error = "ApiException: (403)"

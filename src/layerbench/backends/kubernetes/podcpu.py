@@ -212,7 +212,8 @@ class PodCpuWindow:
     def pressure(self) -> dict[str, dict[str, float]]:
         if self.first is None or self.last is None or not self.first.pressure:
             return {}
-        return pressure_window({f"node {self.node}": self.first.pressure}, {f"node {self.node}": self.last.pressure})
+        # `system`: the machine the server ran on, as an ssh: host's (measure/remote_cpu.py), here the node's kernel
+        return pressure_window({"system": self.first.pressure}, {"system": self.last.pressure})
 
     def usage_of(self, usage: Usage) -> Usage:
         """The run's Usage with the pod's node's figures: its CPU per component, the container's throttling, the
