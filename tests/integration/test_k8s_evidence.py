@@ -8,12 +8,11 @@ is counted as the server's: the backend finds no process of the pod here."""
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_kubernetes_rbac import admin, namespace_objects, write_kubeconfig
+from test_kubernetes_rbac import shipped_role_account
 
 from helpers import stored_rows
 from layerbench.analysis.busy import busy_key, run_busy
@@ -31,24 +30,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
 
 @pytest.fixture
 def account(k8s_cluster, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A namespace evid-<random> with the shipped ServiceAccount, Role and RoleBinding, and a 0600 kubeconfig with
-    the account's token; all removed at the end."""
-    from kubernetes import client, utils
-
-    api = admin()
-    core, ns = client.CoreV1Api(api), f"evid-{secrets.token_hex(4)}"
-    path = tmp_path / "evid-kubeconfig"
-    core.create_namespace({"metadata": {"name": ns, "labels": {"evid-test": "1"}}})
-    try:
-        for body in namespace_objects(ns):
-            utils.create_from_dict(api, body, namespace=ns)
-        token = core.create_namespaced_service_account_token(
-            "layerbench", ns, {"spec": {"expirationSeconds": 3600}}).status.token
-        write_kubeconfig(path, token)
-        yield ns, path
-    finally:
-        path.unlink(missing_ok=True)
-        pod.delete_namespace(core, ns)
+    """A namespace evid-<random> with the shipped ServiceAccount, Role and RoleBinding (test_kubernetes_rbac.py)."""
+    with shipped_role_account(tmp_path, "evid") as found:
+        yield found
 
 
 def test_off_a_node_the_servers_cpu_throttling_and_status_come_from_its_pod(tmp_path: Path,
