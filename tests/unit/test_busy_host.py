@@ -143,3 +143,18 @@ def test_a_neighbour_placed_over_ssh_on_the_server_host_is_a_component_there(tmp
     assert running.on_host("app") == {"neighbour:far": [99]} and running.on_host("db") == {}
     assert placed_usage({"neighbour:near": 2.0, "other": 0.5}, "db2", None, same_kernel=False) == {
         "neighbour:near@db2": 2.0, "other@db2": 0.5}
+
+
+def test_a_pod_read_off_its_node_is_busy_by_its_nodes_other_never_the_harnesss() -> None:
+    """backends/kubernetes/podcpu.py names the pod's node in the backend's facts (server_cpu_node)."""
+    pod = Environment.from_json({"backend": {"backend": "kubernetes", "server_cpu_node": "node-a"}})
+    assert pod.server_place() == ("node-a", frozenset())
+    quiet_node = usage(server__node_a=2.0, other__node_a=0.5, idle=7.5, other__harness=30.0)
+    busy_node = usage(server__node_a=2.0, other__node_a=4.0, idle=4.0)
+    renamed = {k.replace("node_a", "node-a"): v for k, v in quiet_node.cpu_seconds.items()}
+    assert run_busy(StoredFacts(environment=pod, usage=Usage(renamed))) is None
+    found = run_busy(StoredFacts(environment=pod, usage=Usage(
+        {k.replace("node_a", "node-a"): v for k, v in busy_node.cpu_seconds.items()})))
+    assert found is not None and found.share == 0.4
+    on_node = Environment.from_json({"backend": {"backend": "kubernetes"}})
+    assert on_node.server_place() == (None, frozenset())

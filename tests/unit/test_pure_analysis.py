@@ -142,3 +142,22 @@ def test_the_pure_analysis_loads_neither_the_store_nor_sqlite3() -> None:
             "print(sorted(m for m in sys.modules if m in ('sqlite3', 'layerbench.store')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_variant_whose_server_cpu_was_not_read_says_why_in_where_the_overhead_went() -> None:
+    """analysis/overhead.py overhead_notes, report/markdown.py and report/html.py: one line per variant and reason."""
+    from dataclasses import replace
+
+    from layerbench.analysis.report_model import report_model
+    from layerbench.report import html, markdown
+
+    why = "the server's CPU was not read in its pod on node n1 (ApiException: (403)); this machine is not a node"
+    base = loaded()
+    runs = tuple(replace(r, facts=StoredFacts(usage=Usage.from_json({"cpu_seconds": {}, "notes": [why]})))
+                 if r.variant == "vm" else r for r in base.runs)
+    report = report_model(analyze_loaded(replace(base, runs=runs)))
+    [note] = report.overhead_notes
+    assert note.startswith(f"`vm`: {why} (run ") and note.endswith(" ...)")
+    text = markdown.render(report)
+    assert f"- {note}" in text.split("## Where the overhead went")[1].split("## ")[0]
+    assert "was not read in its pod on node n1" in html.render(report).split("Where the overhead went")[1]

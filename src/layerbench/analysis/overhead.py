@@ -41,6 +41,16 @@ def per_1000(usage: Usage, r: RunRow, report_interval: float) -> dict[str, float
     return {k: v * 1000 / count for k, v in usage.cpu_seconds.items() if k != "idle"}
 
 
+def overhead_notes(analysis: Analysis) -> list[str]:
+    """Why a variant's CPU is missing from the table, once per variant and reason (the runs' usage notes)."""
+    found: dict[str, list[int]] = {}
+    for r in analysis.runs:
+        for note in r.facts.usage.notes if r.facts.usage else ():
+            found.setdefault(f"`{r.variant}`: {note}", []).append((r.idx or 0) + 1)
+    return [f"{text} (run {', '.join(map(str, runs[:5]))}{' ...' if len(runs) > 5 else ''})"
+            for text, runs in found.items()]
+
+
 def overhead_rows(analysis: Analysis) -> list[Overhead]:
     """Per point and variant (in the analysis' order), the CPU and throttling of its runs that recorded usage."""
     out = []

@@ -18,7 +18,7 @@ from layerbench.analysis.latency import (
     percentile_comparisons,
 )
 from layerbench.analysis.metrics import Metric
-from layerbench.analysis.overhead import Overhead, overhead_rows
+from layerbench.analysis.overhead import Overhead, overhead_notes, overhead_rows
 from layerbench.analysis.placement import PlacementRow, placement_rows
 from layerbench.analysis.point_statistics import point_title
 from layerbench.analysis.price import PricePerformance, price_performance
@@ -79,6 +79,7 @@ class Report:
     warnings: tuple[str, ...] = ()
     published: PublishedSection | None = None  # the published study's numbers beside ours (analysis/published.py)
     placement: tuple[PlacementRow, ...] = ()  # per variant: server and client node, path, RTT (analysis/placement.py)
+    overhead_notes: tuple[str, ...] = ()  # why a variant's server CPU is missing (analysis/overhead.py)
 
 
 def report_model(analysis: Analysis) -> Report:
@@ -96,7 +97,8 @@ def report_model(analysis: Analysis) -> Report:
         io=(io := tuple(io_rows(analysis))), io_notes=tuple(io_notes(list(io))),
         io_runs={r.id: f for r in analysis.runs if (f := run_figures(r)) is not None},
         summary=summary_rows(analysis), run_verdicts=run_verdicts(analysis), warnings=tuple(analysis.warnings),
-        published=published_section(analysis), placement=tuple(placement_rows(analysis.runs)))
+        published=published_section(analysis), placement=tuple(placement_rows(analysis.runs)),
+        overhead_notes=tuple(overhead_notes(analysis)))
 
 
 def summary_rows(analysis: Analysis) -> tuple[SummaryRow, ...]:

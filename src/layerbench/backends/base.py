@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from layerbench.backends.variant_base import FirstTimeCost
 from layerbench.endpoint import Endpoint
 from layerbench.hosts.owners import processes_with
+from layerbench.measure.remote_cpu import ServerCpuWindow
 from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.spec import HostDatasets, ServerSpec
 from layerbench.sysbench.client import ClientRunner, HostClient
@@ -63,6 +64,14 @@ class Backend(Protocol):
 
     def neighbour_pods(self) -> ContainerStarter | None:
         """After up(): what starts a neighbour with placement kubernetes (a pod beside the server); None: none."""
+
+    def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
+        """After up(): a runner of one SQL statement where the server runs, for its status and variables when this
+        machine should not connect to it (a pod off its node: backends/kubernetes/podexec.py); None: connect."""
+
+    def server_cpu_window(self) -> ServerCpuWindow | None:
+        """After up(): the reader of the server's CPU where it runs when this machine's /proc does not hold it (a
+        pod whose node is not this machine: backends/kubernetes/podcpu.py); None: the sampler here sees it."""
 
     def datasets_on_host(self) -> HostDatasets | None:
         """The keeper of the dataset snapshots the server's own host prepares with the variant's server (a host
@@ -126,6 +135,12 @@ class BackendBase:
         return None
 
     def datasets_on_host(self) -> HostDatasets | None:
+        return None
+
+    def server_cpu_window(self) -> ServerCpuWindow | None:
+        return None
+
+    def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
         return None
 
     def served_on_host(self) -> tuple[str, int] | None:

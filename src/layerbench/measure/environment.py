@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,12 @@ def host_facts() -> dict[str, Any]:
     }
 
 
-def server_variables(endpoint: Endpoint) -> dict[str, str]:
-    """SHOW GLOBAL VARIABLES of the server under test (what it really runs with)."""
-    return {str(k): str(v) for k, v in query(endpoint, "SHOW GLOBAL VARIABLES")}
+def server_variables(endpoint: Endpoint, through: Callable[[str], list[tuple[Any, ...]]] | None = None
+                     ) -> dict[str, str]:
+    """SHOW GLOBAL VARIABLES of the server under test (what it really runs with): through a connection to the
+    endpoint, or `through` the backend's own path to the server's SQL (Backend.server_sql)."""
+    rows = through("SHOW GLOBAL VARIABLES") if through is not None else query(endpoint, "SHOW GLOBAL VARIABLES")
+    return {str(row[0]): str(row[1]) for row in rows if len(row) >= 2}
 
 
 def read_text(path: str) -> str | None:

@@ -320,17 +320,20 @@ class ServerStatus:
     thread landing in the middle of the benchmark. PyMySQL in this process: the password never reaches a
     command line or a log. A failed open is kept and raised at each reading (the window names it)."""
 
-    def __init__(self, endpoint: Any) -> None:
+    def __init__(self, endpoint: Any, through: Callable[[str], list[tuple[Any, ...]]] | None = None) -> None:
         from layerbench.server.datadir import connect
 
         self.conn: Any = None
         self.error: Exception | None = None
+        self.through = through  # the backend's own path to the server's SQL (Backend.server_sql): no connection
         try:
-            self.conn = connect(endpoint)
+            self.conn = None if through is not None else connect(endpoint)
         except Exception as error:  # the server unreachable from this host (a cluster's Job client, say)
             self.error = error
 
     def __call__(self) -> list[tuple[Any, ...]]:
+        if self.through is not None:
+            return self.through(status_sql())
         if self.conn is None:
             raise self.error or RuntimeError("no connection")
         with self.conn.cursor() as cursor:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from layerbench.errors import RunFailed
 from layerbench.hosts.inventory import Host
@@ -28,7 +29,7 @@ from layerbench.hosts.procfs import (
 from layerbench.measure.cpu import top_processes
 from layerbench.measure.io import Procs, parse_proc_io
 from layerbench.measure.pressure import parse_pressure, pressure_window
-from layerbench.records.cpu import TopProcess
+from layerbench.records.cpu import TopProcess, Usage
 
 CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
 SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; sed "s/^/PSI /" /proc/pressure/cpu 2>/dev/null; '
@@ -94,6 +95,19 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
     return out
 
 
+class ServerCpuWindow(Protocol):
+    """A reader of the server's CPU where it runs, when this machine's sampler cannot see it: start() and stop()
+    around the measured window, then usage_of() the run's Usage with its figures (RemoteCpuWindow: an ssh: host;
+    backends/kubernetes/podcpu.py: a pod off this machine), facts() what the run's record says about the source."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def result(self) -> dict[str, float]: ...
+    def usage_of(self, usage: Usage) -> Usage: ...
+    def facts(self) -> dict[str, Any]: ...
+    def io_reader(self) -> Callable[[], tuple[int, Procs]] | None: ...
+
+
 class RemoteCpuWindow:
     """start() and stop() around the measured window; result() the CPU seconds per component on the host, top()
     its busiest processes outside them, steal_seconds() its hypervisor steal. `sharers`: other hosts of the
@@ -152,6 +166,17 @@ class RemoteCpuWindow:
         if self.first is None or self.last is None:
             return 0.0
         return max(0, self.last.steal - self.first.steal) / self.last.tick
+
+    def usage_of(self, usage: Usage) -> Usage:
+        """With the server on an ssh: host, the busiest others, the steal and the CPU pressure are that host's, not
+        the harness's (its CPU per component: run/execution.py placed_cpu)."""
+        return replace(usage, top_other=self.top(), steal_seconds=self.steal_seconds(), pressure=self.pressure())
+
+    def facts(self) -> dict[str, Any]:
+        return {}  # the record's placement names the host
+
+    def io_reader(self) -> Callable[[], tuple[int, Procs]] | None:
+        return self.io_reading
 
     def io_reading(self) -> tuple[int, Procs]:
         """The I/O counters of the backend's processes on the host now (measure/io.py IoWindow's `remote`)."""

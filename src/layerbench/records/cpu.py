@@ -68,6 +68,7 @@ class Usage:
     harness_cpu_seconds: float = 0.0  # all of layerbench's own CPU in the window (sampler included)
     harness_cpus: str | None = None  # the CPUs the harness was moved to; None: it was not (run/harness.py)
     pressure: dict[str, dict[str, float]] = field(default_factory=dict)  # PSI: "system" or a cgroup -> some/full s
+    notes: tuple[str, ...] = ()  # why a figure is missing (a pod's CPU not read off its node); written when any
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)  # as stored (exports show it)
 
     @classmethod
@@ -80,7 +81,8 @@ class Usage:
                    _counts(data.get("ctx_involuntary")), as_float(data.get("sampler_cpu_seconds")),
                    as_float(data.get("harness_cpu_seconds")), opt_str(data.get("harness_cpus")), document=dict(data),
                    pressure={str(k): {str(n): as_float(x) for n, x in as_object(v).items()}
-                    for k, v in as_object(data.get("pressure")).items()})
+                    for k, v in as_object(data.get("pressure")).items()},
+                   notes=tuple(as_str(n) for n in as_list(data.get("notes"))))
 
     def to_json(self) -> JSONObject:
         return {"window_seconds": self.window_seconds, "samples": self.samples, "cpu_seconds": dict(self.cpu_seconds),
@@ -89,7 +91,8 @@ class Usage:
                 "sampler_cpu_seconds": self.sampler_cpu_seconds, "harness_cpu_seconds": self.harness_cpu_seconds,
                 "harness_cpus": self.harness_cpus, "steal_seconds": self.steal_seconds,
                 "top_other": [p.to_json() for p in self.top_other],
-                "pressure": {k: dict(v) for k, v in self.pressure.items()}}
+                "pressure": {k: dict(v) for k, v in self.pressure.items()}} | (
+                    {"notes": list(self.notes)} if self.notes else {})
 
 
 @dataclass(frozen=True)

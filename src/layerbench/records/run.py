@@ -191,7 +191,11 @@ class Environment:
 
     def server_place(self) -> tuple[str | None, frozenset[str]]:
         """With `hosts:`, the host the server ran on and the other hosts of the run that share its kernel (the same
-        boot id: the namespace lab's hosts); (None, empty) for a run without an inventory."""
+        boot id: the namespace lab's hosts); a pod's node when its CPU was read there (`server_cpu_node` of the
+        backend's facts: the harness is not a node); (None, empty) for a run without an inventory."""
+        node = as_object(self.document.get("backend")).get("server_cpu_node")
+        if isinstance(node, str) and node:
+            return node, frozenset()
         server = as_object(self.document.get("placement")).get("server_host")
         if not isinstance(server, str):
             return None, frozenset()

@@ -166,14 +166,14 @@ def latency_distribution(report: Report) -> dict[str, Any]:
 def overhead(report: Report) -> dict[str, Any] | None:
     rows = report.overhead
     if not rows:
-        return None
+        return {"notes": report.overhead_notes} if report.overhead_notes else None
     components = list(report.overhead_components)
     body: list[list[Cell]] = [[r.variant, r.point, *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
                                "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %",
                                fmt(r.throttled_seconds)] for r in rows]
     header = ["variant", "point", *components, "throttled periods", "throttled s / run"]
     return {"chart": chart(charts.overhead_figure(rows, components), "overhead"),
-            "table": Table(header, body, set(range(2, len(header))))}
+            "table": Table(header, body, set(range(2, len(header)))), "notes": report.overhead_notes}
 
 
 def io_section(report: Report) -> dict[str, Any] | None:

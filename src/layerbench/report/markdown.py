@@ -196,10 +196,12 @@ def sweep_section(report: Report) -> list[str]:
 
 
 def overhead_section(report: Report) -> list[str]:
+    notes = [f"- {note}" for note in report.overhead_notes]
     if not report.overhead:
-        return []
+        return ["## Where the overhead went", "", *notes, ""] if notes else []
     components = list(report.overhead_components)
-    lines = ["## Where the overhead went (CPU seconds per 1,000 transactions, mean of runs)", ""]
+    lines = ["## Where the overhead went (CPU seconds per 1,000 transactions, mean of runs)", "", *notes,
+             *([""] if notes else [])]
     header = ["variant", "point", *components, "throttled periods", "throttled s / run"]
     body = [[f"`{r.variant}`", r.point, *[fmt(r.cpu_per_1000_tx.get(c), 3) for c in components],
              "-" if r.throttled_share is None else f"{r.throttled_share * 100:.0f} %", fmt(r.throttled_seconds)]

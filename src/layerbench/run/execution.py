@@ -27,7 +27,7 @@ from layerbench.hosts.workdirs import work_root
 from layerbench.measure import environment
 from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
-from layerbench.measure.remote_cpu import RemoteCpuWindow
+from layerbench.measure.remote_cpu import RemoteCpuWindow, ServerCpuWindow
 from layerbench.neighbours.running import NeighboursRunning
 from layerbench.paths import slug
 from layerbench.records import Environment, Reset, RunRecord, Usage
@@ -190,7 +190,7 @@ class RunExecution:
 
     def _environment(self, endpoint: Endpoint) -> Environment:
         try:
-            variables = environment.server_variables(endpoint)
+            variables = environment.server_variables(endpoint, self.backend.server_sql())
         except Exception as error:  # e.g. a Job client on a cluster this host has no route to
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
@@ -212,8 +212,8 @@ class RunExecution:
         remote_cpu, local = server_host_readers(self.ctx, self.backend, server_host, neighbours)
         sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
-        with neighbours, ServerStatus(endpoint) as status, pinned(away) as moved_to:  # status: before the window
-            io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reading if remote_cpu else None)
+        with neighbours, ServerStatus(endpoint, self.backend.server_sql()) as status, pinned(away) as moved_to:
+            io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reader() if remote_cpu else None)
             self._marks = WindowMarks(io_window, workload.warmup)  # counters right before and after the window
             if remote_cpu is not None:
                 remote_cpu.start()
@@ -226,7 +226,7 @@ class RunExecution:
                 usage = sampler.stop()
                 if remote_cpu is not None:
                     remote_cpu.stop()
-        usage = server_host_usage(replace(usage, harness_cpus=moved_to), remote_cpu)
+        usage = server_usage(replace(usage, harness_cpus=moved_to), remote_cpu, self.record.facts.other)
         self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
             usage = replace(usage, cpu_seconds=placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey,
@@ -343,12 +343,15 @@ def run_neighbours(ctx: RunContext, spec: RunSpec, variant: VariantBase, run_dir
 
 
 def server_host_readers(ctx: RunContext, backend: Backend, server_host: Host, neighbours: NeighboursRunning
-                        ) -> tuple[RemoteCpuWindow | None, Callable[[], dict[str, list[int]]]]:
+                        ) -> tuple[ServerCpuWindow | None, Callable[[], dict[str, list[int]]]]:
     """The CPU readers of the server's host: over SSH for an ssh: host (its components: the backend's and the
-    neighbours placed there), and the components of the local sampler. On a kernel other hosts of the campaign
-    share (the namespace lab), their processes are read as `other@<host>` (hosts/remote.py:kernel_sharers)."""
+    neighbours placed there), the backend's own where this machine cannot see the server (a pod off its node),
+    and the components of the local sampler. On a kernel other hosts of the campaign share (the namespace lab),
+    their processes are read as `other@<host>` (hosts/remote.py:kernel_sharers)."""
     from layerbench.hosts.remote import kernel_sharers
 
+    if (window := backend.server_cpu_window()) is not None:
+        return window, neighbours.with_components(backend.components)
     sharers = kernel_sharers(ctx.survey.get("facts", {}), server_host.name) if ctx.campaign.hosts else {}
     if not server_host.is_local:
         on_host = lambda: {**backend.components(), **neighbours.on_host(server_host.name)}  # noqa: E731
@@ -367,23 +370,24 @@ def server_tuning(ctx: RunContext, name: str) -> dict[str, Any]:
     return host_tuning(ctx.survey.get("facts", {}).get(name, {})) | {"read_on": name}
 
 
-def server_host_usage(usage: Usage, remote_cpu: RemoteCpuWindow | None) -> Usage:
-    """With the server on an ssh: host, the busiest others, the steal and the CPU pressure are that host's, not the
-    harness's."""
+def server_usage(usage: Usage, remote_cpu: ServerCpuWindow | None, other: dict[str, Any]) -> Usage:
+    """The run's Usage with the figures of the server's host or node where they were read there, and in `other`
+    (the run's facts) what that reader says about itself (a pod's: `server_cpu`)."""
     if remote_cpu is None:
         return usage
-    return replace(usage, top_other=remote_cpu.top(), steal_seconds=remote_cpu.steal_seconds(),
-                   pressure=remote_cpu.pressure())
+    if read_where := remote_cpu.facts():
+        other["server_cpu"] = read_where
+    return remote_cpu.usage_of(usage)
 
 
-def placed_cpu(cpu: dict[str, float], remote_cpu: RemoteCpuWindow | None, client: ClientRunner,
+def placed_cpu(cpu: dict[str, float], remote_cpu: ServerCpuWindow | None, client: ClientRunner,
                survey: dict[str, Any], server_host: str) -> dict[str, float]:
     """CPU seconds per component named with its host: the server host's (read there when it is an ssh: host),
     and sysbench's on its own host when it ran elsewhere."""
     from layerbench.hosts.remote import SSHClient, placed_usage
 
     remote = client if isinstance(client, SSHClient) else None
-    server_cpu = remote_cpu.result() if remote_cpu is not None else cpu
+    server_cpu = remote_cpu.result() if isinstance(remote_cpu, RemoteCpuWindow) else cpu  # a pod's: in cpu
     return placed_usage(server_cpu, server_host, remote, same_kernel(survey, remote, server_host))
 
 

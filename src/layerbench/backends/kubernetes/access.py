@@ -82,6 +82,8 @@ def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -
         rights += _rights("create get", "volumesnapshots", SNAPSHOT_GROUP, False, "the seed and run snapshots")
     rights += _rights("create get list delete deletecollection", "pods", "", False, run)
     rights += _rights("get", "pods/log", "", False, "the server's log, the Jobs' and neighbours' output")
+    rights += _rights("create get", "pods/exec", "", False,  # get: the websocket's upgrade; create: kubectl's, 1.35's
+                      "the server's CPU and throttling read in its pod off a node (podcpu.py)")
     rights += _rights("list", "events", "", False, "why a pod does not start")
     for resource, group, why in kinds:
         rights += _rights("create", resource, group, False, why)

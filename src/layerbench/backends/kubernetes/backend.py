@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.kubernetes import access, cluster, manifests, pod, scoped, volsnap
+from layerbench.backends.kubernetes import access, cluster, manifests, pod, podcpu, podexec, scoped, volsnap
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
@@ -32,6 +32,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
 from layerbench.hosts.procs import ManagedProcess
+from layerbench.measure.remote_cpu import ServerCpuWindow
 from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
@@ -55,6 +56,25 @@ def server_program(variant: KubernetesVariant) -> ServerProgram:
     return own_image_mysql() if variant.image and variant.is_mysql else image_server(variant)
 
 
+def server_log_tail(core: Any, ns: str, lines: int) -> str:
+    """The server container's last log lines, or "" when there is no server pod (yet, or any more)."""
+    with contextlib.suppress(Exception):
+        found = pod.server_pod(core, ns)
+        if found is not None:
+            return str(core.read_namespaced_pod_log(found.metadata.name, ns, container=manifests.SERVER,
+                                                    tail_lines=lines, _request_timeout=cluster.TIMEOUT))
+    return ""
+
+
+def unasked_exclusive_cores(variant: KubernetesVariant, policy: Any) -> str | None:
+    """The warning for a Guaranteed pod of whole CPUs that the static CPU manager pinned unasked."""
+    if variant.cpu_manager_static or policy != "static" or \
+            not manifests.exclusive_cpus(manifests.resources_for(variant)):
+        return None
+    return ("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although cpu_manager_static is "
+            "false (a whole CPU count); use a fractional cpu limit (like 999m) for a pod on the shared cores")
+
+
 @access.readable_403s("check", "prepare", "up")  # a 403 in them: one line naming the right (exit 2)
 class KubernetesBackend(BackendBase):
     kind = "kubernetes"
@@ -74,6 +94,7 @@ class KubernetesBackend(BackendBase):
         self.placement: dict[str, Any] = {}  # server and client nodes; the Job client adds its nodes as it runs
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
         self.server: ServerProgram = server_program(variant)
+        self.on_node = True  # whether this machine is a node (cluster.harness_is_a_node): its /proc holds the pod
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -112,10 +133,13 @@ class KubernetesBackend(BackendBase):
                                              snapshot_path=snapshot, host_datadir=host_datadir, restored=restored):
             self._create(body)
             self.facts |= volsnap.bound_claim(self.api, self.core, self.ns, variant, body)
-        self.pod = self._wait_ready(variant)
+        self.pod = pod.wait_ready(self.core, str(self.ns), variant.ready_timeout, self._failure)
         if restored:  # the pod's init container hashed the restored files
             volsnap.record_restore(self.core, self.ns, self.pod.metadata.name, spec, time.monotonic() - started)
         self._check_qos(variant)
+        self.on_node = cluster.harness_is_a_node(self.nodes)
+        self.facts |= podcpu.source_facts(self.on_node, str(self.pod.spec.node_name)) | {
+            "server_sql": podexec.server_sql_path(self.on_node, self.server.flavour.is_mariadb)}
         self._record_pod_facts()
         endpoint = self._endpoint(spec, variant)
         if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
@@ -139,9 +163,6 @@ class KubernetesBackend(BackendBase):
 
     def _server_pod(self) -> Any:
         return pod.server_pod(self.core, str(self.ns))
-
-    def _wait_ready(self, variant: KubernetesVariant) -> Any:
-        return pod.wait_ready(self.core, str(self.ns), variant.ready_timeout, self._failure)
 
     def _failure(self, text: str) -> str:
         events = cluster.recent_events(self.core, self.ns or "")
@@ -202,33 +223,28 @@ class KubernetesBackend(BackendBase):
     # --- accounting and description ------------------------------------------------------------------------
 
     def components(self) -> dict[str, list[int]]:
-        if self.pod is None:
+        if self.pod is None or not self.on_node:  # off a node, this machine's processes are never the pod's
             return {}
         found = pod_components(str(self.pod.metadata.uid), Path(self.server.program).name)
         self.server_pids = found.get("server", self.server_pids)
         return found
 
     def client_processes(self, hook: Path) -> list[int]:
-        """sysbench on this host (client: host, port-forward) or in a Job's pod on this machine (its hook under
-        CLIENT_DIR)."""
-        return host_client_processes(hook) + processes_with(f"{CLIENT_DIR}/hook.lua")
+        """sysbench here (client: host, port-forward) or in a Job's pod on this node (its hook in CLIENT_DIR)."""
+        return host_client_processes(hook) + (processes_with(f"{CLIENT_DIR}/hook.lua") if self.on_node else [])
 
-    def cgroups(self) -> list[Path]:
+    def cgroups(self) -> list[Path]:  # off a node none: components() finds no server here
         if not self.server_pids:
             self.components()
         return cgroup_dirs(self.server_pids[0]) if self.server_pids else []
 
     def _record_pod_facts(self) -> None:
         """What describe() reports about the running pod: its CPUs, its node's versions, a CPU manager warning."""
-        v = self.variant
         if self.components().get("server"):
             self.facts["server_cpus_allowed"] = pod.cpus_allowed(self.server_pids[0])
         self.facts |= pod.node_versions(self.nodes, self.facts.get("node")) | pod.image_id(self.pod)
-        if not v.cpu_manager_static and self.facts.get("cpu_manager_policy") == "static" and \
-                manifests.exclusive_cpus(manifests.resources_for(v)):
-            self.warn("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although "
-                      "cpu_manager_static is false (a whole CPU count); use a fractional cpu limit (like 999m) "
-                      "for a pod on the shared cores")
+        if warning := unasked_exclusive_cores(self.variant, self.facts.get("cpu_manager_policy")):
+            self.warn(warning)
 
     def describe(self) -> dict[str, Any]:
         v = self.variant
@@ -244,13 +260,18 @@ class KubernetesBackend(BackendBase):
         return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant, placement=self.placement,
                          server=(str(self.facts.get(f"{self.variant.client_target}_ip")), manifests.PORT))
 
+    def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
+        """Off a node, a MariaDB server's SQL in its container (podexec.py): no connection from here."""
+        return None if self.on_node or self.pod is None or not self.server.flavour.is_mariadb else \
+            podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name)
+
+    def server_cpu_window(self) -> ServerCpuWindow | None:
+        """Off a node: the server container's CPU and throttling and its node's other load, read in the pod."""
+        return None if self.pod is None or self.on_node else podcpu.PodCpuWindow(
+            self.core, str(self.ns), self.pod.metadata.name, manifests.SERVER, str(self.pod.spec.node_name))
+
     def neighbour_pods(self) -> ContainerStarter | None:  # in the run's namespace, on the server pod's node
         return None if self.pod is None else NeighbourPods(self.core, str(self.ns), self.pod.spec.node_name).start
 
     def server_log_tail(self, lines: int = 20) -> str:
-        with contextlib.suppress(Exception):
-            found = self._server_pod()
-            if found is not None:
-                return str(self.core.read_namespaced_pod_log(found.metadata.name, self.ns, container=manifests.SERVER,
-                                                             tail_lines=lines, _request_timeout=cluster.TIMEOUT))
-        return ""
+        return server_log_tail(self.core, str(self.ns), lines) if self.ns else ""

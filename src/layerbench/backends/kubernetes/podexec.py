@@ -1,0 +1,66 @@
+"""A command in a running pod's container through the exec API (`pods/exec`), for what the harness reads where the
+server runs when it is not a node (podcpu.py: the server's CPU), and the server's SQL that way: MariaDB's own
+`mariadb` client in the server container, over the server's socket, as the server's `root` account, which
+mariadb-install-db makes for the system's root user by unix_socket: no password exists on a command line, in the
+API server's audit log or here. The MySQL image holds mysql-server-core only, without a client: it has no such
+path (server_sql_path says why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from layerbench.backends.kubernetes.manifests import SERVER, SOCKET
+from layerbench.errors import RunFailed
+
+MAX_OUTPUT = 4 << 20  # SHOW GLOBAL VARIABLES is ~60 kB; more is not the server's answer
+CLIENT = ["mariadb", f"--socket={SOCKET}", "--user=root", "--batch", "--skip-column-names", "--execute"]
+
+
+def pod_exec(core: Any, ns: str, pod: str, command: list[str], container: str = SERVER,
+             timeout: float = 30) -> tuple[int | None, str, str]:
+    """(exit status, stdout, stderr) of `command` in the container, each output cut at MAX_OUTPUT; the exit status
+    is None when the command did not end within `timeout`. The API's errors (403, a pod that is gone) raise."""
+    from kubernetes.stream import stream
+
+    response = stream(core.connect_get_namespaced_pod_exec, pod, ns, container=container, command=command,
+                      stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
+                      _request_timeout=timeout)
+    try:
+        response.run_forever(timeout=timeout)
+        out, err = response.read_stdout(timeout=0), response.read_stderr(timeout=0)
+        return response.returncode, str(out)[:MAX_OUTPUT], str(err)[:MAX_OUTPUT]
+    finally:
+        response.close()
+
+
+def parse_rows(text: str) -> list[tuple[str, ...]]:
+    """The client's --batch rows: one line each, columns split at tabs (a tab or newline inside a value is
+    written as \\t or \\n by the client)."""
+    return [tuple(line.split("\t")) for line in text.splitlines() if line]
+
+
+class PodSql:
+    """One SQL statement at a time in the server container (a callable as measure/io.py ServerStatus's query)."""
+
+    def __init__(self, core: Any, ns: str, pod: str) -> None:
+        self.core, self.ns, self.pod = core, ns, pod
+
+    def __call__(self, sql: str) -> list[tuple[str, ...]]:
+        try:
+            status, out, err = pod_exec(self.core, self.ns, self.pod, [*CLIENT, sql])
+        except Exception as error:
+            raise RunFailed(f"the server's SQL in pod {self.ns}/{self.pod}: {type(error).__name__}") from None
+        if status != 0:
+            why = err.strip().splitlines()[-1][:200] if err.strip() else f"exit status {status}"
+            raise RunFailed(f"the server's SQL in pod {self.ns}/{self.pod}: {why}")
+        return parse_rows(out)
+
+
+def server_sql_path(on_node: bool, is_mariadb: bool) -> str:
+    """For the run's record: how the server's status and variables were read."""
+    if on_node:
+        return "a connection from this machine (the harness is a node)"
+    if is_mariadb:
+        return "exec in the server container: the mariadb client over its socket as root (unix_socket)"
+    return ("a connection from this machine: the MySQL image has no client to run in the pod, so off a node the "
+            "status and variables are read only where this machine reaches the server")

@@ -1,0 +1,88 @@
+"""Evidence from where the server runs (issue #41 item 4) on the shared cluster: a harness that is not a node, here
+namespace-scoped mode with only the shipped Role (it reads no nodes, so `cluster.harness_is_a_node` is false), runs
+a tiny campaign of a MariaDB and a MySQL pod; the server's CPU and throttling come from each pod through the exec API
+(podcpu.py), MariaDB's status and variables from the mariadb client in its container (podexec.py; MySQL's image has
+none, and its record says so), the busy rule reads `other@<node>`, "Where the overhead went" has each pod's server,
+and the run's record names each source. Nothing of the harness's own machine
+is counted as the server's: the backend finds no process of the pod here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_kubernetes_rbac import shipped_role_account
+
+from helpers import stored_rows
+from layerbench.analysis.busy import busy_key, run_busy
+from layerbench.analysis.loading import analyze
+from layerbench.analysis.overhead import overhead_rows
+from layerbench.backends.kubernetes import manifests, pod
+from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.campaign.models import parse_campaign
+from layerbench.records import RunFacts
+from layerbench.run import orchestrator
+from layerbench.store import Store
+
+pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
+
+
+@pytest.fixture
+def account(k8s_cluster, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A namespace evid-<random> with the shipped ServiceAccount, Role and RoleBinding (test_kubernetes_rbac.py)."""
+    with shipped_role_account(tmp_path, "evid") as found:
+        yield found
+
+
+def test_off_a_node_the_servers_cpu_throttling_and_status_come_from_its_pod(tmp_path: Path,
+                                                                           account: tuple[str, Path]) -> None:
+    ns, kubeconfig = account
+    mysql = {"name": "m", "backend": "kubernetes", "server": {"flavour": "mysql", "version": "9.7"}}
+    for variant in ({"name": "k", "backend": "kubernetes"}, mysql):
+        pod.ensure_image_on_nodes(KubernetesVariant.model_validate(variant), print)
+    data = {"name": ns, "baseline": "k", "repetitions": 1, "estimates_only": True, "busy": "keep",
+            "output": str(tmp_path / "out"),
+            "variants": [{"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns,
+                          "client": "job", "qos": "burstable", "limits": {"cpu": "300m"}, "reset": "reprepare"},
+                         {**mysql, "extends": "k"}],
+            "workload": {"tables": 1, "table_size": 1000, "threads": 2, "duration": 4, "warmup": 1}}
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+        rows = stored_rows(store, outcome.campaign_id)
+        assert (outcome.ok, outcome.failed) == (2, 0), [r["error"] for r in rows]
+        runs = {r["variant"]: json.loads(r["details"]) for r in rows}
+        analysis = analyze(store, outcome.campaign_id)
+    nodes = {variant: pod_read_there(ns, details) for variant, details in runs.items()}
+    mariadb, mysql_run = runs["k"], runs["m"]
+    assert mariadb["environment"]["backend"]["server_sql"].startswith("exec in the server container")
+    variables = mariadb["environment"]["server_variables"]
+    assert "_error" not in variables and "MariaDB" in variables["version"]
+    assert mariadb["io"]["server_status"], mariadb["io"]  # InnoDB counters of SHOW GLOBAL STATUS, read in the pod
+    assert "the MySQL image has no client" in mysql_run["environment"]["backend"]["server_sql"]
+
+    rows = {r.variant: r for r in overhead_rows(analysis)}
+    for variant, node in nodes.items():
+        assert rows[variant].cpu_per_1000_tx[f"server@{node}"] > 0 and rows[variant].throttled_share is not None
+
+
+def pod_read_there(ns: str, details: dict) -> str:
+    """The run's server CPU, throttling and busy key came from its pod's node; that node."""
+    backend = details["environment"]["backend"]
+    node = backend["node"]
+    assert backend["server_cpu_node"] == node and "through the exec API" in backend["server_cpu_source"]
+    read = details["server_cpu"]
+    assert read["node"] == node and "error" not in read and read["complete"] and len(read["exec_seconds"]) == 2
+    cpu = details["resources"]["cpu_seconds"]
+    assert cpu[f"server@{node}"] > 0 and f"other@{node}" in cpu and "idle" in cpu
+    # nothing of this machine's /proc as the server's node's, nor the Job's sysbench found here by its hook
+    assert not {"server", "other", "client"} & set(cpu), cpu
+    [(where, throttled)] = details["resources"]["throttling"].items()
+    assert where.startswith(f"{ns}/") and where.endswith(f"/{manifests.SERVER}")  # the server container's
+    assert throttled["nr_periods"] > 0 and throttled["nr_throttled"] >= 0  # a CFS quota of 300m: periods counted
+    facts = RunFacts.from_json(details)
+    assert facts.environment is not None and facts.environment.server_place() == (node, frozenset())
+    assert busy_key(facts.environment.server_place()[0]) == f"other@{node}"
+    run_busy(facts)  # decided on the node's figures (whatever the shared machine's load was)
+    return node

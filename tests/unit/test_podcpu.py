@@ -1,0 +1,145 @@
+"""backends/kubernetes/podcpu.py: the reading printed in the server container (cgroup v1 and v2, the node's
+/proc/stat lines of its cpuset), the window's CPU per component, throttling and steal, and hostile text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layerbench.backends.kubernetes import podcpu
+from layerbench.records import Throttling, Usage
+
+V1 = """USAGE {usage}
+STAT nr_periods {periods}
+STAT nr_throttled {throttled}
+STAT throttled_time {throttled_ns}
+CPUS 0
+PROC cpu  {all_busy} 0 0 {all_idle} 0 0 0 0 0 0
+PROC cpu0 {busy0} 0 0 {idle0} 0 0 0 {steal0} 0 0
+PROC cpu1 {busy1} 0 0 {idle1} 0 0 0 0 0 0
+PROC intr 1 2 3
+PSI some avg10=0.00 avg60=0.00 avg300=0.00 total={some}
+PSI full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+"""
+
+
+def v1(**changes: int) -> str:
+    values = {"usage": 0, "periods": 0, "throttled": 0, "throttled_ns": 0, "all_busy": 0, "all_idle": 0,
+              "busy0": 0, "idle0": 0, "steal0": 0, "busy1": 0, "idle1": 0, "some": 0} | changes
+    return V1.format(**values)
+
+
+def test_a_v1_window_gives_the_server_its_nodes_other_and_idle_on_the_containers_cpus_only() -> None:
+    first = podcpu.parse_reading(v1(usage=10**9, busy0=500, idle0=1000, busy1=7000, idle1=50))
+    last = podcpu.parse_reading(v1(usage=4 * 10**9, periods=100, throttled=30, throttled_ns=2 * 10**9,
+                                   busy0=1000, idle0=1400, steal0=12, busy1=9000, idle1=50, some=1_500_000))
+    assert first.cpus == frozenset({0}) and first.usage_ns == 10**9
+    assert podcpu.cpu_seconds(first, last, "node-a") == {"server@node-a": 3.0, "other@node-a": 2.12, "idle": 4.0}
+    # steal is busy time of another guest (as in /proc/stat`s machine line); CPU 1, not in the cpuset, counts nowhere
+    assert podcpu.throttling(first, last) == Throttling(100, 30, 2.0)
+    assert podcpu.node_window(first, last)[2] == 0.12
+
+
+def test_a_v2_reading_takes_usage_usec_and_throttled_usec() -> None:
+    first = podcpu.parse_reading("STAT usage_usec 1000000\nSTAT nr_periods 5\nSTAT nr_throttled 1\n"
+                                 "STAT throttled_usec 100\nCPUS 0-1\nPROC cpu0 1 0 0 1 0\nPROC cpu1 1 0 0 1 0\n")
+    last = podcpu.parse_reading("STAT usage_usec 2500000\nSTAT nr_periods 15\nSTAT nr_throttled 4\n"
+                                "STAT throttled_usec 500100\nCPUS 0-1\nPROC cpu0 201 0 0 1 0\nPROC cpu1 101 0 0 1 0\n")
+    assert first.usage_ns == 10**9 and first.cpus == frozenset({0, 1})
+    assert podcpu.cpu_seconds(first, last, "n") == {"server@n": 1.5, "other@n": 1.5, "idle": 0.0}
+    assert podcpu.throttling(first, last) == Throttling(10, 3, 0.5)
+
+
+def test_without_the_containers_usage_nothing_is_claimed() -> None:
+    no_usage = podcpu.parse_reading("CPUS 0\nPROC cpu0 1 0 0 1 0\n")
+    assert podcpu.cpu_seconds(no_usage, no_usage, "n") == {}
+    assert podcpu.throttling(no_usage, no_usage) is None
+
+
+def test_an_unknown_cpuset_reads_every_cpu_line() -> None:
+    first = podcpu.parse_reading("USAGE 0\nPROC cpu0 0 0 0 0 0\nPROC cpu1 0 0 0 0 0\n")
+    last = podcpu.parse_reading("USAGE 0\nPROC cpu0 100 0 0 0 0\nPROC cpu1 100 0 0 0 0\n")
+    assert podcpu.cpu_seconds(first, last, "n")["other@n"] == 2.0
+
+
+def test_the_window_puts_the_pods_figures_in_place_of_this_machines() -> None:
+    window = podcpu.PodCpuWindow(None, "ns", "server-0", "server", "node-a")
+    window.first = podcpu.parse_reading(v1(usage=0, busy0=0, idle0=0))
+    window.last = podcpu.parse_reading(v1(usage=10**9, periods=10, throttled=2, busy0=300, idle0=700, some=1_500_000))
+    usage = Usage({"other": 9.0, "idle": 1.0, "client": 0.5}, top_other=())
+    got = window.usage_of(usage)
+    assert got.cpu_seconds == {"client": 0.5, "server@node-a": 1.0, "other@node-a": 2.0, "idle": 7.0}
+    assert got.throttling == {"ns/server-0/server": Throttling(10, 2, 0.0)}
+    assert got.pressure == {"system": {"some_seconds": 1.5, "full_seconds": 0.0}}  # the node's, as an ssh: host's
+    assert window.facts()["cpus"] == "0" and window.facts()["complete"] is True
+    window.last = None  # a reading that failed: neither the server's nor this machine's other, and a note why
+    window.error = "ApiException: (403)"
+    failed = window.usage_of(usage)
+    assert failed.cpu_seconds == {"client": 0.5} and window.facts()["error"] == "ApiException: (403)"
+    assert failed.notes == ("the server's CPU was not read in its pod on node node-a (ApiException: (403)); this "
+                            "machine is not a node, so its /proc holds none of it",)
+    assert Usage.from_json(failed.to_json()).notes == failed.notes and "notes" not in usage.to_json()
+
+
+def test_cpu_lists() -> None:
+    assert podcpu.cpu_set_text("0-2,5\n") == frozenset({0, 1, 2, 5})
+    assert podcpu.cpus_text(frozenset({0, 1, 2, 5, 7, 8})) == "0-2,5,7-8"
+    for bad in ("", "x", "3-1", "0-99999", "1,,2", "٣", "-1", "0-" + "9" * 30):
+        assert podcpu.cpu_set_text(bad) == frozenset()
+
+
+def test_counters_beyond_64_bits_or_not_digits_are_dropped() -> None:
+    assert podcpu.counter(str(2**64 - 1)) == 2**64 - 1
+    for bad in (str(2**64), "1e9", "-5", "٣", " ", "9" * 100):
+        assert podcpu.counter(bad) is None
+    reading = podcpu.parse_reading(f"USAGE {2**70}\nSTAT nr_periods x\nPROC cpu0 1 2\nPROC cpuX 1 2 3 4 5\n")
+    assert reading.usage_ns is None and reading.stat == {} and reading.node == {}
+
+
+LINES = st.sampled_from(["USAGE", "STAT", "CPUS", "PROC", "PSI", "", "X"])
+WORDS = st.one_of(st.text(max_size=30), st.integers(min_value=-2**80, max_value=2**80).map(str),
+                  st.sampled_from(["cpu", "cpu0", "cpu1", "nr_periods", "throttled_time", "usage_usec", "0-3",
+                                   "some total=5", "\x00", "\u0663"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(LINES, st.lists(WORDS, max_size=12)), max_size=40),
+       st.lists(st.tuples(LINES, st.lists(WORDS, max_size=12)), max_size=40))
+def test_hostile_readings_never_raise_and_never_give_negative_seconds(a: list, b: list) -> None:
+    texts = ["\n".join(f"{key} {' '.join(words)}" for key, words in lines) for lines in (a, b)]
+    first, last = (podcpu.parse_reading(t) for t in texts)
+    for value in podcpu.cpu_seconds(first, last, "n").values():
+        assert value >= 0
+    throttled = podcpu.throttling(first, last)
+    assert throttled is None or (throttled.periods >= 0 and throttled.seconds >= 0)
+    assert all(v >= 0 for v in podcpu.node_window(first, last))
+
+
+def test_the_clients_batch_rows_and_the_sql_path_said_in_the_record() -> None:
+    from layerbench.backends.kubernetes import podexec
+
+    assert podexec.parse_rows("Innodb_rows_read\t12\nversion\t11.8.3-MariaDB\\tx\n\n") == [
+        ("Innodb_rows_read", "12"), ("version", "11.8.3-MariaDB\\tx")]
+    assert "--user=root" in podexec.CLIENT and not any("password" in word for word in podexec.CLIENT)
+    assert "exec in the server container" in podexec.server_sql_path(False, True)
+    assert "no client" in podexec.server_sql_path(False, False)
+    assert "harness is a node" in podexec.server_sql_path(True, True)
+
+
+def test_status_and_variables_go_through_the_backends_path_without_a_connection() -> None:
+    from layerbench.endpoint import Endpoint
+    from layerbench.measure.environment import server_variables
+    from layerbench.measure.io import ServerStatus, status_sql
+
+    asked: list[str] = []
+
+    def through(sql: str) -> list[tuple[str, ...]]:
+        asked.append(sql)
+        return [("a", "1"), ("short",), ("b", "2")]
+
+    nowhere = Endpoint("192.0.2.1", 1, "u", "p", "d")  # TEST-NET: a connection would fail
+    assert server_variables(nowhere, through) == {"a": "1", "b": "2"}
+    with ServerStatus(nowhere, through) as status:
+        assert status.conn is None and status.error is None
+        assert status() == [("a", "1"), ("short",), ("b", "2")]
+    assert asked == ["SHOW GLOBAL VARIABLES", status_sql()]
