@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [ROOT / "scripts" / "setup", ROOT / "scripts" / "k8s-local", ROOT / "scripts" / "k8s-local.d" / "csi.sh",
-           ROOT / "scripts" / "k8s-local.d" / "node2.sh",
+           ROOT / "scripts" / "k8s-local.d" / "node2.sh", ROOT / "scripts" / "k8s-local.d" / "harness.sh",
            ROOT / "scripts" / "lab-hosts", ROOT / "scripts" / "lab.d" / "toolkit.sh",
            ROOT / "scripts" / "lab.d" / "host-boot",
            ROOT / ".ci" / "run"]
@@ -43,7 +43,8 @@ def test_the_check_finds_the_pattern() -> None:
 
 
 LAB_SCRIPTS = [ROOT / "scripts" / "lab-hosts", ROOT / "scripts" / "lab.d" / "toolkit.sh",
-               ROOT / "scripts" / "lab.d" / "host-boot", ROOT / "scripts" / "lab.d" / "host-init"]
+               ROOT / "scripts" / "lab.d" / "host-boot", ROOT / "scripts" / "lab.d" / "host-init",
+               ROOT / "scripts" / "k8s-local.d" / "harness.sh"]
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="no shellcheck (scripts/setup installs it)")
