@@ -1,5 +1,5 @@
 """The isolated harness of scripts/k8s-local (issue #41 item 1, scripts/k8s-local.d/harness.sh): from inside it, none
-of the node's processes or files are visible and only the API server's and the registry's ports answer; a smoke
+of the node's processes, files or pod cgroups are visible and only the API server's and the registry's ports answer; a smoke
 campaign run there (a MariaDB pod from the lab registry, sysbench as Jobs, reset: reprepare) completes, and its pods
 ran on the cluster's nodes. The harness is brought up here when it is not up, and taken down again if this module
 brought it up."""
@@ -67,6 +67,10 @@ def test_the_harness_sees_no_process_or_file_of_the_node_and_reaches_only_the_ap
     assert seen.returncode == 0 and seen.stdout.split() and not node_programs & set(seen.stdout.split()), seen.stdout
     assert STATE.is_dir() and inside("test", "-e", str(STATE)).returncode == 1
     assert inside("test", "-e", "/var/lib/kubelet").returncode == 1
+    pods_cgroups = [*Path("/sys/fs/cgroup/pids").glob("kubepods"), *Path("/sys/fs/cgroup/pids").glob("*/kubepods")]
+    assert pods_cgroups  # the pods' cgroups, here; inside, /sys/fs/cgroup shows the harness's own cgroup only
+    found = inside("find", "/sys/fs/cgroup", "-maxdepth", "3", "-name", "kubepods")
+    assert found.returncode == 0 and found.stdout == "", found.stdout
     facts = cluster_facts()
     node, kubelet = facts["NODE_IP"], facts["KUBELET_PORT"]
     api, registry = (int(facts[key].rsplit(":", 1)[1]) for key in ("APISERVER", "REGISTRY"))
