@@ -1,8 +1,8 @@
 """The isolated harness of scripts/k8s-local (issue #41 item 1, scripts/k8s-local.d/harness.sh): from inside it, none
-of the node's processes, files or pod cgroups are visible and only the API server's and the registry's ports answer; a smoke
-campaign run there (a MariaDB pod from the lab registry, sysbench as Jobs, reset: reprepare) completes, and its pods
-ran on the cluster's nodes. The harness is brought up here when it is not up, and taken down again if this module
-brought it up."""
+of the node's processes, files or pod cgroups are visible and only the API server's and the registry's ports answer;
+a smoke campaign run there (a MariaDB pod from the lab registry, sysbench as Jobs, reset: reprepare) completes, and
+its pods ran on the cluster's nodes. The harness is brought up here when it is not up, and taken down again if this
+module brought it up."""
 
 from __future__ import annotations
 
