@@ -38,7 +38,20 @@ harness_toolkit() {
 
 harness_in() { lbt_host_exec harness "$@"; }  # as root, inside
 
+# The settings go into link, namespace, cgroup and nft names (at most 15 characters for a link: <prefix>-h) and
+# addresses: checked before anything is made.
+harness_check_settings() {
+  [[ $HARNESS_PREFIX =~ ^[a-z][a-z0-9]{0,11}$ ]] ||
+    die "K8S_LOCAL_HARNESS_PREFIX=$(printf '%q' "$HARNESS_PREFIX") is not a name of 1-12 lowercase letters and digits starting with a letter; e.g. lbhar"
+  local octet ok=1
+  if [[ $HARNESS_NET =~ ^(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})$ ]]; then
+    for octet in "${BASH_REMATCH[@]:1}"; do [ "$octet" -le 255 ] || ok=0; done
+  else ok=0; fi
+  [ $ok = 1 ] || die "K8S_LOCAL_HARNESS_NET=$(printf '%q' "$HARNESS_NET") is not the first three parts of an IPv4 /24; e.g. 10.231.81"
+}
+
 cmd_harness() {
+  harness_check_settings
   harness_toolkit
   local sub=${1:-}; shift || true
   case $sub in
