@@ -88,13 +88,27 @@ lbt_accept_bridge() {  # bridge: one ACCEPT rule per direction, commented with t
 
 # A network namespace with loopback up and one end of a veth pair at <address>, the other end on <bridge>.
 lbt_netns() {  # namespace bridge address/len
+  lbt_netns_pair "$1" "$3"
+  ip link set "$1-h" master "$2" up
+}
+
+# A network namespace reached only through a point-to-point veth, without a bridge (as node 2 of scripts/k8s-local):
+# the harness's end at <host-address>, the namespace's at <address>, and in the namespace a route through the
+# harness's end to each <destination> only (no default route: what is not listed has no route at all).
+lbt_netns_routed() {  # namespace host-address/len address/len destination...
+  local ns=$1 host_addr=$2 addr=$3 dest; shift 3
+  lbt_netns_pair "$ns" "$addr"
+  ip addr add "$host_addr" dev "$ns-h"; ip link set "$ns-h" up
+  for dest in "$@"; do ip netns exec "$ns" ip route add "$dest" via "${host_addr%/*}"; done
+}
+
+lbt_netns_pair() {  # namespace address/len: the namespace, its loopback up, a veth <ns>-h (harness) <-> <ns>-n (in it)
   local ns=$1 host_end=$1-h ns_end=$1-n
   ip netns add "$ns"; lbt_note "netns $ns"
   ip link add "$host_end" type veth peer name "$ns_end"; lbt_note "link $host_end"
   ip link set "$ns_end" netns "$ns"
-  ip link set "$host_end" master "$2" up
   ip netns exec "$ns" ip link set lo up
-  ip netns exec "$ns" ip addr add "$3" dev "$ns_end"
+  ip netns exec "$ns" ip addr add "$2" dev "$ns_end"
   ip netns exec "$ns" ip link set "$ns_end" up
 }
 
@@ -115,6 +129,30 @@ table inet $(lbt_fw_table) {
     ip saddr $2 tcp dport 22 accept
     tcp dport @open accept
     icmp type echo-request accept
+  }
+}
+NFT
+}
+
+# The other way round, for a host that is a harness rather than a server: it may open TCP connections only to the
+# listed address:port pairs (and use its loopback); nothing else leaves it, and nothing but the replies comes in. A
+# TCP connection anywhere else is refused at once (a reset from the firewall), it does not hang.
+lbt_egress_firewall() {  # namespace address:port...
+  local ns=$1 rules="" pair; shift
+  for pair in "$@"; do rules+="    ip daddr ${pair%:*} tcp dport ${pair##*:} accept"$'\n'; done
+  ip netns exec "$ns" nft -f - <<NFT
+table inet $(lbt_fw_table) {
+  chain output {
+    type filter hook output priority 0; policy drop;
+    oif lo accept
+    ct state established,related accept
+$rules    meta l4proto tcp reject with tcp reset
+    reject with icmpx type admin-prohibited
+  }
+  chain input {
+    type filter hook input priority 0; policy drop;
+    iif lo accept
+    ct state established,related accept
   }
 }
 NFT
@@ -163,23 +201,46 @@ lbt_cgroup_remove() {  # name: kill what is left in it (and below), then remove 
 
 LBT_HERE=$(dirname "${BASH_SOURCE[0]}")
 
-# Start the host's init (scripts/lab.d/host-init, copied into its rootfs): it runs sshd and every /lbhost/start.d/*
-# script, then reaps orphans. Its processes are all in the cgroup, so `down` finds them even when the state is lost.
-lbt_host_start() {  # name rootdir namespace
-  local name=$1 root=$2 ns=$3 cg=$LBT_PREFIX-$1
+# Start the host's init (scripts/lab.d/host-init, copied into its rootfs): it runs sshd (when the rootfs has one) and
+# every /lbhost/start.d/* script, then reaps orphans. Its processes are all in the cgroup, so `down` finds them even
+# when the state is lost. With `own`, the host also gets a UTS namespace (its hostname: <prefix>-<name>) and a cgroup
+# namespace of its own, and sees only its own cgroup in /sys/fs/cgroup: the hierarchies of the machine's other
+# cgroups (a cluster's nodes, their pods) are not visible from it. Without, it sees them all (dockerd needs them).
+lbt_host_start() {  # name rootdir namespace [own]
+  local name=$1 root=$2 ns=$3 cg=$LBT_PREFIX-$1 own=()
+  [ "${4:-}" = own ] && own=(--uts --cgroup)
   mkdir -p "$root/lbhost/start.d"; cp "$LBT_HERE/host-init" "$root/lbhost/init"
   lbt_cgroup "$cg"
   ( lbt_cgroup_enter "$cg"
     # nsenter, not `ip netns exec`: that one mounts a /sys of its own, hiding the cgroup hierarchies host-boot binds
-    exec setsid nsenter --net="/run/netns/$ns" unshare --pid --mount --fork --propagation private \
-      bash "$LBT_HERE/host-boot" "$root" < /dev/null > "$root/lbhost/boot.log" 2>&1 ) &
+    exec setsid nsenter --net="/run/netns/$ns" unshare --pid --mount --fork --propagation private "${own[@]}" \
+      bash "$LBT_HERE/host-boot" "$root" "${4:+$cg}" < /dev/null > "$root/lbhost/boot.log" 2>&1 ) &
 }
 
-# Run a command in a host as its processes are (its namespaces, root and cgroup), from the harness.
-lbt_host_exec() {  # name command...
-  local name=$1 pid; shift
+# Run a command in a host as its processes are (its namespaces, root and cgroup), from the harness; with --user, as
+# that user of the host's rootfs (its uid and gid there), with only HOME, USER, PATH, LANG and TERM in its
+# environment, none of the harness's.
+lbt_host_exec() {  # name [--user name] command...
+  local name=$1 pid user=() env=(); shift
   pid=$(lbt_host_pid1 "$name") || lbt_die "host $name is not running"
-  nsenter -t "$pid" --net --mount --pid --root --wd -- "$@"
+  if [ "${1:-}" = --user ]; then
+    user=(-S "$(lbt_host_id "$name" "$2" u)" -G "$(lbt_host_id "$name" "$2" g)")
+    env=(env -i "HOME=$(lbt_host_id "$name" "$2" home)" "USER=$2" "LANG=C.UTF-8" "TERM=${TERM:-dumb}"
+      "PATH=/opt/layerbench/bin:/usr/local/bin:/usr/bin:/bin"); shift 2
+  fi
+  ( lbt_cgroup_enter "$LBT_PREFIX-$name"
+    exec nsenter -t "$pid" --net --mount --pid --uts --cgroup --root --wd "${user[@]}" -- "${env[@]}" "$@" )
+}
+
+lbt_host_id() {  # name user u|g|home: the user's uid, gid or home in the host's /etc/passwd
+  local field=3
+  case $3 in g) field=4 ;; home) field=6 ;; esac
+  awk -F: -v u="$2" -v f="$field" '$1 == u {print $f; found = 1} END {exit !found}' "$(lbt_host_root "$1")/etc/passwd" ||
+    lbt_die "host $1 has no user $2"
+}
+
+lbt_host_root() {  # name: the host's rootfs as the harness sees it (through its init's /proc/PID/root)
+  echo "/proc/$(lbt_host_pid1 "$1")/root"
 }
 
 lbt_host_pid1() {  # name: the PID (on the harness) of the host's init

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = [ROOT / "scripts" / "setup", ROOT / "scripts" / "k8s-local", ROOT / "scripts" / "k8s-local.d" / "csi.sh",
-           ROOT / "scripts" / "k8s-local.d" / "node2.sh",
+           ROOT / "scripts" / "k8s-local.d" / "node2.sh", ROOT / "scripts" / "k8s-local.d" / "harness.sh",
            ROOT / "scripts" / "lab-hosts", ROOT / "scripts" / "lab.d" / "toolkit.sh",
            ROOT / "scripts" / "lab.d" / "host-boot",
            ROOT / ".ci" / "run"]
@@ -43,7 +43,8 @@ def test_the_check_finds_the_pattern() -> None:
 
 
 LAB_SCRIPTS = [ROOT / "scripts" / "lab-hosts", ROOT / "scripts" / "lab.d" / "toolkit.sh",
-               ROOT / "scripts" / "lab.d" / "host-boot", ROOT / "scripts" / "lab.d" / "host-init"]
+               ROOT / "scripts" / "lab.d" / "host-boot", ROOT / "scripts" / "lab.d" / "host-init",
+               ROOT / "scripts" / "k8s-local.d" / "harness.sh"]
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="no shellcheck (scripts/setup installs it)")
@@ -105,3 +106,34 @@ def test_open_takes_ports_and_ranges_only(arg: str) -> None:
     done = open_ports(arg)
     assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert ("is not up" in done.stderr) == a_port_or_range(arg), (arg, done.stderr)
+
+
+def harness_status(**settings: str) -> subprocess.CompletedProcess[str]:
+    """`k8s-local harness status` with K8S_LOCAL_HARNESS_* settings (scripts/k8s-local.d/harness.sh): they are
+    checked before anything else, then it says the harness is not up (a state dir where none is)."""
+    env = {**os.environ, "K8S_LOCAL_DIR": "/nonexistent/lbtest-k8s", **settings}
+    return subprocess.run([str(ROOT / "scripts" / "k8s-local"), "harness", "status"], env=env, capture_output=True,
+                          text=True, timeout=30)
+
+
+def a_slash_24(net: str) -> bool:
+    found = re.fullmatch(r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})", net, re.ASCII)
+    return net == "" or (found is not None and all(int(part) <= 255 for part in found.groups()))
+
+
+def test_the_harness_refuses_a_prefix_that_cannot_name_its_links() -> None:
+    for bad in ("a b", "-x", "Lbhar", "abcdefghijklm", "x;id", "1abc"):
+        done = harness_status(K8S_LOCAL_HARNESS_PREFIX=bad)
+        assert done.returncode == 1 and "K8S_LOCAL_HARNESS_PREFIX=" in done.stderr, (bad, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert "not up" in harness_status(K8S_LOCAL_HARNESS_PREFIX="lbtest1").stdout
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.text(max_size=16).filter(lambda t: "\x00" not in t),
+                 st.from_regex(r"\A[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}\Z")))
+def test_the_harness_takes_the_first_three_parts_of_an_ipv4_address_only(net: str) -> None:
+    done = harness_status(K8S_LOCAL_HARNESS_NET=net)
+    refused = "K8S_LOCAL_HARNESS_NET=" in done.stderr
+    assert refused != a_slash_24(net), (net, done.stderr)
+    assert not refused or (done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1)

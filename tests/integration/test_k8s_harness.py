@@ -1,0 +1,127 @@
+"""The isolated harness of scripts/k8s-local (issue #41 item 1, scripts/k8s-local.d/harness.sh): from inside it, none
+of the node's processes, files or pod cgroups are visible and only the API server's and the registry's ports answer;
+a smoke campaign run there (a MariaDB pod from the lab registry, sysbench as Jobs, reset: reprepare) completes, and
+its pods ran on the cluster's nodes. The harness is brought up here when it is not up, and taken down again if this
+module brought it up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import K8S_SCRIPT
+from layerbench.backends.kubernetes.cleanup import _kubernetes_core
+from layerbench.server.image import image_tag
+
+pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
+
+OWN = f"it-harness-{os.getpid()}"  # this module's campaign: it checks only what it created
+STATE = Path(os.environ.get("K8S_LOCAL_DIR") or "/var/tmp/layerbench-k8s")
+
+
+def harness(*args: str, stdin: str | None = None, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(K8S_SCRIPT), "harness", *args], input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def inside(*cmd: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return harness("exec", "--", *cmd, stdin=stdin)
+
+
+def cluster_facts() -> dict[str, str]:
+    """What scripts/k8s-local wrote of the running cluster: cluster.env and settings.env."""
+    lines = [*(STATE / "cluster.env").read_text().splitlines(), *(STATE / "settings.env").read_text().splitlines()]
+    return {key: value.strip() for key, _, value in (line.partition("=") for line in lines) if value}
+
+
+@pytest.fixture(scope="module")
+def isolated(k8s_cluster) -> None:
+    running = harness("status").returncode == 0
+    if not running:
+        up = harness("up", timeout=1800)
+        if up.returncode != 0:
+            harness("down", timeout=300)
+        assert up.returncode == 0, f"harness up failed:\n{up.stdout[-2000:]}\n{up.stderr[-3000:]}"
+    try:
+        yield
+    finally:
+        if not running:
+            harness("down", timeout=300)
+
+
+def test_the_harness_sees_no_process_or_file_of_the_node_and_reaches_only_the_api_and_the_registry(
+        isolated: None) -> None:
+    node_programs = {"kubelet", "containerd", "kube-apiserver", "etcd", "kube-proxy"}
+    here = {Path(p).name for p in (Path(f"/proc/{pid}/comm").read_text().strip() for pid in os.listdir("/proc")
+                                   if pid.isdigit() and Path(f"/proc/{pid}/comm").exists())}
+    assert node_programs <= here  # the node's processes run on this machine, so the check below can fail
+    seen = inside("ps", "-eo", "comm=")
+    assert seen.returncode == 0 and seen.stdout.split() and not node_programs & set(seen.stdout.split()), seen.stdout
+    assert STATE.is_dir() and inside("test", "-e", str(STATE)).returncode == 1
+    assert inside("test", "-e", "/var/lib/kubelet").returncode == 1
+    pods_cgroups = [*Path("/sys/fs/cgroup/pids").glob("kubepods"), *Path("/sys/fs/cgroup/pids").glob("*/kubepods")]
+    assert pods_cgroups  # the pods' cgroups, here; inside, /sys/fs/cgroup shows the harness's own cgroup only
+    found = inside("find", "/sys/fs/cgroup", "-maxdepth", "3", "-name", "kubepods")
+    assert found.returncode == 0 and found.stdout == "", found.stdout
+    facts = cluster_facts()
+    node, kubelet = facts["NODE_IP"], facts["KUBELET_PORT"]
+    api, registry = (int(facts[key].rsplit(":", 1)[1]) for key in ("APISERVER", "REGISTRY"))
+    probe = ("import socket, sys\nfor port in map(int, sys.argv[2:]):\n    try:\n"
+             "        socket.create_connection((sys.argv[1], port), timeout=5).close(); print(port, 'open')\n"
+             "    except OSError as e:\n        print(port, type(e).__name__)\n")
+    done = inside("python3", "-c", probe, node, str(api), str(registry), kubelet, "22")
+    assert done.stdout.split("\n")[:4] == [f"{api} open", f"{registry} open", f"{kubelet} ConnectionRefusedError",
+                                           "22 ConnectionRefusedError"], done.stdout + done.stderr
+
+
+def registry_image() -> str:
+    """layerbench's MariaDB image in the lab registry: pushed there first when the registry lacks it."""
+    registry = cluster_facts()["REGISTRY"]
+    repository, tag = image_tag().split(":")
+    try:
+        with urllib.request.urlopen(f"http://{registry}/v2/{repository}/tags/list", timeout=30) as answer:
+            tags = json.load(answer).get("tags") or []
+    except urllib.error.HTTPError:  # 404: the repository is not there yet
+        tags = []
+    if tag not in tags:
+        done = subprocess.run([sys.executable, "-m", "layerbench", "image", "push", registry], capture_output=True,
+                              text=True, timeout=1800)
+        assert done.returncode == 0, done.stderr[-2000:]
+    return f"{registry}/{repository}:{tag}"
+
+
+def test_a_smoke_campaign_run_from_inside_completes_with_its_pods_on_the_nodes(isolated: None) -> None:
+    campaign = {
+        "name": OWN, "baseline": "pod", "output": f"results-{OWN}", "busy": "keep", "repetitions": 1,
+        "variants": [{"name": "pod", "backend": "kubernetes", "qos": "burstable", "storage": "emptydir",
+                      "requests": {"cpu": "100m", "memory": "512Mi"}, "image": registry_image(), "client": "job"}],
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 1, "reset": "reprepare"},
+    }
+    query = ("import json, sqlite3, sys\nfor (d,) in sqlite3.connect(sys.argv[1]).execute('select details from runs'):"
+             "\n    print(json.dumps(json.loads(d)))\nfor (s,) in sqlite3.connect(sys.argv[1]).execute("
+             "'select status from runs'):\n    print(json.dumps(s))\n")
+    try:
+        assert inside("sh", "-c", f"cat > ~/{OWN}.yaml", stdin=yaml.safe_dump(campaign)).returncode == 0
+        done = inside("sh", "-c", f"cd ~ && layerbench run {OWN}.yaml")
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        rows = inside("python3", "-c", query, f"/home/layerbench/results-{OWN}/layerbench.db")
+        details, status = (json.loads(line) for line in rows.stdout.splitlines())
+    finally:
+        inside("rm", "-rf", f"/home/layerbench/{OWN}.yaml", f"/home/layerbench/results-{OWN}")
+    assert status == "ok" and details["reset"]["prepared_by"] == "a Job in the cluster"
+    core = _kubernetes_core()
+    assert core is not None
+    nodes = {n.metadata.name for n in core.list_node().items}
+    placement = details["environment"]["backend"]["placement"]
+    assert placement["server_node"] in nodes
+    assert set(placement["client_nodes"]) == {"sysbench-cleanup", "sysbench-prepare", "sysbench-run"}
+    assert set(placement["client_nodes"].values()) <= nodes
+    assert core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items == []
