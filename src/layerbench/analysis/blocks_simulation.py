@@ -60,7 +60,8 @@ class Outcome:
 @dataclass(frozen=True)
 class Scenario:
     """The conditions of a simulated machine: the sd of the log round factor, the runs' sd (log scale), their
-    tails, the share of outlier runs and their factor, and how many times noisier the last variant is."""
+    tails, the share of outlier runs and their factor, and how many times noisier the last variant and the
+    baseline are."""
 
     name: str
     round_sd: float = 0.30
@@ -69,6 +70,8 @@ class Scenario:
     outliers: float = 0.0  # the share of runs multiplied by outlier_factor
     outlier_factor: float = 0.7
     noisier: float = 1.0  # the last variant's sd is cv x noisier
+    noisier_baseline: float = 1.0  # the baseline's sd is cv x noisier_baseline (one noisy baseline moves every
+    # comparison of a campaign together)
 
 
 # issue #43: this machine's conditions (round drift sd 30 %, runs CV 5-10 %, t3 tails, 10 % outlier runs at 0.7x,
@@ -107,7 +110,7 @@ def draw_scenario(scenario: Scenario, effects: tuple[float, ...], rounds: int, c
     rounds), the last variant noisier by scenario.noisier."""
     shape = (campaigns, rounds)
     factor = rng.normal(0, scenario.round_sd, shape)
-    base = 1000 * np.exp(factor + run_noise(scenario, scenario.cv, shape, rng))
+    base = 1000 * np.exp(factor + run_noise(scenario, scenario.cv * scenario.noisier_baseline, shape, rng))
     sds = [scenario.cv * (scenario.noisier if k == len(effects) - 1 else 1.0) for k in range(len(effects))]
     return base, np.stack([1000 * (1 + e) * np.exp(factor + run_noise(scenario, sd, shape, rng))
                            for e, sd in zip(effects, sds, strict=True)])
