@@ -48,6 +48,8 @@ def check_cluster(variant: KubernetesVariant) -> None:
     if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
         raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
                        "machine, which is not the cluster's node; use emptydir or pvc")
+    if variant.restores_snapshots and not cluster.node_is_this_machine(nodes):  # made in the cluster (seed.py)
+        cluster.seed_snapshot_class(api, variant)
 
 
 def pulled_images(variant: KubernetesVariant) -> list[str]:

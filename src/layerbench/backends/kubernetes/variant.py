@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.kubernetes.qos import resources_for
@@ -28,8 +28,7 @@ COLD_BUILD_SECONDS = 310
 DNS_LABEL_RE = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a namespace's name
 NAMESPACE_MODE_GIVES_UP = ("namespace-scoped mode, which gives up: a namespace per run, the nodes' facts, the "
                            "checks of capacity, placement and storage class, the image import, `layerbench clean`")
-NAMESPACE_MODE_REFUSES = (  # (key, why) refused in namespace-scoped mode: any snapshot_class, true, hostpath
-    ("snapshot_class", "a VolumeSnapshot restore makes a VolumeSnapshotContent (cluster-scoped)"),
+NAMESPACE_MODE_REFUSES = (  # (key, why) refused in namespace-scoped mode: true, hostpath
     ("cpu_manager_static", "the CPU manager policy is read from the kubelets (nodes/proxy, cluster-scoped)"),
     ("storage", "storage: hostpath needs the pod's node to be this machine (reading nodes)"),
 )
@@ -79,6 +78,7 @@ class KubernetesVariant(ImageVariant):
     namespace: str | None = Field(default=None, max_length=63, pattern=DNS_LABEL_RE, description="namespace-scoped "
                                   "mode: every run in this existing namespace, no cluster-scoped right")
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
+    _resets: frozenset[str] | None = PrivateAttr(default=None)  # the campaign's reset methods for it (preflight)
     mysqld: PrintableLine | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the pod runs an image of that root (docs/servers.md)")
 
@@ -145,6 +145,14 @@ class KubernetesVariant(ImageVariant):
                 raise ValueError(f"{where}.{key}: backend kubernetes: only a PVC has it, and storage is "
                                  f"{self.storage!r}; set storage: pvc or remove {key}")
         return self
+
+    def note_resets(self, methods: frozenset[str]) -> None:
+        self._resets = methods  # pod.check_cluster: a snapshot restore off a node needs a snapshot class
+
+    @property
+    def restores_snapshots(self) -> bool:
+        """Some run of the campaign restores a dataset snapshot (as preflight noted; else from the variant alone)."""
+        return "snapshot" in self._resets if self._resets is not None else self.reset in (None, "snapshot")
 
     @model_validator(mode="after")
     def _namespace_mode(self) -> KubernetesVariant:
@@ -248,16 +256,17 @@ def check_namespace_mode(variant: KubernetesVariant) -> None:
     if variant.namespace is None:
         return
     where = f"variants.{variant.name}"
-    used = {"snapshot_class": variant.snapshot_class is not None, "cpu_manager_static": variant.cpu_manager_static,
-            "storage": variant.storage == "hostpath"}
+    used = {"cpu_manager_static": variant.cpu_manager_static, "storage": variant.storage == "hostpath"}
     for key, why in NAMESPACE_MODE_REFUSES:
         if used[key]:
             raise ValueError(f"{where}.{key}: {why}, which namespace: {variant.namespace} (one namespace, no "
                              f"cluster-scoped right) cannot use; remove {key} or remove namespace")
-    if variant.reset not in ("reprepare", "none"):
-        raise ValueError(f"{where}.reset: namespace: {variant.namespace} cannot read the nodes (cluster-scoped), so "
-                         "a dataset snapshot of this machine cannot reach the pod by hostPath; set reset: reprepare "
-                         "on the variant, or remove namespace")
+    if variant.reset not in ("reprepare", "none") and variant.snapshot_class is None:
+        written = "snapshot" if variant.reset else "snapshot (the workloads' default)"
+        raise ValueError(f"{where}.reset: {written} in namespace: {variant.namespace} makes the dataset in the "
+                         "cluster and restores every run from a VolumeSnapshot of it, and namespace-scoped mode "
+                         "cannot read the VolumeSnapshotClasses (cluster-scoped); set snapshot_class (with storage: "
+                         "pvc), or reset: reprepare on the variant")
 
 
 def namespace_words(namespace: str | None) -> str:
