@@ -234,6 +234,8 @@ class Seeding:
         self.shutdown(job, endpoint)
         hashes, sizes = self.hashed()
         handle, driver = self.snapshotted()
+        if self.seeds.variant.namespace is not None:  # the shared namespace keeps only the seed's VolumeSnapshot
+            scoped.remove_labelled(self.seeds.api, self.ns, f"layerbench.label={self.prefix}")
         kept = recorded_hashes(hashes)
         data = sum(size for name, size in sizes.items() if name.startswith(f"{endpoint.database}/")
                    and name.endswith(".ibd") and name.count("/") == 1)

@@ -282,10 +282,32 @@ def binds_at_once(api: Any, variant: KubernetesVariant) -> bool:
 
 def bound_claim(api: Any, core: Any, ns: str, variant: KubernetesVariant, body: dict[str, Any]) -> dict[str, Any]:
     """After creating `body`: a PVC of an Immediate class is waited for until Bound before its pod is made (a
-    pod made while its PVC binds was measured to stay unschedulable for minutes); {"pvc": its facts} or {}."""
-    if body["kind"] != "PersistentVolumeClaim" or not binds_at_once(api, variant):
+    pod made while its PVC binds was measured to stay unschedulable for minutes); {"pvc": its facts} or {}.
+    Namespace-scoped mode cannot read the class: it waits until the PVC is Bound or an event says that it waits
+    for its first consumer (volumeBindingMode WaitForFirstConsumer)."""
+    if body["kind"] != "PersistentVolumeClaim":
         return {}
-    return {"pvc": wait_bound(core, ns, body["metadata"]["name"], variant.ready_timeout)}
+    name = body["metadata"]["name"]
+    if variant.namespace is not None:
+        return {} if waits_for_consumer(core, ns, name, variant.ready_timeout) else \
+            {"pvc": wait_bound(core, ns, name, variant.ready_timeout)}
+    if not binds_at_once(api, variant):
+        return {}
+    return {"pvc": wait_bound(core, ns, name, variant.ready_timeout)}
+
+
+def waits_for_consumer(core: Any, ns: str, name: str, timeout: float) -> bool:
+    """The PVC `name` is Bound (False) or its events say WaitForFirstConsumer (True), whichever comes first."""
+
+    def known() -> bool | None:
+        claim = core.read_namespaced_persistent_volume_claim(name, ns, _request_timeout=cluster.TIMEOUT)
+        if claim.status.phase == "Bound":
+            return False
+        events = core.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}",
+                                            _request_timeout=cluster.TIMEOUT).items
+        return True if any(e.reason == "WaitForFirstConsumer" for e in events) else None
+
+    return bool(wait_for(f"PVC {ns}/{name}", timeout, known))
 
 
 def record_restore(core: Any, ns: str, pod_name: str, spec: Any, seconds: float,

@@ -1,0 +1,180 @@
+"""A dataset made in the cluster (backends/kubernetes/seed.py) on the shared local cluster, with the harness as
+off-node as this machine allows: namespace-scoped mode with a ServiceAccount bound only to the shipped Role (it
+reads no node, so no hostPath of this machine is used). A tiny campaign (2 rounds, 1 table x 100 rows, 2 s runs)
+with `reset: snapshot` on the CSI driver's classes: the seed is prepared by sysbench Jobs and hashed by a pod in
+the cluster (seen through the API while it runs, and in the seeding run's files), every run's PVC is made from the
+seed's VolumeSnapshot (seen through the API) and its files checked against the recorded hashes (the run records),
+and nothing labelled with the campaign is left in the namespace afterwards. The CSI driver is added to the shared
+cluster when it lacks it (`scripts/k8s-local up --csi` on a running cluster installs it and changes nothing else);
+the driver's classes are not the cluster's default, so no other test meets them."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_host_campaign import campaign_file, run_cli
+from test_kubernetes_rbac import admin, namespace_objects, write_kubeconfig
+
+from helpers import stored_rows
+from layerbench.backends.kubernetes import pod, seed
+from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.store import Store
+
+pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+STORAGE_CLASS, SNAPSHOT_CLASS = "layerbench-csi-hostpath", "layerbench-csi-hostpath-snapclass"
+TINY = {"tables": 1, "table_size": 100, "threads": 1, "duration": 2, "warmup": 0, "reset": "snapshot"}
+GROUP = "snapshot.storage.k8s.io"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster(k8s_cluster) -> None:
+    """The shared cluster, with the CSI driver's classes (installed into it when missing)."""
+    from kubernetes import client
+
+    classes = client.CustomObjectsApi(admin())
+    try:
+        found = [c["metadata"]["name"] for c in classes.list_cluster_custom_object(
+            GROUP, "v1", "volumesnapshotclasses")["items"]]
+    except client.exceptions.ApiException:
+        found = []
+    if SNAPSHOT_CLASS not in found:
+        env = {**os.environ, "K8S_LOCAL_CPU_MANAGER_POLICY": "static"}
+        up = subprocess.run([str(ROOT / "scripts" / "k8s-local"), "up", "--csi"], env=env, capture_output=True,
+                            text=True, timeout=900)
+        assert up.returncode == 0, f"scripts/k8s-local up --csi:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+
+
+@pytest.fixture
+def account(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A namespace seed-<random> with the shipped ServiceAccount, Role and RoleBinding, and a kubeconfig with the
+    account's token (0600); all removed at the end."""
+    from kubernetes import client, utils
+
+    api = admin()
+    core, ns = client.CoreV1Api(api), f"seed-{secrets.token_hex(4)}"
+    path = tmp_path / "seed-kubeconfig"
+    core.create_namespace({"metadata": {"name": ns, "labels": {"seed-test": "1"}}})
+    try:
+        for body in namespace_objects(ns):
+            utils.create_from_dict(api, body, namespace=ns)
+        token = core.create_namespaced_service_account_token(
+            "layerbench", ns, {"spec": {"expirationSeconds": 3600}}).status.token
+        write_kubeconfig(path, token)
+        yield ns, path
+    finally:
+        path.unlink(missing_ok=True)
+        pod.delete_namespace(core, ns)
+
+
+class Watcher:
+    """Polls the API (as admin) for the campaign's pods and PVCs in the namespace while it runs."""
+
+    def __init__(self, ns: str, campaign: str) -> None:
+        from kubernetes import client
+
+        self.core, self.ns, self.selector = client.CoreV1Api(admin()), ns, f"layerbench.campaign={campaign}"
+        self.pods: dict[str, str] = {}  # name -> role
+        self.claims: dict[str, Any] = {}  # name -> spec.dataSource
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                for found in self.core.list_namespaced_pod(self.ns, label_selector=self.selector).items:
+                    self.pods[found.metadata.name] = found.metadata.labels.get("layerbench.role")
+                for claim in self.core.list_namespaced_persistent_volume_claim(
+                        self.ns, label_selector=self.selector).items:
+                    source = claim.spec.data_source
+                    self.claims[claim.metadata.name] = {"kind": source.kind, "name": source.name} if source else None
+            except Exception:  # an object going away between list calls
+                pass
+            time.sleep(0.3)
+
+
+def left_over(ns: str, campaign: str) -> dict[str, list[str]]:
+    """Everything labelled with the campaign still in the namespace (or cluster-wide for namespaces)."""
+    from kubernetes import client
+
+    api, selector = admin(), f"layerbench.campaign={campaign}"
+    core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+    found = {kind: [o.metadata.name for o in items] for kind, items in (
+        ("pods", core.list_namespaced_pod(ns, label_selector=selector).items),
+        ("pvcs", core.list_namespaced_persistent_volume_claim(ns, label_selector=selector).items),
+        ("secrets", core.list_namespaced_secret(ns, label_selector=selector).items),
+        ("configmaps", core.list_namespaced_config_map(ns, label_selector=selector).items),
+        ("jobs", batch.list_namespaced_job(ns, label_selector=selector).items),
+        ("namespaces", core.list_namespace(label_selector=selector).items))}
+    snapshots = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, "v1", ns, "volumesnapshots",
+                                                                           label_selector=selector)["items"]
+    found["volumesnapshots"] = [s["metadata"]["name"] for s in snapshots]
+    return {kind: names for kind, names in found.items() if names}
+
+
+def test_a_dataset_made_in_the_cluster_is_snapshotted_once_and_every_run_restored_and_checked(
+        tmp_path: Path, account: tuple[str, Path]) -> None:
+    ns, kubeconfig = account
+    pod.ensure_image_on_nodes(KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes"}), print)
+    name = f"seed-it-{os.getpid()}"
+    variant = {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns, "kind": "pod",
+               "client": "job", "qos": "burstable", "storage": "pvc", "storage_class": STORAGE_CLASS,
+               "snapshot_class": SNAPSHOT_CLASS, "storage_size": "1Gi"}
+    path = campaign_file(tmp_path, name=name, repetitions=2, baseline="k", variants=[variant], workload=TINY)
+    watcher = Watcher(ns, name)
+    watcher.thread.start()
+    try:
+        done = run_cli(["run", str(path)], timeout=600)
+    finally:
+        watcher.stop.set()
+        watcher.thread.join(timeout=10)
+    assert done.returncode == 0 and "2 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + done.stderr[-3000:]
+
+    seeds = {n for n, role in watcher.pods.items() if role == "seed"}
+    prefix = next(iter(seeds)).removesuffix("-db").removesuffix("-sha256")
+    assert seeds == {f"{prefix}-db", f"{prefix}-sha256"}, watcher.pods  # its server, then the pod that hashed it
+    jobs = {n.rsplit("-", 1)[0] for n, role in watcher.pods.items() if role == "client"}
+    assert {"sysbench-prepare", "sysbench-shutdown"} <= jobs, watcher.pods  # prepared and stopped by Jobs
+    assert watcher.claims[prefix] is None  # the seed PVC, empty at first
+    runs = {k: v for k, v in watcher.claims.items() if k != prefix}
+    assert runs and all(v == {"kind": "VolumeSnapshot", "name": prefix} for v in runs.values()), watcher.claims
+
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        campaign_id = store.db.execute("SELECT max(id) FROM campaigns").fetchone()[0]
+        rows = [json.loads(r["details"]) for r in stored_rows(store, campaign_id)]
+    assert len(rows) == 2
+    for details in rows:
+        reset, backend = details["reset"], details["environment"]["backend"]
+        assert reset["method"] == "snapshot" and backend["dataset_path"] == seed.SEEDED
+        assert reset["dataset_prepared"]["where"].startswith(f"{seed.SEEDED} in namespace {ns}")
+        restore = reset["restore"]
+        assert restore["method"] == "volumesnapshot" and restore["files"] > 5
+        assert "recorded when the dataset was made in the cluster" in restore["verified"]
+        assert backend["pvc"]["data_source"] == {"kind": "VolumeSnapshot", "api_group": GROUP, "name": prefix}
+    made = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob(seed.FACTS_FILE)]
+    assert len(made) == 1 and "sbtest/sbtest1.ibd" in made[0]["sha256"], made  # hashed once, in the cluster
+    assert made[0]["data_bytes"] > 0 and made[0]["seed"]["snapshot"] == prefix
+    assert left_over(ns, name) == {}
+
+
+def test_validate_refuses_reset_snapshot_in_namespace_mode_without_a_snapshot_class(
+        tmp_path: Path, account: tuple[str, Path]) -> None:
+    ns, kubeconfig = account
+    variant = {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns,
+               "client": "job", "storage": "pvc", "storage_class": STORAGE_CLASS}
+    name = f"seed-v-{os.getpid()}"
+    path = campaign_file(tmp_path, name=name, repetitions=1, baseline="k", variants=[variant], workload=TINY)
+    done = run_cli(["validate", str(path)])
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "set snapshot_class (with storage: pvc), or reset: reprepare" in lines[0]
+    assert left_over(ns, name) == {}  # nothing was created
