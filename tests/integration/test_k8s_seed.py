@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
 import threading
 import time
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 from test_host_campaign import campaign_file, run_cli
-from test_kubernetes_rbac import admin, namespace_objects, write_kubeconfig
+from test_kubernetes_rbac import admin, role_account
 
 from helpers import stored_rows
 from layerbench.backends.kubernetes import pod, seed
@@ -58,22 +57,8 @@ def cluster(k8s_cluster) -> None:
 def account(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A namespace seed-<random> with the shipped ServiceAccount, Role and RoleBinding, and a kubeconfig with the
     account's token (0600); all removed at the end."""
-    from kubernetes import client, utils
-
-    api = admin()
-    core, ns = client.CoreV1Api(api), f"seed-{secrets.token_hex(4)}"
-    path = tmp_path / "seed-kubeconfig"
-    core.create_namespace({"metadata": {"name": ns, "labels": {"seed-test": "1"}}})
-    try:
-        for body in namespace_objects(ns):
-            utils.create_from_dict(api, body, namespace=ns)
-        token = core.create_namespaced_service_account_token(
-            "layerbench", ns, {"spec": {"expirationSeconds": 3600}}).status.token
-        write_kubeconfig(path, token)
-        yield ns, path
-    finally:
-        path.unlink(missing_ok=True)
-        pod.delete_namespace(core, ns)
+    with role_account(tmp_path, "seed") as found:
+        yield found
 
 
 class Watcher:

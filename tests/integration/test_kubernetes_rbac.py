@@ -6,6 +6,7 @@ at the end, and is never printed."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import secrets
@@ -67,12 +68,20 @@ def write_kubeconfig(path: Path, token: str) -> None:
 def account(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A namespace rbac-<random>, the shipped ServiceAccount, Role and RoleBinding in it, and a kubeconfig with
     the account's token; all removed at the end."""
+    with role_account(tmp_path, "rbac") as found:
+        yield found
+
+
+@contextlib.contextmanager
+def role_account(tmp_path: Path, prefix: str) -> Iterator[tuple[str, Path]]:
+    """A namespace <prefix>-<random> with the shipped namespace-scoped objects, and a 0600 kubeconfig with the
+    ServiceAccount's token (also for tests/integration/test_k8s_seed.py); all removed at the end."""
     from kubernetes import client, utils
 
     api = admin()
-    core, ns = client.CoreV1Api(api), f"rbac-{secrets.token_hex(4)}"
-    path = tmp_path / "rbac-kubeconfig"
-    core.create_namespace({"metadata": {"name": ns, "labels": {"rbac-test": "1"}}})
+    core, ns = client.CoreV1Api(api), f"{prefix}-{secrets.token_hex(4)}"
+    path = tmp_path / f"{prefix}-kubeconfig"
+    core.create_namespace({"metadata": {"name": ns, "labels": {f"{prefix}-test": "1"}}})
     try:
         for body in namespace_objects(ns):
             utils.create_from_dict(api, body, namespace=ns)

@@ -79,10 +79,10 @@ def test_the_seed_pvc_has_the_variants_class_and_size() -> None:
 
 def test_the_hash_script_prints_every_files_sha256_and_size(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    (data / "sbtest").mkdir(parents=True)
-    (data / "sbtest" / "sbtest1.ibd").write_bytes(b"x" * 5000)
-    (data / "ibdata1").write_bytes(b"y" * 10)
-    (data / "ib_buffer_pool").write_text("warm")
+    files = {"sbtest/sbtest1.ibd": b"x" * 5000, "ibdata1": b"y" * 10, "ib_buffer_pool": b"warm"}
+    for name, content in files.items():
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_bytes(content)
     script = seed.HASH_SCRIPT.replace(m.DATADIR, str(data))
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout
     hashes = volsnap.parse_hashes(out)
