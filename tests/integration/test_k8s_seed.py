@@ -1,12 +1,13 @@
 """A dataset made in the cluster (backends/kubernetes/seed.py) on the shared local cluster, with the harness as
 off-node as this machine allows: namespace-scoped mode with a ServiceAccount bound only to the shipped Role (it
-reads no node, so no hostPath of this machine is used). A tiny campaign (2 rounds, 1 table x 100 rows, 2 s runs)
-with `reset: snapshot` on the CSI driver's classes: the seed is prepared by sysbench Jobs and hashed by a pod in
-the cluster (seen through the API while it runs, and in the seeding run's files), every run's PVC is made from the
-seed's VolumeSnapshot (seen through the API) and its files checked against the recorded hashes (the run records),
-and nothing labelled with the campaign is left in the namespace afterwards. The CSI driver is added to the shared
-cluster when it lacks it (`scripts/k8s-local up --csi` on a running cluster installs it and changes nothing else);
-the driver's classes are not the cluster's default, so no other test meets them."""
+reads no node, so no hostPath of this machine is used). A tiny campaign (2 rounds of a `pvc` and an `emptydir`
+variant, 1 table x 100 rows, 2 s runs) with `reset: snapshot` on the CSI driver's classes: one seed for both,
+prepared by sysbench Jobs and hashed by a pod in the cluster (seen through the API while it runs, and in the
+seeding run's files); every run's PVC is made from the seed's VolumeSnapshot (seen through the API; the emptydir's
+is the read-only PVC its init container copies from) and its files checked against the recorded hashes (the run
+records); nothing labelled with the campaign is left in the namespace afterwards. The CSI driver is added to the
+shared cluster when it lacks it (`scripts/k8s-local up --csi` on a running cluster installs it and changes nothing
+else); the driver's classes are not the cluster's default, so no other test meets them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from test_host_campaign import campaign_file, run_cli
 from test_kubernetes_rbac import admin, role_account
 
 from helpers import stored_rows
+from layerbench.backends.kubernetes import manifests as m
 from layerbench.backends.kubernetes import pod, seed
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.store import Store
@@ -114,7 +116,8 @@ def test_a_dataset_made_in_the_cluster_is_snapshotted_once_and_every_run_restore
     variant = {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns, "kind": "pod",
                "client": "job", "qos": "burstable", "storage": "pvc", "storage_class": STORAGE_CLASS,
                "snapshot_class": SNAPSHOT_CLASS, "storage_size": "1Gi"}
-    path = campaign_file(tmp_path, name=name, repetitions=2, baseline="k", variants=[variant], workload=TINY)
+    empty = {**variant, "name": "e", "storage": "emptydir"}  # filled by its init container from a read-only PVC
+    path = campaign_file(tmp_path, name=name, repetitions=2, baseline="k", variants=[variant, empty], workload=TINY)
     watcher = Watcher(ns, name)
     watcher.thread.start()
     try:
@@ -122,22 +125,21 @@ def test_a_dataset_made_in_the_cluster_is_snapshotted_once_and_every_run_restore
     finally:
         watcher.stop.set()
         watcher.thread.join(timeout=10)
-    assert done.returncode == 0 and "2 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + done.stderr[-3000:]
+    assert done.returncode == 0 and "4 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + done.stderr[-3000:]
 
     seeds = {n for n, role in watcher.pods.items() if role == "seed"}
     prefix = next(iter(seeds)).removesuffix("-db").removesuffix("-sha256")
     assert seeds == {f"{prefix}-db", f"{prefix}-sha256"}, watcher.pods  # its server, then the pod that hashed it
     jobs = {n.rsplit("-", 1)[0] for n, role in watcher.pods.items() if role == "client"}
     assert {"sysbench-prepare", "sysbench-shutdown"} <= jobs, watcher.pods  # prepared and stopped by Jobs
-    assert watcher.claims[prefix] is None  # the seed PVC, empty at first
-    runs = {k: v for k, v in watcher.claims.items() if k != prefix}
-    assert runs and all(v == {"kind": "VolumeSnapshot", "name": prefix} for v in runs.values()), watcher.claims
+    made_from = {"kind": "VolumeSnapshot", "name": prefix}  # the seed PVC, empty at first; the runs' from the seed
+    assert watcher.claims == {prefix: None, "data": made_from, m.SOURCE_CLAIM: made_from}, watcher.claims
 
     with Store(tmp_path / "out" / "layerbench.db") as store:
         campaign_id = store.db.execute("SELECT max(id) FROM campaigns").fetchone()[0]
-        rows = [json.loads(r["details"]) for r in stored_rows(store, campaign_id)]
-    assert len(rows) == 2
-    for details in rows:
+        rows = [(r["variant"], json.loads(r["details"])) for r in stored_rows(store, campaign_id)]
+    assert sorted(v for v, _ in rows) == ["e", "e", "k", "k"]
+    for variant_name, details in rows:
         reset, backend = details["reset"], details["environment"]["backend"]
         assert reset["method"] == "snapshot" and backend["dataset_path"] == seed.SEEDED
         assert reset["dataset_prepared"]["where"].startswith(f"{seed.SEEDED} in namespace {ns}")
@@ -145,6 +147,7 @@ def test_a_dataset_made_in_the_cluster_is_snapshotted_once_and_every_run_restore
         assert restore["method"] == "volumesnapshot" and restore["files"] > 5
         assert "recorded when the dataset was made in the cluster" in restore["verified"]
         assert backend["pvc"]["data_source"] == {"kind": "VolumeSnapshot", "api_group": GROUP, "name": prefix}
+        assert ("emptydir" in backend["data"]) == (variant_name == "e")
     made = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob(seed.FACTS_FILE)]
     assert len(made) == 1 and "sbtest/sbtest1.ibd" in made[0]["sha256"], made  # hashed once, in the cluster
     assert made[0]["data_bytes"] > 0 and made[0]["seed"]["snapshot"] == prefix
@@ -161,5 +164,5 @@ def test_validate_refuses_reset_snapshot_in_namespace_mode_without_a_snapshot_cl
     done = run_cli(["validate", str(path)])
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert "set snapshot_class (with storage: pvc), or reset: reprepare" in lines[0]
+    assert "set snapshot_class, or reset: reprepare" in lines[0]
     assert left_over(ns, name) == {}  # nothing was created

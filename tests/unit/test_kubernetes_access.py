@@ -180,7 +180,7 @@ def test_the_shipped_roles_grant_what_the_plans_use_and_nothing_more() -> None:
     ({"reset": "snapshot"}, "reset: snapshot in namespace: lb makes the dataset in the cluster and restores "
                             "every run from a VolumeSnapshot of it, and namespace-scoped mode cannot read the "
                             "VolumeSnapshotClasses (cluster-scoped); set snapshot_class"),
-    ({"reset": "snapshot", "storage": "emptydir", "snapshot_class": "csi"}, "snapshot_class: restores each run's"),
+    ({"reset": "snapshot", "storage": "hostpath", "snapshot_class": "csi"}, "snapshot_class: restores each run's"),
 ])
 def test_namespace_mode_refuses_what_needs_cluster_rights(kw: dict, expected: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(f"variants.k.{expected}")):

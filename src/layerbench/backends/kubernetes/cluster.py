@@ -152,7 +152,7 @@ def check_capacity(nodes: list[Any], resources: dict[str, dict[str, str]], varia
 
 
 def check_storage_class(storage: Any, variant: KubernetesVariant) -> None:
-    if variant.storage != "pvc":
+    if not variant.claims_volumes:
         return
     classes = storage.list_storage_class(_request_timeout=TIMEOUT).items
     names = [c.metadata.name for c in classes]

@@ -42,14 +42,20 @@ def dns_name(text: str) -> str:
 
 
 def labels(campaign: str, label: str, role: str) -> dict[str, str]:
-    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", campaign).strip("-_.")[:63] or "campaign"
+    value = label_value(campaign) or "campaign"
     return {"layerbench": "1", "layerbench.campaign": value, "layerbench.label": dns_name(label),
             "layerbench.role": role, "layerbench.harness": str(os.getpid()), "layerbench.host": host_label()}
 
 
 def host_label() -> str:
     """This machine, so that `clean` never takes another machine's harness PID for a dead one of ours."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", socket.gethostname()).strip("-_.")[:63] or "host"
+    return label_value(socket.gethostname()) or "host"
+
+
+def label_value(text: str) -> str:
+    """A label value: at most 63 of A-Z, a-z, 0-9, '-', '_', '.', beginning and ending with a letter or digit (cut
+    after the strip, then stripped again: a cut can end on a '-'); "" when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_.")[:63].rstrip("-_.")
 
 
 def namespace(name: str, meta_labels: dict[str, str]) -> dict[str, Any]:
@@ -120,10 +126,9 @@ SOURCE_CLAIM = "snapshot"  # an emptydir variant's read-only PVC made from the s
 
 
 def source_claim(variant: KubernetesVariant, ns: str, meta_labels: dict[str, str], source: str) -> dict[str, Any]:
-    """An `emptydir` variant's restore off a node: a PVC of the cluster's default class made from the VolumeSnapshot
-    `source`, mounted read-only by the init container that copies it into the emptyDir."""
-    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": variant.storage_size}},
-            "dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": source}}
+    """An `emptydir` variant's restore from a VolumeSnapshot: a PVC of its class (or the cluster's default) made
+    from the VolumeSnapshot `source`, mounted read-only by the init container that copies it into the emptyDir."""
+    spec = claim_spec(variant, restored=True, source=source)
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": SOURCE_CLAIM, "namespace": ns, "labels": meta_labels}, "spec": spec}
 
