@@ -166,3 +166,20 @@ def test_validate_refuses_reset_snapshot_in_namespace_mode_without_a_snapshot_cl
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "set snapshot_class, or reset: reprepare" in lines[0]
     assert left_over(ns, name) == {}  # nothing was created
+
+
+def test_off_a_node_the_snapshot_class_is_the_one_of_the_storage_class_driver() -> None:
+    from layerbench.backends.kubernetes import cluster
+    from layerbench.errors import BadInput
+
+    def pvc(**kw: str) -> KubernetesVariant:
+        return KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes", "storage": "pvc", **kw})
+
+    assert cluster.seed_snapshot_class(admin(), pvc(storage_class=STORAGE_CLASS)) == SNAPSHOT_CLASS
+    assert cluster.seed_snapshot_class(admin(), pvc(snapshot_class="named")) == "named"  # the variant's own
+    with pytest.raises(BadInput) as refused:
+        cluster.seed_snapshot_class(admin(), pvc(storage_class="seed-no-such-class"))
+    assert str(refused.value) == (
+        "variants.k.reset: snapshot off a node makes the dataset in the cluster and restores every run from a "
+        "VolumeSnapshot of it, and the cluster has no storage class seed-no-such-class for its PVC; set reset: "
+        "reprepare")
