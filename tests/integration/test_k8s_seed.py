@@ -183,3 +183,41 @@ def test_off_a_node_the_snapshot_class_is_the_one_of_the_storage_class_driver() 
         "variants.k.reset: snapshot off a node makes the dataset in the cluster and restores every run from a "
         "VolumeSnapshot of it, and the cluster has no storage class seed-no-such-class for its PVC; set reset: "
         "reprepare")
+
+
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGKILL then clean"])
+def test_a_seed_stopped_while_it_is_made_leaves_nothing(tmp_path: Path, account: tuple[str, Path], stop: str) -> None:
+    """Ctrl-C: the harness removes the half-made seed itself; SIGKILL: `clean --campaign`'s sweep of the variant's
+    namespace (cleanup.clean_kubernetes_variant, in-process so it touches nothing but this namespace) does."""
+    import signal
+    import sys
+
+    from layerbench.backends.kubernetes import cleanup
+
+    ns, kubeconfig = account
+    pod.ensure_image_on_nodes(KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes"}), print)
+    name = f"seed-stop-{os.getpid()}"
+    variant = {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns, "kind": "pod",
+               "client": "job", "qos": "burstable", "storage": "pvc", "storage_class": STORAGE_CLASS,
+               "snapshot_class": SNAPSHOT_CLASS, "storage_size": "1Gi"}
+    path = campaign_file(tmp_path, name=name, repetitions=1, baseline="k", variants=[variant], workload=TINY)
+    harness = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while "pods" not in left_over(ns, name) and harness.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert "pods" in left_over(ns, name), "the seed's server pod never appeared"
+        harness.send_signal(signal.SIGINT if stop == "SIGINT" else signal.SIGKILL)
+        out, _ = harness.communicate(timeout=300)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.communicate(timeout=60)
+    if stop == "SIGINT":
+        assert harness.returncode == 130, out[-2000:]
+    else:
+        assert harness.returncode == -signal.SIGKILL and left_over(ns, name), out[-2000:]  # it left the seed
+        said = cleanup.clean_kubernetes_variant(KubernetesVariant.model_validate(variant))
+        assert any(line.startswith("deleted the objects labelled seed-") for line in said), said
+    assert left_over(ns, name) == {}

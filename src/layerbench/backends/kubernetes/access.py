@@ -81,8 +81,8 @@ def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -
     kinds += [("jobs", "batch", "sysbench as a Job")] if variant.client == "job" or seeds else []
     if variant.snapshot_class is not None:
         rights += _rights("create get", "volumesnapshots", SNAPSHOT_GROUP, False, "the seed and run snapshots")
-        rights += _rights("delete", "volumesnapshots", SNAPSHOT_GROUP, False, "removing the seed's snapshot "
-                          "(namespace-scoped mode)") if seeds else []
+        rights += _rights("list delete", "volumesnapshots", SNAPSHOT_GROUP, False, "removing the seed's snapshot "
+                          "(namespace-scoped mode; `layerbench clean` finds it by label)") if seeds else []
     rights += _rights("create get list delete deletecollection", "pods", "", False, run)
     rights += _rights("get", "pods/log", "", False, "the server's log, the Jobs' and neighbours' output")
     rights += _rights("list", "events", "", False, "why a pod does not start")
