@@ -108,14 +108,20 @@ def left_over(ns: str, campaign: str) -> dict[str, list[str]]:
     return {kind: names for kind, names in found.items() if names}
 
 
-def test_a_dataset_made_in_the_cluster_is_snapshotted_once_and_every_run_restored_and_checked(
-        tmp_path: Path, account: tuple[str, Path]) -> None:
+def seeded_variant(account: tuple[str, Path]) -> tuple[str, dict[str, Any]]:
+    """The namespace and a `pvc` variant of the account in namespace-scoped mode on the CSI classes (reset: snapshot
+    makes its dataset in the cluster); the local image is on the node first (this mode imports nothing)."""
     ns, kubeconfig = account
     pod.ensure_image_on_nodes(KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes"}), print)
+    return ns, {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns, "kind": "pod",
+                "client": "job", "qos": "burstable", "storage": "pvc", "storage_class": STORAGE_CLASS,
+                "snapshot_class": SNAPSHOT_CLASS, "storage_size": "1Gi"}
+
+
+def test_a_dataset_made_in_the_cluster_is_snapshotted_once_and_every_run_restored_and_checked(
+        tmp_path: Path, account: tuple[str, Path]) -> None:
+    ns, variant = seeded_variant(account)
     name = f"seed-it-{os.getpid()}"
-    variant = {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns, "kind": "pod",
-               "client": "job", "qos": "burstable", "storage": "pvc", "storage_class": STORAGE_CLASS,
-               "snapshot_class": SNAPSHOT_CLASS, "storage_size": "1Gi"}
     empty = {**variant, "name": "e", "storage": "emptydir"}  # filled by its init container from a read-only PVC
     path = campaign_file(tmp_path, name=name, repetitions=2, baseline="k", variants=[variant, empty], workload=TINY)
     watcher = Watcher(ns, name)
@@ -194,12 +200,8 @@ def test_a_seed_stopped_while_it_is_made_leaves_nothing(tmp_path: Path, account:
 
     from layerbench.backends.kubernetes import cleanup
 
-    ns, kubeconfig = account
-    pod.ensure_image_on_nodes(KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes"}), print)
+    ns, variant = seeded_variant(account)
     name = f"seed-stop-{os.getpid()}"
-    variant = {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns, "kind": "pod",
-               "client": "job", "qos": "burstable", "storage": "pvc", "storage_class": STORAGE_CLASS,
-               "snapshot_class": SNAPSHOT_CLASS, "storage_size": "1Gi"}
     path = campaign_file(tmp_path, name=name, repetitions=1, baseline="k", variants=[variant], workload=TINY)
     harness = subprocess.Popen([sys.executable, "-m", "layerbench", "run", str(path)], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
