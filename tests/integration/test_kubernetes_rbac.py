@@ -74,6 +74,14 @@ def account(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def shipped_role_account(tmp_path: Path, prefix: str) -> Iterator[tuple[str, Path]]:
     """A namespace <prefix>-<random>, the shipped ServiceAccount, Role and RoleBinding in it, and a kubeconfig with
     the account's token; all removed at the end."""
+    with role_account(tmp_path, "rbac") as found:
+        yield found
+
+
+@contextlib.contextmanager
+def role_account(tmp_path: Path, prefix: str) -> Iterator[tuple[str, Path]]:
+    """A namespace <prefix>-<random> with the shipped namespace-scoped objects, and a 0600 kubeconfig with the
+    ServiceAccount's token (also for tests/integration/test_k8s_seed.py); all removed at the end."""
     from kubernetes import client, utils
 
     api = admin()

@@ -174,12 +174,13 @@ def test_the_shipped_roles_grant_what_the_plans_use_and_nothing_more() -> None:
 
 
 @pytest.mark.parametrize(("kw", "expected"), [
-    ({"snapshot_class": "csi", "storage": "pvc"}, "snapshot_class: a VolumeSnapshot restore makes a "
-                                                  "VolumeSnapshotContent (cluster-scoped)"),
     ({"cpu_manager_static": True, "limits": {"cpu": "1", "memory": "1Gi"}}, "cpu_manager_static: the CPU manager"),
     ({"storage": "hostpath"}, "storage: storage: hostpath needs the pod's node"),
-    ({"reset": None}, "reset: namespace: lb cannot read the nodes"),
-    ({"reset": "snapshot"}, "reset: namespace: lb cannot read the nodes"),
+    ({"reset": None}, "reset: snapshot (the workloads' default) in namespace: lb makes the dataset in the cluster"),
+    ({"reset": "snapshot"}, "reset: snapshot in namespace: lb makes the dataset in the cluster and restores "
+                            "every run from a VolumeSnapshot of it, and namespace-scoped mode cannot read the "
+                            "VolumeSnapshotClasses (cluster-scoped); set snapshot_class"),
+    ({"reset": "snapshot", "storage": "hostpath", "snapshot_class": "csi"}, "snapshot_class: restores each run's"),
 ])
 def test_namespace_mode_refuses_what_needs_cluster_rights(kw: dict, expected: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(f"variants.k.{expected}")):

@@ -158,7 +158,9 @@ def test_the_network_path_names_the_nodes_relation_and_the_target() -> None:
 
 
 @pytest.mark.parametrize(("kw", "expected"), [
-    ({"snapshot_class": "x"}, r"variants\.k\.snapshot_class: .* storage is 'emptydir'; set storage: pvc"),
+    ({"snapshot_class": "x", "storage": "hostpath"},
+     r"variants\.k\.snapshot_class: .* storage is 'hostpath'; set storage: pvc or emptydir"),
+    ({"storage_class": "x"}, r"variants\.k\.storage_class: .* storage is 'emptydir' without snapshot_class; set "),
     ({"client_target": "pod"}, r"variants\.k\.client_target: .* client is 'host'; set client: job"),
 ])
 def test_option_combinations_refused_at_validation(kw: dict, expected: str) -> None:

@@ -42,7 +42,8 @@ def refusal(tmp_path: Path, variant: dict[str, Any], **top: Any) -> str:
     ({**K8S, "client": "job", "client_cpus": "0"},
      "variants.v.client_cpus: backend kubernetes, client: job: the kubelet chooses the Job pod's CPUs"),
     ({**K8S, "storage_size": "10Gi"}, "variants.v.storage_size: backend kubernetes: only a PVC has it, and storage "
-                                      "is 'emptydir'; set storage: pvc or remove storage_size"),
+                                      "is 'emptydir' without snapshot_class; set storage: pvc (or emptydir with "
+                                      "snapshot_class) or remove storage_size"),
     ({**K8S, "storage": "hostpath", "storage_class": "fast"}, "variants.v.storage_class: backend kubernetes: only a "
                                                               "PVC has it, and storage is 'hostpath'"),
     ({"backend": "docker", "cpus": "0", "resources": {"cpuset": "1"}},

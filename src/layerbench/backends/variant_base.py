@@ -127,6 +127,10 @@ class VariantBase(Strict):
         """The command of the server binary whose option names server.config is checked against, if installed."""
         return which_server("mariadbd")
 
+    def note_resets(self, methods: frozenset[str]) -> None:
+        """Preflight, before its backend's check: how the campaign resets this variant's data (the methods of
+        Campaign.reset_for), for a backend whose check depends on them; most need not keep them."""
+
     def restore_problem(self) -> str | None:
         """Why a dataset snapshot cannot be restored into this variant's server (its backend's or storage's words),
         or None when it can. A server layerbench owns re-prepares instead (alone: the other variants restore); one

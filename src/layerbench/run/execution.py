@@ -290,7 +290,7 @@ def dataset_request(ctx: RunContext, variant: VariantBase, workload: Workload, r
     client = placed if placed is not None and place.reach != "ssh" else HostClient()
     progress = PrepareProgress(workload.tables, say, table_size=workload.table_size)
     return DatasetRequest(workload, variant.server.page_size(), run_dir, private, label, place.listen_address,
-                          client, say=say, on_line=progress)
+                          client, say=say, campaign=ctx.campaign.name, on_line=progress)
 
 
 def check_snapshot(snapshot: Snapshot | None, workload: Workload, run_dir: Path, keeper: HostDatasets | None = None,

@@ -243,7 +243,7 @@ class Orchestrator:
         server, or this machine's MariaDB), or by `on_host`, the server's own host (backends/host/dataset.py)."""
         server = variant.snapshot_server()  # a host variant's own server (MySQL's datadir is not MariaDB's)
         key = (workload.name, page_size_of(variant), str(server.server.flavour), str(server.server.version),
-               str(server.mysqld), variant.server_host if on_host else None)
+               str(server.mysqld), (variant.server_host or variant.name) if on_host else None)  # its keeper's
         if key not in self.snapshots:
             shape = f"{workload.tables} x {workload.table_size} rows" if not workload.is_lua_path else \
                 f"of the script: prepare {prepare_options_text(workload)},"

@@ -81,7 +81,8 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     check_neighbours(campaign)  # their CPUs, room and targets (#32)
     check_hosts(campaign, hosts)
     backends = [(variant, make_backend(variant, hosts)) for variant in campaign.variants]
-    for _, backend in backends:
+    for variant, backend in backends:
+        variant.note_resets(frozenset(campaign.reset_for(variant, w).method for w in campaign.workloads))
         backend.check()
     check_remote_disk_space(campaign)  # after the checks: every server host answers over SSH
     check_paths(campaign, hosts)  # every path to a server's port, as the runs will take it (run/paths.py)

@@ -52,6 +52,7 @@ class DatasetRequest:
     listen_address: str
     client: ClientRunner
     say: Callable[[str], None] = field(default=lambda _text: None, repr=False)
+    campaign: str = ""  # the campaign's name (the labels of what a cluster makes for it: backends/kubernetes/seed.py)
     on_line: Callable[[str], None] | None = field(default=None, repr=False)
 
 

@@ -76,10 +76,13 @@ def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -
     run, removed = "the run's objects", "removing the run's objects by label (namespace-scoped mode)"
     kinds = [("configmaps", "", run), ("secrets", "", run), ("services", "", run)]
     kinds += [("statefulsets", "apps", run)] if variant.kind == "statefulset" else []
-    kinds += [("persistentvolumeclaims", "", run)] if variant.storage == "pvc" else []
-    kinds += [("jobs", "batch", "sysbench as a Job")] if variant.client == "job" else []
+    kinds += [("persistentvolumeclaims", "", run)] if variant.claims_volumes else []
+    seeds = variant.namespace is not None and variant.snapshot_class is not None  # made by Jobs there (seed.py)
+    kinds += [("jobs", "batch", "sysbench as a Job")] if variant.client == "job" or seeds else []
     if variant.snapshot_class is not None:
         rights += _rights("create get", "volumesnapshots", SNAPSHOT_GROUP, False, "the seed and run snapshots")
+        rights += _rights("list delete", "volumesnapshots", SNAPSHOT_GROUP, False, "removing the seed's snapshot "
+                          "(namespace-scoped mode; `layerbench clean` finds it by label)") if seeds else []
     rights += _rights("create get list delete deletecollection", "pods", "", False, run)
     rights += _rights("get", "pods/log", "", False, "the server's log, the Jobs' and neighbours' output")
     rights += _rights("create get", "pods/exec", "", False,  # get: the websocket's upgrade; create: kubectl's, 1.35's
@@ -107,7 +110,7 @@ def cluster_rights(variant: KubernetesVariant, pinned_neighbours: bool) -> list[
     if variant.cpu_manager_static or pinned_neighbours:
         rights += _rights("get", "nodes/proxy", "", True, "the kubelets' CPU manager policy (their /configz)")
     rights += _rights("create get delete", "namespaces", "", True, "a namespace of its own per run")
-    if variant.storage == "pvc":
+    if variant.claims_volumes:
         rights += _rights("list", "storageclasses", "storage.k8s.io", True, "the PVC's storage class")
     if variant.snapshot_class is not None:
         rights += _rights("list", "volumesnapshotclasses", SNAPSHOT_GROUP, True, "the snapshot class")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.kubernetes import access, cluster, manifests, pod, podcpu, podexec, scoped, volsnap
+from layerbench.backends.kubernetes import access, cluster, manifests, pod, podcpu, podexec, scoped, seed, volsnap
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
@@ -38,6 +38,7 @@ from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.servers import ServerProgram, image_server, own_image_mysql, rooted_image_server
+from layerbench.server.spec import HostDatasets
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
                 "job": "a Job in the cluster -> Service cluster IP", "port-forward": "kubectl port-forward (slow path)",
@@ -75,7 +76,7 @@ def unasked_exclusive_cores(variant: KubernetesVariant, policy: Any) -> str | No
             "false (a whole CPU count); use a fractional cpu limit (like 999m) for a pod on the shared cores")
 
 
-@access.readable_403s("check", "prepare", "up")  # a 403 in them: one line naming the right (exit 2)
+@access.readable_403s("check", "prepare", "up", "datasets_on_host")  # a 403: one line naming the right
 class KubernetesBackend(BackendBase):
     kind = "kubernetes"
 
@@ -123,19 +124,12 @@ class KubernetesBackend(BackendBase):
             work = spec.work_dir / "k8s" / self.ns
             owners.record(spec.label, pid=None, marker="", paths=[work])
         self._create_base(spec)
-        restored, started = variant.snapshot_class is not None and spec.snapshot is not None, time.monotonic()
-        if restored:  # the run's VolumeSnapshotContent is cluster-scoped: noted for down() before it exists
-            self.content = volsnap.content_name(self.ns)
-            volsnap.snapshot_for_run(self.api, self.core, variant, spec, self.ns, self.image, self.nodes)
-        snapshot, host_datadir, self.facts["data"] = (None, None, volsnap.DATA_WORDS) if restored else \
-            pod.data_source(self.variant, spec, work, self.nodes)
-        for body in manifests.server_objects(variant, self.server, self.image, self.ns, self._labels("server"),
-                                             snapshot_path=snapshot, host_datadir=host_datadir, restored=restored):
-            self._create(body)
-            self.facts |= volsnap.bound_claim(self.api, self.core, self.ns, variant, body)
+        seeded, started = seed.made_meta(spec.snapshot), time.monotonic()  # a dataset made in the cluster, or None
+        restored = create_server(self, spec, work, seeded)
         self.pod = pod.wait_ready(self.core, str(self.ns), variant.ready_timeout, self._failure)
         if restored:  # the pod's init container hashed the restored files
-            volsnap.record_restore(self.core, self.ns, self.pod.metadata.name, spec, time.monotonic() - started)
+            volsnap.record_restore(self.core, self.ns, self.pod.metadata.name, spec, time.monotonic() - started,
+                                   seeded)
         self._check_qos(variant)
         self.on_node = cluster.harness_is_a_node(self.nodes)
         self.facts |= podcpu.source_facts(self.on_node, str(self.pod.spec.node_name)) | {
@@ -146,6 +140,11 @@ class KubernetesBackend(BackendBase):
             wait_until_ready(endpoint, alive=self._alive, timeout=60, log_tail=self.server_log_tail)
         # else: this host may have no route to the cluster; every sysbench Job waits for the Service itself
         return endpoint
+
+    def datasets_on_host(self) -> HostDatasets | None:
+        """Where the hostPath cannot reach the server's node (off a node, or namespace-scoped mode), the dataset is
+        made in the cluster by Jobs (seed.py); else None: this machine prepares it and a hostPath brings it."""
+        return seed.cluster_seeds(self.variant, self.server)
 
     def _labels(self, role: str) -> dict[str, str]:
         assert self.spec is not None
@@ -275,3 +274,25 @@ class KubernetesBackend(BackendBase):
 
     def server_log_tail(self, lines: int = 20) -> str:
         return server_log_tail(self.core, str(self.ns), lines) if self.ns else ""
+
+
+def create_server(backend: KubernetesBackend, spec: ServerSpec, work: Path, seeded: dict[str, Any] | None) -> bool:
+    """The server's objects on the run's data: a PVC (or an emptydir's source PVC) made from a VolumeSnapshot
+    (True), a hostPath copy of this machine's snapshot, or an empty datadir; the record says which."""
+    variant, ns = backend.variant, str(backend.ns)
+    restored = spec.snapshot is not None and (variant.snapshot_class is not None or seeded is not None)
+    source, snapshot, host_datadir = manifests.RESTORED_SNAPSHOT, None, None
+    if restored:  # the run's VolumeSnapshotContent is cluster-scoped: noted for down() before it exists
+        backend.content = volsnap.content_name(ns) if variant.namespace is None else None
+        source = volsnap.snapshot_for_run(backend.api, backend.core, variant, spec, ns, str(backend.image),
+                                          backend.nodes, seeded)
+        backend.facts["data"] = seed.data_words(seeded, variant.storage)
+    else:
+        snapshot, host_datadir, backend.facts["data"] = pod.data_source(variant, spec, work, backend.nodes)
+    backend.facts["dataset_path"] = seed.SEEDED if seeded is not None else volsnap.COPIED if spec.snapshot else None
+    for body in manifests.server_objects(variant, backend.server, str(backend.image), ns, backend._labels("server"),
+                                         snapshot_path=snapshot, host_datadir=host_datadir, restored=restored,
+                                         source=source):
+        backend._create(body)
+        backend.facts |= volsnap.bound_claim(backend.api, backend.core, ns, variant, body)
+    return restored

@@ -63,7 +63,35 @@ def clean_kubernetes_variant(variant: Any, include_live: bool = False) -> list[s
         core = client.CoreV1Api(api_client(variant))
     except LayerbenchError as error:
         return [f"variant {variant.name}: {error}; nothing swept there"]
-    return clean_kubernetes(include_live, core, f" (context of variant {variant.name}: {variant.context or 'current'})")
+    where = f" (context of variant {variant.name}: {variant.context or 'current'})"
+    if variant.namespace is not None:  # namespace-scoped mode: its one namespace, read with its rights only
+        return [f"{line}{where}" for line in clean_scoped_namespace(core.api_client, variant.namespace, include_live)]
+    return clean_kubernetes(include_live, core, where)
+
+
+def clean_scoped_namespace(api: Any, ns: str, include_live: bool) -> list[str]:
+    """Namespace-scoped mode: what a run or a dataset made in the cluster (seed.py) left in the one namespace,
+    labelled layerbench=1 from this machine by a harness that is gone: its objects (scoped.RUN_KINDS, by their
+    `layerbench.label`) and its VolumeSnapshots."""
+    from kubernetes import client
+
+    from layerbench.backends.kubernetes.scoped import RUN_KINDS, remove_labelled
+    from layerbench.backends.kubernetes.seed import delete_snapshot
+    from layerbench.backends.kubernetes.volsnap import GROUP, VERSION
+
+    items = [item.metadata.labels or {} for api_class, kind in RUN_KINDS for item in getattr(
+        getattr(client, api_class)(api), f"list_namespaced_{kind}")(ns, label_selector="layerbench=1",
+                                                                     _request_timeout=10).items]
+    snapshots = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        GROUP, VERSION, ns, "volumesnapshots", label_selector="layerbench=1", _request_timeout=10)["items"]
+    labels = sorted({meta.get("layerbench.label", "") for meta in items if ours(meta, include_live)} - {""})
+    for label in labels:
+        remove_labelled(api, ns, f"layerbench.label={label}")
+    gone = [s["metadata"]["name"] for s in snapshots if ours(s["metadata"].get("labels") or {}, include_live)]
+    for name in gone:
+        delete_snapshot(api, ns, name)
+    return [f"deleted the objects labelled {label} in namespace {ns}" for label in labels] + \
+        [f"deleted VolumeSnapshot {ns}/{name}" for name in gone]
 
 
 def clean_snapshot_contents(core: Any, include_live: bool) -> list[str]:

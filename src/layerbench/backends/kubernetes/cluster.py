@@ -152,7 +152,7 @@ def check_capacity(nodes: list[Any], resources: dict[str, dict[str, str]], varia
 
 
 def check_storage_class(storage: Any, variant: KubernetesVariant) -> None:
-    if variant.storage != "pvc":
+    if not variant.claims_volumes:
         return
     classes = storage.list_storage_class(_request_timeout=TIMEOUT).items
     names = [c.metadata.name for c in classes]
@@ -186,6 +186,39 @@ def check_snapshot_class(api: Any, variant: KubernetesVariant) -> None:
     if variant.snapshot_class not in drivers:
         raise BadInput(f"{where}: {variant.snapshot_class!r} is not a VolumeSnapshotClass of the cluster (it has: "
                        f"{', '.join(sorted(drivers)) or 'none'}); fix it or remove snapshot_class")
+
+
+def seed_snapshot_class(api: Any, variant: KubernetesVariant, error: type[Exception] = BadInput) -> str:
+    """The VolumeSnapshotClass a dataset made in the cluster is snapshotted with (reset: snapshot off a node): the
+    variant's snapshot_class, else one whose driver is the provisioner of the PVC's storage class (the variant's,
+    else the cluster's default), the class marked default first; `error` (one line) when there is none."""
+    if variant.snapshot_class is not None:
+        return variant.snapshot_class
+    from kubernetes import client
+
+    where = f"variants.{variant.name}.reset"
+    why = (f"{where}: snapshot off a node makes the dataset in the cluster and restores every run from a "
+           "VolumeSnapshot of it")
+    storage = [c for c in client.StorageV1Api(api).list_storage_class(_request_timeout=TIMEOUT).items
+               if c.metadata.name == variant.storage_class or (variant.storage_class is None and (
+                   c.metadata.annotations or {}).get("storageclass.kubernetes.io/is-default-class") == "true")]
+    if not storage:
+        raise error(f"{why}, and the cluster has no {'default ' if not variant.storage_class else ''}storage class "
+                    f"{variant.storage_class or ''}".rstrip() + " for its PVC; set reset: reprepare")
+    driver = storage[0].provisioner
+    try:
+        found = client.CustomObjectsApi(api).list_cluster_custom_object(
+            "snapshot.storage.k8s.io", "v1", "volumesnapshotclasses", _request_timeout=TIMEOUT)["items"]
+    except client.exceptions.ApiException as failure:
+        if failure.status != 404:
+            raise
+        found = []
+    fits = sorted((c for c in found if c.get("driver") == driver), key=lambda c: (c.get("metadata", {}).get(
+        "annotations", {}).get("snapshot.storage.kubernetes.io/is-default-class") != "true", c["metadata"]["name"]))
+    if not fits:
+        raise error(f"{why}, and storage class {storage[0].metadata.name} (driver {driver}) has no "
+                    "VolumeSnapshotClass; set reset: reprepare, or install a snapshot class for that driver")
+    return str(fits[0]["metadata"]["name"])
 
 
 def kubelet_config(core: Any, node: str) -> dict[str, Any]:

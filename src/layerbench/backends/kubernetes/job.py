@@ -123,8 +123,9 @@ def unschedulable_reason(pod: Any) -> str | None:
 
 
 def job_name(cmd: list[str]) -> str:
-    """One Job per step in a run's namespace: sysbench-cleanup, sysbench-prepare, sysbench-run."""
-    step = cmd[-1] if cmd and cmd[-1] in ("cleanup", "prepare") else "run"
+    """One Job per step in a run's namespace: sysbench-cleanup, sysbench-prepare, sysbench-run (and a dataset
+    made in the cluster's server stopped by mariadb-admin: sysbench-shutdown, seed.py)."""
+    step = cmd[-1] if cmd and cmd[-1] in ("cleanup", "prepare", "shutdown") else "run"
     return f"sysbench-{step}"
 
 

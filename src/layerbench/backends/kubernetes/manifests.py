@@ -42,14 +42,20 @@ def dns_name(text: str) -> str:
 
 
 def labels(campaign: str, label: str, role: str) -> dict[str, str]:
-    value = re.sub(r"[^A-Za-z0-9_.-]+", "-", campaign).strip("-_.")[:63] or "campaign"
+    value = label_value(campaign) or "campaign"
     return {"layerbench": "1", "layerbench.campaign": value, "layerbench.label": dns_name(label),
             "layerbench.role": role, "layerbench.harness": str(os.getpid()), "layerbench.host": host_label()}
 
 
 def host_label() -> str:
     """This machine, so that `clean` never takes another machine's harness PID for a dead one of ours."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", socket.gethostname()).strip("-_.")[:63] or "host"
+    return label_value(socket.gethostname()) or "host"
+
+
+def label_value(text: str) -> str:
+    """A label value: at most 63 of A-Z, a-z, 0-9, '-', '_', '.', beginning and ending with a letter or digit (cut
+    after the strip, then stripped again: a cut can end on a '-'); "" when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_.")[:63].rstrip("-_.")
 
 
 def namespace(name: str, meta_labels: dict[str, str]) -> dict[str, Any]:
@@ -94,18 +100,37 @@ RESTORED_SNAPSHOT = "data"  # the run's VolumeSnapshot (volsnap.RUN_SNAPSHOT) a 
 VERIFY_SCRIPT = f"cd {DATADIR} && find . -type f -print0 | sort -z | xargs -0 -r sha256sum"
 
 
-def claim_spec(variant: KubernetesVariant, *, restored: bool = False) -> dict[str, Any]:
-    """A PVC's spec: the variant's size and class; `restored`: made from the run's VolumeSnapshot."""
-    source = {"dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
-                             "name": RESTORED_SNAPSHOT}} if restored else {}
+def claim_spec(variant: KubernetesVariant, *, restored: bool = False,
+               source: str = RESTORED_SNAPSHOT) -> dict[str, Any]:
+    """A PVC's spec: the variant's size and class; `restored`: made from the VolumeSnapshot `source` (the run's,
+    or in namespace-scoped mode the seed's)."""
+    origin = {"dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
+                             "name": source}} if restored else {}
     return {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": variant.storage_size}},
-            **({"storageClassName": variant.storage_class} if variant.storage_class else {}), **source}
+            **({"storageClassName": variant.storage_class} if variant.storage_class else {}), **origin}
 
 
-def verify_container(image: str) -> dict[str, Any]:
-    """Before the server: sha256 of every file of the restored datadir, in its log (the backend compares)."""
+def verify_container(image: str, fill: bool = False) -> dict[str, Any]:
+    """Before the server: sha256 of every file of the restored datadir, in its log (the backend compares);
+    `fill`: first copied into the (emptyDir) datadir from the read-only PVC made from the snapshot."""
+    if fill:
+        return {"name": "verify", "image": image, "imagePullPolicy": "IfNotPresent",
+                "command": ["sh", "-c", f"cp -a {SNAPSHOT}/. {DATADIR}/ && {VERIFY_SCRIPT}"],
+                "volumeMounts": [{"name": "data", "mountPath": DATADIR},
+                                 {"name": "snapshot", "mountPath": SNAPSHOT, "readOnly": True}]}
     return {"name": "verify", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", VERIFY_SCRIPT],
             "volumeMounts": [{"name": "data", "mountPath": DATADIR, "readOnly": True}]}
+
+
+SOURCE_CLAIM = "snapshot"  # an emptydir variant's read-only PVC made from the snapshot, copied by its init container
+
+
+def source_claim(variant: KubernetesVariant, ns: str, meta_labels: dict[str, str], source: str) -> dict[str, Any]:
+    """An `emptydir` variant's restore from a VolumeSnapshot: a PVC of its class (or the cluster's default) made
+    from the VolumeSnapshot `source`, mounted read-only by the init container that copies it into the emptyDir."""
+    spec = claim_spec(variant, restored=True, source=source)
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": SOURCE_CLAIM, "namespace": ns, "labels": meta_labels}, "spec": spec}
 
 
 def pod_template(variant: KubernetesVariant, server: ServerProgram, image: str, meta_labels: dict[str, str], *,
@@ -125,6 +150,9 @@ def pod_template(variant: KubernetesVariant, server: ServerProgram, image: str, 
     if snapshot_path and not in_place:
         mounts.append({"name": "snapshot", "mountPath": SNAPSHOT, "readOnly": True})
         volumes.append({"name": "snapshot", "hostPath": {"path": snapshot_path, "type": "Directory"}})
+    fill = restored and variant.storage == "emptydir"
+    if fill:
+        volumes.append({"name": "snapshot", "persistentVolumeClaim": {"claimName": SOURCE_CLAIM, "readOnly": True}})
     container = {
         "name": SERVER, "image": image, "imagePullPolicy": "IfNotPresent",
         "command": server_command(server, snapshot_path is not None or restored, in_place or restored),
@@ -134,7 +162,7 @@ def pod_template(variant: KubernetesVariant, server: ServerProgram, image: str, 
                            "periodSeconds": 1, "timeoutSeconds": 5, "failureThreshold": 3},
     }
     spec = {"containers": [container], "volumes": volumes, "restartPolicy": restart,
-            **({"initContainers": [verify_container(image)]} if restored else {}),
+            **({"initContainers": [verify_container(image, fill)]} if restored else {}),
             "terminationGracePeriodSeconds": 20, "enableServiceLinks": False,
             "automountServiceAccountToken": False, **({"nodeSelector": variant.node_selector}
                                                       if variant.node_selector else {})}
@@ -143,12 +171,15 @@ def pod_template(variant: KubernetesVariant, server: ServerProgram, image: str, 
 
 def server_objects(variant: KubernetesVariant, server: ServerProgram, image: str, ns: str,
                    meta_labels: dict[str, str], *, snapshot_path: str | None, host_datadir: str | None,
-                   restored: bool = False) -> list[dict[str, Any]]:
+                   restored: bool = False, source: str = RESTORED_SNAPSHOT) -> list[dict[str, Any]]:
     """The server as a bare Pod (with a PVC when storage is pvc) or a one-replica StatefulSet, and its Service;
-    `restored`: the PVC is made from the run's VolumeSnapshot (no hostPath snapshot then)."""
+    `restored`: the PVC is made from the VolumeSnapshot `source` (no hostPath snapshot then), or for an emptydir
+    the read-only PVC its init container copies from."""
     selector = {"layerbench.label": meta_labels["layerbench.label"], "layerbench.role": "server"}
     objects: list[dict[str, Any]] = []
-    claim = claim_spec(variant, restored=restored)
+    claim = claim_spec(variant, restored=restored, source=source)
+    if restored and variant.storage == "emptydir":
+        objects.append(source_claim(variant, ns, meta_labels, source))
     snapshot_path = None if restored else snapshot_path
     if variant.kind == "pod":
         template = pod_template(variant, server, image, meta_labels, snapshot_path=snapshot_path,
@@ -165,7 +196,7 @@ def server_objects(variant: KubernetesVariant, server: ServerProgram, image: str
                                 "template": template}
         if variant.storage == "pvc":
             spec["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": claim}]
-        if restored:  # made before the set (which adopts it by name), so it is Bound before its pod exists
+        if restored and variant.storage == "pvc":  # made before the set (which adopts it by name): Bound first
             objects.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
                 "name": f"data-{SERVER}-0", "namespace": ns, "labels": meta_labels}, "spec": claim})
         objects.append({"apiVersion": "apps/v1", "kind": "StatefulSet",

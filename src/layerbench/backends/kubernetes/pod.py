@@ -13,7 +13,7 @@ from typing import Any
 
 from layerbench.backends.base import ServerSpec
 from layerbench.backends.kubernetes import access, cluster, manifests
-from layerbench.backends.kubernetes.variant import KubernetesVariant
+from layerbench.backends.kubernetes.variant import KubernetesVariant, restores_snapshots
 from layerbench.errors import BadInput, RunFailed
 from layerbench.hosts import procfs
 from layerbench.hosts.machine import free_port
@@ -48,6 +48,8 @@ def check_cluster(variant: KubernetesVariant) -> None:
     if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
         raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
                        "machine, which is not the cluster's node; use emptydir or pvc")
+    if restores_snapshots(variant) and not cluster.node_is_this_machine(nodes):  # made in the cluster (seed.py)
+        cluster.seed_snapshot_class(api, variant)
 
 
 def pulled_images(variant: KubernetesVariant) -> list[str]:

@@ -30,7 +30,7 @@ def create_run_namespace(core: Any, variant: KubernetesVariant, ns: str, labels:
 def remove_run(api: Any, core: Any, variant: KubernetesVariant, ns: str, label: str) -> None:
     """The run's namespace with all in it, or in namespace-scoped mode the run's objects in the shared one."""
     if variant.namespace is None:
-        pod.remove_run_namespace(core, ns, data_on_pvc=variant.storage == "pvc")
+        pod.remove_run_namespace(core, ns, data_on_pvc=variant.claims_volumes)
     else:
         remove_labelled(api, ns, f"layerbench.label={manifests.dns_name(label)}")
 

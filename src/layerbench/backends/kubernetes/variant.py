@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.kubernetes.qos import resources_for
@@ -28,8 +28,7 @@ COLD_BUILD_SECONDS = 310
 DNS_LABEL_RE = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a namespace's name
 NAMESPACE_MODE_GIVES_UP = ("namespace-scoped mode, which gives up: a namespace per run, the nodes' facts, the "
                            "checks of capacity, placement and storage class, the image import, `layerbench clean`")
-NAMESPACE_MODE_REFUSES = (  # (key, why) refused in namespace-scoped mode: any snapshot_class, true, hostpath
-    ("snapshot_class", "a VolumeSnapshot restore makes a VolumeSnapshotContent (cluster-scoped)"),
+NAMESPACE_MODE_REFUSES = (  # (key, why) refused in namespace-scoped mode: true, hostpath
     ("cpu_manager_static", "the CPU manager policy is read from the kubelets (nodes/proxy, cluster-scoped)"),
     ("storage", "storage: hostpath needs the pod's node to be this machine (reading nodes)"),
 )
@@ -65,7 +64,8 @@ class KubernetesVariant(ImageVariant):
     storage_class: str | None = Field(default=None, pattern=DNS_SUBDOMAIN_RE)
     snapshot_class: str | None = Field(
         default=None, pattern=DNS_SUBDOMAIN_RE,
-        description="a VolumeSnapshotClass: reset by VolumeSnapshot (storage: pvc; each run's PVC made from it)")
+        description="a VolumeSnapshotClass: reset by VolumeSnapshot (each run's PVC, or an emptydir's source, made "
+        "from it)")
     storage_size: str = Field(default="2Gi", pattern=K8S_STORAGE_RE)
     node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
     client: Literal["host", "job", "port-forward"] = "host"
@@ -79,6 +79,7 @@ class KubernetesVariant(ImageVariant):
     namespace: str | None = Field(default=None, max_length=63, pattern=DNS_LABEL_RE, description="namespace-scoped "
                                   "mode: every run in this existing namespace, no cluster-scoped right")
     ready_timeout: int = Field(default=180, ge=5, le=MAX_SECONDS)
+    _resets: frozenset[str] | None = PrivateAttr(default=None)  # the campaign's reset methods for it (preflight)
     mysqld: PrintableLine | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the pod runs an image of that root (docs/servers.md)")
 
@@ -120,9 +121,10 @@ class KubernetesVariant(ImageVariant):
 
     @model_validator(mode="after")
     def _snapshot_needs_a_pvc(self) -> KubernetesVariant:
-        if self.snapshot_class is not None and self.storage != "pvc":
-            raise ValueError(f"variants.{self.name}.snapshot_class: restores each run's PVC from a VolumeSnapshot, "
-                             f"but storage is {self.storage!r}; set storage: pvc or remove snapshot_class")
+        if self.snapshot_class is not None and self.storage == "hostpath":
+            raise ValueError(f"variants.{self.name}.snapshot_class: restores each run's data from a VolumeSnapshot "
+                             "(a PVC made from it: the datadir, or an emptydir's source), but storage is 'hostpath'; "
+                             "set storage: pvc or emptydir, or remove snapshot_class")
         if self.client_target != "service" and self.client != "job":
             raise ValueError(f"variants.{self.name}.client_target: chooses what a sysbench Job connects to, but "
                              f"client is {self.client!r}; set client: job or remove client_target")
@@ -141,10 +143,19 @@ class KubernetesVariant(ImageVariant):
             raise ValueError(f"{where}.client_cpus: backend kubernetes, client: job: the kubelet chooses the Job pod's "
                              "CPUs; remove client_cpus, or use client: host to pin sysbench here")
         for key in ("storage_size", "storage_class"):
-            if key in self.model_fields_set and self.storage != "pvc":
+            if key in self.model_fields_set and not self.claims_volumes:
                 raise ValueError(f"{where}.{key}: backend kubernetes: only a PVC has it, and storage is "
-                                 f"{self.storage!r}; set storage: pvc or remove {key}")
+                                 f"{self.storage!r}{' without snapshot_class' if self.storage == 'emptydir' else ''}; "
+                                 f"set storage: pvc (or emptydir with snapshot_class) or remove {key}")
         return self
+
+
+    @property
+    def claims_volumes(self) -> bool:  # PVCs: the datadir's, or an emptydir's source made from a VolumeSnapshot
+        return self.storage == "pvc" or (self.storage == "emptydir" and self.snapshot_class is not None)
+
+    def note_resets(self, methods: frozenset[str]) -> None:
+        self._resets = methods  # restores_snapshots(): a snapshot restore off a node needs a snapshot class
 
     @model_validator(mode="after")
     def _namespace_mode(self) -> KubernetesVariant:
@@ -152,7 +163,7 @@ class KubernetesVariant(ImageVariant):
         return self
 
     def check_data_room(self, dataset_bytes: int) -> None:
-        if self.storage == "pvc" and quantity(self.storage_size) < dataset_bytes:
+        if self.claims_volumes and quantity(self.storage_size) < dataset_bytes:
             raise BadInput(f"variants.{self.name}.storage_size: {self.storage_size} is smaller than the dataset "
                            f"({byte_text(dataset_bytes)} with the server's own files); raise storage_size")
 
@@ -223,7 +234,8 @@ class KubernetesVariant(ImageVariant):
         a `mysqld:` variant: a server layerbench knows, inside a root holding its libraries and what the pod runs
         besides it."""
         if self.mysqld is not None:
-            self._check_binary()
+            check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()),
+                                "the pod")
             return
         if not self.is_mysql:
             return
@@ -238,9 +250,12 @@ class KubernetesVariant(ImageVariant):
                            f"image from the registry of image:, and {self.image} names none; push both (layerbench "
                            "image push <registry>) and name <registry>/... in image:, or use client: host")
 
-    def _check_binary(self) -> None:
-        check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()), "the pod")
 
+
+def restores_snapshots(variant: KubernetesVariant) -> bool:
+    """Some run of the campaign restores a dataset snapshot (as preflight noted; else from the variant alone)."""
+    noted = variant._resets
+    return "snapshot" in noted if noted is not None else variant.reset in (None, "snapshot")
 
 
 def check_namespace_mode(variant: KubernetesVariant) -> None:
@@ -248,16 +263,17 @@ def check_namespace_mode(variant: KubernetesVariant) -> None:
     if variant.namespace is None:
         return
     where = f"variants.{variant.name}"
-    used = {"snapshot_class": variant.snapshot_class is not None, "cpu_manager_static": variant.cpu_manager_static,
-            "storage": variant.storage == "hostpath"}
+    used = {"cpu_manager_static": variant.cpu_manager_static, "storage": variant.storage == "hostpath"}
     for key, why in NAMESPACE_MODE_REFUSES:
         if used[key]:
             raise ValueError(f"{where}.{key}: {why}, which namespace: {variant.namespace} (one namespace, no "
                              f"cluster-scoped right) cannot use; remove {key} or remove namespace")
-    if variant.reset not in ("reprepare", "none"):
-        raise ValueError(f"{where}.reset: namespace: {variant.namespace} cannot read the nodes (cluster-scoped), so "
-                         "a dataset snapshot of this machine cannot reach the pod by hostPath; set reset: reprepare "
-                         "on the variant, or remove namespace")
+    if variant.reset not in ("reprepare", "none") and variant.snapshot_class is None:
+        written = "snapshot" if variant.reset else "snapshot (the workloads' default)"
+        raise ValueError(f"{where}.reset: {written} in namespace: {variant.namespace} makes the dataset in the "
+                         "cluster and restores every run from a VolumeSnapshot of it, and namespace-scoped mode "
+                         "cannot read the VolumeSnapshotClasses (cluster-scoped); set snapshot_class, or reset: "
+                         "reprepare on the variant")
 
 
 def namespace_words(namespace: str | None) -> str:
@@ -272,7 +288,8 @@ def plan_text(variant: KubernetesVariant) -> str:
     where = variant.context or ("the local cluster (scripts/k8s-local)" if variant.kubeconfig is None else
                                 variant.kubeconfig)
     kind = "a StatefulSet's pod" if variant.kind == "statefulset" else "a bare pod"
-    snapshot = f", each run's PVC from a VolumeSnapshot ({variant.snapshot_class})" if variant.snapshot_class else ""
+    snapshot = f", each run's {'PVC' if variant.storage == 'pvc' else 'emptydir filled from a PVC'} made from a " \
+        f"VolumeSnapshot ({variant.snapshot_class})" if variant.snapshot_class else ""
     limit = variant.memory_limit()
     derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
     version = variant.server.version or DEFAULT_MYSQL

@@ -30,6 +30,7 @@ GROUP, VERSION = "snapshot.storage.k8s.io", "v1"
 SEED_PVC = SEED_SNAPSHOT = "seed"
 RUN_SNAPSHOT = manifests.RESTORED_SNAPSHOT
 HASH_SCRIPT = "cd {dir} && find . -type f -print0 | sort -z | xargs -0 -r sha256sum"
+COPIED = "copied from this machine through hostPath"  # the run's record: which path made its data (else seed.SEEDED)
 DATA_WORDS = "PVC made from the campaign's VolumeSnapshot of the dataset, checked by sha256 in the pod"
 _SEEDS: dict[tuple[str, str], str] = {}  # (campaign, dataset folder) -> the seed snapshot's handle, this process
 
@@ -211,9 +212,11 @@ class SeedSnapshots:
         with contextlib.suppress(Exception):
             delete_namespace(self.core, ns)
 
-    def for_run(self, ns: str, handle: str, driver: str, meta_labels: dict[str, str]) -> None:
-        """The run's VolumeSnapshot (bound to a pre-provisioned content of the seed's handle), ready to use."""
-        klass = self.variant.snapshot_class
+    def for_run(self, ns: str, handle: str, driver: str, meta_labels: dict[str, str],
+                klass: str | None = None) -> None:
+        """The run's VolumeSnapshot (bound to a pre-provisioned content of the seed's handle, of class `klass`:
+        the variant's by default), ready to use."""
+        klass = klass or self.variant.snapshot_class
         self.custom.create_cluster_custom_object(GROUP, VERSION, "volumesnapshotcontents", run_content(
             content_name(ns), ns, driver, handle, klass, meta_labels))
         self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "volumesnapshots", volume_snapshot(
@@ -234,9 +237,15 @@ def delete_content(api: Any, name: str) -> None:
             raise
 
 
-def check_restored(core: Any, ns: str, pod_name: str, snapshot: Path) -> dict[str, int]:
-    """The run's datadir as its init container `verify` hashed it, against the dataset's files."""
+def check_restored(core: Any, ns: str, pod_name: str, snapshot: Path,
+                   seeded: dict[str, Any] | None = None) -> dict[str, int]:
+    """The run's datadir as its init container `verify` hashed it, against the dataset's files: those of the
+    snapshot here, or (`seeded`: the meta of a dataset made in the cluster, seed.py) the hashes recorded there."""
     log = core.read_namespaced_pod_log(pod_name, ns, container="verify", _request_timeout=cluster.TIMEOUT)
+    if seeded is not None:
+        expected = dict(seeded["sha256"])
+        compare(expected, parse_hashes(str(log)), f"the run's data in {ns}")
+        return {"files": len(expected), "bytes": int(seeded.get("bytes", 0))}
     expected = expected_hashes(snapshot)
     compare(expected, parse_hashes(str(log)), f"the run's PVC in {ns}")
     return {"files": len(expected), "bytes": sum((snapshot / n).stat().st_size for n in expected)}
@@ -273,13 +282,36 @@ def binds_at_once(api: Any, variant: KubernetesVariant) -> bool:
 
 def bound_claim(api: Any, core: Any, ns: str, variant: KubernetesVariant, body: dict[str, Any]) -> dict[str, Any]:
     """After creating `body`: a PVC of an Immediate class is waited for until Bound before its pod is made (a
-    pod made while its PVC binds was measured to stay unschedulable for minutes); {"pvc": its facts} or {}."""
-    if body["kind"] != "PersistentVolumeClaim" or not binds_at_once(api, variant):
+    pod made while its PVC binds was measured to stay unschedulable for minutes); {"pvc": its facts} or {}.
+    Namespace-scoped mode cannot read the class: it waits until the PVC is Bound or an event says that it waits
+    for its first consumer (volumeBindingMode WaitForFirstConsumer)."""
+    if body["kind"] != "PersistentVolumeClaim":
         return {}
-    return {"pvc": wait_bound(core, ns, body["metadata"]["name"], variant.ready_timeout)}
+    name = body["metadata"]["name"]
+    if variant.namespace is not None:
+        return {} if waits_for_consumer(core, ns, name, variant.ready_timeout) else \
+            {"pvc": wait_bound(core, ns, name, variant.ready_timeout)}
+    if not binds_at_once(api, variant):
+        return {}
+    return {"pvc": wait_bound(core, ns, name, variant.ready_timeout)}
 
 
-def record_restore(core: Any, ns: str, pod_name: str, spec: Any, seconds: float) -> None:
+def waits_for_consumer(core: Any, ns: str, name: str, timeout: float) -> bool:
+    """The PVC `name` is Bound (False) or its events say WaitForFirstConsumer (True), whichever comes first."""
+
+    def known() -> bool | None:
+        claim = core.read_namespaced_persistent_volume_claim(name, ns, _request_timeout=cluster.TIMEOUT)
+        if claim.status.phase == "Bound":
+            return False
+        events = core.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}",
+                                            _request_timeout=cluster.TIMEOUT).items
+        return True if any(e.reason == "WaitForFirstConsumer" for e in events) else None
+
+    return bool(wait_for(f"PVC {ns}/{name}", timeout, known))
+
+
+def record_restore(core: Any, ns: str, pod_name: str, spec: Any, seconds: float,
+                   seeded: dict[str, Any] | None = None) -> None:
     """The restored bytes checked (check_restored), written as restore.json like the other restore paths
     (seconds: from the run's snapshot request to the server pod Ready: restore, check and the pod's start)."""
     import json
@@ -287,18 +319,27 @@ def record_restore(core: Any, ns: str, pod_name: str, spec: Any, seconds: float)
 
     from layerbench.server.restore import FACTS_FILE, RestoreFacts
 
-    checked = check_restored(core, ns, pod_name, spec.snapshot)
+    checked = check_restored(core, ns, pod_name, spec.snapshot, seeded)
+    against = "the sha256 recorded when the dataset was made in the cluster" if seeded else "the dataset's files"
     facts = RestoreFacts("volumesnapshot", checked["files"], checked["bytes"], round(seconds, 3),
-                         "sha256 of every file in the pod, against the dataset's files")
+                         f"sha256 of every file in the pod, against {against}")
     (spec.run_dir / FACTS_FILE).write_text(json.dumps(asdict(facts)))
     spec.say(f"restored by VolumeSnapshot: {checked['files']} files checked in {seconds:.1f} s")
 
 
 def snapshot_for_run(api: Any, core: Any, variant: KubernetesVariant, spec: Any, ns: str, image: str,
-                     nodes: list[Any]) -> None:
-    """The campaign's seed VolumeSnapshot of spec.snapshot (made once), and this run's VolumeSnapshot from it in
-    `ns`, so the run's PVC can be made from it. The seed is filled through a hostPath, so the server's nodes
-    must be this machine (a seed prepared by sysbench Jobs on a remote cluster: not yet)."""
+                     nodes: list[Any], seeded: dict[str, Any] | None = None) -> str:
+    """The VolumeSnapshot the run's PVC is made from, in `ns`: the run's own, bound to the seed's handle (a
+    pre-provisioned content), or in namespace-scoped mode the seed's itself (same namespace). The seed: one made in
+    the cluster (`seeded`: its meta, seed.py), else the campaign's seed of spec.snapshot (made once here), filled
+    through a hostPath, which needs the server's nodes to be this machine."""
+    if seeded is not None:
+        made = seeded["seed"]
+        if variant.namespace is not None:
+            return str(made["snapshot"])
+        SeedSnapshots(api, core, variant).for_run(ns, made["handle"], made["driver"], manifests.labels(
+            spec.campaign, spec.label, "snapshot"), made.get("snapshot_class"))
+        return RUN_SNAPSHOT
     if not cluster.node_is_this_machine(nodes):
         raise RunFailed(f"variants.{variant.name}.snapshot_class: the dataset reaches the seed PVC through hostPath, "
                         "which needs the server's nodes to be this machine (node_selector); on a remote cluster "
@@ -307,3 +348,4 @@ def snapshot_for_run(api: Any, core: Any, variant: KubernetesVariant, spec: Any,
     seed_labels = manifests.labels(spec.campaign, seed_name(spec.campaign, spec.snapshot), "seed")
     handle, driver = seeds.seed(spec.campaign, spec.snapshot, image, seed_labels, spec.say)
     seeds.for_run(ns, handle, driver, manifests.labels(spec.campaign, spec.label, "snapshot"))
+    return RUN_SNAPSHOT
