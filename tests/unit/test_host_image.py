@@ -1,0 +1,70 @@
+"""backends/docker/host_image.py: the facts of a host's release, the tag they key, and the import script that
+builds the image there from the host's own system."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from layerbench.backends.docker.host_image import (
+    EXCLUDED,
+    HOST_IMAGE_REPO,
+    host_image_tag,
+    image_facts,
+    import_script,
+    parse_facts,
+)
+from layerbench.hosts.inventory import Host, HostEntry
+
+SAID = """os=debian 13 trixie
+package=1:11.8.9+ds-0+deb13u1
+server=mariadbd  Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu on x86_64
+arch=x86_64
+"""
+
+
+def test_the_facts_of_a_trixie_host() -> None:
+    facts = parse_facts(SAID)
+    assert facts == {"os": "debian 13 trixie", "package": "1:11.8.9+ds-0+deb13u1",
+                     "server": "mariadbd  Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu on x86_64",
+                     "arch": "x86_64"}
+
+
+def test_another_mariadb_or_release_is_another_image_and_the_same_is_the_same() -> None:
+    facts = parse_facts(SAID)
+    tag = host_image_tag(facts)
+    assert tag.startswith(f"{HOST_IMAGE_REPO}:") and len(tag.split(":")[1]) == 12
+    assert host_image_tag(dict(facts)) == tag
+    assert host_image_tag({**facts, "package": "1:10.11.14-0+deb12u2"}) != tag
+    assert host_image_tag({**facts, "os": "debian 12 bookworm"}) != tag
+    assert host_image_tag({**facts, "arch": "aarch64"}) != tag
+
+
+@given(st.text(max_size=400))
+def test_hostile_output_gives_only_known_keys_and_a_valid_tag(text: str) -> None:
+    facts = parse_facts(text)
+    assert set(facts) <= {"os", "package", "server", "arch"}
+    tag = host_image_tag(facts)
+    assert tag.split(":")[1].isalnum() and tag.split(":")[1] == tag.split(":")[1].lower()
+
+
+def test_the_import_script_leaves_out_state_data_secrets_and_the_work_dir() -> None:
+    script = import_script("layerbench/mariadb-host:0123456789ab", "/var/tmp/layer bench", "db")
+    words = shlex.split(script)
+    excluded = [w.removeprefix("--exclude=") for w in words if w.startswith("--exclude=")]
+    assert excluded == [*EXCLUDED, "./var/tmp/layer bench"]
+    assert {"./etc/shadow*", "./etc/ssh/ssh_host_*", "./var/lib/mysql/*", "./tmp/*"} <= set(excluded)
+    pipe = words.index("|")
+    assert "--one-file-system" in words and words[pipe + 1:pipe + 3] == ["docker", "import"]
+    assert 'CMD ["/usr/sbin/mariadbd"]' in words and "LABEL layerbench.built-from=host:db" in words
+    assert subprocess.run(["sh", "-n", "-c", script], timeout=30).returncode == 0  # valid POSIX sh
+
+
+def test_the_record_names_the_host_and_its_package() -> None:
+    host = Host("db", HostEntry(ssh="root@10.0.0.2"))
+    assert image_facts(host, parse_facts(SAID)) == {
+        "image_built_on": "db",
+        "image_from": "rootfs of host db (debian 13 trixie, mariadb-server 1:11.8.9+ds-0+deb13u1)"}
