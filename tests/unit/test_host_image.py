@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from layerbench.backends.docker.host_image import (
+    CLOSURE_SCRIPT,
     EXCLUDED,
     HOST_IMAGE_REPO,
     host_image_tag,
@@ -57,8 +58,8 @@ def test_the_import_script_leaves_out_state_data_secrets_and_the_work_dir() -> N
     excluded = [w.removeprefix("--exclude=") for w in words if w.startswith("--exclude=")]
     assert excluded == [*EXCLUDED, "./var/tmp/layer bench"]
     assert {"./etc/shadow*", "./etc/ssh/ssh_host_*", "./var/lib/mysql/*", "./tmp/*"} <= set(excluded)
-    pipe = words.index("|")
-    assert "--one-file-system" in words and words[pipe + 1:pipe + 3] == ["docker", "import"]
+    pipe = len(words) - 1 - words[::-1].index("|")  # the last: tar into the import
+    assert words[pipe - 2:pipe + 1] == ["-T", "-", "|"] and words[pipe + 1:pipe + 3] == ["docker", "import"]
     assert 'CMD ["/usr/sbin/mariadbd"]' in words and "LABEL layerbench.built-from=host:db" in words
     assert subprocess.run(["sh", "-n", "-c", script], timeout=30).returncode == 0  # valid POSIX sh
 
@@ -68,3 +69,11 @@ def test_the_record_names_the_host_and_its_package() -> None:
     assert image_facts(host, parse_facts(SAID)) == {
         "image_built_on": "db",
         "image_from": "rootfs of host db (debian 13 trixie, mariadb-server 1:11.8.9+ds-0+deb13u1)"}
+
+
+def test_the_package_closure_of_this_machine_s_mariadb_server_is_what_it_needs_and_no_more() -> None:
+    """Run on this machine's real dpkg database (scripts/setup installs mariadb-server and docker.io here)."""
+    done = subprocess.run(["sh", "-c", CLOSURE_SCRIPT], capture_output=True, text=True, timeout=60, check=True)
+    packages = set(done.stdout.split())
+    assert {"mariadb-server", "libc6", "dash", "coreutils", "mariadb-client"} <= packages, sorted(packages)
+    assert not {"docker.io", "openssh-server", "sysbench"} & packages, sorted(packages)
