@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,11 @@ from layerbench.backends.docker.variant import DockerVariant
 from layerbench.backends.host.dataset import SnapshotsOnHost, read_host_manifest
 from layerbench.backends.host.remote import RemoteHostBackend, pick_port
 from layerbench.backends.host.variant import HostVariant
+from layerbench.endpoint import Endpoint
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.architecture import check_same, this_machine
 from layerbench.hosts.critical import signals_deferred
+from layerbench.hosts.forward import Forward, dial_address, local_forward, reach_facts
 from layerbench.hosts.inventory import Host
 from layerbench.hosts.lease import host_lease
 from layerbench.server.bootstrap import server_files
@@ -124,6 +127,8 @@ class RemoteDockerBackend(DockerBackend):
         self.shipped: dict[str, object] = {}
         self.storage_facts: dict[str, object] = {}
         self._release: dict[str, str] | None = None
+        self.served: tuple[str, int] | None = None  # (bind address, port) on the host
+        self.forward: Forward | None = None  # reach: ssh: this machine's way to the server
 
     def check(self) -> None:
         v, where = self.variant, f"variants.{self.variant.name}.server_host"
@@ -204,13 +209,25 @@ class RemoteDockerBackend(DockerBackend):
         self.host.shell(f"umask 077 && mkdir -p {q}/conf {q}/logs && chmod 777 {q}/logs", name="mkdir")
         if spec.snapshot is not None and release is None:  # else the host's own (datasets_on_host)
             self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _t: None)
-        endpoint = self._start(spec)
+        endpoint = self._reached(spec, self._start(spec))
         wait_for_container(self, endpoint)
         self.host.shell(f"rm -f {q}/conf/init.sql", name=f"rm on {self.host.name}")
         self.storage_facts = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name} | (
             image_facts(self.host, release) if release else {})
         return endpoint
+
+    def _reached(self, spec: ServerSpec, endpoint: Endpoint) -> Endpoint:
+        """Where this machine dials the server: through an SSH forward to the published port or host-network port
+        on the host (`reach: ssh`; it is published on the bind address, 127.0.0.1 by default), else directly."""
+        self.served = (endpoint.host, endpoint.port)
+        if self.host.entry.reach == "ssh":
+            self.forward = local_forward(self.host, dial_address(endpoint.host), endpoint.port, spec.run_dir)
+            return replace(endpoint, host="127.0.0.1", port=self.forward.port)
+        return replace(endpoint, host=spec.connect_address or endpoint.host)
+
+    def served_on_host(self) -> tuple[str, int] | None:
+        return (dial_address(self.served[0]), self.served[1]) if self.served else None
 
     def _write_config(self, spec: ServerSpec) -> None:
         assert self.folder is not None
@@ -247,6 +264,9 @@ class RemoteDockerBackend(DockerBackend):
 
     def _remove_all(self) -> None:
         self.spec = None  # nothing of the run lives on this machine's work folder
+        if self.forward is not None:
+            self.forward.close()
+            self.forward = None
         super()._remove_all()
         release_run_folder(self.host, self.folder, self.owner)
         self.folder = self.owner = None
@@ -262,7 +282,7 @@ class RemoteDockerBackend(DockerBackend):
         return []
 
     def describe(self) -> dict[str, Any]:
-        facts = super().describe()
+        facts = super().describe() | reach_facts(self.host, self.served, self.forward)
         if self.shipped:
             facts["dataset_on_host"] = dict(self.shipped)
         if self.storage_facts:

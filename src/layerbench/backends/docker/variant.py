@@ -77,6 +77,7 @@ class DockerVariant(ImageVariant):
     local_backend: ClassVar[str] = "layerbench.backends.docker.local:DockerBackend"
     remote_backend: ClassVar[str | None] = "layerbench.backends.docker.remote:RemoteDockerBackend"
     remote_client: ClassVar[bool] = True
+    takes_reach: ClassVar[bool] = True  # remote.py: published on the bind address, a forward over SSH to it
     run_overhead: ClassVar[float] = 3  # container start + stop, measured: 1.6 s median over 243 runs here, + margin
     leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
     container_engine: ClassVar[str | None] = "layerbench.backends.docker.engine"  # placement: docker, image build
