@@ -22,7 +22,7 @@ from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LAB_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "lab-hosts"
-PORTS = (41580, 41599)  # opened on db: the direct path, with no SSH forward's sshd on db to count
+PORTS = (41580, 41589)  # opened on db: the direct path, with no SSH forward's sshd on db to count
 LOAD = "setsid stress-ng --cpu 2 --timeout 300 >/dev/null 2>&1 < /dev/null & echo PID $!"
 
 
