@@ -3,6 +3,7 @@ builds the image there from the host's own system."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 
@@ -13,6 +14,8 @@ from layerbench.backends.docker.host_image import (
     CLOSURE_SCRIPT,
     EXCLUDED,
     HOST_IMAGE_REPO,
+    MERGED_USR,
+    THROUGH_LINKS,
     host_image_tag,
     image_facts,
     import_script,
@@ -77,3 +80,13 @@ def test_the_package_closure_of_this_machine_s_mariadb_server_is_what_it_needs_a
     packages = set(done.stdout.split())
     assert {"mariadb-server", "libc6", "dash", "coreutils", "mariadb-client"} <= packages, sorted(packages)
     assert not {"docker.io", "openssh-server", "sysbench"} & packages, sorted(packages)
+
+
+def test_a_path_listed_under_a_merged_usr_link_is_written_through_it() -> None:
+    """On this machine (bookworm, merged /usr) bash's package lists /bin/bash; the archive gets /usr/bin/bash, and
+    /bin itself stays the link (the daemon's import refuses a file through a link of the same archive)."""
+    script = f"{MERGED_USR} printf '%s\\n' /bin /bin/bash /usr/sbin/mariadbd /binary/x | {THROUGH_LINKS}"
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    merged = os.path.islink("/bin")
+    expected = ["/bin", "/usr/bin/bash" if merged else "/bin/bash", "/usr/sbin/mariadbd", "/binary/x"]
+    assert done.stdout.split("\n")[:-1] == expected, done.stdout

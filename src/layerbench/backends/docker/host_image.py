@@ -28,7 +28,7 @@ IMPORT_TIMEOUT = 1800  # a host's / is about 1 GB: tar and import on a loaded 2-
 # what a server host holds that is not its installed system: state, data, caches and secrets (tar --exclude)
 # what a server host holds that is not its installed system: state, data, caches and secrets (tar --exclude; a
 # folder's content, not the folder: /tmp, /run and the mount points stay in the image, empty)
-RECIPE_VERSION = 3
+RECIPE_VERSION = 4
 EXCLUDED = ("./proc/*", "./sys/*", "./dev/*", "./run/*", "./tmp/*", "./var/tmp/*", "./var/log/*", "./var/cache/*",
             "./home/*", "./root/*", "./srv/*", "./mnt/*", "./media/*", "./var/lib/docker/*", "./var/lib/containerd/*",
             "./var/lib/mysql/*", "./etc/ssh/ssh_host_*", "./etc/shadow*", "./etc/gshadow*", "./etc/ssl/private/*")
@@ -82,6 +82,15 @@ END {
           k = split(prov[q], pp, / /)
           for (l = 1; l <= k; l++) if (pp[l] != "" && !(pp[l] in want)) { want[pp[l]] = 1; changed = 1 } } } } }
   for (pkg in want) if (pkg in inst) print pkg }'"""
+# A merged-/usr host's /bin, /sbin, /lib... are links into /usr, while its older packages still list /bin/bash: each
+# listed path is written through the link (/usr/bin/bash), as the daemon's import will not extract a file through a
+# link of the same archive.
+MERGED_USR = ("links=$(for d in /bin /sbin /lib /lib32 /lib64 /libx32; do [ -L \"$d\" ] && "
+              "printf '%s=%s ' \"$d\" \"$(readlink -f \"$d\")\"; done);")
+THROUGH_LINKS = ("awk -v links=\"$links\" 'BEGIN { n = split(links, l, \" \"); for (i = 1; i <= n; i++) "
+                 "{ split(l[i], kv, \"=\"); to[kv[1]] = kv[2] } } "
+                 "{ for (k in to) if (index($0, k \"/\") == 1) { $0 = to[k] substr($0, length(k) + 1); break } "
+                 "print }'")
 # files of the host that no package lists but a program needs: users, the loader's cache, merged-/usr links
 GENERATED = ("/etc/passwd", "/etc/group", "/etc/ld.so.cache", "/bin", "/sbin", "/lib", "/lib64")
 
@@ -93,7 +102,8 @@ def import_script(tag: str, work_dir: str, host_name: str) -> str:
     changes = ["LABEL layerbench=1", f"LABEL layerbench.built-from=host:{host_name}", 'CMD ["/usr/sbin/mariadbd"]']
     change = " ".join(f"--change {shlex.quote(c)}" for c in changes)
     extra = " ".join(GENERATED)
-    return (f"cd / && {{ dpkg-query -L $({CLOSURE_SCRIPT}) 2>/dev/null; printf '%s\\n' {extra}; }} | sort -u | "
+    return (f"cd / && {MERGED_USR} {{ dpkg-query -L $({CLOSURE_SCRIPT}) 2>/dev/null; printf '%s\\n' {extra}; }} | "
+            f"{THROUGH_LINKS} | sort -u | "
             "while IFS= read -r f; do if [ -e \"$f\" ] || [ -L \"$f\" ]; then printf '.%s\\n' \"$f\"; fi; done | "
             f"tar --numeric-owner --no-recursion -cf - {excludes} -T - | docker import {change} - {shlex.quote(tag)} "
             f">/dev/null && docker image inspect --format ok {shlex.quote(tag)}")
