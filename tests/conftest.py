@@ -126,5 +126,9 @@ def isolated_lab():
                                    check=True, timeout=60)
         yield {"env": env, "hosts": yaml.safe_load(inventory.stdout)["hosts"], "dir": Path(env["LBLAB_DIR"])}
     finally:
-        if started:
-            subprocess.run([str(LAB_SCRIPT), "down"], env=env, capture_output=True, check=False, timeout=600)
+        if started:  # nothing of it is left: its folder, namespaces and cgroups (their processes: dockerd...)
+            down = subprocess.run([str(LAB_SCRIPT), "down"], env=env, capture_output=True, text=True, check=False,
+                                  timeout=600)
+            netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+            assert down.returncode == 0 and not Path(env["LBLAB_DIR"]).exists(), down.stderr[-2000:]
+            assert ISOLATED_PREFIX not in netns and not Path(f"/sys/fs/cgroup/pids/{ISOLATED_PREFIX}-db").exists()
