@@ -152,3 +152,24 @@ def test_validate_probes_each_path_to_the_servers_port_through_the_firewall(isol
         assert line.startswith(f"error: hosts.db: the direct path from {source} to {db} does not reach port 415"), line
         assert low <= int(line.split("port ")[1].split(" ")[0]) <= high and "reach: ssh" in line, line
     assert forwards_left(low, high) == []
+
+
+def test_a_docker_servers_option_names_are_those_of_the_hosts_own_mariadb(isolated_lab: dict,
+                                                                           tmp_path: Path) -> None:
+    """The image on db is built from db's own packages, so its my.cnf names are checked against db's mariadbd:
+    innodb_adaptive_hash_index_cells is an option of db's 11.8, not of this machine's 10.11."""
+    low, high = PROBED
+    hosts = lab_hosts(isolated_lab, reach="ssh", ports=f"{low}-{high}")
+    for config, expected in (({"innodb_adaptive_hash_index_cells": 65536}, 0),
+                             ({"innodb_adaptive_hash_index_cels": 65536}, 2)):
+        tag = secrets.token_hex(3)
+        variant = {"name": f"done-o-{tag}", "backend": "docker", "network": "bridge", "server_host": "dbalias",
+                   "client_host": "app", "server": {"config": config}}
+        path = tmp_path / f"{tag}.yaml"
+        path.write_text(yaml.safe_dump({"name": f"done-o-{tag}", "baseline": variant["name"], "hosts": hosts,
+                                        "workload": SMALL, "variants": [variant], "output": str(tmp_path / "out")}))
+        done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                              text=True, timeout=600)
+        said = done.stdout + done.stderr
+        assert done.returncode == expected, said
+    assert ("innodb_adaptive_hash_index_cels: the server (mariadbd on host dbalias) has no such option") in said

@@ -43,9 +43,10 @@ from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.architecture import check_same, this_machine
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.forward import Forward, dial_address, local_forward, reach_facts
-from layerbench.hosts.inventory import Host
+from layerbench.hosts.inventory import Host, HostEntry
 from layerbench.hosts.lease import host_lease
 from layerbench.server.bootstrap import server_files
+from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.remote_files import (
     check_tools,
     claim_run_folder,
@@ -148,9 +149,20 @@ class RemoteDockerBackend(DockerBackend):
         check_variant(client, v)
         if v.image is None and self.release() is None:  # the image built here, shipped by save and load (prepare)
             check_shipped_architecture(self.host.name, str(client.info().get("Architecture", "")), where)
+        if v.image is None and v.server.config:
+            self._check_option_names()
         if v.image and inspect_image(client, v.image) is not None:
             raise BadInput(f"variants.{v.name}.image: an image started through its entrypoint ({v.image}) on an "
                            "ssh: host: not yet; run it on this machine's Docker (remove server_host)")
+
+    def _check_option_names(self) -> None:
+        """server.config's names against the mariadbd the image runs: the host's own (its image is built there),
+        else this machine's (the image built here)."""
+        on = self.host if self.release() is not None else Host("local", HostEntry(local=True))
+        script = f'b=$(command -v mariadbd || echo /usr/sbin/mariadbd); exec "$b" {" ".join(HELP_ARGS)}'
+        helped = on.shell(script, name=f"mariadbd --help on {on.name}", timeout=60)
+        where = f"host {self.host.name}" if on is self.host else "this machine"
+        check_names_known(self.variant, parse_server_options(helped.output), f"mariadbd on {where}")
 
     def release(self) -> dict[str, str] | None:
         """The host's release facts when its own system has the MariaDB this variant runs (its image is then built

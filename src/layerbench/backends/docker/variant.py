@@ -210,6 +210,11 @@ class DockerVariant(ImageVariant):
                              "import)", IMPORT_SECONDS, rank=1, cached=lambda: bool(found and
                                                                                    root_image_imported(found.root)))
 
+    def checks_options_here(self, local: bool) -> bool:
+        """Here for a server on this machine; on an ssh: host its backend checks them against the server its image
+        will run: that host's own mariadbd, or this machine's when the image is built here (remote.py)."""
+        return local and self.builds_server_here
+
     def runs_mysql(self, local: bool) -> bool:
         return local  # the MySQL image is imported from this machine's rootfs; a daemon on an ssh: host: not yet
 
