@@ -84,3 +84,51 @@ def lab_hosts():
     finally:
         if started:
             subprocess.run([str(LAB_SCRIPT), "down"], capture_output=True, check=False, timeout=120)
+
+
+# The isolated lab (scripts/lab-hosts up --isolated): db and app are hosts of their own rootfs (another Debian release,
+# so another MariaDB major than this machine's), PID, mount and network namespaces, cgroup, Docker daemon (db) and an
+# nft firewall that admits only SSH from this machine until `open`. One per test session, on a prefix and subnet of
+# its own (LAYERBENCH_TEST_LAB_PREFIX / LAYERBENCH_TEST_LAB_NET override them, e.g. for a helper's own lab).
+ISOLATED_PREFIX = os.environ.get("LAYERBENCH_TEST_LAB_PREFIX", "lbdevi")
+ISOLATED_NET = os.environ.get("LAYERBENCH_TEST_LAB_NET", "10.231.79")
+
+
+def isolated_lab_env() -> dict[str, str]:
+    """lab-hosts' settings for the session's isolated lab (its alias goes into root's ~/.ssh/config, where the
+    Docker SDK's plain `ssh HOST` reads it)."""
+    env = {**os.environ, "LBLAB_PREFIX": ISOLATED_PREFIX, "LBLAB_NET": ISOLATED_NET,
+           "LBLAB_DIR": f"/run/{ISOLATED_PREFIX}", "LBLAB_ISOLATED": "1"}
+    env.pop("LBLAB_SSH_CONFIG", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def isolated_lab():
+    """The session's isolated lab: brought up when it is not up (a cached rootfs: 10-60 s; the first debootstrap
+    about 3 min), taken down at the end only if this fixture brought it up. Yields {"env": lab-hosts' settings,
+    "hosts": the inventory, "dir": its folder}."""
+    import subprocess
+
+    import yaml
+
+    if os.geteuid() != 0:
+        pytest.skip("the isolated lab needs root (namespaces, links, cgroups)")
+    env = isolated_lab_env()
+    started = subprocess.run([str(LAB_SCRIPT), "status"], env=env, capture_output=True, check=False,
+                             timeout=120).returncode != 0
+    if started:
+        up = subprocess.run([str(LAB_SCRIPT), "up", "--isolated"], env=env, capture_output=True, text=True,
+                            timeout=1800, check=False)
+        assert up.returncode == 0, f"lab-hosts up --isolated failed:\n{up.stdout[-2000:]}\n{up.stderr[-3000:]}"
+    try:
+        inventory = subprocess.run([str(LAB_SCRIPT), "inventory"], env=env, capture_output=True, text=True,
+                                   check=True, timeout=60)
+        yield {"env": env, "hosts": yaml.safe_load(inventory.stdout)["hosts"], "dir": Path(env["LBLAB_DIR"])}
+    finally:
+        if started:  # nothing of it is left: its folder, namespaces and cgroups (their processes: dockerd...)
+            down = subprocess.run([str(LAB_SCRIPT), "down"], env=env, capture_output=True, text=True, check=False,
+                                  timeout=600)
+            netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+            assert down.returncode == 0 and not Path(env["LBLAB_DIR"]).exists(), down.stderr[-2000:]
+            assert ISOLATED_PREFIX not in netns and not Path(f"/sys/fs/cgroup/pids/{ISOLATED_PREFIX}-db").exists()

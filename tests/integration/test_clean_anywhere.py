@@ -1,11 +1,12 @@
-"""`layerbench clean --inventory` from another harness: on the lab of scripts/lab-hosts, a campaign with a Docker
-server on the db host (its daemon reached through the SDK's ssh://, alias dbalias) and a CPU neighbour beside it
-there (placement: ssh), sysbench on app. While it runs, a clean from another harness keeps all of it (its leases
-are held); after a SIGKILL of the harness, a clean from a harness with empty state (another work dir and HOME,
-another hostname in a UTS namespace of its own, and no access to this machine's Docker socket, so the daemon is
-reached only over SSH) removes everything the campaign left: its containers (asserted on the daemon by the
-campaign's label) and its processes and folders (asserted on each host by the records and by the tag). Modules:
-hosts/lease.py, hosts/host_owners.py, hosts/reclaim.py, backends/docker/cleanup.py, run/cleanup.py."""
+"""`layerbench clean --inventory` from another harness (issue #42's done-when), on the isolated lab (the session's
+`isolated_lab`): a campaign with a Docker server on lab host db (its own daemon, reached through the SDK's ssh://,
+alias dbalias; db's own image and MariaDB) and a CPU neighbour beside it there (placement: ssh), sysbench on app.
+While it runs, a clean from another harness keeps all of it (its leases are held); after a SIGKILL of the harness,
+a clean from a harness with empty state (another work dir and HOME, another hostname in a UTS namespace of its own,
+and no Docker socket, so db's daemon is reached only over SSH) removes everything the campaign left: asserted on
+db's own daemon (containers and volumes by the campaign's label) and on db's and app's own process lists and
+folders. The last test keeps the shared lab (its app shares this machine's file system). Modules: hosts/lease.py,
+hosts/host_owners.py, hosts/reclaim.py, backends/docker/cleanup.py, run/cleanup.py."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ pytestmark = pytest.mark.integration
 PREFIX = "sweep"
 
 
+LAB_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "lab-hosts"
+PORTS = (41520, 41539)  # opened on db: the server's direct path (a forward would be this machine's, not db's)
+
+
 def campaign_file(tmp_path: Path, hosts: dict, tag: str) -> Path:
     neighbour = {"name": "hog", "kind": "cpu", "load": 20, "placement": "ssh", "host": "dbalias"}
     variant = {"name": f"{PREFIX}-{tag}", "backend": "docker", "network": "bridge", "server_host": "dbalias",
@@ -40,11 +45,14 @@ def campaign_file(tmp_path: Path, hosts: dict, tag: str) -> Path:
     return path
 
 
-def containers(name: str) -> list[str]:
-    import docker
-
-    client = docker.from_env(timeout=60)  # the lab's db host runs this machine's daemon: asserted here directly
-    return [c.name for c in client.containers.list(all=True, filters={"label": f"layerbench.campaign={name}"})]
+def containers(hosts: dict, name: str) -> list[str]:
+    """The campaign's containers and volumes on db's own daemon, asked there."""
+    db = Host("dbalias", HostEntry(**hosts["dbalias"]))
+    label = f"label=layerbench.campaign={name}"
+    done = db.shell(f"docker ps -a --filter {label} --format '{{{{.Names}}}}'; "
+                    f"docker volume ls --filter {label} --format '{{{{.Name}}}}'", timeout=120)
+    assert done.returncode == 0, done.output
+    return [line for line in done.output.splitlines() if line.strip()]
 
 
 def on_hosts(hosts: dict, mark: str) -> list[str]:
@@ -82,9 +90,13 @@ def cleaner(tmp_path: Path, inventory: Path) -> subprocess.CompletedProcess[str]
                           check=False)
 
 
-def test_clean_from_another_harness_keeps_a_live_campaign_and_removes_a_killed_one(lab_hosts: dict,
+def test_clean_from_another_harness_keeps_a_live_campaign_and_removes_a_killed_one(isolated_lab: dict,
                                                                                     tmp_path: Path) -> None:
     tag = secrets.token_hex(3)
+    low, high = PORTS
+    subprocess.run([str(LAB_SCRIPT), "open", f"{low}-{high}"], env=isolated_lab["env"], check=True, timeout=60)
+    lab_hosts = {name: {**entry, "ports": f"{low}-{high}"} if name == "dbalias" else entry
+                 for name, entry in isolated_lab["hosts"].items()}
     name = f"{PREFIX}-it-{tag}"
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text(yaml.safe_dump({"hosts": lab_hosts}))
@@ -93,7 +105,8 @@ def test_clean_from_another_harness_keeps_a_live_campaign_and_removes_a_killed_o
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=harness_env)
     try:
         deadline, label = time.monotonic() + 600, None
-        while label is None or not (containers(name) and any("sysbench" in line for line in on_hosts(lab_hosts, tag))
+        while label is None or not (containers(lab_hosts, name)
+                                    and any("sysbench" in line for line in on_hosts(lab_hosts, tag))
                                     and any("-nb-hog" in line for line in on_hosts(lab_hosts, label))):
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(1)
@@ -102,7 +115,7 @@ def test_clean_from_another_harness_keeps_a_live_campaign_and_removes_a_killed_o
         live = cleaner(tmp_path, inventory)
         assert live.returncode == 0, live.stdout + live.stderr
         assert "kept" in live.stdout and "its campaign is running" in live.stdout, live.stdout
-        assert containers(name) and proc.poll() is None  # nothing of the live campaign was touched
+        assert containers(lab_hosts, name) and proc.poll() is None  # nothing of the live campaign was touched
         before = on_hosts(lab_hosts, label)
         assert sum(".rec" in line for line in before) == 3, before  # server, neighbour (db) and sysbench (app)
         proc.send_signal(signal.SIGKILL)
@@ -111,18 +124,20 @@ def test_clean_from_another_harness_keeps_a_live_campaign_and_removes_a_killed_o
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert containers(name), "a killed harness leaves its server's container"
+    assert containers(lab_hosts, name), "a killed harness leaves its server's container"
     said = ""
     deadline = time.monotonic() + 180  # the killed harness's SSH sessions let go of its leases as they end
-    while (containers(name) or on_hosts(lab_hosts, label)) and time.monotonic() < deadline:
+    while (containers(lab_hosts, name) or on_hosts(lab_hosts, label)) and time.monotonic() < deadline:
         done = cleaner(tmp_path, inventory)
         assert done.returncode == 0, done.stdout + done.stderr
         said += done.stdout
         time.sleep(2)
     print(said)
-    assert containers(name) == [] and on_hosts(lab_hosts, label) == [] and on_hosts(lab_hosts, tag) == [], said
+    assert containers(lab_hosts, name) == [] and on_hosts(lab_hosts, label) == [], said
+    assert on_hosts(lab_hosts, tag) == [], said
     assert "removed container" in said and "on host dbalias" in said
-    assert "(and stopped what ran from it) on host dbalias" in said and "on host app" in said
+    # db's records are swept under the first inventory name of that machine (db, or its alias dbalias)
+    assert re.search(r"\(and stopped what ran from it\) on host db(alias)?\n", said) and "on host app" in said
 
 
 def test_leases_here_and_on_a_host_sharing_its_file_system_are_apart(lab_hosts: dict,

@@ -1,7 +1,8 @@
 """The isolated lab of `scripts/lab-hosts up --isolated` (scripts/lab.d/toolkit.sh): two hosts that are separate
-machines in all but the kernel. Brought up once for this module with a prefix and subnet of its own (so the shared
-lab of the other tests is untouched) and taken down at the end; each test checks one thing the lab promises
-(docs/topology.md, "The isolated lab")."""
+machines in all but the kernel. The session's one isolated lab (tests/conftest.py `isolated_lab`, a prefix and
+subnet of its own, so the shared lab of the other tests is untouched), which test_reach, test_busy_hosts and
+test_clean_anywhere run campaigns on; each test here checks one thing the lab promises (docs/topology.md, "The
+isolated lab")."""
 
 from __future__ import annotations
 
@@ -10,40 +11,24 @@ import re
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 LAB_SCRIPT = ROOT / "scripts" / "lab-hosts"
-PREFIX = "lbdevi"
-NET = "10.231.79"
+PREFIX = os.environ.get("LAYERBENCH_TEST_LAB_PREFIX", "lbdevi")  # as tests/conftest.py's isolated_lab
+NET = os.environ.get("LAYERBENCH_TEST_LAB_NET", "10.231.79")
 LAB_DIR = Path(f"/run/{PREFIX}")
 DB, APP, HARNESS = f"{NET}.2", f"{NET}.3", f"{NET}.1"
+FW_PORT = 41599  # opened by this firewall test only (the other modules open 41500-41519, 41520-41539, 41580-41589)
 
 
-def lab_env(tmp: Path) -> dict[str, str]:
-    return {**os.environ, "LBLAB_PREFIX": PREFIX, "LBLAB_NET": NET, "LBLAB_DIR": str(LAB_DIR),
-            "LBLAB_ISOLATED": "1", "LBLAB_SSH_CONFIG": str(tmp / "ssh_config")}
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    if os.geteuid() != 0:
-        pytest.skip("the isolated lab needs root (namespaces, links, cgroups)")
-    env = lab_env(tmp_path_factory.mktemp("lab"))
-    up = subprocess.run([str(LAB_SCRIPT), "up", "--isolated"], env=env, capture_output=True, text=True, timeout=1800)
-    try:
-        assert up.returncode == 0, f"lab-hosts up --isolated failed:\n{up.stdout[-2000:]}\n{up.stderr[-3000:]}"
-        yield {"env": env, "hosts": yaml.safe_load(up.stdout)["hosts"]}
-    finally:
-        down = subprocess.run([str(LAB_SCRIPT), "down"], env=env, capture_output=True, text=True, timeout=300)
-        assert down.returncode == 0, down.stderr
-        assert not LAB_DIR.exists() and PREFIX not in subprocess.run(
-            ["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+@pytest.fixture
+def lab(isolated_lab: dict) -> dict:
+    assert isolated_lab["dir"] == LAB_DIR
+    return isolated_lab
 
 
 def ssh(address: str, command: str, known_hosts: Path = LAB_DIR / "known_hosts",
@@ -97,21 +82,21 @@ def connects(address: str, port: int) -> bytes | None:
 
 def test_the_firewall_admits_only_ssh_until_a_port_is_opened(lab: dict) -> None:
     out(DB, "mariadb-install-db --user=root --datadir=/var/tmp/lbdevi-fw >/dev/null && "
-            "(setsid mariadbd --user=root --datadir=/var/tmp/lbdevi-fw --port=3306 --bind-address=0.0.0.0 "
+            "(setsid mariadbd --user=root --datadir=/var/tmp/lbdevi-fw --port=41599 --bind-address=0.0.0.0 "
             "--socket=/run/lbdevi-fw.sock --pid-file=/run/lbdevi-fw.pid >/var/tmp/lbdevi-fw.log 2>&1 < /dev/null &)")
     try:
         for _ in range(120):
-            if ":3306 " in out(DB, "ss -Htln"):
+            if f":{FW_PORT} " in out(DB, "ss -Htln"):
                 break
             time.sleep(0.5)
-        assert ":3306 " in out(DB, "ss -Htln")
-        assert connects(DB, 3306) is None  # listening, but not admitted
-        subprocess.run([str(LAB_SCRIPT), "open", "3306"], env=lab["env"], check=True, timeout=60)
-        greeting = connects(DB, 3306)
+        assert f":{FW_PORT} " in out(DB, "ss -Htln")
+        assert connects(DB, FW_PORT) is None  # listening, but not admitted
+        subprocess.run([str(LAB_SCRIPT), "open", str(FW_PORT)], env=lab["env"], check=True, timeout=60)
+        greeting = connects(DB, FW_PORT)
         assert greeting is not None and b"MariaDB" in greeting, greeting  # the db's own server answers
         assert out(DB, "true") == ""  # SSH still passes
     finally:
-        ssh(DB, "pkill -x mariadbd; rm -rf /var/tmp/lbdevi-fw /var/tmp/lbdevi-fw.log")
+        ssh(DB, "kill $(cat /run/lbdevi-fw.pid) 2>/dev/null; sleep 1; rm -rf /var/tmp/lbdevi-fw /var/tmp/lbdevi-fw.log")
 
 
 def test_a_load_on_db_shows_in_db_cgroup_and_not_in_app(lab: dict) -> None:
@@ -145,6 +130,6 @@ def test_db_docker_daemon_is_its_own(lab: dict) -> None:
     assert not (LAB_DIR / "db" / "root" / "run" / "docker.sock").exists()  # its /run is the host's own
     # the inventory's alias (the Include line lab-hosts wrote) reaches that daemon as the Docker SDK does
     alias = lab["hosts"]["dbalias"]["ssh"]
-    via = subprocess.run(["ssh", "-F", lab["env"]["LBLAB_SSH_CONFIG"], alias, "docker", "info", "--format", "{{.ID}}"],
+    via = subprocess.run(["ssh", alias, "docker", "info", "--format", "{{.ID}}"],
                          capture_output=True, text=True, timeout=120)
     assert via.returncode == 0 and via.stdout.strip() == theirs.split()[0], via.stderr

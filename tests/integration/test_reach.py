@@ -1,13 +1,17 @@
-"""Reaching a server on an ssh: host (issue #42 item 3; hosts/forward.py, run/reach.py, the host backend on an
-ssh: host; the lab of scripts/lab-hosts): with `reach: ssh` the server listens on 127.0.0.1 of the db host, where
-neither this machine's nor app's connections to 10.231.77.1 reach it, so a run that succeeds went through the
-forwards: this machine's `ssh -L`, and for sysbench on app a reverse forward on app chained to it. A second
-campaign takes the direct path on the same host. Every run stores its path; the port is the host's `ports:`;
-the forwards are gone afterwards. Names carry the helper's prefix and a random tag."""
+"""Issue #42's done-when on the isolated lab (scripts/lab-hosts up --isolated; the session's `isolated_lab`
+fixture): db is a host of its own (another Debian release, so another MariaDB major than this machine's; its own
+Docker daemon, reached as `dbalias` through the SDK's ssh://) behind an nft firewall that admits only SSH from this
+machine; app runs sysbench. One campaign puts a host server and a docker server on db with `reach: ssh` and a port
+range the firewall drops, so a run that succeeds went through the forwards (hosts/forward.py, run/reach.py: this
+machine's `ssh -L`, and for sysbench on app a reverse forward on app chained to it); a second opens a range
+(`lab-hosts open`) and takes the direct path. Every run stores its path, and its dataset was prepared on db by db's
+own server (`reset.dataset_prepared`), which the docker server's image (built on db from db's own packages,
+backends/docker/host_image.py) runs too. Names carry a random tag; ports are the helper's 41500-41599."""
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -18,26 +22,61 @@ import yaml
 
 from helpers import stored_rows
 from layerbench.campaign.models import parse_campaign
+from layerbench.hosts.inventory import Host, HostEntry
 from layerbench.run import orchestrator
 from layerbench.store import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SMALL = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 2, "warmup": 1}
+LAB_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "lab-hosts"
+FORWARDED, DIRECT, PROBED = (41540, 41559), (41500, 41519), (41560, 41579)  # only DIRECT is ever opened
 
 
-def run_on(lab_hosts: dict, tmp_path: Path, entry: dict, clients: list[str]) -> list[dict]:
+def lab_hosts(lab: dict, **entry: object) -> dict:
+    """The lab's inventory, db and dbalias (one host: its sshd, and its daemon by alias) changed by `entry`."""
+    hosts = lab["hosts"]
+    return {**hosts, "db": {**hosts["db"], **entry}, "dbalias": {**hosts["dbalias"], **entry}}
+
+
+def run_on(tmp_path: Path, hosts: dict, variants: list[tuple[str, str, str]]) -> list[dict]:
+    """A campaign of (kind, backend, client host) variants with their servers on db; each run's record."""
     tag = secrets.token_hex(3)
-    hosts = {**lab_hosts, "dbssh": {**lab_hosts["dbssh"], **entry}}
-    variants = [{"name": f"reach-{client}-{tag}", "backend": "host", "server_host": "dbssh",
-                 **({"client_host": client} if client != "local" else {})} for client in clients]
-    data = {"name": f"reach-{tag}", "baseline": variants[0]["name"], "hosts": hosts, "variants": variants,
+    listed = [{"name": f"done-{kind}-{tag}", "backend": backend, "client": "host",
+               "server_host": "db" if backend == "host" else "dbalias",
+               **({"client_host": client} if client != "local" else {}),
+               **({"network": "bridge"} if backend == "docker" else {})} for kind, backend, client in variants]
+    for variant in listed:
+        if variant["backend"] == "host":
+            variant.pop("client")
+    data = {"name": f"done-reach-{tag}", "baseline": listed[0]["name"], "hosts": hosts, "variants": listed,
             "workload": SMALL, "repetitions": 1, "estimates_only": True, "order": "sequential", "busy": "keep",
             "output": str(tmp_path / "out"), "formats": ["md"]}
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store)
         runs = stored_rows(store, outcome.campaign_id)
-    assert [r["status"] for r in runs] == ["ok"] * len(clients), [r["error"] for r in runs]
-    return [json.loads(r["details"])["environment"]["placement"] for r in runs]
+    assert [r["status"] for r in runs] == ["ok"] * len(variants), [r["error"] for r in runs]
+    return [json.loads(r["details"]) for r in runs]
+
+
+def major(line: str) -> str:
+    found = re.search(r"(\d+)\.\d+\.\d+-MariaDB", line)
+    assert found, line
+    return found.group(1)
+
+
+def check_dbs_own_server(lab: dict, details: dict) -> None:
+    """The run's server is db's MariaDB (another major than this machine's), on a dataset db's server prepared."""
+    db = Host("db", HostEntry(**lab["hosts"]["db"]))
+    theirs = db.shell("/usr/sbin/mariadbd --version", timeout=60).output.strip()
+    ours = subprocess.run(["mariadbd", "--version"], capture_output=True, text=True, timeout=60).stdout
+    assert major(theirs) != major(ours), (theirs, ours)
+    assert major(details["environment"]["server_variables"]["version"]) == major(theirs)
+    prepared = details["reset"]["dataset_prepared"]
+    assert prepared["host"] in ("db", "dbalias") and prepared["version"] == theirs, prepared
+    assert prepared["binary"] == "/usr/sbin/mariadbd"
+    backend = details["environment"]["backend"]
+    if backend.get("backend") != "host":  # the docker server: its image made on db from db's own packages
+        assert backend["image_built_on"] == "dbalias" and backend["image_from"].startswith("rootfs of host dbalias")
 
 
 def forwards_left(low: int, high: int) -> list[str]:
@@ -51,35 +90,49 @@ def port_of(listens: str) -> int:
     return int(listens.split(" ")[0].rsplit(":", 1)[1])
 
 
-def test_the_forwarded_path_reaches_a_server_only_its_host_reaches(lab_hosts: dict, tmp_path: Path) -> None:
-    places = run_on(lab_hosts, tmp_path, {"reach": "ssh", "ports": "41410-41429"}, ["app", "local", "dbssh"])
-    for place in places:
-        reach = place["reach"]
+def test_through_a_firewall_that_admits_only_ssh_both_servers_run_over_the_forwards(isolated_lab: dict,
+                                                                                   tmp_path: Path) -> None:
+    low, high = FORWARDED
+    hosts = lab_hosts(isolated_lab, reach="ssh", ports=f"{low}-{high}")
+    runs = run_on(tmp_path, hosts, [("host", "host", "app"), ("here", "host", "local"), ("near", "host", "db"),
+                                    ("docker", "docker", "app")])
+    for details in runs:
+        reach = details["environment"]["placement"]["reach"]
         assert reach["kind"] == "ssh" and reach["server_listens"].startswith("127.0.0.1:"), reach
-        assert 41410 <= port_of(reach["server_listens"]) <= 41429 and reach["harness"].startswith("ssh -L"), reach
-    on_app, here, on_db = (p["reach"]["client"] for p in places)
-    assert on_app.startswith("ssh: ssh -R 127.0.0.1:") and " on app -> 127.0.0.1:" in on_app, on_app
-    assert places[0]["endpoint"].startswith("127.0.0.1:")  # app's own loopback: the reverse forward's end
+        assert low <= port_of(reach["server_listens"]) <= high and reach["harness"].startswith("ssh -L"), reach
+        check_dbs_own_server(isolated_lab, details)
+    on_app, here, on_db, docker = (d["environment"]["placement"]["reach"]["client"] for d in runs)
+    for client in (on_app, docker):
+        assert client.startswith("ssh: ssh -R 127.0.0.1:") and " on app -> 127.0.0.1:" in client, client
+    assert runs[0]["environment"]["placement"]["endpoint"].startswith("127.0.0.1:")  # app's reverse forward
     assert here.startswith("ssh: this machine's forward 127.0.0.1:"), here
-    assert on_db.startswith("on dbssh itself: 127.0.0.1:414"), on_db
-    assert forwards_left(41410, 41429) == []
+    assert on_db.startswith("on db itself: 127.0.0.1:415"), on_db
+    assert "server@dbalias" in runs[3]["resources"]["cpu_seconds"], runs[3]["resources"]["cpu_seconds"]
+    assert forwards_left(low, high) == []
 
 
-def test_the_direct_path_dials_the_hosts_address_on_a_fixed_port(lab_hosts: dict, tmp_path: Path) -> None:
-    places = run_on(lab_hosts, tmp_path, {"ports": "41430-41449"}, ["app"])
-    reach = places[0]["reach"]
-    assert reach["kind"] == "direct" and reach["server_listens"].startswith("10.231.77.1:414"), reach
-    assert 41430 <= port_of(reach["server_listens"]) <= 41449
-    assert reach["client"] == f"direct: {reach['server_listens'].split(' ')[0]} from app", reach
-    assert reach["harness"] == f"direct to {reach['server_listens']}"
+def test_with_the_port_opened_both_servers_run_on_the_direct_path(isolated_lab: dict, tmp_path: Path) -> None:
+    low, high = DIRECT
+    subprocess.run([str(LAB_SCRIPT), "open", f"{low}-{high}"], env=isolated_lab["env"], check=True, timeout=60)
+    db = isolated_lab["hosts"]["db"]["ssh"].split("@")[1]
+    runs = run_on(tmp_path, lab_hosts(isolated_lab, ports=f"{low}-{high}"),
+                  [("host", "host", "app"), ("docker", "docker", "app")])
+    for details in runs:
+        reach = details["environment"]["placement"]["reach"]
+        assert reach["kind"] == "direct" and reach["server_listens"].startswith(f"{db}:"), reach
+        assert low <= port_of(reach["server_listens"]) <= high
+        assert reach["client"] == f"direct: {reach['server_listens'].split(' ')[0]} from app", reach
+        assert reach["harness"] == f"direct to {reach['server_listens']}"
+        check_dbs_own_server(isolated_lab, details)
+    assert "kernel NAT" in runs[1]["environment"]["placement"]["path"]
 
 
-def validate(tmp_path: Path, lab_hosts: dict, entry: dict) -> tuple[int, list[str]]:
-    """`layerbench validate` of a campaign with its server on dbssh (changed by `entry`) and sysbench on app."""
+def validate(tmp_path: Path, hosts: dict) -> tuple[int, list[str]]:
+    """`layerbench validate` of a campaign with a host server on db and sysbench on app."""
     tag = secrets.token_hex(3)
-    data = {"name": f"reach-v-{tag}", "baseline": f"reach-v-{tag}", "output": str(tmp_path / "out"),
-            "hosts": {**lab_hosts, "dbssh": {**lab_hosts["dbssh"], **entry}}, "workload": SMALL,
-            "variants": [{"name": f"reach-v-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]}
+    data = {"name": f"done-v-{tag}", "baseline": f"done-v-{tag}", "output": str(tmp_path / "out"), "hosts": hosts,
+            "workload": SMALL,
+            "variants": [{"name": f"done-v-{tag}", "backend": "host", "server_host": "db", "client_host": "app"}]}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(data))
     done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
@@ -87,14 +140,36 @@ def validate(tmp_path: Path, lab_hosts: dict, entry: dict) -> tuple[int, list[st
     return done.returncode, [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
 
 
-def test_validate_probes_each_path_to_the_servers_port(lab_hosts: dict, tmp_path: Path) -> None:
-    code, errors = validate(tmp_path, lab_hosts, {"reach": "ssh", "ports": "41450-41459"})
+def test_validate_probes_each_path_to_the_servers_port_through_the_firewall(isolated_lab: dict,
+                                                                            tmp_path: Path) -> None:
+    low, high = PROBED
+    code, errors = validate(tmp_path, lab_hosts(isolated_lab, reach="ssh", ports=f"{low}-{high}"))
     assert (code, errors) == (0, [])
-    code, errors = validate(tmp_path, lab_hosts, {"bind_address": "127.0.0.1", "ports": "41460-41469"})
+    db = isolated_lab["hosts"]["db"]["ssh"].split("@")[1]
+    code, errors = validate(tmp_path, lab_hosts(isolated_lab, ports=f"{low}-{high}"))  # direct: the firewall drops it
     assert code == 2 and len(errors) == 2, errors  # this machine's path and app's: one line each
-    here, app = errors
-    for line, source in ((here, "this machine"), (app, "app")):
-        assert line.startswith(f"error: hosts.dbssh: the direct path from {source} to 10.231.77.1 does not reach "
-                               "port 414"), line
-        assert 41460 <= int(line.split("port ")[1].split(" ")[0]) <= 41469 and "reach: ssh" in line, line
-    assert forwards_left(41450, 41469) == []
+    for line, source in zip(errors, ("this machine", "app"), strict=True):
+        assert line.startswith(f"error: hosts.db: the direct path from {source} to {db} does not reach port 415"), line
+        assert low <= int(line.split("port ")[1].split(" ")[0]) <= high and "reach: ssh" in line, line
+    assert forwards_left(low, high) == []
+
+
+def test_a_docker_servers_option_names_are_those_of_the_hosts_own_mariadb(isolated_lab: dict,
+                                                                           tmp_path: Path) -> None:
+    """The image on db is built from db's own packages, so its my.cnf names are checked against db's mariadbd:
+    innodb_adaptive_hash_index_cells is an option of db's 11.8, not of this machine's 10.11."""
+    low, high = PROBED
+    hosts = lab_hosts(isolated_lab, reach="ssh", ports=f"{low}-{high}")
+    for config, expected in (({"innodb_adaptive_hash_index_cells": 65536}, 0),
+                             ({"innodb_adaptive_hash_index_cels": 65536}, 2)):
+        tag = secrets.token_hex(3)
+        variant = {"name": f"done-o-{tag}", "backend": "docker", "network": "bridge", "server_host": "dbalias",
+                   "client_host": "app", "server": {"config": config}}
+        path = tmp_path / f"{tag}.yaml"
+        path.write_text(yaml.safe_dump({"name": f"done-o-{tag}", "baseline": variant["name"], "hosts": hosts,
+                                        "workload": SMALL, "variants": [variant], "output": str(tmp_path / "out")}))
+        done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                              text=True, timeout=600)
+        said = done.stdout + done.stderr
+        assert done.returncode == expected, said
+    assert ("innodb_adaptive_hash_index_cels: the server (mariadbd on host dbalias) has no such option") in said

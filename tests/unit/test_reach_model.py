@@ -90,7 +90,7 @@ def test_any_forward_log_gives_a_port_or_none(text: str) -> None:
 
 
 class Variant:
-    name, backend, client_kind, takes_reach = "v", "docker", "host", False
+    name, backend, client_kind, takes_reach = "v", "vm", "host", False
 
     def __init__(self, server: str, client: str | None = None) -> None:
         self.server_host, self.client_host = server, client
@@ -108,8 +108,8 @@ def test_the_placement_binds_and_dials_apart() -> None:
     assert (place.binds, place.reach) == ("127.0.0.1", "ssh")
     assert tcp_path(place) == "TCP through SSH forwards to tun, where the server listens on 127.0.0.1"
     assert placement_of({"db": HostEntry(local=True, address="10.0.0.5")}, Variant("db", "db")).binds == "127.0.0.1"
-    with pytest.raises(ValueError, match=r"variants\.v\.server_host: host tun has reach: ssh, which a docker server"):
-        check_placement(hosts, [Variant("tun", "tun")], ["host", "docker"], ["host", "docker"])
+    with pytest.raises(ValueError, match=r"variants\.v\.server_host: host tun has reach: ssh, which a vm server"):
+        check_placement(hosts, [Variant("tun", "tun")], ["host", "vm"], ["host", "vm"])
 
 
 class Served:

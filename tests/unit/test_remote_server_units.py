@@ -271,3 +271,12 @@ def test_a_stopped_prepare_server_s_datadir_is_published_without_the_files_no_sn
     manifest = build_manifest(target / "datadir")
     assert sorted(manifest.files) == ["ibdata1", "sbtest/db.opt", "sbtest/sbtest1.ibd"]
     assert data_bytes(manifest) == 5000
+
+
+def test_a_docker_servers_option_names_are_checked_here_only_for_a_server_here() -> None:
+    """On an ssh: host RemoteDockerBackend checks them against the mariadbd its image runs (a host's or ours)."""
+    from layerbench.backends.docker.variant import DockerVariant
+
+    variant = DockerVariant(name="d", backend="docker", server={"config": {"innodb_buffer_pool_size": "1G"}})
+    assert variant.checks_options_here(local=True) and not variant.checks_options_here(local=False)
+    assert not DockerVariant(name="i", backend="docker", image="mariadb:11").checks_options_here(local=True)

@@ -115,3 +115,13 @@ def _wait(forward: Forward, ready: Callable[[], bool], host: Host) -> None:
     said = forward.process.tail(3).strip().replace("\n", "; ")[:200] or "no output"
     forward.close()
     raise RunFailed(f"hosts.{host.name}: the SSH forward did not come up ({forward.text}): {said}")
+
+
+def reach_facts(host: Host, served: tuple[str, int] | None, forward: Forward | None) -> dict[str, object]:
+    """A server's record of its paths on an ssh: host (run/reach.py reach_record): the host's `reach:`, where it
+    listens there, and this machine's path to it (the forward, or direct)."""
+    if served is None:
+        return {}
+    there = f"{served[0]}:{served[1]} on {host.name}"
+    return {"reach": host.entry.reach, "server_listens": there,
+            "harness_path": forward.text if forward else f"direct to {there}"}

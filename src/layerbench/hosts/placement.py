@@ -70,8 +70,8 @@ def _check_remote_server(v: Any, remote_servers: Sequence[str], entry: HostEntry
     if not v.takes_reach and (entry.reach != "direct" or entry.bind_address):
         said = f"reach: {entry.reach}" if entry.reach != "direct" else f"bind_address: {entry.bind_address}"
         raise ValueError(f"variants.{v.name}.server_host: host {server_of(v)} has {said}, which a {v.backend} "
-                         "server does not take yet (backend host does); use reach: direct without bind_address "
-                         "there, or backend: host")
+                         "server does not take yet (backends host and docker do); use reach: direct without "
+                         "bind_address there, or backend: host")
 
 
 def _check_remote_client(hosts: dict[str, HostEntry], v: Any, remote_servers: Sequence[str],

@@ -32,7 +32,20 @@ from layerbench.measure.pressure import parse_pressure, pressure_window
 from layerbench.records.cpu import TopProcess, Usage
 
 CLOCK = 'echo "TICK $(getconf CLK_TCK)"; echo "UPTIME $(cut -d" " -f1 /proc/uptime)"; '
-SCRIPT = (CLOCK + 'grep "^cpu " /proc/stat; sed "s/^/PSI /" /proc/pressure/cpu 2>/dev/null; '
+# The host's own cgroup, when its init runs in one (a machine that shares a kernel: the isolated lab's hosts, an LXC
+# container): `CG <CPU nanoseconds> <path>` from cpuacct (v1) or cpu.stat (v2); nothing on a machine of its own
+# (init in the root cgroup, or in systemd's /init.scope on v2), whose /proc/stat is its own.
+CGROUP = """c=$(awk -F: '$2 ~ /(^|,)cpuacct(,|$)/ {print $3; exit}' /proc/1/cgroup 2>/dev/null)
+if [ -n "$c" ]; then
+  f=/sys/fs/cgroup/cpuacct$c/cpuacct.usage
+  [ "$c" != / ] && [ -r "$f" ] && echo "CG $(cat "$f") $c"
+else
+  c=$(sed -n 's/^0:://p' /proc/1/cgroup 2>/dev/null)
+  case $c in ""|/|/init.scope) ;; *) u=$(awk '$1 == "usage_usec" {print $2}' "/sys/fs/cgroup$c/cpu.stat" 2>/dev/null)
+    [ -n "$u" ] && echo "CG ${u}000 $c";; esac
+fi
+"""
+SCRIPT = (CLOCK + CGROUP + 'grep "^cpu " /proc/stat; sed "s/^/PSI /" /proc/pressure/cpu 2>/dev/null; '
           'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true')
 NAMESPACES = "; find /proc/[0-9]*/ns/net -maxdepth 0 -printf 'N %p %l\\n' 2>/dev/null; true"  # one process
 
@@ -52,6 +65,7 @@ class Reading:
     steal: int = 0  # ticks of all CPUs
     namespaces: dict[int, str] = field(default_factory=dict)  # pid -> network namespace (with NAMESPACES)
     pressure: dict[str, int] = field(default_factory=dict)  # the host's CPU pressure (PSI) counters, microseconds
+    cgroup: tuple[int, str] | None = None  # the host's own cgroup (CPU nanoseconds, path), when its init is in one
 
 
 def parse_reading(text: str) -> Reading:
@@ -69,6 +83,9 @@ def parse_reading(text: str) -> Reading:
                 reading.tick = int(rest)
             elif key == "UPTIME":
                 reading.uptime_ticks = int(float(rest) * reading.tick)
+            elif key == "CG":
+                used, _, path = rest.partition(" ")
+                reading.cgroup = (int(used), path.strip()) if int(used) >= 0 and path.startswith("/") else None
             elif key == "P":
                 stat = parse_proc_stat_line(rest)
                 reading.procs[stat.pid] = stat
@@ -76,7 +93,8 @@ def parse_reading(text: str) -> Reading:
 
 
 def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]) -> dict[str, float]:
-    """CPU seconds per component between two readings, plus `other` (the rest of the busy time) and `idle`.
+    """CPU seconds per component between two readings, plus `other` (the rest of the busy time) and `idle`. The
+    busy time is the host's cgroup's when its init runs in one (CGROUP), else its /proc/stat's.
     A process born after the first reading counts from zero; a PID reused in between is not mixed up."""
     tick, out = last.tick, {}
     seen: set[int] = set()
@@ -90,6 +108,8 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
                 stat.ticks if stat.start >= first.uptime_ticks else 0
         out[name] = ticks / tick
     busy = max(0, last.machine[0] - first.machine[0]) / tick
+    if first.cgroup is not None and last.cgroup is not None and first.cgroup[1] == last.cgroup[1]:
+        busy = max(0, last.cgroup[0] - first.cgroup[0]) / 1e9  # the host's own, not its kernel's other tenants'
     out["other"] = max(0.0, busy - sum(out.values()))
     out["idle"] = max(0, last.machine[1] - first.machine[1]) / tick
     return out

@@ -7,17 +7,21 @@ known_hosts, but takes no other option. So such a host is named by what plain `s
 ~/.ssh/config carrying its key and known_hosts file), and an inventory entry with identity_file or known_hosts is
 refused in one line rather than connected some other way. Paths given to the daemon are paths on that host: the
 run's folder `<work_dir>/runs/<label>/` (0700: my.cnf and init SQL written over SSH, the server's log), the
-dataset snapshot shipped there (server/remote_files.py). The image built on this machine is sent to that daemon when it
-lacks it (the SDK's save and load). CPU: the container's PIDs on that host (remote_cpu.py reads them there)."""
+dataset snapshot. A MariaDB variant on a host whose own system has mariadbd runs an image built there from that
+system (host_image.py), on a dataset that host's own server prepares and keeps (backends/host/dataset.py); otherwise
+the image built on this machine is sent to that daemon when it lacks it (the SDK's save and load) with a snapshot
+shipped from here (server/remote_files.py). CPU: the container's PIDs on that host (remote_cpu.py reads them there)."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import ServerSpec
+from layerbench.backends.docker.host_image import ensure_host_image, host_facts, image_facts
 from layerbench.backends.docker.local import (
     CONF,
     DATADIR,
@@ -31,13 +35,18 @@ from layerbench.backends.docker.local import (
 )
 from layerbench.backends.docker.upstream import inspect_image
 from layerbench.backends.docker.variant import DockerVariant
-from layerbench.backends.host.remote import pick_port
+from layerbench.backends.host.dataset import SnapshotsOnHost, read_host_manifest
+from layerbench.backends.host.remote import RemoteHostBackend, pick_port
+from layerbench.backends.host.variant import HostVariant
+from layerbench.endpoint import Endpoint
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed
 from layerbench.hosts.architecture import check_same, this_machine
 from layerbench.hosts.critical import signals_deferred
-from layerbench.hosts.inventory import Host
+from layerbench.hosts.forward import Forward, dial_address, local_forward, reach_facts
+from layerbench.hosts.inventory import Host, HostEntry
 from layerbench.hosts.lease import host_lease
 from layerbench.server.bootstrap import server_files
+from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.remote_files import (
     check_tools,
     claim_run_folder,
@@ -118,6 +127,9 @@ class RemoteDockerBackend(DockerBackend):
         self.owner: str | None = None
         self.shipped: dict[str, object] = {}
         self.storage_facts: dict[str, object] = {}
+        self._release: dict[str, str] | None = None
+        self.served: tuple[str, int] | None = None  # (bind address, port) on the host
+        self.forward: Forward | None = None  # reach: ssh: this machine's way to the server
 
     def check(self) -> None:
         v, where = self.variant, f"variants.{self.variant.name}.server_host"
@@ -135,15 +147,51 @@ class RemoteDockerBackend(DockerBackend):
             raise PrerequisiteMissing(f"{where}: host {self.host.name} lacks {', '.join(missing)}; install them there")
         client = remote_docker_client(self.host)
         check_variant(client, v)
-        if v.image is None:  # the image built here, shipped by save and load (prepare)
+        if v.image is None and self.release() is None:  # the image built here, shipped by save and load (prepare)
             check_shipped_architecture(self.host.name, str(client.info().get("Architecture", "")), where)
+        if v.image is None and v.server.config:
+            self._check_option_names()
         if v.image and inspect_image(client, v.image) is not None:
             raise BadInput(f"variants.{v.name}.image: an image started through its entrypoint ({v.image}) on an "
                            "ssh: host: not yet; run it on this machine's Docker (remove server_host)")
 
+    def _check_option_names(self) -> None:
+        """server.config's names against the mariadbd the image runs: the host's own (its image is built there),
+        else this machine's (the image built here)."""
+        on = self.host if self.release() is not None else Host("local", HostEntry(local=True))
+        script = f'b=$(command -v mariadbd || echo /usr/sbin/mariadbd); exec "$b" {" ".join(HELP_ARGS)}'
+        helped = on.shell(script, name=f"mariadbd --help on {on.name}", timeout=60)
+        where = f"host {self.host.name}" if on is self.host else "this machine"
+        check_names_known(self.variant, parse_server_options(helped.output), f"mariadbd on {where}")
+
+    def release(self) -> dict[str, str] | None:
+        """The host's release facts when its own system has the MariaDB this variant runs (its image is then built
+        there from that system: host_image.py), else None (the image built here is sent)."""
+        v = self.variant
+        if v.image is not None or v.mysqld is not None or v.server.flavour not in (None, "mariadb"):
+            return None
+        if self._release is None:
+            self._release = host_facts(self.host)
+        return self._release if "MariaDB" in self._release.get("server", "") else None
+
+    def datasets_on_host(self) -> SnapshotsOnHost | None:
+        """With the host's own image, the host's own server prepares and keeps the dataset (backends/host/
+        dataset.py), so the container opens a datadir its own MariaDB made; otherwise it is built here and sent."""
+        if self.release() is None:
+            return None
+        twin = HostVariant(name=self.variant.name, backend="host", server=self.variant.server,
+                           server_host=self.variant.server_host, client_host=self.variant.client_host,
+                           data_dir=self.variant.data_dir)
+        return SnapshotsOnHost(twin, self.host, lambda: RemoteHostBackend(twin, self.host))
+
     def prepare(self, say: Callable[[str], None]) -> None:
-        """The image built here (as locally), sent to the host's daemon when it lacks this build."""
+        """The host's own image (built there), else the image built here (as locally), sent to the host's daemon
+        when it lacks this build."""
         if self.variant.image is not None:
+            return
+        release = self.release()
+        if release is not None:
+            ensure_host_image(self.host, release, say)
             return
         from layerbench.backends.docker.daemon import docker_client
         from layerbench.server.image import ensure_docker_image, image_tag
@@ -164,19 +212,34 @@ class RemoteDockerBackend(DockerBackend):
         from layerbench.server.image import image_tag
 
         self.docker, self.spec = remote_docker_client(self.host), spec
-        self.image = self.variant.image or image_tag()
+        release = self.release()
+        self.image = self.variant.image or (ensure_host_image(self.host, release, spec.say) if release else
+                                            image_tag())
         with signals_deferred():  # noted for down() and `clean` before anything exists on the host
             self.folder, self.owner = claim_run_folder(self.host, self.variant.data_dir, spec.label)
         q = shlex.quote(self.folder)
         self.host.shell(f"umask 077 && mkdir -p {q}/conf {q}/logs && chmod 777 {q}/logs", name="mkdir")
-        if spec.snapshot is not None:
+        if spec.snapshot is not None and release is None:  # else the host's own (datasets_on_host)
             self.shipped = ship_snapshot(self.host, spec.snapshot.parent, spec.run_dir, lambda _t: None)
-        endpoint = self._start(spec)
+        endpoint = self._reached(spec, self._start(spec))
         wait_for_container(self, endpoint)
         self.host.shell(f"rm -f {q}/conf/init.sql", name=f"rm on {self.host.name}")
         self.storage_facts = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
-        self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name}
+        self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name} | (
+            image_facts(self.host, release) if release else {})
         return endpoint
+
+    def _reached(self, spec: ServerSpec, endpoint: Endpoint) -> Endpoint:
+        """Where this machine dials the server: through an SSH forward to the published port or host-network port
+        on the host (`reach: ssh`; it is published on the bind address, 127.0.0.1 by default), else directly."""
+        self.served = (endpoint.host, endpoint.port)
+        if self.host.entry.reach == "ssh":
+            self.forward = local_forward(self.host, dial_address(endpoint.host), endpoint.port, spec.run_dir)
+            return replace(endpoint, host="127.0.0.1", port=self.forward.port)
+        return replace(endpoint, host=spec.connect_address or endpoint.host)
+
+    def served_on_host(self) -> tuple[str, int] | None:
+        return (dial_address(self.served[0]), self.served[1]) if self.served else None
 
     def _write_config(self, spec: ServerSpec) -> None:
         assert self.folder is not None
@@ -204,13 +267,18 @@ class RemoteDockerBackend(DockerBackend):
         """The bind-mounted datadir is filled on the host (`_mounts` names its path there)."""
         assert self.folder is not None
         if spec.snapshot is not None:
-            restore_on_host(self.host, spec.snapshot.parent, f"{self.folder}/datadir", spec.run_dir)
+            folder = spec.snapshot.parent  # the host's own snapshot is checked against the host's own manifest
+            restore_on_host(self.host, folder, f"{self.folder}/datadir", spec.run_dir,
+                            read_host_manifest(self.host, folder) if self.release() else None)
         else:
             self.host.shell(f"mkdir -p {shlex.quote(self.folder)}/datadir", name=f"mkdir on {self.host.name}")
         return Path(f"{self.folder}/datadir")
 
     def _remove_all(self) -> None:
         self.spec = None  # nothing of the run lives on this machine's work folder
+        if self.forward is not None:
+            self.forward.close()
+            self.forward = None
         super()._remove_all()
         release_run_folder(self.host, self.folder, self.owner)
         self.folder = self.owner = None
@@ -226,7 +294,7 @@ class RemoteDockerBackend(DockerBackend):
         return []
 
     def describe(self) -> dict[str, Any]:
-        facts = super().describe()
+        facts = super().describe() | reach_facts(self.host, self.served, self.forward)
         if self.shipped:
             facts["dataset_on_host"] = dict(self.shipped)
         if self.storage_facts:

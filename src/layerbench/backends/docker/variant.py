@@ -77,6 +77,7 @@ class DockerVariant(ImageVariant):
     local_backend: ClassVar[str] = "layerbench.backends.docker.local:DockerBackend"
     remote_backend: ClassVar[str | None] = "layerbench.backends.docker.remote:RemoteDockerBackend"
     remote_client: ClassVar[bool] = True
+    takes_reach: ClassVar[bool] = True  # remote.py: published on the bind address, a forward over SSH to it
     run_overhead: ClassVar[float] = 3  # container start + stop, measured: 1.6 s median over 243 runs here, + margin
     leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
     container_engine: ClassVar[str | None] = "layerbench.backends.docker.engine"  # placement: docker, image build
@@ -208,6 +209,11 @@ class DockerVariant(ImageVariant):
         return FirstTimeCost(f"an image of {where}, the root of variant {self.name}'s mysqld, imported once (docker "
                              "import)", IMPORT_SECONDS, rank=1, cached=lambda: bool(found and
                                                                                    root_image_imported(found.root)))
+
+    def checks_options_here(self, local: bool) -> bool:
+        """Here for a server on this machine; on an ssh: host its backend checks them against the server its image
+        will run: that host's own mariadbd, or this machine's when the image is built here (remote.py)."""
+        return local and self.builds_server_here
 
     def runs_mysql(self, local: bool) -> bool:
         return local  # the MySQL image is imported from this machine's rootfs; a daemon on an ssh: host: not yet

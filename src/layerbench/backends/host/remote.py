@@ -28,7 +28,7 @@ from layerbench.backends.host.dataset import SnapshotsOnHost, read_host_manifest
 from layerbench.backends.host.variant import HostVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
 from layerbench.hosts.critical import signals_deferred
-from layerbench.hosts.forward import Forward, dial_address, local_forward
+from layerbench.hosts.forward import Forward, dial_address, local_forward, reach_facts
 from layerbench.hosts.inventory import Host
 from layerbench.hosts.ports import pick_port
 from layerbench.hosts.remote import detached_script, process_alive, start_detached
@@ -186,11 +186,7 @@ class RemoteHostBackend(BackendBase):
         return (dial_address(self.served[0]), self.served[1]) if self.served else None
 
     def reach_facts(self) -> dict[str, Any]:
-        if self.served is None:
-            return {}
-        there = f"{self.served[0]}:{self.served[1]} on {self.host.name}"
-        return {"reach": self.host.entry.reach, "server_listens": there,
-                "harness_path": self.forward.text if self.forward else f"direct to {there}"}
+        return reach_facts(self.host, self.served, self.forward)
 
     def _datadir(self, spec: ServerSpec, datadir: str) -> None:
         assert self.server is not None
