@@ -226,7 +226,12 @@ class DockerBackend(BackendBase):
 
     def _published_port(self, variant: DockerVariant) -> int:
         if variant.network == "bridge" and variant.client == "host":
-            return int(self.container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
+            port = published_host_port(self.container)
+            if port is None:  # no published port: the container stopped before Docker bound it
+                why = container_exit_cause(self.container, variant.resources.memory, settle=1.0)
+                raise RunFailed(f"variants.{variant.name}: the server's container has no published port: it "
+                                f"{why or 'is not running'}")
+            return port
         return int(self.port or 3306)
 
     def _write_config(self, spec: ServerSpec) -> None:
