@@ -88,3 +88,15 @@ def test_any_scoped_variant_resolves_to_a_client_it_can_run(namespace: str, writ
     resolved = resolve_defaults(campaign(variant)).variants[0]
     assert resolved.client == (written or "job")
     assert ("(the default off a node)" in client_text(resolved)) == (written is None)
+
+
+def test_an_unwritten_client_on_a_cluster_that_does_not_answer_is_one_line(tmp_path) -> None:
+    from test_kubernetes_neighbours import unreachable_kubeconfig
+
+    from layerbench.errors import PrerequisiteMissing
+
+    parsed = campaign({"name": "k", "backend": "kubernetes", "kubeconfig": unreachable_kubeconfig(tmp_path)})
+    with pytest.raises(PrerequisiteMissing, match=r"^variants\.k: the Kubernetes API at https://127\.0\.0\.1:1 does "
+                                                  r"not answer .*; start the cluster") as error:
+        resolve_defaults(parsed)
+    assert "\n" not in str(error.value)
