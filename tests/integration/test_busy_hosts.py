@@ -4,7 +4,8 @@ not make that run busy, and its CPU is stored under `other@app`; a stress-ng sta
 host (db, this machine; or dbssh, the same reached over SSH, whose CPU is read there by a script) during another
 run makes that run busy, its CPU stored under `other@<that host>`. The load goes through the inventory's Host, so
 the test says the same on a lab whose hosts are separate machines. Other work may load this shared machine too:
-the test asserts what its own load did, never that a run was quiet."""
+the test asserts what its own load did, never that a run was quiet. Each run first waits for quiet (1 s) on the
+server's host, which its record names (`quiet_wait.at`)."""
 
 from __future__ import annotations
 
@@ -50,12 +51,14 @@ class LoadDuringRuns(orchestrator.SilentProgress):
 
 
 @pytest.mark.parametrize("server", ["db", "dbssh"])  # this machine's sampler; the CPU window read over SSH
-def test_only_the_server_hosts_load_makes_a_run_busy(lab_hosts: dict, tmp_path: Path, server: str) -> None:
+def test_only_the_server_hosts_load_makes_a_run_busy(lab_hosts: dict, tmp_path: Path, server: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_WAIT_FOR_QUIET", "always")  # each run waits, whatever the shared machine's load
     tag = secrets.token_hex(3)
     data = {"name": f"reach-busy-{tag}", "baseline": f"reach-{tag}", "hosts": lab_hosts,
             "variants": [{"name": f"reach-{tag}", "backend": "host", "server_host": server, "client_host": "app"}],
             "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 6, "warmup": 1},
-            "repetitions": 2, "order": "sequential", "busy": "keep",
+            "repetitions": 2, "order": "sequential", "busy": "keep", "wait_for_quiet": "1s",
             "output": str(tmp_path / "out"), "formats": ["md"]}
     load = LoadDuringRuns(lab_hosts, {0: "app", 1: server})
     try:
@@ -66,6 +69,11 @@ def test_only_the_server_hosts_load_makes_a_run_busy(lab_hosts: dict, tmp_path: 
         load.stop()
     assert [r["status"] for r in runs] == ["ok", "ok"], [r["error"] for r in runs]
     on_app, on_db = (json.loads(r["details"]) for r in runs)
+    # the wait for quiet read the server's host: db, this machine (local: true), or dbssh over its SSH connection
+    for details in (on_app, on_db):
+        wait = details["quiet_wait"]
+        assert wait["at"] == ("this machine" if server == "db" else "dbssh") and "error" not in wait, wait
+        assert wait["busy_share"] is not None and wait["waited_seconds"] >= 1.0, wait
     app_cpu, db_cpu = on_app["resources"]["cpu_seconds"], on_db["resources"]["cpu_seconds"]
     # attribution by host key: the load on app is app's other, the load on the server's host is that host's
     assert app_cpu["other@app"] >= 1.0 and db_cpu.get("other@app", 0.0) < 0.5, (app_cpu, db_cpu)

@@ -26,7 +26,7 @@ from layerbench.hosts.procfs import (
     parse_proc_stat_line,
     parse_steal,
 )
-from layerbench.measure.cpu import top_processes
+from layerbench.measure.cpu import QuietLoad, top_processes
 from layerbench.measure.io import Procs, parse_proc_io
 from layerbench.measure.pressure import parse_pressure, pressure_window
 from layerbench.records.cpu import TopProcess, Usage
@@ -93,6 +93,17 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
     out["other"] = max(0.0, busy - sum(out.values()))
     out["idle"] = max(0, last.machine[1] - first.machine[1]) / tick
     return out
+
+
+def host_load(host: Host) -> QuietLoad:
+    """wait_for_quiet's reading of an ssh: host: its /proc/stat `cpu` line over the shared connection, the line
+    RemoteCpuWindow reads for the run's `other@<host>` (a RunFailed or a ValueError ends the wait)."""
+
+    def read() -> tuple[float, float]:
+        done = host.shell('grep "^cpu " /proc/stat', name=f"load on {host.name}", timeout=30)
+        return parse_machine_stat(done.output)
+
+    return QuietLoad(host.name, read)
 
 
 class ServerCpuWindow(Protocol):
