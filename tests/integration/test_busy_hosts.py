@@ -3,7 +3,8 @@ measure/remote_cpu.py), on the isolated lab (the session's `isolated_lab`): db i
 namespace and firewall, so its CPU is its cgroup's, not the shared kernel's /proc/stat. A stress-ng the test
 starts outside the campaign during one run each (over SSH on app, which serves no server; on this machine, the
 harness; over SSH on db, the server's host) makes only the run loaded on db busy, and `busy: rerun` replaces it.
-Other work may load this shared machine too: a load outside db is not db's, so no run but db's is busy."""
+Other work may load this shared machine too: a load outside db is not db's, so no run but db's is busy. Each run
+first waits for quiet (1 s) on the server's host, which its record names (`quiet_wait.at`)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,9 @@ class LoadDuringRuns(orchestrator.SilentProgress):
             self.here = None
 
 
-def test_only_a_load_on_the_server_host_makes_a_run_busy_and_replaced(isolated_lab: dict, tmp_path: Path) -> None:
+def test_only_a_load_on_the_server_host_makes_a_run_busy_and_replaced(isolated_lab: dict, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_WAIT_FOR_QUIET", "always")  # each run waits, whatever the shared machine's load
     tag = secrets.token_hex(3)
     low, high = PORTS
     subprocess.run([str(LAB_SCRIPT), "open", f"{low}-{high}"], env=isolated_lab["env"], check=True, timeout=60)
@@ -70,6 +73,7 @@ def test_only_a_load_on_the_server_host_makes_a_run_busy_and_replaced(isolated_l
             "variants": [{"name": f"done-{tag}", "backend": "host", "server_host": "db", "client_host": "app"}],
             "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 6, "warmup": 1},
             "repetitions": 3, "order": "sequential", "busy": {"policy": "rerun", "max_reruns": 1, "wait": "0s"},
+            "wait_for_quiet": "1s",
             "output": str(tmp_path / "out"), "formats": ["md"]}
     load = LoadDuringRuns(hosts, {0: "app", 1: "here", 2: "db"})
     try:
@@ -87,3 +91,6 @@ def test_only_a_load_on_the_server_host_makes_a_run_busy_and_replaced(isolated_l
     assert cpu["other@db"] >= 1.0 and on_db["busy"]["action"] == "replaced", (cpu, on_db["busy"])
     assert any(name.startswith("stress-ng") for name, _ in on_db["busy"]["top"]), on_db["busy"]
     assert on_db["busy"]["replaced_by"] == 3 and rerun.get("busy") is None, rerun.get("busy")  # the 4th run
+    for details in (on_app, here, on_db):  # the wait for quiet read the server's host, over its SSH
+        wait = details["quiet_wait"]
+        assert wait["at"] == "db" and "error" not in wait and wait["busy_share"] is not None, wait

@@ -4,7 +4,9 @@ a tiny campaign of a MariaDB and a MySQL pod; the server's CPU and throttling co
 (podcpu.py), MariaDB's status and variables from the mariadb client in its container (podexec.py; MySQL's image has
 none, and its record says so), the busy rule reads `other@<node>`, "Where the overhead went" has each pod's server,
 and the run's record names each source. Nothing of the harness's own machine
-is counted as the server's: the backend finds no process of the pod here."""
+is counted as the server's: the backend finds no process of the pod here. The variants write no `client:`: off a
+node the default is a Job (issue #41 item 5), stored as such, while the admin's kubeconfig, on a node, gets host.
+Each run's wait for quiet read the server pod's node in the pod (`quiet_wait.at`), once it was up."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from helpers import stored_rows
 from layerbench.analysis.busy import busy_key, run_busy
 from layerbench.analysis.loading import analyze
 from layerbench.analysis.overhead import overhead_rows
-from layerbench.backends.kubernetes import manifests, pod
+from layerbench.backends.kubernetes import cluster, manifests, pod
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.campaign.models import parse_campaign
 from layerbench.records import RunFacts
@@ -36,16 +38,17 @@ def account(k8s_cluster, tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield found
 
 
-def test_off_a_node_the_servers_cpu_throttling_and_status_come_from_its_pod(tmp_path: Path,
-                                                                           account: tuple[str, Path]) -> None:
+def test_off_a_node_the_servers_cpu_throttling_and_status_come_from_its_pod(
+        tmp_path: Path, account: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_WAIT_FOR_QUIET", "always")  # each run waits, whatever the shared machine's load
     ns, kubeconfig = account
     mysql = {"name": "m", "backend": "kubernetes", "server": {"flavour": "mysql", "version": "9.7"}}
     for variant in ({"name": "k", "backend": "kubernetes"}, mysql):
         pod.ensure_image_on_nodes(KubernetesVariant.model_validate(variant), print)
     data = {"name": ns, "baseline": "k", "repetitions": 1, "estimates_only": True, "busy": "keep",
-            "output": str(tmp_path / "out"),
+            "wait_for_quiet": "1s", "output": str(tmp_path / "out"),
             "variants": [{"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns,
-                          "client": "job", "qos": "burstable", "limits": {"cpu": "300m"}, "reset": "reprepare"},
+                          "qos": "burstable", "limits": {"cpu": "300m"}, "reset": "reprepare"},  # client: unwritten
                          {**mysql, "extends": "k"}],
             "workload": {"tables": 1, "table_size": 1000, "threads": 2, "duration": 4, "warmup": 1}}
     with Store(tmp_path / "out" / "layerbench.db") as store:
@@ -54,6 +57,10 @@ def test_off_a_node_the_servers_cpu_throttling_and_status_come_from_its_pod(tmp_
         assert (outcome.ok, outcome.failed) == (2, 0), [r["error"] for r in rows]
         runs = {r["variant"]: json.loads(r["details"]) for r in rows}
         analysis = analyze(store, outcome.campaign_id)
+        stored = store.campaign(outcome.campaign_id).definition.to_json()
+    assert {v["name"]: v["client"] for v in stored["variants"]} == {"k": "job", "m": "job"}  # the default off a node
+    assert all(details["environment"]["backend"]["client"] == "job" for details in runs.values())
+    assert cluster.default_client(KubernetesVariant.model_validate(mysql)) == ("host", "on a node")  # the admin's
     nodes = {variant: pod_read_there(ns, details) for variant, details in runs.items()}
     mariadb, mysql_run = runs["k"], runs["m"]
     assert mariadb["environment"]["backend"]["server_sql"].startswith("exec in the server container")
@@ -72,6 +79,8 @@ def pod_read_there(ns: str, details: dict) -> str:
     backend = details["environment"]["backend"]
     node = backend["node"]
     assert backend["server_cpu_node"] == node and "through the exec API" in backend["server_cpu_source"]
+    wait = details["quiet_wait"]  # read in the pod once it was up: no pod of the run exists before
+    assert wait["at"] == f"node {node}" and "error" not in wait and wait["busy_share"] is not None, wait
     read = details["server_cpu"]
     assert read["node"] == node and "error" not in read and read["complete"] and len(read["exec_seconds"]) == 2
     cpu = details["resources"]["cpu_seconds"]

@@ -1,8 +1,9 @@
 """The shipped least-privilege rights (deploy/kubernetes/rbac.yaml) on the real cluster: a ServiceAccount bound
 only to the shipped Role in a namespace of this test runs a campaign in namespace-scoped mode (smoke mode), its
 objects gone afterwards and the namespace kept; with one right taken out of a copy of the Role, validate names
-it in one line and exits 2, before anything is created. The token goes only into a 0600 kubeconfig file, removed
-at the end, and is never printed."""
+it in one line and exits 2, before anything is created. The variant writes no `client:`: validate's plan says it
+is a Job, the default off a node (namespace-scoped mode reads no node), and the missing right is the Job's. The
+token goes only into a 0600 kubeconfig file, removed at the end, and is never printed."""
 
 from __future__ import annotations
 
@@ -115,12 +116,13 @@ def test_the_shipped_role_alone_runs_a_campaign_and_a_missing_right_is_named_by_
     assert kubeconfig.stat().st_mode & 0o777 == 0o600
     pod.ensure_image_on_nodes(KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes"}), print)
     variant = {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns,
-               "client": "job", "qos": "burstable", "reset": "reprepare"}
+               "qos": "burstable", "reset": "reprepare"}  # no client: off a node (no node read) the default is job
     path = campaign_file(tmp_path, name=f"rbac-{ns}", repetitions=1, baseline="k", variants=[variant], workload=TINY)
     checked = run_cli(["validate", str(path)])
     assert checked.returncode == 0, checked.stderr
     assert f"the existing namespace {ns} (namespace-scoped mode, which gives up: a namespace per run" in \
         checked.stdout and "at the cluster scope" not in checked.stdout
+    assert "client: job (the default off a node)" in checked.stdout, checked.stdout
     done = run_cli(["run", "--smoke", str(path)], timeout=600)
     assert done.returncode == 0 and "1 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
     assert run_objects(ns) == []  # the run's objects are gone, the namespace stays

@@ -232,11 +232,12 @@ OFF_NODE = [node(("InternalIP", "192.0.2.7"))]
 
 def test_client_host_off_a_node_needs_a_service_ip_that_answers_from_here() -> None:
     with socket.create_server(("127.0.0.1", 41501)) as listening:
-        cluster.check_client_reach(Services(listening.getsockname()[1]), OFF_NODE, variant())  # answers: kept
-    with pytest.raises(BadInput, match=r"^variants\.k\.client: host \(the default\) runs sysbench here .* this "
+        cluster.check_client_reach(Services(listening.getsockname()[1]), OFF_NODE, variant(client="host"))  # kept
+    with pytest.raises(BadInput, match=r"^variants\.k\.client: host runs sysbench here .* this "
                                        r"machine is not a node of the cluster and its cluster IP 127\.0\.0\.1:41502 "
-                                       r"does not answer from here .*; set client: job"):
-        cluster.check_client_reach(Services(41502), OFF_NODE, variant())
+                                       r"does not answer from here .*; remove client \(off a node the default is a "
+                                       r"Job in the cluster\) or set client: job$"):
+        cluster.check_client_reach(Services(41502), OFF_NODE, variant(client="host"))
     with pytest.raises(BadInput, match="namespace-scoped mode cannot read nodes and the Service default/kubernetes, "
                                        "the probe, cannot be read"):
         cluster.check_client_reach(Services(None), [], variant(client="host", namespace="ns", reset="reprepare"))

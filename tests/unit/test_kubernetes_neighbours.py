@@ -123,8 +123,8 @@ def test_validate_refuses_in_one_line_with_exit_2(tmp_path: Path, backend: str, 
                                                   said: str) -> None:
     variant: dict[str, Any] = {"name": "v", "backend": backend, "neighbours": [
         {"name": "x", "kind": "cpu", "placement": "kubernetes", **entry}]}
-    if backend == "kubernetes":
-        variant["kubeconfig"] = unreachable_kubeconfig(tmp_path)  # no cluster answers there
+    if backend == "kubernetes":  # no cluster answers there; a written client: is not read from it first
+        variant |= {"kubeconfig": unreachable_kubeconfig(tmp_path), "client": "host"}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"name": "c", "baseline": "v", "variants": [variant], "output": str(tmp_path / "o"),
                                     "workload": {"tables": 1, "table_size": 1000}}))

@@ -93,3 +93,32 @@ def test_the_client_is_looked_up_until_found_then_kept() -> None:
     assert len(lookups) == before + 1  # found at the first full scan after it started, then never asked again
     assert usage.cpu_seconds["client"] >= 0.4
     assert usage.harness_cpu_seconds >= usage.sampler_cpu_seconds > 0
+
+
+def test_the_wait_for_quiet_says_where_it_read_and_ends_on_a_reading_that_fails() -> None:
+    """wait_for_quiet on this machine's /proc/stat (LOCAL_LOAD), and on an ssh: host that does not answer (a real
+    ssh to a name that does not resolve: measure/remote_cpu.py host_load)."""
+    from layerbench.hosts.inventory import Host, HostEntry
+    from layerbench.measure.cpu import LOCAL_LOAD, wait_for_quiet
+    from layerbench.measure.remote_cpu import host_load
+
+    quiet = wait_for_quiet(5.0, threshold=1.0, step=0.05)  # every share is at most 1: quiet after one step
+    assert (quiet.quiet, quiet.at, quiet.error) == (True, "this machine", None) and quiet.busy_share is not None
+    busy = wait_for_quiet(0.2, threshold=-1.0, step=0.05, load=LOCAL_LOAD)  # never quiet: it waits to its limit
+    assert not busy.quiet and busy.waited_seconds >= 0.2 and busy.at == "this machine"
+    nowhere = wait_for_quiet(30.0, load=host_load(Host("offn", HostEntry(ssh="root@offn-nowhere.invalid"))))
+    assert nowhere.at == "offn" and nowhere.quiet and nowhere.busy_share is None  # never counted as staying busy
+    assert str(nowhere.error).startswith("RunFailed: hosts.offn ") and "\n" not in str(nowhere.error)
+
+
+def test_the_wait_reads_an_ssh_hosts_own_cgroup_when_its_init_runs_in_one() -> None:
+    """A slice of a shared kernel (the isolated lab's hosts): the wait's busy time is its cgroup's, as the busy rule's
+    `other@<host>` is (measure/remote_cpu.py CGROUP), not the kernel's whole `cpu` line."""
+    from layerbench.hosts.procfs import parse_machine_stat
+    from layerbench.measure.remote_cpu import load_counters, parse_reading
+
+    kernel = "cpu  900 0 100 1000 0 0 0 0 0 0\n"  # 1000 busy and 1000 idle ticks: 20 s at 100 ticks a second
+    sliced = "TICK 100\nCG 2000000000 /lbdevi-db\n" + kernel
+    assert load_counters(parse_reading(sliced), parse_machine_stat(sliced)) == (2.0, 18.0)
+    whole = "TICK 100\n" + kernel
+    assert load_counters(parse_reading(whole), parse_machine_stat(whole)) == (1000.0, 1000.0)

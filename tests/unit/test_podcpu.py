@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -143,3 +144,25 @@ def test_status_and_variables_go_through_the_backends_path_without_a_connection(
         assert status.conn is None and status.error is None
         assert status() == [("a", "1"), ("short",), ("b", "2")]
     assert asked == ["SHOW GLOBAL VARIABLES", status_sql()]
+
+
+def test_the_wait_for_quiet_reads_the_nodes_other_load_as_the_busy_rule_does() -> None:
+    """node_load's two readings give the share of other@<node> in the container's CPUs' time: the figure the busy
+    rule later judges the run by (the idle server's own CPU is not busy)."""
+    from layerbench.measure.cpu import busy_share
+
+    first = podcpu.parse_reading(v1(usage=10**9, busy0=500, idle0=1000, busy1=7000, idle1=50))
+    last = podcpu.parse_reading(v1(usage=4 * 10**9, busy0=1000, idle0=1400, steal0=12, busy1=9000, idle1=50))
+    window = podcpu.cpu_seconds(first, last, "n")
+    before, after = podcpu.node_load(first), podcpu.node_load(last)
+    assert before is not None and after is not None
+    assert busy_share(before, after) == pytest.approx(window["other@n"] / sum(window.values()))  # 2.12 / 9.12
+    assert podcpu.node_load(podcpu.parse_reading(v1(usage=0).replace("USAGE 0\n", ""))) is None
+    assert podcpu.node_load(podcpu.parse_reading("USAGE 5\n")) is None  # no CPU line of the node
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from(list("USAGEPROCcpu0123456789 -,\n\x00é")), max_size=400))
+def test_hostile_text_gives_no_load_or_two_finite_figures(text: str) -> None:
+    found = podcpu.node_load(podcpu.parse_reading(text))
+    assert found is None or (len(found) == 2 and all(abs(v) < 2**64 for v in found))

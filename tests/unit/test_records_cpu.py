@@ -30,4 +30,7 @@ def test_the_quiet_wait_reads_back_and_defaults_to_quiet() -> None:
     wait = QuietWait(12.5, False, 0.4, 60.0)
     assert QuietWait.from_json(json.loads(json.dumps(wait.to_json()))) == wait
     assert QuietWait.from_json({}) == QuietWait(0.0, True)
+    read = QuietWait(1.0, True, None, 5.0, at="dbssh", error="RunFailed: hosts.dbssh does not answer")
+    assert QuietWait.from_json(json.loads(json.dumps(read.to_json()))) == read
+    assert "at" not in wait.to_json() and QuietWait.from_json(wait.to_json()).at is None  # records before `at`
     assert TopProcess.from_json({"cpu_seconds": "x"}) == TopProcess("?", 0.0)

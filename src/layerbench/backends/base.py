@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from layerbench.backends.variant_base import FirstTimeCost
 from layerbench.endpoint import Endpoint
 from layerbench.hosts.owners import processes_with
+from layerbench.measure.cpu import QuietLoad
 from layerbench.measure.remote_cpu import ServerCpuWindow
 from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.spec import HostDatasets, ServerSpec
@@ -72,6 +73,11 @@ class Backend(Protocol):
     def server_cpu_window(self) -> ServerCpuWindow | None:
         """After up(): the reader of the server's CPU where it runs when this machine's /proc does not hold it (a
         pod whose node is not this machine: backends/kubernetes/podcpu.py); None: the sampler here sees it."""
+
+    def quiet_load(self) -> QuietLoad | None:
+        """Where the wait for quiet reads the load of the server's machine when the server's host (this machine or
+        an ssh: host, run/execution.py) is not it: asked before up() and, when its `read` is None (cannot be read
+        yet), again after up() (a pod off a node: through the exec API in the pod); None: the server's host."""
 
     def datasets_on_host(self) -> HostDatasets | None:
         """The keeper of the dataset snapshots the server's own host prepares with the variant's server (a host
@@ -138,6 +144,9 @@ class BackendBase:
         return None
 
     def server_cpu_window(self) -> ServerCpuWindow | None:
+        return None
+
+    def quiet_load(self) -> QuietLoad | None:
         return None
 
     def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:

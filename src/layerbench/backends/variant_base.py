@@ -116,6 +116,11 @@ class VariantBase(Strict):
         """`server: {flavour: mysql}` is supported for this variant so far."""
         return False
 
+    def where_the_harness_stands(self) -> VariantBase:
+        """The variant with the defaults that depend on where the harness stands, read once by preflight before any
+        other check (run/preflight.py: `resolve_defaults`); most variants have none: itself."""
+        return self
+
     def check_server_here(self) -> None:
         """Preflight, first for a server on this machine: refuse a server that is not there or not known."""
 

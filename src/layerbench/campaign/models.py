@@ -245,14 +245,7 @@ class Campaign(Strict):
 
     @model_validator(mode="after")
     def _scripts_reach_clients(self) -> Campaign:
-        """A Lua script of the user's is a file on this host: sysbench in a client container or Job cannot read it."""
-        elsewhere = [v for v in self.variants if not v.client_reads_host_files]
-        for workload in self.workloads:
-            for v in elsewhere:
-                if workload.is_lua_path:
-                    raise ValueError(
-                        f"variants.{v.name}.client: {v.client_kind} runs sysbench where workloads.{workload.name}.test "
-                        f"({workload.test}, a file on this host) cannot be read; use client: host")
+        check_scripts_reach_clients(self)
         return self
 
     def variant(self, name: str) -> VariantBase:
@@ -439,6 +432,19 @@ def stored_campaign(definition: dict[str, Any]) -> Campaign:
     data.setdefault("estimates_only", True)  # resume finishes what was started: the refusal of a plan with rounds
     # too few for a verdict (run/answerable.py) came after some stored campaigns; the stored record keeps its own
     return parse_campaign(data)
+
+
+def check_scripts_reach_clients(campaign: Campaign) -> None:
+    """A Lua script of the user's is a file on this host: sysbench in a client container or Job cannot read it
+    (checked again on the campaign of run/preflight.py's resolve_defaults: a client chosen by where the harness
+    stands)."""
+    elsewhere = [v for v in campaign.variants if not v.client_reads_host_files]
+    for workload in campaign.workloads:
+        for v in elsewhere:
+            if workload.is_lua_path:
+                raise ValueError(
+                    f"variants.{v.name}.client: {v.client_kind} runs sysbench where workloads.{workload.name}.test "
+                    f"({workload.test}, a file on this host) cannot be read; use client: host")
 
 
 def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:

@@ -180,9 +180,10 @@ def check_and_plan(parsed: Campaign, name: str, db: Path) -> None:
     """Everything run checks before it starts (preflight.py), creating nothing; then the plan."""
     from layerbench.hosts.inventory import Hosts
     from layerbench.run.plan import last_estimate_line, make_plan
-    from layerbench.run.preflight import preflight
+    from layerbench.run.preflight import preflight, resolve_defaults
 
     try:
+        parsed = resolve_defaults(parsed)  # planned as checked (a kubernetes variant's client: where it stands)
         preflight(parsed)
     finally:  # the shared SSH connections of the checks (run keeps its own for the campaign)
         Hosts(parsed.hosts).close()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from layerbench.errors import RunFailed
 from layerbench.hosts.procfs import (
     TICKS,
     ProcStat,
@@ -102,26 +103,54 @@ def cgroup_stats(dirs: list[Path]) -> dict[str, dict[str, float]]:
     return out
 
 
-def busy_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+def busy_share(before: tuple[float, float], after: tuple[float, float]) -> float:
     """The share of all CPUs' time that was busy between two readings of /proc/stat."""
     busy, idle = after[0] - before[0], after[1] - before[1]
     return busy / (busy + idle) if busy + idle > 0 else 0.0
 
 
 QUIET_STEP = 1.0  # seconds: wait_for_quiet's sample, so the shortest wait it can do (a campaign's waits are >= it)
+HERE = "this machine"
 
 
-def wait_for_quiet(max_seconds: float, threshold: float = BUSY_SHARE, step: float = QUIET_STEP) -> QuietWait:
-    """Before a run (nothing of the campaign's is running): wait, at most `max_seconds`, until the machine was
-    busy for at most `threshold` of its CPU time during one `step`. Returns what happened, for the run's record."""
-    started = time.monotonic()
-    while True:
-        before = parse_machine_stat(read("/proc/stat"))
-        time.sleep(step)
-        share = busy_share(before, parse_machine_stat(read("/proc/stat")))
-        waited = time.monotonic() - started
-        if share <= threshold or waited >= max_seconds:
-            return QuietWait(round(waited, 1), share <= threshold, round(share, 3), max_seconds)
+@dataclass(frozen=True)
+class QuietLoad:
+    """Where wait_for_quiet reads the load of the machine the server runs on (`at`, for the record) and how: `read`
+    gives cumulative (busy, not busy) counters of that machine, in any one unit (this machine's /proc/stat; an
+    ssh: host's over its connection; a pod's node through the exec API, its server container's own CPU counted as
+    not busy); None when it cannot be read yet (a pod off a node, before it starts: read after up())."""
+
+    at: str
+    read: Callable[[], tuple[float, float]] | None
+
+
+def this_machine_load() -> tuple[float, float]:
+    return parse_machine_stat(read("/proc/stat"))
+
+
+LOCAL_LOAD = QuietLoad(HERE, this_machine_load)
+
+
+def wait_for_quiet(max_seconds: float, threshold: float = BUSY_SHARE, step: float = QUIET_STEP,
+                   load: QuietLoad = LOCAL_LOAD) -> QuietWait:
+    """Before a run (nothing of the campaign's is running but, off a node, its idle server): wait, at most
+    `max_seconds`, until the machine the server runs on (`load`) was busy for at most `threshold` of its CPU time
+    during one `step`. Returns what happened, for the run's record; a reading that fails ends the wait, its error
+    recorded (RunFailed or OSError from `load.read`)."""
+    assert load.read is not None
+    started, share = time.monotonic(), 0.0
+    try:
+        before = load.read()
+        while True:
+            time.sleep(step)
+            after = load.read()
+            share, before = busy_share(before, after), after
+            waited = time.monotonic() - started
+            if share <= threshold or waited >= max_seconds:
+                return QuietWait(round(waited, 1), share <= threshold, round(share, 3), max_seconds, at=load.at)
+    except (RunFailed, OSError, ValueError) as error:
+        return QuietWait(round(time.monotonic() - started, 1), True, None, max_seconds, at=load.at,
+                         error=f"{type(error).__name__}: {str(error)[:200]}")
 
 
 # --- the sampler ------------------------------------------------------------------------------------------

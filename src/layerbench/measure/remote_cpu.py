@@ -26,7 +26,7 @@ from layerbench.hosts.procfs import (
     parse_proc_stat_line,
     parse_steal,
 )
-from layerbench.measure.cpu import top_processes
+from layerbench.measure.cpu import QuietLoad, top_processes
 from layerbench.measure.io import Procs, parse_proc_io
 from layerbench.measure.pressure import parse_pressure, pressure_window
 from layerbench.records.cpu import TopProcess, Usage
@@ -113,6 +113,28 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
     out["other"] = max(0.0, busy - sum(out.values()))
     out["idle"] = max(0, last.machine[1] - first.machine[1]) / tick
     return out
+
+
+def host_load(host: Host) -> QuietLoad:
+    """wait_for_quiet's reading of an ssh: host over the shared connection, the busy time RemoteCpuWindow reads for
+    the run's `other@<host>`: its own cgroup's when its init runs in one (CGROUP: a slice of a shared kernel, like
+    the isolated lab's hosts), else its /proc/stat `cpu` line (a RunFailed or a ValueError ends the wait)."""
+
+    def read() -> tuple[float, float]:
+        done = host.shell(CLOCK + CGROUP + 'grep "^cpu " /proc/stat', name=f"load on {host.name}", timeout=30)
+        return load_counters(parse_reading(done.output), parse_machine_stat(done.output))
+
+    return QuietLoad(host.name, read)
+
+
+def load_counters(reading: Reading, machine: tuple[int, int]) -> tuple[float, float]:
+    """(busy, not busy) seconds of all CPUs: the host's cgroup's busy time against the kernel's whole time when
+    there is one, else the kernel's own split."""
+    if reading.cgroup is None:
+        return float(machine[0]), float(machine[1])
+    total = (machine[0] + machine[1]) / reading.tick
+    busy = reading.cgroup[0] / 1e9
+    return busy, max(0.0, total - busy)
 
 
 class ServerCpuWindow(Protocol):

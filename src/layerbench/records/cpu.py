@@ -99,23 +99,30 @@ class Usage:
 class QuietWait:
     """wait_for_quiet before the run: how long it waited, whether the machine was quiet at the end, the busy
     share of its last step, the longest wait allowed, and `stopped_waiting`: after this wait the campaign stopped
-    waiting for quiet (analysis/quiet.py's rule; written only when true, so older records read the same)."""
+    waiting for quiet (analysis/quiet.py's rule; written only when true, so older records read the same). `at`:
+    the machine whose load it read, where the server runs (`this machine`, an ssh: host's name, `node <name>` of a
+    pod read through the exec API; absent in records before it); `error`: why a reading there failed, which ended
+    the wait (quiet unknown: recorded as quiet, so it never counts as a machine that stays busy)."""
 
     waited_seconds: float
     quiet: bool
     busy_share: float | None = None
     max_seconds: float | None = None
     stopped_waiting: bool = False
+    at: str | None = None
+    error: str | None = None
     document: JSONObject = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, data: JSONObject) -> QuietWait:
-        share, most = data.get("busy_share"), data.get("max_seconds")
+        share, most, at, error = data.get("busy_share"), data.get("max_seconds"), data.get("at"), data.get("error")
         return cls(as_float(data.get("waited_seconds")), as_bool(data.get("quiet"), True),
                    None if share is None else as_float(share), None if most is None else as_float(most),
-                   as_bool(data.get("stopped_waiting"), False), dict(data))
+                   as_bool(data.get("stopped_waiting"), False), None if at is None else str(at),
+                   None if error is None else str(error), dict(data))
 
     def to_json(self) -> JSONObject:
         stopped: JSONObject = {"stopped_waiting": True} if self.stopped_waiting else {}
+        where: JSONObject = {k: v for k, v in (("at", self.at), ("error", self.error)) if v is not None}
         return {"waited_seconds": self.waited_seconds, "quiet": self.quiet, "busy_share": self.busy_share,
-                "max_seconds": self.max_seconds, **stopped}
+                "max_seconds": self.max_seconds, **stopped, **where}

@@ -25,12 +25,12 @@ from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import placement_of
 from layerbench.hosts.workdirs import work_root
 from layerbench.measure import environment
-from layerbench.measure.cpu import ResourceSampler, wait_for_quiet
+from layerbench.measure.cpu import LOCAL_LOAD, ResourceSampler, wait_for_quiet
 from layerbench.measure.io import IoWindow, ServerStatus, WindowMarks
-from layerbench.measure.remote_cpu import RemoteCpuWindow, ServerCpuWindow
+from layerbench.measure.remote_cpu import RemoteCpuWindow, ServerCpuWindow, host_load
 from layerbench.neighbours.running import NeighboursRunning
 from layerbench.paths import slug
-from layerbench.records import Environment, Reset, RunRecord, Usage
+from layerbench.records import Environment, QuietWait, Reset, RunRecord, Usage
 from layerbench.run.harness import harness_cpus, pinned
 from layerbench.run.reach import ClientPath, client_path, reach_record
 from layerbench.run.schedule import RunSpec
@@ -104,10 +104,9 @@ class RunExecution:
 
     def execute(self) -> RunRecord:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self.quiet_first > 0:  # before anything of this run starts, so only others' work is seen
-            self.record.facts.quiet_wait = wait_for_quiet(self.quiet_first)
         owner = f"lb{self.ctx.campaign_id}-{self.ctx.token}-{self.spec.idx + 1}-private"
         try:
+            self.record.facts.quiet_wait = quiet_wait_where(self)  # before anything of this run starts
             with signals_deferred():  # holds password files: noted so that the finally below and `clean` remove it
                 self.private = owners.private_folder(owner, "lb-private-")
             self._measure(self.private)
@@ -159,6 +158,7 @@ class RunExecution:
         started = time.monotonic()
         endpoint = self.backend.up(server_spec)
         record.facts.other["server_start_seconds"] = round(time.monotonic() - started, 3)
+        record.facts.quiet_wait = record.facts.quiet_wait or quiet_wait_where(self)  # a pod off a node: now
         remote = self.backend.client() or self._placed_client(server_spec.label)  # after up()
         if self.ctx.campaign.hosts:  # sysbench's path to the server (a forward with reach: ssh)
             self.path = client_path(place, self.ctx.hosts, self.backend, endpoint, self.run_dir)
@@ -277,6 +277,20 @@ class RunExecution:
                               "reach": reach_record(place, backend, self.path)},
                 "hosts": facts, "client_host": facts.get(place.client_host, {}),
                 "server_host": facts.get(place.server_host, {})}
+
+
+def quiet_wait_where(run: RunExecution) -> QuietWait | None:
+    """Wait for quiet (wait_for_quiet, busy.wait) where the server runs: this machine, an ssh: host over its
+    connection, or what the backend names (QuietLoad); None when no wait is asked, or when that machine cannot be
+    read yet, so the run asks again after up() (a pod off a node: read in the pod, its idle server's own CPU not
+    counted as busy)."""
+    if run.quiet_first <= 0:
+        return None
+    load = run.backend.quiet_load()
+    if load is None:
+        host = run.ctx.hosts[placement_of(run.ctx.campaign.hosts, run.variant).server_host]
+        load = LOCAL_LOAD if host.is_local else host_load(host)
+    return None if load.read is None else wait_for_quiet(run.quiet_first, load=load)
 
 
 def dataset_request(ctx: RunContext, variant: VariantBase, workload: Workload, run_dir: Path, private: Path,

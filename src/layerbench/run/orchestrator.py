@@ -23,12 +23,13 @@ from layerbench.errors import Interrupted, LayerbenchError, MachineBusy, RunFail
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Hosts
 from layerbench.hosts.procs import stop_all
+from layerbench.hosts.remote import survey_hosts, version_warnings
 from layerbench.measure.cpu import BUSY_SHARE
 from layerbench.paths import report_folder
 from layerbench.records import BusyDecision, CampaignRecord, RunRecord
 from layerbench.run.execution import Progress, RunContext, RunExecution, buffer_pool_bytes
 from layerbench.run.neighbour_checks import prepare_neighbours
-from layerbench.run.preflight import preflight
+from layerbench.run.preflight import preflight, resolve_defaults
 from layerbench.run.quiet_waits import QuietWaits
 from layerbench.run.schedule import RunSpec, build_schedule, execution_order, replacement
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
@@ -86,11 +87,10 @@ class Orchestrator:
 
     def preflight(self) -> None:
         """Everything `validate` checks (preflight.py), then each backend's one-time work (an image build)."""
+        self.campaign = resolve_defaults(self.campaign)  # stored, planned and run as checked
         for _, backend in preflight(self.campaign):
             backend.prepare(self.progress.message)
         prepare_neighbours(self.campaign, self.progress.message)
-        from layerbench.hosts.remote import survey_hosts, version_warnings
-
         self.survey = survey_hosts(self.campaign, self.hosts)
         for warning in version_warnings(self.survey):
             self.progress.message(f"warning: {warning}")

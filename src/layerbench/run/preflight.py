@@ -1,8 +1,9 @@
 """Preflight: everything `run` checks before its first server starts, creating nothing. `validate`,
 `run --dry-run` and `run` itself call `preflight()`, so validate never says "valid" to what run refuses.
 
-Order: checks of the campaign alone (a plan whose rounds can give no verdict: run/answerable.py; tests, my.cnf
-option names, limits against this machine, disk space),
+Order: the defaults that depend on where the harness stands (`resolve_defaults`: a kubernetes variant's `client`,
+read from its cluster), checks of the campaign alone (a plan whose rounds can give no verdict: run/answerable.py;
+tests, my.cnf option names, limits against this machine, disk space),
 then every host the plan uses (the files its entry names, that it answers over SSH, sysbench and `client_cpus` where
 sysbench runs), then each backend's own `check()` (programs, daemon, cluster, image), all read-only but for the
 throw-away container in which a docker variant's named image shows it holds the server's programs
@@ -18,7 +19,7 @@ from pathlib import Path
 from layerbench.backends import Backend, make_backend
 from layerbench.backends.variant_base import VariantBase
 from layerbench.bounded_read import LUA_SCRIPT, read_user_file
-from layerbench.campaign.models import Campaign
+from layerbench.campaign.models import Campaign, check_scripts_reach_clients
 from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput, PrerequisiteMissing, shown
 from layerbench.hosts.inventory import Host, Hosts
@@ -53,8 +54,25 @@ from layerbench.vocabulary.sizes import byte_text
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
 
 
+def resolve_defaults(campaign: Campaign) -> Campaign:
+    """The campaign with each variant's defaults that depend on where the harness stands (a kubernetes variant's
+    `client`: VariantBase.where_the_harness_stands), read once: `validate` plans, and `run` stores and runs, this
+    copy. Idempotent: a resolved variant is not read again."""
+    variants = [variant.where_the_harness_stands() for variant in campaign.variants]
+    if all(new is old for new, old in zip(variants, campaign.variants, strict=True)):
+        return campaign
+    resolved = campaign.model_copy(update={"variants": variants})
+    try:
+        check_scripts_reach_clients(resolved)
+    except ValueError as error:
+        raise BadInput(f"{error} written (where the harness stands the default is not)") from None
+    return resolved
+
+
 def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
-    """Check everything; returns each variant with its checked backend (run goes on with prepare())."""
+    """Check everything; returns each variant with its checked backend (run goes on with prepare()). The caller
+    that goes on to plan or run passes the campaign of resolve_defaults, so that they see what was checked."""
+    campaign = resolve_defaults(campaign)
     answerable.check(campaign)
     require_program("sysbench", "install sysbench (scripts/setup does it)")
     for workload in campaign.workloads:

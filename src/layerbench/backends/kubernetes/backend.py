@@ -32,7 +32,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.owners import processes_with
 from layerbench.hosts.procfs import cgroup_dirs
 from layerbench.hosts.procs import ManagedProcess
-from layerbench.measure.remote_cpu import ServerCpuWindow
+from layerbench.measure.cpu import QuietLoad
 from layerbench.neighbours.placed import ContainerStarter
 from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
@@ -74,6 +74,15 @@ def unasked_exclusive_cores(variant: KubernetesVariant, policy: Any) -> str | No
         return None
     return ("the kubelet's static CPU manager gave this Guaranteed pod exclusive cores although cpu_manager_static is "
             "false (a whole CPU count); use a fractional cpu limit (like 999m) for a pod on the shared cores")
+
+
+def quiet_load_of(variant: KubernetesVariant, server_pod: Any, window: podcpu.PodCpuWindow | None) -> QuietLoad | None:
+    """Where the wait for quiet reads: off a node, the server pod's node, read in the pod once it is up (before, no
+    pod of the run is there to read it through); on a node, this machine (None)."""
+    if server_pod is None:
+        on_node = cluster.harness_is_a_node(pod.connect(variant)[2])
+        return None if on_node else QuietLoad("the server pod's node", None)
+    return None if window is None else window.quiet_load()
 
 
 @access.readable_403s("check", "prepare", "up", "datasets_on_host")  # a 403: one line naming the right
@@ -160,9 +169,6 @@ class KubernetesBackend(BackendBase):
     def _create(self, body: dict[str, Any]) -> None:
         pod.create_object(self.api, self.core, body)
 
-    def _server_pod(self) -> Any:
-        return pod.server_pod(self.core, str(self.ns))
-
     def _failure(self, text: str) -> str:
         events = cluster.recent_events(self.core, self.ns or "")
         tail = self.server_log_tail(3).strip().replace("\n", " | ")
@@ -194,7 +200,7 @@ class KubernetesBackend(BackendBase):
 
     def _alive(self) -> bool:
         with contextlib.suppress(Exception):
-            found = self._server_pod()
+            found = pod.server_pod(self.core, str(self.ns))
             return found is not None and found.status.phase in ("Pending", "Running")
         return False
 
@@ -217,7 +223,8 @@ class KubernetesBackend(BackendBase):
         self.ns, self.spec, self.pod, self.server_pids, self.placement = None, None, None, [], {}
 
     def exit_cause(self) -> str | None:
-        return pod.pod_exit_cause(self._server_pod() if self.ns else None, self.variant.limits.get("memory"))
+        found = pod.server_pod(self.core, self.ns) if self.ns else None
+        return pod.pod_exit_cause(found, self.variant.limits.get("memory"))
 
     # --- accounting and description ------------------------------------------------------------------------
 
@@ -264,10 +271,13 @@ class KubernetesBackend(BackendBase):
         return None if self.on_node or self.pod is None or not self.server.flavour.is_mariadb else \
             podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name)
 
-    def server_cpu_window(self) -> ServerCpuWindow | None:
+    def server_cpu_window(self) -> podcpu.PodCpuWindow | None:
         """Off a node: the server container's CPU and throttling and its node's other load, read in the pod."""
         return None if self.pod is None or self.on_node else podcpu.PodCpuWindow(
             self.core, str(self.ns), self.pod.metadata.name, manifests.SERVER, str(self.pod.spec.node_name))
+
+    def quiet_load(self) -> QuietLoad | None:
+        return quiet_load_of(self.variant, self.pod, self.server_cpu_window())
 
     def neighbour_pods(self) -> ContainerStarter | None:  # in the run's namespace, on the server pod's node
         return None if self.pod is None else NeighbourPods(self.core, str(self.ns), self.pod.spec.node_name).start

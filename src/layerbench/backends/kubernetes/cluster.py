@@ -8,15 +8,17 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.bounded_read import KUBECONFIG, check_file_type, read_kubeconfig
 from layerbench.envvars import env_setting
 from layerbench.errors import BadInput, PrerequisiteMissing
 from layerbench.hosts.architecture import check_same, normalise, this_machine
 from layerbench.hosts.procs import capture
 from layerbench.vocabulary.sizes import quantity, quantity_text
+
+if TYPE_CHECKING:  # the variant asks default_client where the harness stands
+    from layerbench.backends.kubernetes.variant import KubernetesVariant
 
 TIMEOUT = 15
 
@@ -278,6 +280,22 @@ def harness_is_a_node(nodes: list[Any]) -> bool:
     return any(a.type == "InternalIP" and a.address in mine for n in nodes for a in n.status.addresses or [])
 
 
+def default_client(variant: KubernetesVariant) -> tuple[str, str]:
+    """`client` of a variant that does not write it, and where the harness stands: ("host", "on a node") when
+    this machine is a node of the cluster (harness_is_a_node), else ("job", "off a node"): namespace-scoped mode,
+    which cannot read the nodes, counts as off one, as the backend's readings do."""
+    from kubernetes import client
+
+    from layerbench.backends.kubernetes.access import readable_403
+
+    if variant.namespace is not None:
+        return "job", "off a node"
+    core = client.CoreV1Api(api_client(variant))
+    with readable_403(f"variants.{variant.name}.client"):
+        on_node = harness_is_a_node(nodes_for(core, variant))
+    return ("host", "on a node") if on_node else ("job", "off a node")
+
+
 def service_reach(core: Any) -> str | None:
     """None when a Service's cluster IP answers from here (a TCP connection to the `kubernetes` Service of
     namespace default, the API server's own), else why not."""
@@ -294,16 +312,17 @@ def service_reach(core: Any) -> str | None:
 
 
 def check_client_reach(core: Any, nodes: list[Any], variant: KubernetesVariant) -> None:
-    """`client: host` (the default) off a node: only when a Service's cluster IP answers from here (probed), else
-    every run would fail to reach the server; a Job in the cluster does not need it."""
+    """A written `client: host` off a node (the default there is job: default_client): only when a Service's
+    cluster IP answers from here (probed), else every run would fail to reach the server; a Job in the cluster does
+    not need it."""
     if variant.client != "host" or (nodes and harness_is_a_node(nodes)):
         return
     why = service_reach(core)
     if why is not None:
         where = "this machine is not a node of the cluster" if nodes else "namespace-scoped mode cannot read nodes"
-        written = "" if "client" in variant.model_fields_set else " (the default)"
-        raise BadInput(f"variants.{variant.name}.client: host{written} runs sysbench here against the Service's "
-                       f"cluster IP, and {where} and {why}; set client: job (sysbench as a Job in the cluster)")
+        raise BadInput(f"variants.{variant.name}.client: host runs sysbench here against the Service's "
+                       f"cluster IP, and {where} and {why}; remove client (off a node the default is a Job in "
+                       "the cluster) or set client: job")
 
 
 def image_on_nodes(nodes: list[Any], image: str) -> bool:

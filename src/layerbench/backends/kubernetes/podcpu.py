@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from layerbench.backends.kubernetes.podexec import pod_exec
+from layerbench.errors import RunFailed
+from layerbench.measure.cpu import QuietLoad
 from layerbench.measure.pressure import parse_pressure, pressure_window
 from layerbench.records import Throttling, Usage
 
@@ -148,6 +150,19 @@ def cpu_seconds(first: PodReading, last: PodReading, node: str) -> dict[str, flo
     return out
 
 
+def node_load(reading: PodReading) -> tuple[float, float] | None:
+    """wait_for_quiet's counters in one reading: (the busy seconds of the container's CPUs less the server
+    container's own, the rest), so that two readings' busy share is other@<node>'s (cpu_seconds); None without the
+    container's usage or any CPU line of /proc/stat."""
+    cpus = reading.cpus or frozenset(reading.node)
+    lines = [reading.node[cpu] for cpu in cpus if cpu in reading.node]
+    if reading.usage_ns is None or not lines:
+        return None
+    server = reading.usage_ns / 1e9
+    busy, idle = sum(line[0] for line in lines) / TICKS, sum(line[1] for line in lines) / TICKS
+    return busy - server, idle + server
+
+
 def cpus_text(cpus: frozenset[int]) -> str:
     """The CPU list of a set (`0-2,5`)."""
     ranges: list[list[int]] = []
@@ -191,6 +206,17 @@ class PodCpuWindow:
             self.error = "the reading did not end within 30 s"
             return None
         return parse_reading(text)
+
+    def load(self) -> tuple[float, float]:
+        """One reading's node_load, for wait_for_quiet (QuietLoad); RunFailed when it could not be read."""
+        reading = self.read()
+        found = None if reading is None else node_load(reading)
+        if found is None:
+            raise RunFailed(self.error or "a reading without the container cgroup's usage or the node's CPU lines")
+        return found
+
+    def quiet_load(self) -> QuietLoad:
+        return QuietLoad(f"node {self.node}", self.load)
 
     def start(self) -> None:
         self.first = self.read()

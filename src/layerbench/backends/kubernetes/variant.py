@@ -68,7 +68,9 @@ class KubernetesVariant(ImageVariant):
         "from it)")
     storage_size: str = Field(default="2Gi", pattern=K8S_STORAGE_RE)
     node_selector: dict[str, str] = Field(default_factory=dict, max_length=20)
-    client: Literal["host", "job", "port-forward"] = "host"
+    client: Literal["host", "job", "port-forward"] = Field(
+        default="host", description="where sysbench runs: host (the default on a node of the cluster), job (the "
+        "default off one: where_the_harness_stands), port-forward")
     client_node_selector: dict[str, str] | None = Field(
         default=None, max_length=20,
         description="node labels for the sysbench Job (client: job); default: node_selector")
@@ -82,6 +84,8 @@ class KubernetesVariant(ImageVariant):
     _resets: frozenset[str] | None = PrivateAttr(default=None)  # the campaign's reset methods for it (preflight)
     mysqld: PrintableLine | None = Field(default=None, max_length=4096, description="a server binary inside a root "
                                "filesystem; the pod runs an image of that root (docs/servers.md)")
+
+    _client_default: str | None = PrivateAttr(default=None)  # "on a node" / "off a node": client was not written
 
     memory_unit: ClassVar[str] = "Mi"
     memory_here: ClassVar[bool] = False  # a node's: cluster.check_capacity (the harness need not be a node)
@@ -161,6 +165,9 @@ class KubernetesVariant(ImageVariant):
     def _namespace_mode(self) -> KubernetesVariant:
         check_namespace_mode(self)
         return self
+
+    def where_the_harness_stands(self) -> KubernetesVariant:
+        return resolve_client(self)
 
     def check_data_room(self, dataset_bytes: int) -> None:
         if self.claims_volumes and quantity(self.storage_size) < dataset_bytes:
@@ -258,6 +265,33 @@ def restores_snapshots(variant: KubernetesVariant) -> bool:
     return "snapshot" in noted if noted is not None else variant.reset in (None, "snapshot")
 
 
+def resolve_client(variant: KubernetesVariant) -> KubernetesVariant:
+    """Without a written `client:`, the cluster decides it, once: job off a node (this machine has no route to a
+    Service's cluster IP of its own), host on one (cluster.default_client); every later reader (the checks, the plan,
+    the runs, the stored campaign) gets the copy it returns."""
+    if "client" in variant.model_fields_set or variant._client_default is not None:
+        return variant
+    from layerbench.backends.kubernetes.cluster import default_client
+
+    client, where = default_client(variant)
+    if client == "job" and variant.client_cpus is not None:
+        raise BadInput(f"variants.{variant.name}.client_cpus: pins sysbench here, but the harness runs {where} of the "
+                       "cluster, where the default client is a Job whose CPUs the kubelet chooses; write client: host "
+                       "(when a Service answers from here) or remove client_cpus")
+    resolved = variant.model_copy(update={"client": client})
+    resolved._client_default = where
+    return resolved
+
+
+def client_text(variant: KubernetesVariant) -> str:
+    """The plan's words for `client`: its value, and where the default came from when it was not written."""
+    if variant._client_default is not None:
+        return f"client: {variant.client} (the default {variant._client_default})"
+    if "client" in variant.model_fields_set:
+        return f"client: {variant.client}"
+    return "client: host on a node of the cluster, job off one (not read yet)"
+
+
 def check_namespace_mode(variant: KubernetesVariant) -> None:
     """One existing namespace and no cluster-scoped right: what needs the nodes or cluster objects is refused."""
     if variant.namespace is None:
@@ -298,6 +332,7 @@ def plan_text(variant: KubernetesVariant) -> str:
         f" of an image of the root filesystem of {variant.mysqld}" if variant.mysqld else ""
     from layerbench.backends.kubernetes.access import needed_rights, rights_summary
 
-    return (f"{namespace_words(variant.namespace)} on {where} with {kind}{mysql}, QoS {variant.qos}"
+    return (f"{namespace_words(variant.namespace)} on {where} with {kind}{mysql}, {client_text(variant)}, QoS "
+            f"{variant.qos}"
             f"{'; ' + resources if resources else ''}{derived}; storage {variant.storage}{snapshot}; API rights it "
             f"uses (checked): {rights_summary(needed_rights(variant), variant.namespace)}")
