@@ -226,12 +226,7 @@ class DockerBackend(BackendBase):
 
     def _published_port(self, variant: DockerVariant) -> int:
         if variant.network == "bridge" and variant.client == "host":
-            port = published_host_port(self.container)
-            if port is None:  # no published port: the container stopped before Docker bound it
-                why = container_exit_cause(self.container, variant.resources.memory, settle=1.0)
-                raise RunFailed(f"variants.{variant.name}: the server's container has no published port: it "
-                                f"{why or 'is not running'}")
-            return port
+            return published_port_or_cause(self.container, variant)
         return int(self.port or 3306)
 
     def _write_config(self, spec: ServerSpec) -> None:
@@ -431,6 +426,17 @@ def container_pid(container: Any) -> int | None:
         return int(container.attrs["State"]["Pid"]) or None
     except Exception:
         return None
+
+
+def published_port_or_cause(container: Any, variant: DockerVariant) -> int:
+    """The host port Docker published for the server, or RunFailed with why there is none: the container stopped
+    before Docker bound it (its exit code, or its OOM kill)."""
+    port = published_host_port(container)
+    if port is None:
+        why = container_exit_cause(container, variant.resources.memory, settle=1.0)
+        raise RunFailed(f"variants.{variant.name}: the server's container has no published port: it "
+                        f"{why or 'is not running'}")
+    return port
 
 
 def published_host_port(container: Any) -> int | None:

@@ -207,27 +207,11 @@ class KubernetesVariant(ImageVariant):
             PATH_WORDS[self.client]
 
     def first_time_costs(self) -> list[FirstTimeCost]:
-        costs = [] if self.image is not None else [self.mysql_image_cost()] if self.is_mysql else \
-            [self.root_image_cost()] if self.mysqld else [SERVER_IMAGE_COST]
+        costs = [] if self.image is not None else [mysql_image_cost(self)] if self.is_mysql else \
+            [root_image_cost(self)] if self.mysqld else [SERVER_IMAGE_COST]
         if self.client == "job" and costs and costs[0] is not SERVER_IMAGE_COST:  # the Job's sysbench's image:
             costs.append(SERVER_IMAGE_COST)  # manifests.client_image
         return costs + ([LOCAL_CLUSTER_COST] if self.kubeconfig is None and self.context is None else [])
-
-    def mysql_image_cost(self) -> FirstTimeCost:
-        from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
-
-        version = self.server.version or DEFAULT_MYSQL
-        return FirstTimeCost(f"the MySQL {version} image, imported once from its rootfs (docker import)",
-                             IMPORT_SECONDS, rank=1, cached=lambda: mysql_image_imported(version))
-
-    def root_image_cost(self) -> FirstTimeCost:
-        from layerbench.server.binary_root import find_root
-        from layerbench.server.mysql_image import IMPORT_SECONDS, root_image_imported
-
-        found = find_root(str(self.mysqld))
-        return FirstTimeCost(f"an image of {found.root if found else self.mysqld}, the root of variant {self.name}'s "
-                             "mysqld, imported once (docker import)", IMPORT_SECONDS, rank=1,
-                             cached=lambda: bool(found and root_image_imported(found.root)))
 
     # --- MySQL: the image imported from the cached rootfs (server/mysql_image.py), as the docker backend's; a
     # mysqld: binary's: an image of its root filesystem (server/binary_root.py), as the docker backend's ---
@@ -336,3 +320,21 @@ def plan_text(variant: KubernetesVariant) -> str:
             f"{variant.qos}"
             f"{'; ' + resources if resources else ''}{derived}; storage {variant.storage}{snapshot}; API rights it "
             f"uses (checked): {rights_summary(needed_rights(variant), variant.namespace)}")
+
+
+def mysql_image_cost(variant: KubernetesVariant) -> FirstTimeCost:
+    from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
+
+    version = variant.server.version or DEFAULT_MYSQL
+    return FirstTimeCost(f"the MySQL {version} image, imported once from its rootfs (docker import)",
+                         IMPORT_SECONDS, rank=1, cached=lambda: mysql_image_imported(version))
+
+
+def root_image_cost(variant: KubernetesVariant) -> FirstTimeCost:
+    from layerbench.server.binary_root import find_root
+    from layerbench.server.mysql_image import IMPORT_SECONDS, root_image_imported
+
+    found = find_root(str(variant.mysqld))
+    return FirstTimeCost(f"an image of {found.root if found else variant.mysqld}, the root of variant {variant.name}'s "
+                         "mysqld, imported once (docker import)", IMPORT_SECONDS, rank=1,
+                         cached=lambda: bool(found and root_image_imported(found.root)))
