@@ -26,7 +26,7 @@ NAME_LIMIT = 40  # longer is no architecture name
 def normalise(name: str) -> str:
     """The Go/OCI name of an architecture however it is spelled (case and surrounding blanks ignored); a name
     not known here is kept, lower-cased, so two spellings of an unknown one still compare equal."""
-    key = name.strip().lower()[:NAME_LIMIT]
+    key = name.strip().lower()[:NAME_LIMIT].strip()  # cut, then trimmed again: idempotent
     return ALIASES.get(key, key)
 
 
