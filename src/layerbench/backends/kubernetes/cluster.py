@@ -5,14 +5,14 @@ does not come up. Uses the official `kubernetes` client."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
 
+from layerbench.backends.kubernetes.kubeconfigs import chosen_kubeconfig
+from layerbench.backends.kubernetes.kubeconfigs import local_kubeconfig as local_kubeconfig  # its users import it here
 from layerbench.backends.kubernetes.variant import KubernetesVariant
-from layerbench.bounded_read import KUBECONFIG, check_file_type, read_kubeconfig
-from layerbench.envvars import env_setting
+from layerbench.bounded_read import read_kubeconfig
 from layerbench.errors import BadInput, PrerequisiteMissing
 from layerbench.hosts.architecture import check_same, normalise, this_machine
 from layerbench.hosts.procs import capture
@@ -21,26 +21,10 @@ from layerbench.vocabulary.sizes import quantity, quantity_text
 TIMEOUT = 15
 
 
-def local_kubeconfig() -> Path:
-    """The kubeconfig that scripts/k8s-local writes."""
-    return Path(env_setting("K8S_LOCAL_DIR") or "/var/tmp/layerbench-k8s") / "kubeconfig"  # as scripts/k8s-local
-
-
 def kubeconfig_path(variant: KubernetesVariant) -> Path:
     """The variant's kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the local cluster's: a regular file
-    (bounded_read.py; read by read_kubeconfig, and by kubectl for a port-forward)."""
-    where = f"variants.{variant.name}.kubeconfig"
-    if variant.kubeconfig:
-        path = Path(variant.kubeconfig).expanduser()
-        check_file_type(path, KUBECONFIG, where)
-        return path
-    candidates = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(":") if p]
-    candidates += [Path.home() / ".kube" / "config", local_kubeconfig()]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise BadInput(f"{where}: no kubeconfig found (KUBECONFIG, ~/.kube/config, {local_kubeconfig()}); start the "
-                   "local cluster with `scripts/k8s-local up` or set kubeconfig")
+    (bounded_read.py; read by read_kubeconfig, and by kubectl for a port-forward); kubeconfigs.chosen_kubeconfig."""
+    return chosen_kubeconfig(variant.kubeconfig, f"variants.{variant.name}.kubeconfig")
 
 
 def kubeconfig_client(path: Path, context: str | None, where: str) -> Any:

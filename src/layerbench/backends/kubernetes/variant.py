@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.backends.kubernetes.kubeconfigs import cluster_words
 from layerbench.backends.kubernetes.qos import resources_for
 from layerbench.backends.variant_base import FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput
@@ -193,7 +194,7 @@ class KubernetesVariant(ImageVariant):
             [self.root_image_cost()] if self.mysqld else [SERVER_IMAGE_COST]
         if self.client == "job" and costs and costs[0] is not SERVER_IMAGE_COST:  # the Job's sysbench's image:
             costs.append(SERVER_IMAGE_COST)  # manifests.client_image
-        return costs + ([LOCAL_CLUSTER_COST] if self.kubeconfig is None and self.context is None else [])
+        return costs + ([LOCAL_CLUSTER_COST] if cluster_words(self.kubeconfig, self.context, self.name)[1] else [])
 
     def mysql_image_cost(self) -> FirstTimeCost:
         from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
@@ -269,8 +270,7 @@ def plan_text(variant: KubernetesVariant) -> str:
     resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", variant.requests),
                                                                    ("limits", variant.limits))
                           for k, val in values.items())
-    where = variant.context or ("the local cluster (scripts/k8s-local)" if variant.kubeconfig is None else
-                                variant.kubeconfig)
+    where = cluster_words(variant.kubeconfig, variant.context, variant.name)[0]
     kind = "a StatefulSet's pod" if variant.kind == "statefulset" else "a bare pod"
     snapshot = f", each run's PVC from a VolumeSnapshot ({variant.snapshot_class})" if variant.snapshot_class else ""
     limit = variant.memory_limit()
