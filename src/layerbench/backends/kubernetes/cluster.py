@@ -64,7 +64,8 @@ def api_client(variant: KubernetesVariant) -> Any:
 def image_architecture(variant: KubernetesVariant, nodes: list[Any], images: list[str]) -> str:
     """The CPU architecture of the variant's images (`images`: its image: and the sysbench Job's; none: the
     images built here, for this machine's), checked against the nodes' (node.status.nodeInfo.architecture) before
-    the first run: one line naming image: when a node could not run them."""
+    the first run: one line naming image: when a node could not run them. Without nodes (namespace-scoped mode
+    cannot read them) the architecture is only recorded."""
     where = f"variants.{variant.name}.image"
     machines = [(str(n.metadata.name), str(n.status.node_info.architecture)) for n in nodes]
     if not images:
@@ -75,8 +76,9 @@ def image_architecture(variant: KubernetesVariant, nodes: list[Any], images: lis
     from layerbench.server.image_registry import image_architecture as in_registry
 
     found = ""
-    for image in images:
-        found = in_registry(image, normalise(machines[0][1]), where)
+    want = normalise(machines[0][1]) if machines else this_machine()  # no node readable (namespace-scoped mode):
+    for image in images:  # recorded, checked against no node; a multi-architecture list's entry for this machine's
+        found = in_registry(image, want, where)
         check_same(f"image {image}", found, where, machines, "push an image built for the nodes' architecture "
                    "(layerbench image push on such a machine) and name it in image:")
     return normalise(found)

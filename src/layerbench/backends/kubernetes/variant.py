@@ -27,7 +27,8 @@ PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
               "port-forward": "kubectl port-forward from this machine (a slow path)"}
 COLD_BUILD_SECONDS = 310
 DNS_LABEL_RE = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a namespace's name
-NAMESPACE_MODE_GIVES_UP = ("namespace-scoped mode, which gives up: a namespace per run, the nodes' facts, the "
+NAMESPACE_MODE_GIVES_UP = ("namespace-scoped mode, which gives up: a namespace per run, the nodes' facts (the image's "
+                           "architecture is recorded, not checked against them), the "
                            "checks of capacity, placement and storage class, the image import, `layerbench clean`")
 NAMESPACE_MODE_REFUSES = (  # (key, why) refused in namespace-scoped mode: any snapshot_class, true, hostpath
     ("snapshot_class", "a VolumeSnapshot restore makes a VolumeSnapshotContent (cluster-scoped)"),
