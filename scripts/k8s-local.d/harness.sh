@@ -23,9 +23,9 @@ HARNESS_DIR=$K/harness
 HARNESS_ROOT=$HARNESS_DIR/root
 HARNESS_NS=$HARNESS_PREFIX
 HARNESS_RELEASE=bookworm  # its python3 is 3.11, as layerbench's wheels are built for
-# sysbench: validate checks a workload's test against its Lua scripts here (run/preflight.py), also with client: job;
-# skopeo: an image's architecture is read from its registry (server/image_registry.py)
-HARNESS_PACKAGES=(python3 python3-venv procps iproute2 sysbench skopeo)
+# skopeo: an image's architecture is read from its registry (server/image_registry.py). No sysbench: with every
+# sysbench a Job, validate checks a built-in test by name against the Job image's (run/preflight.py sysbench_here_for)
+HARNESS_PACKAGES=(python3 python3-venv procps iproute2 skopeo)
 HARNESS_USER=layerbench
 HARNESS_WHEELS=$CACHE_ROOT/harness/wheels  # the dependencies' wheels, kept between harnesses
 

@@ -1,8 +1,8 @@
 """The isolated harness of scripts/k8s-local (issue #41 item 1, scripts/k8s-local.d/harness.sh): from inside it, none
 of the node's processes, files or pod cgroups are visible and only the API server's and the registry's ports answer;
-a smoke campaign run there (a MariaDB pod from the lab registry, sysbench as Jobs, reset: reprepare) completes, and
-its pods ran on the cluster's nodes. The harness is brought up here when it is not up, and taken down again if this
-module brought it up."""
+examples/k8s-remote.yaml run there in smoke mode (MariaDB pods from the lab registry, sysbench as Jobs, reset:
+reprepare; no sysbench in the harness) completes, and its pods ran on the cluster's nodes. The harness is brought up
+here when it is not up, and taken down again if this module brought it up."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import yaml
 
 from conftest import K8S_SCRIPT
 from layerbench.backends.kubernetes.cleanup import _kubernetes_core
+from layerbench.campaign.models import parse_campaign, smoke_version
 from layerbench.server.image import image_tag
 
 pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
@@ -98,30 +99,88 @@ def registry_image() -> str:
     return f"{registry}/{repository}:{tag}"
 
 
-def test_a_smoke_campaign_run_from_inside_completes_with_its_pods_on_the_nodes(isolated: None) -> None:
-    campaign = {
-        "name": OWN, "baseline": "pod", "output": f"results-{OWN}", "busy": "keep", "repetitions": 1,
-        "variants": [{"name": "pod", "backend": "kubernetes", "qos": "burstable", "storage": "emptydir",
-                      "requests": {"cpu": "100m", "memory": "512Mi"}, "image": registry_image(), "client": "job"}],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 1, "reset": "reprepare"},
-    }
+REMOTE_EXAMPLE = Path(__file__).resolve().parents[2] / "src/layerbench/data/examples/k8s-remote.yaml"
+
+
+def test_the_remote_example_run_from_inside_in_smoke_mode_completes_with_its_pods_on_the_nodes(
+        isolated: None) -> None:
+    """examples/k8s-remote.yaml in smoke mode (one run per variant, as `run --smoke` makes it; the examples' smoke
+    test leaves it to this module, whose harness it needs), its image: the registry's, run inside the harness,
+    which has no sysbench: the run's environment records the Job's sysbench."""
+    assert inside("sh", "-c", "command -v sysbench").returncode != 0  # the harness's rootfs has none
+    data = {**yaml.safe_load(REMOTE_EXAMPLE.read_text()), "name": OWN, "output": f"results-{OWN}"}
+    data["variants"][0]["image"] = registry_image()
+    smoke = smoke_version(parse_campaign(data))  # what `run --smoke` runs (not through campaign_as_dict: its dict
+    # of an emptydir variant holds a storage_size that validate refuses)
     query = ("import json, sqlite3, sys\nfor (d,) in sqlite3.connect(sys.argv[1]).execute('select details from runs'):"
              "\n    print(json.dumps(json.loads(d)))\nfor (s,) in sqlite3.connect(sys.argv[1]).execute("
              "'select status from runs'):\n    print(json.dumps(s))\n")
     try:
-        assert inside("sh", "-c", f"cat > ~/{OWN}.yaml", stdin=yaml.safe_dump(campaign)).returncode == 0
-        done = inside("sh", "-c", f"cd ~ && layerbench run {OWN}.yaml")
+        assert inside("sh", "-c", f"cat > ~/{OWN}.yaml", stdin=yaml.safe_dump(data)).returncode == 0
+        checked = inside("sh", "-c", f"cd ~ && layerbench validate {OWN}.yaml")
+        assert checked.returncode == 0 and "valid;" in checked.stdout, checked.stdout + checked.stderr
+        done = inside("sh", "-c", f"cd ~ && layerbench run --smoke {OWN}.yaml")
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         rows = inside("python3", "-c", query, f"/home/layerbench/results-{OWN}/layerbench.db")
-        details, status = (json.loads(line) for line in rows.stdout.splitlines())
+        lines = [json.loads(line) for line in rows.stdout.splitlines()]
     finally:
         inside("rm", "-rf", f"/home/layerbench/{OWN}.yaml", f"/home/layerbench/results-{OWN}")
-    assert status == "ok" and details["reset"]["prepared_by"] == "a Job in the cluster"
+    runs, statuses = lines[:len(lines) // 2], lines[len(lines) // 2:]
+    assert len(runs) == len(smoke.variants) and set(statuses) == {"ok"}
     core = _kubernetes_core()
     assert core is not None
     nodes = {n.metadata.name for n in core.list_node().items}
-    placement = details["environment"]["backend"]["placement"]
-    assert placement["server_node"] in nodes
-    assert set(placement["client_nodes"]) == {"sysbench-cleanup", "sysbench-prepare", "sysbench-run"}
-    assert set(placement["client_nodes"].values()) <= nodes
-    assert core.list_namespace(label_selector=f"layerbench.campaign={OWN}").items == []
+    for details in runs:
+        assert details["reset"]["prepared_by"] == "a Job in the cluster"
+        host = details["environment"]["host"]
+        assert host["sysbench_version"] == "sysbench 1.0.20" and "sysbench Job" in host["sysbench_version_from"]
+        placement = details["environment"]["backend"]["placement"]
+        assert placement["server_node"] in nodes
+        assert set(placement["client_nodes"]) == {"sysbench-cleanup", "sysbench-prepare", "sysbench-run"}
+        assert set(placement["client_nodes"].values()) <= nodes
+    assert core.list_namespace(label_selector=f"layerbench.campaign={smoke.name}").items == []
+
+
+def test_the_shipped_role_account_runs_from_inside_and_validate_there_names_a_missing_right(
+        isolated: None, tmp_path: Path) -> None:
+    """The harness with the shipped least-privilege account instead of the admin's kubeconfig: a ServiceAccount
+    bound only to the shipped Role in one namespace (namespace-scoped mode), its token in a 0600 kubeconfig inside
+    the harness; a smoke campaign runs there with it, then, with `create jobs` taken out of the Role, validate
+    there names it in one line and exits 2, before any run."""
+    from kubernetes import client
+    from test_kubernetes_rbac import admin, run_objects, shipped_role_account, wait_refused
+
+    inner = "/home/layerbench/har2-kubeconfig"
+    with shipped_role_account(tmp_path, "har2") as (ns, kubeconfig):
+        variant = {"name": "k", "backend": "kubernetes", "kubeconfig": inner, "namespace": ns, "client": "job",
+                   "reset": "reprepare",
+                   "qos": "burstable", "requests": {"cpu": "100m", "memory": "512Mi"}, "storage": "emptydir",
+                   "image": registry_image()}
+        campaign = {"name": f"har2-{ns}", "baseline": "k", "output": f"results-{OWN}-rbac", "busy": "keep",
+                    "repetitions": 1, "variants": [variant],
+                    "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 1}}
+        try:
+            assert inside("sh", "-c", f"umask 077 && cat > {inner}", stdin=kubeconfig.read_text()).returncode == 0
+            assert inside("sh", "-c", f"cat > ~/{OWN}-rbac.yaml", stdin=yaml.safe_dump(campaign)).returncode == 0
+            checked = inside("sh", "-c", f"cd ~ && layerbench validate {OWN}-rbac.yaml")
+            assert checked.returncode == 0 and f"the existing namespace {ns} (namespace-scoped mode" in \
+                checked.stdout and "at the cluster scope" not in checked.stdout, checked.stdout + checked.stderr
+            done = inside("sh", "-c", f"cd ~ && layerbench run --smoke {OWN}-rbac.yaml")
+            assert done.returncode == 0 and "1 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + \
+                done.stderr[-2000:]
+            assert run_objects(ns) == []  # the run's objects are gone, the namespace stays
+            rbac = client.RbacAuthorizationV1Api(admin())
+            role = rbac.read_namespaced_role("layerbench", ns)
+            for rule in role.rules:  # the Role without `create jobs`
+                if rule.resources == ["jobs"]:
+                    rule.verbs = [verb for verb in rule.verbs if verb != "create"]
+            rbac.replace_namespaced_role("layerbench", ns, role)
+            wait_refused(kubeconfig, ns)
+            refused = inside("sh", "-c", f"cd ~ && layerbench validate {OWN}-rbac.yaml")
+            lines = [line for line in refused.stderr.splitlines() if line.strip()]
+            assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+            assert f"missing right 1/1: create jobs (API group batch) in namespace {ns} (for sysbench as a Job)" in \
+                lines[0]
+            assert run_objects(ns) == []
+        finally:
+            inside("rm", "-rf", inner, f"/home/layerbench/{OWN}-rbac.yaml", f"/home/layerbench/results-{OWN}-rbac")

@@ -40,6 +40,25 @@ def host_facts() -> dict[str, Any]:
     }
 
 
+SYSBENCH_BANNER = re.compile(r"^\ufeff?(sysbench \d+\.\d+[0-9A-Za-z.\-+~]*)", re.MULTILINE)
+
+
+def client_sysbench(output: str) -> str | None:
+    """The version line a sysbench run prints first ("sysbench 1.0.20 (using bundled LuaJIT ...)"), in the form
+    `sysbench --version` prints it ("sysbench 1.0.20"); None when the output has none."""
+    match = SYSBENCH_BANNER.search(output[:4096])
+    return match.group(1) if match else None
+
+
+def with_client_sysbench(env: dict[str, Any], output: str, where: str) -> dict[str, Any]:
+    """The environment record with the sysbench that ran the benchmark elsewhere (a Job's image): its version from
+    the run's own output and where it came from (None, never this machine's, when the output names none)."""
+    version = client_sysbench(output)
+    host = dict(env.get("host") or {})
+    host |= {"sysbench_version": version, "sysbench_version_from": where if version else f"none in {where}"}
+    return env | {"host": host}
+
+
 def server_variables(endpoint: Endpoint, through: Callable[[str], list[tuple[Any, ...]]] | None = None
                      ) -> dict[str, str]:
     """SHOW GLOBAL VARIABLES of the server under test (what it really runs with): through a connection to the

@@ -243,6 +243,8 @@ class RunExecution:
 
     def _record_output(self, returncode: int, output: str) -> None:
         parsed, record = parse_output(output), self.record
+        if self.variant.client_kind == "job" and record.facts.environment is not None:
+            record.facts.environment = job_sysbench(record.facts.environment, output)
         record.intervals = parsed.intervals
         if returncode != 0 or parsed.totals is None:
             raise RunFailed(sysbench_failure(returncode, parsed.errors))
@@ -305,6 +307,13 @@ def dataset_request(ctx: RunContext, variant: VariantBase, workload: Workload, r
     progress = PrepareProgress(workload.tables, say, table_size=workload.table_size)
     return DatasetRequest(workload, variant.server.page_size(), run_dir, private, label, place.listen_address,
                           client, say=say, campaign=ctx.campaign.name, on_line=progress)
+
+
+def job_sysbench(env: Environment, output: str) -> Environment:
+    """sysbench ran in a Job, from its image: the environment's sysbench is that one (its version line in the
+    Job's log), not this machine's, which may not even be installed."""
+    where = "the run's sysbench Job (its log's first line: the image's sysbench)"
+    return Environment.from_json(environment.with_client_sysbench(env.to_json(), output, where))
 
 
 def check_snapshot(snapshot: Snapshot | None, workload: Workload, run_dir: Path, keeper: HostDatasets | None = None,

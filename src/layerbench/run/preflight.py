@@ -52,6 +52,10 @@ from layerbench.versions import version_on
 from layerbench.vocabulary.sizes import byte_text
 
 SYSBENCH_SHARE = Path("/usr/share/sysbench")
+JOB_SYSBENCH = "1.0.20"  # Debian's sysbench package in layerbench's MariaDB image, the one a sysbench Job runs
+JOB_TESTS = ("oltp_read_write", "oltp_read_only", "oltp_write_only", "oltp_point_select", "oltp_insert",
+             "oltp_delete", "oltp_update_index", "oltp_update_non_index", "bulk_insert", "select_random_points",
+             "select_random_ranges")  # its bundled tests (checked against /usr/share/sysbench where it is installed)
 
 
 def resolve_defaults(campaign: Campaign) -> Campaign:
@@ -74,10 +78,12 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     that goes on to plan or run passes the campaign of resolve_defaults, so that they see what was checked."""
     campaign = resolve_defaults(campaign)
     answerable.check(campaign)
-    require_program("sysbench", "install sysbench (scripts/setup does it)")
+    hosts = Hosts(campaign.hosts)
+    needs = sysbench_here_for(campaign, hosts)
+    if needs is not None:
+        require_program("sysbench", f"install sysbench (scripts/setup does it): {needs} runs it on this machine")
     for workload in campaign.workloads:
         check_test(workload)
-    hosts = Hosts(campaign.hosts)
     for variant in campaign.variants:
         local = hosts[server_of(variant)].is_local
         check_server_choice(variant, local)
@@ -175,10 +181,31 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
         check_wanted(chosen, detect_flavour(mariadbd, f"{where}.version"), where)
 
 
+def sysbench_here_for(campaign: Campaign, hosts: Hosts) -> str | None:
+    """What runs sysbench on this machine (None: nothing does): a Lua script of the user's (compiled here), a
+    variant whose sysbench runs here (not a Job in a cluster), or a dataset snapshot prepared here."""
+    for workload in campaign.workloads:
+        if workload.is_lua_path:
+            return f"workloads.{workload.name}.test (a Lua script, compiled here by validate)"
+    for variant in campaign.variants:
+        kind = variant.client_kind
+        if kind != "job" and (kind != "host" or hosts[client_of(variant)].is_local):
+            return f"variants.{variant.name} (its sysbench)"
+        if any(campaign.reset_for(variant, w).method == "snapshot" for w in campaign.workloads):
+            return f"variants.{variant.name}.reset (its dataset snapshot is prepared here)"
+    return None
+
+
 def check_test(workload: Workload) -> None:
     """A built-in sysbench test by name, or a Lua script: a regular file of text of at most 1 MiB (bounded_read.py)
-    that sysbench's LuaJIT compiles and loads."""
+    that sysbench's LuaJIT compiles and loads. Without sysbench here (every run's sysbench is a Job's, from its
+    image), a built-in test is checked by name against the tests the image's sysbench bundles (JOB_TESTS)."""
     where = f"workloads.{workload.name}.test"
+    if not workload.is_lua_path and not SYSBENCH_SHARE.is_dir():
+        if workload.test not in JOB_TESTS:
+            raise BadInput(f"{where}: {shown(workload.test)} is not a test of the sysbench Job's image (sysbench "
+                           f"{JOB_SYSBENCH}); use one of {', '.join(JOB_TESTS[:8])}, ...")
+        return
     if not workload.is_lua_path:
         script = SYSBENCH_SHARE / f"{workload.test}.lua"
         if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", workload.test) or not script.is_file():

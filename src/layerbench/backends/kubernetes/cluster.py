@@ -5,13 +5,13 @@ does not come up. Uses the official `kubernetes` client."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from layerbench.bounded_read import KUBECONFIG, check_file_type, read_kubeconfig
-from layerbench.envvars import env_setting
+from layerbench.backends.kubernetes.kubeconfigs import chosen_kubeconfig
+from layerbench.backends.kubernetes.kubeconfigs import local_kubeconfig as local_kubeconfig  # its users import it here
+from layerbench.bounded_read import read_kubeconfig
 from layerbench.errors import BadInput, PrerequisiteMissing
 from layerbench.hosts.architecture import check_same, normalise, this_machine
 from layerbench.hosts.procs import capture
@@ -23,26 +23,10 @@ if TYPE_CHECKING:  # the variant asks default_client where the harness stands
 TIMEOUT = 15
 
 
-def local_kubeconfig() -> Path:
-    """The kubeconfig that scripts/k8s-local writes."""
-    return Path(env_setting("K8S_LOCAL_DIR") or "/var/tmp/layerbench-k8s") / "kubeconfig"  # as scripts/k8s-local
-
-
 def kubeconfig_path(variant: KubernetesVariant) -> Path:
     """The variant's kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the local cluster's: a regular file
-    (bounded_read.py; read by read_kubeconfig, and by kubectl for a port-forward)."""
-    where = f"variants.{variant.name}.kubeconfig"
-    if variant.kubeconfig:
-        path = Path(variant.kubeconfig).expanduser()
-        check_file_type(path, KUBECONFIG, where)
-        return path
-    candidates = [Path(p) for p in os.environ.get("KUBECONFIG", "").split(":") if p]
-    candidates += [Path.home() / ".kube" / "config", local_kubeconfig()]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise BadInput(f"{where}: no kubeconfig found (KUBECONFIG, ~/.kube/config, {local_kubeconfig()}); start the "
-                   "local cluster with `scripts/k8s-local up` or set kubeconfig")
+    (bounded_read.py; read by read_kubeconfig, and by kubectl for a port-forward); kubeconfigs.chosen_kubeconfig."""
+    return chosen_kubeconfig(variant.kubeconfig, f"variants.{variant.name}.kubeconfig")
 
 
 def kubeconfig_client(path: Path, context: str | None, where: str) -> Any:
@@ -82,7 +66,8 @@ def api_client(variant: KubernetesVariant) -> Any:
 def image_architecture(variant: KubernetesVariant, nodes: list[Any], images: list[str]) -> str:
     """The CPU architecture of the variant's images (`images`: its image: and the sysbench Job's; none: the
     images built here, for this machine's), checked against the nodes' (node.status.nodeInfo.architecture) before
-    the first run: one line naming image: when a node could not run them."""
+    the first run: one line naming image: when a node could not run them. Without nodes (namespace-scoped mode
+    cannot read them) the architecture is only recorded."""
     where = f"variants.{variant.name}.image"
     machines = [(str(n.metadata.name), str(n.status.node_info.architecture)) for n in nodes]
     if not images:
@@ -93,8 +78,9 @@ def image_architecture(variant: KubernetesVariant, nodes: list[Any], images: lis
     from layerbench.server.image_registry import image_architecture as in_registry
 
     found = ""
-    for image in images:
-        found = in_registry(image, normalise(machines[0][1]), where)
+    want = normalise(machines[0][1]) if machines else this_machine()  # no node readable (namespace-scoped mode):
+    for image in images:  # recorded, checked against no node; a multi-architecture list's entry for this machine's
+        found = in_registry(image, want, where)
         check_same(f"image {image}", found, where, machines, "push an image built for the nodes' architecture "
                    "(layerbench image push on such a machine) and name it in image:")
     return normalise(found)

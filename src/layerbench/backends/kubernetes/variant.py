@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, PrivateAttr, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.backends.kubernetes.kubeconfigs import cluster_words
 from layerbench.backends.kubernetes.qos import resources_for
 from layerbench.backends.variant_base import FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput
@@ -26,7 +27,8 @@ PATH_WORDS = {"host": "this machine to the Service's cluster IP (kube-proxy)",
               "port-forward": "kubectl port-forward from this machine (a slow path)"}
 COLD_BUILD_SECONDS = 310
 DNS_LABEL_RE = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"  # a namespace's name
-NAMESPACE_MODE_GIVES_UP = ("namespace-scoped mode, which gives up: a namespace per run, the nodes' facts, the "
+NAMESPACE_MODE_GIVES_UP = ("namespace-scoped mode, which gives up: a namespace per run, the nodes' facts (the image's "
+                           "architecture is recorded, not checked against them), the "
                            "checks of capacity, placement and storage class, the image import, `layerbench clean`")
 NAMESPACE_MODE_REFUSES = (  # (key, why) refused in namespace-scoped mode: true, hostpath
     ("cpu_manager_static", "the CPU manager policy is read from the kubelets (nodes/proxy, cluster-scoped)"),
@@ -211,7 +213,7 @@ class KubernetesVariant(ImageVariant):
             [root_image_cost(self)] if self.mysqld else [SERVER_IMAGE_COST]
         if self.client == "job" and costs and costs[0] is not SERVER_IMAGE_COST:  # the Job's sysbench's image:
             costs.append(SERVER_IMAGE_COST)  # manifests.client_image
-        return costs + ([LOCAL_CLUSTER_COST] if self.kubeconfig is None and self.context is None else [])
+        return costs + ([LOCAL_CLUSTER_COST] if cluster_words(self.kubeconfig, self.context, self.name)[1] else [])
 
     # --- MySQL: the image imported from the cached rootfs (server/mysql_image.py), as the docker backend's; a
     # mysqld: binary's: an image of its root filesystem (server/binary_root.py), as the docker backend's ---
@@ -303,8 +305,7 @@ def plan_text(variant: KubernetesVariant) -> str:
     resources = ", ".join(f"{kind} {k}={val}" for kind, values in (("requests", variant.requests),
                                                                    ("limits", variant.limits))
                           for k, val in values.items())
-    where = variant.context or ("the local cluster (scripts/k8s-local)" if variant.kubeconfig is None else
-                                variant.kubeconfig)
+    where = cluster_words(variant.kubeconfig, variant.context, variant.name)[0]
     kind = "a StatefulSet's pod" if variant.kind == "statefulset" else "a bare pod"
     snapshot = f", each run's {'PVC' if variant.storage == 'pvc' else 'emptydir filled from a PVC'} made from a " \
         f"VolumeSnapshot ({variant.snapshot_class})" if variant.snapshot_class else ""
