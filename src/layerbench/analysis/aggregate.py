@@ -209,7 +209,7 @@ def busy_undecided_notes(analysis: Analysis) -> list[str]:
             continue
         worst = max(b.share for b in flagged)
         for v in point.variants:
-            tps = v.comparisons.get("tps")
+            tps = v.verdict(Metric.TPS)
             if tps is None or tps.verdict.kind not in UNDECIDED:
                 continue
             notes.append(f"`{v.variant}`, {point.workload} / {point.threads} threads, TPS: not decided on a busy "

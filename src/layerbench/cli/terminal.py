@@ -20,7 +20,7 @@ STATE: dict[str, Any] = {"debug": False}
 REDELIVER_AFTER = 0.02  # s: a finalizer is over long before
 
 
-def on_sigterm(signum: int, frame: FrameType | None) -> None:
+def on_interrupt(signum: int, frame: FrameType | None) -> None:
     """Ctrl-C's KeyboardInterrupt, unless the signal landed inside a finalizer (`__del__`, run by the garbage
     collector wherever it happens to be): Python prints an exception raised there as "Exception ignored in ..."
     with its traceback and goes on, so the signal would be lost. There it is sent again a moment later instead."""
@@ -43,4 +43,4 @@ def in_finalizer(frame: FrameType | None) -> bool:
 def stop_on_signals() -> None:
     """SIGINT, SIGTERM and SIGHUP (a closed terminal) stop a campaign alike: everything started is taken down."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_sigterm)
+        signal.signal(sig, on_interrupt)
