@@ -160,6 +160,13 @@ def test_validate_refuses_a_mysql_that_is_not_built_with_the_command_that_builds
     import os
 
     env = {**os.environ, "LAYERBENCH_CACHE_DIR": str(tmp_path / "empty-cache")}
+    if backend == "kubernetes":  # said first, whether or not a cluster answers (here: none does)
+        env["KUBECONFIG"] = str(tmp_path / "kubeconfig")
+        (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "users": [{"name": "u", "user": {}}]}))
     done = run_validate(tmp_path, campaign_data({"flavour": "mysql", "version": "9.7"}, backend), env)
     assert done.returncode == 2, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]

@@ -11,7 +11,7 @@ from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.kubernetes.kubeconfigs import cluster_words
 from layerbench.backends.kubernetes.qos import resources_for
 from layerbench.backends.variant_base import FirstTimeCost, ImageVariant
-from layerbench.errors import BadInput
+from layerbench.errors import BadInput, PrerequisiteMissing
 from layerbench.hosts.placement import Placement
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
@@ -259,7 +259,10 @@ def resolve_client(variant: KubernetesVariant) -> KubernetesVariant:
         return variant
     from layerbench.backends.kubernetes.cluster import default_client
 
-    client, where = default_client(variant)
+    try:
+        client, where = default_client(variant)
+    except PrerequisiteMissing:  # the API does not answer: left unread, so that what this machine can check
+        return variant  # (a server that is not built) is said first; the backend's check says the API's line
     if client == "job" and variant.client_cpus is not None:
         raise BadInput(f"variants.{variant.name}.client_cpus: pins sysbench here, but the harness runs {where} of the "
                        "cluster, where the default client is a Job whose CPUs the kubelet chooses; write client: host "
