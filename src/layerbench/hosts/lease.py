@@ -71,9 +71,9 @@ def harness_id() -> str:
 _ID: str | None = None
 _ID_PID = 0
 _HELD: dict[str, Any] = {}  # a lease file here -> its open file
-_ON_HOSTS: dict[str, tuple[contextlib.ExitStack, Any, str]] = {}  # a host's lease name -> (session, process, file)
+_ON_HOSTS: dict[str, tuple[contextlib.ExitStack, Any, str]] = {}  # a host's lease key -> (session, process, file)
 _OWN: set[str] = set()  # the paths of those leases (here and on hosts)
-_ON_HOSTS_GENERATIONS: dict[str, int] = {}  # a host's lease name -> the generation of its newest file
+_ON_HOSTS_GENERATIONS: dict[str, int] = {}  # a host's lease key -> the generation of its newest file
 _GUARD = threading.Lock()
 
 
@@ -138,12 +138,13 @@ def host_lease(host: Any) -> str:
     from layerbench.hosts.procs import held
 
     name = lease_file(host.work_dir, host.name)  # one lease per host name and work dir, whichever entry reaches it
-    with _GUARD:
-        held_now = _ON_HOSTS.get(name)
+    key = f"{name} {host.entry.ssh}:{host.entry.port or 22}"  # but two machines of one name (two inventories in one
+    with _GUARD:  # process: the test suite's two labs both have an app) hold a session each
+        held_now = _ON_HOSTS.get(key)
         if held_now is not None and held_now[1].poll() is None:
             return held_now[2]
-        generation = 0 if held_now is None else _ON_HOSTS_GENERATIONS.setdefault(name, 0) + 1
-        _ON_HOSTS_GENERATIONS[name] = generation
+        generation = 0 if held_now is None else _ON_HOSTS_GENERATIONS.setdefault(key, 0) + 1
+        _ON_HOSTS_GENERATIONS[key] = generation
         path = lease_file(host.work_dir, host.name, generation)
         q = shlex.quote(path)
         held_while = shlex.quote(f"echo {LOCKED}; cat > /dev/null; rm -f {q}")  # its file goes as it ends
@@ -159,7 +160,7 @@ def host_lease(host: Any) -> str:
             stack.close()
             raise RunFailed(f"hosts.{host.name}: cannot take this harness's lease {path} there: "
                             f"{' '.join(said)[:200] or 'no answer'}")
-        _ON_HOSTS[name] = (stack, proc, path)
+        _ON_HOSTS[key] = (stack, proc, path)
         _OWN.add(path)
     return path
 
