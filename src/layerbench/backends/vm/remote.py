@@ -253,9 +253,9 @@ class RemoteVMBackend(VMBackend):
 
     def _shutdown(self) -> None:
         """SQL SHUTDOWN (the guest's init syncs and powers off), waited for a short while."""
-        sql_shutdown(self.endpoint)
+        asked = sql_shutdown(self.endpoint)
         with contextlib.suppress(Exception):
-            end = time.monotonic() + 30
+            end = time.monotonic() + (30 if asked else 0)  # not asked (it boots): no power-off to wait for
             while time.monotonic() < end and self._alive() and "LAYERBENCH-DOWN" not in self._console():
                 time.sleep(0.5)
 
