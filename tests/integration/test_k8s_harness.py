@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -184,3 +185,84 @@ def test_the_shipped_role_account_runs_from_inside_and_validate_there_names_a_mi
             assert run_objects(ns) == []
         finally:
             inside("rm", "-rf", inner, f"/home/layerbench/{OWN}-rbac.yaml", f"/home/layerbench/results-{OWN}-rbac")
+
+
+def test_a_sigkilled_harness_leaves_what_a_clean_on_another_machine_removes_once_its_heartbeat_stops(
+        isolated: None) -> None:
+    """SIGKILL of layerbench inside the isolated harness (hostname lbhar-harness) mid-run, with its data made in the
+    cluster and every run restored from a VolumeSnapshot, then `layerbench clean` from this machine, which has
+    another hostname: while the harness's Lease in the run's namespace is fresh, clean leaves the campaign alone;
+    once the Lease is older than heartbeat.STALE, clean removes everything: asserted through the API (namespaces,
+    PVCs, VolumeSnapshots and contents of the campaign)."""
+    from kubernetes import client
+    from test_k8s_seed import GROUP, SNAPSHOT_CLASS, STORAGE_CLASS, ensure_csi_classes
+
+    from layerbench.backends.kubernetes import heartbeat
+    from layerbench.hosts.procs import processes_with
+
+    ensure_csi_classes()
+    name = f"{OWN}-kill"
+    variant = {"name": "k", "backend": "kubernetes", "client": "job", "kind": "pod", "qos": "burstable",
+               "requests": {"cpu": "100m", "memory": "512Mi"}, "storage": "pvc", "storage_class": STORAGE_CLASS,
+               "snapshot_class": SNAPSHOT_CLASS, "image": registry_image()}
+    data = {"name": name, "baseline": "k", "output": f"results-{name}", "busy": "keep", "repetitions": 2,
+            "estimates_only": True, "variants": [variant],
+            "workload": {"tables": 1, "table_size": 100, "threads": 1, "duration": 120, "warmup": 0}}
+    core = _kubernetes_core()
+    assert core is not None
+    custom = client.CustomObjectsApi(core.api_client)
+    selector = f"layerbench.campaign={name}"
+
+    def left() -> dict[str, list[str]]:
+        contents = custom.list_cluster_custom_object(GROUP, "v1", "volumesnapshotcontents", label_selector=selector)
+        snapshots = custom.list_cluster_custom_object(GROUP, "v1", "volumesnapshots", label_selector=selector)
+        return {"namespaces": [n.metadata.name for n in core.list_namespace(label_selector=selector).items],
+                "pvcs": [c.metadata.name for c in core.list_persistent_volume_claim_for_all_namespaces(
+                    label_selector=selector).items],
+                "snapshots": [s["metadata"]["name"] for s in snapshots["items"]],
+                "contents": [c["metadata"]["name"] for c in contents["items"]]}
+
+    def server_running() -> bool:
+        return any(p.status.phase == "Running" for p in core.list_pod_for_all_namespaces(
+            label_selector=f"{selector},layerbench.role=server").items)
+
+    assert inside("sh", "-c", f"cat > ~/{name}.yaml", stdin=yaml.safe_dump(data)).returncode == 0
+    run = subprocess.Popen([str(K8S_SCRIPT), "harness", "exec", "--", "sh", "-c",
+                            f"cd ~ && layerbench run {name}.yaml"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not server_running() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(1)
+        assert server_running(), (run.stdout.read() if run.poll() is not None else "no server pod within 600 s")
+        killed = [pid for pid in processes_with(f"{name}.yaml") if "layerbench run" in
+                  Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")]
+        assert killed, "the harness's layerbench process was not found"
+        for pid in killed:
+            os.kill(pid, 9)
+        run.wait(timeout=60)
+        before = left()
+        assert before["namespaces"] and before["pvcs"] and before["snapshots"] and before["contents"], before
+        fresh = run_clean()
+        assert left()["namespaces"] == before["namespaces"], fresh  # its heartbeat is fresh: a live harness's
+        deadline = time.monotonic() + heartbeat.STALE + 120
+        said = ""
+        while left() != {"namespaces": [], "pvcs": [], "snapshots": [], "contents": []}:
+            assert time.monotonic() < deadline, (left(), said)
+            time.sleep(10)
+            said += run_clean()
+        assert "deleted namespace" in said and "deleted VolumeSnapshotContent" in said, said
+    finally:
+        if run.poll() is None:
+            run.kill()
+        inside("rm", "-rf", f"/home/layerbench/{name}.yaml", f"/home/layerbench/results-{name}")
+        for ns in left()["namespaces"]:  # only what this test made, whatever failed above
+            core.delete_namespace(ns)
+        for content in left()["contents"]:
+            custom.delete_cluster_custom_object(GROUP, "v1", "volumesnapshotcontents", content)
+
+
+def run_clean() -> str:
+    done = subprocess.run([sys.executable, "-m", "layerbench", "clean"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout + done.stderr

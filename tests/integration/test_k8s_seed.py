@@ -39,6 +39,10 @@ GROUP = "snapshot.storage.k8s.io"
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster(k8s_cluster) -> None:
+    ensure_csi_classes()
+
+
+def ensure_csi_classes() -> None:
     """The shared cluster, with the CSI driver's classes (installed into it when missing)."""
     from kubernetes import client
 

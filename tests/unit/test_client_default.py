@@ -94,7 +94,6 @@ def test_an_unwritten_client_on_a_cluster_that_does_not_answer_is_one_line(tmp_p
     from test_kubernetes_neighbours import unreachable_kubeconfig
 
     from layerbench.errors import PrerequisiteMissing
-
     from layerbench.run.preflight import preflight
 
     parsed = campaign({"name": "k", "backend": "kubernetes", "kubeconfig": unreachable_kubeconfig(tmp_path)})

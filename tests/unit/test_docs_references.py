@@ -45,6 +45,7 @@ ALLOWED: dict[str, str] = {
     "layerbench.lease": "a label key (the lease of the harness that made the object, hosts/lease.py)",
     "layerbench.label": "a label key, as above",
     "layerbench.host": "a label key, as above",
+    "layerbench.owner": "a label key (the harness's token, named by its Lease: backends/kubernetes/heartbeat.py)",
     "layerbench.db": "the store's SQLite file in the results folder",
     "layerbench.cnf": "the my.cnf file the docker backend mounts into the server's container",
     "layerbench.sql": "the init SQL file the docker backend mounts into the server's container",

@@ -57,10 +57,10 @@ def clean(all_: Annotated[bool, typer.Option("--all", help="also what running ca
     records and labels, and with --inventory or --campaign on every ssh: host those files name (its Docker daemon
     by label, its processes and folders by the owner records kept on the host), from any machine, even one with no
     state of its own: a thing there is removed only when the lease of the harness that made it is no longer held
-    (docs/topology.md). With --campaign also the cluster of each kubernetes variant's kubeconfig and context (the
-    namespaces this machine made, as on the default cluster). The store is never touched: clean names the
-    campaigns in it that have runs left, and the
-    command that continues each."""
+    (docs/topology.md). Kubernetes namespaces on the default cluster, and with --campaign on the cluster of each
+    kubernetes variant's kubeconfig and context: this machine's when their harness is gone, another machine's when
+    its heartbeat (a Lease in the namespace) stopped 45 s ago (docs/backends/kubernetes.md). The store is never
+    touched: clean names the campaigns in it that have runs left, and the command that continues each."""
     from layerbench.run.cleanup import clean_backends, clean_recorded, places, sweep_places
 
     where = places(str(inventory) if inventory else None, str(campaign) if campaign else None)

@@ -66,6 +66,7 @@ def _rights(verbs: str, resource: str, group: str, cluster: bool, why: str) -> l
 
 
 SNAPSHOT_GROUP = "snapshot.storage.k8s.io"
+LEASE_GROUP = "coordination.k8s.io"
 
 
 def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -> list[Right]:
@@ -88,6 +89,10 @@ def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -
     rights += _rights("create get", "pods/exec", "", False,  # get: the websocket's upgrade; create: kubectl's, 1.35's
                       "the server's CPU and throttling read in its pod off a node (podcpu.py)")
     rights += _rights("list", "events", "", False, "why a pod does not start")
+    rights += _rights("create get patch", "leases", LEASE_GROUP, False, "this harness's heartbeat (a `layerbench "
+                      "clean` on another machine leaves a live campaign alone)")
+    rights += _rights("delete", "leases", LEASE_GROUP, False, "the heartbeat's end in the shared namespace") \
+        if variant.namespace else []
     for resource, group, why in kinds:
         rights += _rights("create", resource, group, False, why)
         rights += _rights("get", resource, group, False, why) if resource in ("services", "persistentvolumeclaims") \
@@ -101,7 +106,8 @@ def needed_rights(variant: KubernetesVariant, pinned_neighbours: bool = False) -
 def clean_rights() -> list[Right]:
     """What `layerbench clean` uses besides the plans' rights: finding labelled namespaces and contents."""
     return _rights("list", "namespaces", "", True, "layerbench clean") + _rights(
-        "list", "volumesnapshotcontents", SNAPSHOT_GROUP, True, "layerbench clean")
+        "list", "volumesnapshotcontents", SNAPSHOT_GROUP, True, "layerbench clean") + _rights(
+        "get", "leases", LEASE_GROUP, False, "layerbench clean: whether another machine's harness lives")
 
 
 def cluster_rights(variant: KubernetesVariant, pinned_neighbours: bool) -> list[Right]:

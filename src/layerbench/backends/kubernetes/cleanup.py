@@ -1,9 +1,13 @@
-"""The Kubernetes namespaces a run leaves when its harness dies (labelled layerbench=1, made from this machine):
-listed by `layerbench doctor`, deleted with everything in them by `layerbench clean`."""
+"""The Kubernetes namespaces a run leaves when its harness dies (labelled layerbench=1): listed by `layerbench
+doctor`, deleted with everything in them by `layerbench clean`. Made from this machine, its harness's PID says
+whether it lives; made from another (a CI runner that was killed), its harness's Lease in the namespace says it
+(heartbeat.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +21,50 @@ from layerbench.hosts.procs import pid_alive
 
 
 def kubernetes_namespaces(include_live: bool = False, core: Any = None) -> list[str]:
-    """Namespaces labelled layerbench=1 made from this machine whose harness is gone (or all of this machine's),
+    """Namespaces labelled layerbench=1 whose harness is gone (with include_live also this machine's live ones),
     on the cluster of `core`, else of $KUBECONFIG, ~/.kube/config or the local one; [] when there is no cluster."""
     core = core or _kubernetes_core()
     if core is None:
         return []
-    found = []
+    found, owners = [], Owners(core.api_client)
     for ns in core.list_namespace(label_selector="layerbench=1", _request_timeout=10).items:
         meta = ns.metadata.labels or {}
-        if ns.status.phase != "Terminating" and ours(meta, include_live):
+        if ns.status.phase != "Terminating" and ours(meta, include_live, owners.gone_from(
+                ns.metadata.name, ns.metadata.creation_timestamp)):
             found.append(ns.metadata.name)
     return found
 
 
-def ours(meta: dict[str, str], include_live: bool) -> bool:
-    """Made from this machine by a harness that is gone (or by any of this machine's with include_live)."""
+def ours(meta: dict[str, str], include_live: bool, elsewhere: Callable[[dict[str, str]], bool] | None = None) -> bool:
+    """Made from this machine by a harness that is gone (or by any of this machine's with include_live); made from
+    another machine, when `elsewhere` (its harness's heartbeat) says that harness is gone. include_live never
+    reaches another machine's live campaign."""
     if meta.get("layerbench.host") != host_label():
-        return False
+        return elsewhere is not None and elsewhere(meta)
     harness = int(meta.get("layerbench.harness", "0") or 0)
     return include_live or not harness or not pid_alive(harness) or harness == os.getpid()
+
+
+class Owners:
+    """Whether another machine's harness is gone, read from its Lease (heartbeat.owner_gone) at the API server's
+    time, read once per `clean`."""
+
+    def __init__(self, api: Any) -> None:
+        self.api, self.now = api, None
+
+    def gone_from(self, ns: str, created: Any) -> Callable[[dict[str, str]], bool]:
+        """For an object in (or of) namespace `ns` made at `created`: its owner's Lease there decides; an object
+        without the owner label (made before the heartbeat) is never another machine's to remove."""
+        from layerbench.backends.kubernetes import heartbeat
+
+        def gone(meta: dict[str, str]) -> bool:
+            token = meta.get(heartbeat.OWNER_LABEL)
+            if not token:
+                return False
+            if self.now is None:
+                self.now = heartbeat.server_now(self.api)
+            return heartbeat.owner_gone(self.api, ns, token, created, self.now)
+        return gone
 
 
 def clean_kubernetes(include_live: bool = False, core: Any = None, where: str = "") -> list[str]:
@@ -75,19 +104,28 @@ def clean_scoped_namespace(api: Any, ns: str, include_live: bool) -> list[str]:
     `layerbench.label`) and its VolumeSnapshots."""
     from kubernetes import client
 
+    from layerbench.backends.kubernetes import heartbeat
     from layerbench.backends.kubernetes.scoped import RUN_KINDS, remove_labelled
     from layerbench.backends.kubernetes.seed import delete_snapshot
     from layerbench.backends.kubernetes.volsnap import GROUP, VERSION
 
-    items = [item.metadata.labels or {} for api_class, kind in RUN_KINDS for item in getattr(
+    items = [item.metadata for api_class, kind in RUN_KINDS for item in getattr(
         getattr(client, api_class)(api), f"list_namespaced_{kind}")(ns, label_selector="layerbench=1",
                                                                      _request_timeout=10).items]
     snapshots = client.CustomObjectsApi(api).list_namespaced_custom_object(
         GROUP, VERSION, ns, "volumesnapshots", label_selector="layerbench=1", _request_timeout=10)["items"]
-    labels = sorted({meta.get("layerbench.label", "") for meta in items if ours(meta, include_live)} - {""})
+    owners = Owners(api)
+    removed = [meta.labels or {} for meta in items if ours(meta.labels or {}, include_live, owners.gone_from(
+        ns, meta.creation_timestamp))]
+    labels = sorted({meta.get("layerbench.label", "") for meta in removed} - {""})
     for label in labels:
         remove_labelled(api, ns, f"layerbench.label={label}")
-    gone = [s["metadata"]["name"] for s in snapshots if ours(s["metadata"].get("labels") or {}, include_live)]
+    for token in {meta.get(heartbeat.OWNER_LABEL, "") for meta in removed} - {""}:  # their harnesses' Leases
+        with contextlib.suppress(Exception):
+            client.CoordinationV1Api(api).delete_namespaced_lease(heartbeat.lease_name(token), ns,
+                                                                 _request_timeout=10)
+    gone = [s["metadata"]["name"] for s in snapshots if ours(s["metadata"].get("labels") or {}, include_live, (
+        owners.gone_from(ns, s["metadata"].get("creationTimestamp"))))]
     for name in gone:
         delete_snapshot(api, ns, name)
     return [f"deleted the objects labelled {label} in namespace {ns}" for label in labels] + \
@@ -109,7 +147,10 @@ def clean_snapshot_contents(core: Any, include_live: bool) -> list[str]:
             GROUP, VERSION, "volumesnapshotcontents", label_selector="layerbench=1", _request_timeout=10)["items"]
     except Exception:  # no snapshot API in this cluster: nothing of ours there
         return []
-    names = [c["metadata"]["name"] for c in found if ours(c["metadata"].get("labels") or {}, include_live)]
+    owners = Owners(api)  # a run's content: its owner's Lease is in the run's namespace (gone with it: then the
+    names = [c["metadata"]["name"] for c in found if ours(  # content's own age counts)
+        c["metadata"].get("labels") or {}, include_live, owners.gone_from(
+            c["spec"].get("volumeSnapshotRef", {}).get("namespace", ""), c["metadata"].get("creationTimestamp")))]
     for name in names:
         delete_content(api, name)
     return [f"deleted VolumeSnapshotContent {name}" for name in names]

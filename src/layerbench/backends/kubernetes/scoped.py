@@ -21,10 +21,14 @@ RUN_KINDS = (("AppsV1Api", "stateful_set"), ("BatchV1Api", "job"), ("CoreV1Api",
 
 
 def create_run_namespace(core: Any, variant: KubernetesVariant, ns: str, labels: dict[str, str]) -> None:
-    """A namespace of the run's own; nothing in namespace-scoped mode (the namespace exists)."""
+    """A namespace of the run's own; nothing in namespace-scoped mode (the namespace exists). Either way, this
+    harness's Lease there (heartbeat.py), so that a `clean` on another machine can tell it lives."""
+    from layerbench.backends.kubernetes import heartbeat
+
     if variant.namespace is None:
         with signals_deferred():  # no Ctrl-C between the request and the API server's creation
             core.create_namespace(manifests.namespace(ns, labels))
+    heartbeat.beat(core.api_client, ns, labels, own_namespace=variant.namespace is None)
 
 
 def remove_run(api: Any, core: Any, variant: KubernetesVariant, ns: str, label: str) -> None:

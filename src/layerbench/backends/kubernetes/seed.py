@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.kubernetes import cluster, manifests, scoped, volsnap
+from layerbench.backends.kubernetes import cluster, heartbeat, manifests, scoped, volsnap
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.endpoint import Endpoint
@@ -262,6 +262,7 @@ class Seeding:
 
             delete_namespace(seeds.core, ns)  # one a killed harness left: made again, not trusted
             seeds.core.create_namespace(manifests.namespace(ns, self.labels))
+        heartbeat.beat(seeds.api, ns, self.labels, own_namespace=seeds.variant.namespace is None)
         page = {"innodb_page_size": self.request.page_size} if self.request.page_size else {}
         spec = ServerSpec(seeds.campaign, prefix, self.log_dir, self.request.private_dir, self.log_dir,
                           config=PREPARE_CONFIG | page, password=generate_password())

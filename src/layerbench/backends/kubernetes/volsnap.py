@@ -21,7 +21,7 @@ from typing import Any
 
 import xxhash
 
-from layerbench.backends.kubernetes import cluster, manifests
+from layerbench.backends.kubernetes import cluster, heartbeat, manifests
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import RunFailed
 from layerbench.server.manifest import read_manifest
@@ -185,6 +185,7 @@ class SeedSnapshots:
         timeout = self.variant.ready_timeout
         delete_namespace(self.core, ns)  # a seed a killed harness left (resume): made again, not trusted
         self.core.create_namespace(manifests.namespace(ns, meta_labels))
+        heartbeat.beat(self.api, ns, meta_labels)
         for body in seed_objects(self.variant, image, ns, str(snapshot.resolve()), meta_labels):
             create_object(self.api, self.core, body)
             bound_claim(self.api, self.core, ns, self.variant, body)

@@ -1,0 +1,47 @@
+"""The harness heartbeat's pure parts (backends/kubernetes/heartbeat.py) and clean's rule for objects another
+machine made (cleanup.ours); the Leases themselves are exercised on the real cluster by
+tests/integration/test_k8s_harness.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from layerbench.backends.kubernetes import heartbeat
+from layerbench.backends.kubernetes.cleanup import ours
+from layerbench.backends.kubernetes.manifests import host_label, labels
+
+
+@given(st.floats(min_value=0, max_value=4_000_000_000, allow_nan=False))
+def test_a_renew_time_reads_back_to_the_microsecond(epoch: float) -> None:
+    assert abs(heartbeat.parse_time(heartbeat.micro_time(epoch)) - epoch) < 1e-5
+
+
+@given(st.one_of(st.none(), st.text(max_size=40), st.integers()))
+def test_a_hostile_time_is_none_or_a_number(value: object) -> None:
+    parsed = heartbeat.parse_time(value)
+    assert parsed is None or isinstance(parsed, float)
+
+
+def test_the_clients_datetimes_and_text_agree() -> None:
+    moment = dt.datetime(2026, 11, 29, 1, 2, 3, 456789, tzinfo=dt.UTC)
+    assert heartbeat.parse_time(moment) == heartbeat.parse_time("2026-11-29T01:02:03.456789Z") == moment.timestamp()
+    assert heartbeat.parse_time(moment.replace(tzinfo=None)) == moment.timestamp()  # naive: UTC, as the API's
+
+
+def test_every_object_names_its_owner_token() -> None:
+    from layerbench.hosts.lease import harness_id
+
+    made = labels("c", "run-1", "server")
+    assert made[heartbeat.OWNER_LABEL] == harness_id() and len(harness_id()) <= 63
+
+
+def test_another_machines_object_is_removed_only_when_its_heartbeat_says_gone() -> None:
+    theirs = {"layerbench.host": "ci-runner-7", "layerbench.harness": "1", heartbeat.OWNER_LABEL: "abc"}
+    assert not ours(theirs, include_live=False)  # no heartbeat reader: never another machine's
+    assert not ours(theirs, include_live=True, elsewhere=lambda meta: False)  # --all never reaches a live one
+    assert ours(theirs, include_live=False, elsewhere=lambda meta: meta[heartbeat.OWNER_LABEL] == "abc")
+    mine = {"layerbench.host": host_label(), "layerbench.harness": "1"}  # PID 1 lives: this machine's rule
+    assert not ours(mine, include_live=False, elsewhere=lambda meta: True)
