@@ -245,6 +245,7 @@ def test_a_sigkilled_harness_leaves_what_a_clean_on_another_machine_removes_once
         assert before["namespaces"] and before["pvcs"] and before["snapshots"] and before["contents"], before
         fresh = run_clean()
         assert left()["namespaces"] == before["namespaces"], fresh  # its heartbeat is fresh: a live harness's
+        assert "alone: its harness on lbhar-harness renewed its heartbeat" in fresh, fresh
         deadline = time.monotonic() + heartbeat.STALE + 120
         said = ""
         while left() != {"namespaces": [], "pvcs": [], "snapshots": [], "contents": []}:

@@ -20,13 +20,14 @@ from layerbench.errors import LayerbenchError
 from layerbench.hosts.procs import pid_alive
 
 
-def kubernetes_namespaces(include_live: bool = False, core: Any = None) -> list[str]:
+def kubernetes_namespaces(include_live: bool = False, core: Any = None, owners: Owners | None = None) -> list[str]:
     """Namespaces labelled layerbench=1 whose harness is gone (with include_live also this machine's live ones),
-    on the cluster of `core`, else of $KUBECONFIG, ~/.kube/config or the local one; [] when there is no cluster."""
+    on the cluster of `core`, else of $KUBECONFIG, ~/.kube/config or the local one; [] when there is no cluster.
+    `owners` keeps what it left alone for another machine's live harness."""
     core = core or _kubernetes_core()
     if core is None:
         return []
-    found, owners = [], Owners(core.api_client)
+    found, owners = [], owners or Owners(core.api_client)
     for ns in core.list_namespace(label_selector="layerbench=1", _request_timeout=10).items:
         meta = ns.metadata.labels or {}
         if ns.status.phase != "Terminating" and ours(meta, include_live, owners.gone_from(
@@ -51,6 +52,7 @@ class Owners:
 
     def __init__(self, api: Any) -> None:
         self.api, self.now = api, None
+        self.kept: list[str] = []  # what it left alone, and why: clean says so
 
     def gone_from(self, ns: str, created: Any) -> Callable[[dict[str, str]], bool]:
         """For an object in (or of) namespace `ns` made at `created`: its owner's Lease there decides; an object
@@ -63,7 +65,12 @@ class Owners:
                 return False
             if self.now is None:
                 self.now = heartbeat.server_now(self.api)
-            return heartbeat.owner_gone(self.api, ns, token, created, self.now)
+            found, age = heartbeat.owner_gone(self.api, ns, token, created, self.now)
+            if not found and age is not None:
+                self.kept.append(f"left {ns} alone: its harness on {meta.get('layerbench.host', '?')} renewed its "
+                                 f"heartbeat {age:.0f} s ago (a killed one's goes {heartbeat.STALE:.0f} s after "
+                                 "its last renewal: clean again then)")
+            return found
         return gone
 
 
@@ -72,11 +79,15 @@ def clean_kubernetes(include_live: bool = False, core: Any = None, where: str = 
     VolumeSnapshot too), then the runs' pre-provisioned VolumeSnapshotContents (cluster-scoped, so outside them);
     on the cluster of `core` (`where` says which), else the default one."""
     core = core or _kubernetes_core()
-    names = kubernetes_namespaces(include_live, core)
+    if core is None:
+        return []
+    owners = Owners(core.api_client)
+    names = kubernetes_namespaces(include_live, core, owners)
     for name in names:
         delete_namespace(core, name)
     return [f"deleted namespace {name}{where}" for name in names] + \
-        [f"{line}{where}" for line in clean_snapshot_contents(core, include_live)]
+        [f"{line}{where}" for line in clean_snapshot_contents(core, include_live)] + \
+        [f"{line}{where}" for line in owners.kept]
 
 
 def clean_kubernetes_variant(variant: Any, include_live: bool = False) -> list[str]:

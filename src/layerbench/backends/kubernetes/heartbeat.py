@@ -144,9 +144,10 @@ def beat(api: Any, ns: str, labels: dict[str, str], own_namespace: bool = True) 
     _BEATS.add(api, ns, lease_name(token), offset)
 
 
-def owner_gone(api: Any, ns: str, token: str, created: Any, now: float) -> bool:
+def owner_gone(api: Any, ns: str, token: str, created: Any, now: float) -> tuple[bool, float | None]:
     """Whether the harness of `token` is gone, as seen from the Lease in `ns` at server time `now`: not renewed for
-    STALE s, or missing although the namespace (`created`: its creationTimestamp) is older than GRACE s."""
+    STALE s, or missing although the namespace (`created`: its creationTimestamp) is older than GRACE s; and the
+    seconds since the Lease's last renewal (None without one)."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
@@ -157,12 +158,12 @@ def owner_gone(api: Any, ns: str, token: str, created: Any, now: float) -> bool:
                                                                     _request_timeout=cluster.TIMEOUT)
     except ApiException as error:
         if error.status != 404:  # the Lease cannot be read (no right to, the API slow): cannot tell, so kept
-            return False
+            return False, None
         made = parse_time(created)
-        return made is not None and now - made > GRACE
+        return made is not None and now - made > GRACE, None
     renewed = parse_time(found.spec.renew_time)
-    return renewed is None or now - renewed > STALE
-
+    age = None if renewed is None else max(0.0, now - renewed)
+    return age is None or age > STALE, age
 
 def stop(api: Any, ns: str) -> None:
     """No more renewals in `ns`, and the Lease deleted (gone already is fine)."""
