@@ -181,7 +181,7 @@ def test_a_host_that_stops_answering_fails_the_run_with_that_cause(lab_hosts: di
             spy.undo()
         left = leftovers_on_app(lab_hosts, tag)
         done = clean_recorded()  # the owner record lets `layerbench clean` finish once the host answers again
-    assert spy.dropped
+    assert spy.dropped, [(r["status"], r["error"]) for r in runs]
     assert runs[0]["status"] == "failed"
     assert "hosts.app (root@10.231.77.2) does not answer over SSH" in runs[0]["error"], runs[0]["error"]
     assert left and any("on host app" in line for line in done), done

@@ -73,7 +73,7 @@ _ID_PID = 0
 _HELD: dict[str, Any] = {}  # a lease file here -> its open file
 _ON_HOSTS: dict[str, tuple[contextlib.ExitStack, Any, str]] = {}  # a host's lease key -> (session, process, file)
 _OWN: set[str] = set()  # the paths of those leases (here and on hosts)
-_ON_HOSTS_GENERATIONS: dict[str, int] = {}  # a host's lease key -> the generation of its newest file
+_ON_HOSTS_GENERATIONS: dict[str, int] = {}  # a host's lease name -> the generation of its newest file
 _GUARD = threading.Lock()
 
 
@@ -139,12 +139,13 @@ def host_lease(host: Any) -> str:
 
     name = lease_file(host.work_dir, host.name)  # one lease per host name and work dir, whichever entry reaches it
     key = f"{name} {host.entry.ssh}:{host.entry.port or 22}"  # but two machines of one name (two inventories in one
-    with _GUARD:  # process: the test suite's two labs both have an app) hold a session each
-        held_now = _ON_HOSTS.get(key)
+    with _GUARD:  # process: the test suite's two labs both have an app), or two sshds of one host, hold a session
+        held_now = _ON_HOSTS.get(key)  # each, on a file of its own (the next generation: they may share a disk)
         if held_now is not None and held_now[1].poll() is None:
             return held_now[2]
-        generation = 0 if held_now is None else _ON_HOSTS_GENERATIONS.setdefault(key, 0) + 1
-        _ON_HOSTS_GENERATIONS[key] = generation
+        fresh = held_now is None and name not in _ON_HOSTS_GENERATIONS
+        generation = 0 if fresh else _ON_HOSTS_GENERATIONS.get(name, 0) + 1
+        _ON_HOSTS_GENERATIONS[name] = generation
         path = lease_file(host.work_dir, host.name, generation)
         q = shlex.quote(path)
         held_while = shlex.quote(f"echo {LOCKED}; cat > /dev/null; rm -f {q}")  # its file goes as it ends
