@@ -288,10 +288,12 @@ class Builder:
         it holds at least RESUME_MIN_BYTES of tables (else the build folder goes, as after any other failure)."""
         datadir = self.host_server.datadir
         with signals_deferred(), contextlib.suppress(Exception):
-            if self.host_server.process:
-                self.host_server.process.stop(timeout=120)
+            keep = datadir is not None and table_bytes(datadir) >= RESUME_MIN_BYTES
+            if self.host_server.process:  # a clean stop only for a datadir worth keeping: a server stopped while it
+                # runs its init file ignored SIGTERM until the 120 s limit (a Ctrl-C then took two minutes)
+                self.host_server.process.stop(timeout=120 if keep else 5)
                 self.host_server.process = None
-            if datadir is not None and table_bytes(datadir) >= RESUME_MIN_BYTES:
+            if keep:
                 shutil.rmtree(self.partial, ignore_errors=True)
                 datadir.rename(self.partial)
                 self.host_server.datadir = None
