@@ -19,6 +19,15 @@ def test_a_renew_time_reads_back_to_the_microsecond(epoch: float) -> None:
     assert abs(heartbeat.parse_time(heartbeat.micro_time(epoch)) - epoch) < 1e-5
 
 
+def test_a_whole_second_keeps_its_six_digits() -> None:
+    from kubernetes.client import ApiClient, V1Lease
+
+    text = heartbeat.micro_time(1_795_000_000.0)
+    assert text.endswith(".000001Z")  # isoformat() of the client's model would drop ".000000"
+    lease = ApiClient().sanitize_for_serialization(V1Lease.from_dict({"spec": {"renewTime": text}}))
+    assert lease["spec"]["renewTime"].split("T")[1][8] == "."
+
+
 @given(st.one_of(st.none(), st.text(max_size=40), st.integers()))
 def test_a_hostile_time_is_none_or_a_number(value: object) -> None:
     parsed = heartbeat.parse_time(value)

@@ -47,7 +47,11 @@ def server_now(api: Any) -> float:
 
 
 def micro_time(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A MicroTime (six digits after the second, which the API server requires). Never a whole second: the client
+    turns a create's body into its model and back with isoformat(), which drops ".000000", and the API server then
+    refused the Lease (400, seen when the time came from the HTTP Date's whole second)."""
+    moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
+    return (moment if moment.microsecond else moment.replace(microsecond=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(value: Any) -> float | None:
