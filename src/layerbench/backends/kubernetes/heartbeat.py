@@ -115,8 +115,8 @@ def renew(api: Any, ns: str, name: str, offset: float) -> bool:
         client.CoordinationV1Api(api).patch_namespaced_lease(name, ns, body, _request_timeout=cluster.TIMEOUT)
     except ApiException as error:
         return error.status != 404
-    except Exception:
-        return True
+    except Exception:  # the next beat tries again
+        pass
     return True
 
 
@@ -168,6 +168,7 @@ def owner_gone(api: Any, ns: str, token: str, created: Any, now: float) -> tuple
     renewed = parse_time(found.spec.renew_time)
     age = None if renewed is None else max(0.0, now - renewed)
     return age is None or age > STALE, age
+
 
 def stop(api: Any, ns: str) -> None:
     """No more renewals in `ns`, and the Lease deleted (gone already is fine)."""
