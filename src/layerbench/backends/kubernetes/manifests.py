@@ -45,12 +45,13 @@ def labels(campaign: str, label: str, role: str) -> dict[str, str]:
     """What every object of a run carries: `clean` finds it by these. The harness's PID and host tell a `clean` on
     this machine whether its harness lives; `layerbench.owner` (the process's random token) names the Lease a
     `clean` on any other machine reads for that (heartbeat.py)."""
+    from layerbench.backends.kubernetes.heartbeat import OWNER_LABEL
     from layerbench.hosts.lease import harness_id
 
     value = label_value(campaign) or "campaign"
     return {"layerbench": "1", "layerbench.campaign": value, "layerbench.label": dns_name(label),
             "layerbench.role": role, "layerbench.harness": str(os.getpid()), "layerbench.host": host_label(),
-            "layerbench.owner": harness_id()}
+            OWNER_LABEL: harness_id()}
 
 
 def host_label() -> str:
