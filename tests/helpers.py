@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import statistics
 from pathlib import Path
 
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
@@ -130,3 +132,30 @@ class SaidLines:
 
     def run_finished(self, *_: object) -> None:
         pass
+
+
+def paired_ratios(db: Path, variant: str, baseline: str) -> list[float]:
+    """Per round, the variant's TPS over the baseline's of the same round (runs close in time, so the machine's
+    other load, which swings a lot on a shared 2-core machine, weighs on both alike)."""
+    with Store(db) as store:
+        runs = [r for r in store.runs(store.campaign("latest").id) if r.status == "ok" and r.metrics.tps]
+    by_round: dict[int, dict[str, float]] = {}
+    for run in runs:
+        by_round.setdefault(run.round, {})[run.variant] = run.metrics.tps
+    return [r[variant] / r[baseline] for r in by_round.values() if variant in r and baseline in r]
+
+
+OTHER_LOAD_LIMIT = 0.5  # measured here: with other work at 65-95 % of both CPUs, TPS swung 4x between rounds
+                        # whatever the neighbours, and a host hog's runs were faster than the quiet ones
+
+
+def other_load(db: Path, variant: str) -> float:
+    """The median share of the machine's CPU time (both CPUs) that work outside this campaign used in the measured
+    windows of the variant's runs (the sampler's `other`, named with its host when the campaign has `hosts:`; the
+    quiet variant's, as an ssh-placed neighbour on the lab's hosts counts as `other` here)."""
+    with Store(db) as store:
+        runs = [r for r in store.runs(store.campaign("latest").id)
+                if r.status == "ok" and r.facts.usage and r.variant == variant]
+    shares = [sum(v for k, v in r.facts.usage.cpu_seconds.items() if k.split("@")[0] == "other")
+              / (r.facts.usage.window_seconds * len(os.sched_getaffinity(0))) for r in runs]
+    return statistics.median(shares)

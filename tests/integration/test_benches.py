@@ -22,6 +22,7 @@ HEADERS = {
     "copy_rate.py": ["what", "median MiB/s", "all", "of disk write"],
     "fidelity.py": ["round", "layerbench (a) TPS", "hand (b) TPS", "a/b"],
     "hostile_validate.py": ["what", "file", "seconds", "peak MiB"],
+    "neighbour_tps.py": ["variant", "quiet twin", "TPS / twin's (median)", "per round"],
     "report_speed.py": ["step", "median s"],
     "reset.py": ["what", "median s", "all"],
     "quiet_waits.py": ["setting", "runs", "replaced", "campaign s", "waited s", "waited / campaign"],

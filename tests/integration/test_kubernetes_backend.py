@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 from test_host_campaign import campaign_file, run_cli
-from test_neighbours_real import OTHER_LOAD_LIMIT, other_load, paired_ratios
 
-from helpers import interrupt_campaign, stored_rows
+from helpers import OTHER_LOAD_LIMIT, interrupt_campaign, other_load, paired_ratios, stored_rows
 from layerbench.backends.kubernetes import backend as kubernetes
 from layerbench.backends.kubernetes import cluster as kubernetes_cluster
 from layerbench.backends.kubernetes.backend import KubernetesBackend

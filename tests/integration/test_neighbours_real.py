@@ -1,13 +1,13 @@
-"""Neighbours on real stress-ng (docs/neighbours.md): a CPU neighbour on the server's CPU lowers the TPS of a
-host server against the same runs without it (a ratio of medians with a generous margin, never a timing), and a
-SIGKILL of the harness mid-run leaves a neighbour (a host process and a Docker container) that `layerbench clean`
-finds and removes. A CPU neighbour placed in a Docker container (a QoS preset) and one on an ssh: host of the lab
-(scripts/lab-hosts: its app host shares this machine's CPUs) lower the TPS of a pinned host server too; the same
-campaign sends network neighbours across the lab (from a container to an iperf3 peer on app, from app to one here) and
-places a neighbour beside a server on an ssh: host. A database neighbour (its own server and sysbench) is recorded
-with its own TPS and CPU, and outlives a SIGKILL only until `layerbench clean`.
+"""Neighbours on real stress-ng, fio and iperf3 (docs/neighbours.md): each kind runs, is checked and is recorded
+with what it achieved and its own CPU; a CPU neighbour placed in a Docker container (a QoS preset) and one on an ssh:
+host of the lab (scripts/lab-hosts) run where they were asked beside a pinned host server; the same campaign sends
+network neighbours across the lab (from a container to an iperf3 peer on app, from app to one here) and places a
+neighbour beside a server on an ssh: host. A database neighbour (its own server and sysbench) is recorded with its
+own TPS and CPU. A SIGKILL of the harness mid-run leaves neighbours (a host process, a Docker container, a database)
+that `layerbench clean` finds and removes. What a CPU neighbour does to TPS is a performance figure, measured side by
+side in bench/neighbour_tps.py, not here.
 
-Tiny workloads (1 table x 1000 rows, 3-4 s runs). The test looks only at what it created: its own campaign, its own
+Tiny workloads (1 table x 1000 rows, 2-3 s runs). The test looks only at what it created: its own campaign, its own
 run folders and the processes whose command line names them."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -60,37 +59,6 @@ def tps_by_variant(db: Path) -> dict[str, list[float]]:
     return out
 
 
-def test_a_cpu_neighbour_on_the_servers_cpu_lowers_its_tps(tmp_path: Path) -> None:
-    """A hog pinned to the server's CPU lowers its TPS; unpinned hogs lower an unpinned server's TPS and CPU time
-    (4 threads on 2 CPUs)."""
-    variants = [{"name": "pinned", "backend": "host", "cpus": "0", "client_cpus": "1"},
-                {"name": "pinned-noisy", "extends": "pinned", "neighbours": [HOG]},
-                {"name": "free", "backend": "host"},
-                {"name": "free-noisy", "extends": "free",
-                 "neighbours": [{"name": "hogs", "kind": "cpu", "workers": 2, "load": 100}]}]
-    # 4 threads on 2 CPUs: a CPU-bound server (at 1 thread it is latency-bound, and unpinned hogs took its CPU time
-    # but not its TPS: below); measured by hand that day at 4 threads: free-noisy 679 against free 974 TPS
-    done = layerbench("run", str(campaign(tmp_path, "it-neighbours-tps", variants, 4, 3, threads=4)))
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    db = tmp_path / "out" / "layerbench.db"
-    ratios = {"pinned-noisy": paired_ratios(db, "pinned-noisy", "pinned"),
-              "free-noisy": paired_ratios(db, "free-noisy", "free")}
-    print("TPS / quiet twin's, per round:", {v: [round(x, 2) for x in r] for v, r in ratios.items()},
-          "all:", tps_by_variant(db))
-    cpu = {v: server_cpu_per_second(db, v) for v in ("free", "free-noisy")}
-    print("server CPU s/s:", cpu)
-    if other_load(db, "pinned") < OTHER_LOAD_LIMIT:  # else other work decides TPS
-        # per round, not medians of all runs: the rounds' other load weighs on one variant's runs more than the other's
-        assert statistics.median(ratios["pinned-noisy"]) < 0.9, ratios
-        # unpinned, the hogs take the server's CPU time and, with more threads than CPUs, its TPS; at 1 thread the
-        # server was latency-bound and ran as fast or faster beside them (CI, 2026-11-26: TPS / quiet 1.10, 0.98,
-        # 1.93 per round with its CPU seconds at 0.6 of the quiet runs'); docs/neighbours.md
-        assert statistics.median(ratios["free-noisy"]) < 0.9, ratios
-        assert cpu["free-noisy"] < 0.9 * cpu["free"], cpu
-    report = next((tmp_path / "out").glob("*-it-neighbours-tps/report.md")).read_text()
-    assert "## Neighbours" in report and "hog" in report and "CPU per worker" in report
-
-
 def test_the_neighbours_record_cpu_and_io_components(tmp_path: Path) -> None:
     """A CPU, a disk and a database neighbour (its own server and sysbench at 50 transactions per second): each one's
     CPU (and the disk's I/O) its own component, the database's own TPS recorded, its server and datadir gone."""
@@ -111,51 +79,16 @@ def test_the_neighbours_record_cpu_and_io_components(tmp_path: Path) -> None:
     assert run.facts.usage.cpu_seconds["neighbour:db"] > 0
     report = next((tmp_path / "out").glob("*-it-neighbours-record/report.md")).read_text()
     assert "TPS" in report and "of its own sysbench" in report and "neighbour:db" in report
+    assert "## Neighbours" in report and "hog" in report and "CPU per worker" in report
     assert processes_with(str(tmp_path / "out")) == []  # its mariadbd (my.cnf in the run's folder) and sysbench
 
 
-def server_cpu_per_second(db: Path, variant: str) -> float:
-    """The median of the server's CPU seconds per second of measured window over the variant's runs."""
-    with Store(db) as store:
-        runs = [r for r in store.runs(store.campaign("latest").id) if r.status == "ok" and r.facts.usage
-                and r.variant == variant]
-    return statistics.median(r.facts.usage.cpu_seconds.get("server", 0.0) / r.facts.usage.window_seconds
-                             for r in runs)
-
-
-def paired_ratios(db: Path, variant: str, baseline: str) -> list[float]:
-    """Per round, the variant's TPS over the baseline's of the same round (runs close in time, so the machine's
-    other load, which swings a lot on a shared 2-core machine, weighs on both alike)."""
-    with Store(db) as store:
-        runs = [r for r in store.runs(store.campaign("latest").id) if r.status == "ok" and r.metrics.tps]
-    by_round: dict[int, dict[str, float]] = {}
-    for run in runs:
-        by_round.setdefault(run.round, {})[run.variant] = run.metrics.tps
-    return [r[variant] / r[baseline] for r in by_round.values() if variant in r and baseline in r]
-
-
-OTHER_LOAD_LIMIT = 0.5  # measured here: with other work at 65-95 % of both CPUs, TPS swung 4x between rounds
-                        # whatever the neighbours, and a host hog's runs were faster than the quiet ones
-
-
-def other_load(db: Path, variant: str) -> float:
-    """The median share of the machine's CPU time (both CPUs) that work outside this campaign used in the measured
-    windows of the variant's runs (the sampler's `other`, named with its host when the campaign has `hosts:`; the
-    quiet variant's, as an ssh-placed neighbour on the lab's hosts counts as `other` here)."""
-    with Store(db) as store:
-        runs = [r for r in store.runs(store.campaign("latest").id)
-                if r.status == "ok" and r.facts.usage and r.variant == variant]
-    shares = [sum(v for k, v in r.facts.usage.cpu_seconds.items() if k.split("@")[0] == "other")
-              / (r.facts.usage.window_seconds * len(os.sched_getaffinity(0))) for r in runs]
-    return statistics.median(shares)
-
-
-def test_docker_and_ssh_placed_cpu_neighbours_lower_a_pinned_servers_tps(tmp_path: Path, lab_hosts: dict) -> None:
+def test_docker_and_ssh_placed_neighbours_run_where_asked_and_are_recorded(tmp_path: Path, lab_hosts: dict) -> None:
     """A guaranteed container (2 CPUs of weight, cpuset 0: in cgroup v1 a container's workers weigh as one group)
-    and a process on the lab's app host (over SSH, pinned to CPU 0) beside a server pinned on CPU 0: each run's
-    record says where it ran and what it achieved (CPU taken on the server's CPU); both lower the TPS (the median
-    of the per-round ratios, a generous margin) when the machine's other work leaves room to see it; the report
-    shows the placements and the servers' CPU contention, a Docker server's too."""
+    and a process on the lab's app host (over SSH, pinned to CPU 0) beside a server pinned on CPU 0, network
+    neighbours across the lab, and a neighbour beside a server on an ssh: host: each run's record says where each
+    ran and what it achieved (CPU taken on the server's CPU); the report shows the placements and the servers' CPU
+    contention, a Docker server's too. What they do to TPS is bench/neighbour_tps.py's (--hosts for the ssh one)."""
     docker_hog = {"name": "box", "kind": "cpu", "workers": 2, "load": 100, "placement": "docker", "qos": "guaranteed",
                   "resources": {"cpus": 2}, "cpus": "0"}
     ssh_hog = {"name": "far", "kind": "cpu", "workers": 2, "load": 100, "placement": "ssh", "host": "app",
@@ -171,18 +104,10 @@ def test_docker_and_ssh_placed_cpu_neighbours_lower_a_pinned_servers_tps(tmp_pat
                  "neighbours": [{"name": "near", "kind": "cpu", "load": 20, "placement": "ssh", "host": "dbssh"}]},
                 {"name": "boxed-server", "backend": "docker", "qos": "guaranteed", "resources": {"cpus": 1},
                  "cpus": "0", "client_cpus": "1"}]  # a cgroup of its own: its throttling and CPU pressure
-    path = campaign(tmp_path, "it-neighbours-placed", variants, 3, 2, hosts=lab_hosts)
+    path = campaign(tmp_path, "it-neighbours-placed", variants, 2, 1, hosts=lab_hosts)
     done = layerbench("run", str(path))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    db = tmp_path / "out" / "layerbench.db"
-    ratios = {v: paired_ratios(db, v, "pinned") for v in ("docker-noisy", "ssh-noisy")}
-    others = other_load(db, "pinned")
-    print("TPS / pinned's, per round:", {v: [round(x, 2) for x in r] for v, r in ratios.items()},
-          f"other load: {others:.0%} of the machine")
-    if others < OTHER_LOAD_LIMIT:  # else the machine's other work, not the neighbour, decides each run's TPS
-        assert statistics.median(ratios["docker-noisy"]) < 0.9, ratios
-        assert statistics.median(ratios["ssh-noisy"]) < 0.9, ratios
-    with Store(db) as store:
+    with Store(tmp_path / "out" / "layerbench.db") as store:
         runs = {r.variant: r for r in store.runs(store.campaign("latest").id) if r.status == "ok"}
     (box, boxed_wire), (far, far_wire) = (runs["docker-noisy"].facts.neighbours.neighbours,
                                           runs["ssh-noisy"].facts.neighbours.neighbours)
