@@ -40,7 +40,7 @@ def test_a_clear_cost_is_decided_before_max_rounds(tmp_path: Path) -> None:
     # a real, large cost: a buffer pool far below the data, on the core sysbench uses too
     starved = {"name": "starved", "extends": "base", "cpus": "1",
                "server": {"config": {"innodb_buffer_pool_size": "6M"}}}
-    _, analysis = run(tmp_path, "it-adaptive-cost", starved, {"auto": True, "min": 4, "max": 14})
+    _, analysis = run(tmp_path, "it-adaptive-cost", starved, {"auto": True, "min": 3, "max": 14})
     state = analysis.adaptive
     # a failed run (a busy machine) is stored and left out, as always
     assert state is not None, render(report_model(analysis))
