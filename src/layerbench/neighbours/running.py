@@ -215,7 +215,10 @@ class NeighboursRunning:
 
     def _check(self) -> None:
         """Watch every neighbour for PROBE_SECONDS: each must still run; a CPU neighbour's workers are measured
-        against the asked duty cycle (a shortfall is recorded as a warning: the CPUs are shared)."""
+        against the asked duty cycle (a shortfall is recorded as a warning: the CPUs are shared). A run without
+        neighbours has nothing to watch, and does not wait."""
+        if not self.started:
+            return
         before = all_processes()
         time.sleep(PROBE_SECONDS)
         after = all_processes()
