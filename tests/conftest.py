@@ -41,12 +41,36 @@ def artifacts() -> Path:
 K8S_SCRIPT = ROOT / "scripts" / "k8s-local"
 
 
+K8S_USERS = "k8s_cluster"  # the fixture name a module's tests use to get the one-node cluster
+_K8S = {"started": False}  # whether this session started the one-node cluster (and so takes it down)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The modules whose tests use the one-node cluster run one after another (in their usual order, at the place of
+    the first of them), so the cluster is started once per session rather than once per module (10-20 s each). The
+    modules of other clusters (test_k8s_local's, the two-node one) then never run while it is up."""
+    users = {item.module for item in items if K8S_USERS in getattr(item, "fixturenames", ())}
+    if not users:
+        return
+    first = next(i for i, item in enumerate(items) if item.module in users)
+    block = [item for item in items if item.module in users]
+    rest = [item for item in items if item.module not in users]
+    items[:] = rest[:first] + block + rest[first:]
+
+
+def _next_module_uses_the_cluster(request: pytest.FixtureRequest) -> bool:
+    items = request.session.items
+    last = max((i for i, item in enumerate(items) if item.module is request.module), default=len(items))
+    return last + 1 < len(items) and K8S_USERS in getattr(items[last + 1], "fixturenames", ())
+
+
 @pytest.fixture(scope="module")
-def k8s_cluster():
+def k8s_cluster(request: pytest.FixtureRequest):
     """The local Kubernetes (default K8S_LOCAL_DIR) with the static CPU manager policy, for the kubernetes
     backend's tests and examples. Started here when it is not running (a failure to start fails the tests: in
-    CI a missing cluster is not a skip), and stopped again at the end of the module if this fixture started it,
-    so scripts/k8s-local's own test finds the machine free."""
+    CI a missing cluster is not a skip). A cluster this session started stays up from one module to the next that
+    uses it too (pytest_collection_modifyitems puts them together) and is stopped after the last of them, so
+    scripts/k8s-local's own test and the two-node cluster find the machine free."""
     import subprocess
 
     env = {**os.environ, "K8S_LOCAL_CPU_MANAGER_POLICY": "static"}
@@ -56,11 +80,13 @@ def k8s_cluster():
         if up.returncode != 0:  # a half-up cluster holds its ports: take it down so the next test's cluster can start
             subprocess.run([str(K8S_SCRIPT), "down"], env=env, capture_output=True, text=True, timeout=600)
         assert up.returncode == 0, f"scripts/k8s-local up failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
+        _K8S["started"] = True
     try:
         yield
     finally:
-        if not running:
+        if _K8S["started"] and not _next_module_uses_the_cluster(request):
             subprocess.run([str(K8S_SCRIPT), "down"], env=env, capture_output=True, text=True, timeout=600)
+            _K8S["started"] = False
 
 
 LAB_SCRIPT = ROOT / "scripts" / "lab-hosts"
