@@ -189,41 +189,49 @@ def test_the_shipped_role_account_runs_from_inside_and_validate_there_names_a_mi
 
 def test_a_sigkilled_harness_leaves_what_a_clean_on_another_machine_removes_once_its_heartbeat_stops(
         isolated: None) -> None:
-    """SIGKILL of layerbench inside the isolated harness (hostname lbhar-harness) mid-run, its data on a PVC of the
-    CSI class, prepared by Jobs, then `layerbench clean` from this machine, which has
-    another hostname: while the harness's Lease in the run's namespace is fresh, clean leaves the campaign alone;
-    once the Lease is older than heartbeat.STALE, clean removes everything: asserted through the API (namespaces,
-    PVCs, VolumeSnapshots and contents of the campaign)."""
+    """SIGKILL of layerbench inside the isolated harness (hostname lbhar-harness, no sysbench of its own) mid-run,
+    its dataset made in the cluster by Jobs, snapshotted and restored into the run's PVC of the CSI class (reset:
+    snapshot), then `layerbench clean` from this machine, which has another hostname: while the harness's Lease in
+    the run's namespace is fresh, clean leaves the campaign alone; once the Lease is older than heartbeat.STALE,
+    clean removes everything: asserted through the API (namespaces, PVCs, VolumeSnapshots and contents of the
+    campaign, the seed's and the run's)."""
     from kubernetes import client
-    from test_k8s_seed import GROUP, STORAGE_CLASS, ensure_csi_classes
+    from test_k8s_seed import GROUP, SNAPSHOT_CLASS, STORAGE_CLASS, ensure_csi_classes
 
     from layerbench.backends.kubernetes import heartbeat
     from layerbench.hosts.owners import processes_with
 
     ensure_csi_classes()
     name = f"{OWN}-kill"
-    # reset: reprepare (Jobs): a harness without sysbench is still refused `reset: snapshot` by preflight, although
-    # the dataset would be made in the cluster (seed.py) - left for later; the data is on a PVC of the CSI class
+    # reset: snapshot: off a node the dataset is made in the cluster by Jobs (seed.py), so the harness needs no
+    # sysbench of its own; a VolumeSnapshot of the seed, and a pre-provisioned content for the run's namespace
     variant = {"name": "k", "backend": "kubernetes", "client": "job", "kind": "pod", "qos": "burstable",
                "requests": {"cpu": "100m", "memory": "512Mi"}, "storage": "pvc", "storage_class": STORAGE_CLASS,
-               "image": registry_image()}
+               "snapshot_class": SNAPSHOT_CLASS, "image": registry_image()}
     data = {"name": name, "baseline": "k", "output": f"results-{name}", "busy": "keep", "repetitions": 2,
             "estimates_only": True, "variants": [variant],
             "workload": {"tables": 1, "table_size": 100, "threads": 1, "duration": 120, "warmup": 0,
-                         "reset": "reprepare"}}
+                         "reset": "snapshot"}}
     core = _kubernetes_core()
     assert core is not None
     custom = client.CustomObjectsApi(core.api_client)
     selector = f"layerbench.campaign={name}"
 
+    seen: set[str] = set()  # the campaign's namespaces, the seed's and the run's, once seen
+
     def left() -> dict[str, list[str]]:
-        contents = custom.list_cluster_custom_object(GROUP, "v1", "volumesnapshotcontents", label_selector=selector)
+        namespaces = [n.metadata.name for n in core.list_namespace(label_selector=selector).items]
+        seen.update(namespaces)
+        contents = custom.list_cluster_custom_object(GROUP, "v1", "volumesnapshotcontents")["items"]
         snapshots = custom.list_cluster_custom_object(GROUP, "v1", "volumesnapshots", label_selector=selector)
-        return {"namespaces": [n.metadata.name for n in core.list_namespace(label_selector=selector).items],
+        return {"namespaces": namespaces,
                 "pvcs": [c.metadata.name for c in core.list_persistent_volume_claim_for_all_namespaces(
                     label_selector=selector).items],
                 "snapshots": [s["metadata"]["name"] for s in snapshots["items"]],
-                "contents": [c["metadata"]["name"] for c in contents["items"]]}
+                # the run's (labelled) and the seed's (the snapshotter's, named by its snapshot's namespace)
+                "contents": [c["metadata"]["name"] for c in contents
+                             if c["metadata"].get("labels", {}).get("layerbench.campaign") == name
+                             or c["spec"].get("volumeSnapshotRef", {}).get("namespace") in seen]}
 
     def server_running() -> bool:
         return any(p.status.phase == "Running" for p in core.list_pod_for_all_namespaces(
@@ -245,7 +253,7 @@ def test_a_sigkilled_harness_leaves_what_a_clean_on_another_machine_removes_once
             os.kill(pid, 9)
         run.wait(timeout=60)
         before = left()
-        assert before["namespaces"] and before["pvcs"], before
+        assert before["namespaces"] and before["pvcs"] and before["snapshots"] and before["contents"], before
         fresh = run_clean()
         assert left()["namespaces"] == before["namespaces"], fresh  # its heartbeat is fresh: a live harness's
         assert "alone: its harness on lbhar-harness renewed its heartbeat" in fresh, fresh

@@ -35,13 +35,30 @@ def needs(tmp_path: Path, workload: dict[str, Any] | None = None, **variant: Any
     return sysbench_here_for(campaign, Hosts(campaign.hosts))
 
 
-def test_only_jobs_need_no_sysbench_here(tmp_path: Path) -> None:
+def test_only_jobs_need_no_sysbench_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert needs(tmp_path, client="job", reset="reprepare") is None
     assert needs(tmp_path, client="job", reset="none") is None
+    # reset: snapshot made in the cluster by Jobs with the image's sysbench (seed.py): off a node, or namespace-scoped
+    assert needs(tmp_path, client="job", reset="snapshot", namespace="lbtest", snapshot_class="snaps",
+                 storage="pvc", storage_class="csi") is None
+    nodes_at(monkeypatch, "192.0.2.7")  # a node that is another machine (TEST-NET-1: never an address here)
+    assert needs(tmp_path, client="job", reset="snapshot") is None
 
 
-def test_what_needs_sysbench_here_is_named(tmp_path: Path) -> None:
+def nodes_at(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """The variant's cluster answers with one node at `address` (what a real API's list_node gives, shaped)."""
+    from types import SimpleNamespace
+
+    from layerbench.backends.kubernetes import cluster
+
+    node = SimpleNamespace(status=SimpleNamespace(addresses=[SimpleNamespace(type="InternalIP", address=address)]))
+    monkeypatch.setattr(cluster, "api_client", lambda variant: object())
+    monkeypatch.setattr(cluster, "nodes_for", lambda core, variant: [node])
+
+
+def test_what_needs_sysbench_here_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert needs(tmp_path, client="host", reset="reprepare") == "variants.k (its sysbench)"
+    nodes_at(monkeypatch, "127.0.0.1")  # the node is this machine: the snapshot is prepared here, a hostPath reaches it
     assert needs(tmp_path, client="job", reset="snapshot") == \
         "variants.k.reset (its dataset snapshot is prepared here)"
     script = tmp_path / "t.lua"

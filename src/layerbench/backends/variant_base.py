@@ -124,6 +124,11 @@ class VariantBase(Strict):
     def check_server_here(self) -> None:
         """Preflight, first for a server on this machine: refuse a server that is not there or not known."""
 
+    def snapshot_made_here(self) -> bool:
+        """Whether this machine prepares the variant's dataset snapshot (`reset: snapshot`) with its own sysbench;
+        a Kubernetes variant whose datasets are made in its cluster by Jobs does not."""
+        return True
+
     def check_data_room(self, dataset_bytes: int) -> None:
         """Preflight: refuse a variant whose own fixed-size storage cannot hold the largest dataset of the campaign
         (a Kubernetes PVC); most variants have none (their room is the disk space check's)."""

@@ -183,7 +183,8 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
 
 def sysbench_here_for(campaign: Campaign, hosts: Hosts) -> str | None:
     """What runs sysbench on this machine (None: nothing does): a Lua script of the user's (compiled here), a
-    variant whose sysbench runs here (not a Job in a cluster), or a dataset snapshot prepared here."""
+    variant whose sysbench runs here (not a Job in a cluster), or a dataset snapshot prepared here (not made in a
+    cluster by Jobs: VariantBase.snapshot_made_here)."""
     for workload in campaign.workloads:
         if workload.is_lua_path:
             return f"workloads.{workload.name}.test (a Lua script, compiled here by validate)"
@@ -191,7 +192,8 @@ def sysbench_here_for(campaign: Campaign, hosts: Hosts) -> str | None:
         kind = variant.client_kind
         if kind != "job" and (kind != "host" or hosts[client_of(variant)].is_local):
             return f"variants.{variant.name} (its sysbench)"
-        if any(campaign.reset_for(variant, w).method == "snapshot" for w in campaign.workloads):
+        if any(campaign.reset_for(variant, w).method == "snapshot" for w in campaign.workloads) and \
+                variant.snapshot_made_here():
             return f"variants.{variant.name}.reset (its dataset snapshot is prepared here)"
     return None
 

@@ -171,6 +171,23 @@ class KubernetesVariant(ImageVariant):
     def where_the_harness_stands(self) -> KubernetesVariant:
         return resolve_client(self)
 
+    def snapshot_made_here(self) -> bool:
+        """Off a node, or in namespace-scoped mode, the dataset is made in the cluster by Jobs with the image's
+        own sysbench (seed.py), which reads the nodes as here; an API that does not answer counts as off one (the
+        backend's check then names the API)."""
+        from kubernetes import client
+
+        from layerbench.backends.kubernetes.access import readable_403
+        from layerbench.backends.kubernetes.cluster import api_client, node_is_this_machine, nodes_for
+
+        if self.namespace is not None:
+            return False
+        try:
+            with readable_403(f"variants.{self.name}.reset"):
+                return node_is_this_machine(nodes_for(client.CoreV1Api(api_client(self)), self))
+        except PrerequisiteMissing:
+            return False
+
     def check_data_room(self, dataset_bytes: int) -> None:
         if self.claims_volumes and quantity(self.storage_size) < dataset_bytes:
             raise BadInput(f"variants.{self.name}.storage_size: {self.storage_size} is smaller than the dataset "
