@@ -108,7 +108,22 @@ def test_through_a_firewall_that_admits_only_ssh_both_servers_run_over_the_forwa
     assert here.startswith("ssh: this machine's forward 127.0.0.1:"), here
     assert on_db.startswith("on db itself: 127.0.0.1:415"), on_db
     assert "server@dbalias" in runs[3]["resources"]["cpu_seconds"], runs[3]["resources"]["cpu_seconds"]
+    check_transport(runs)
     assert forwards_left(low, high) == []
+
+
+def check_transport(runs: list[dict]) -> None:
+    """The sshd sessions on db that serve this harness (its shared connection, its forward) are their own
+    component, `transport@<db's name>`, beside `other@` (which the busy rule reads): sysbench's bytes through the
+    forward (on app, here, the docker run's) cost them more than the harness's queries alone (sysbench on db)."""
+    transport = []
+    for details in runs:
+        cpu = details["resources"]["cpu_seconds"]
+        host = details["environment"]["placement"]["server_host"]
+        assert f"transport@{host}" in cpu and f"other@{host}" in cpu, cpu
+        transport.append(cpu[f"transport@{host}"])
+    on_app, here, on_db, docker = transport
+    assert min(on_app, here, docker) > on_db >= 0, transport
 
 
 def test_with_the_port_opened_both_servers_run_on_the_direct_path(isolated_lab: dict, tmp_path: Path) -> None:
