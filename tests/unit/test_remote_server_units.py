@@ -286,7 +286,7 @@ def test_a_docker_server_runs_the_hosts_own_mariadb_unless_another_version_is_as
     """RemoteDockerBackend.release: the host's system's MariaDB builds the image there (the new route) unless the
     variant's server.version is another one; then the image built here is sent by save and load (the old route),
     which must be this machine's version (else one line naming both)."""
-    from layerbench.backends.docker.remote import RemoteDockerBackend
+    from layerbench.backends.docker.remote import RemoteDockerBackend, check_version_here
     from layerbench.backends.docker.variant import DockerVariant
     from layerbench.errors import BadInput
     from layerbench.hosts.inventory import HostEntry
@@ -308,10 +308,10 @@ def test_a_docker_server_runs_the_hosts_own_mariadb_unless_another_version_is_as
         pytest.skip("no mariadbd on this machine")
     ours = detect_flavour(command, "here").version
     mine = ".".join(ours.split(".")[:2])
-    backend({"flavour": "mariadb", "version": mine}, host)._check_version_here("variants.d")
+    check_version_here(backend({"flavour": "mariadb", "version": mine}, host).variant, "db", host)
     if mine != "11.8":
         with pytest.raises(BadInput) as error:
-            backend({"flavour": "mariadb", "version": "10.4"}, host)._check_version_here("variants.d")
+            check_version_here(backend({"flavour": "mariadb", "version": "10.4"}, host).variant, "db", host)
         assert str(error.value) == (
             f"variants.d.server.version: MariaDB 10.4 is neither host db's (MariaDB 11.8.3) nor this machine's "
             f"(MariaDB {ours}), whose image would be sent there; use the version of one of them")

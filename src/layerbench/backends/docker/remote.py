@@ -137,6 +137,30 @@ def sent_image_facts(client: Any, tag: str, variant: DockerVariant) -> dict[str,
     return facts
 
 
+def runs_hosts_mariadb(variant: DockerVariant, facts: dict[str, str]) -> bool:
+    """Whether the host's own MariaDB (its release facts: host_image.py) is the server this variant asks for: its
+    system has one, and the variant's server.version, if any, is its version."""
+    theirs = parse_version(facts.get("server", ""))
+    if theirs is None or theirs.name != "mariadb":
+        return False
+    return not variant.server.version or version_matches(variant.server.version, theirs.version)
+
+
+def check_version_here(variant: DockerVariant, host: str, facts: dict[str, str]) -> None:
+    """A `server.version` the host's own MariaDB is not: the image built here runs this machine's, which must be
+    that version (else one line naming both)."""
+    wanted, where = variant.server.version, f"variants.{variant.name}.server.version"
+    if wanted is None or variant.image is not None or variant.mysqld is not None:
+        return
+    command = variant.server_command_here()
+    here = detect_flavour(command, where) if command else None
+    if here is None or here.name != "mariadb" or not version_matches(wanted, here.version):
+        theirs = parse_version(facts.get("server", ""))
+        there, ours = (found.label if found else "no mariadbd" for found in (theirs, here))
+        raise BadInput(f"{where}: MariaDB {wanted} is neither host {host}'s ({there}) nor this machine's ({ours}), "
+                       "whose image would be sent there; use the version of one of them")
+
+
 class RemoteDockerBackend(DockerBackend):
     """DockerBackend with the daemon, ports, files and processes of an ssh: host."""
 
@@ -169,7 +193,7 @@ class RemoteDockerBackend(DockerBackend):
         client = remote_docker_client(self.host)
         check_variant(client, v)
         if v.image is None and self.release() is None:  # the image built here, shipped by save and load (prepare)
-            self._check_version_here(f"variants.{v.name}")
+            check_version_here(v, self.host.name, self._release or {})
             check_shipped_architecture(self.host.name, str(client.info().get("Architecture", "")), where)
         if v.image is None and v.server.config:
             self._check_option_names()
@@ -194,27 +218,7 @@ class RemoteDockerBackend(DockerBackend):
             return None
         if self._release is None:
             self._release = host_facts(self.host)
-        theirs = parse_version(self._release.get("server", ""))
-        if theirs is None or theirs.name != "mariadb":
-            return None
-        if v.server.version and not version_matches(v.server.version, theirs.version):
-            return None  # another MariaDB than the host's is asked for: this machine's, if it is that one
-        return self._release
-
-    def _check_version_here(self, where: str) -> None:
-        """A `server.version` the host's own MariaDB is not: the image built here runs this machine's, which must
-        be that version (else one line naming both)."""
-        wanted = self.variant.server.version
-        if wanted is None or self.variant.image is not None or self.variant.mysqld is not None:
-            return
-        command = self.variant.server_command_here()
-        here = detect_flavour(command, f"{where}.server.version") if command else None
-        if here is None or here.name != "mariadb" or not version_matches(wanted, here.version):
-            theirs = parse_version((self._release or {}).get("server", ""))
-            raise BadInput(f"{where}.server.version: MariaDB {wanted} is neither host {self.host.name}'s "
-                           f"({theirs.label if theirs else 'no mariadbd'}) nor this machine's "
-                           f"({here.label if here else 'no mariadbd'}), whose image would be sent there; use the "
-                           "version of one of them")
+        return self._release if runs_hosts_mariadb(v, self._release) else None
 
     def datasets_on_host(self) -> SnapshotsOnHost | None:
         """With the host's own image, the host's own server prepares and keeps the dataset (backends/host/
