@@ -188,3 +188,27 @@ def test_a_docker_servers_option_names_are_those_of_the_hosts_own_mariadb(isolat
         said = done.stdout + done.stderr
         assert done.returncode == expected, said
     assert ("innodb_adaptive_hash_index_cels: the server (mariadbd on host dbalias) has no such option") in said
+
+
+def test_a_dataset_db_prepares_is_counted_on_db_with_its_df(isolated_lab: dict, tmp_path: Path) -> None:
+    """validate of a host server on db whose dataset no disk holds: refused in one line naming db, its folders and
+    db's own free space (df there), not this machine's (run/diskspace.py check_remote_disk_space)."""
+    low, high = PROBED
+    tag = secrets.token_hex(3)
+    variant = {"name": f"it-h42-disk-{tag}", "backend": "host", "server_host": "db", "client_host": "app"}
+    data = {"name": f"it-h42-disk-{tag}", "baseline": variant["name"], "output": str(tmp_path / "out"),
+            "hosts": lab_hosts(isolated_lab, reach="ssh", ports=f"{low}-{high}"), "variants": [variant],
+            "workload": {**SMALL, "tables": 40, "table_size": 1_000_000_000}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=600)
+    errors = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and len(errors) == 1, done.stdout + done.stderr
+    free = Host("db", HostEntry(**isolated_lab["hosts"]["db"])).shell(
+        "df -Pk /var/tmp/layerbench 2>/dev/null || df -Pk /var/tmp", timeout=60).output
+    assert errors[0].startswith("error: hosts.db: snapshot of default, prepared there (variant it-h42-disk-"), errors
+    assert "needed on host db at /var/tmp/layerbench/datasets and /var/tmp/layerbench (one filesystem), which " \
+           "has " in errors[0] and "Traceback" not in done.stderr, errors
+    said = float(errors[0].split(", which has ")[1].split(" GiB free")[0])
+    assert abs(said - int(free.splitlines()[1].split()[3]) / 2**20) < 2, (said, free)  # db's df, give or take
