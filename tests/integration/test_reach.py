@@ -108,7 +108,22 @@ def test_through_a_firewall_that_admits_only_ssh_both_servers_run_over_the_forwa
     assert here.startswith("ssh: this machine's forward 127.0.0.1:"), here
     assert on_db.startswith("on db itself: 127.0.0.1:415"), on_db
     assert "server@dbalias" in runs[3]["resources"]["cpu_seconds"], runs[3]["resources"]["cpu_seconds"]
+    check_transport(runs)
     assert forwards_left(low, high) == []
+
+
+def check_transport(runs: list[dict]) -> None:
+    """The sshd sessions on db that serve this harness (its shared connection, its forward) are their own
+    component, `transport@<db's name>`, beside `other@` (which the busy rule reads): sysbench's bytes through the
+    forward (on app, here, the docker run's) cost them more than the harness's queries alone (sysbench on db)."""
+    transport = []
+    for details in runs:
+        cpu = details["resources"]["cpu_seconds"]
+        host = details["environment"]["placement"]["server_host"]
+        assert f"transport@{host}" in cpu and f"other@{host}" in cpu, cpu
+        transport.append(cpu[f"transport@{host}"])
+    on_app, here, on_db, docker = transport
+    assert min(on_app, here, docker) > on_db >= 0, transport
 
 
 def test_with_the_port_opened_both_servers_run_on_the_direct_path(isolated_lab: dict, tmp_path: Path) -> None:
@@ -173,3 +188,27 @@ def test_a_docker_servers_option_names_are_those_of_the_hosts_own_mariadb(isolat
         said = done.stdout + done.stderr
         assert done.returncode == expected, said
     assert ("innodb_adaptive_hash_index_cels: the server (mariadbd on host dbalias) has no such option") in said
+
+
+def test_a_dataset_db_prepares_is_counted_on_db_with_its_df(isolated_lab: dict, tmp_path: Path) -> None:
+    """validate of a host server on db whose dataset no disk holds: refused in one line naming db, its folders and
+    db's own free space (df there), not this machine's (run/diskspace.py check_remote_disk_space)."""
+    low, high = PROBED
+    tag = secrets.token_hex(3)
+    variant = {"name": f"it-h42-disk-{tag}", "backend": "host", "server_host": "db", "client_host": "app"}
+    data = {"name": f"it-h42-disk-{tag}", "baseline": variant["name"], "output": str(tmp_path / "out"),
+            "hosts": lab_hosts(isolated_lab, reach="ssh", ports=f"{low}-{high}"), "variants": [variant],
+            "workload": {**SMALL, "tables": 40, "table_size": 1_000_000_000}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    done = subprocess.run([sys.executable, "-m", "layerbench", "validate", str(path)], capture_output=True,
+                          text=True, timeout=600)
+    errors = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and len(errors) == 1, done.stdout + done.stderr
+    free = Host("db", HostEntry(**isolated_lab["hosts"]["db"])).shell(
+        "df -Pk /var/tmp/layerbench 2>/dev/null || df -Pk /var/tmp", timeout=60).output
+    assert errors[0].startswith("error: hosts.db: snapshot of default, prepared there (variant it-h42-disk-"), errors
+    assert "needed on host db at /var/tmp/layerbench/datasets and /var/tmp/layerbench (one filesystem), which " \
+           "has " in errors[0] and "Traceback" not in done.stderr, errors
+    said = float(errors[0].split(", which has ")[1].split(" GiB free")[0])
+    assert abs(said - int(free.splitlines()[1].split()[3]) / 2**20) < 2, (said, free)  # db's df, give or take

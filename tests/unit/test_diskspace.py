@@ -13,7 +13,15 @@ import pytest
 from layerbench.backends.docker.daemon import docker_root
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import BadInput
-from layerbench.run.diskspace import BYTES_PER_ROW, DATADIR_OVERHEAD, check_disk_space, dataset_bytes
+from layerbench.hosts.inventory import Hosts
+from layerbench.run.diskspace import (
+    BYTES_PER_ROW,
+    DATADIR_OVERHEAD,
+    check_disk_space,
+    check_remote_disk_space,
+    dataset_bytes,
+    remote_placements,
+)
 
 HUGE = {"tables": 40, "table_size": 1_000_000_000}  # 10 TB estimated: no disk here holds it
 
@@ -95,3 +103,53 @@ def test_a_host_variant_on_an_ssh_host_keeps_no_snapshot_here(dirs: Path) -> Non
     with pytest.raises(BadInput) as error:
         check_disk_space(parse_campaign(data))
     assert "snapshot of default (variant near)" in str(error.value) and "far" not in str(error.value)
+
+
+def test_each_dataset_is_placed_where_it_is_written(dirs: Path) -> None:
+    """A host variant on db2 (its host prepares the snapshot) and a docker variant there whose image is sent from
+    here (its snapshot shipped): db2's datasets folder holds both snapshots, its work_dir the run copies; this
+    machine holds the shipped one only, and nothing of a variant whose host prepares it (`on_host`)."""
+    hosts = {"db2": {"ssh": "root@192.0.2.7", "work_dir": "/srv/lb"}}
+    data = {"name": "disk", "baseline": "far", "hosts": hosts, "workload": HUGE,
+            "variants": [{"name": "far", "backend": "host", "server_host": "db2"},
+                         {"name": "box", "backend": "docker", "server_host": "db2", "storage": "bind",
+                          "data_dir": "/data/lb"}]}
+    parsed = parse_campaign(data)
+    placed = remote_placements(parsed, Hosts(parsed.hosts), frozenset({"far"}))
+    assert {(p.host, p.folder, p.kind, p.what) for p in placed} == {
+        ("db2", "/srv/lb/datasets", "kept", "snapshot of default, prepared there (variant far)"),
+        ("db2", "/srv/lb/datasets", "kept", "snapshot of default, shipped from here (variant box)"),
+        ("db2", "/srv/lb", "runs", "working copy of variant far (default)"),
+        ("db2", "/data/lb", "runs", "working copy of variant box (default)")}
+    with pytest.raises(BadInput) as error:
+        check_disk_space(parsed, frozenset({"far"}))
+    assert "(variant box)" in str(error.value) and "far" not in str(error.value)
+    check_disk_space(parsed, frozenset({"far", "box"}))  # a docker variant whose host builds its image: none here
+
+
+def test_the_hosts_refusal_is_one_line_naming_the_host_the_path_the_need_and_the_free_space(dirs: Path) -> None:
+    """Two folders of one filesystem there (df's mount point) add up; another filesystem is checked alone."""
+    hosts = {"db2": {"ssh": "root@192.0.2.7"}}
+    small = {"tables": 1, "table_size": 1000}
+    data = {"name": "disk", "baseline": "far", "hosts": hosts, "workload": small,
+            "variants": [{"name": "far", "backend": "host", "server_host": "db2"},
+                         {"name": "box", "backend": "host", "server_host": "db2", "data_dir": "/data/lb"}]}
+    parsed, asked = parse_campaign(data), []
+    size = small["tables"] * small["table_size"] * BYTES_PER_ROW + DATADIR_OVERHEAD
+
+    def df(host: Any, folder: str) -> tuple[int, str]:
+        asked.append((host.name, folder))
+        return (size * 2, "/") if folder.startswith("/var/tmp") else (size * 5, "/data")
+
+    check_remote_disk_space(parsed, frozenset({"far", "box"}), df)  # one snapshot + one copy: 2 x size fit on /
+    assert sorted(asked) == [("db2", "/data/lb"), ("db2", "/var/tmp/layerbench"),
+                             ("db2", "/var/tmp/layerbench/datasets")]
+    data["variants"][1].pop("data_dir")
+    with pytest.raises(BadInput) as error:  # now both copies on /: the larger one counts, still 2 x size
+        check_remote_disk_space(parse_campaign(data), frozenset({"far", "box"}), lambda h, f: (size * 2 - 1, "/"))
+    message = str(error.value)
+    assert "\n" not in message and message.startswith("hosts.db2: snapshot of default, prepared there (variants far, "
+                                                      "box) ")
+    assert re.search(r" = \S+ GiB needed on host db2 at /var/tmp/layerbench/datasets and /var/tmp/layerbench \(one "
+                     r"filesystem\), which has \S+ GiB free; ", message), message
+    check_remote_disk_space(parse_campaign(data), frozenset(), lambda h, f: None)  # df said nothing: not checked

@@ -280,3 +280,49 @@ def test_a_docker_servers_option_names_are_checked_here_only_for_a_server_here()
     variant = DockerVariant(name="d", backend="docker", server={"config": {"innodb_buffer_pool_size": "1G"}})
     assert variant.checks_options_here(local=True) and not variant.checks_options_here(local=False)
     assert not DockerVariant(name="i", backend="docker", image="mariadb:11").checks_options_here(local=True)
+
+
+def test_a_docker_server_runs_the_hosts_own_mariadb_unless_another_version_is_asked_for() -> None:
+    """RemoteDockerBackend.release: the host's system's MariaDB builds the image there (the new route) unless the
+    variant's server.version is another one; then the image built here is sent by save and load (the old route),
+    which must be this machine's version (else one line naming both)."""
+    from layerbench.backends.docker.remote import RemoteDockerBackend, check_version_here
+    from layerbench.backends.docker.variant import DockerVariant
+    from layerbench.errors import BadInput
+    from layerbench.hosts.inventory import HostEntry
+    from layerbench.server.flavour import detect_flavour
+
+    def backend(server: dict, facts: dict) -> RemoteDockerBackend:
+        made = RemoteDockerBackend(DockerVariant(name="d", backend="docker", server_host="db", server=server),
+                                   Host("db", HostEntry(ssh="db")))
+        made._release = facts
+        return made
+
+    host = {"os": "debian 13 trixie", "server": "mariadbd  Ver 11.8.3-MariaDB-0+deb13u1 for debian-linux-gnu"}
+    assert backend({}, host).release() == host
+    assert backend({"flavour": "mariadb", "version": "11.8"}, host).release() == host
+    assert backend({"flavour": "mariadb", "version": "10.11"}, host).release() is None  # sent from here
+    assert backend({}, {"os": "debian 13 trixie", "server": ""}).release() is None  # no mariadbd there
+    command = DockerVariant(name="d", backend="docker").server_command_here()
+    if command is None:
+        pytest.skip("no mariadbd on this machine")
+    ours = detect_flavour(command, "here").version
+    mine = ".".join(ours.split(".")[:2])
+    check_version_here(backend({"flavour": "mariadb", "version": mine}, host).variant, "db", host)
+    if mine != "11.8":
+        with pytest.raises(BadInput) as error:
+            check_version_here(backend({"flavour": "mariadb", "version": "10.4"}, host).variant, "db", host)
+        assert str(error.value) == (
+            f"variants.d.server.version: MariaDB 10.4 is neither host db's (MariaDB 11.8.3) nor this machine's "
+            f"(MariaDB {ours}), whose image would be sent there; use the version of one of them")
+
+
+def test_the_sent_images_own_architecture_is_checked_against_the_hosts_daemon() -> None:
+    """Once built, the image's own Architecture (not only this machine's) must be the daemon's."""
+    from layerbench.backends.docker.remote import check_shipped_architecture
+    from layerbench.errors import BadInput
+
+    check_shipped_architecture("db", "x86_64", "variants.d.server_host", "amd64")
+    with pytest.raises(BadInput, match=r"^variants.d.server_host: the image built here .* is built for arm64, but "
+                                       r"the Docker daemon of host db \(amd64\) is not; "):
+        check_shipped_architecture("db", "x86_64", "variants.d.server_host", "arm64")

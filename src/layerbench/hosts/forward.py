@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layerbench.errors import RunFailed
-from layerbench.hosts import procs
+from layerbench.hosts import procfs, procs
 from layerbench.hosts.inventory import Host
 from layerbench.hosts.machine import free_port
 
@@ -47,19 +47,38 @@ def forward_command(host: Host, spec: list[str]) -> list[str]:
             *kept, *spec, *options[cut:]]
 
 
-@dataclass
+@dataclass(eq=False)
 class Forward:
-    """One forward's process and what it carries: `port` is where its listening end accepts connections."""
+    """One forward's process and what it carries: `port` is where its listening end accepts connections; `host`
+    the host its SSH connection goes to (a local forward's, for source_ports)."""
 
     process: procs.ManagedProcess
     port: int
     text: str  # the path in words, for the run's record
+    host: str = ""
 
     def alive(self) -> bool:
         return self.process.alive()
 
     def close(self) -> None:
+        LIVE.discard(self)
         self.process.stop(timeout=10)
+
+
+LIVE: set[Forward] = set()  # this process's local forwards until they are closed
+
+
+def source_ports(host: str) -> set[int]:
+    """The source ports of this machine's open SSH connections that carry a live local forward to `host`: the
+    peer port its sshd sees for them, by which measure/remote_cpu.py tells the sshd sessions that carry this
+    harness's forwards there (`transport@<host>`) from the host's other load. None through a ProxyJump or a
+    ProxyCommand (ssh then talks to a pipe, and the host sees the bastion's port)."""
+    mine = [forward for forward in list(LIVE) if forward.host == host and forward.alive()]
+    if not mine:
+        return set()
+    table = procfs.parse_tcp_connections(procfs.tcp_sockets())
+    return {table[inode][1] for forward in mine for inode in procfs.socket_inodes(forward.process.pid)
+            if inode in table}
 
 
 def local_forward(host: Host, address: str, port: int, log_dir: Path | None) -> Forward:
@@ -68,7 +87,8 @@ def local_forward(host: Host, address: str, port: int, log_dir: Path | None) -> 
     spec = ["-L", f"127.0.0.1:{here}:{address}:{port}"]
     process = procs.start(f"ssh forward to {host.name}", forward_command(host, spec),
                           log_path=log_dir / f"forward-{host.name}-{here}.log" if log_dir else None)
-    forward = Forward(process, here, f"ssh -L 127.0.0.1:{here} here -> {address}:{port} on {host.name}")
+    forward = Forward(process, here, f"ssh -L 127.0.0.1:{here} here -> {address}:{port} on {host.name}", host.name)
+    LIVE.add(forward)
     _wait(forward, lambda: _accepts(here), host)
     return forward
 

@@ -7,6 +7,7 @@ Parsing is pure; reading is kept to the few functions under "reading"."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -132,6 +133,23 @@ def tcp_sockets() -> str:
     return "".join(read_whole(table) or "" for table in ("/proc/net/tcp", "/proc/net/tcp6"))
 
 
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of a process's open sockets here (its /proc/<pid>/fd links `socket:[N]`); none when it is gone."""
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return set()
+    out = set()
+    for name in names:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{name}")
+        except OSError:
+            continue
+        if found := re.fullmatch(r"socket:\[([0-9]{1,20})\]", link):
+            out.add(int(found.group(1)))
+    return out
+
+
 def pids() -> list[int]:
     """Every process's PID now."""
     try:
@@ -165,6 +183,45 @@ def parse_namespace_lines(text: str) -> dict[int, str]:
         found = re.fullmatch(r"/proc/([0-9]{1,10})/ns/net", parts[1])
         if found:
             out[int(found.group(1))] = parts[2]
+    return out
+
+
+def parse_socket_lines(text: str) -> dict[int, set[int]]:
+    """`S /proc/<pid>/fd/<n> socket:[<inode>]` lines (find -printf over a host's processes' descriptors) ->
+    {pid: its socket inodes}; other and malformed lines are skipped."""
+    out: dict[int, set[int]] = {}
+    for line in text.splitlines():
+        found = re.fullmatch(r"S /proc/([0-9]{1,10})/fd/[0-9]{1,10} socket:\[([0-9]{1,20})\]", line.strip())
+        if found:
+            out.setdefault(int(found.group(1)), set()).add(int(found.group(2)))
+    return out
+
+
+def hex_address(text: str) -> str:
+    """An address of /proc/net/tcp (IPv4: 8 hex digits of a little-endian word; IPv6: four such words) as text,
+    an IPv4-mapped IPv6 address as its IPv4 form (how SSH_CONNECTION names a client of a dual-stack sshd)."""
+    raw = bytes.fromhex(text)
+    if len(raw) == 4:
+        return str(ipaddress.IPv4Address(raw[::-1]))
+    if len(raw) != 16:
+        raise ValueError(f"not an address of /proc/net/tcp: {text[:40]}")
+    six = ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+    return str(six.ipv4_mapped or six)
+
+
+def parse_tcp_connections(text: str) -> dict[int, tuple[str, int, str, int]]:
+    """The rows of /proc/net/tcp and tcp6 (the header lines and malformed rows are skipped) -> {socket inode:
+    (local address, local port, remote address, remote port)}."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 10 or not parts[9].isdigit() or parts[9] == "0":
+            continue
+        try:
+            (here, here_port), (there, there_port) = (part.split(":") for part in parts[1:3])
+            out[int(parts[9])] = (hex_address(here), int(here_port, 16), hex_address(there), int(there_port, 16))
+        except ValueError:
+            continue
     return out
 
 

@@ -3,7 +3,9 @@ uptime, /proc/stat `cpu` line (steal included), CPU pressure (/proc/pressure/cpu
 /proc/<pid>/stat; it runs at the start and at the end of the
 window (two SSH round trips over the shared connection, no thread, nothing left on the host). The CPU seconds
 of each component (the backend's PIDs on that host and their descendants), `other` and `idle` come from the two
-readings with hosts/procfs.py's parsers, so a remote server is accounted like a local one.
+readings with hosts/procfs.py's parsers, so a remote server is accounted like a local one. The sshd sessions
+that serve this harness there (the shared connection that runs the script, and the connections of its SSH forwards,
+whose CPU grows with the traffic they carry) are `transport@<host>`, not the host's `other`.
 
 io_reading() does the same for the I/O window of measure/io.py: one script prints every process's stat line and
 its /proc/<pid>/io (shell builtins only, no process started per PID), read at the window's two marks; the
@@ -24,7 +26,9 @@ from layerbench.hosts.procfs import (
     parse_machine_stat,
     parse_namespace_lines,
     parse_proc_stat_line,
+    parse_socket_lines,
     parse_steal,
+    parse_tcp_connections,
 )
 from layerbench.measure.cpu import QuietLoad, top_processes
 from layerbench.measure.io import Procs, parse_proc_io
@@ -45,8 +49,16 @@ else
     [ -n "$u" ] && echo "CG ${u}000 $c";; esac
 fi
 """
+# The harness's own SSH sessions there (`transport@<host>`): this connection's peer (SSH_CONNECTION), the script's
+# PID (its sshd session is its nearest sshd ancestor), and the sockets of every sshd process (find -printf, one
+# process per sshd) with the host's TCP table, where the sessions carrying this harness's forwards are those whose
+# peer is one of the forwards' source ports here (hosts/forward.py source_ports).
+TRANSPORT = (' echo "CONN $SSH_CONNECTION"; echo "SELF $$"; '
+             'for d in /proc/[0-9]*; do read -r c < "$d/comm" 2>/dev/null || continue; '
+             'case $c in sshd*) find "$d/fd" -lname "socket:*" -printf "S %p %l\\n" 2>/dev/null;; esac; '
+             'done; sed "s/^/T /" /proc/net/tcp /proc/net/tcp6 2>/dev/null; true')
 SCRIPT = (CLOCK + CGROUP + 'grep "^cpu " /proc/stat; sed "s/^/PSI /" /proc/pressure/cpu 2>/dev/null; '
-          'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true')
+          'for f in /proc/[0-9]*/stat; do read -r l < "$f" 2>/dev/null && echo "P $l"; done; true;' + TRANSPORT)
 NAMESPACES = "; find /proc/[0-9]*/ns/net -maxdepth 0 -printf 'N %p %l\\n' 2>/dev/null; true"  # one process
 
 
@@ -66,6 +78,10 @@ class Reading:
     namespaces: dict[int, str] = field(default_factory=dict)  # pid -> network namespace (with NAMESPACES)
     pressure: dict[str, int] = field(default_factory=dict)  # the host's CPU pressure (PSI) counters, microseconds
     cgroup: tuple[int, str] | None = None  # the host's own cgroup (CPU nanoseconds, path), when its init is in one
+    connection: tuple[str, int, int] | None = None  # SSH_CONNECTION: the harness's address and port, sshd's port
+    script: int | None = None  # the script's PID
+    sockets: dict[int, set[int]] = field(default_factory=dict)  # an sshd process -> its socket inodes
+    tcp: dict[int, tuple[str, int, str, int]] = field(default_factory=dict)  # the host's TCP table by inode
 
 
 def parse_reading(text: str) -> Reading:
@@ -75,6 +91,8 @@ def parse_reading(text: str) -> Reading:
         reading.machine = parse_machine_stat(text)
         reading.steal = parse_steal(text)
     reading.namespaces = parse_namespace_lines(text)
+    reading.sockets = parse_socket_lines(text)
+    reading.tcp = parse_tcp_connections("\n".join(line[2:] for line in text.splitlines() if line.startswith("T ")))
     reading.pressure = parse_pressure("\n".join(line[4:] for line in text.splitlines() if line.startswith("PSI ")))
     for line in text.splitlines():
         key, _, rest = line.partition(" ")
@@ -83,6 +101,11 @@ def parse_reading(text: str) -> Reading:
                 reading.tick = int(rest)
             elif key == "UPTIME":
                 reading.uptime_ticks = int(float(rest) * reading.tick)
+            elif key == "CONN" and len(rest.split()) == 4:
+                there, port, _, sshd_port = rest.split()
+                reading.connection = (there, int(port), int(sshd_port))
+            elif key == "SELF":
+                reading.script = int(rest)
             elif key == "CG":
                 used, _, path = rest.partition(" ")
                 reading.cgroup = (int(used), path.strip()) if int(used) >= 0 and path.startswith("/") else None
@@ -92,15 +115,20 @@ def parse_reading(text: str) -> Reading:
     return reading
 
 
-def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]) -> dict[str, float]:
+def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]],
+                      exact: dict[str, list[int]] | None = None) -> dict[str, float]:
     """CPU seconds per component between two readings, plus `other` (the rest of the busy time) and `idle`. The
-    busy time is the host's cgroup's when its init runs in one (CGROUP), else its /proc/stat's.
-    A process born after the first reading counts from zero; a PID reused in between is not mixed up."""
+    busy time is the host's cgroup's when its init runs in one (CGROUP), else its /proc/stat's. A root counts
+    with its descendants; an `exact` one (the harness's sshd sessions, whose children include what the harness
+    runs there) alone. A process born after the first reading counts from zero; a PID reused in between is not
+    mixed up; a process is counted under the first component that holds it."""
     tick, out = last.tick, {}
     seen: set[int] = set()
-    for name, pids in roots.items():
+    wanted = [(name, descendants(list(pids), last.procs)) for name, pids in roots.items()]
+    wanted += [(name, {pid for pid in pids if pid in last.procs}) for name, pids in (exact or {}).items()]
+    for name, pids in wanted:
         ticks = 0
-        for pid in descendants(list(pids), last.procs) - seen:
+        for pid in pids - seen:
             seen.add(pid)
             stat, before = last.procs[pid], first.procs.get(pid)
             same = before is not None and before.start == stat.start
@@ -112,6 +140,34 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
         busy = max(0, last.cgroup[0] - first.cgroup[0]) / 1e9  # the host's own, not its kernel's other tenants'
     out["other"] = max(0.0, busy - sum(out.values()))
     out["idle"] = max(0, last.machine[1] - first.machine[1]) / tick
+    return out
+
+
+def is_sshd(stat: ProcStat | None) -> bool:
+    return stat is not None and stat.name.startswith("sshd")  # sshd, sshd-session (OpenSSH 9.8+), sshd-auth
+
+
+def harness_sessions(reading: Reading, ports: set[int]) -> set[int]:
+    """The sshd processes on the host that serve this harness's SSH connections: the session that ran the
+    reading's script (its nearest sshd ancestor: the campaign's shared connection), and those holding a TCP
+    connection from the harness's address (SSH_CONNECTION's) and one of `ports` (its forwards' source ports) to
+    that sshd's port; each with its sshd ancestors but the listener (an sshd whose parent is not one). Another
+    client's session, from another port or address, is never one; nothing without SSH_CONNECTION."""
+    if reading.connection is None:
+        return set()
+    there, port, sshd_port = reading.connection
+    peers = {(there, p) for p in {port, *ports}}
+    found = {pid for pid, inodes in reading.sockets.items()
+             if any((t := reading.tcp.get(inode)) and t[1] == sshd_port and (t[2], t[3]) in peers for inode in inodes)}
+    pid = reading.procs[reading.script].ppid if reading.script in reading.procs else 0
+    while pid in reading.procs and not is_sshd(reading.procs[pid]):
+        pid = reading.procs[pid].ppid
+    found |= {pid} if pid in reading.procs else set()
+    out = set()
+    for pid in found:
+        while is_sshd(reading.procs.get(pid)) and is_sshd(reading.procs.get(reading.procs[pid].ppid)):
+            out.add(pid)
+            pid = reading.procs[pid].ppid
     return out
 
 
@@ -154,25 +210,34 @@ class RemoteCpuWindow:
     """start() and stop() around the measured window; result() the CPU seconds per component on the host, top()
     its busiest processes outside them, steal_seconds() its hypervisor steal. `sharers`: other hosts of the
     campaign on this host's kernel -> their network namespace (hosts/remote.py:kernel_sharers); their processes
-    are counted as `other@<host>`, not as this host's `other`."""
+    are counted as `other@<host>`, not as this host's `other`. The sshd sessions there that serve this harness
+    (its shared connection, and its forwards' connections: `forward_ports`, hosts/forward.py source_ports) are
+    `transport@<host>`: the harness's own transport, which a busy rule of the host's other load does not count."""
 
     def __init__(self, host: Host, components: Callable[[], dict[str, list[int]]],
-                 sharers: dict[str, str] | None = None) -> None:
+                 sharers: dict[str, str] | None = None,
+                 forward_ports: Callable[[], set[int]] | None = None) -> None:
         self.host, self.components, self.sharers = host, components, dict(sharers or {})
+        self.forward_ports = forward_ports or (lambda: set())
         self.first: Reading | None = None
         self.last: Reading | None = None
         self.error: str | None = None
+        self.sessions: set[int] = set()
 
     def _read(self) -> Reading | None:
         script = SCRIPT + (NAMESPACES if self.sharers else "")
+        ports = self.forward_ports()
         try:
             done = self.host.shell(script, name=f"cpu on {self.host.name}", timeout=30)
         except RunFailed as error:
             self.error = str(error)
             return None
-        return parse_reading(done.output)
+        reading = parse_reading(done.output)
+        self.sessions |= harness_sessions(reading, ports)
+        return reading
 
     def start(self) -> None:
+        self.sessions = set()
         self.first = self._read()
 
     def stop(self) -> None:
@@ -186,16 +251,21 @@ class RemoteCpuWindow:
                 found[f"other@{name}"] = [pid for pid, ns in self.last.namespaces.items() if ns == namespace]
         return found
 
+    def transport(self) -> dict[str, list[int]]:
+        """The harness's sshd sessions on the host, each counted alone (not its children)."""
+        return {f"transport@{self.host.name}": sorted(self.sessions)}
+
     def result(self) -> dict[str, float]:
         if self.first is None or self.last is None:
             return {}
-        return component_seconds(self.first, self.last, self.roots())
+        return component_seconds(self.first, self.last, self.roots(), self.transport())
 
     def top(self) -> tuple[TopProcess, ...]:
         """The host's busiest processes outside the components (and outside the sharing hosts')."""
         if self.first is None or self.last is None:
             return ()
         counted = {pid for pids in self.roots().values() for pid in descendants(list(pids), self.last.procs)}
+        counted |= self.sessions
         return top_processes(self.first.procs, self.last.procs, counted)
 
     def pressure(self) -> dict[str, dict[str, float]]:

@@ -5,13 +5,19 @@ Per run: each variant's copy (a working copy, a Docker volume's host folder, a c
 data root, a VM's overlay); a campaign runs one at a time, so the largest on each filesystem counts. A copy counts in
 full, except a working copy that will be a reflink clone (its folder and the snapshots share a filesystem where a
 probe file clones): its blocks are the snapshot's until a page is written, so it counts what a run can rewrite,
-its seconds at CLONE_GROWTH_RATE (at most the dataset). What is cached already costs nothing."""
+its seconds at CLONE_GROWTH_RATE (at most the dataset). What is cached already costs nothing.
+
+Each dataset's bytes are placed where they will be written: a snapshot that a server's ssh: host prepares with its
+own server (`on_host`: the variants whose backend keeps its datasets there, backends' datasets_on_host) needs no
+room here; check_remote_disk_space counts, per ssh: host and filesystem (its `df` there), the snapshots written in
+its `<work_dir>/datasets` (prepared there, or shipped from here) and its largest run's copy."""
 
 from __future__ import annotations
 
 import math
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +26,7 @@ from layerbench.backends.variant_base import VariantBase
 from layerbench.campaign.models import Campaign
 from layerbench.campaign.workload import Workload
 from layerbench.errors import BadInput, LayerbenchError
-from layerbench.hosts.inventory import Hosts
+from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import server_of
 from layerbench.vocabulary.sizes import byte_text
 
@@ -53,13 +59,22 @@ class Room:
         return self.kept + ([(f"the largest run's {largest[0]}", largest[1])] if largest else [])
 
 
-def check_disk_space(campaign: Campaign) -> None:
+def prepared_on_host(campaign: Campaign, hosts: Hosts) -> frozenset[str]:
+    """The variants whose ssh: host prepares and keeps their snapshots, as far as the variant says without asking
+    the host (a host variant's: dataset_on_server_host); preflight knows it from the backends (datasets_on_host:
+    a docker variant's too, when that host's system has its MariaDB)."""
+    return frozenset(v.name for v in campaign.variants
+                     if v.dataset_on_server_host and not hosts[server_of(v)].is_local)
+
+
+def check_disk_space(campaign: Campaign, on_host: frozenset[str] | None = None) -> None:
     """Room, said before: on every filesystem, what the plan keeps plus its largest run's copy fit in the free
-    space. Refuses in one line with each item (which variant needs what) and the numbers otherwise."""
+    space. Refuses in one line with each item (which variant needs what) and the numbers otherwise. `on_host`:
+    the variants whose snapshots their ssh: host prepares (prepared_on_host when not given)."""
     rooms: dict[int, Room] = {}
     hosts = Hosts(campaign.hosts)
     local = [v for v in campaign.variants if v.owns_server and hosts[server_of(v)].is_local]
-    add_snapshots(campaign, local, rooms, hosts)
+    add_snapshots(campaign, local, rooms, prepared_on_host(campaign, hosts) if on_host is None else on_host)
     add_run_copies(campaign, local, rooms)
     for room in rooms.values():
         items = room.items()
@@ -71,15 +86,16 @@ def check_disk_space(campaign: Campaign) -> None:
                            "data elsewhere (LAYERBENCH_DATA_DIR, a variant's data_dir)")
 
 
-def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room], hosts: Hosts) -> None:
+def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room], on_host: frozenset[str]
+                  ) -> None:
     """Each snapshot the plan restores that is not cached, and what a variant keeps beside it (a VM's base); not
-    the snapshots an ssh: host prepares and keeps itself (a host variant's there)."""
+    the snapshots an ssh: host prepares and keeps itself (the variants in `on_host`)."""
     from layerbench.hosts.workdirs import datasets_dir
 
     where = existing_parent(datasets_dir())
     for workload in campaign.workloads:
         for key, users in snapshot_users(campaign, workload).items():
-            variants = [v for v in users if not (v.dataset_on_server_host and not hosts[server_of(v)].is_local)]
+            variants = [v for v in users if v.name not in on_host]
             if not variants:
                 continue
             size, page = variant_dataset_bytes(variants[0], workload), page_words(variants[0])
@@ -225,3 +241,83 @@ def existing_parent(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent
     return path
+
+
+# --- on the ssh: hosts ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Bytes a run or a snapshot writes on an ssh: host, in `folder` there."""
+
+    host: str
+    folder: str
+    kind: str  # "kept" (all at once) or "runs" (the largest at a time)
+    what: str
+    size: int
+
+
+def remote_placements(campaign: Campaign, hosts: Hosts, on_host: frozenset[str]) -> list[Placed]:
+    """What each ssh: host that runs a server writes: each snapshot in `<work_dir>/datasets` (one per workload and
+    page size, prepared there for a variant in `on_host`, else shipped from here), and each variant's run copy in
+    its data_dir there, else the work_dir."""
+    kept: dict[tuple[str, str, str], list[str]] = {}
+    out: list[Placed] = []
+    for variant in campaign.variants:
+        host = hosts[server_of(variant)]
+        if host.is_local or not variant.owns_server:
+            continue
+        for workload in campaign.workloads:
+            method, size = campaign.reset_for(variant, workload).method, variant_dataset_bytes(variant, workload)
+            if method == "snapshot":
+                how = "prepared there" if variant.name in on_host else "shipped from here"
+                kept.setdefault((host.name, f"snapshot of {workload.name}{page_words(variant)}, {how}",
+                                 str(size)), []).append(variant.name)
+            if method != "none":
+                out.append(Placed(host.name, variant.data_dir or host.work_dir, "runs",
+                                  f"working copy of variant {variant.name} ({workload.name})", size))
+    snapshots = [Placed(name, f"{hosts[name].work_dir.rstrip('/')}/datasets", "kept",
+                        f"{what} ({'variant' + 's' * (len(users) > 1)} {', '.join(users)})", int(size))
+                 for (name, what, size), users in kept.items()]
+    return snapshots + out
+
+
+def check_remote_disk_space(campaign: Campaign, on_host: frozenset[str],
+                            free_on: Callable[[Host, str], tuple[int, str] | None] | None = None) -> None:
+    """On every ssh: host that runs a server, per filesystem there (`df` of each folder, through free_on): the
+    snapshots it keeps plus its largest run's copy fit in the free space. Refuses in one line naming the host,
+    the folder, each item, the space needed and the free space otherwise; a folder whose df says nothing is not
+    checked."""
+    hosts = Hosts(campaign.hosts)
+    free_on = free_on or free_bytes_on
+    rooms: dict[tuple[str, str], tuple[Room, int, list[str]]] = {}
+    seen: dict[tuple[str, str], tuple[int, str] | None] = {}
+    for placed in remote_placements(campaign, hosts, on_host):
+        if (placed.host, placed.folder) not in seen:
+            seen[(placed.host, placed.folder)] = free_on(hosts[placed.host], placed.folder)
+        if (found := seen[(placed.host, placed.folder)]) is None:
+            continue
+        room, _, folders = rooms.setdefault((placed.host, found[1]), (Room(Path(placed.folder)), found[0], []))
+        (room.kept if placed.kind == "kept" else room.runs).append((placed.what, placed.size))
+        folders += [placed.folder] if placed.folder not in folders else []
+    for (name, _), (room, free, folders) in rooms.items():
+        items = room.items()
+        total = sum(size for _, size in items)
+        if total > free:
+            parts = " + ".join(f"{what} {byte_text(size)}" for what, size in items)
+            where = " and ".join(folders) + " (one filesystem)" * (len(folders) > 1)
+            raise BadInput(f"hosts.{name}: {parts} = {byte_text(total)} needed on host {name} at {where}, "
+                           f"which has {byte_text(free)} free; free space there, use fewer tables or a smaller "
+                           f"table_size, or set hosts.{name}.work_dir (a variant's data_dir for its run copies)")
+
+
+def free_bytes_on(host: Host, folder: str) -> tuple[int, str] | None:
+    """Free bytes of the filesystem that holds folder (or its nearest existing parent) on an ssh: host, and that
+    filesystem's mount point there (`df -Pk`); None when df says nothing readable."""
+    import shlex
+
+    script = (f"d={shlex.quote(folder)}; while [ ! -d \"$d\" ]; do d=$(dirname \"$d\"); done; "
+              "df -Pk \"$d\" | awk 'NR==2 {print \"FREE\", $4, $6}'")
+    done = host.shell(script, name=f"df on {host.name}", timeout=30)
+    line = next((x for x in done.output.splitlines() if x.startswith("FREE ")), "").split(maxsplit=2)
+    return (int(line[1]) * 1024, line[2]) if len(line) == 3 and line[1].isdigit() else None

@@ -371,6 +371,7 @@ def server_host_readers(ctx: RunContext, backend: Backend, server_host: Host, ne
     neighbours placed there), the backend's own where this machine cannot see the server (a pod off its node),
     and the components of the local sampler. On a kernel other hosts of the campaign share (the namespace lab),
     their processes are read as `other@<host>` (hosts/remote.py:kernel_sharers)."""
+    from layerbench.hosts.forward import source_ports
     from layerbench.hosts.remote import kernel_sharers
 
     if (window := backend.server_cpu_window()) is not None:
@@ -378,7 +379,8 @@ def server_host_readers(ctx: RunContext, backend: Backend, server_host: Host, ne
     sharers = kernel_sharers(ctx.survey.get("facts", {}), server_host.name) if ctx.campaign.hosts else {}
     if not server_host.is_local:
         on_host = lambda: {**backend.components(), **neighbours.on_host(server_host.name)}  # noqa: E731
-        return RemoteCpuWindow(server_host, on_host, sharers), neighbours.with_components(dict)
+        ports = lambda: source_ports(server_host.name)  # noqa: E731
+        return RemoteCpuWindow(server_host, on_host, sharers, ports), neighbours.with_components(dict)
     placed = neighbours.with_components(backend.components)
     return None, lambda: {**placed(), **{f"other@{name}": procfs.in_net_namespace(namespace)
                                          for name, namespace in sorted(sharers.items())}}

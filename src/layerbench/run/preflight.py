@@ -31,8 +31,8 @@ from layerbench.run.diskspace import (
     BYTES_PER_ROW,
     DATADIR_OVERHEAD,
     check_disk_space,
+    check_remote_disk_space,
     dataset_bytes,
-    methods,
     variant_dataset_bytes,
 )
 from layerbench.run.neighbour_checks import check_neighbours
@@ -98,7 +98,6 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         check_data_in_memory(campaign, variant)
         if variant.checks_options_here(local):
             check_option_names(variant)  # the server of this host, or an image built from its package
-    check_disk_space(campaign)
     largest = max((dataset_bytes(w) for w in campaign.workloads), default=0)
     for variant in campaign.variants:
         variant.check_data_room(largest)  # a fixed-size volume of its own (a PVC) holds the whole dataset
@@ -108,7 +107,11 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
     for variant, backend in backends:
         variant.note_resets(frozenset(campaign.reset_for(variant, w).method for w in campaign.workloads))
         backend.check()
-    check_remote_disk_space(campaign)  # after the checks: every server host answers over SSH
+    # after the checks (every server host answers over SSH): each dataset's bytes where they will be written
+    on_host = frozenset(v.name for v, b in backends if not hosts[server_of(v)].is_local and
+                        b.datasets_on_host() is not None)
+    check_disk_space(campaign, on_host)
+    check_remote_disk_space(campaign, on_host)
     check_paths(campaign, hosts)  # every path to a server's port, as the runs will take it (run/paths.py)
     return backends
 
@@ -331,36 +334,6 @@ def run_pool_bytes(variant: VariantBase, workload: Workload, data: int, restores
     if workload.buffer_pool and restores:
         return buffer_pool_bytes(workload.buffer_pool, data)
     return variant.server.buffer_pool_bytes() or DEFAULT_BUFFER_POOL
-
-
-def check_remote_disk_space(campaign: Campaign) -> None:
-    """On every ssh: host that runs a server: the shipped snapshots plus one run's working copy fit in the free
-    space of its work_dir (or of the variant's data_dir there). Refuses with the numbers otherwise."""
-    hosts = Hosts(campaign.hosts)
-    shipped = sum(dataset_bytes(w) for w in campaign.workloads if "snapshot" in methods(campaign, w))
-    copied = max([dataset_bytes(w) for w in campaign.workloads if methods(campaign, w) - {"none"}], default=0)
-    for v in campaign.variants:
-        host = hosts[server_of(v)]
-        if host.is_local or not copied:
-            continue
-        folder = v.data_dir or host.work_dir
-        free = free_bytes_on(host, folder)
-        if free is not None and shipped + copied > free:
-            raise BadInput(f"variants.{v.name}.server_host: snapshots {byte_text(shipped)} + one run's working copy "
-                           f"{byte_text(copied)} = {byte_text(shipped + copied)} needed on host {host.name} at "
-                           f"{folder}, which has {byte_text(free)} free; free space there or set "
-                           f"hosts.{host.name}.work_dir")
-
-
-def free_bytes_on(host: Host, folder: str) -> int | None:
-    """Free bytes of the filesystem that holds folder (or its nearest existing parent) on an ssh: host."""
-    import shlex
-
-    script = (f"d={shlex.quote(folder)}; while [ ! -d \"$d\" ]; do d=$(dirname \"$d\"); done; "
-              "df -Pk \"$d\" | awk 'NR==2 {print \"FREE\", $4}'")
-    done = host.shell(script, name=f"df on {host.name}", timeout=30)
-    line = next((x for x in done.output.splitlines() if x.startswith("FREE ")), "")
-    return int(line.split()[1]) * 1024 if line[5:].strip().isdigit() else None
 
 
 def check_option_names(variant: VariantBase) -> None:

@@ -14,6 +14,7 @@ shipped from here (server/remote_files.py). CPU: the container's PIDs on that ho
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -46,6 +47,7 @@ from layerbench.hosts.forward import Forward, dial_address, local_forward, reach
 from layerbench.hosts.inventory import Host, HostEntry
 from layerbench.hosts.lease import host_lease
 from layerbench.server.bootstrap import server_files
+from layerbench.server.flavour import detect_flavour, parse_version
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
 from layerbench.server.remote_files import (
     check_tools,
@@ -57,6 +59,7 @@ from layerbench.server.remote_files import (
     ship_snapshot,
     storage_on_host,
 )
+from layerbench.server.servers import version_matches
 
 
 def sdk_url(host: Host) -> str:
@@ -108,12 +111,54 @@ def needs_image(local_id: str | None, remote_id: str | None) -> bool:
     return local_id is not None and local_id != remote_id
 
 
-def check_shipped_architecture(host: str, daemon_architecture: str, where: str) -> None:
-    """The image built here (this machine's packages) runs on the host's daemon only if its CPU is of this
-    machine's architecture (the daemon's `docker info` Architecture, x86_64 for amd64)."""
-    check_same("the image built here from this machine's packages (sent by save and load)", this_machine(), where,
-               [(f"the Docker daemon of host {host}", daemon_architecture)],
+def check_shipped_architecture(host: str, daemon_architecture: str, where: str, image: str | None = None) -> None:
+    """The image built here (this machine's packages) runs on the host's daemon only if it is made for that
+    daemon's CPU (its `docker info` Architecture, x86_64 for amd64): the image's own Architecture once it is built
+    (prepare), this machine's before (validate, the preflight)."""
+    check_same("the image built here from this machine's packages (sent by save and load)", image or this_machine(),
+               where, [(f"the Docker daemon of host {host}", daemon_architecture)],
                "run this docker variant on this machine, or on a host of this machine's architecture")
+
+
+def image_architecture(client: Any, tag: str) -> str:
+    """An image's own Architecture (`docker image inspect`), "" when the daemon does not say."""
+    return str(client.images.get(tag).attrs.get("Architecture") or "")
+
+
+def sent_image_facts(client: Any, tag: str, variant: DockerVariant) -> dict[str, Any]:
+    """The record of an image built here and sent by save and load (a variant's own `image:` is not): where it
+    was made, its architecture and its daemon's, as read on the host's daemon that runs it."""
+    if variant.image is not None:
+        return {}
+    facts: dict[str, Any] = {"image_from": "this machine's packages, sent by docker save and load"}
+    with contextlib.suppress(Exception):
+        facts |= {"image_architecture": image_architecture(client, tag),
+                  "daemon_architecture": str(client.info().get("Architecture", ""))}
+    return facts
+
+
+def runs_hosts_mariadb(variant: DockerVariant, facts: dict[str, str]) -> bool:
+    """Whether the host's own MariaDB (its release facts: host_image.py) is the server this variant asks for: its
+    system has one, and the variant's server.version, if any, is its version."""
+    theirs = parse_version(facts.get("server", ""))
+    if theirs is None or theirs.name != "mariadb":
+        return False
+    return not variant.server.version or version_matches(variant.server.version, theirs.version)
+
+
+def check_version_here(variant: DockerVariant, host: str, facts: dict[str, str]) -> None:
+    """A `server.version` the host's own MariaDB is not: the image built here runs this machine's, which must be
+    that version (else one line naming both)."""
+    wanted, where = variant.server.version, f"variants.{variant.name}.server.version"
+    if wanted is None or variant.image is not None or variant.mysqld is not None:
+        return
+    command = variant.server_command_here()
+    here = detect_flavour(command, where) if command else None
+    if here is None or here.name != "mariadb" or not version_matches(wanted, here.version):
+        theirs = parse_version(facts.get("server", ""))
+        there, ours = (found.label if found else "no mariadbd" for found in (theirs, here))
+        raise BadInput(f"{where}: MariaDB {wanted} is neither host {host}'s ({there}) nor this machine's ({ours}), "
+                       "whose image would be sent there; use the version of one of them")
 
 
 class RemoteDockerBackend(DockerBackend):
@@ -148,6 +193,7 @@ class RemoteDockerBackend(DockerBackend):
         client = remote_docker_client(self.host)
         check_variant(client, v)
         if v.image is None and self.release() is None:  # the image built here, shipped by save and load (prepare)
+            check_version_here(v, self.host.name, self._release or {})
             check_shipped_architecture(self.host.name, str(client.info().get("Architecture", "")), where)
         if v.image is None and v.server.config:
             self._check_option_names()
@@ -172,7 +218,7 @@ class RemoteDockerBackend(DockerBackend):
             return None
         if self._release is None:
             self._release = host_facts(self.host)
-        return self._release if "MariaDB" in self._release.get("server", "") else None
+        return self._release if runs_hosts_mariadb(v, self._release) else None
 
     def datasets_on_host(self) -> SnapshotsOnHost | None:
         """With the host's own image, the host's own server prepares and keeps the dataset (backends/host/
@@ -199,6 +245,9 @@ class RemoteDockerBackend(DockerBackend):
         local = docker_client()
         ensure_docker_image(local, say)
         remote, tag = remote_docker_client(self.host), image_tag()
+        daemon = str(remote.info().get("Architecture", ""))
+        check_shipped_architecture(self.host.name, daemon, f"variants.{self.variant.name}.server_host",
+                                   image_architecture(local, tag))  # the image's own, now that it is built
         if needs_image(image_id(local, tag), image_id(remote, tag)):
             say(f"sending image {tag} to the Docker daemon of host {self.host.name}")
             remote.images.load(image_stream(local, tag))
@@ -226,7 +275,7 @@ class RemoteDockerBackend(DockerBackend):
         self.host.shell(f"rm -f {q}/conf/init.sql", name=f"rm on {self.host.name}")
         self.storage_facts = storage_on_host(self.host, runs_root(self.host, self.variant.data_dir))
         self.facts = daemon_facts(self.docker, self.image) | {"server_host": self.host.name} | (
-            image_facts(self.host, release) if release else {})
+            image_facts(self.host, release) if release else sent_image_facts(self.docker, self.image, self.variant))
         return endpoint
 
     def _reached(self, spec: ServerSpec, endpoint: Endpoint) -> Endpoint:
