@@ -105,6 +105,15 @@ def test_a_host_variant_on_an_ssh_host_keeps_no_snapshot_here(dirs: Path) -> Non
     assert "snapshot of default (variant near)" in str(error.value) and "far" not in str(error.value)
 
 
+def test_a_dataset_a_cluster_makes_keeps_no_snapshot_here(dirs: Path) -> None:
+    """In namespace-scoped mode (as off a node) the cluster's Jobs make the dataset and a VolumeSnapshot keeps it
+    (backends/kubernetes/seed.py): this machine needs no room for its snapshot, a host variant of it still does."""
+    pod = {"name": "pod", "backend": "kubernetes", "namespace": "team-db", "client": "job", "storage": "pvc",
+           "storage_class": "csi", "snapshot_class": "snaps", "storage_size": "20Ti"}
+    check_disk_space(campaign([pod]))
+    assert "snapshot of default (variant near)" in refusal([pod, {"name": "near", "backend": "host"}])
+
+
 def test_each_dataset_is_placed_where_it_is_written(dirs: Path) -> None:
     """A host variant on db2 (its host prepares the snapshot) and a docker variant there whose image is sent from
     here (its snapshot shipped): db2's datasets folder holds both snapshots, its work_dir the run copies; this

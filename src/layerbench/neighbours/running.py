@@ -65,10 +65,9 @@ class NeighboursRunning:
                  databases: DatabaseStarter | None = None) -> None:
         self.neighbours, self.folder, self.label = neighbours, run_dir / "neighbours", label
         self.data_folder, self.hosts, self.campaign = data_folder, hosts, campaign
-        self.starters = {"docker": containers, "kubernetes": pods}  # who starts a container, a pod
-        self.databases = databases
+        self.starters, self.databases = {"docker": containers, "kubernetes": pods}, databases  # who starts them
         self.started: list[Started] = []
-        self.runs: list[NeighbourRun] = []
+        self.runs: list[NeighbourRun] = []  # what each did, once stopped
         self.facts: dict[str, Any] | None = None  # a run's facts: `neighbours` is written there on exit
 
     def __bool__(self) -> bool:
@@ -78,7 +77,8 @@ class NeighboursRunning:
         try:
             for neighbour in self.neighbours:
                 self.started.append(self._start(neighbour))
-            self._check()
+            if self.started:  # none: nothing to watch, no wait
+                self._check()
         except BaseException:
             self._stop_all()
             raise
@@ -215,10 +215,7 @@ class NeighboursRunning:
 
     def _check(self) -> None:
         """Watch every neighbour for PROBE_SECONDS: each must still run; a CPU neighbour's workers are measured
-        against the asked duty cycle (a shortfall is recorded as a warning: the CPUs are shared). A run without
-        neighbours has nothing to watch, and does not wait."""
-        if not self.started:
-            return
+        against the asked duty cycle (a shortfall is recorded as a warning: the CPUs are shared)."""
         before = all_processes()
         time.sleep(PROBE_SECONDS)
         after = all_processes()

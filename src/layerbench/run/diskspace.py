@@ -89,13 +89,14 @@ def check_disk_space(campaign: Campaign, on_host: frozenset[str] | None = None) 
 def add_snapshots(campaign: Campaign, local: list[VariantBase], rooms: dict[int, Room], on_host: frozenset[str]
                   ) -> None:
     """Each snapshot the plan restores that is not cached, and what a variant keeps beside it (a VM's base); not
-    the snapshots an ssh: host prepares and keeps itself (the variants in `on_host`)."""
+    the snapshots an ssh: host prepares and keeps itself (the variants in `on_host`), nor those a cluster makes
+    (VariantBase.snapshot_made_here)."""
     from layerbench.hosts.workdirs import datasets_dir
 
     where = existing_parent(datasets_dir())
     for workload in campaign.workloads:
         for key, users in snapshot_users(campaign, workload).items():
-            variants = [v for v in users if v.name not in on_host]
+            variants = [v for v in users if v.name not in on_host and v.snapshot_made_here()]
             if not variants:
                 continue
             size, page = variant_dataset_bytes(variants[0], workload), page_words(variants[0])

@@ -3,6 +3,7 @@ storage and node placement it asks for; sysbench on a host, in a Job, or through
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
@@ -10,7 +11,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.kubernetes.kubeconfigs import cluster_words
 from layerbench.backends.kubernetes.qos import resources_for
-from layerbench.backends.variant_base import FirstTimeCost, ImageVariant
+from layerbench.backends.variant_base import DiskCopy, FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput, PrerequisiteMissing
 from layerbench.hosts.placement import Placement
 from layerbench.server.servers import (
@@ -172,21 +173,12 @@ class KubernetesVariant(ImageVariant):
         return resolve_client(self)
 
     def snapshot_made_here(self) -> bool:
-        """Off a node, or in namespace-scoped mode, the dataset is made in the cluster by Jobs with the image's
-        own sysbench (seed.py), which reads the nodes as here; an API that does not answer counts as off one (the
-        backend's check then names the API)."""
-        from kubernetes import client
+        """Off a node, or in namespace-scoped mode, the dataset is made in the cluster by Jobs (seed.py)."""
+        return nodes_are_this_machine(self)
 
-        from layerbench.backends.kubernetes.access import readable_403
-        from layerbench.backends.kubernetes.cluster import api_client, node_is_this_machine, nodes_for
-
-        if self.namespace is not None:
-            return False
-        try:
-            with readable_403(f"variants.{self.name}.reset"):
-                return node_is_this_machine(nodes_for(client.CoreV1Api(api_client(self)), self))
-        except PrerequisiteMissing:
-            return False
+    def run_copies(self, work: Path) -> list[DiskCopy]:
+        """On the local cluster a run's datadir is on this machine's disks; off a node, on the nodes' own."""
+        return super().run_copies(work) if nodes_are_this_machine(self) else []
 
     def check_data_room(self, dataset_bytes: int) -> None:
         if self.claims_volumes and quantity(self.storage_size) < dataset_bytes:
@@ -266,6 +258,24 @@ def restores_snapshots(variant: KubernetesVariant) -> bool:
     """Some run of the campaign restores a dataset snapshot (as preflight noted; else from the variant alone)."""
     noted = variant._resets
     return "snapshot" in noted if noted is not None else variant.reset in (None, "snapshot")
+
+
+def nodes_are_this_machine(variant: KubernetesVariant) -> bool:
+    """Whether the variant's candidate nodes are this machine (cluster.node_is_this_machine, as seed.cluster_seeds
+    reads them); namespace-scoped mode, which reads no node, and an API that does not answer count as not (the
+    backend's check then names the API)."""
+    from kubernetes import client
+
+    from layerbench.backends.kubernetes.access import readable_403
+    from layerbench.backends.kubernetes.cluster import api_client, node_is_this_machine, nodes_for
+
+    if variant.namespace is not None:
+        return False
+    try:
+        with readable_403(f"variants.{variant.name}"):
+            return node_is_this_machine(nodes_for(client.CoreV1Api(api_client(variant)), variant))
+    except PrerequisiteMissing:
+        return False
 
 
 def resolve_client(variant: KubernetesVariant) -> KubernetesVariant:
