@@ -21,7 +21,7 @@ from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.neighbours.model import NeighbourList
 from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, resolve_server, rootfs_mysql
-from layerbench.server.settings import SERVER_MEMORY_OVERHEAD, ServerSettings
+from layerbench.server.settings import SERVER_MEMORY_OVERHEAD, ServerSettings, mysql_only_refusal
 from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, NAME_RE, PrintableLine, Strict, Text
 from layerbench.vocabulary.cpus import CpuList
 from layerbench.vocabulary.limits import MAX_PATH
@@ -67,6 +67,7 @@ class VariantBase(Strict):
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
     dataset_on_server_host: ClassVar[bool] = False  # on an ssh: host, that host prepares and keeps its snapshots
     memory_here: ClassVar[bool] = True  # its server's memory is this machine's (False: a node's, its backend checks)
+    runs_postgresql: ClassVar[bool] = False  # server: {flavour: postgresql} (issue #46: the host backend first)
 
     @property
     def client_kind(self) -> str:
@@ -162,6 +163,21 @@ class VariantBase(Strict):
         """The memory layerbench gives this server when the variant sets none: its buffer pool + the stated
         overhead (server/settings.py) + what a guest holds beside it, at least the old 2 GiB default."""
         return self.memory_text(self.server.memory_for(self.guest_memory))
+
+    @model_validator(mode="after")
+    def _postgresql_here(self) -> VariantBase:
+        """PostgreSQL runs where its backend says it does (the host backend for now): refused here, in one line,
+        rather than failing later inside a backend made for MySQL-compatible servers."""
+        if self.server.flavour != "postgresql":
+            return self
+        if not self.runs_postgresql:
+            raise ValueError(f"variants.{self.name}.server.flavour: postgresql is not yet in the {self.backend} "
+                             "backend; use backend: host for this variant (docs/servers.md#postgresql)")
+        for key in self.server.config:  # postgresql.conf, not my.cnf (the server's own list checks the rest)
+            refusal = mysql_only_refusal(key)
+            if refusal:
+                raise ValueError(f"variants.{self.name}.server.config.{key}: {refusal}")
+        return self
 
     @model_validator(mode="after")
     def _memory_holds_the_buffer_pool(self) -> VariantBase:

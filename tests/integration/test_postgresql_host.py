@@ -1,0 +1,142 @@
+"""PostgreSQL 15 on the host backend, for real (issue #46's first slice): this machine's postgres run as user
+postgres, a dataset snapshot made by it (initdb, sysbench prepare with the pgsql driver, a fast shutdown, files
+hashed), restored for every run and checked by the checksum of a restored copy, sysbench's oltp_read_write with
+--db-driver=pgsql logging in with scram-sha-256 over TCP, the generated postgresql.conf beside each run and the
+settings the server reports matching it, pg_stat_database's block counters over the measured window, and nothing
+left running or on disk after the campaign, nor after a server that refuses to start."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from layerbench.campaign.models import parse_campaign
+from layerbench.errors import RunFailed
+from layerbench.run import orchestrator
+from layerbench.secrets import generate_password
+from layerbench.server.private import PrivateServer
+from layerbench.server.servers import ServerChoice
+from layerbench.server.spec import ServerSpec
+from layerbench.store import Store
+
+pytestmark = pytest.mark.integration
+
+
+def our_processes(marker: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd:
+                found.append(cmd)
+    return found
+
+
+@pytest.fixture(scope="module")
+def folders() -> Iterator[Path]:
+    """Work and dataset folders of this module that the server's user can enter (pytest's own are 0700)."""
+    base = Path(tempfile.mkdtemp(prefix="lb-it-pg-", dir="/tmp"))
+    base.chmod(0o711)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LAYERBENCH_WORK_DIR", str(base / "work"))
+        patch.setenv("LAYERBENCH_DATASET_DIR", str(base / "datasets"))
+        yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def campaign(folders: Path) -> dict:
+    """Two PostgreSQL variants (out of the box, and synchronous_commit off), twice each, on one snapshot."""
+    out = folders / "out"
+    data = {
+        "name": f"it-pg-{os.getpid()}", "baseline": "pg",
+        "variants": [
+            {"name": "pg", "backend": "host", "cpus": "0", "client_cpus": "1",
+             "server": {"flavour": "postgresql", "version": "15", "config": {"shared_buffers": "64MB"}}},
+            {"name": "pg-async", "extends": "pg",
+             "server": {"flavour": "postgresql", "config": {"shared_buffers": "64MB", "synchronous_commit": False}}},
+        ],
+        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
+                     "verify": "checksum"},  # each run's restored copy checked by the server that made it
+        "repetitions": 2, "estimates_only": True, "output": str(out),
+    }
+    db = out / "layerbench.db"
+    with Store(db) as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+    rows = sqlite3.connect(db).execute("SELECT variant, status, tps, details, error FROM runs").fetchall()
+    return {"outcome": outcome, "out": out, "runs": rows, "folders": folders}
+
+
+def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None:
+    runs = campaign["runs"]
+    assert len([r for r in runs if r[1] == "ok"]) == 4, [r[4] for r in runs]
+    for _variant, status, tps, details, error in runs:
+        assert status == "ok" and tps > 0, error
+        facts = json.loads(details)
+        backend = facts["environment"]["backend"]
+        assert backend["server_flavour"] == "postgresql" and backend["server_version"].startswith("15.")
+        assert facts["environment"]["server_variables"]["version"].startswith("15.")
+        reset = facts["reset"]
+        assert reset["method"] == "snapshot" and reset["restore"]["files"] > 0
+        assert reset["checksum_tables"] == 1
+        status_counters = facts["io"]["server_status"]
+        assert status_counters["pg_blks_hit"] > 0  # the measured window's reads of the benchmark's database
+    assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 1  # one server, one snapshot
+    key = json.loads(runs[0][3])["reset"]["snapshot"]
+    meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())
+    assert meta["server"]["flavour"] == "postgresql" and "PostgreSQL) 15." in meta["inputs"]["server"]
+    assert meta["rows"] == {"sbtest1": 1000}
+
+
+def test_the_generated_postgresql_conf_is_what_the_server_ran_with(campaign: dict) -> None:
+    for variant, _status, _tps, details, _error in campaign["runs"]:
+        facts = json.loads(details)
+        variables = facts["environment"]["server_variables"]
+        assert variables["synchronous_commit"] == ("off" if variant == "pg-async" else "on")
+        assert variables["shared_buffers"] == str(64 * 1024 // 8)  # 8 kB pages
+        assert variables["password_encryption"] == "scram-sha-256"
+    confs = sorted(campaign["out"].glob("*/runs/*/postgresql.conf"))  # each run's server (its verify/ has its own)
+    assert len(confs) == 4
+    text = "\n".join(c.read_text() for c in confs)
+    assert "shared_buffers = '64MB'" in text and "synchronous_commit = off" in text
+
+
+def test_no_password_is_written_and_nothing_is_left(campaign: dict) -> None:
+    out, folders = campaign["out"], campaign["folders"]
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix in (".log", ".json", ".conf", ".txt"):
+            text = path.read_text(errors="replace")
+            assert "pgsql-password=" not in text and "PASSWORD '" not in text, path
+    assert our_processes(str(folders)) == []
+    datadirs = folders / "work" / "work" / "datadirs"
+    assert not any(datadirs.glob(f"lb{campaign['outcome'].campaign_id}-*"))
+
+
+def test_a_server_that_refuses_its_settings_fails_in_one_line_and_leaves_nothing(folders: Path) -> None:
+    private = Path(tempfile.mkdtemp(prefix="lb-it-pg-private-"))
+    run_dir = folders / "refused"
+    run_dir.mkdir()
+    server = PrivateServer(ServerChoice("refused", "postgresql", "15"))
+    spec = ServerSpec("it-pg-refused", "it-pg-refused", run_dir, private, folders / "work-refused",
+                      config={"shared_buffers": "lots"}, password=generate_password())
+    try:
+        with pytest.raises(RunFailed, match=r"^server exited during start-up: .*shared_buffers") as failed:
+            server.up(spec)
+        assert "\n" not in str(failed.value)
+        socket_dir = server.socket_dir
+    finally:
+        server.down()
+        shutil.rmtree(private, ignore_errors=True)
+    assert our_processes(str(folders / "work-refused")) == []
+    assert not (folders / "work-refused" / "datadirs" / "it-pg-refused").exists()
+    assert socket_dir is not None and not socket_dir.exists()
