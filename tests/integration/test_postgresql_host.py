@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from layerbench.analysis.io import io_rows
+from layerbench.analysis.loading import analyze
 from layerbench.campaign.models import parse_campaign
 from layerbench.errors import RunFailed
 from layerbench.run import orchestrator
@@ -109,6 +111,17 @@ def test_the_generated_postgresql_conf_is_what_the_server_ran_with(campaign: dic
     assert len(confs) == 4
     text = "\n".join(c.read_text() for c in confs)
     assert "shared_buffers = '64MB'" in text and "synchronous_commit = off" in text
+
+
+def test_fairness_and_io_of_two_postgresql_servers(campaign: dict) -> None:
+    """pg_settings of two servers on the same binary: their per-run paths and ports are not differences, and the
+    synchronous_commit the campaign sets is asked, so the section names nothing; the I/O table's hit ratio is
+    PostgreSQL's own."""
+    with Store(campaign["out"] / "layerbench.db") as store:
+        analysis = analyze(store, campaign["outcome"].campaign_id)
+    assert [d.text(analysis.baseline) for d in analysis.differences if not d.asked] == []
+    rows = io_rows(analysis)  # the hit ratio from pg_stat_database: 1 x 1,000 rows sit in shared_buffers
+    assert rows and all(r.hit_ratio is not None and r.hit_ratio > 0.9 for r in rows)
 
 
 def test_no_password_is_written_and_nothing_is_left(campaign: dict) -> None:
