@@ -10,13 +10,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from helpers import processes_naming, run_for_real
 from layerbench.analysis.io import io_rows
 from layerbench.analysis.loading import analyze
 from layerbench.campaign.models import parse_campaign
@@ -29,19 +34,6 @@ from layerbench.server.spec import ServerSpec
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration
-
-
-def our_processes(marker: str) -> list[str]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmd:
-                found.append(cmd)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +64,7 @@ def campaign(folders: Path) -> dict:
                      "verify": "checksum"},  # each run's restored copy checked by the server that made it
         "repetitions": 2, "estimates_only": True, "output": str(out),
     }
-    db = out / "layerbench.db"
-    with Store(db) as store:
-        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
-    rows = sqlite3.connect(db).execute("SELECT variant, status, tps, details, error FROM runs").fetchall()
+    outcome, rows = run_for_real(data)
     return {"outcome": outcome, "out": out, "runs": rows, "folders": folders}
 
 
@@ -130,7 +119,7 @@ def test_no_password_is_written_and_nothing_is_left(campaign: dict) -> None:
         if path.is_file() and path.suffix in (".log", ".json", ".conf", ".txt"):
             text = path.read_text(errors="replace")
             assert "pgsql-password=" not in text and "PASSWORD '" not in text, path
-    assert our_processes(str(folders)) == []
+    assert processes_naming(str(folders)) == []
     datadirs = folders / "work" / "work" / "datadirs"
     assert not any(datadirs.glob(f"lb{campaign['outcome'].campaign_id}-*"))
 
@@ -150,6 +139,50 @@ def test_a_server_that_refuses_its_settings_fails_in_one_line_and_leaves_nothing
     finally:
         server.down()
         shutil.rmtree(private, ignore_errors=True)
-    assert our_processes(str(folders / "work-refused")) == []
+    assert processes_naming(str(folders / "work-refused")) == []
     assert not (folders / "work-refused" / "datadirs" / "it-pg-refused").exists()
     assert socket_dir is not None and not socket_dir.exists()
+
+
+def postgres_of(folder: Path) -> list[str]:
+    return [cmd for cmd in processes_naming(str(folder)) if "postgres" in cmd and "layerbench" not in cmd]
+
+
+@pytest.mark.parametrize(("moment", "sig"), [(".build-", signal.SIGINT), ("/work/datadirs/", signal.SIGTERM)])
+def test_a_signal_while_postgresql_runs_leaves_no_server_and_no_folder(moment: str, sig: int) -> None:
+    """`layerbench run` signalled the moment its PostgreSQL is seen: the dataset build's server (SIGINT), then,
+    in a dataset folder whose snapshot exists by then, a run's server (SIGTERM)."""
+    base = Path(tempfile.mkdtemp(prefix="lb-it-pg-signal-", dir="/tmp"))
+    base.chmod(0o711)
+    try:
+        env = {**os.environ, "LAYERBENCH_WORK_DIR": str(base / "work"), "LAYERBENCH_DATASET_DIR": str(base / "ds")}
+        campaign = base / "campaign.yaml"
+        campaign.write_text(yaml.safe_dump({
+            "name": "it-pg-signal", "baseline": "pg", "output": str(base / "out"), "estimates_only": True,
+            "variants": [{"name": "pg", "backend": "host", "server": {"flavour": "postgresql"}}],
+            "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 3, "warmup": 0},
+            "repetitions": 2}))
+        cli = [sys.executable, "-m", "layerbench", "run", str(campaign)]
+        if moment != ".build-":  # the snapshot first, so the signal lands on a run's server
+            with Store(base / "first.db") as store, pytest.MonkeyPatch.context() as patch:
+                patch.setenv("LAYERBENCH_WORK_DIR", env["LAYERBENCH_WORK_DIR"])
+                patch.setenv("LAYERBENCH_DATASET_DIR", env["LAYERBENCH_DATASET_DIR"])
+                data = yaml.safe_load(campaign.read_text()) | {"repetitions": 1, "output": str(base / "first")}
+                orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+        proc = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not [c for c in postgres_of(base) if moment in c] and proc.poll() is None:
+                assert time.monotonic() < deadline, "no PostgreSQL server seen"
+                time.sleep(0.05)
+            proc.send_signal(sig)
+            _out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode != 0 and "Traceback" not in err, err
+        assert postgres_of(base) == []
+        assert not list((base / "work").glob("work/datadirs/*"))
+        assert not list((base / "ds").glob(".build-*"))  # a build of under 64 MiB of tables is not kept to resume
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

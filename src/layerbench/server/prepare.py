@@ -311,8 +311,7 @@ class Builder:
             keep = datadir is not None and table_bytes(datadir) >= RESUME_MIN_BYTES
             if self.host_server.process:  # a clean stop only for a datadir worth keeping: a server stopped while it
                 # runs its init file ignored SIGTERM until the 120 s limit (a Ctrl-C then took two minutes)
-                self.host_server.process.stop(timeout=120 if keep else 5)
-                self.host_server.process = None
+                self.host_server.stop_cleanly(timeout=120 if keep else 5)
             if keep:
                 shutil.rmtree(self.partial, ignore_errors=True)
                 datadir.rename(self.partial)

@@ -97,7 +97,7 @@ class PrivateServer:
             pg.check_reachable(self.datadir.parent, "datadir", f"PostgreSQL ({spec.label})")
         except BadInput as error:
             raise RunFailed(str(error)) from None
-        postgresql_datadir(self.datadir, spec)
+        prepare_datadir(self.datadir, spec, server)
         pg.give_to_server_user(self.socket_dir)
         port = spec.port or free_port(spec.listen_address)
         owned = {"listen_addresses": spec.listen_address, "port": port,
@@ -158,40 +158,33 @@ def page_size_option(config: dict[str, Any]) -> list[str]:
     return [f"--innodb-page-size={page}"] if page is not None else []
 
 
-def postgresql_datadir(datadir: Path, spec: ServerSpec) -> None:
-    """Restore the snapshot into datadir (owners kept), or make an empty cluster with initdb as the server's user."""
-    if datadir.exists():
-        shutil.rmtree(datadir)
-    datadir.parent.mkdir(parents=True, exist_ok=True)
-    if spec.snapshot is not None:
-        copy_tree(spec.snapshot, datadir, facts_dir=spec.run_dir)
-        return
-    datadir.mkdir()
-    pg.give_to_server_user(datadir)
-    started = time.monotonic()
-    done = run("initdb", pg.initdb_command(datadir), log_path=spec.run_dir / "initdb.log", timeout=300,
-               cwd=Path("/"))  # a folder its user can enter
-    if done.returncode != 0:
-        shutil.rmtree(datadir, ignore_errors=True)
-        last = done.output.strip().splitlines()[-1:] or ["no output"]
-        raise RunFailed(f"initdb failed after {time.monotonic() - started:.0f} s: {last[0]}")
-
-
 def prepare_datadir(datadir: Path, spec: ServerSpec, server: ServerProgram) -> None:
-    """Restore the snapshot into datadir, or initialise an empty one the flavour's way."""
+    """Restore the snapshot into datadir (owners kept), or initialise an empty one the flavour's way."""
     if datadir.exists():
         shutil.rmtree(datadir)
     datadir.parent.mkdir(parents=True, exist_ok=True)
     if spec.snapshot is not None:
         copy_tree(spec.snapshot, datadir, facts_dir=spec.run_dir)
         return
-    cmd = server.flavour.init_command(server.command, datadir, page_size_option(spec.config), server.path_options())
+    name, cmd, log, env, cwd = init_step(datadir, spec, server)
     started = time.monotonic()
-    # its bootstrap server's temporary tables go to the private folder, which goes whatever ends the run
-    env = {**os.environ, "TMPDIR": str(spec.private_dir)}
-    name = "mysqld --initialize" if not server.flavour.is_mariadb else Path(cmd[0]).name
-    done = run(name, cmd, log_path=spec.run_dir / "install-db.log", timeout=300, env=env)
+    done = run(name, cmd, log_path=spec.run_dir / log, timeout=300, env=env, cwd=cwd)
     if done.returncode != 0:
         shutil.rmtree(datadir, ignore_errors=True)
         last = done.output.strip().splitlines()[-1:] or ["no output"]
         raise RunFailed(f"{name} failed after {time.monotonic() - started:.0f} s: {last[0]}")
+
+
+def init_step(datadir: Path, spec: ServerSpec, server: ServerProgram
+              ) -> tuple[str, list[str], str, dict[str, str] | None, Path | None]:
+    """(name, command, log file, environment, folder) of the program that makes an empty datadir: PostgreSQL's
+    initdb as the server's user (in a datadir it owns, from a folder it can enter), else the flavour's."""
+    if server.flavour.is_postgresql:
+        datadir.mkdir()
+        pg.give_to_server_user(datadir)
+        return "initdb", pg.initdb_command(datadir), "initdb.log", None, Path("/")
+    cmd = server.flavour.init_command(server.command, datadir, page_size_option(spec.config), server.path_options())
+    # its bootstrap server's temporary tables go to the private folder, which goes whatever ends the run
+    env = {**os.environ, "TMPDIR": str(spec.private_dir)}
+    name = "mysqld --initialize" if not server.flavour.is_mariadb else Path(cmd[0]).name
+    return name, cmd, "install-db.log", env, None
