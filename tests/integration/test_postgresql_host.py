@@ -1,9 +1,10 @@
-"""PostgreSQL 15 on the host backend, for real (issue #46's first slice): this machine's postgres run as user
-postgres, a dataset snapshot made by it (initdb, sysbench prepare with the pgsql driver, a fast shutdown, files
-hashed), restored for every run and checked by the checksum of a restored copy, sysbench's oltp_read_write with
---db-driver=pgsql logging in with scram-sha-256 over TCP, the generated postgresql.conf beside each run and the
-settings the server reports matching it, pg_stat_database's block counters over the measured window, and nothing
-left running or on disk after the campaign, nor after a server that refuses to start."""
+"""PostgreSQL 15 on the host backend, for real (issue #46's first slice), beside MariaDB in one campaign: this
+machine's postgres run as user postgres, a dataset snapshot made by it (initdb, sysbench prepare with the pgsql
+driver, a fast shutdown, files hashed), restored for every run and checked by the checksum of a restored copy,
+sysbench's oltp_read_write with --db-driver=pgsql logging in with scram-sha-256 over TCP, the generated
+postgresql.conf beside each run and the settings the server reports matching it, pg_stat_database's block counters
+over the measured window, the fairness section naming both families' durability and memory settings, and nothing
+left running or on disk after the campaign, after a signal, nor after a server that refuses to start."""
 
 from __future__ import annotations
 
@@ -50,15 +51,14 @@ def folders() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def campaign(folders: Path) -> dict:
-    """Two PostgreSQL variants (out of the box, and synchronous_commit off), twice each, on one snapshot."""
+    """MariaDB (the baseline) and PostgreSQL 15 (a work_mem of its own), twice each, each on its own snapshot."""
     out = folders / "out"
     data = {
-        "name": f"it-pg-{os.getpid()}", "baseline": "pg",
+        "name": f"it-pg-{os.getpid()}", "baseline": "mariadb",
         "variants": [
-            {"name": "pg", "backend": "host", "cpus": "0", "client_cpus": "1",
-             "server": {"flavour": "postgresql", "version": "15", "config": {"shared_buffers": "64MB"}}},
-            {"name": "pg-async", "extends": "pg",
-             "server": {"flavour": "postgresql", "config": {"shared_buffers": "64MB", "synchronous_commit": False}}},
+            {"name": "mariadb", "backend": "host", "cpus": "0", "client_cpus": "1"},
+            {"name": "pg", "extends": "mariadb",
+             "server": {"flavour": "postgresql", "version": "15", "config": {"work_mem": "8MB"}}},
         ],
         "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
                      "verify": "checksum"},  # each run's restored copy checked by the server that made it
@@ -69,8 +69,9 @@ def campaign(folders: Path) -> dict:
 
 
 def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None:
-    runs = campaign["runs"]
-    assert len([r for r in runs if r[1] == "ok"]) == 4, [r[4] for r in runs]
+    assert len([r for r in campaign["runs"] if r[1] == "ok"]) == 4, [r[4] for r in campaign["runs"]]
+    runs = [r for r in campaign["runs"] if r[0] == "pg"]
+    assert len(runs) == 2
     for _variant, status, tps, details, error in runs:
         assert status == "ok" and tps > 0, error
         facts = json.loads(details)
@@ -82,7 +83,7 @@ def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None
         assert reset["checksum_tables"] == 1
         status_counters = facts["io"]["server_status"]
         assert status_counters["pg_blks_hit"] > 0  # the measured window's reads of the benchmark's database
-    assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 1  # one server, one snapshot
+    assert len({json.loads(r[3])["reset"]["snapshot"] for r in campaign["runs"]}) == 2  # one per server
     key = json.loads(runs[0][3])["reset"]["snapshot"]
     meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())
     assert meta["server"]["flavour"] == "postgresql" and "PostgreSQL) 15." in meta["inputs"]["server"]
@@ -90,27 +91,36 @@ def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None
 
 
 def test_the_generated_postgresql_conf_is_what_the_server_ran_with(campaign: dict) -> None:
-    for variant, _status, _tps, details, _error in campaign["runs"]:
-        facts = json.loads(details)
-        variables = facts["environment"]["server_variables"]
-        assert variables["synchronous_commit"] == ("off" if variant == "pg-async" else "on")
-        assert variables["shared_buffers"] == str(64 * 1024 // 8)  # 8 kB pages
+    for _variant, _status, _tps, details, _error in [r for r in campaign["runs"] if r[0] == "pg"]:
+        variables = json.loads(details)["environment"]["server_variables"]
+        assert variables["work_mem"] == str(8 * 1024)  # in kB
+        assert variables["max_connections"] == "1000"  # layerbench's default, as for MariaDB and MySQL
         assert variables["password_encryption"] == "scram-sha-256"
     confs = sorted(campaign["out"].glob("*/runs/*/postgresql.conf"))  # each run's server (its verify/ has its own)
-    assert len(confs) == 4
-    text = "\n".join(c.read_text() for c in confs)
-    assert "shared_buffers = '64MB'" in text and "synchronous_commit = off" in text
+    assert len(confs) == 2
+    for conf in confs:
+        lines = conf.read_text().splitlines()
+        assert "work_mem = '8MB'" in lines and "max_connections = 1000" in lines
+        assert "listen_addresses = '127.0.0.1'" in lines
 
 
-def test_fairness_and_io_of_two_postgresql_servers(campaign: dict) -> None:
-    """pg_settings of two servers on the same binary: their per-run paths and ports are not differences, and the
-    synchronous_commit the campaign sets is asked, so the section names nothing; the I/O table's hit ratio is
-    PostgreSQL's own."""
+def test_fairness_names_durability_and_memory_of_both_families_and_io_reads_postgresql(campaign: dict) -> None:
+    """MariaDB against PostgreSQL: the fairness section names the flavours and, with each server's own values,
+    what decides durability and memory on each side; the I/O table's hit ratio is each server's own."""
     with Store(campaign["out"] / "layerbench.db") as store:
         analysis = analyze(store, campaign["outcome"].campaign_id)
-    assert [d.text(analysis.baseline) for d in analysis.differences if not d.asked] == []
-    rows = io_rows(analysis)  # the hit ratio from pg_stat_database: 1 x 1,000 rows sit in shared_buffers
-    assert rows and all(r.hit_ratio is not None and r.hit_ratio > 0.9 for r in rows)
+    found = {d.what.split(" (")[0]: (d.baseline_value, d.variant_value) for d in analysis.differences}
+    assert found["server flavour and version"][0].startswith("mariadb 10.11.")
+    assert found["server flavour and version"][1].startswith("postgresql 15.")
+    assert found["commit durability"] == ("innodb_flush_log_at_trx_commit=1, sync_binlog=0",
+                                          "synchronous_commit=on, fsync=on")
+    assert found["torn-page protection"] == ("innodb_doublewrite=ON", "full_page_writes=on")
+    assert found["page cache of the server"] == ("innodb_buffer_pool_size=134217728", "shared_buffers=134217728")
+    assert found["change log"] == ("log_bin=OFF", "wal_level=replica")
+    assert len(analysis.differences) < 10  # the families' settings, not every variable of two servers
+    rows = io_rows(analysis)  # 1 x 1,000 rows sit in each server's cache
+    assert {r.variant for r in rows} == {"mariadb", "pg"}
+    assert all(r.hit_ratio is not None and r.hit_ratio > 0.9 for r in rows)
 
 
 def test_no_password_is_written_and_nothing_is_left(campaign: dict) -> None:
