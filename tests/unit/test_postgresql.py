@@ -146,3 +146,28 @@ def test_a_folder_the_server_user_cannot_enter_is_named() -> None:
 def test_the_installed_server_lists_what_the_captured_file_lists() -> None:
     live = pg.known_settings(str(pg.program()))
     assert set(live) == set(KNOWN)
+
+
+def test_sysbench_gets_the_pgsql_driver_and_its_options_in_the_private_file_only() -> None:
+    from layerbench.campaign.workload import Workload
+    from layerbench.endpoint import Endpoint
+    from layerbench.secrets import Secret
+    from layerbench.sysbench.command import config_file_text, run_argv
+
+    endpoint = Endpoint("127.0.0.1", 5433, "layerbench", Secret("s3cret"), driver="pgsql")
+    assert config_file_text(endpoint).splitlines() == [
+        "db-driver=pgsql", "pgsql-host=127.0.0.1", "pgsql-port=5433", "pgsql-user=layerbench",
+        "pgsql-password=s3cret", "pgsql-db=sbtest"]
+    argv = run_argv(Workload(name="w", tables=1, table_size=10, threads=1, duration=1, warmup=0),
+                    Path("/p/sysbench.cfg"), Path("/p/hook.lua"), 1)
+    assert not any("s3cret" in a or "driver" in a or "pgsql" in a for a in argv)
+
+
+@given(st.text(min_size=1, max_size=30))
+def test_a_hostile_table_name_stays_one_quoted_identifier_in_the_checksum_query(name: str) -> None:
+    from layerbench.server.tables import postgresql_checksum_sql
+
+    sql = postgresql_checksum_sql(name)
+    quoted = sql.split(" FROM ", 1)[1].removesuffix(" AS t")
+    assert quoted.startswith('"') and quoted.endswith('"')
+    assert quoted[1:-1].replace('""', "") .count('"') == 0 and quoted[1:-1].replace('""', '"') == name
