@@ -60,6 +60,15 @@ def test_every_backend_but_host_refuses_postgresql_for_now(tmp_path: Path, backe
     ("unix_socket_directories", "/tmp", "variants.pg.server.config.unix_socket_directories: 'unix_socket_directories'"
      " is set by layerbench for each run; remove it"),
     ("work_mem", None, "variants.pg.server.config.work_mem: 'work_mem' has no value"),
+    # the server's own reading of the file (postgres -C): types, units and ranges
+    ("shared_buffers", "lots", "variants.pg.server.config.shared_buffers: PostgreSQL refuses it (invalid value for "
+     "parameter \"shared_buffers\": \"lots\"); fix the value"),
+    ("Work_Mem", "6kB", "variants.pg.server.config.Work_Mem: PostgreSQL refuses it (6 kB is outside the valid range "
+     "for parameter \"work_mem\" (64 .. 2147483647)); fix the value"),
+    ("fsync", "maybe", "variants.pg.server.config.fsync: PostgreSQL refuses it (parameter \"fsync\" requires a "
+     "Boolean value); fix the value"),
+    ("synchronous_commit", "sometimes", "variants.pg.server.config.synchronous_commit: PostgreSQL refuses it (invalid "
+     "value for parameter \"synchronous_commit\": \"sometimes\")"),
 ])
 def test_a_setting_postgresql_does_not_take_is_refused(tmp_path: Path, key: str, value: Any, says: str) -> None:
     code, err = validate(campaign(tmp_path, {"config": {key: value}}))
@@ -88,8 +97,9 @@ def test_a_version_that_is_not_installed_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed")
 def test_a_campaign_postgresql_runs_is_valid(tmp_path: Path, reachable_folders: Path) -> None:
-    path = campaign(tmp_path, {"version": "15", "config": {"shared_buffers": "64MB", "synchronous_commit": False}},
-                    options={"range_size": 10})
+    config = {"shared_buffers": "64MB", "synchronous_commit": False, "fsync": "of", "work_mem": "1.5GB",
+              "random_page_cost": 1.1}  # forms the server takes: a prefix of off, a fraction with a unit
+    path = campaign(tmp_path, {"version": "15", "config": config}, options={"range_size": 10})
     code, err = validate(path)
     assert code == 0, err
 

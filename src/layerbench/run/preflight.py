@@ -39,7 +39,7 @@ from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.run.paths import check_paths
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
-from layerbench.server.postgresql import check_settings, known_settings
+from layerbench.server.postgresql import check_settings, check_values, known_settings
 from layerbench.server.servers import check_wanted
 from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
 from layerbench.sysbench.custom_script import (
@@ -390,7 +390,9 @@ def check_option_names(variant: VariantBase) -> None:
         return
     command = variant.server_command_here()
     if command and variant.server.flavour == "postgresql":  # postgresql.conf settings: the server's own list
-        check_settings(variant.server.config, known_settings(command[-1]), f"variants.{variant.name}.server.config")
+        where = f"variants.{variant.name}.server.config"
+        check_settings(variant.server.config, known_settings(command[-1]), where)  # names, with the closest ones
+        check_values(command[-1], variant.server.config, where)  # then the server's own reading of the file
         return
     if command:
         check_names_known(variant, server_options(command), Path(command[-1]).name)

@@ -21,6 +21,7 @@ import re
 import shutil
 import signal
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -110,6 +111,37 @@ def check_settings(config: Mapping[str, ConfigValue], known: Mapping[str, Settin
             refusal = f"{shown(key)} has no value; give it one (postgresql.conf has no bare names)"
         if refusal:
             raise BadInput(f"{where}.{key}: {refusal}")
+
+
+def server_refusal(postgres: str, config: Mapping[str, ConfigValue]) -> tuple[str | None, str] | None:
+    """What the server itself says of a postgresql.conf of these settings: None when it takes the file, else (the
+    setting its line names, the line). `postgres -D <a folder holding only that file> -C port` reads the file with
+    every check a start makes (names, types, units, ranges) and starts nothing; as the server's user."""
+    folder = Path(tempfile.mkdtemp(prefix="lb-pgcheck-", dir="/tmp"))  # /tmp: a folder that user can enter
+    try:
+        folder.chmod(0o711)
+        conf = folder / "postgresql.conf"
+        conf.write_text(render_conf(merged(config, {})), encoding="utf-8")  # settings only: nothing secret
+        conf.chmod(0o644)
+        done = capture(as_server_user([postgres, "-D", str(folder), "-C", "port"]), timeout=DESCRIBE_TIMEOUT)
+    except (OSError, TimedOut) as error:
+        raise BadInput(f"{postgres} -C did not answer ({error}); reinstall postgresql-15") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if done.returncode == 0:
+        return None
+    line = first_error(f"{done.stderr}\n{done.stdout}")
+    named = re.search(r'parameter "([a-z0-9_]+)"', line)
+    return (named.group(1) if named else None, line)
+
+
+def check_values(postgres: str, config: Mapping[str, ConfigValue], where: str) -> None:
+    """The server's own verdict on the variant's settings (server_refusal), as one line naming the setting."""
+    refused = server_refusal(postgres, config)
+    if refused is None:
+        return
+    key = next((k for k in config if k.lower() == refused[0]), None)
+    raise BadInput(f"{where}{f'.{key}' if key else ''}: PostgreSQL refuses it ({refused[1]}); fix the value")
 
 
 def conf_value(value: ConfigValue) -> str:
