@@ -159,3 +159,30 @@ def other_load(db: Path, variant: str) -> float:
     shares = [sum(v for k, v in r.facts.usage.cpu_seconds.items() if k.split("@")[0] == "other")
               / (r.facts.usage.window_seconds * len(os.sched_getaffinity(0))) for r in runs]
     return statistics.median(shares)
+
+
+def processes_naming(marker: str) -> list[str]:
+    """Command lines (arguments joined by spaces) of the live processes that contain `marker` (a test's folder)."""
+    from layerbench.hosts.procfs import cmdline, pids
+
+    found = []
+    for pid in pids():
+        try:
+            cmd = " ".join(cmdline(pid))
+        except OSError:
+            continue
+        if marker in cmd:
+            found.append(cmd)
+    return found
+
+
+def run_for_real(data: dict) -> tuple[object, list[tuple]]:
+    """A campaign (a dict as the file says it) run for real into its `output:` folder's store: its outcome and its
+    runs as (variant, status, tps, details, error) rows."""
+    from layerbench.run import orchestrator
+
+    db = Path(data["output"]) / "layerbench.db"
+    with Store(db) as store:
+        outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
+        rows = store.db.execute("SELECT variant, status, tps, details, error FROM runs").fetchall()
+    return outcome, [tuple(r) for r in rows]

@@ -18,6 +18,11 @@ class Endpoint:
     password: Secret
     database: str = "sbtest"
     socket: str | None = None
+    driver: str = "mysql"  # sysbench's --db-driver: "mysql" (MariaDB, MySQL) or "pgsql" (PostgreSQL)
+
+    @property
+    def is_postgresql(self) -> bool:
+        return self.driver == "pgsql"
 
     def describe(self) -> str:
         return f"{self.user}@{self.host}:{self.port}/{self.database}"

@@ -59,3 +59,43 @@ def test_a_vm_larger_or_smaller_than_the_pinned_baseline_is_flagged() -> None:
                                 {"box": Environment.from_json({"host": {"cpu_count": 2}})})
     assert {d.what.split(" ")[0]: (d.baseline_value, d.variant_value) for d in found} == {
         "CPUs": ("2", "1"), "memory": ("1G", "2G")}
+
+
+# As PostgreSQL 15.18 reported them here (pg_settings, run records of tests/integration/test_postgresql_host.py):
+# shared_buffers in 8 kB pages, max_wal_size in MB.
+POSTGRESQL = {"server_variables": {"version": "15.18 (Debian 15.18-0+deb12u1)", "server_version_num": "150018",
+                                   "synchronous_commit": "on", "fsync": "on", "full_page_writes": "on",
+                                   "shared_buffers": "16384", "block_size": "8192", "wal_level": "replica",
+                                   "max_wal_size": "1024", "port": "41857", "data_directory": "/x"},
+              "host": {"kernel": "6.1", "cpu_count": 2}}
+MYSQL = {"server_variables": {"version": "9.7.4-2", "version_comment": "(Debian)", "log_bin": "ON",
+                              "sync_binlog": "1", "innodb_flush_log_at_trx_commit": "1", "innodb_doublewrite": "ON",
+                              "innodb_buffer_pool_size": "134217728", "innodb_redo_log_capacity": "104857600"},
+         "host": {"kernel": "6.1", "cpu_count": 2}}
+
+
+def test_mysql_against_postgresql_names_durability_and_memory_on_each_side() -> None:
+    diffs = differences("mysql", {"mysql": MYSQL, "pg": POSTGRESQL}, {})
+    found = {d.what.split(" (")[0]: (d.baseline_value, d.variant_value) for d in diffs}
+    assert found["server flavour and version"] == ("mysql 9.7.4-2", "postgresql 15.18 (Debian 15.18-0+deb12u1)")
+    assert found["commit durability"] == ("innodb_flush_log_at_trx_commit=1, sync_binlog=1",
+                                          "synchronous_commit=on, fsync=on")
+    assert found["torn-page protection"] == ("innodb_doublewrite=ON", "full_page_writes=on")
+    assert found["page cache of the server"] == ("innodb_buffer_pool_size=134217728", "shared_buffers=134217728")
+    assert found["change log"] == ("log_bin=ON", "wal_level=replica")
+    assert found["its size before a flush"] == ("redo_log_bytes=104857600", "max_wal_size=1073741824")
+    assert len(diffs) == 6  # hundreds of variables differ by name: not listed one by one
+
+
+def test_a_family_setting_the_campaign_sets_is_not_listed() -> None:
+    diffs = differences("mysql", {"mysql": MYSQL, "pg": POSTGRESQL}, {"pg": {"synchronous_commit", "shared_buffers"}})
+    whats = [d.what.split(" (")[0] for d in diffs]
+    assert "commit durability" not in whats and "page cache of the server" not in whats
+    assert "torn-page protection" in whats
+
+
+def test_two_postgresql_servers_compare_every_setting_but_their_own_paths() -> None:
+    variables = {**POSTGRESQL["server_variables"], "fsync": "off", "port": "5", "data_directory": "/y"}
+    other = {"server_variables": variables, "host": dict(POSTGRESQL["host"])}
+    diffs = differences("pg", {"pg": POSTGRESQL, "nofsync": other}, {})
+    assert [(d.what, d.baseline_value, d.variant_value) for d in diffs] == [("server variable fsync", "on", "off")]

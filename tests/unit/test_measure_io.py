@@ -170,6 +170,17 @@ def test_figures_per_1000_transactions_and_the_hit_ratio() -> None:
     assert hit_ratio({"Innodb_buffer_pool_reads": 3}) is None
 
 
+def test_postgresql_pages_come_from_pg_stat_database_blocks() -> None:
+    """blks_read 79 and blks_hit 162,445: a window of PostgreSQL 15 here (tests/integration/test_postgresql_host.py)."""
+    found = run_io(stored(RECORD | {"server_status": {"pg_blks_read": 79, "pg_blks_hit": 162_445}}), 1000)
+    assert found is not None
+    assert found.server == {"pages_from_disk": 79, "logical_reads": 162_524}
+    assert found.hit_ratio == pytest.approx(162_445 / 162_524)
+    assert hit_ratio({"pg_blks_read": 0, "pg_blks_hit": 0}) is None  # nothing looked up: no ratio
+    assert parse_status_rows([("pg_blks_read", 79), ("pg_blks_hit", "162445")]) == {"pg_blks_read": 79,
+                                                                                   "pg_blks_hit": 162_445}
+
+
 def test_a_variant_row_is_the_mean_of_its_runs_and_renders_in_both_tables() -> None:
     a = run_io(stored(RECORD), 1000)
     b = run_io(stored(RECORD | {"server_status": {}, "errors": ["server status: Timeout"]}), 4000)

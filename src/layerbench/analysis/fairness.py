@@ -18,8 +18,9 @@ VOLATILE = re.compile(
     r"gtid_.*|timestamp|report_.*|tmpdir|basedir|plugin_dir|log_bin_basename|log_bin_index|relay_log.*|"
     r"wsrep_.*|innodb_data_home_dir|innodb_log_group_home_dir|aria_log_dir_path|bind_address|init_file|"
     r"secure_file_priv|lc_messages_dir|character_sets_dir|system_time_zone|time_zone|pseudo_thread_id|"
-    r"last_insert_id|insert_id|rand_seed[12]|identity|warning_count|error_count|max_binlog_.*_cache_size_.*)$"
-)
+    r"last_insert_id|insert_id|rand_seed[12]|identity|warning_count|error_count|max_binlog_.*_cache_size_.*|"
+    r"data_directory|config_file|hba_file|ident_file|external_pid_file|unix_socket_directories|listen_addresses)$"
+)  # the last line: PostgreSQL's (pg_settings)
 # A variable the campaign sets for a variant also explains related ones the server derives from it.
 DERIVED = {
     "innodb_buffer_pool_size": ("innodb_buffer_pool_chunk_size", "innodb_buffer_pool_instances"),
@@ -98,11 +99,13 @@ FLAVOUR_DEFAULTS = (
 
 def server_flavour(variables: dict[str, str]) -> str | None:
     """mariadb, percona or mysql from how the server names itself (`version`, and `version_comment`, where only
-    Percona Server says what it is: `8.0.36-28`, `Percona Server (GPL), Release 28`); None when the variables were
-    not read."""
+    Percona Server says what it is: `8.0.36-28`, `Percona Server (GPL), Release 28`), postgresql for a server whose
+    variables are pg_settings (server_version_num); None when the variables were not read."""
     version = variables.get("version")
     if not version:
         return None
+    if "server_version_num" in variables:
+        return "postgresql"
     text = f"{version} {variables.get('version_comment', '')}".lower()
     if "mariadb" in text:
         return "mariadb"
@@ -141,6 +144,52 @@ def flavour_differences(variant: str, base: dict[str, str], other: dict[str, str
     return out
 
 
+# What decides durability and memory in each family, compared across families (MariaDB or MySQL against
+# PostgreSQL): (what, MySQL's variables, PostgreSQL's settings). Their names differ, so each row is named whatever
+# the values, unless the campaign sets one of them on either side.
+FAMILY_SETTINGS = (
+    ("commit durability", ("innodb_flush_log_at_trx_commit", "sync_binlog"), ("synchronous_commit", "fsync")),
+    ("torn-page protection", ("innodb_doublewrite",), ("full_page_writes",)),
+    ("page cache of the server", ("innodb_buffer_pool_size",), ("shared_buffers",)),
+    ("change log", ("log_bin",), ("wal_level",)),
+    ("its size before a flush", ("_redo_log_bytes",), ("max_wal_size",)),
+)
+PG_BLOCK_SETTINGS = {"shared_buffers"}  # pg_settings gives them in pages (block_size bytes): shown in bytes
+PG_MB_SETTINGS = {"max_wal_size"}  # in MB
+
+
+def family_value(names: tuple[str, ...], variables: dict[str, str], postgresql: bool) -> str:
+    """`name=value` of each setting of a FAMILY_SETTINGS row, as the server reported it (sizes in bytes)."""
+    parts = []
+    for name in names:
+        value = derived_value(name, variables)
+        if postgresql and value.isdigit() and name in PG_BLOCK_SETTINGS | PG_MB_SETTINGS:
+            block = variables.get("block_size", "8192")
+            value = str(int(value) * (int(block) if name in PG_BLOCK_SETTINGS and block.isdigit() else 1 << 20))
+        parts.append(f"{name.lstrip('_')}={value}")
+    return ", ".join(parts)
+
+
+def family_differences(variant: str, base: dict[str, str], other: dict[str, str],
+                       asked: set[str]) -> list[Difference]:
+    """A MariaDB or MySQL server against a PostgreSQL server: the flavour itself, then what decides durability and
+    memory on each side (FAMILY_SETTINGS), named with the values each server reported."""
+    out = [Difference(variant, "server flavour and version", f"{server_flavour(base)} {base.get('version')}",
+                      f"{server_flavour(other)} {other.get('version')}")]
+    pg_base, pg_other = server_flavour(base) == "postgresql", server_flavour(other) == "postgresql"
+    for what, mysql, postgresql in FAMILY_SETTINGS:
+        names = {*mysql, *postgresql}
+        if "_redo_log_bytes" in names:
+            names |= {"innodb_redo_log_capacity", "innodb_log_file_size"}
+        if asked & names:  # the campaign sets it on one side: intentional
+            continue
+        a = family_value(postgresql if pg_base else mysql, base, pg_base)
+        b = family_value(postgresql if pg_other else mysql, other, pg_other)
+        out.append(Difference(variant, f"{what} ({' / '.join(n.lstrip('_') for n in (*mysql, *postgresql))}), a "
+                              "flavour default", a, b))
+    return out
+
+
 def host_differences(variant: str, base: HostFacts, other: HostFacts) -> list[Difference]:
     return [Difference(variant, f"machine fact {k}", str(getattr(base, k)), str(getattr(other, k)))
             for k in HOST_FACTS if getattr(base, k) != getattr(other, k)]
@@ -172,7 +221,9 @@ def fairness_differences(baseline: str, environments: dict[str, Environment],
             continue
         keys = asked_variables(asked.get(variant, set()) | asked.get(baseline, set()))
         flavours = server_flavour(base.server_variables), server_flavour(env.server_variables)
-        if None not in flavours and flavours[0] != flavours[1]:
+        if None not in flavours and flavours[0] != flavours[1] and "postgresql" in flavours:
+            out += family_differences(variant, base.server_variables, env.server_variables, keys)
+        elif None not in flavours and flavours[0] != flavours[1]:
             out += flavour_differences(variant, base.server_variables, env.server_variables, keys)
         else:
             out += variable_differences(variant, base.server_variables, env.server_variables, keys)

@@ -4,7 +4,12 @@ measured transactions, and per variant and point the mean over its runs (the run
 The buffer-pool hit ratio is 1 - Innodb_buffer_pool_reads / Innodb_buffer_pool_read_requests (the share of
 logical page reads served from memory; the MySQL reference manual, "InnoDB Buffer Pool"). Pages read from disk
 are Innodb_buffer_pool_reads: reads the pool could not serve, read from the data files (which may still have
-been served by the OS page cache when the server does not use O_DIRECT; docs/io.md says how to tell)."""
+been served by the OS page cache when the server does not use O_DIRECT; docs/io.md says how to tell).
+
+A PostgreSQL server's figures come from its own counters of the benchmark's database (pg_stat_database, the
+PostgreSQL manual's "The Cumulative Statistics System"): pages read from disk are blks_read (blocks not found in
+shared_buffers, read through the kernel, so possibly from its page cache: PostgreSQL does not use O_DIRECT), page
+reads (logical) blks_read + blks_hit, and the hit ratio blks_hit / (blks_hit + blks_read)."""
 
 from __future__ import annotations
 
@@ -27,6 +32,11 @@ SERVER_FIGURES: dict[str, tuple[str, str, float]] = {
     "log_written_kib": ("redo log KiB", "Innodb_os_log_written", KIB),
     "pages_flushed": ("pages flushed", "Innodb_buffer_pool_pages_flushed", 1.0),
     "fsyncs": ("fsyncs", "Innodb_data_fsyncs", 1.0),
+}
+# The same figures from PostgreSQL's counters (measure/io.py: pg_stat_database of the benchmark's database): the sum
+POSTGRESQL_FIGURES: dict[str, tuple[str, ...]] = {
+    "pages_from_disk": ("pg_blks_read",),
+    "logical_reads": ("pg_blks_read", "pg_blks_hit"),
 }
 # component figure -> (label, /proc/PID/io key, cgroup io key, divisor)
 COMPONENT_FIGURES: dict[str, tuple[str, str, str, float]] = {
@@ -61,6 +71,9 @@ class IoRow(VariantRuns):
 
 
 def hit_ratio(status: dict[str, int]) -> float | None:
+    if "pg_blks_hit" in status and "pg_blks_read" in status:
+        looked_up = status["pg_blks_hit"] + status["pg_blks_read"]
+        return status["pg_blks_hit"] / looked_up if looked_up > 0 else None
     requests = status.get("Innodb_buffer_pool_read_requests", 0)
     if requests <= 0 or "Innodb_buffer_pool_reads" not in status:
         return None
@@ -88,6 +101,8 @@ def run_io(record: IoCounters | None, transactions: int) -> RunIo | None:
     status = record.server_status
     server = {name: per_1000(status[counter], transactions, divisor)
               for name, (_, counter, divisor) in SERVER_FIGURES.items() if counter in status}
+    server |= {name: per_1000(sum(status[c] for c in counters), transactions)
+               for name, counters in POSTGRESQL_FIGURES.items() if all(c in status for c in counters)}
     components = {name: component_figures(c, False, transactions) for name, c in record.processes.items()}
     if record.cgroups:
         summed = {k: sum(c.get(k, 0) for c in record.cgroups.values()) for k in ("rbytes", "wbytes", "rios", "wios")}

@@ -21,7 +21,7 @@ from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.neighbours.model import NeighbourList
 from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, resolve_server, rootfs_mysql
-from layerbench.server.settings import SERVER_MEMORY_OVERHEAD, ServerSettings
+from layerbench.server.settings import SERVER_MEMORY_OVERHEAD, ServerSettings, mysql_only_refusal
 from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, NAME_RE, PrintableLine, Strict, Text
 from layerbench.vocabulary.cpus import CpuList
 from layerbench.vocabulary.limits import MAX_PATH
@@ -67,6 +67,7 @@ class VariantBase(Strict):
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
     dataset_on_server_host: ClassVar[bool] = False  # on an ssh: host, that host prepares and keeps its snapshots
     memory_here: ClassVar[bool] = True  # its server's memory is this machine's (False: a node's, its backend checks)
+    runs_postgresql: ClassVar[bool] = False  # server: {flavour: postgresql} (issue #46: the host backend first)
 
     @property
     def client_kind(self) -> str:
@@ -125,8 +126,7 @@ class VariantBase(Strict):
         """Preflight, first for a server on this machine: refuse a server that is not there or not known."""
 
     def snapshot_made_here(self) -> bool:
-        """Whether this machine prepares the variant's dataset snapshot (`reset: snapshot`) with its own sysbench;
-        a Kubernetes variant whose datasets are made in its cluster by Jobs does not."""
+        """Whether this machine prepares its dataset snapshot (a cluster's Jobs may make it: Kubernetes)."""
         return True
 
     def check_data_room(self, dataset_bytes: int) -> None:
@@ -167,6 +167,13 @@ class VariantBase(Strict):
         """The memory layerbench gives this server when the variant sets none: its buffer pool + the stated
         overhead (server/settings.py) + what a guest holds beside it, at least the old 2 GiB default."""
         return self.memory_text(self.server.memory_for(self.guest_memory))
+
+    @model_validator(mode="after")
+    def _postgresql_here(self) -> VariantBase:
+        refusal = postgresql_refusal(self)
+        if refusal:
+            raise ValueError(refusal)
+        return self
 
     @model_validator(mode="after")
     def _memory_holds_the_buffer_pool(self) -> VariantBase:
@@ -300,3 +307,18 @@ class FirstTimeCost:
     rank: int  # the plan lists costs in this order
     cached: Callable[[], bool]
 
+
+def postgresql_refusal(variant: VariantBase) -> str | None:
+    """PostgreSQL runs where its backend says it does (the host backend for now): refused at parse time, in one
+    line, rather than failing later inside a backend made for MySQL-compatible servers; and a my.cnf key in its
+    server.config (postgresql.conf, not my.cnf: the server's own list checks the rest)."""
+    if variant.server.flavour != "postgresql":
+        return None
+    if not variant.runs_postgresql:
+        return (f"variants.{variant.name}.server.flavour: postgresql is not yet in the {variant.backend} backend; "
+                "use backend: host for this variant (docs/servers.md#postgresql)")
+    for key in variant.server.config:
+        refusal = mysql_only_refusal(key)
+        if refusal:
+            return f"variants.{variant.name}.server.config.{key}: {refusal}"
+    return None

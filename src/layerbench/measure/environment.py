@@ -62,7 +62,12 @@ def with_client_sysbench(env: dict[str, Any], output: str, where: str) -> dict[s
 def server_variables(endpoint: Endpoint, through: Callable[[str], list[tuple[Any, ...]]] | None = None
                      ) -> dict[str, str]:
     """SHOW GLOBAL VARIABLES of the server under test (what it really runs with): through a connection to the
-    endpoint, or `through` the backend's own path to the server's SQL (Backend.server_sql)."""
+    endpoint, or `through` the backend's own path to the server's SQL (Backend.server_sql). PostgreSQL's: every
+    row of pg_settings (name, setting in its unit) and `version`, its server_version."""
+    if endpoint.is_postgresql:
+        rows = query(endpoint, "SELECT name, setting FROM pg_settings UNION ALL SELECT 'version', "
+                     "current_setting('server_version')")
+        return {str(row[0]): str(row[1]) for row in rows}
     rows = through("SHOW GLOBAL VARIABLES") if through is not None else query(endpoint, "SHOW GLOBAL VARIABLES")
     return {str(row[0]): str(row[1]) for row in rows if len(row) >= 2}
 

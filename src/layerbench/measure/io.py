@@ -38,7 +38,12 @@ STATUS_COUNTERS = (
     "Innodb_data_fsyncs",
     "Innodb_os_log_written",  # bytes written to the redo log
     "Innodb_log_writes",
+    "pg_blks_read",  # PostgreSQL (pg_stat_database of the benchmark's database): blocks not in shared_buffers
+    "pg_blks_hit",  # blocks found in shared_buffers
 )
+# PostgreSQL's counters of the benchmark's database, as (name, value) rows like SHOW GLOBAL STATUS's.
+PG_STATUS_SQL = ("SELECT 'pg_blks_read', blks_read FROM pg_stat_database WHERE datname = current_database() "
+                 "UNION ALL SELECT 'pg_blks_hit', blks_hit FROM pg_stat_database WHERE datname = current_database()")
 
 
 # --- parsing (pure) ---------------------------------------------------------------------------------------
@@ -326,6 +331,7 @@ class ServerStatus:
         self.conn: Any = None
         self.error: Exception | None = None
         self.through = through  # the backend's own path to the server's SQL (Backend.server_sql): no connection
+        self.postgresql = bool(getattr(endpoint, "is_postgresql", False))
         try:
             self.conn = None if through is not None else connect(endpoint)
         except Exception as error:  # the server unreachable from this host (a cluster's Job client, say)
@@ -337,7 +343,7 @@ class ServerStatus:
         if self.conn is None:
             raise self.error or RuntimeError("no connection")
         with self.conn.cursor() as cursor:
-            cursor.execute(status_sql())
+            cursor.execute(PG_STATUS_SQL if self.postgresql else status_sql())
             return list(cursor.fetchall())
 
     def close(self) -> None:

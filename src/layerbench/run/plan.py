@@ -41,6 +41,8 @@ from layerbench.run import answerable
 from layerbench.run.neighbour_plan import neighbour_lines
 from layerbench.run.schedule import build_schedule
 from layerbench.server.mycnf import render_value
+from layerbench.server.postgresql import conf_value
+from layerbench.server.settings import ConfigValue
 from layerbench.store import Store, past_finishes
 from layerbench.sysbench.custom_script import dataset_label
 
@@ -104,14 +106,23 @@ def cpus_text(variant: VariantBase) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def config_text(key: str, value: ConfigValue, postgresql: bool) -> str:
+    """One setting as the server's file says it (my.cnf, or postgresql.conf: server/postgresql.py)."""
+    if postgresql:
+        return f"{key}={conf_value(value)}"
+    shown_value = render_value(value)
+    return key if shown_value is None else f"{key}={shown_value}"
+
+
 def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None) -> str:
     """What the variant creates (its backend's words), then where each part runs and the path (its placement)."""
     kind, text = variant.backend, variant.describe_plan()
-    config = ", ".join(k if (shown_value := render_value(val)) is None else f"{k}={shown_value}"
-                       for k, val in variant.server.config.items())  # as the my.cnf file says it
+    postgresql = variant.server.flavour == "postgresql"
+    config = ", ".join(config_text(k, val, postgresql) for k, val in variant.server.config.items())
     where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
     extra = "; ".join(p for p in (path_text(hosts, variant), cpus_text(variant), where,
-                                  f"my.cnf: {config}" if config else "") if p)
+                                  f"{'postgresql.conf' if postgresql else 'my.cnf'}: {config}" if config else "")
+                      if p)
     return f"variant {variant.name} ({kind}): {text}; {extra}"
 
 

@@ -39,6 +39,7 @@ from layerbench.run.neighbour_checks import check_neighbours
 from layerbench.run.paths import check_paths
 from layerbench.server.flavour import detect_flavour
 from layerbench.server.mycnf import HELP_ARGS, check_names_known, parse_server_options
+from layerbench.server.postgresql import check_settings, check_values, known_settings
 from layerbench.server.servers import check_wanted
 from layerbench.server.settings import DEFAULT_BUFFER_POOL, SERVER_MEMORY_OVERHEAD
 from layerbench.sysbench.custom_script import (
@@ -48,6 +49,7 @@ from layerbench.sysbench.custom_script import (
     check_script,
     user_script_facts,
 )
+from layerbench.sysbench.options import pgsql_refusal
 from layerbench.versions import version_on
 from layerbench.vocabulary.sizes import byte_text
 
@@ -84,6 +86,8 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         require_program("sysbench", f"install sysbench (scripts/setup does it): {needs} runs it on this machine")
     for workload in campaign.workloads:
         check_test(workload)
+    for variant in campaign.variants:
+        check_postgresql_workloads(campaign, variant)
     for variant in campaign.variants:
         local = hosts[server_of(variant)].is_local
         check_server_choice(variant, local)
@@ -172,6 +176,9 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
     for now; a MariaDB `version` of a variant whose server is built from this machine's package is that package's
     (docs/servers.md)."""
     chosen, where = variant.server, f"variants.{variant.name}.server"
+    if chosen.flavour == "postgresql" and not local:
+        raise BadInput(f"{where}.flavour: postgresql runs on this machine only, not yet on an ssh: host; remove "
+                       "server_host or use another flavour there")
     if chosen.flavour == "mysql" and not variant.runs_mysql(local):
         if not local:
             raise BadInput(f"{where}.flavour: a mysql {variant.backend} variant runs on this machine only, not yet on "
@@ -182,6 +189,22 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
     if chosen.flavour == "mariadb" and chosen.version and variant.builds_server_here:
         mariadbd = require_program("mariadbd", "install mariadb-server (scripts/setup does it)")
         check_wanted(chosen, detect_flavour(mariadbd, f"{where}.version"), where)
+
+
+def check_postgresql_workloads(campaign: Campaign, variant: VariantBase) -> None:
+    """What a PostgreSQL variant cannot run, in one line with the fix: an option of sysbench's mysql driver or of
+    the scripts' MySQL branch (pgsql_refusal), and a workload's `buffer_pool:` (InnoDB's buffer pool)."""
+    if variant.server.flavour != "postgresql":
+        return
+    for workload in campaign.workloads:
+        for key in workload.options:
+            refusal = pgsql_refusal(key)
+            if refusal:
+                raise BadInput(f"workloads.{workload.name}.options.{key}: {refusal} (variant {variant.name} runs "
+                               "PostgreSQL); remove it or run this workload on MySQL-compatible variants only")
+        if workload.buffer_pool and campaign.reset_for(variant, workload).method == "snapshot":
+            raise BadInput(f"workloads.{workload.name}.buffer_pool: sizes InnoDB's buffer pool, which variant "
+                           f"{variant.name} (PostgreSQL) has not; set its server.config.shared_buffers instead")
 
 
 def sysbench_here_for(campaign: Campaign, hosts: Hosts) -> str | None:
@@ -341,6 +364,11 @@ def check_option_names(variant: VariantBase) -> None:
     if not variant.server.config:
         return
     command = variant.server_command_here()
+    if command and variant.server.flavour == "postgresql":  # postgresql.conf settings: the server's own list
+        where = f"variants.{variant.name}.server.config"
+        check_settings(variant.server.config, known_settings(command[-1]), where)  # names, with the closest ones
+        check_values(command[-1], variant.server.config, where)  # then the server's own reading of the file
+        return
     if command:
         check_names_known(variant, server_options(command), Path(command[-1]).name)
 

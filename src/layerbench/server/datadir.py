@@ -13,7 +13,14 @@ from layerbench.errors import RunFailed
 
 
 def connect(endpoint: Endpoint, timeout: float = 5.0, database: str | None = None) -> Any:
-    """A PyMySQL connection over TCP (the same path sysbench uses)."""
+    """A connection over TCP (the same path sysbench uses): PyMySQL, or psycopg for PostgreSQL (which always
+    names a database: the benchmark's when none is given). Both give cursor(), execute() and fetchall()."""
+    if endpoint.is_postgresql:
+        import psycopg
+
+        return psycopg.connect(host=endpoint.host, port=endpoint.port, user=endpoint.user,
+                               password=endpoint.password.reveal(), dbname=database or endpoint.database,
+                               connect_timeout=max(2, int(timeout)), autocommit=True)
     return pymysql.connect(
         host=endpoint.host, port=endpoint.port, user=endpoint.user, password=endpoint.password.reveal(),
         database=database, connect_timeout=max(1, int(timeout)), read_timeout=600, write_timeout=600,
@@ -26,7 +33,7 @@ def query(endpoint: Endpoint, sql: str, database: str | None = None) -> list[tup
     try:
         with conn.cursor() as cursor:
             cursor.execute(sql)
-            return list(cursor.fetchall())
+            return list(cursor.fetchall()) if cursor.description is not None else []  # psycopg: none to fetch
     finally:
         conn.close()
 
@@ -54,5 +61,9 @@ def wait_until_ready(
             return time.monotonic() - started
         except pymysql.err.OperationalError as error:
             last_error = str(error.args[-1]) if error.args else str(error)
+        except Exception as error:  # psycopg's OperationalError (imported only for a PostgreSQL endpoint)
+            if not endpoint.is_postgresql or type(error).__name__ != "OperationalError":
+                raise
+            last_error = (str(error).strip().splitlines() or [type(error).__name__])[0]
         time.sleep(0.2)
     raise RunFailed(f"server did not accept connections within {timeout:.0f} s (last: {last_error})")

@@ -52,13 +52,23 @@ class Flavour:
         return self.name == "mariadb"
 
     @property
+    def is_postgresql(self) -> bool:
+        return self.name == "postgresql"
+
+    @property
+    def driver(self) -> str:
+        """sysbench's --db-driver for this server (and how layerbench's own client connects)."""
+        return "pgsql" if self.is_postgresql else "mysql"
+
+    @property
     def major(self) -> int:
         return int(self.version.split(".")[0]) if self.version[:1].isdigit() else 0
 
     @property
     def label(self) -> str:
         """MariaDB 10.11.6, MySQL 9.7.4 (what a user reads)."""
-        name = {"mariadb": "MariaDB", "mysql": "MySQL", "percona": "Percona Server"}.get(self.name, self.name)
+        name = {"mariadb": "MariaDB", "mysql": "MySQL", "percona": "Percona Server",
+                "postgresql": "PostgreSQL"}.get(self.name, self.name)
         return f"{name} {self.version}".strip()
 
     def init_command(self, server: str | Sequence[str], datadir: Path, extra: list[str] | None = None,
@@ -110,6 +120,15 @@ def parse_version(text: str) -> Flavour | None:
         return None
     name = "percona" if "percona" in text.lower() else "mysql"
     return Flavour(name, version, dict(MYSQL_DEFAULTS))
+
+
+_POSTGRES_VERSION = re.compile(r"^postgres \(PostgreSQL\) (?P<version>(?P<major>\d+)\.\d+)\b")
+
+
+def parse_postgres_version(text: str) -> Flavour | None:
+    """The flavour `postgres --version` names (`postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)`), or None."""
+    match = _POSTGRES_VERSION.match(text.strip())
+    return Flavour("postgresql", match.group("version")) if match else None
 
 
 def flavour_of_server(version: str, comment: str) -> Flavour | None:

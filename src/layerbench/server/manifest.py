@@ -29,7 +29,10 @@ SAMPLES = 32
 BLOCK = 8 << 20
 # Not part of a snapshot: the buffer-pool dump would make every restored server load the pages the prepare
 # touched last (so no run would start cold), and pid/log files belong to the server that made the snapshot.
-EXCLUDED = frozenset({"ib_buffer_pool", "mysqld.pid", "aria_log_control.lock"})
+# Not part of a snapshot: a server's run-time files, and PostgreSQL's configuration, which layerbench writes anew
+# for each run (server/postgresql.py).
+EXCLUDED = frozenset({"ib_buffer_pool", "mysqld.pid", "aria_log_control.lock", "postmaster.pid", "postmaster.opts",
+                      "postgresql.conf", "pg_hba.conf"})
 MANIFEST_FILE = "manifest.json"
 
 

@@ -25,6 +25,7 @@ from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.workdirs import datasets_dir, folder_lock
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
+from layerbench.server.flavour import Flavour
 from layerbench.server.manifest import EXCLUDED, build_manifest, write_manifest
 from layerbench.server.private import PrivateServer
 from layerbench.server.servers import ChosenServer, ServerChoice, resolve_server, server_fields
@@ -189,7 +190,21 @@ def reclaim_killed_builds(scratch: Path, say: Say) -> None:
 
 
 def table_bytes(datadir: Path) -> int:
+    """The bytes of the benchmark's tables in a datadir: InnoDB's sbtest/*.ibd, or PostgreSQL's base/."""
+    if (datadir / "PG_VERSION").is_file():
+        from layerbench.server.postgresql import data_bytes
+
+        return data_bytes(datadir)
     return sum(f.stat().st_size for f in (datadir / "sbtest").glob("*.ibd")) if datadir.is_dir() else 0
+
+
+def helper_settings(flavour: Flavour, memory: str, *, durable: bool = True) -> dict[str, Any]:
+    """The settings of a private server that builds or checks a dataset: its cache of pages (`memory`) and, when not
+    `durable`, commits that do not wait for the disk (a build is redone when it fails)."""
+    if flavour.is_postgresql:
+        return {"shared_buffers": memory.replace("G", "GB").replace("M", "MB"),
+                **({} if durable else {"synchronous_commit": False})}
+    return {"innodb_buffer_pool_size": memory, **({} if durable else {"innodb_flush_log_at_trx_commit": 2})}
 
 
 class Builder:
@@ -207,7 +222,7 @@ class Builder:
         self.resumed = False
 
     def spec(self) -> ServerSpec:
-        config: dict[str, Any] = {"innodb_buffer_pool_size": "1G", "innodb_flush_log_at_trx_commit": 2}
+        config = helper_settings(resolve_server(self.server).flavour, "1G", durable=False)
         if self.page_size:
             config["innodb_page_size"] = self.page_size
         resume = self.partial if self.partial.is_dir() else None
@@ -260,7 +275,7 @@ class Builder:
         """A user's script: prepared from the start (we cannot tell its tables' last step), on a database emptied
         of whatever an interrupted build of it left."""
         for name in base_tables(endpoint) if self.resumed else []:
-            query(endpoint, f"DROP TABLE IF EXISTS {quoted(name)}", database=endpoint.database)
+            query(endpoint, f"DROP TABLE IF EXISTS {quoted(name, endpoint)}", database=endpoint.database)
         if self.resumed:
             self.say("prepare: an interrupted build of a script of your own is prepared again from the start")
         prepare_tables(self.workload, endpoint, self.private, self.log_dir, self.on_line)
@@ -274,11 +289,16 @@ class Builder:
 
     def shut_down(self, endpoint: Endpoint) -> None:
         """A clean shutdown (a consistent datadir), without the buffer-pool dump (runs start cold); the datadir
-        moves to the build folder's datadir/."""
-        query(endpoint, "SET GLOBAL innodb_buffer_pool_dump_at_shutdown = OFF")
-        if self.host_server.process:
-            self.host_server.process.stop(timeout=600)
-        self.host_server.process = None
+        moves to the build folder's datadir/. PostgreSQL's benchmark account keeps no password in the snapshot."""
+        server = self.host_server.server
+        if server is not None and server.flavour.is_postgresql:
+            from layerbench.server.postgresql import set_up_account
+
+            assert self.host_server.socket_dir is not None
+            set_up_account(self.host_server.socket_dir, endpoint.port, endpoint.user, None, endpoint.database)
+        else:
+            query(endpoint, "SET GLOBAL innodb_buffer_pool_dump_at_shutdown = OFF")
+        self.host_server.stop_cleanly(timeout=600)
         assert self.host_server.datadir is not None
         self.host_server.datadir.rename(self.scratch / "datadir")
         self.host_server.datadir = None
@@ -291,8 +311,7 @@ class Builder:
             keep = datadir is not None and table_bytes(datadir) >= RESUME_MIN_BYTES
             if self.host_server.process:  # a clean stop only for a datadir worth keeping: a server stopped while it
                 # runs its init file ignored SIGTERM until the 120 s limit (a Ctrl-C then took two minutes)
-                self.host_server.process.stop(timeout=120 if keep else 5)
-                self.host_server.process = None
+                self.host_server.stop_cleanly(timeout=120 if keep else 5)
             if keep:
                 shutil.rmtree(self.partial, ignore_errors=True)
                 datadir.rename(self.partial)

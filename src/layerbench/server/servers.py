@@ -8,6 +8,7 @@ resolves and never names a server program itself (docs/servers.md).
 |----------------------------------|---------------------------------------------------------------|
 | (nothing), flavour: mariadb      | the host's mariadbd (or the variant's mysqld:)                |
 | flavour: mysql, version: '9.7'   | mysqld of the cached MySQL rootfs, through the rootfs's loader |
+| flavour: postgresql              | this machine's PostgreSQL 15 (server/postgresql.py)            |
 | mysqld: ROOT/usr/sbin/mysqld     | that binary through ROOT's own loader (server/binary_root.py)  |
 
 A server in a container of the local images (the Docker backend) is named by `image_server`: the same flavour,
@@ -24,11 +25,12 @@ from typing import Protocol
 
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
-from layerbench.server.flavour import MARIADB, MYSQL_DEFAULTS, Flavour, detect_flavour
+from layerbench.server.flavour import MARIADB, MYSQL_DEFAULTS, Flavour, detect_flavour, parse_postgres_version
 from layerbench.server.settings import ConfigValue, ServerSettings
 from layerbench.versions import printed_version
 
 DEFAULT_MYSQL = "9.7"
+DEFAULT_POSTGRESQL = "15"  # Debian 12's
 VERSION_TIMEOUT = 10.0
 # A MySQL of the rootfs reads no file outside it: LOAD DATA / SELECT INTO OUTFILE are off (the option has no
 # default directory there, and a benchmark needs none).
@@ -100,6 +102,11 @@ def resolve_server(variant: ChosenServer) -> ServerProgram:
     """The variant's server, or a one-line BadInput (an unknown version, a server not built, a mismatch)."""
     chosen = variant.server
     where = f"variants.{variant.name}.server"
+    if chosen.flavour == "postgresql":
+        if variant.mysqld:
+            raise BadInput(f"variants.{variant.name}.mysqld: a postgresql variant runs this machine's PostgreSQL; "
+                           "remove mysqld:")
+        return host_postgresql(chosen.version or DEFAULT_POSTGRESQL, where)
     if chosen.flavour == "mysql":
         if variant.mysqld:
             raise BadInput(f"variants.{variant.name}.mysqld: give server.flavour: mysql or mysqld:, not both; "
@@ -174,6 +181,26 @@ def check_wanted(chosen: ServerSettings, flavour: Flavour, where: str) -> None:
         raise BadInput(f"{where}.version: {flavour.label} is installed here, not {chosen.flavour} {chosen.version}; "
                        f"use version '{'.'.join(flavour.version.split('.')[:2])}' or name another build with "
                        "mysqld:")
+
+
+def host_postgresql(version: str, where: str) -> ServerProgram:
+    """Debian's PostgreSQL of this machine (server/postgresql.py), its version read from `postgres --version`; a
+    one-line BadInput when it is not installed or is not the version asked for."""
+    from layerbench.server.postgresql import program
+
+    postgres = program("postgres")
+    if not postgres.is_file():
+        raise BadInput(f"{where}.flavour: PostgreSQL is not installed here ({postgres} is missing); install "
+                       "postgresql-15 (scripts/setup does it)")
+    said = version_text((str(postgres),))
+    flavour = parse_postgres_version(said)
+    if flavour is None:
+        raise BadInput(f"{where}.flavour: {postgres} --version says {shown(said, 120)}, not a PostgreSQL layerbench "
+                       "knows; reinstall postgresql-15")
+    if not version_matches(version, flavour.version):
+        raise BadInput(f"{where}.version: {flavour.label} is installed here, not PostgreSQL {version}; use version "
+                       f"'{flavour.major}'")
+    return ServerProgram(flavour, (str(postgres),))
 
 
 def version_matches(wanted: str, actual: str) -> bool:

@@ -58,14 +58,39 @@ def check_option_value(key: str, value: Any) -> None:
                              "file); write it in ASCII")
 
 
+# my.cnf names people carry over to a PostgreSQL variant, with what PostgreSQL has instead (validate's fix).
+MYSQL_EQUIVALENTS = {
+    "innodb_buffer_pool_size": "shared_buffers", "innodb_flush_log_at_trx_commit": "synchronous_commit",
+    "innodb_doublewrite": "full_page_writes", "innodb_log_file_size": "max_wal_size",
+    "innodb_redo_log_capacity": "max_wal_size", "innodb_flush_method": "wal_sync_method",
+    "innodb_io_capacity": "bgwriter_lru_maxpages", "sync_binlog": "none (PostgreSQL has no binary log)",
+    "log_bin": "none (PostgreSQL has no binary log)", "skip_log_bin": "none (PostgreSQL has no binary log)",
+    "performance_schema": "none (its pg_stat_* views are always on)", "skip_name_resolve": "none (remove it)",
+    "max_prepared_stmt_count": "none (remove it)", "thread_handling": "none (a process per connection)",
+}
+MYSQL_PREFIXES = ("innodb", "mysql", "mariadb", "aria", "myisam", "binlog", "wsrep", "rocksdb")
+
+
+def mysql_only_refusal(key: str) -> str | None:
+    """Why `key` is a my.cnf option, not a postgresql.conf setting (one line with the fix), or None: a `-` in its
+    name (PostgreSQL's names have none), an engine's prefix (innodb_...), or a MySQL name listed above."""
+    name = key.replace("-", "_").lower()
+    if "-" not in key and not name.startswith(MYSQL_PREFIXES) and name not in MYSQL_EQUIVALENTS:
+        return None
+    instead = MYSQL_EQUIVALENTS.get(name)
+    fix = f"PostgreSQL's nearest is {instead}" if instead else "write a postgresql.conf setting"
+    return (f"{shown(key)} is a MySQL/MariaDB (my.cnf) option; a postgresql variant's server.config holds "
+            f"postgresql.conf settings: {fix}")
+
+
 VERSION_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,4}){0,2}$")
 
 
 class ServerSettings(Strict):
     """Which server (a flavour and a version: docs/servers.md) and how it is configured: a my.cnf overlay for
-    the [mysqld] section."""
+    the [mysqld] section, or for PostgreSQL postgresql.conf settings (server/postgresql.py checks their names)."""
 
-    flavour: Literal["mariadb", "mysql"] | None = Field(
+    flavour: Literal["mariadb", "mysql", "postgresql"] | None = Field(
         default=None, description="the server family; default: the host's MariaDB (or the variant's mysqld:)")
     version: str | None = Field(default=None, description="its version, like 9.7 or 10.11 (docs/servers.md)")
     config: dict[str, ConfigValue] = Field(default_factory=dict, max_length=500)

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from layerbench.secrets import generate_password
 from layerbench.server.manifest import SnapshotCorrupt
+from layerbench.server.prepare import helper_settings
 from layerbench.server.private import PrivateServer
 from layerbench.server.restore import read_facts
-from layerbench.server.servers import server_from_fields
+from layerbench.server.servers import resolve_server, server_from_fields
 from layerbench.server.snapshot import Snapshot, remove_snapshot, snapshot_problems
 from layerbench.server.spec import ServerSpec
 from layerbench.server.tables import table_checksums, workload_tables
@@ -46,10 +47,13 @@ def check_snapshot_files(snapshot: Snapshot) -> None:
 def checksum_in_private_server(snapshot: Snapshot, workload: Workload, log_dir: Path) -> dict[str, int]:
     """CHECKSUM TABLE of every table, in a private server on this host on its own restore of the snapshot."""
     root = Path(tempfile.mkdtemp(prefix="lb-verify-", dir=snapshot.folder.parent))
+    root.chmod(0o711)  # entered (not listed) by a server that runs as its own user: PostgreSQL's
     private = Path(tempfile.mkdtemp(prefix="lb-verify-private-"))
-    server = PrivateServer(server_from_fields("verify", snapshot.meta.get("server")))  # the server that made it
+    choice = server_from_fields("verify", snapshot.meta.get("server"))  # the server that made it
+    server = PrivateServer(choice)
     spec = ServerSpec("verify", f"verify-{snapshot.key}", log_dir, private, root,
-                      config={"innodb_buffer_pool_size": "128M"}, password=generate_password(), snapshot=snapshot.path)
+                      config=helper_settings(resolve_server(choice).flavour, "128M"), password=generate_password(),
+                      snapshot=snapshot.path)
     try:
         endpoint = server.up(spec)
         return table_checksums(endpoint, workload_tables(endpoint, workload))

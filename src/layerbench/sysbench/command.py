@@ -111,14 +111,16 @@ def hook_script(workload: Workload) -> str:
 
 
 def config_file_text(endpoint: Endpoint) -> str:
-    """sysbench options that carry credentials; written to a 0600 file and passed with --config-file."""
+    """sysbench options that carry credentials; written to a 0600 file and passed with --config-file. The driver
+    (and so the options' prefix) is the server's: mysql, or pgsql for PostgreSQL."""
+    prefix = endpoint.driver
     lines = [
-        "db-driver=mysql",
-        f"mysql-host={endpoint.host}",
-        f"mysql-port={endpoint.port}",
-        f"mysql-user={endpoint.user}",
-        f"mysql-password={endpoint.password.reveal()}",
-        f"mysql-db={endpoint.database}",
+        f"db-driver={endpoint.driver}",
+        f"{prefix}-host={endpoint.host}",
+        f"{prefix}-port={endpoint.port}",
+        f"{prefix}-user={endpoint.user}",
+        f"{prefix}-password={endpoint.password.reveal()}",
+        f"{prefix}-db={endpoint.database}",
     ]
     return "\n".join(lines) + "\n"
 

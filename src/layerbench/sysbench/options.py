@@ -16,6 +16,8 @@ from layerbench.errors import shown
 
 # A backticked word in a reason is a field of the campaign file (a test checks each one exists).
 _EXTERNAL = "a variant with backend `external` sets"
+PGSQL_OWNED = ("a postgresql variant's backend sets every pgsql-* option (where the server is, its generated account "
+               "and database); remove it")
 OWNED_SYSBENCH_OPTIONS: dict[str, str] = {
     "threads": "set the workload's `threads` (one count or a sweep)",
     "num-threads": "set the workload's `threads` (one count or a sweep)",
@@ -33,7 +35,7 @@ OWNED_SYSBENCH_OPTIONS: dict[str, str] = {
     "rand-type": "set the workload's `rand_type`",
     "rand-seed": "set the workload's `rand_seed`",
     "config-file": "layerbench passes its own private file (each run's connection and password); remove it",
-    "db-driver": "layerbench measures MySQL-compatible servers with sysbench's mysql driver; remove it",
+    "db-driver": "the variant's server flavour sets it (mysql, or pgsql for `flavour: postgresql`); remove it",
     "mysql-host": f"the variant's backend decides where the server is ({_EXTERNAL} `host`)",
     "mysql-port": f"the variant's backend decides where the server is ({_EXTERNAL} `port`)",
     "mysql-socket": f"the variant's backend decides where the server is ({_EXTERNAL} `host` and `port`)",
@@ -41,11 +43,11 @@ OWNED_SYSBENCH_OPTIONS: dict[str, str] = {
     "mysql-password": f"the password is generated for each run ({_EXTERNAL} `password_env` or `password_file`)",
     "mysql-db": f"the variant's backend creates the database ({_EXTERNAL} `database`)",
     "mysql-dry-run": "it pretends every query succeeded, so nothing would be measured; remove it",
-    "pgsql-host": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
-    "pgsql-port": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
-    "pgsql-user": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
-    "pgsql-password": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
-    "pgsql-db": "layerbench runs sysbench's mysql driver, which never reads pgsql-* options; remove it",
+    "pgsql-host": PGSQL_OWNED,
+    "pgsql-port": PGSQL_OWNED,
+    "pgsql-user": PGSQL_OWNED,
+    "pgsql-password": PGSQL_OWNED,
+    "pgsql-db": PGSQL_OWNED,
     "test": "sysbench 1.0 runs the script --test names instead of the one on its command line; set the workload's "
             "`test`",
     "help": "sysbench prints its help and exits instead of running the test; remove it",
@@ -65,6 +67,24 @@ def owned_option_refusal(key: str) -> str | None:
     if reason is None:
         return None
     return f"{shown(key)}: sysbench's --{name} belongs to layerbench; {reason}"
+
+
+# Read only with --db-driver=mysql: sysbench 1.0.20's mysql driver options (`sysbench --help`) and the option the
+# bundled scripts read in their MySQL branch only (oltp_common.lua: the tables' ENGINE=). Against PostgreSQL
+# sysbench would take them and change nothing, so a run would be labelled with a setting it never had.
+MYSQL_DRIVER_ONLY = {
+    "mysql-storage-engine": "the bundled scripts read it for MySQL's CREATE TABLE ... ENGINE= only",
+}
+
+
+def pgsql_refusal(key: str) -> str | None:
+    """Why a workload option cannot go to sysbench's pgsql driver (one line), or None: every mysql-* option is the
+    mysql driver's (or the scripts' MySQL branch's), which the pgsql driver never reads."""
+    name = option_name(key)
+    if not name.startswith("mysql-"):
+        return None
+    why = MYSQL_DRIVER_ONLY.get(name, "an option of sysbench's mysql driver")
+    return f"{shown(key)}: {why}; sysbench's pgsql driver never reads it"
 
 
 def check_sysbench_options(options: dict[str, Any]) -> None:

@@ -5,13 +5,16 @@ stopping it is server/private.py's."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase
 from layerbench.backends.host.variant import HostVariant
 from layerbench.hosts.machine import check_cpus
 from layerbench.hosts.procs import require_program
+from layerbench.hosts.workdirs import datasets_dir, work_root
 from layerbench.server.mycnf import check_overlay
+from layerbench.server.postgresql import check_reachable
 from layerbench.server.private import PrivateServer
 from layerbench.server.servers import resolve_server
 
@@ -27,7 +30,13 @@ class HostBackend(PrivateServer, BackendBase):
 
     def check(self) -> None:
         variant = self.variant
-        if resolve_server(variant).flavour.is_mariadb:
+        flavour = resolve_server(variant).flavour
+        if flavour.is_postgresql:  # it runs as user postgres: every folder on the way to its datadirs lets it in
+            where = f"variants.{variant.name}.server.flavour"
+            work = Path(variant.data_dir) if variant.data_dir else work_root()
+            check_reachable(work, "work folder (data_dir, or LAYERBENCH_WORK_DIR)", where)
+            check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", where)
+        if flavour.is_mariadb:
             require_program("mariadb-install-db", "install mariadb-server (scripts/setup does it)")
         check_cpus(variant.cpus, f"variants.{variant.name}.cpus")  # client_cpus: where sysbench runs (preflight)
         check_overlay(variant.server.config, f"variants.{variant.name}")

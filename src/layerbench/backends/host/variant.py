@@ -22,8 +22,12 @@ class HostVariant(VariantBase):
     dataset_on_server_host: ClassVar[bool] = True  # backends/host/dataset.py
     takes_reach: ClassVar[bool] = True  # backends/host/remote.py: a forward over SSH, a bind address of its own
     run_overhead: ClassVar[float] = 2  # server start + stop, measured: 1.4 s median over 149 runs here, + margin
+    runs_postgresql: ClassVar[bool] = True  # this machine's PostgreSQL 15 (server/postgresql.py); not on an ssh: host
 
     def describe_plan(self) -> str:
+        if self.server.flavour == "postgresql":
+            return (f"a private PostgreSQL {self.server.version or '15'} (this machine's postgres, run as user "
+                    "postgres; free port), its own datadir copy")
         if self.server.flavour == "mysql":
             return (f"a private MySQL {self.server.version or '9.7'} (mysqld of the cached rootfs, a plain host "
                     "process; free port), its own datadir copy")
@@ -41,7 +45,8 @@ class HostVariant(VariantBase):
         resolve_server(self)
 
     def server_command_here(self) -> tuple[str, ...] | None:
-        if self.server.flavour == "mysql" or self.mysqld:  # the rootfs's mysqld, or a binary (in its root's loader)
+        if self.server.flavour in ("mysql", "postgresql") or self.mysqld:  # not on PATH: the rootfs's mysqld,
+            # a binary (in its root's loader), or PostgreSQL's postgres
             return resolve_server(self).command
         return which_server(self.mysqld or "mariadbd")
 
