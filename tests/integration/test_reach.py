@@ -21,8 +21,11 @@ import pytest
 import yaml
 
 from helpers import stored_rows
+from layerbench.analysis.loading import analyze
+from layerbench.analysis.report_model import report_model
 from layerbench.campaign.models import parse_campaign
 from layerbench.hosts.inventory import Host, HostEntry
+from layerbench.report.markdown import render
 from layerbench.run import orchestrator
 from layerbench.store import Store
 
@@ -54,8 +57,19 @@ def run_on(tmp_path: Path, hosts: dict, variants: list[tuple[str, str, str]]) ->
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store)
         runs = stored_rows(store, outcome.campaign_id)
+        report = render(report_model(analyze(store, outcome.campaign_id)))
     assert [r["status"] for r in runs] == ["ok"] * len(variants), [r["error"] for r in runs]
-    return [json.loads(r["details"]) for r in runs]
+    (tmp_path / "report.md").write_text(report)
+    return [json.loads(r["details"]) | {"_variant": r["variant"]} for r in runs]  # its name, for its report row
+
+
+def report_path_of(tmp_path: Path, details: dict) -> str:
+    """The network path the campaign's report gives for the run's variant (its "Where server and client ran" row)."""
+    variant = details["_variant"]
+    rows = [line for line in (tmp_path / "report.md").read_text().splitlines()
+            if line.startswith(f"| `{variant}` |") and line.count("|") == 6]
+    assert len(rows) == 1, (variant, rows)
+    return rows[0].split("|")[4].strip()
 
 
 def major(line: str) -> str:
@@ -107,6 +121,8 @@ def test_through_a_firewall_that_admits_only_ssh_both_servers_run_over_the_forwa
     assert runs[0]["environment"]["placement"]["endpoint"].startswith("127.0.0.1:")  # app's reverse forward
     assert here.startswith("ssh: this machine's forward 127.0.0.1:"), here
     assert on_db.startswith("on db itself: 127.0.0.1:415"), on_db
+    for details in runs:  # the report says which path each ran
+        assert report_path_of(tmp_path, details) == details["environment"]["placement"]["reach"]["client"]
     assert "server@dbalias" in runs[3]["resources"]["cpu_seconds"], runs[3]["resources"]["cpu_seconds"]
     check_transport(runs)
     assert forwards_left(low, high) == []
@@ -139,6 +155,7 @@ def test_with_the_port_opened_both_servers_run_on_the_direct_path(isolated_lab: 
         assert reach["client"] == f"direct: {reach['server_listens'].split(' ')[0]} from app", reach
         assert reach["harness"] == f"direct to {reach['server_listens']}"
         check_dbs_own_server(isolated_lab, details)
+        assert report_path_of(tmp_path, details) == reach["client"]  # the report says which path each ran
     assert "kernel NAT" in runs[1]["environment"]["placement"]["path"]
 
 

@@ -138,3 +138,28 @@ def test_the_path_sysbench_is_given_from_each_host() -> None:
     direct = Endpoint("10.0.0.7", 41401, "u", Secret("p"))
     assert path("db2", "local", ("10.0.0.7", 41401), direct).text == "direct: 10.0.0.7:41401 from local"
     assert path("db2", None, None, direct).text == "direct: 10.0.0.7:41401"  # a backend without a host side
+
+
+def test_the_reports_placement_row_names_the_hosts_and_the_path_each_run_took() -> None:
+    """With `hosts:`, the run record's placement (environment.placement) becomes the report's row: server host,
+    client host and sysbench's path, as run/reach.py wrote it (forwarded or direct)."""
+    from layerbench.analysis.placement import hosts_placement
+
+    forwarded = {"server_host": "db", "client_host": "app", "path": "over the network",
+                 "reach": {"kind": "ssh", "client": "ssh: ssh -R 127.0.0.1:41500 on app -> 127.0.0.1:41510"}}
+    assert hosts_placement(forwarded) == {"server_node": "db", "client_node": "app",
+                                          "network_path": "ssh: ssh -R 127.0.0.1:41500 on app -> 127.0.0.1:41510"}
+    direct = {"server_host": "db", "client_host": "app", "reach": {"kind": "direct", "client": None}}
+    assert hosts_placement(direct)["network_path"] == "direct"
+    assert hosts_placement({"server_host": "db", "client_host": "app"}) == {}  # a run from before reach:
+
+
+@given(st.recursive(st.none() | st.text(max_size=8) | st.integers(),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=12))
+def test_any_stored_placement_gives_a_row_or_nothing(stored: object) -> None:
+    """A store written by another version (or edited by hand) never makes the report fail."""
+    from layerbench.analysis.placement import hosts_placement
+
+    row = hosts_placement(stored)
+    assert row == {} or set(row) == {"server_node", "client_node", "network_path"}

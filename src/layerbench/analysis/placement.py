@@ -1,6 +1,8 @@
-"""Where each variant's server and client ran inside a cluster, as its backend read it from the cluster's API
+"""Where each variant's server and client ran: inside a cluster, as its backend read it from the cluster's API
 (the record's environment.backend.placement: server node, client node, network path, connect times measured
-from the client before sysbench): one row per variant whose runs recorded it."""
+from the client before sysbench); with `hosts:`, the server's and the client's host and the path sysbench took
+to the server (the record's environment.placement.reach: direct, or through an SSH forward). One row per variant
+whose runs recorded it."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 
 from layerbench.analysis.runs import RunRow
 
-PLACEMENT_COLUMNS = ("variant", "server node", "client node", "network path", "TCP connect µs (median)")
+PLACEMENT_COLUMNS = ("variant", "server node or host", "client node or host", "network path",
+                     "TCP connect µs (median)")
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,20 @@ def counted(values: list[str]) -> str:
 
 def placement_of(run: RunRow) -> dict[str, Any]:
     env = run.facts.environment
-    found = env.backend.document.get("placement") if env else None
-    return found if isinstance(found, dict) else {}
+    if env is None:
+        return {}
+    found = env.backend.document.get("placement")
+    return found if isinstance(found, dict) else hosts_placement(env.document.get("placement"))
+
+
+def hosts_placement(place: Any) -> dict[str, Any]:
+    """With `hosts:`, the run's placement record as a row's fields: the server's and the client's host, and the path
+    sysbench took to the server (run/reach.py's words: `direct: ...`, `ssh: ...`, `on db itself: ...`)."""
+    reach = place.get("reach") if isinstance(place, dict) else None
+    if not isinstance(reach, dict) or not place.get("client_host"):
+        return {}
+    path = reach.get("client") or reach.get("kind") or ""
+    return {"server_node": place.get("server_host"), "client_node": place["client_host"], "network_path": str(path)}
 
 
 def placement_row(variant: str, runs: list[RunRow]) -> PlacementRow | None:

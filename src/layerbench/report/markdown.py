@@ -164,9 +164,11 @@ def dataset_lines(report: Report) -> list[str]:
 
 
 def placement_lines(report: Report) -> list[str]:
-    """Per variant: the nodes its server and client ran on, as the cluster's API reported them, and the path."""
+    """Per variant: the nodes (as the cluster's API reported them) or hosts its server and client ran on, and the
+    path sysbench took."""
     rows = [[f"`{p.variant}`", p.server_node, p.client_node, p.network_path, fmt(p.rtt_us)] for p in report.placement]
-    return ["Where server and client ran (read from the cluster's API):", "",
+    return ["Where server and client ran (a cluster's nodes as its API reported them; the hosts of `hosts:`), and "
+            "the path sysbench took:", "",
             *table(list(PLACEMENT_COLUMNS), rows, "llllr"), ""] if rows else []
 
 
