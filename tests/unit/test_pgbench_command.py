@@ -102,6 +102,7 @@ def test_a_run_stores_the_warm_up_then_the_measured_window_from_real_output(tmp_
     assert [i.time for i in record.intervals] == [1.0, 2.0, 3.0, 4.0, 5.0]  # the measured ones after the warm-up
     assert record.totals is not None and record.totals.transactions == 4354 and record.percentile is None
     assert record.facts.other["warmup_intervals"] == 2
+    assert record.facts.other["pgbench"]["version"] == "15.18 (Debian 15.18-0+deb12u1)"
     assert record.facts.other["pgbench"]["statements"][5]["latency_ms"] == 0.159
     assert run.seen == [(1447.8, 1.0), (1299.0, 2.0), (1447.8, 3.0), (1299.0, 4.0), (1602.4, 5.0)]  # type: ignore
     assert [c[2].name for c in client.calls] == ["pgbench-warmup.log", "pgbench.log"]

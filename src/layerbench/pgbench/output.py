@@ -85,6 +85,7 @@ class ParsedPgbench:
     totals: Totals | None = None
     errors: list[str] = field(default_factory=list)  # pgbench's own `error:` lines
     statements: tuple[Statement, ...] = ()
+    version: str | None = None  # from pgbench's banner: `15.18 (Debian 15.18-0+deb12u1)`
 
 
 def is_pgbench_output(text: str) -> bool:
@@ -233,7 +234,9 @@ def parse_output(text: str, clients: int) -> ParsedPgbench:
     doc = Lines.of("pgbench output", text.replace("\0", ""))
     statements = statements_of(doc)
     mix = query_mix(statements)
-    parsed = ParsedPgbench(intervals_of(doc, clients, mix), errors=error_lines(text), statements=statements)
+    banner = doc.find(BANNER.pattern)
+    parsed = ParsedPgbench(intervals_of(doc, clients, mix), errors=error_lines(text), statements=statements,
+                           version=banner[1].group(1) if banner else None)
     with contextlib.suppress(BadInput):
         parsed.totals = totals_of(doc, start_of(doc), mix)
     return parsed

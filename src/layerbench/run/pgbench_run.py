@@ -99,6 +99,7 @@ def record_pgbench(record: RunRecord, run: PgbenchRun, done: Completed) -> None:
     record.facts.other["warmup_intervals"] = len(warm.intervals)
     record.facts.other["pgbench"] = {
         "script": run.workload.test, "scale": run.workload.pgbench_scale, "clients": run.clients,
+        "version": measured.version,
         "statements": [{"command": s.command, "latency_ms": s.latency_ms} for s in measured.statements]}
 
 
