@@ -114,3 +114,19 @@ def test_a_campaign_pgbench_can_run_is_valid_and_its_plan_says_so(tmp_path: Path
         main(["validate", str(path)])
     assert done.value.code == 0, out.getvalue()
     assert "workload default: select-only, pgbench scale 2 (200,000 accounts rows), threads 1, 2" in out.getvalue()
+
+
+def test_a_stored_pgbench_campaign_reads_back_for_resume(tmp_path: Path) -> None:
+    """The stored definition keeps no sysbench key of a pgbench workload (a default would read back as written)."""
+    from layerbench.campaign.models import campaign_as_dict, parse_campaign, stored_campaign
+    from layerbench.records import CampaignRecord
+
+    data = yaml.safe_load(campaign(tmp_path, {"tool": "pgbench", "scale": 2}).read_text())
+    stored = campaign_as_dict(parse_campaign(data))
+    workload = stored["workloads"][0]
+    assert workload["tool"] == "pgbench" and workload["scale"] == 2 and workload["test"] == "tpcb-like"
+    assert not {"tables", "table_size", "percentile", "rand_seed", "options"} & workload.keys()
+    again = stored_campaign(stored)
+    assert again.workloads[0].pgbench_scale == 2 and again.workloads[0].is_pgbench
+    record = CampaignRecord.from_json(stored).workloads[0]
+    assert (record.tool, record.scale, record.percentile, record.tables) == ("pgbench", 2, None, None)
