@@ -216,7 +216,12 @@ def test_real_pgbench_output_imports_as_runs_with_intervals(tmp_path: Path) -> N
     assert facts["layout"] == "pgbench" and facts["pgbench"].startswith("15.18") and facts["scale"] == 1
     assert facts["statements"][4] == {"command": "BEGIN;", "latency_ms": 0.084}
     assert analysis.definition.imported_layouts == ("pgbench",)
-    assert "tpcb2" in markdown.render(report_model(analysis))
+    model = report_model(analysis)
+    assert "tpcb2" in markdown.render(model) and "tpcb2" in html.render(model)
+    assert {r["variant"] for r in json.loads(json_export.render(model))["runs"]} == {"tpcb", "tpcb2"}
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(model))))
+    # the analysis's TPS of a run is its steady window's, from the progress lines (as for sysbench's intervals)
+    assert {round(float(row["tps"]), 2) for row in rows} == {round((1447.8 + 1299.0 + 1602.4) / 3, 2)}
 
 
 def test_an_aborted_pgbench_run_is_refused_by_file_and_line(tmp_path: Path) -> None:
