@@ -87,6 +87,7 @@ def a_run(tmp_path: Path, client: FakeClient, warmup: int = 2) -> PgbenchRun:
     run = PgbenchRun(workload(warmup=warmup), ENDPOINT, client, tmp_path, tmp_path, 2, lambda: None,
                      lambda tps, at: seen.append((tps, at)))
     run.seen = seen  # type: ignore[attr-defined]
+    run.client_started = lambda: seen.append((-1.0, -1.0))  # each pgbench's banner: the sampler looks it up
     return run
 
 
@@ -104,7 +105,8 @@ def test_a_run_stores_the_warm_up_then_the_measured_window_from_real_output(tmp_
     assert record.facts.other["warmup_intervals"] == 2
     assert record.facts.other["pgbench"]["version"] == "15.18 (Debian 15.18-0+deb12u1)"
     assert record.facts.other["pgbench"]["statements"][5]["latency_ms"] == 0.159
-    assert run.seen == [(1447.8, 1.0), (1299.0, 2.0), (1447.8, 3.0), (1299.0, 4.0), (1602.4, 5.0)]  # type: ignore
+    assert run.seen == [(-1.0, -1.0), (1447.8, 1.0), (1299.0, 2.0),  # type: ignore[attr-defined]
+                        (-1.0, -1.0), (1447.8, 3.0), (1299.0, 4.0), (1602.4, 5.0)]
     assert [c[2].name for c in client.calls] == ["pgbench-warmup.log", "pgbench.log"]
     assert all(list(c[1]) == ["pgpass"] for c in client.calls)
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import pytest
 import yaml
 from test_hostile_inputs import assert_one_line_bad_input, validate
 
+from helpers import folders_postgres_enters
 from layerbench.campaign.workload import Workload
 from layerbench.cli.main import main
 from layerbench.pgbench.command import BIN
@@ -39,14 +38,10 @@ def campaign(tmp_path: Path, workload: dict[str, Any], flavour: str | None = "po
 
 
 @pytest.fixture
-def reachable_folders(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def reachable_folders() -> Iterator[Path]:
     """Work and dataset folders the server's user `postgres` can enter (pytest's own are 0700)."""
-    base = Path(tempfile.mkdtemp(prefix="lb-test-pgb-", dir="/tmp"))
-    base.chmod(0o711)
-    monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(base / "work"))
-    monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(base / "datasets"))
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
+    with folders_postgres_enters("lb-test-pgb-") as base:
+        yield base
 
 
 @pytest.mark.parametrize(("flavour", "says"), [

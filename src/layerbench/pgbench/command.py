@@ -22,7 +22,9 @@ if TYPE_CHECKING:  # the campaign's Workload model, for type hints only: campaig
     from layerbench.campaign.workload import Workload
 
 BIN = Path("/usr/lib/postgresql/15/bin/pgbench")  # Debian 12's postgresql-client-15 (scripts/setup installs it)
-MARK = "lb_run"  # a -D variable the scripts never read: it puts the run's marker in pgbench's command line
+# a -D variable the scripts never read: it puts the run's marker in pgbench's command line (pgbench cuts its own
+# argument at the `=`, so /proc shows `lb_run <marker>`: the marker is found whole, `lb_run=<marker>` is not)
+MARK = "lb_run"
 
 
 def passfile_field(text: str) -> str:

@@ -212,6 +212,8 @@ class RunExecution:
         neighbours.starters["kubernetes"] = self.backend.neighbour_pods()  # a pod beside the server (after up())
         remote_cpu, local = server_host_readers(self.ctx, self.backend, server_host, neighbours)
         sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
+        if isinstance(launch, PgbenchRun):  # two pgbench processes, each looked up as it connects
+            launch.client_started = sampler.client_started
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with neighbours, ServerStatus(endpoint, self.backend.server_sql()) as status, pinned(away) as moved_to:
             io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reader() if remote_cpu else None)

@@ -42,6 +42,7 @@ class PgbenchRun:
     clients: int
     marks: Callable[[], WindowMarks | None]
     on_interval: Callable[[float, float], None]  # (tps, seconds since the run began) of each progress line
+    client_started: Callable[[], None] = lambda: None  # the CPU sampler's: a new pgbench process is there
     warm_output: str = ""
     warm_failed: bool = False
 
@@ -78,6 +79,8 @@ class PgbenchRun:
 
     def _line(self, offset: float) -> Callable[[str], None]:
         def on_line(line: str) -> None:
+            if line.startswith("pgbench ("):  # its banner: connected, so its process and the server's are there
+                self.client_started()
             match = PROGRESS.match(line.strip())
             if match:
                 self.on_interval(float(match.group(2)), float(match.group(1)) + offset)
