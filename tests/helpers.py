@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import shutil
 import statistics
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from layerbench.campaign.models import campaign_as_dict, parse_campaign
 from layerbench.records import CampaignRecord, Interval, IoCounters, RunRecord, Totals, Usage
@@ -186,3 +192,18 @@ def run_for_real(data: dict) -> tuple[object, list[tuple]]:
         outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
         rows = store.db.execute("SELECT variant, status, tps, details, error FROM runs").fetchall()
     return outcome, [tuple(r) for r in rows]
+
+
+@contextlib.contextmanager
+def folders_postgres_enters(prefix: str) -> Iterator[Path]:
+    """A folder under /tmp with the work and dataset folders (LAYERBENCH_WORK_DIR, LAYERBENCH_DATASET_DIR) set in
+    it for the block: the server's user `postgres` can enter them (pytest's own are 0700). Removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        base.chmod(0o711)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("LAYERBENCH_WORK_DIR", str(base / "work"))
+            patch.setenv("LAYERBENCH_DATASET_DIR", str(base / "datasets"))
+            yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import processes_naming, run_for_real
+from helpers import folders_postgres_enters, processes_naming, run_for_real
 from layerbench.analysis.io import io_rows
 from layerbench.analysis.loading import analyze
 from layerbench.campaign.models import parse_campaign
@@ -40,13 +40,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def folders() -> Iterator[Path]:
     """Work and dataset folders of this module that the server's user can enter (pytest's own are 0700)."""
-    base = Path(tempfile.mkdtemp(prefix="lb-it-pg-", dir="/tmp"))
-    base.chmod(0o711)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAYERBENCH_WORK_DIR", str(base / "work"))
-        patch.setenv("LAYERBENCH_DATASET_DIR", str(base / "datasets"))
+    with folders_postgres_enters("lb-it-pg-") as base:
         yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -191,3 +191,41 @@ def test_missing_sources_and_duplicates(tmp_path: Path) -> None:
         imported(tmp_path, str(folder), baseline="a")
     with pytest.raises(BadInput, match="--baseline: 'zzz' is not a variant"):
         imported(tmp_path, str(CAPTURED), baseline="zzz")
+
+
+PGBENCH = LOGS / "pgbench-15.18"
+
+
+def test_real_pgbench_output_imports_as_runs_with_intervals(tmp_path: Path) -> None:
+    """pgbench's own output (15.18, -P 1 -r) is read by pgbench/output.py: its clients as threads, its progress
+    lines as intervals, its statements in the run's facts; the report renders without a percentile."""
+    root = tmp_path / "pg"
+    for variant, name in (("tpcb", "tpcb-like-c2.log"), ("tpcb2", "tpcb-like-c2.log")):
+        (root / variant).mkdir(parents=True)
+        shutil.copy(PGBENCH / name, root / variant / "run-1.log")
+    cid, store = imported(tmp_path, str(root), baseline="tpcb")
+    with store:
+        runs = store.runs(cid)
+        analysis = analyze(store, cid)
+    assert {r.variant for r in runs} == {"tpcb", "tpcb2"} and {r.threads for r in runs} == {2}
+    run = runs[0]
+    assert run.metrics.transactions == 4354 and run.metrics.lat_avg_ms == 1.372 and run.metrics.lat_pct_ms is None
+    assert [i.tps for i in run.intervals] == [1447.8, 1299.0, 1602.4] and run.percentile is None
+    with Store(tmp_path / "lb.db") as again:
+        facts = json.loads(again.db.execute("SELECT details FROM runs LIMIT 1").fetchone()[0])["imported"]
+    assert facts["layout"] == "pgbench" and facts["pgbench"].startswith("15.18") and facts["scale"] == 1
+    assert facts["statements"][4] == {"command": "BEGIN;", "latency_ms": 0.084}
+    assert analysis.definition.imported_layouts == ("pgbench",)
+    model = report_model(analysis)
+    assert "tpcb2" in markdown.render(model) and "tpcb2" in html.render(model)
+    assert {r["variant"] for r in json.loads(json_export.render(model))["runs"]} == {"tpcb", "tpcb2"}
+    rows = list(csv.DictReader(io.StringIO(csv_export.render(model))))
+    # the analysis's TPS of a run is its steady window's, from the progress lines (as for sysbench's intervals)
+    assert {round(float(row["tps"]), 2) for row in rows} == {round((1447.8 + 1299.0 + 1602.4) / 3, 2)}
+
+
+def test_an_aborted_pgbench_run_is_refused_by_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "host").mkdir()
+    shutil.copy(PGBENCH / "aborted.log", tmp_path / "host" / "run-1.log")
+    with pytest.raises(BadInput, match=r"host/run-1.log, line 4: pgbench says the run was aborted"):
+        imported(tmp_path / "x", str(tmp_path / "host" / "run-1.log"), baseline="host")

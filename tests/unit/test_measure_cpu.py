@@ -95,6 +95,25 @@ def test_the_client_is_looked_up_until_found_then_kept() -> None:
     assert usage.harness_cpu_seconds >= usage.sampler_cpu_seconds > 0
 
 
+def test_a_client_that_is_two_processes_one_after_the_other_is_counted_whole() -> None:
+    """pgbench's warm-up and measured run are a process each, shorter than the regular full scan's period: each is
+    looked up when it says it started (client_started), so both count as the client, not as other load."""
+    burn = "import time\nwhile time.process_time() < 0.5: pass"
+    current: list[subprocess.Popen] = []
+    sampler = ResourceSampler(components=lambda: {}, cgroups=[], client_pids=lambda: [current[-1].pid] if current
+                              and current[-1].poll() is None else [], interval=0.1)
+    sampler.start()
+    time.sleep(0.15)  # the first full scan is over: without client_started the next comes 0.5 s later
+    for _ in range(2):
+        current.append(subprocess.Popen([sys.executable, "-c", burn]))
+        time.sleep(0.02)
+        sampler.client_started()
+        while current[-1].poll() is None:
+            time.sleep(0.02)
+    usage = sampler.stop()
+    assert usage.cpu_seconds["client"] >= 2 * 0.5 - 2 * 0.1 - 0.1  # each less at most one interval at its end
+
+
 def test_the_wait_for_quiet_says_where_it_read_and_ends_on_a_reading_that_fails() -> None:
     """wait_for_quiet on this machine's /proc/stat (LOCAL_LOAD), and on an ssh: host that does not answer (a real
     ssh to a name that does not resolve: measure/remote_cpu.py host_load)."""

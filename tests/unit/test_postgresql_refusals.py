@@ -16,6 +16,7 @@ import pytest
 import yaml
 from test_hostile_inputs import VALID, assert_one_line_bad_input, validate
 
+from helpers import folders_postgres_enters
 from layerbench.server.postgresql import program
 
 pytestmark = pytest.mark.skipif(not program().is_file(), reason="PostgreSQL 15 is not installed (scripts/setup)")
@@ -33,14 +34,10 @@ def campaign(tmp_path: Path, server: dict[str, Any], backend: str = "host", **wo
 
 
 @pytest.fixture
-def reachable_folders(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def reachable_folders() -> Iterator[Path]:
     """Work and dataset folders the server's user `postgres` can enter (pytest's own are 0700)."""
-    base = Path(tempfile.mkdtemp(prefix="lb-test-pg-", dir="/tmp"))
-    base.chmod(0o711)
-    monkeypatch.setenv("LAYERBENCH_WORK_DIR", str(base / "work"))
-    monkeypatch.setenv("LAYERBENCH_DATASET_DIR", str(base / "datasets"))
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
+    with folders_postgres_enters("lb-test-pg-") as base:
+        yield base
 
 
 @pytest.mark.parametrize("backend", ["docker", "vm", "kubernetes"])

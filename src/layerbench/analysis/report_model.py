@@ -211,7 +211,7 @@ def verdict_notes(analysis: Analysis) -> list[str]:
 def workload_line(analysis: Analysis, w: WorkloadRecord) -> str:
     d = analysis.definition
     threads = "/".join(str(t) for t in w.threads)
-    return (f"Workload `{w.name}`: sysbench {w.test}, {dataset_text(analysis, w)}, threads {threads}, "
+    return (f"Workload `{w.name}`: {w.tool or 'sysbench'} {w.test}, {dataset_text(analysis, w)}, threads {threads}, "
             f"{w.duration} s after {w.warmup} s warm-up, {repetitions_text(d.repetitions)}, order {d.order}"
             f"{buffer_pool_note(analysis, w)}")
 
@@ -219,6 +219,8 @@ def workload_line(analysis: Analysis, w: WorkloadRecord) -> str:
 def dataset_text(analysis: Analysis, w: WorkloadRecord) -> str:
     """Rows of a built-in test; for a script of the user's, what its runs recorded its prepare got (it makes
     tables of its own, and gets --tables/--table-size only where it declares them)."""
+    if w.tool == "pgbench":
+        return f"scale {w.scale or 1} ({(w.scale or 1) * 100_000:,} accounts rows)"
     if not (w.test.endswith(".lua") or "/" in w.test):
         return f"{w.tables} x {w.table_size} rows"
     said = next((r.facts.reset.document.get("dataset") for r in analysis.runs

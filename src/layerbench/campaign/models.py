@@ -28,7 +28,7 @@ from layerbench.campaign.rounds import (
     checked_wait,
     default_busy_policy,
 )
-from layerbench.campaign.workload import RecordedPercentiles, Workload, smoke_dataset
+from layerbench.campaign.workload import SYSBENCH_ONLY, RecordedPercentiles, Workload, smoke_dataset
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.inventory import HostEntry
 from layerbench.neighbours.model import Neighbour, NeighbourList, check_neighbour_count, neighbours_of
@@ -448,7 +448,14 @@ def check_scripts_reach_clients(campaign: Campaign) -> None:
 
 
 def campaign_as_dict(campaign: Campaign) -> dict[str, Any]:
-    return campaign.model_dump(mode="json", exclude_none=True)
+    """The stored definition. A pgbench workload's is stored without the sysbench keys it cannot have (their
+    defaults would be refused as written keys when `resume` reads it back: campaign/workload.py)."""
+    data = campaign.model_dump(mode="json", exclude_none=True)
+    for workload in data.get("workloads", []):
+        if workload.get("tool") == "pgbench":
+            for key in SYSBENCH_ONLY:
+                workload.pop(key, None)
+    return data
 
 
 def smoke_version(campaign: Campaign) -> Campaign:

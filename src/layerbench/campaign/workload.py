@@ -12,7 +12,14 @@ from layerbench.errors import shown
 from layerbench.server.settings import OPTION_NAME, check_option_value, refuse_secret_names
 from layerbench.sysbench.options import check_sysbench_options
 from layerbench.vocabulary.base import NAME_RE, PrintableLine, Strict
-from layerbench.vocabulary.limits import MAX_SECONDS, MAX_TABLE_ROWS, MAX_TABLES, MAX_THREAD_POINTS, MAX_THREADS
+from layerbench.vocabulary.limits import (
+    MAX_PGBENCH_SCALE,
+    MAX_SECONDS,
+    MAX_TABLE_ROWS,
+    MAX_TABLES,
+    MAX_THREAD_POINTS,
+    MAX_THREADS,
+)
 
 
 def recorded_percentiles(value: Any) -> list[float]:
@@ -31,6 +38,28 @@ def recorded_percentiles(value: Any) -> list[float]:
 
 
 RecordedPercentiles = Annotated[list[float], BeforeValidator(recorded_percentiles)]
+
+PGBENCH_SCRIPTS = ("tpcb-like", "select-only")  # pgbench's built-in scripts a `tool: pgbench` workload runs
+# keys of a sysbench workload that pgbench has no use for: its dataset is `scale`, it reports no percentile
+SYSBENCH_ONLY = {
+    "tables": "a pgbench dataset is its `scale` (pgbench -i -s N)", "table_size": "a pgbench dataset is its `scale`",
+    "options": "sysbench's options; pgbench takes none from the campaign yet",
+    "rand_type": "sysbench's random distribution; pgbench's scripts draw uniformly",
+    "rand_seed": "sysbench's --rand-seed", "dataset_flags": "a sysbench Lua script's",
+    "buffer_pool": "InnoDB's buffer pool; set the variant's server.config.shared_buffers",
+    "percentile": "pgbench reports no latency percentile (its mean latency is compared)",
+    "compare_percentiles": "pgbench reports no latency distribution (its mean latency is compared)",
+}
+
+
+def scale_factor(value: Any) -> Any:
+    """`scale:` is a whole number from 1 (pgbench -i -s N: N x 100,000 rows of pgbench_accounts)."""
+    if value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PGBENCH_SCALE:
+        raise ValueError(f"{shown(value)} is not a pgbench scale factor; write a whole number from 1 to "
+                         f"{MAX_PGBENCH_SCALE:,} (pgbench -i -s N: N x 100,000 rows), like scale: 10")
+    return value
 
 
 class Workload(Strict):
@@ -54,6 +83,12 @@ class Workload(Strict):
         default="files", description="per run with reset: snapshot: files (the restored files against the "
         "snapshot's manifest) or checksum (also CHECKSUM TABLE of every table in a private server; docs/datasets.md)")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=100)
+    tool: Literal["sysbench", "pgbench"] | None = Field(
+        default=None, description="the load generator: sysbench (unset, the default) or pgbench (a PostgreSQL "
+        "variant's; `test` is then tpcb-like or select-only, the dataset its `scale`). Unset is not stored")
+    scale: Annotated[int | None, BeforeValidator(scale_factor)] = Field(
+        default=None, description="pgbench's scale factor (tool: pgbench): the dataset pgbench -i -s N makes, "
+        "N x 100,000 accounts rows; 1 when unset")
     dataset_flags: Literal["auto", "always", "never"] | None = Field(
         default=None, description="a Lua script of your own: whether sysbench gets --tables/--table-size (auto, "
         "the default: each one the script declares in sysbench.cmdline.options; docs/campaign.md). Unset is auto "
@@ -82,6 +117,47 @@ class Workload(Strict):
             raise ValueError(f"compare_percentiles: {self.percentile:g} is already the workload's `percentile`; "
                              "list only the others")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pgbench_default_script(cls, data: Any) -> Any:
+        """A pgbench workload without a `test` runs pgbench's own default, tpcb-like (written so that the stored
+        definition and the report say it)."""
+        if isinstance(data, dict) and data.get("tool") == "pgbench" and "test" not in data:
+            return {**data, "test": PGBENCH_SCRIPTS[0]}
+        return data
+
+    @model_validator(mode="after")
+    def _keys_of_its_tool(self) -> Workload:
+        """A pgbench workload takes pgbench's keys (test: one of its scripts, scale), a sysbench one sysbench's."""
+        where = f"workloads.{self.name}"
+        if not self.is_pgbench:
+            if self.scale is not None:
+                raise ValueError(f"{where}.scale: pgbench's scale factor, and this workload runs sysbench (its dataset "
+                                 "is tables x table_size); remove it, or set tool: pgbench")
+            if self.test in PGBENCH_SCRIPTS:
+                raise ValueError(f"{where}.test: {self.test} is a pgbench script; set tool: pgbench")
+            return self
+        for key in sorted(SYSBENCH_ONLY.keys() & self.model_fields_set):
+            raise ValueError(f"{where}.{key}: a sysbench key ({SYSBENCH_ONLY[key]}), and this workload runs pgbench; "
+                             "remove it")
+        if self.test not in PGBENCH_SCRIPTS:
+            raise ValueError(f"{where}.test: {shown(self.test)} is not a pgbench script layerbench runs; use "
+                             f"{' or '.join(PGBENCH_SCRIPTS)}")
+        return self
+
+    @property
+    def is_pgbench(self) -> bool:
+        return self.tool == "pgbench"
+
+    @property
+    def pgbench_scale(self) -> int:
+        return self.scale or 1
+
+    @property
+    def dataset_rows(self) -> int:
+        """The rows of its dataset (a size's estimates): tables x table_size, or pgbench's accounts."""
+        return 100_000 * self.pgbench_scale if self.is_pgbench else self.tables * self.table_size
 
     @field_validator("test")
     @classmethod
@@ -133,7 +209,9 @@ class Workload(Strict):
 
 
 def smoke_dataset(workload: Workload) -> dict[str, int]:
-    """1 x 1000 rows; a script of the user's makes its own tables: only the dataset fields its workload sets
-    are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
+    """1 x 1000 rows (pgbench: scale 1); a script of the user's makes its own tables: only the dataset fields its
+    workload sets are shrunk (preflight makes sure each of those reaches the script: custom_script.check_script)."""
+    if workload.is_pgbench:
+        return {"scale": 1}
     small = {"tables": 1, "table_size": 1000}
     return {k: v for k, v in small.items() if not workload.is_lua_path or k in workload.model_fields_set}

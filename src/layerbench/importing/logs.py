@@ -1,6 +1,7 @@
-"""Import raw sysbench output files (one file per run) as a stored campaign: which file is which variant,
-iteration and thread count (from a folder's layout, the file names, or a mapping file), each parsed by
-sysbench/output.py (the parser the live run uses too), stored with its percentile and interval series. Files
+"""Import raw sysbench or pgbench output files (one file per run) as a stored campaign: which file is which
+variant, iteration and thread count (from a folder's layout, the file names, or a mapping file), each parsed by
+sysbench/output.py or pgbench/output.py (the parsers the live runs use too), stored with its percentile and
+interval series. Files
 that report different latency percentiles (95th, 100th) are imported together: TPS, QPS and average latency
 are compared, the percentile latency is shown per file and marked "not compared: 95th vs 100th" (analysis/aggregate.py).
 
@@ -24,6 +25,8 @@ from typing import Any
 from layerbench.bounded_read import CAMPAIGN_FILE, FileKind, read_user_file, read_yaml_file
 from layerbench.errors import BadInput, shown
 from layerbench.importing.table import check_name
+from layerbench.pgbench.output import PgbenchRun, is_pgbench_output
+from layerbench.pgbench.output import parse_log as parse_pgbench
 from layerbench.records import CampaignRecord, RunRecord
 from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
@@ -124,8 +127,21 @@ def log_files(source: str) -> list[LogFile]:
 
 
 def read_log(entry: LogFile) -> LogRun:
+    """A sysbench log, or pgbench's output (its banner or summary: pgbench/output.py reads it)."""
     text = read_user_file(entry.path, SYSBENCH_LOG)
+    if is_pgbench_output(text):
+        return parse_pgbench(str(entry.path), text)
     return parse_log(str(entry.path), text)
+
+
+def imported_facts(path: Path, run: LogRun) -> dict[str, Any]:
+    """What a run's record keeps of its file: where it was, its layout and program version, its percentile; a
+    pgbench run's transaction type, scale and statements' mean latencies (`-r`)."""
+    if isinstance(run, PgbenchRun):
+        return {"file": str(path.resolve()), "layout": run.layout, "pgbench": run.version, "percentile": None,
+                "transaction_type": run.transaction_type, "scale": run.scale,
+                "statements": [{"command": s.command, "latency_ms": s.latency_ms} for s in run.statements]}
+    return {"file": str(path.resolve()), "layout": run.layout, "sysbench": run.version, "percentile": run.percentile}
 
 
 def checked_runs(entries: list[LogFile]) -> list[tuple[LogFile, LogRun, int | None]]:
@@ -179,7 +195,6 @@ def import_logs(store: Store, source: str, name: str, baseline: str, options: Ov
     for entry, run, t in runs:
         record = RunRecord(0, entry.variant, "imported", t, entry.iteration, totals=run.totals,
                            percentile=run.percentile, intervals=run.intervals)
-        record.facts.other["imported"] = {"file": str(entry.path.resolve()), "layout": run.layout,
-                                          "sysbench": run.version, "percentile": run.percentile}
+        record.facts.other["imported"] = imported_facts(entry.path, run)
         records.append(record)
     return store.import_campaign(definition, str(folder), str(origin), records)

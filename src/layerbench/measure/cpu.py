@@ -181,6 +181,7 @@ class ResourceSampler:
         self.thread_cpu = 0.0
         self.scans: list[dict[int, ProcStat]] = []  # the first and the latest full scan, for the top others
         self.client_roots: list[int] = []
+        self.rescan = False  # a full scan at the next sample: a new client process began (client_started)
         self.ctx_start: dict[str, tuple[int, int]] = {}
 
     def start(self) -> None:
@@ -208,6 +209,12 @@ class ResourceSampler:
             self._sample()
         self.thread_cpu = time.thread_time() - began
 
+    def client_started(self) -> None:
+        """A new client process has begun (pgbench's warm-up, then its measured run: a process each): look it up
+        at the next sample, by a full scan that also finds the server processes its connections made (PostgreSQL
+        forks one per connection), rather than at the next regular full scan, seconds later."""
+        self.client_roots, self.rescan = [], True
+
     def _client_roots(self) -> list[int]:
         """The client's PIDs: looked up (a read of every process's command line, ~3 ms) only until found; a run
         has one client process, so the lookup is not repeated for the rest of the run."""
@@ -226,7 +233,8 @@ class ResourceSampler:
     def _sample(self, ctx: bool = False) -> None:
         """Every FULL_SCAN_EVERY-th sample scans all processes for new descendants; the others read only the
         processes already known (a server's process tree rarely changes), which keeps the sampler cheap."""
-        if self.tally.samples % FULL_SCAN_EVERY == 0 or ctx:
+        if self.rescan or self.tally.samples % FULL_SCAN_EVERY == 0 or ctx:
+            self.rescan = False
             procs = all_processes()
             owner = self._members(procs)
             self.scans = [*self.scans[:1], procs]

@@ -90,6 +90,8 @@ class WorkloadRecord:
     compare_percentiles: tuple[float, ...] = ()
     buffer_pool: str | None = None
     report_interval: int = 1
+    tool: str | None = None  # None: sysbench; "pgbench" (its dataset is `scale`)
+    scale: int | None = None
 
     @classmethod
     def from_json(cls, data: JSONObject) -> WorkloadRecord:
@@ -98,7 +100,7 @@ class WorkloadRecord:
                    tuple(as_int(t) for t in as_list(get("threads"))), opt_int(get("duration")),
                    as_int(get("warmup"), 0), opt_float(get("percentile")),
                    tuple(as_float(p) for p in as_list(get("compare_percentiles"))), opt_str(get("buffer_pool")),
-                   as_int(get("report_interval"), 1))
+                   as_int(get("report_interval"), 1), opt_str(get("tool")), opt_int(get("scale")))
 
 
 @dataclass(frozen=True)

@@ -209,7 +209,7 @@ def dataset_bytes(workload: Workload) -> int:
     folder = cached_folder(workload)
     if folder is not None:
         return folder_size(folder / "datadir")
-    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
+    return workload.dataset_rows * BYTES_PER_ROW + DATADIR_OVERHEAD  # a script's: a guess
 
 
 def variant_dataset_bytes(variant: VariantBase, workload: Workload) -> int:
@@ -221,7 +221,7 @@ def variant_dataset_bytes(variant: VariantBase, workload: Workload) -> int:
     if (folder / "meta.json").is_file():
         return folder_size(folder / "datadir")
     flavour = variant.snapshot_server().flavour or ""
-    return workload.tables * workload.table_size * BYTES_PER_ROW + DATADIR_OVERHEAD_BY_FLAVOUR.get(
+    return workload.dataset_rows * BYTES_PER_ROW + DATADIR_OVERHEAD_BY_FLAVOUR.get(
         flavour, DATADIR_OVERHEAD)
 
 

@@ -23,6 +23,7 @@ from layerbench.hosts import owners, procfs
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.placement import placement_of
+from layerbench.hosts.procs import Completed
 from layerbench.hosts.workdirs import work_root
 from layerbench.measure import environment
 from layerbench.measure.cpu import LOCAL_LOAD, ResourceSampler, wait_for_quiet
@@ -32,6 +33,7 @@ from layerbench.neighbours.running import NeighboursRunning
 from layerbench.paths import slug
 from layerbench.records import Environment, QuietWait, Reset, RunRecord, Usage
 from layerbench.run.harness import harness_cpus, pinned
+from layerbench.run.pgbench_run import PgbenchRun, record_pgbench
 from layerbench.run.reach import ClientPath, client_path, reach_record
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
@@ -40,7 +42,7 @@ from layerbench.server.prepare import PrepareProgress, prepare_tables
 from layerbench.server.settings import ConfigValue
 from layerbench.server.snapshot import Snapshot
 from layerbench.server.spec import DatasetRequest, HostDatasets
-from layerbench.server.tables import existing_tables
+from layerbench.server.tables import existing_tables, table_names
 from layerbench.server.verify import check_snapshot_files, restore_record, verify_by_checksum
 from layerbench.sysbench.client import ClientRunner, HostClient
 from layerbench.sysbench.command import config_file_text, hook_script, run_argv
@@ -99,7 +101,8 @@ class RunExecution:
             f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}")
         self.record = RunRecord(context.campaign_id, spec.variant, spec.workload, spec.threads, spec.repetition,
                                 idx=spec.idx, round=spec.round, started_at=time.time(),
-                                percentile=self.workload.percentile, run_dir=str(self.run_dir),
+                                percentile=None if self.workload.is_pgbench else self.workload.percentile,
+                                run_dir=str(self.run_dir),
                                 warmup_seconds=float(self.workload.warmup))
 
     def execute(self) -> RunRecord:
@@ -195,22 +198,22 @@ class RunExecution:
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
         storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
-        placement = self._placement(endpoint, backend) if self.ctx.campaign.hosts else None
+        placement = run_placement(self, endpoint, backend) if self.ctx.campaign.hosts else None
         tuning = server_tuning(self.ctx, self._server_host())
         return Environment.of(environment.host_facts(), backend, variables, storage, tuning, placement)
 
     def _benchmark(self, endpoint: Endpoint, private: Path, client: ClientRunner, dial: Endpoint) -> None:
-        workload, hook = self.workload, self.run_dir / "hook.lua"
-        hook.write_text(hook_script(workload), encoding="utf-8")
-        config = write_private(private / "sysbench.cfg", config_file_text(dial))
-        cmd = run_argv(workload, config, hook, self.spec.threads)
-        files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
-        pids = lambda: self.backend.client_processes(hook)  # noqa: E731
+        workload = self.workload
+        marker, launch = pgbench_launch(self, private, client, dial) if workload.is_pgbench else \
+            sysbench_launch(self, private, client, dial)
+        pids = lambda: self.backend.client_processes(marker)  # noqa: E731
         server_host = self.ctx.hosts[self._server_host()]
         neighbours = run_neighbours(self.ctx, self.spec, self.variant, self.run_dir, self.work_dir, self.record)
         neighbours.starters["kubernetes"] = self.backend.neighbour_pods()  # a pod beside the server (after up())
         remote_cpu, local = server_host_readers(self.ctx, self.backend, server_host, neighbours)
         sampler = ResourceSampler(local, self.backend.cgroups(), pids, interval=1.0)
+        if isinstance(launch, PgbenchRun):  # two pgbench processes, each looked up as it connects
+            launch.client_started = sampler.client_started
         away = harness_cpus(self.variant, os.sched_getaffinity(0), bool(self.ctx.campaign.hosts))
         with neighbours, ServerStatus(endpoint, self.backend.server_sql()) as status, pinned(away) as moved_to:
             io_window = IoWindow(sampler.components, pids, status, remote_cpu.io_reader() if remote_cpu else None)
@@ -219,15 +222,16 @@ class RunExecution:
                 remote_cpu.start()
             sampler.start()
             try:
-                done = client.run_client(cmd, files, log_path=self.run_dir / "sysbench.log",
-                                         timeout=workload.warmup + workload.duration + 120, on_line=self._on_line,
-                                         secrets=[endpoint.password])
+                done = launch()
             finally:
                 usage = sampler.stop()
                 if remote_cpu is not None:
                     remote_cpu.stop()
         usage = server_usage(replace(usage, harness_cpus=moved_to), remote_cpu, self.record.facts.other)
-        self._record_output(done.returncode, done.output)
+        if isinstance(launch, PgbenchRun):
+            record_pgbench(self.record, launch, done)
+        else:
+            self._record_output(done.returncode, done.output)
         if self.ctx.campaign.hosts:
             usage = replace(usage, cpu_seconds=placed_cpu(usage.cpu_seconds, remote_cpu, client, self.ctx.survey,
                                                           server_host.name))
@@ -267,18 +271,41 @@ class RunExecution:
 
         return SSHClient(self.ctx.hosts[place.client_host], label, self.variant.client_cpus)
 
-    def _placement(self, endpoint: Endpoint, backend: dict[str, Any]) -> dict[str, Any]:
-        """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
-        dial = self.path.endpoint if self.path else endpoint  # the endpoint sysbench was given
-        place = placement_of(self.ctx.campaign.hosts, self.variant)
-        survey = self.ctx.survey
-        facts = survey.get("facts", {})
-        return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
-                              "endpoint": f"{dial.host}:{dial.port}", "path": self.variant.network_path(place),
-                              "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}"),
-                              "reach": reach_record(place, backend, self.path)},
-                "hosts": facts, "client_host": facts.get(place.client_host, {}),
-                "server_host": facts.get(place.server_host, {})}
+
+def run_placement(run: RunExecution, endpoint: Endpoint, backend: dict[str, Any]) -> dict[str, Any]:
+    """Which host runs what, the address sysbench was given, the network path, and every host's facts."""
+    dial = run.path.endpoint if run.path else endpoint  # the endpoint sysbench was given
+    place = placement_of(run.ctx.campaign.hosts, run.variant)
+    survey = run.ctx.survey
+    facts = survey.get("facts", {})
+    return {"placement": {"server_host": place.server_host, "client_host": place.client_host,
+                          "endpoint": f"{dial.host}:{dial.port}", "path": run.variant.network_path(place),
+                          "rtt_ms": survey.get("rtt_ms", {}).get(f"{place.client_host}->{place.server_host}"),
+                          "reach": reach_record(place, backend, run.path)},
+            "hosts": facts, "client_host": facts.get(place.client_host, {}),
+            "server_host": facts.get(place.server_host, {})}
+
+
+def sysbench_launch(run: RunExecution, private: Path, client: ClientRunner, dial: Endpoint
+                    ) -> tuple[Path, Callable[[], Completed]]:
+    """The measured sysbench (warm-up included) and its report hook, by which its processes are found."""
+    workload, hook = run.workload, run.run_dir / "hook.lua"
+    hook.write_text(hook_script(workload), encoding="utf-8")
+    config = write_private(private / "sysbench.cfg", config_file_text(dial))
+    cmd = run_argv(workload, config, hook, run.spec.threads)
+    files = {config.name: config.read_text(encoding="utf-8"), hook.name: hook.read_text(encoding="utf-8")}
+    return hook, lambda: client.run_client(cmd, files, log_path=run.run_dir / "sysbench.log",
+                                           timeout=workload.warmup + workload.duration + 120, on_line=run._on_line,
+                                           secrets=[dial.password])
+
+
+def pgbench_launch(run: RunExecution, private: Path, client: ClientRunner, dial: Endpoint
+                   ) -> tuple[Path, PgbenchRun]:
+    """A pgbench workload's warm-up and measured pgbench (run/pgbench_run.py), found by its marker."""
+    progress = lambda tps, elapsed: run.ctx.progress.interval(run.spec, tps, elapsed)  # noqa: E731
+    launch = PgbenchRun(run.workload, dial, client, run.run_dir, private, run.spec.threads, lambda: run._marks,
+                        progress)
+    return launch.marker, launch
 
 
 def quiet_wait_where(run: RunExecution) -> QuietWait | None:
@@ -430,11 +457,11 @@ def same_kernel(survey: dict[str, Any], client: Any, server_host: str) -> bool:
 def tables_present(endpoint: Endpoint, workload: Workload) -> dict[str, int]:
     """With reset: none: the server's tables of the workload (a built-in test's missing table fails the run)."""
     tables = existing_tables(endpoint, workload)
-    missing = [f"sbtest{i}" for i in range(1, workload.tables + 1) if f"sbtest{i}" not in tables]
+    missing = [name for name in table_names(workload) if name not in tables]
     if missing and not workload.is_lua_path:  # a script of the user's may make its own tables
-        raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {workload.tables} "
+        raise RunFailed(f"reset none: the server holds {len(tables)} of the workload's {len(table_names(workload))} "
                         f"tables (missing {', '.join(missing[:3])}{'...' if len(missing) > 3 else ''}); "
-                        "prepare them with sysbench, or set reset: reprepare")
+                        f"prepare them with {workload.tool or 'sysbench'}, or set reset: reprepare")
     return tables
 
 

@@ -35,7 +35,7 @@ from layerbench.run.schedule import RunSpec, build_schedule, execution_order, re
 from layerbench.server.prepare import PrepareProgress, ensure_snapshot
 from layerbench.server.snapshot import Snapshot
 from layerbench.store import Store
-from layerbench.sysbench.custom_script import prepare_options_text
+from layerbench.sysbench.custom_script import dataset_label, prepare_options_text
 
 
 class SilentProgress:
@@ -245,8 +245,8 @@ class Orchestrator:
         key = (workload.name, page_size_of(variant), str(server.server.flavour), str(server.server.version),
                str(server.mysqld), (variant.server_host or variant.name) if on_host else None)  # its keeper's
         if key not in self.snapshots:
-            shape = f"{workload.tables} x {workload.table_size} rows" if not workload.is_lua_path else \
-                f"of the script: prepare {prepare_options_text(workload)},"
+            shape = f"of the script: prepare {prepare_options_text(workload)}," if workload.is_lua_path else \
+                dataset_label(workload)
             self.progress.message(f"preparing dataset {shape} (cached for later runs)")
             if on_host is not None:
                 self.snapshots[key] = on_host()

@@ -272,7 +272,7 @@ def reprepare_line(campaign: Campaign, w: Workload, variants: list[VariantBase],
     if w.is_lua_path:
         return (f"dataset {w.name}: prepared again by the script before {who} (reset: reprepare; time not "
                 "estimated)"), 0.0
-    prepare = w.tables * w.table_size / rate
+    prepare = w.dataset_rows / rate
     runs = len(w.threads) * campaign.rounds * len(variants)
     return f"dataset {w.name}: prepared again before {who} (reset: reprepare), ~{prepare:.0f} s each", prepare * runs
 
@@ -284,13 +284,13 @@ def snapshot_line(w: Workload, variants: list[VariantBase], rate: float, basis: 
 
     version = server_version()
     page_sizes = sorted({v.server.page_size() for v in variants}, key=str)
-    prepare, who = w.tables * w.table_size / rate, of_variants(variants, every)
+    prepare, who = w.dataset_rows / rate, of_variants(variants, every)
     if all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
         return f"dataset {w.name}: {dataset_label(w)}, cached (layerbench cache list){who}", 0.0
     if w.is_lua_path:
         return (f"dataset {w.name}: {dataset_label(w)}, prepared once by the script (time not estimated), then "
                 f"cached{who}"), 0.0
-    return (f"dataset {w.name}: {w.tables} x {w.table_size:,} rows, prepared once (~{max(1, round(prepare))} s at "
+    return (f"dataset {w.name}: {dataset_label(w)}, prepared once (~{max(1, round(prepare))} s at "
             f"{rate:,.0f} rows/s, {basis}), then cached{who}"), prepare
 
 

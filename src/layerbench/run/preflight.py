@@ -26,6 +26,7 @@ from layerbench.hosts.inventory import Host, Hosts
 from layerbench.hosts.machine import total_memory
 from layerbench.hosts.placement import client_of, placement_of, server_of
 from layerbench.hosts.procs import TimedOut, capture, require_program
+from layerbench.pgbench.command import BIN as PGBENCH
 from layerbench.run import answerable
 from layerbench.run.diskspace import (
     BYTES_PER_ROW,
@@ -88,6 +89,7 @@ def preflight(campaign: Campaign) -> list[tuple[VariantBase, Backend]]:
         check_test(workload)
     for variant in campaign.variants:
         check_postgresql_workloads(campaign, variant)
+        check_pgbench_workloads(campaign, variant, hosts)
     for variant in campaign.variants:
         local = hosts[server_of(variant)].is_local
         check_server_choice(variant, local)
@@ -207,10 +209,27 @@ def check_postgresql_workloads(campaign: Campaign, variant: VariantBase) -> None
                            f"{variant.name} (PostgreSQL) has not; set its server.config.shared_buffers instead")
 
 
+def check_pgbench_workloads(campaign: Campaign, variant: VariantBase, hosts: Hosts) -> None:
+    """pgbench drives PostgreSQL only, from this machine (PostgreSQL runs on this machine's host backend only)."""
+    for workload in campaign.workloads:
+        if not workload.is_pgbench:
+            continue
+        where = f"workloads.{workload.name}.tool"
+        if variant.server.flavour != "postgresql":
+            flavour = variant.server.flavour or "mariadb"
+            raise BadInput(f"{where}: pgbench drives PostgreSQL, and variant {variant.name} runs {flavour}; give every "
+                           "variant server: {flavour: postgresql}, or run a sysbench test in this workload")
+        if not hosts[client_of(variant)].is_local:
+            raise BadInput(f"{where}: pgbench runs on this machine only, not yet on variant {variant.name}'s "
+                           f"client_host {client_of(variant)}; remove client_host")
+
+
 def sysbench_here_for(campaign: Campaign, hosts: Hosts) -> str | None:
     """What runs sysbench on this machine (None: nothing does): a Lua script of the user's (compiled here), a
     variant whose sysbench runs here (not a Job in a cluster), or a dataset snapshot prepared here (not made in a
-    cluster by Jobs: VariantBase.snapshot_made_here)."""
+    cluster by Jobs: VariantBase.snapshot_made_here). A campaign of pgbench workloads only runs no sysbench."""
+    if all(w.is_pgbench for w in campaign.workloads):
+        return None
     for workload in campaign.workloads:
         if workload.is_lua_path:
             return f"workloads.{workload.name}.test (a Lua script, compiled here by validate)"
@@ -229,6 +248,9 @@ def check_test(workload: Workload) -> None:
     that sysbench's LuaJIT compiles and loads. Without sysbench here (every run's sysbench is a Job's, from its
     image), a built-in test is checked by name against the tests the image's sysbench bundles (JOB_TESTS)."""
     where = f"workloads.{workload.name}.test"
+    if workload.is_pgbench:  # one of pgbench's built-in scripts (campaign/workload.py checked the name)
+        require_program(str(PGBENCH), "install postgresql-client-15 (scripts/setup does it): pgbench runs it")
+        return
     if not workload.is_lua_path and not SYSBENCH_SHARE.is_dir():
         if workload.test not in JOB_TESTS:
             raise BadInput(f"{where}: {shown(workload.test)} is not a test of the sysbench Job's image (sysbench "

@@ -23,6 +23,7 @@ from layerbench.errors import RunFailed
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.workdirs import datasets_dir, folder_lock
+from layerbench.pgbench.dataset import expected_rows, initialize
 from layerbench.secrets import generate_password, write_private
 from layerbench.server.datadir import query
 from layerbench.server.flavour import Flavour
@@ -46,8 +47,10 @@ def table_facts(endpoint: Endpoint, workload: Workload) -> dict[str, Any]:
     """A freshly prepared dataset's row counts (checked against the workload) and CHECKSUM TABLE of every table,
     taken once where it is built (here, or on the ssh: host whose server prepared it)."""
     counts = row_counts(endpoint, workload)
-    wrong = {t: n for t, n in counts.items() if n != workload.table_size and not workload.is_lua_path}
-    if wrong:
+    if workload.is_pgbench:
+        if counts != expected_rows(workload):
+            raise RunFailed(f"pgbench -i left {counts}; expected {expected_rows(workload)}")
+    elif wrong := {t: n for t, n in counts.items() if n != workload.table_size and not workload.is_lua_path}:
         raise RunFailed(f"prepare left {wrong}; expected {workload.table_size} rows per table")
     return {"rows": counts, "checksums": table_checksums(endpoint, list(counts)), "checksums_complete": True}
 
@@ -95,7 +98,11 @@ def prepare_tables(workload: Workload, endpoint: Endpoint, private: Path, log_di
     """sysbench prepare with one thread per table, up to the CPU count (after `cleanup` when asked: a server
     that keeps its tables between runs, as published studies reset their data). `client` is where sysbench
     runs (a Job in the cluster for a Kubernetes variant with client: job); this host by default. `only`: the
-    table numbers to create (a built-in test only)."""
+    table numbers to create (a built-in test only). A pgbench workload's: `pgbench -i` (it drops its tables
+    first)."""
+    if workload.is_pgbench:
+        initialize(workload, endpoint, private, log_dir, client)
+        return
     client = client or HostClient()
     cfg = write_private(private / "sysbench.cfg", config_file_text(endpoint))
     files = {cfg.name: cfg.read_text(encoding="utf-8")}
@@ -254,6 +261,9 @@ class Builder:
         shutil.rmtree(self.scratch / "datadirs", ignore_errors=True)
 
     def fill(self, endpoint: Endpoint) -> None:
+        if self.workload.is_pgbench:  # pgbench -i drops what an interrupted build left, then makes its tables
+            prepare_tables(self.workload, endpoint, self.private, self.log_dir, None)
+            return
         if self.workload.is_lua_path:
             self.fill_by_script(endpoint)
             return

@@ -55,6 +55,8 @@ def dataset_key(workload: Workload, version: str, page_size: str | None) -> tupl
     it does not get them."""
     if workload.is_lua_path:
         return script_dataset_key(workload, version, page_size)
+    if workload.is_pgbench:
+        return pgbench_dataset_key(workload, version)
     inputs = {
         "server": version, "page_size": page_size or "default", "tables": workload.tables,
         "table_size": workload.table_size, "options": {k: str(v) for k, v in sorted(workload.options.items())},
@@ -62,6 +64,13 @@ def dataset_key(workload: Workload, version: str, page_size: str | None) -> tupl
     }
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
     return f"{workload.tables}x{workload.table_size}-{digest}", inputs
+
+
+def pgbench_dataset_key(workload: Workload, version: str) -> tuple[str, dict[str, Any]]:
+    """pgbench's dataset: what `pgbench -i -s SCALE` makes in this server version (pgbench/dataset.py)."""
+    inputs = {"server": version, "tool": "pgbench", "scale": workload.pgbench_scale, "format": 3}
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
+    return f"pgbench-s{workload.pgbench_scale}-{digest}", inputs
 
 
 def script_dataset_key(workload: Workload, version: str, page_size: str | None) -> tuple[str, dict[str, Any]]:

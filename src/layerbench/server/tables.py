@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from layerbench.endpoint import Endpoint
+from layerbench.pgbench.dataset import TABLES as PGBENCH_TABLES
 from layerbench.server.datadir import query
 
 if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
@@ -14,6 +15,9 @@ if TYPE_CHECKING:  # type hints only: campaign/ and backends/ import server/
 
 
 def table_names(workload: Workload) -> list[str]:
+    """A built-in sysbench test's sbtest1..N, or pgbench's four tables."""
+    if workload.is_pgbench:
+        return list(PGBENCH_TABLES)
     return [f"sbtest{i}" for i in range(1, workload.tables + 1)]
 
 
@@ -30,7 +34,8 @@ def base_tables(endpoint: Endpoint) -> list[str]:
 
 
 def workload_tables(endpoint: Endpoint, workload: Workload) -> list[str]:
-    """The tables that hold a workload's data: sbtest1..N of a built-in test; those a user's script made."""
+    """The tables that hold a workload's data: sbtest1..N of a built-in test, pgbench's four; those a user's
+    script made."""
     return base_tables(endpoint) if workload.is_lua_path else table_names(workload)
 
 

@@ -36,5 +36,7 @@ class HostClient:
         on_line: Any = None, secrets: list[Secret] | None = None,
     ) -> Completed:
         name = " ".join(["sysbench", cmd[-1]]) if cmd[-1] in ("prepare", "cleanup") else "sysbench"
+        if any(Path(arg).name == "pgbench" for arg in cmd[:4]):  # a pgbench workload's (pgbench/command.py)
+            name = "pgbench"
         return run(name, with_cpus(cmd, self.cpus), log_path=log_path, secrets=secrets or [], timeout=timeout,
                    on_line=on_line)

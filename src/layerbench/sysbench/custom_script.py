@@ -247,6 +247,8 @@ def lua_files(folder: Path) -> list[Path] | None:
 def dataset_label(workload: Workload) -> str:
     """What defines the data, as the plan and the report say it: rows for a built-in test; for a script, the
     options its own prepare got."""
+    if workload.is_pgbench:
+        return f"pgbench scale {workload.pgbench_scale} ({workload.dataset_rows:,} accounts rows)"
     if not workload.is_lua_path:
         return f"{workload.tables} x {workload.table_size:,} rows"
     return f"a dataset of its own (prepare {prepare_options_text(workload)})"
