@@ -109,3 +109,11 @@ def test_a_script_of_the_user_s_without_event_is_refused(tmp_path: Path) -> None
     code, err = validate(campaign(tmp_path, test=str(script)))
     assert_one_line_bad_input(code, err)
     assert err.startswith("error: workloads.default.test: '") and "lib.lua' defines no event()" in err, err
+
+
+def test_bulk_insert_is_refused_with_why(tmp_path: Path) -> None:
+    """Its prepare makes empty tables, which no restored dataset of rows is: every run failed before (#46)."""
+    code, err = validate(campaign(tmp_path, test="bulk_insert"))
+    assert_one_line_bad_input(code, err)
+    assert "workloads.default.test: bulk_insert is not a test layerbench runs: its prepare makes empty tables" in err
+    assert "use oltp_insert" in err, err
