@@ -29,6 +29,7 @@ from layerbench.campaign.models import parse_campaign
 from layerbench.errors import RunFailed
 from layerbench.run import orchestrator
 from layerbench.secrets import generate_password
+from layerbench.server.mysql_rootfs import ensure_rootfs
 from layerbench.server.private import PrivateServer
 from layerbench.server.servers import ServerChoice
 from layerbench.server.spec import ServerSpec
@@ -46,12 +47,15 @@ def folders() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def campaign(folders: Path) -> dict:
-    """MariaDB (the baseline) and PostgreSQL 15 (a work_mem of its own), twice each, each on its own snapshot."""
+    """MariaDB (the baseline), MySQL 9.7 and PostgreSQL 15 (a work_mem of its own), twice each, each on its own
+    snapshot: the three families of issue #46's campaign on the host. MySQL's rootfs is built when missing."""
+    ensure_rootfs("9.7")
     out = folders / "out"
     data = {
         "name": f"it-pg-{os.getpid()}", "baseline": "mariadb",
         "variants": [
             {"name": "mariadb", "backend": "host", "cpus": "0", "client_cpus": "1"},
+            {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}},
             {"name": "pg", "extends": "mariadb",
              "server": {"flavour": "postgresql", "version": "15", "config": {"work_mem": "8MB"}}},
         ],
@@ -64,7 +68,7 @@ def campaign(folders: Path) -> dict:
 
 
 def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None:
-    assert len([r for r in campaign["runs"] if r[1] == "ok"]) == 4, [r[4] for r in campaign["runs"]]
+    assert len([r for r in campaign["runs"] if r[1] == "ok"]) == 6, [r[4] for r in campaign["runs"]]
     runs = [r for r in campaign["runs"] if r[0] == "pg"]
     measured = [json.loads(details) for _v, status, tps, details, _e in runs if status == "ok" and tps > 0]
     assert len(measured) == 2, [r[4] for r in runs]
@@ -77,7 +81,7 @@ def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None
         assert reset["checksum_tables"] == 1
         status_counters = facts["io"]["server_status"]
         assert status_counters["pg_blks_hit"] > 0  # the measured window's reads of the benchmark's database
-    assert len({json.loads(r[3])["reset"]["snapshot"] for r in campaign["runs"]}) == 2  # one per server
+    assert len({json.loads(r[3])["reset"]["snapshot"] for r in campaign["runs"]}) == 3  # one per server
     key = json.loads(runs[0][3])["reset"]["snapshot"]
     meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())
     assert meta["server"]["flavour"] == "postgresql" and "PostgreSQL) 15." in meta["inputs"]["server"]
@@ -98,12 +102,13 @@ def test_the_generated_postgresql_conf_is_what_the_server_ran_with(campaign: dic
         assert "listen_addresses = '127.0.0.1'" in lines
 
 
-def test_fairness_names_durability_and_memory_of_both_families_and_io_reads_postgresql(campaign: dict) -> None:
-    """MariaDB against PostgreSQL: the fairness section names the flavours and, with each server's own values,
+def test_fairness_names_durability_and_memory_of_the_three_families_and_io_reads_postgresql(campaign: dict) -> None:
+    """MariaDB against MySQL and PostgreSQL: the fairness section names the flavours and, with each server's own values,
     what decides durability and memory on each side; the I/O table's hit ratio is each server's own."""
     with Store(campaign["out"] / "layerbench.db") as store:
         analysis = analyze(store, campaign["outcome"].campaign_id)
-    found = {d.what.split(" (")[0]: (d.baseline_value, d.variant_value) for d in analysis.differences}
+    found = {d.what.split(" (")[0]: (d.baseline_value, d.variant_value) for d in analysis.differences
+             if d.variant == "pg"}
     assert found["server flavour and version"][0].startswith("mariadb 10.11.")
     assert found["server flavour and version"][1].startswith("postgresql 15.")
     assert found["commit durability"] == ("innodb_flush_log_at_trx_commit=1, sync_binlog=0",
@@ -111,9 +116,15 @@ def test_fairness_names_durability_and_memory_of_both_families_and_io_reads_post
     assert found["torn-page protection"] == ("innodb_doublewrite=ON", "full_page_writes=on")
     assert found["page cache of the server"] == ("innodb_buffer_pool_size=134217728", "shared_buffers=134217728")
     assert found["change log"] == ("log_bin=OFF", "wal_level=replica")
-    assert len(analysis.differences) < 10  # the families' settings, not every variable of two servers
+    assert len(found) < 10  # the families' settings, not every variable of two servers
+    mysql = {d.what.split(" (")[0]: (d.baseline_value, d.variant_value) for d in analysis.differences
+             if d.variant == "mysql"}
+    assert mysql["server flavour and version"][1].startswith("mysql 9.7."), mysql
+    # MySQL 9.7 turns its binary log on by default and syncs it per commit; MariaDB 10.11 does neither (within the
+    # MySQL family the fairness section names each variable; across families, the family's setting for the same job)
+    assert mysql["binary log"] == ("OFF", "ON") and mysql["binary log sync"] == ("0", "1"), mysql
     rows = io_rows(analysis)  # 1 x 1,000 rows sit in each server's cache
-    assert {r.variant for r in rows} == {"mariadb", "pg"}
+    assert {r.variant for r in rows} == {"mariadb", "mysql", "pg"}
     assert all(r.hit_ratio is not None and r.hit_ratio > 0.9 for r in rows)
 
 

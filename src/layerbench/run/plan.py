@@ -280,12 +280,12 @@ def reprepare_line(campaign: Campaign, w: Workload, variants: list[VariantBase],
 def snapshot_line(w: Workload, variants: list[VariantBase], rate: float, basis: str,
                   every: bool) -> tuple[str, float]:
     """The snapshot these variants restore: cached, or prepared once (the line, and the prepare's time)."""
-    from layerbench.server.snapshot import dataset_key, find_snapshot, server_version
+    from layerbench.run.diskspace import snapshot_key
+    from layerbench.server.snapshot import find_snapshot
 
-    version = server_version()
-    page_sizes = sorted({v.server.page_size() for v in variants}, key=str)
     prepare, who = w.dataset_rows / rate, of_variants(variants, every)
-    if all(find_snapshot(dataset_key(w, version, size)[0]) is not None for size in page_sizes):
+    # each variant's own key (its page size, and the server that makes it: MariaDB, MySQL or PostgreSQL)
+    if all(find_snapshot(snapshot_key(v, w)) is not None for v in variants):
         return f"dataset {w.name}: {dataset_label(w)}, cached (layerbench cache list){who}", 0.0
     if w.is_lua_path:
         return (f"dataset {w.name}: {dataset_label(w)}, prepared once by the script (time not estimated), then "
