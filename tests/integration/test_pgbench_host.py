@@ -116,6 +116,8 @@ def test_the_analysis_and_the_report_read_pgbench_runs(campaign: dict) -> None:
     analysis = campaign["analysis"]
     report = markdown.render(report_model(analysis))
     assert "pg-async" in report and "pgbench tpcb-like, scale 1 (100,000 accounts rows)" in report
+    software = next(line for line in report.splitlines() if line.startswith("| software |"))
+    assert ", pgbench 15." in software and "sysbench" not in software, software  # the tool that drove the runs
     assert "Traceback" not in report
 
 

@@ -59,6 +59,12 @@ def with_client_sysbench(env: dict[str, Any], output: str, where: str) -> dict[s
     return env | {"host": host}
 
 
+def with_client_tool(env: dict[str, Any], line: str) -> dict[str, Any]:
+    """The environment record with the load generator that drove the run when it is not sysbench (pgbench: its
+    banner's version), which the report's software line names instead of sysbench."""
+    return env | {"host": {**(env.get("host") or {}), "client_tool": line}}
+
+
 def server_variables(endpoint: Endpoint, through: Callable[[str], list[tuple[Any, ...]]] | None = None
                      ) -> dict[str, str]:
     """SHOW GLOBAL VARIABLES of the server under test (what it really runs with): through a connection to the

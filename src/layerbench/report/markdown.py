@@ -147,7 +147,7 @@ def environment_lines(report: Report) -> list[str]:
         ("machine", f"{host.cpu_model} x {host.cpu_count}, "
                     f"{byte_text(host.memory_bytes or 0, spec='.1f')}, kernel {host.kernel}"),
         ("software", f"{server.get('version_comment', 'server')} {server.get('version', '?')}, "
-                     f"{host.sysbench_version}"),
+                     f"{host.all.get('client_tool') or host.sysbench_version}"),
         ("datadir storage", f"{storage.get('fstype')} on {storage.get('device')} ({storage.get('options')}), "
                             f"I/O scheduler {storage.get('io_scheduler')}"),
         ("host tuning", ", ".join(f"{k} {v}" for k, v in tuning.items() if v is not None)),

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.hosts.procs import Completed
+from layerbench.measure.environment import with_client_tool
 from layerbench.pgbench.command import passfile_text, run_argv
 from layerbench.pgbench.output import PROGRESS, ParsedPgbench, parse_output
-from layerbench.records import RunRecord
+from layerbench.records import Environment, RunRecord
 from layerbench.secrets import write_private
 from layerbench.sysbench.client import ClientRunner
 
@@ -99,6 +100,9 @@ def record_pgbench(record: RunRecord, run: PgbenchRun, done: Completed) -> None:
         errors = warm.errors if run.warm_failed else measured.errors
         raise RunFailed(pgbench_failure(done.returncode, errors, run.warm_failed))
     record.totals = measured.totals
+    env = record.facts.environment
+    if env is not None and measured.version:  # the report names pgbench, not this machine's sysbench
+        record.facts.environment = Environment.from_json(with_client_tool(env.to_json(), f"pgbench {measured.version}"))
     record.facts.other["warmup_intervals"] = len(warm.intervals)
     record.facts.other["pgbench"] = {
         "script": run.workload.test, "scale": run.workload.pgbench_scale, "clients": run.clients,
