@@ -25,7 +25,7 @@ import yaml
 from helpers import folders_postgres_enters, processes_naming, run_for_real
 from layerbench.analysis.io import io_rows
 from layerbench.analysis.loading import analyze
-from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.models import campaign_as_dict, load_campaign, parse_campaign, smoke_version
 from layerbench.errors import RunFailed
 from layerbench.run import orchestrator
 from layerbench.secrets import generate_password
@@ -36,6 +36,7 @@ from layerbench.server.spec import ServerSpec
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -47,29 +48,26 @@ def folders() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def campaign(folders: Path) -> dict:
-    """MariaDB (the baseline), MySQL 9.7 and PostgreSQL 15 (a work_mem of its own), twice each, each on its own
-    snapshot: the three families of issue #46's campaign on the host. MySQL's rootfs is built when missing."""
+    """examples/database-families.yaml in smoke mode, twice: MariaDB (the baseline), MySQL 9.7 out of the box and
+    with its binary log off, and PostgreSQL 15 (here with a work_mem of its own), each on its own snapshot: issue
+    #46's campaign of the three families on the host. MySQL's rootfs is built when missing."""
     ensure_rootfs("9.7")
     out = folders / "out"
-    data = {
-        "name": f"it-pg-{os.getpid()}", "baseline": "mariadb",
-        "variants": [
-            {"name": "mariadb", "backend": "host", "cpus": "0", "client_cpus": "1"},
-            {"name": "mysql", "extends": "mariadb", "server": {"flavour": "mysql", "version": "9.7"}},
-            {"name": "pg", "extends": "mariadb",
-             "server": {"flavour": "postgresql", "version": "15", "config": {"work_mem": "8MB"}}},
-        ],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
-                     "verify": "checksum"},  # each run's restored copy checked by the server that made it
-        "repetitions": 2, "estimates_only": True, "output": str(out),
-    }
+    example = smoke_version(load_campaign(EXAMPLES / "database-families.yaml"))
+    data = campaign_as_dict(example)
+    for variant in data["variants"]:
+        if variant["name"] == "postgresql":
+            variant["server"]["config"] = {"work_mem": "8MB"}
+    # each run's restored copy checked by the server that made it
+    data["workloads"][0] |= {"duration": 2, "verify": "checksum"}
+    data |= {"name": f"it-pg-{os.getpid()}", "repetitions": 2, "output": str(out)}
     outcome, rows = run_for_real(data)
     return {"outcome": outcome, "out": out, "runs": rows, "folders": folders}
 
 
 def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None:
-    assert len([r for r in campaign["runs"] if r[1] == "ok"]) == 6, [r[4] for r in campaign["runs"]]
-    runs = [r for r in campaign["runs"] if r[0] == "pg"]
+    assert len([r for r in campaign["runs"] if r[1] == "ok"]) == 8, [r[4] for r in campaign["runs"]]
+    runs = [r for r in campaign["runs"] if r[0] == "postgresql"]
     measured = [json.loads(details) for _v, status, tps, details, _e in runs if status == "ok" and tps > 0]
     assert len(measured) == 2, [r[4] for r in runs]
     for facts in measured:
@@ -89,7 +87,7 @@ def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None
 
 
 def test_the_generated_postgresql_conf_is_what_the_server_ran_with(campaign: dict) -> None:
-    for _variant, _status, _tps, details, _error in [r for r in campaign["runs"] if r[0] == "pg"]:
+    for _variant, _status, _tps, details, _error in [r for r in campaign["runs"] if r[0] == "postgresql"]:
         variables = json.loads(details)["environment"]["server_variables"]
         assert variables["work_mem"] == str(8 * 1024)  # in kB
         assert variables["max_connections"] == "1000"  # layerbench's default, as for MariaDB and MySQL
@@ -108,7 +106,7 @@ def test_fairness_names_durability_and_memory_of_the_three_families_and_io_reads
     with Store(campaign["out"] / "layerbench.db") as store:
         analysis = analyze(store, campaign["outcome"].campaign_id)
     found = {d.what.split(" (")[0]: (d.baseline_value, d.variant_value) for d in analysis.differences
-             if d.variant == "pg"}
+             if d.variant == "postgresql"}
     assert found["server flavour and version"][0].startswith("mariadb 10.11.")
     assert found["server flavour and version"][1].startswith("postgresql 15.")
     assert found["commit durability"] == ("innodb_flush_log_at_trx_commit=1, sync_binlog=0",
@@ -124,7 +122,7 @@ def test_fairness_names_durability_and_memory_of_the_three_families_and_io_reads
     # MySQL family the fairness section names each variable; across families, the family's setting for the same job)
     assert mysql["binary log"] == ("OFF", "ON") and mysql["binary log sync"] == ("0", "1"), mysql
     rows = io_rows(analysis)  # 1 x 1,000 rows sit in each server's cache
-    assert {r.variant for r in rows} == {"mariadb", "mysql", "pg"}
+    assert {r.variant for r in rows} == {"mariadb", "mysql", "mysql-matched", "postgresql"}
     assert all(r.hit_ratio is not None and r.hit_ratio > 0.9 for r in rows)
 
 
