@@ -30,6 +30,7 @@ from layerbench.errors import RunFailed
 from layerbench.run import orchestrator
 from layerbench.secrets import generate_password
 from layerbench.server.mysql_rootfs import ensure_rootfs
+from layerbench.server.postgresql_rootfs import ensure_rootfs as ensure_postgresql_rootfs
 from layerbench.server.private import PrivateServer
 from layerbench.server.servers import ServerChoice
 from layerbench.server.spec import ServerSpec
@@ -52,11 +53,12 @@ def campaign(folders: Path) -> dict:
     with its binary log off, and PostgreSQL 15 (here with a work_mem of its own), each on its own snapshot: issue
     #46's campaign of the three families on the host. MySQL's rootfs is built when missing."""
     ensure_rootfs("9.7")
+    ensure_postgresql_rootfs("18")
     out = folders / "out"
     example = smoke_version(load_campaign(EXAMPLES / "database-families.yaml"))
     data = campaign_as_dict(example)
     for variant in data["variants"]:
-        if variant["name"] == "postgresql":
+        if variant["name"].startswith("postgresql"):  # 15 and 18
             variant["server"]["config"] = {"work_mem": "8MB"}
     # each run's restored copy checked by the server that made it
     data["workloads"][0] |= {"duration": 2, "verify": "checksum"}
@@ -66,7 +68,7 @@ def campaign(folders: Path) -> dict:
 
 
 def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None:
-    assert len([r for r in campaign["runs"] if r[1] == "ok"]) == 8, [r[4] for r in campaign["runs"]]
+    assert len([r for r in campaign["runs"] if r[1] == "ok"]) == 10, [r[4] for r in campaign["runs"]]
     runs = [r for r in campaign["runs"] if r[0] == "postgresql"]
     measured = [json.loads(details) for _v, status, tps, details, _e in runs if status == "ok" and tps > 0]
     assert len(measured) == 2, [r[4] for r in runs]
@@ -79,21 +81,37 @@ def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None
         assert reset["checksum_tables"] == 1
         status_counters = facts["io"]["server_status"]
         assert status_counters["pg_blks_hit"] > 0  # the measured window's reads of the benchmark's database
-    assert len({json.loads(r[3])["reset"]["snapshot"] for r in campaign["runs"]}) == 3  # one per server
+    assert len({json.loads(r[3])["reset"]["snapshot"] for r in campaign["runs"]}) == 4  # one per server
     key = json.loads(runs[0][3])["reset"]["snapshot"]
     meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())
     assert meta["server"]["flavour"] == "postgresql" and "PostgreSQL) 15." in meta["inputs"]["server"]
     assert meta["rows"] == {"sbtest1": 1000}
 
 
+
+def test_postgresql_18_of_the_sid_rootfs_runs_its_own_server_on_its_own_snapshot(campaign: dict) -> None:
+    """The newer major of #46: the rootfs's postgres through its loader, its own initdb, snapshot and restores."""
+    runs = [r for r in campaign["runs"] if r[0] == "postgresql-18"]
+    measured = [json.loads(details) for _v, status, tps, details, _e in runs if status == "ok" and tps > 0]
+    assert len(measured) == 2, [r[4] for r in runs]
+    for facts in measured:
+        assert facts["environment"]["backend"]["server_version"].startswith("18.")
+        assert facts["environment"]["server_variables"]["version"].startswith("18.")
+        assert facts["reset"]["method"] == "snapshot" and facts["reset"]["checksum_tables"] == 1
+        assert facts["io"]["server_status"]["pg_blks_hit"] > 0
+    key = measured[0]["reset"]["snapshot"]
+    meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())
+    assert "PostgreSQL) 18." in meta["inputs"]["server"] and meta["rows"] == {"sbtest1": 1000}
+
+
 def test_the_generated_postgresql_conf_is_what_the_server_ran_with(campaign: dict) -> None:
-    for _variant, _status, _tps, details, _error in [r for r in campaign["runs"] if r[0] == "postgresql"]:
+    for _variant, _status, _tps, details, _error in [r for r in campaign["runs"] if r[0].startswith("postgresql")]:
         variables = json.loads(details)["environment"]["server_variables"]
         assert variables["work_mem"] == str(8 * 1024)  # in kB
         assert variables["max_connections"] == "1000"  # layerbench's default, as for MariaDB and MySQL
         assert variables["password_encryption"] == "scram-sha-256"
     confs = sorted(campaign["out"].glob("*/runs/*/postgresql.conf"))  # each run's server (its verify/ has its own)
-    assert len(confs) == 2
+    assert len(confs) == 4  # PostgreSQL 15's and 18's
     for conf in confs:
         lines = conf.read_text().splitlines()
         assert "work_mem = '8MB'" in lines and "max_connections = 1000" in lines
@@ -122,7 +140,7 @@ def test_fairness_names_durability_and_memory_of_the_three_families_and_io_reads
     # MySQL family the fairness section names each variable; across families, the family's setting for the same job)
     assert mysql["binary log"] == ("OFF", "ON") and mysql["binary log sync"] == ("0", "1"), mysql
     rows = io_rows(analysis)  # 1 x 1,000 rows sit in each server's cache
-    assert {r.variant for r in rows} == {"mariadb", "mysql", "mysql-matched", "postgresql"}
+    assert {r.variant for r in rows} == {"mariadb", "mysql", "mysql-matched", "postgresql", "postgresql-18"}
     assert all(r.hit_ratio is not None and r.hit_ratio > 0.9 for r in rows)
 
 

@@ -99,3 +99,18 @@ def test_two_postgresql_servers_compare_every_setting_but_their_own_paths() -> N
     other = {"server_variables": variables, "host": dict(POSTGRESQL["host"])}
     diffs = differences("pg", {"pg": POSTGRESQL, "nofsync": other}, {})
     assert [(d.what, d.baseline_value, d.variant_value) for d in diffs] == [("server variable fsync", "on", "off")]
+
+
+def test_variables_of_another_version_are_one_line_not_one_each() -> None:
+    """PostgreSQL 18 against 15 (or two MariaDB releases): a setting only one of them has is no default that
+    differs; they are named together, at most 8 of a side, while every shared setting that differs has its line."""
+    newer = {**POSTGRESQL["server_variables"], "data_checksums": "on",
+             **{f"new_setting_{i}": "1" for i in range(10)}}
+    older = {**POSTGRESQL["server_variables"], "data_checksums": "off", "old_snapshot_threshold": "-1"}
+    diffs = differences("pg15", {"pg15": {"server_variables": older, "host": dict(POSTGRESQL["host"])},
+                                 "pg18": {"server_variables": newer, "host": dict(POSTGRESQL["host"])}}, {})
+    assert [(d.what, d.baseline_value, d.variant_value) for d in diffs] == [
+        ("server variable data_checksums", "off", "on"),
+        ("server variables that only one of the two servers has (11; another version's)", "old_snapshot_threshold",
+         "new_setting_0, new_setting_1, new_setting_2, new_setting_3, new_setting_4, new_setting_5, new_setting_6, "
+         "new_setting_7, ... (10 in all)")]

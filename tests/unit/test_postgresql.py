@@ -144,7 +144,7 @@ def test_a_folder_the_server_user_cannot_enter_is_named() -> None:
 
 @pytest.mark.skipif(not pg.program().is_file(), reason="PostgreSQL 15 is not installed (scripts/setup installs it)")
 def test_the_installed_server_lists_what_the_captured_file_lists() -> None:
-    live = pg.known_settings(str(pg.program()))
+    live = pg.known_settings((str(pg.program()),))
     assert set(live) == set(KNOWN)
 
 

@@ -90,6 +90,16 @@ def test_a_version_that_is_not_installed_is_refused(tmp_path: Path) -> None:
     code, err = validate(campaign(tmp_path, {"version": "17"}))
     assert_one_line_bad_input(code, err)
     assert "variants.pg.server.version: PostgreSQL 15." in err and "use version '15'" in err
+    assert "or '18' from a rootfs (layerbench server build postgresql 18)" in err, err
+
+
+def test_postgresql_18_not_built_is_refused_with_the_command_that_builds_it(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAYERBENCH_CACHE_DIR", str(tmp_path / "empty-cache"))  # no rootfs built there
+    code, err = validate(campaign(tmp_path, {"version": "18"}))
+    assert_one_line_bad_input(code, err)
+    assert ("variants.pg.server.version: PostgreSQL 18 is not built on this machine; build it with: layerbench "
+            "server build postgresql 18") in err, err
 
 
 @pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed")

@@ -71,14 +71,27 @@ def variable_differences(variant: str, base: dict[str, str], other: dict[str, st
     if "_error" in base or "_error" in other:  # not read (the harness could not log in): say so once
         return [Difference(variant, "server variables (not compared: not read)", base.get("_error", "read"),
                            other.get("_error", "read"))]
-    out = []
+    out, only = [], {"base": [], "other": []}
     for key in sorted(set(base) | set(other)):
         if VOLATILE.match(key) or key in asked or key.startswith("_"):
             continue
-        a, b = base.get(key, "(absent)"), other.get(key, "(absent)")
-        if a != b:
-            out.append(Difference(variant, f"server variable {key}", a, b))
+        if (key in base) != (key in other):  # another version's variable: named in one line below
+            only["base" if key in base else "other"].append(key)
+            continue
+        if base[key] != other[key]:
+            out.append(Difference(variant, f"server variable {key}", base[key], other[key]))
+    if only["base"] or only["other"]:
+        count = len(only["base"]) + len(only["other"])
+        out.append(Difference(variant, f"server variables that only one of the two servers has ({count}; another "
+                                        "version's)", names_text(only["base"]), names_text(only["other"])))
     return out
+
+
+def names_text(names: list[str], shown_at_most: int = 8) -> str:
+    if not names:
+        return "none"
+    more = f", ... ({len(names)} in all)" if len(names) > shown_at_most else ""
+    return ", ".join(names[:shown_at_most]) + more
 
 
 # Defaults MariaDB and MySQL ship differently that change what a benchmark measures (docs/servers.md): compared

@@ -147,27 +147,35 @@ server_app = typer.Typer(help="Servers other than the host's MariaDB, built loca
 
 @server_app.command("build")
 def server_build(
-    flavour: Annotated[str, typer.Argument(help="the server family: mysql")],
-    version: Annotated[str, typer.Argument(help="its version: 9.7")],
+    flavour: Annotated[str, typer.Argument(help="the server family: mysql or postgresql")],
+    version: Annotated[str, typer.Argument(help="its version: 9.7 (MySQL), 18 (PostgreSQL)")],
 ) -> None:
     """Build (or find cached) a server's root filesystem: debootstrap sid + the pinned package, about 80 s."""
-    from layerbench.server.mysql_rootfs import ensure_rootfs
+    from layerbench.server import mysql_rootfs, postgresql_rootfs
 
-    if flavour != "mysql":
-        raise BadInput(f"flavour: {shown(flavour)} is not one layerbench builds; use mysql (MariaDB is the "
-                       "host's own, from scripts/setup)")
+    say = lambda text: console.print(Text(text, style="dim"))  # noqa: E731
     started = time.monotonic()
-    rootfs = ensure_rootfs(version, lambda text: console.print(Text(text, style="dim")))
-    out.print(f"mysql {rootfs.package_version}: {rootfs.root} (ready in {time.monotonic() - started:.0f} s)")
+    if flavour == "mysql":
+        rootfs = mysql_rootfs.ensure_rootfs(version, say)
+        out.print(f"mysql {rootfs.package_version}: {rootfs.root} (ready in {time.monotonic() - started:.0f} s)")
+    elif flavour == "postgresql":
+        built = postgresql_rootfs.ensure_rootfs(version, say)
+        out.print(f"postgresql {postgresql_rootfs.pinned(version, postgresql_rootfs.POSTGRESQL)}: {built.root} "
+                  f"(ready in {time.monotonic() - started:.0f} s)")
+    else:
+        raise BadInput(f"flavour: {shown(flavour)} is not one layerbench builds; use mysql or postgresql (MariaDB "
+                       "and PostgreSQL 15 are the host's own, from scripts/setup)")
 
 
 @server_app.command("list")
 def server_list() -> None:
     """The server root filesystems built on this machine."""
     from layerbench.server.mysql_rootfs import built_rootfses
+    from layerbench.server.postgresql_rootfs import built_rootfses as built_postgresql
 
-    built = built_rootfses()
-    for version, rootfs in built:
-        out.print(f"mysql {version}: {rootfs.root}", highlight=False)
+    built = [("mysql", version, rootfs.root) for version, rootfs in built_rootfses()]
+    built += [("postgresql", version, rootfs.root) for version, rootfs in built_postgresql()]
+    for name, version, root in built:
+        out.print(f"{name} {version}: {root}", highlight=False)
     if not built:
         out.print("no server built; build one with: layerbench server build mysql 9.7")

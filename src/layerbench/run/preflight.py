@@ -395,8 +395,8 @@ def check_option_names(variant: VariantBase) -> None:
     command = variant.server_command_here()
     if command and variant.server.flavour == "postgresql":  # postgresql.conf settings: the server's own list
         where = f"variants.{variant.name}.server.config"
-        check_settings(variant.server.config, known_settings(command[-1]), where)  # names, with the closest ones
-        check_values(command[-1], variant.server.config, where)  # then the server's own reading of the file
+        check_settings(variant.server.config, known_settings(tuple(command)), where)  # names, with the closest ones
+        check_values(tuple(command), variant.server.config, where)  # then the server's own reading of the file
         return
     if command:
         check_names_known(variant, server_options(command), Path(command[-1]).name)

@@ -1,5 +1,6 @@
-"""The MySQL server as a cached Debian root filesystem: `debootstrap --variant=minbase sid` plus the pinned
-`mysql-server-core` package, built only when asked (`layerbench server build mysql 9.7`) and kept under
+"""A server from Debian's unstable archive as a cached root filesystem: `debootstrap --variant=minbase sid` plus
+one pinned package (a `Recipe`): MySQL's `mysql-server-core` here, PostgreSQL's `postgresql-18` in
+server/postgresql_rootfs.py. Built only when asked (`layerbench server build mysql 9.7`) and kept under
 <cache>/servers/. The host backend runs its mysqld as a plain host process through the rootfs's own loader
 (rootfs_command), so no namespace, no container and no chroot stand between it and the machine.
 
@@ -45,33 +46,57 @@ UMOUNT_TIMEOUT = 60  # one lazy unmount of what a killed build left mounted
 Say = Callable[[str], None]
 
 
-def pinned(version: str) -> str | None:
-    """The Debian package version of a MySQL version a user wrote ('9.7', '9.7.4'), or None when unknown."""
-    for line, package_version in RELEASES.items():
+@dataclass(frozen=True)
+class Recipe:
+    """What one kind of server rootfs installs, and the steps after: its name in folders and messages, the
+    package, the lines it pins, the file a built rootfs has, and the commands run in it after dpkg (chroot)."""
+
+    name: str  # mysql, postgresql: the folder's prefix and `layerbench server build <name>`
+    label: str  # MySQL, PostgreSQL
+    package: str
+    releases: dict[str, str]
+    binary: str  # relative to the rootfs: present once built
+    before_install: str = ""  # shell, in the rootfs, before dpkg -i (a conffile of our own, a policy)
+    after_install: str = ""  # shell, in the rootfs, after dpkg -i
+    finish: Callable[[Path], None] | None = None  # on the rootfs from outside, after the install (files of ours)
+    recipe_version: int = RECIPE_VERSION
+    also: tuple[str, ...] = ()  # packages installed beside it (a lighter alternative apt would not choose itself)
+    with_apt: bool = False  # install the kept .debs with apt (it orders pre-dependencies), rather than dpkg -i
+    with_proc: bool = False  # /proc mounted in the rootfs while installing (systemd-tmpfiles in a postinst needs it)
+    size: str = "500 MB"
+
+
+MYSQL = Recipe("mysql", "MySQL", PACKAGE, RELEASES, "usr/sbin/mysqld")
+
+
+def pinned(version: str, recipe: Recipe = MYSQL) -> str | None:
+    """The Debian package version of a version a user wrote ('9.7', '9.7.4'), or None when unknown."""
+    for line, package_version in recipe.releases.items():
         upstream = package_version.split("-")[0]
         if version == line or upstream == version or upstream.startswith(f"{version}."):
             return package_version
     return None
 
 
-def known_versions() -> str:
-    return ", ".join(RELEASES)
+def known_versions(recipe: Recipe = MYSQL) -> str:
+    return ", ".join(recipe.releases)
 
 
-def package_inputs(package_version: str) -> dict[str, str]:
-    return {"suite": SUITE, "mirror": mirror(), "package": PACKAGE, "version": package_version, "variant": "minbase"}
+def package_inputs(package_version: str, recipe: Recipe = MYSQL) -> dict[str, str]:
+    return {"suite": SUITE, "mirror": mirror(), "package": recipe.package, "version": package_version,
+            "variant": "minbase"}
 
 
-def rootfs_inputs(package_version: str) -> dict[str, str]:
-    return {"recipe": str(RECIPE_VERSION), **package_inputs(package_version)}
+def rootfs_inputs(package_version: str, recipe: Recipe = MYSQL) -> dict[str, str]:
+    return {"recipe": str(recipe.recipe_version), **package_inputs(package_version, recipe)}
 
 
 def digest(inputs: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def rootfs_key(package_version: str) -> str:
-    return digest(rootfs_inputs(package_version))
+def rootfs_key(package_version: str, recipe: Recipe = MYSQL) -> str:
+    return digest(rootfs_inputs(package_version, recipe))
 
 
 def servers_dir() -> Path:
@@ -104,24 +129,29 @@ class MysqlRootfs:
                 "character-sets-dir": str(share / "charsets"), "plugin-dir": str(self.root / "usr/lib/mysql/plugin")}
 
 
-def rootfs_folder(package_version: str) -> Path:
-    return servers_dir() / f"mysql-{package_version}-{rootfs_key(package_version)}"
+def rootfs_folder(package_version: str, recipe: Recipe = MYSQL) -> Path:
+    return servers_dir() / f"{recipe.name}-{package_version}-{rootfs_key(package_version, recipe)}"
 
 
-def debs_folder(package_version: str) -> Path:
-    return servers_dir() / f"debs-mysql-{package_version}-{digest(package_inputs(package_version))}"
+def debs_folder(package_version: str, recipe: Recipe = MYSQL) -> Path:
+    return servers_dir() / f"debs-{recipe.name}-{package_version}-{digest(package_inputs(package_version, recipe))}"
 
 
 def find_rootfs(package_version: str) -> MysqlRootfs | None:
-    folder = rootfs_folder(package_version)
-    found = MysqlRootfs(folder)
-    if (folder / "versions.json").is_file() and (found.root / "usr/sbin/mysqld").is_file():
-        return found
+    folder = find_folder(package_version, MYSQL)
+    return MysqlRootfs(folder) if folder else None
+
+
+def find_folder(package_version: str, recipe: Recipe) -> Path | None:
+    """The folder of a built rootfs of this recipe and package version, or None."""
+    folder = rootfs_folder(package_version, recipe)
+    if (folder / "versions.json").is_file() and (folder / "rootfs" / recipe.binary).is_file():
+        return folder
     return None
 
 
-def build_command(version: str) -> str:
-    return f"layerbench server build mysql {version}"
+def build_command(version: str, recipe: Recipe = MYSQL) -> str:
+    return f"layerbench server build {recipe.name} {version}"
 
 
 def require_rootfs(version: str, where: str) -> MysqlRootfs:
@@ -139,41 +169,47 @@ def require_rootfs(version: str, where: str) -> MysqlRootfs:
 
 
 @contextlib.contextmanager
-def build_lock(key: str, say: Say) -> Iterator[None]:
+def build_lock(key: str, say: Say, recipe: Recipe = MYSQL) -> Iterator[None]:
     """flock on <servers>/.locks/<key>: one build at a time; released however its holder ends."""
-    with folder_lock(servers_dir(), key, f"another process is building MySQL rootfs {key}; waiting for it", say):
+    with folder_lock(servers_dir(), key, f"another process is building {recipe.label} rootfs {key}; waiting for it",
+                     say):
         yield
 
 
 def ensure_rootfs(version: str, say: Say | None = None) -> MysqlRootfs:
     """The rootfs of a MySQL version, built now (about 80 s, from the kept packages when they are cached)."""
+    return MysqlRootfs(ensure_folder(version, MYSQL, say))
+
+
+def ensure_folder(version: str, recipe: Recipe, say: Say | None = None) -> Path:
+    """The folder of the rootfs of this recipe's version, built now when missing."""
     say = say or (lambda _text: None)
-    package_version = pinned(version)
+    package_version = pinned(version, recipe)
     if package_version is None:
-        raise BadInput(f"version: MySQL {shown(version)} is not a version layerbench can build; use one of "
-                       f"{known_versions()}")
-    found = find_rootfs(package_version)
+        raise BadInput(f"version: {recipe.label} {shown(version)} is not a version layerbench can build; use one of "
+                       f"{known_versions(recipe)}")
+    found = find_folder(package_version, recipe)
     if found is not None:
         return found
     require_program("debootstrap", "apt-get install debootstrap (scripts/setup does it)")
     if os.geteuid() != 0:
-        raise PrerequisiteMissing("building the MySQL rootfs needs root (debootstrap, chroot); run as root")
-    with build_lock(rootfs_key(package_version), say):
-        return find_rootfs(package_version) or Builder(package_version, say).build()
+        raise PrerequisiteMissing(f"building the {recipe.label} rootfs needs root (debootstrap, chroot); run as root")
+    with build_lock(rootfs_key(package_version, recipe), say, recipe):
+        return find_folder(package_version, recipe) or Builder(package_version, say, recipe).build()
 
 
 class Builder:
     """One build in a temporary folder under <servers>/ (the same filesystem, so the end is a rename)."""
 
-    def __init__(self, package_version: str, say: Say) -> None:
-        self.version, self.say = package_version, say
-        self.key = rootfs_key(package_version)
+    def __init__(self, package_version: str, say: Say, recipe: Recipe = MYSQL) -> None:
+        self.version, self.say, self.recipe = package_version, say, recipe
+        self.key = rootfs_key(package_version, recipe)
         self.started = time.monotonic()
 
     def step(self, text: str) -> None:
         self.say(f"[{time.monotonic() - self.started:4.0f} s] {text}")
 
-    def build(self) -> MysqlRootfs:
+    def build(self) -> Path:
         servers_dir().mkdir(parents=True, exist_ok=True)
         for stale in servers_dir().glob(f".build-{self.key}-*"):  # a build killed outright (we hold the lock)
             remove_build(stale)
@@ -183,9 +219,11 @@ class Builder:
         finally:
             remove_build(work)
 
-    def build_in(self, work: Path) -> MysqlRootfs:
-        self.log = work / "build.log"
-        kept = debs_folder(self.version)
+    def build_in(self, work: Path) -> Path:
+        # beside the build, not in it: a failed build's folder goes, and its error names this log
+        self.log = servers_dir() / f"build-{self.recipe.name}-{self.version}.log"
+        self.log.unlink(missing_ok=True)
+        kept = debs_folder(self.version, self.recipe)
         debs = kept if (kept / "SHA256SUMS").is_file() else work / "debs"
         if debs is kept:
             self.step(f"rebuilding from the kept packages in {kept}")
@@ -213,12 +251,12 @@ class Builder:
         shutil.rmtree(work / "dl", ignore_errors=True)
 
     def download_server(self, root: Path, debs: Path) -> None:
-        self.step(f"downloading {PACKAGE} {self.version} and its libraries")
+        self.step(f"downloading {self.recipe.package} {self.version} and its libraries")
         archives = root / "var/cache/apt/archives"
         for old in archives.glob("*.deb"):  # debootstrap's own copies: kept in base.tgz already
             old.unlink()
         script = (f"apt-get -o {NO_VALID_UNTIL} update -qq && apt-get install --download-only -y -qq "
-                  f"--no-install-recommends {PACKAGE}={self.version}")
+                  f"--no-install-recommends {self.recipe.package}={self.version} {' '.join(self.recipe.also)}")
         self.checked("apt-get download", ["chroot", str(root), "/bin/sh", "-c", script])
         (debs / "server").mkdir()
         for deb in sorted(archives.glob("*.deb")):
@@ -226,29 +264,41 @@ class Builder:
         write_sums(debs)
 
     def install_server(self, root: Path, debs: Path) -> None:
-        self.step(f"installing {PACKAGE} {self.version} ({len(list((debs / 'server').glob('*.deb')))} packages)")
+        self.step(f"installing {self.recipe.package} {self.version} "
+                  f"({len(list((debs / 'server').glob('*.deb')))} packages)")
         inside = root / "tmp/lb-debs"
         shutil.copytree(debs / "server", inside)
-        script = ("export DEBIAN_FRONTEND=noninteractive && dpkg -i /tmp/lb-debs/*.deb && rm -rf /tmp/lb-debs "
+        before = f"{self.recipe.before_install} && " if self.recipe.before_install else ""
+        after = f" && {self.recipe.after_install}" if self.recipe.after_install else ""
+        install = ("apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confold "
+                   "/tmp/lb-debs/*.deb" if self.recipe.with_apt else "dpkg -i /tmp/lb-debs/*.deb")
+        script = (f"export DEBIAN_FRONTEND=noninteractive && {before}{install}{after} && rm -rf /tmp/lb-debs "
                   f"{' '.join(BUILD_LEFTOVERS)}")
-        self.checked("dpkg -i", ["chroot", str(root), "/bin/sh", "-c", script])
+        if self.recipe.with_proc:  # unmounted however the install ends (remove_build unmounts what a kill leaves)
+            script = f"mount -t proc proc /proc && ( {script} ); status=$?; umount /proc; exit $status"
+        self.checked(f"installing {self.recipe.package}", ["chroot", str(root), "/bin/sh", "-c", script])
+        if self.recipe.finish is not None:
+            self.recipe.finish(root)
 
-    def publish(self, work: Path, root: Path, debs: Path, kept: Path) -> MysqlRootfs:
+    def publish(self, work: Path, root: Path, debs: Path, kept: Path) -> Path:
         versions = installed_versions(root)
-        if versions.get(PACKAGE) != self.version:
-            raise PrerequisiteMissing(f"the MySQL rootfs build installed {PACKAGE} {versions.get(PACKAGE)}, not the "
-                                      f"pinned {self.version}; see {self.log}")
+        package = self.recipe.package
+        if versions.get(package) != self.version:
+            raise PrerequisiteMissing(f"the {self.recipe.label} rootfs build installed {package} "
+                                      f"{versions.get(package)}, not the pinned {self.version}; see {self.log}")
         folder = work / "published"
         folder.mkdir()
         root.rename(folder / "rootfs")
         (folder / "versions.json").write_text(json.dumps(versions, indent=1, sort_keys=True))
-        (folder / "inputs.json").write_text(json.dumps(rootfs_inputs(self.version), indent=1, sort_keys=True))
+        (folder / "inputs.json").write_text(json.dumps(rootfs_inputs(self.version, self.recipe), indent=1,
+                                                       sort_keys=True))
         if debs is not kept:
             debs.rename(kept)
-        target = rootfs_folder(self.version)
+        target = rootfs_folder(self.version, self.recipe)
         folder.rename(target)
-        self.step(f"MySQL {self.version} rootfs ready: {target} ({byte_text(folder_size(target), 'MiB', ',.0f')})")
-        return MysqlRootfs(target)
+        self.step(f"{self.recipe.label} {self.version} rootfs ready: {target} "
+                  f"({byte_text(folder_size(target), 'MiB', ',.0f')})")
+        return target
 
 
 def remove_build(folder: Path) -> None:
@@ -298,10 +348,14 @@ def check_sums(debs: Path) -> None:
 
 def built_rootfses() -> list[tuple[str, MysqlRootfs]]:
     """(package version, rootfs) of every built MySQL rootfs in the cache."""
+    return [(version, MysqlRootfs(folder)) for version, folder in built_folders(MYSQL)]
+
+
+def built_folders(recipe: Recipe) -> list[tuple[str, Path]]:
+    """(package version, folder) of every built rootfs of this recipe in the cache."""
     found = []
-    for folder in sorted(servers_dir().glob("mysql-*")):
-        rootfs = MysqlRootfs(folder)
+    for folder in sorted(servers_dir().glob(f"{recipe.name}-*")):
         if (folder / "versions.json").is_file():
             with contextlib.suppress(OSError, ValueError, KeyError):
-                found.append((rootfs.package_version, rootfs))
+                found.append((str(json.loads((folder / "versions.json").read_text())[recipe.package]), folder))
     return found

@@ -72,17 +72,19 @@ def program(name: str = "postgres") -> Path:
 
 
 @lru_cache(maxsize=4)
-def known_settings(postgres: str) -> dict[str, Setting]:
-    """The settings this server binary takes, from its own `--describe-config` (no datadir needed)."""
+def known_settings(command: tuple[str, ...]) -> dict[str, Setting]:
+    """The settings this server takes, from its own `--describe-config` (no datadir needed). `command`: the
+    postgres program, or a loader and its arguments then the program (a rootfs's)."""
+    postgres = command[-1]
     try:
-        done = capture([postgres, "--describe-config"], timeout=DESCRIBE_TIMEOUT)
+        done = capture([*command, "--describe-config"], timeout=DESCRIBE_TIMEOUT)
     except (OSError, TimedOut) as error:
-        raise BadInput(f"{postgres} --describe-config did not answer ({error}); reinstall postgresql-15 "
-                       "(scripts/setup does it)") from None
+        raise BadInput(f"{postgres} --describe-config did not answer ({error}); reinstall it "
+                       "(scripts/setup installs postgresql-15)") from None
     settings = parse_describe_config(done.stdout)
     if not settings:
-        raise BadInput(f"{postgres} --describe-config listed no setting; reinstall postgresql-15 (scripts/setup "
-                       "does it)")
+        raise BadInput(f"{postgres} --describe-config listed no setting; reinstall it (scripts/setup installs "
+                       "postgresql-15)")
     return settings
 
 
@@ -115,7 +117,7 @@ def check_settings(config: Mapping[str, ConfigValue], known: Mapping[str, Settin
             raise BadInput(f"{where}.{key}: {refusal}")
 
 
-def server_refusal(postgres: str, config: Mapping[str, ConfigValue]) -> tuple[str | None, str] | None:
+def server_refusal(command: tuple[str, ...], config: Mapping[str, ConfigValue]) -> tuple[str | None, str] | None:
     """What the server itself says of a postgresql.conf of these settings: None when it takes the file, else (the
     setting its line names, the line). `postgres -D <a folder holding only that file> -C port` reads the file with
     every check a start makes (names, types, units, ranges) and starts nothing; as the server's user."""
@@ -125,9 +127,9 @@ def server_refusal(postgres: str, config: Mapping[str, ConfigValue]) -> tuple[st
         conf = folder / "postgresql.conf"
         conf.write_text(render_conf(merged(config, {})), encoding="utf-8")  # settings only: nothing secret
         conf.chmod(0o644)
-        done = capture(as_server_user([postgres, "-D", str(folder), "-C", "port"]), timeout=DESCRIBE_TIMEOUT)
+        done = capture(as_server_user([*command, "-D", str(folder), "-C", "port"]), timeout=DESCRIBE_TIMEOUT)
     except (OSError, TimedOut) as error:
-        raise BadInput(f"{postgres} -C did not answer ({error}); reinstall postgresql-15") from None
+        raise BadInput(f"{command[-1]} -C did not answer ({error}); reinstall it") from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if done.returncode == 0:
@@ -137,9 +139,9 @@ def server_refusal(postgres: str, config: Mapping[str, ConfigValue]) -> tuple[st
     return (named.group(1) if named else None, line)
 
 
-def check_values(postgres: str, config: Mapping[str, ConfigValue], where: str) -> None:
+def check_values(command: tuple[str, ...], config: Mapping[str, ConfigValue], where: str) -> None:
     """The server's own verdict on the variant's settings (server_refusal), as one line naming the setting."""
-    refused = server_refusal(postgres, config)
+    refused = server_refusal(command, config)
     if refused is None:
         return
     key = next((k for k in config if k.lower() == refused[0]), None)
@@ -245,14 +247,16 @@ def check_reachable(path: Path, what: str, where: str) -> None:
                        f"(chmod o+x {blocked}) or move the folder (docs/servers.md#postgresql)")
 
 
-def initdb_command(datadir: Path) -> list[str]:
-    """An empty cluster: the superuser `postgres` (trust over the socket only: pg_hba.conf is replaced), UTF-8, C."""
-    return as_server_user([str(program("initdb")), "-D", str(datadir), f"--username={SUPERUSER}",
+def initdb_command(datadir: Path, initdb: tuple[str, ...] = ()) -> list[str]:
+    """An empty cluster: the superuser `postgres` (trust over the socket only: pg_hba.conf is replaced), UTF-8, C.
+    `initdb`: a rootfs's (through its loader), else this machine's."""
+    return as_server_user([*(initdb or (str(program("initdb")),)), "-D", str(datadir), f"--username={SUPERUSER}",
                            "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C"])
 
 
-def server_command(datadir: Path) -> list[str]:
-    return as_server_user([str(program("postgres")), "-D", str(datadir)])
+def server_command(datadir: Path, command: tuple[str, ...] = ()) -> list[str]:
+    """The server on a datadir: `command` (a rootfs's postgres through its loader), else this machine's."""
+    return as_server_user([*(command or (str(program("postgres")),)), "-D", str(datadir)])
 
 
 LOG_LEVEL = re.compile(r"\b(LOG|FATAL|ERROR|PANIC):\s+")

@@ -109,7 +109,7 @@ class PrivateServer:
         # the restore kept the snapshot's owners (server/restore.py): only the new files and the folder's mode
         pg.give_to_server_user(self.datadir, only=["postgresql.conf", "pg_hba.conf"])
         self.log_path = spec.run_dir / "server.log"
-        cmd = with_cpus(pg.server_command(self.datadir), self.cpus)
+        cmd = with_cpus(pg.server_command(self.datadir, server.command), self.cpus)
         with signals_deferred():  # the server and the note of its PID come into being together
             self.process = start("postgres", cmd, log_path=self.log_path, secrets=[spec.password],
                                  cwd=Path("/"))
@@ -182,7 +182,7 @@ def init_step(datadir: Path, spec: ServerSpec, server: ServerProgram
     if server.flavour.is_postgresql:
         datadir.mkdir()
         pg.give_to_server_user(datadir)
-        return "initdb", pg.initdb_command(datadir), "initdb.log", None, Path("/")
+        return "initdb", pg.initdb_command(datadir, server.initdb), "initdb.log", None, Path("/")
     cmd = server.flavour.init_command(server.command, datadir, page_size_option(spec.config), server.path_options())
     # its bootstrap server's temporary tables go to the private folder, which goes whatever ends the run
     env = {**os.environ, "TMPDIR": str(spec.private_dir)}

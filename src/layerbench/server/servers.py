@@ -26,6 +26,8 @@ from typing import Protocol
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.procs import require_program
 from layerbench.server.flavour import MARIADB, MYSQL_DEFAULTS, Flavour, detect_flavour, parse_postgres_version
+from layerbench.server.postgresql_rootfs import RELEASES as ROOTFS_POSTGRESQL
+from layerbench.server.postgresql_rootfs import is_rootfs_version
 from layerbench.server.settings import ConfigValue, ServerSettings
 from layerbench.versions import printed_version
 
@@ -70,6 +72,7 @@ class ServerProgram:
     flavour: Flavour
     command: tuple[str, ...]  # the program, or a loader and its arguments then the program
     paths: dict[str, ConfigValue] = field(default_factory=dict)  # my.cnf settings layerbench owns for it
+    initdb: tuple[str, ...] = ()  # PostgreSQL's initdb when it is not this machine's (a rootfs's, through its loader)
 
     @property
     def program(self) -> str:
@@ -106,7 +109,10 @@ def resolve_server(variant: ChosenServer) -> ServerProgram:
         if variant.mysqld:
             raise BadInput(f"variants.{variant.name}.mysqld: a postgresql variant runs this machine's PostgreSQL; "
                            "remove mysqld:")
-        return host_postgresql(chosen.version or DEFAULT_POSTGRESQL, where)
+        version = chosen.version or DEFAULT_POSTGRESQL
+        if is_rootfs_version(version):
+            return rootfs_postgresql(version, where)
+        return host_postgresql(version, where)
     if chosen.flavour == "mysql":
         if variant.mysqld:
             raise BadInput(f"variants.{variant.name}.mysqld: give server.flavour: mysql or mysqld:, not both; "
@@ -199,8 +205,25 @@ def host_postgresql(version: str, where: str) -> ServerProgram:
                        "knows; reinstall postgresql-15")
     if not version_matches(version, flavour.version):
         raise BadInput(f"{where}.version: {flavour.label} is installed here, not PostgreSQL {version}; use version "
-                       f"'{flavour.major}'")
+                       f"'{flavour.major}', or {' or '.join(repr(v) for v in ROOTFS_POSTGRESQL)} from a rootfs "
+                       f"(layerbench server build postgresql {next(iter(ROOTFS_POSTGRESQL))})")
     return ServerProgram(flavour, (str(postgres),))
+
+
+def rootfs_postgresql(version: str, where: str) -> ServerProgram:
+    """A newer PostgreSQL from its cached sid rootfs (server/postgresql_rootfs.py), run through the rootfs's loader;
+    one line when it is not built, or says another version."""
+    from layerbench.server.postgresql_rootfs import require_rootfs
+
+    rootfs = require_rootfs(version, f"{where}.version")
+    command = rootfs.server()
+    said = version_text(command)
+    flavour = parse_postgres_version(said)
+    if flavour is None or not version_matches(version, flavour.version):
+        raise BadInput(f"{where}.version: the PostgreSQL {version} rootfs's postgres --version says "
+                       f"{shown(said, 120)}; rebuild it (remove {rootfs.folder}, then layerbench server build "
+                       f"postgresql {version})")
+    return ServerProgram(flavour, command, initdb=rootfs.initdb())
 
 
 def version_matches(wanted: str, actual: str) -> bool:

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from layerbench.backends.variant_base import VariantBase, which_server
+from layerbench.server.postgresql_rootfs import is_rootfs_version
 from layerbench.server.servers import ServerChoice, resolve_server
 from layerbench.vocabulary.base import PrintableLine
 
@@ -22,12 +23,15 @@ class HostVariant(VariantBase):
     dataset_on_server_host: ClassVar[bool] = True  # backends/host/dataset.py
     takes_reach: ClassVar[bool] = True  # backends/host/remote.py: a forward over SSH, a bind address of its own
     run_overhead: ClassVar[float] = 2  # server start + stop, measured: 1.4 s median over 149 runs here, + margin
-    runs_postgresql: ClassVar[bool] = True  # this machine's PostgreSQL 15 (server/postgresql.py); not on an ssh: host
+    runs_postgresql: ClassVar[bool] = True  # here: PostgreSQL 15, or 18 from its sid rootfs; not on an ssh: host
 
     def describe_plan(self) -> str:
         if self.server.flavour == "postgresql":
-            return (f"a private PostgreSQL {self.server.version or '15'} (this machine's postgres, run as user "
-                    "postgres; free port), its own datadir copy")
+            version = self.server.version or "15"
+            whose = ("postgres of the cached sid rootfs, a plain host process" if is_rootfs_version(version)
+                     else "this machine's postgres")
+            return (f"a private PostgreSQL {version} ({whose}, run as user postgres; free port), its own datadir "
+                    "copy")
         if self.server.flavour == "mysql":
             return (f"a private MySQL {self.server.version or '9.7'} (mysqld of the cached rootfs, a plain host "
                     "process; free port), its own datadir copy")
