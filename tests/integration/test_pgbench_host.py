@@ -26,7 +26,7 @@ from helpers import folders_postgres_enters, processes_naming, run_for_real
 from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.importing.sources import import_results
-from layerbench.pgbench.output import parse_log
+from layerbench.pgbench.output import LATENCY, parse_log
 from layerbench.report import markdown
 from layerbench.statistics_settings import Overrides
 from layerbench.store import Store
@@ -94,7 +94,8 @@ def test_totals_latency_and_intervals_come_from_pgbench_itself(campaign: dict) -
         m = run.metrics
         assert m.transactions and m.transactions > 0 and m.tps and m.tps > 0
         assert m.queries == 7 * m.transactions  # BEGIN, SELECT, 3 UPDATEs, INSERT, END per TPC-B transaction
-        assert m.lat_avg_ms and m.lat_avg_ms > 0 and m.lat_pct_ms is None and run.percentile is None
+        assert m.lat_avg_ms and m.lat_avg_ms > 0 and run.percentile == 95  # p95 from pgbench's own -l log
+        assert m.lat_pct_ms is not None and m.lat_pct_ms > 0
         assert 0 < (m.duration or 0) <= 2.5  # transactions / tps: the measured window without connecting
         warm = [i for i in run.intervals if i.warmup]  # the 1 s warm-up's progress line, when pgbench printed one
         measured = [i for i in run.intervals if not i.warmup]
@@ -104,6 +105,18 @@ def test_totals_latency_and_intervals_come_from_pgbench_itself(campaign: dict) -
     for run in by_workload["ro"]:
         assert run.metrics.queries == run.metrics.transactions and run.threads == 1
         assert not [i for i in run.intervals if i.warmup] and len(run.intervals) >= 1
+    logs = sorted(campaign["out"].glob("*/runs/*/pgbench.log"))  # the measured pgbench's output, then the line
+    assert len(logs) == 8
+    recorded = sorted(run.metrics.lat_pct_ms for run in campaign["stored"])
+    read = []
+    for log in logs:
+        found = LATENCY.match(log.read_text().splitlines()[-1])
+        assert found, log.read_text()[-300:]
+        p95, low, high, count = (float(found.group(i)) for i in (2, 3, 4, 5))
+        # pgbench reads its clock lazily: its shortest transactions can log 0 us
+        assert found.group(1) == "95" and 0 <= low <= p95 <= high and 0 < p95 and count > 0, found.group(0)
+        read.append(p95)
+    assert sorted(read) == recorded
     first_words = {"tpcb-like": ["BEGIN;", "UPDATE", "SELECT", "UPDATE", "UPDATE", "INSERT", "END;"],
                    "select-only": ["SELECT"]}
     for _variant, _status, _tps, facts, _error in campaign["runs"]:
@@ -116,6 +129,7 @@ def test_the_analysis_and_the_report_read_pgbench_runs(campaign: dict) -> None:
     analysis = campaign["analysis"]
     report = markdown.render(report_model(analysis))
     assert "pg-async" in report and "pgbench tpcb-like, scale 1 (100,000 accounts rows)" in report
+    assert "p95" in report
     software = next(line for line in report.splitlines() if line.startswith("| software |"))
     assert ", pgbench 15." in software and "sysbench" not in software, software  # the tool that drove the runs
     assert "Traceback" not in report

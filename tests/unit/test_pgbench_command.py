@@ -33,7 +33,7 @@ def test_the_password_is_in_the_passfile_only_escaped_as_libpq_reads_it(tmp_path
     assert passfile_text(ENDPOINT) == "127.0.0.1:5544:sbtest:layerbench:s3cr\\:et\\\\pw\n"
     for cmd in (init_argv(workload(scale=3), ENDPOINT, tmp_path / "pgpass"),
                 run_argv(workload(), ENDPOINT, tmp_path / "pgpass", 2, 3, tmp_path / "m", per_statement=True)):
-        assert cmd[:3] == ["env", f"PGPASSFILE={tmp_path / 'pgpass'}", str(BIN)]
+        assert cmd[:2] == ["env", f"PGPASSFILE={tmp_path / 'pgpass'}"] and str(BIN) in cmd
         assert not any(PASSWORD in arg or "s3cr" in arg for arg in cmd)
         assert "--host=127.0.0.1" in cmd and "--port=5544" in cmd and cmd[-1] == "sbtest"
     assert "--scale=3" in init_argv(workload(scale=3), ENDPOINT, tmp_path / "p")
@@ -125,3 +125,38 @@ def test_an_aborted_or_failed_pgbench_fails_the_run_with_its_own_line(tmp_path: 
     run = a_run(tmp_path, FakeClient(Completed(-9, "")), warmup=0)
     with pytest.raises(RunFailed, match=r"^pgbench was killed by signal 9$"):
         record_pgbench(RunRecord(1, "pg", "default", 2, 1), run, run())
+
+
+
+def test_the_measured_run_reads_its_percentile_from_pgbench_s_own_per_transaction_log(tmp_path: Path) -> None:
+    """LATENCY_SCRIPT around a stand-in pgbench that writes a per-transaction log as pgbench -l does (two threads'
+    files, latency in microseconds in the third field): the nearest-rank percentile, min and max, pgbench's own
+    exit status, and no folder left."""
+    import subprocess
+
+    from layerbench.pgbench.command import with_latency_log
+    from layerbench.pgbench.output import ParsedPgbench, with_latency
+    from layerbench.records.totals import Totals
+
+    fake = tmp_path / "pgbench"
+    fake.write_text("""#!/bin/sh
+for a in "$@"; do case "$a" in --log-prefix=*) prefix=${a#--log-prefix=};; esac; done
+echo "tps = 10.0 (without initial connection time)"
+i=1; while [ $i -le 60 ]; do echo "0 $i $((i * 1000)) 0 1700000000 0"; i=$((i + 1)); done > "$prefix.123"
+i=61; while [ $i -le 100 ]; do echo "1 $i $((i * 1000)) 0 1700000000 0"; i=$((i + 1)); done > "$prefix.123.1"
+echo "$prefix" > "$(dirname "$0")/prefix"
+exit 3
+""")
+    fake.chmod(0o755)
+    done = subprocess.run(with_latency_log(95, [str(fake), "sbtest"]), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 3, done.stderr  # pgbench's status
+    assert done.stdout.splitlines()[-1] == ("layerbench latency: p95 95.000 ms min 1.000 ms max 100.000 ms of 100 "
+                                            "transactions")
+    assert not Path((tmp_path / "prefix").read_text().strip()).parent.exists()  # its folder is gone
+    totals = Totals(duration=1.0, transactions=100, queries=100, reads=100, writes=0, other=0, tps=100.0, qps=100.0,
+                    errors=0, reconnects=0, events=100)
+    parsed = with_latency(ParsedPgbench(totals=totals), done.stdout)
+    assert parsed.percentile == 95 and parsed.totals is not None
+    assert (parsed.totals.latency_pct_ms, parsed.totals.latency_min_ms, parsed.totals.latency_max_ms) == (95, 1, 100)
+    odd = subprocess.run(with_latency_log(99.9, [str(fake)]), capture_output=True, text=True, timeout=30)
+    assert "p99.9 100.000 ms" in odd.stdout.splitlines()[-1]  # rank ceil(99.9) = 100

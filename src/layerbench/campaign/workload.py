@@ -40,15 +40,14 @@ def recorded_percentiles(value: Any) -> list[float]:
 RecordedPercentiles = Annotated[list[float], BeforeValidator(recorded_percentiles)]
 
 PGBENCH_SCRIPTS = ("tpcb-like", "select-only")  # pgbench's built-in scripts a `tool: pgbench` workload runs
-# keys of a sysbench workload that pgbench has no use for: its dataset is `scale`, it reports no percentile
+# keys of a sysbench workload that pgbench has no use for: its dataset is `scale`, it reports no histogram
 SYSBENCH_ONLY = {
     "tables": "a pgbench dataset is its `scale` (pgbench -i -s N)", "table_size": "a pgbench dataset is its `scale`",
     "options": "sysbench's options; pgbench takes none from the campaign yet",
     "rand_type": "sysbench's random distribution; pgbench's scripts draw uniformly",
     "rand_seed": "sysbench's --rand-seed", "dataset_flags": "a sysbench Lua script's",
     "buffer_pool": "InnoDB's buffer pool; set the variant's server.config.shared_buffers",
-    "percentile": "pgbench reports no latency percentile (its mean latency is compared)",
-    "compare_percentiles": "pgbench reports no latency distribution (its mean latency is compared)",
+    "compare_percentiles": "a sysbench histogram's; a pgbench run records one percentile (`percentile`)",
 }
 
 

@@ -17,7 +17,9 @@ What pgbench prints, with `-P 1 -r` (15.18, tests/data/logs/pgbench-15.18):
 
 The progress lines are the intervals (pgbench's own tps and mean latency of each); the summary is the totals: its
 transactions, its tps (so the duration is transactions / tps: the time without the connections' set-up), its mean
-latency, its failed transactions as errors. pgbench has no percentile nor maximum, so those stay unknown. The
+latency, its failed transactions as errors. pgbench prints no percentile nor maximum: a live run's come from its
+per-transaction log, in the line pgbench/command.py's LATENCY_SCRIPT prints after pgbench's output (an imported
+log has none, so they stay unknown there). The
 per-statement list (`-r`) says what one transaction runs: its SQL statements (the `\\set` lines are pgbench's own
 meta-commands, no query) are counted as reads (SELECT), writes (INSERT, UPDATE, DELETE, COPY, MERGE) and other
 (BEGIN, END, ...), as sysbench counts its queries, and each statement's mean latency is kept.
@@ -86,6 +88,24 @@ class ParsedPgbench:
     errors: list[str] = field(default_factory=list)  # pgbench's own `error:` lines
     statements: tuple[Statement, ...] = ()
     version: str | None = None  # from pgbench's banner: `15.18 (Debian 15.18-0+deb12u1)`
+    percentile: float | None = None  # which percentile totals.latency_pct_ms is (LATENCY_SCRIPT's line)
+
+
+LATENCY = re.compile(r"^layerbench latency: p(\d{1,3}(?:\.\d+)?) (\d+\.\d+) ms min (\d+\.\d+) ms max (\d+\.\d+) ms of "
+                     r"(\d+) transactions$")
+
+
+def with_latency(parsed: ParsedPgbench, text: str) -> ParsedPgbench:
+    """The percentile, minimum and maximum of the run's per-transaction log (pgbench/command.py LATENCY_SCRIPT's
+    line, which follows pgbench's summary), in its totals."""
+    found = [m for m in (LATENCY.match(line.strip()) for line in text.splitlines()[-20:]) if m]
+    if not found or parsed.totals is None:
+        return parsed
+    match = found[-1]
+    parsed.percentile = float(match.group(1))
+    parsed.totals = replace(parsed.totals, latency_pct_ms=float(match.group(2)),
+                            latency_min_ms=float(match.group(3)), latency_max_ms=float(match.group(4)))
+    return parsed
 
 
 def is_pgbench_output(text: str) -> bool:
@@ -239,4 +259,4 @@ def parse_output(text: str, clients: int) -> ParsedPgbench:
                            version=banner[1].group(1) if banner else None)
     with contextlib.suppress(BadInput):
         parsed.totals = totals_of(doc, start_of(doc), mix)
-    return parsed
+    return with_latency(parsed, text)

@@ -101,7 +101,7 @@ class RunExecution:
             f"{spec.idx + 1:04d}-{slug(spec.variant)}-{slug(spec.workload)}-t{spec.threads}-r{spec.repetition}")
         self.record = RunRecord(context.campaign_id, spec.variant, spec.workload, spec.threads, spec.repetition,
                                 idx=spec.idx, round=spec.round, started_at=time.time(),
-                                percentile=None if self.workload.is_pgbench else self.workload.percentile,
+                                percentile=self.workload.percentile,  # a pgbench run's: set by its record
                                 run_dir=str(self.run_dir),
                                 warmup_seconds=float(self.workload.warmup))
 

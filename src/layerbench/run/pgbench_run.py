@@ -95,7 +95,7 @@ def record_pgbench(record: RunRecord, run: PgbenchRun, done: Completed) -> None:
     measured = ParsedPgbench() if run.warm_failed else parse_output(done.output, run.clients)
     shift = float(run.workload.warmup)
     record.intervals = [*warm.intervals, *(replace(i, time=i.time + shift) for i in measured.intervals)]
-    record.percentile = None  # pgbench reports its mean latency, no percentile
+    record.percentile = measured.percentile  # from its per-transaction log (pgbench/command.py), else None
     if done.returncode != 0 or measured.totals is None:
         errors = warm.errors if run.warm_failed else measured.errors
         raise RunFailed(pgbench_failure(done.returncode, errors, run.warm_failed))
