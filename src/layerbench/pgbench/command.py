@@ -56,7 +56,8 @@ def with_passfile(passfile: Path, cmd: list[str]) -> list[str]:
 
 
 # $1: the percentile; then pgbench's argument list. Its log goes to a folder of its own; the latencies (third field,
-# microseconds; a failed transaction's is a word, left out) sorted; the nearest rank; the folder removed whatever pgbench's status, which is the script's.
+# microseconds; a failed transaction's is a word, left out) sorted; the nearest rank; the folder removed whatever
+# pgbench's status, which is the script's.
 LATENCY_SCRIPT = r"""p=$1; shift
 d=$(mktemp -d) || exit 70
 "$@" --log --log-prefix="$d/tx"
