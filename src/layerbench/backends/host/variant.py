@@ -22,9 +22,12 @@ class HostVariant(VariantBase):
     dataset_on_server_host: ClassVar[bool] = True  # backends/host/dataset.py
     takes_reach: ClassVar[bool] = True  # backends/host/remote.py: a forward over SSH, a bind address of its own
     run_overhead: ClassVar[float] = 2  # server start + stop, measured: 1.4 s median over 149 runs here, + margin
-    runs_postgresql: ClassVar[bool] = True  # this machine's PostgreSQL 15 (server/postgresql.py); not on an ssh: host
+    runs_postgresql: ClassVar[bool] = True  # this machine's PostgreSQL 15, or an ssh: host's own (remote_pg.py)
 
     def describe_plan(self) -> str:
+        if self.server.flavour == "postgresql" and self.server_host is not None:
+            return (f"a private PostgreSQL {self.server.version or '(the newest major there)'} (the server host's own "
+                    "postgres, run as its user postgres; free port), its own datadir copy")
         if self.server.flavour == "postgresql":
             return (f"a private PostgreSQL {self.server.version or '15'} (this machine's postgres, run as user "
                     "postgres; free port), its own datadir copy")
@@ -37,6 +40,14 @@ class HostVariant(VariantBase):
         """Here, or for MySQL the rootfs's mysqld here (the bytes an ssh: host runs); else against that host's
         server (backends/host/remote.py)."""
         return local or self.server.flavour == "mysql"
+
+    def remote_backend_for(self) -> str | None:
+        if self.server.flavour == "postgresql":  # the host's own PostgreSQL: a RemoteHostBackend of its own
+            return "layerbench.backends.host.remote_pg:RemotePostgresBackend"
+        return self.remote_backend
+
+    def runs_postgresql_on(self, local: bool) -> bool:
+        return True  # on an ssh: host, that host's own PostgreSQL (backends/host/remote_pg.py)
 
     def runs_mysql(self, local: bool) -> bool:
         return True  # on an ssh: host, the rootfs in place or shipped (server/remote_rootfs.py)
