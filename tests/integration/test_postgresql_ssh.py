@@ -90,3 +90,19 @@ def test_the_host_s_postgresql_prepares_restores_and_serves_sysbench_from_app_an
     left = db.shell(f"ls -d {db.work_dir}/runs/*{tag}* 2>/dev/null; pgrep -af postgres | grep -F -- '{tag}' | "
                     "grep -v grep; true", timeout=60).output
     assert left.strip() == ""
+
+
+def test_pgbench_here_drives_the_host_s_postgresql(pg_hosts: dict, tmp_path: Path) -> None:
+    """pgbench (this machine's) against db's PostgreSQL 17: its dataset `pgbench -i` made into db's server, kept and
+    restored there; its run's CPU read on db. Its passfile reaches pgbench in its client folder as PGPASSFILE."""
+    tag = secrets.token_hex(3)
+    data = campaign({"db": pg_hosts["db"]}, [pg(f"pgb-{tag}")], tag) | {
+        "output": str(tmp_path / "out"),
+        "workload": {"tool": "pgbench", "test": "select-only", "scale": 1, "threads": 1, "duration": 2, "warmup": 1}}
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        runs = stored_rows(store, orchestrator.run_campaign(parse_campaign(data), store).campaign_id)
+    assert [r["status"] for r in runs] == ["ok"], [r["error"] for r in runs]
+    details = json.loads(runs[0]["details"])
+    assert details["reset"]["dataset_prepared"]["binary"] == "/usr/lib/postgresql/17/bin/postgres"
+    assert details["resources"]["cpu_seconds"]["server@db"] > 0
+    assert details["io"]["server_status"]["pg_blks_hit"] > 0
