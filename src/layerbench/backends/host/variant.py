@@ -26,8 +26,9 @@ class HostVariant(VariantBase):
 
     def describe_plan(self) -> str:
         if self.server.flavour == "postgresql" and self.server_host is not None:
-            return (f"a private PostgreSQL {self.server.version or '(the newest major there)'} (the server host's own "
-                    "postgres, run as its user postgres; free port), its own datadir copy")
+            which = f"PostgreSQL {self.server.version}" if self.server.version else "PostgreSQL, its newest major"
+            return (f"a private {which} (the server host's own postgres, run as its user postgres; free port), its "
+                    "own datadir copy")
         if self.server.flavour == "postgresql":
             return (f"a private PostgreSQL {self.server.version or '15'} (this machine's postgres, run as user "
                     "postgres; free port), its own datadir copy")
