@@ -2,8 +2,9 @@
 `isolated_lab`: db is a trixie host of its own whose package list carries `postgresql`, so its PostgreSQL is 17
 while this machine's is 15). The host's own PostgreSQL prepares and keeps the dataset there, runs as db's `postgres`
 user with layerbench's postgresql.conf and pg_hba.conf, is restored per run from db's snapshot against db's own
-manifest, and serves sysbench's pgsql driver from app and from this machine through a port range of its own that
-the test opens in db's firewall. validate's refusals ask db's own postgres. Names carry a random tag."""
+manifest, and serves sysbench's pgsql driver from app and pgbench from this machine through a port range of its own
+that the test opens in db's firewall; a server that cannot start leaves nothing there. validate's refusals ask db's
+own postgres. Names carry a random tag."""
 
 from __future__ import annotations
 
@@ -62,34 +63,50 @@ def test_validate_asks_the_host_s_own_postgresql(pg_hosts: dict) -> None:
     assert said.startswith("variants.lots.server.config.shared_buffers: PostgreSQL 17.") and "on host db" in said
 
 
-def test_the_host_s_postgresql_prepares_restores_and_serves_sysbench_from_app_and_here(pg_hosts: dict,
-                                                                                       tmp_path: Path) -> None:
+def leftovers(db: Host, tag: str) -> str:
+    """This test's run folders, owner records and servers on db, asked there."""
+    return db.shell(f"ls -d {db.work_dir}/runs/*{tag}* {db.work_dir}/owners/*{tag}* 2>/dev/null; "
+                    f"pgrep -af postgres | grep -F -- '{tag}' | grep -v grep; true", timeout=60).output.strip()
+
+
+def test_the_host_s_postgresql_prepares_restores_and_serves_sysbench_from_app(pg_hosts: dict, tmp_path: Path) -> None:
     tag = secrets.token_hex(3)
     variants = [pg(f"pgapp-{tag}", client_host="app",
-                   server={"flavour": "postgresql", "config": {"shared_buffers": "64MB"}}), pg(f"pghere-{tag}")]
+                   server={"flavour": "postgresql", "config": {"shared_buffers": "64MB"}})]
     data = campaign(pg_hosts, variants, tag) | {"output": str(tmp_path / "out")}
     with Store(tmp_path / "out" / "layerbench.db") as store:
         runs = stored_rows(store, orchestrator.run_campaign(parse_campaign(data), store).campaign_id)
-    assert [r["status"] for r in runs] == ["ok", "ok"], [r["error"] for r in runs]
-    for run, client in zip(runs, ("app", "local"), strict=True):
-        details = json.loads(run["details"])
-        backend = details["environment"]["backend"]
-        assert backend["server_flavour"] == "postgresql" and backend["server_version"].startswith("17.")
-        assert backend["server_binary"] == "/usr/lib/postgresql/17/bin/postgres"
-        assert details["reset"]["dataset_prepared"]["host"] == "db"  # db's own postgres made it, there
-        restore = details["reset"]["restore"]
-        assert restore["verified"] == "xxh3-128 of every byte of the copy on host db" and not restore["problems"]
-        cpu = details["resources"]["cpu_seconds"]  # the postmaster and its backends, read on db
-        assert cpu["server@db"] > 0 and cpu[f"sysbench@{client}"] > 0, cpu
-        assert details["io"]["processes"]["server@db"]["wchar"] > 0
-    confs = {p.read_text() for p in (tmp_path / "out").rglob("postgresql.conf")}  # the copies of what ran
-    assert len(confs) == 2
-    conf = next(text for text in confs if "shared_buffers" in text)
+    assert [r["status"] for r in runs] == ["ok"], [r["error"] for r in runs]
+    details = json.loads(runs[0]["details"])
+    backend = details["environment"]["backend"]
+    assert backend["server_flavour"] == "postgresql" and backend["server_version"].startswith("17.")
+    assert backend["server_binary"] == "/usr/lib/postgresql/17/bin/postgres"
+    assert details["reset"]["dataset_prepared"]["host"] == "db"  # db's own postgres made it, there
+    restore = details["reset"]["restore"]
+    assert restore["verified"] == "xxh3-128 of every byte of the copy on host db" and not restore["problems"]
+    cpu = details["resources"]["cpu_seconds"]  # the postmaster and its backends (ended ones too), read on db
+    assert cpu["server@db"] > cpu["other@db"] and cpu["sysbench@app"] > 0, cpu
+    assert details["io"]["processes"]["server@db"]["wchar"] > 0
+    conf = next((tmp_path / "out").rglob("postgresql.conf")).read_text()  # the copy of what ran
     assert "shared_buffers = '64MB'" in conf and "password" not in conf.replace("password_encryption", "")
+    assert leftovers(Host("db", HostEntry(**pg_hosts["db"])), tag) == ""
+
+
+def test_a_server_that_cannot_start_fails_its_run_in_one_line_and_leaves_nothing(pg_hosts: dict,
+                                                                               tmp_path: Path) -> None:
+    """huge_pages: on passes the server's own -C but not a start on a host without huge pages (the lab's)."""
     db = Host("db", HostEntry(**pg_hosts["db"]))
-    left = db.shell(f"ls -d {db.work_dir}/runs/*{tag}* 2>/dev/null; pgrep -af postgres | grep -F -- '{tag}' | "
-                    "grep -v grep; true", timeout=60).output
-    assert left.strip() == ""
+    if db.shell("cat /proc/sys/vm/nr_hugepages", timeout=30).output.strip() != "0":
+        pytest.skip("db has huge pages: the start would succeed")
+    tag = secrets.token_hex(3)
+    variants = [pg(f"pghuge-{tag}", server={"flavour": "postgresql", "config": {"huge_pages": "on"}})]
+    data = campaign(pg_hosts, variants, tag) | {"output": str(tmp_path / "out")}
+    with Store(tmp_path / "out" / "layerbench.db") as store:
+        runs = stored_rows(store, orchestrator.run_campaign(parse_campaign(data), store).campaign_id)
+    assert runs[0]["status"] == "failed"
+    assert runs[0]["error"] == ("server exited during start-up: could not map anonymous shared memory: Cannot "
+                                "allocate memory")
+    assert leftovers(db, tag) == ""
 
 
 def test_pgbench_here_drives_the_host_s_postgresql(pg_hosts: dict, tmp_path: Path) -> None:
