@@ -19,6 +19,14 @@ def test_file_arguments_point_at_the_clients_folder_and_nothing_else_changes() -
                                                               "/home/lb/run-3/hook.lua"]
 
 
+def test_an_environment_assignment_keeps_its_name() -> None:
+    """pgbench's passfile reaches it as `env PGPASSFILE=<path>` (pgbench/command.py): only the path moves."""
+    cmd = ["env", "PGPASSFILE=/tmp/run/pgpass", "pgbench", "--initialize"]
+    assert rewrite(cmd, {"pgpass": ""}, to="/tmp/x-client") == ["env", "PGPASSFILE=/tmp/x-client/pgpass", "pgbench",
+                                                                  "--initialize"]
+    assert rewrite(["a=b/tmp/run/pgpass"], {"pgpass": ""}, to="/c") == ["/c/pgpass"]  # not a name: a path
+
+
 def test_a_name_that_only_ends_like_a_file_is_not_one() -> None:
     assert rewrite(["/tmp/run/myhook.lua"], {"hook.lua": ""}) == ["/tmp/run/myhook.lua"]
 

@@ -124,14 +124,3 @@ def test_folders_the_server_user_cannot_enter_are_refused(tmp_path: Path, monkey
         assert f"PostgreSQL runs as user postgres, which cannot enter {closed}" in err
     finally:
         shutil.rmtree(closed)
-
-
-def test_an_ssh_host_is_refused_before_anything_reaches_it(tmp_path: Path) -> None:
-    data = yaml.safe_load(campaign(tmp_path, {}).read_text())
-    data["hosts"] = {"db": {"ssh": "root@127.0.0.1"}}  # loopback: nothing leaves this machine, were it dialled
-    data["variants"][0]["server_host"] = "db"
-    path = tmp_path / "ssh.yaml"
-    path.write_text(yaml.safe_dump(data))
-    code, err = validate(path)
-    assert_one_line_bad_input(code, err)
-    assert "variants.pg.server.flavour: postgresql runs on this machine only, not yet on an ssh: host" in err

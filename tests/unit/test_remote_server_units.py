@@ -88,6 +88,18 @@ def test_cpu_between_two_readings_per_component() -> None:
     assert cpu == {"server": 3.5, "other": 2.5, "idle": 5.0}  # 300 ticks + a child born inside (50)
 
 
+def test_the_cpu_of_children_that_ended_inside_the_window_counts_through_their_parent() -> None:
+    """The postmaster (10) reaped 130 ticks of children in the window: backend 12's whole 90 (20 of them before the
+    window, subtracted) and 40 of one born and ended inside it."""
+    first = parse_reading("TICK 100\nUPTIME 50.00\ncpu  100 0 100 1000 0 0 0 0 0 0\n"
+                          "P 10 (postgres) S 1 10 10 0 -1 0 0 0 0 0 300 100 0 0 20 0 1 0 200 0 0\n"
+                          "P 12 (postgres) S 10 10 10 0 -1 0 0 0 0 0 15 5 0 0 20 0 1 0 4000 0 0\n")
+    last = parse_reading("TICK 100\nUPTIME 60.00\ncpu  400 0 400 1500 0 0 0 0 0 0\n"
+                         "P 10 (postgres) S 1 10 10 0 -1 0 0 0 0 0 310 110 60 70 20 0 1 0 200 0 0\n")
+    cpu = component_seconds(first, last, {"server": [10]})
+    assert cpu["server"] == pytest.approx(0.2 + 1.1)  # its own 20 ticks, the ended ones' 130 - 20 before
+
+
 def test_the_cpu_script_reads_this_machine() -> None:
     done = subprocess.run(["sh", "-c", SCRIPT], capture_output=True, text=True, check=True)
     reading = parse_reading(done.stdout)

@@ -24,8 +24,9 @@ def make_backend(variant: VariantBase, hosts: Hosts | None = None) -> Backend:
     """The variant's backend; a variant whose server_host is an ssh: host of `hosts` gets the backend that
     runs its server there (placement.py refuses the backends that cannot)."""
     host = hosts[variant.server_host] if hosts is not None and variant.server_host else None
-    if host is not None and not host.is_local and variant.remote_backend is not None:
-        remote: Backend = backend_class(variant.remote_backend)(variant, host)
+    location = variant.remote_backend_for()
+    if host is not None and not host.is_local and location is not None:
+        remote: Backend = backend_class(location)(variant, host)
         return remote
     try:
         cls = backend_class(variant.local_backend)

@@ -117,6 +117,13 @@ class VariantBase(Strict):
         """`server: {flavour: mysql}` is supported for this variant so far."""
         return False
 
+    def remote_backend_for(self) -> str | None:
+        """The backend of its server on an ssh: host: remote_backend, or a subclass (a host variant's PostgreSQL)."""
+        return self.remote_backend
+
+    def runs_postgresql_on(self, local: bool) -> bool:  # server: {flavour: postgresql} here or on an ssh: host
+        return local and self.runs_postgresql
+
     def where_the_harness_stands(self) -> VariantBase:
         """The variant with the defaults that depend on where the harness stands, read once by preflight before any
         other check (run/preflight.py: `resolve_defaults`); most variants have none: itself."""

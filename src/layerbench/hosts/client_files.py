@@ -4,6 +4,7 @@ A leaf shared by the container and pod clients and the SSH runner."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,10 @@ def rewrite(cmd: list[str], files: dict[str, str], to: str = CLIENT_DIR) -> list
     out = []
     for arg in cmd:
         for name in files:
-            if arg.endswith("/" + name):
-                prefix = arg.split("=", 1)[0] + "=" if arg.startswith("--") and "=" in arg else ""
-                arg = f"{prefix}{to}/{name}"
+            if arg.endswith("/" + name):  # kept: an option's `--name=` or an env assignment's `NAME=` (PGPASSFILE)
+                head = arg.split("=", 1)[0]
+                keep = "=" in arg and (arg.startswith("--") or re.fullmatch(r"[A-Z_][A-Z0-9_]*", head) is not None)
+                arg = f"{head}={to}/{name}" if keep else f"{to}/{name}"
         out.append(arg)
     return out
 

@@ -24,6 +24,7 @@ class ProcStat:
     ticks: int  # utime + stime, all threads
     start: int  # starttime in ticks since boot (detects PID reuse)
     name: str = ""  # the command name (comm), kept so a process that ended can still be named
+    child_ticks: int = 0  # cutime + cstime: the CPU of its children it has reaped (a PostgreSQL backend that ended)
 
 
 # --- parsing (pure) ---------------------------------------------------------------------------------------
@@ -39,7 +40,8 @@ def parse_proc_stat_line(text: str) -> ProcStat:
         raise ValueError("too few fields in /proc/<pid>/stat")
     try:
         pid, _, name = head.partition("(")
-        return ProcStat(int(pid), int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19]), name[:40])
+        return ProcStat(int(pid), int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19]), name[:40],
+                        int(fields[13]) + int(fields[14]))
     except ValueError:
         raise ValueError("non-numeric field in /proc/<pid>/stat") from None
 

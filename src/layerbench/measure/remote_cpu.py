@@ -134,6 +134,8 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
             same = before is not None and before.start == stat.start
             ticks += max(0, stat.ticks - before.ticks) if same and before else \
                 stat.ticks if stat.start >= first.uptime_ticks else 0
+        if name in roots:
+            ticks += reaped_ticks(first, last, roots[name])
         out[name] = ticks / tick
     busy = max(0, last.machine[0] - first.machine[0]) / tick
     if first.cgroup is not None and last.cgroup is not None and first.cgroup[1] == last.cgroup[1]:
@@ -141,6 +143,23 @@ def component_seconds(first: Reading, last: Reading, roots: dict[str, list[int]]
     out["other"] = max(0.0, busy - sum(out.values()))
     out["idle"] = max(0, last.machine[1] - first.machine[1]) / tick
     return out
+
+
+def reaped_ticks(first: Reading, last: Reading, roots: list[int]) -> int:
+    """The CPU of a component's processes that ended inside the window (a PostgreSQL backend whose client left before
+    the last reading): the growth of its live processes' reaped-children time (cutime + cstime), less what the ended
+    ones had used before the first reading. A child that ended with its parent is not counted."""
+    def same(pid: int) -> bool:
+        return pid in last.procs and pid in first.procs and last.procs[pid].start == first.procs[pid].start
+
+    grown = 0
+    for pid in descendants(list(roots), last.procs):
+        stat = last.procs[pid]
+        grown += max(0, stat.child_ticks - first.procs[pid].child_ticks) if same(pid) else \
+            stat.child_ticks if stat.start >= first.uptime_ticks else 0
+    ended = sum(first.procs[pid].ticks + first.procs[pid].child_ticks
+                for pid in descendants(list(roots), first.procs) if not same(pid))
+    return max(0, grown - ended)
 
 
 def is_sshd(stat: ProcStat | None) -> bool:

@@ -183,9 +183,9 @@ def check_server_choice(variant: VariantBase, local: bool) -> None:
     for now; a MariaDB `version` of a variant whose server is built from this machine's package is that package's
     (docs/servers.md)."""
     chosen, where = variant.server, f"variants.{variant.name}.server"
-    if chosen.flavour == "postgresql" and not local:
-        raise BadInput(f"{where}.flavour: postgresql runs on this machine only, not yet on an ssh: host; remove "
-                       "server_host or use another flavour there")
+    if chosen.flavour == "postgresql" and not variant.runs_postgresql_on(local):
+        raise BadInput(f"{where}.flavour: a postgresql {variant.backend} variant runs on this machine only, not yet "
+                       "on an ssh: host; use backend: host there (it runs the host's PostgreSQL) or remove server_host")
     if chosen.flavour == "mysql" and not variant.runs_mysql(local):
         if not local:
             raise BadInput(f"{where}.flavour: a mysql {variant.backend} variant runs on this machine only, not yet on "

@@ -30,7 +30,7 @@ from layerbench.hosts.inventory import Host
 from layerbench.secrets import generate_password
 from layerbench.server.datadir import query
 from layerbench.server.manifest import EXCLUDED, MANIFEST_FILE, Manifest, SnapshotCorrupt
-from layerbench.server.prepare import prepare_tables, table_facts
+from layerbench.server.prepare import helper_settings, prepare_tables, table_facts
 from layerbench.server.remote_files import host_lock, remote_snapshot
 from layerbench.server.remote_manifest import manifest_script, parse_manifest
 from layerbench.server.servers import ChosenServer, ServerProgram, server_fields
@@ -40,8 +40,7 @@ from layerbench.server.tables import table_checksums, workload_tables
 from layerbench.versions import version_on
 
 META = "meta.json"
-PREPARE_CONFIG: dict[str, Any] = {"innodb_buffer_pool_size": "1G", "innodb_flush_log_at_trx_commit": 2}  # Builder's
-VERIFY_CONFIG: dict[str, Any] = {"innodb_buffer_pool_size": "128M"}  # as verify.py's private server
+PREPARE_MEMORY, VERIFY_MEMORY = "1G", "128M"  # as Builder's and verify.py's private servers (helper_settings)
 
 
 class ServerOnHost(Protocol):
@@ -53,13 +52,17 @@ class ServerOnHost(Protocol):
 
     def up(self, spec: ServerSpec) -> Endpoint: ...
 
+    def forget_password(self, user: str, database: str) -> None: ...
+
     def stop_server(self) -> None: ...
 
     def down(self) -> None: ...
 
 
 def data_bytes(manifest: Manifest) -> int:
-    """The tables' bytes (sbtest/*.ibd), as prepare.table_bytes counts them here."""
+    """The tables' bytes (InnoDB's sbtest/*.ibd, or PostgreSQL's base/), as prepare.table_bytes counts them here."""
+    if "PG_VERSION" in manifest.files:
+        return sum(e.size for name, e in manifest.files.items() if name.startswith("base/"))
     return sum(e.size for name, e in manifest.files.items() if name.startswith("sbtest/") and name.endswith(".ibd")
                and name.count("/") == 1)
 
@@ -132,7 +135,9 @@ class SnapshotsOnHost:
         """Prepare the dataset in a server of the variant's on the host and publish it into `target` there; the
         facts of meta.json that the build knows."""
         server, started = self.make(), time.monotonic()
-        config = PREPARE_CONFIG | ({"innodb_page_size": request.page_size} if request.page_size else {})
+        flavour = server.program(request.say, request.log_dir).flavour
+        config = helper_settings(flavour, PREPARE_MEMORY, durable=False) | (
+            {"innodb_page_size": request.page_size} if request.page_size else {})
         spec = ServerSpec("prepare", f"{request.label}-prepare", request.log_dir, request.private_dir,
                           request.log_dir, config=config, password=generate_password(),
                           listen_address=request.listen_address, say=request.say)
@@ -141,7 +146,10 @@ class SnapshotsOnHost:
             prepare_tables(request.workload, endpoint, request.private_dir, request.log_dir, request.on_line,
                            client=request.client)
             facts = table_facts(endpoint, request.workload)
-            query(endpoint, "SET GLOBAL innodb_buffer_pool_dump_at_shutdown = OFF")  # runs start cold
+            if flavour.is_postgresql:  # the snapshot keeps the account without a password
+                server.forget_password(endpoint.user, endpoint.database)
+            else:
+                query(endpoint, "SET GLOBAL innodb_buffer_pool_dump_at_shutdown = OFF")  # runs start cold
             server.stop_server()
             assert server.folder is not None
             self.host.shell(publish_script(f"{server.folder}/datadir", target), name=f"publish on {self.host.name}",
@@ -161,10 +169,12 @@ class SnapshotsOnHost:
 
     def checksums(self, snapshot: Snapshot, request: DatasetRequest) -> dict[str, int]:
         server = self.make()
+        flavour = server.program(request.say, request.log_dir).flavour
         log_dir = request.log_dir / "verify"
         log_dir.mkdir(parents=True, exist_ok=True)
         spec = ServerSpec("verify", f"{request.label}-verify", log_dir, request.private_dir, log_dir,
-                          config=dict(VERIFY_CONFIG), password=generate_password(), snapshot=snapshot.path,
+                          config=helper_settings(flavour, VERIFY_MEMORY), password=generate_password(),
+                          snapshot=snapshot.path,
                           listen_address=request.listen_address, say=request.say)
         try:
             endpoint = server.up(spec)

@@ -93,6 +93,7 @@ class RemoteHostBackend(BackendBase):
     """A private server started over SSH on `host`; the same variant type as the local host backend."""
 
     kind = "host"
+    stop_signal = "TERM"  # a clean shutdown (PostgreSQL's fast one is INT)
 
     def __init__(self, variant: HostVariant, host: Host) -> None:
         self.variant, self.host = variant, host
@@ -151,7 +152,7 @@ class RemoteHostBackend(BackendBase):
         return self.server
 
     def datasets_on_host(self) -> SnapshotsOnHost:
-        return SnapshotsOnHost(self.variant, self.host, lambda: RemoteHostBackend(self.variant, self.host))
+        return SnapshotsOnHost(self.variant, self.host, lambda: type(self)(self.variant, self.host))
 
     def up(self, spec: ServerSpec) -> Endpoint:
         self.program(spec.say, spec.run_dir)
@@ -217,13 +218,16 @@ class RemoteHostBackend(BackendBase):
                                       name=f"start on {self.host.name}",
                                       failed=f"hosts.{self.host.name}: the server did not start")
 
+    def forget_password(self, user: str, database: str) -> None:
+        """Before a dataset's snapshot is taken: MariaDB's and MySQL's accounts are not kept (bootstrap SQL)."""
+
     def stop_server(self, timeout: float = 600) -> None:
-        """Stop the server cleanly (SIGTERM, then wait for it to end) and keep its folder (a dataset build)."""
+        """Stop the server cleanly (stop_signal, then wait for it to end) and keep its folder (a dataset build)."""
         if self.pid is None:
             return
         pid = int(self.pid)
-        done = self.host.shell(f"kill {pid} 2>/dev/null; while kill -0 {pid} 2>/dev/null; do sleep 0.2; done; "
-                               "echo stopped", name=f"stop on {self.host.name}", timeout=timeout)
+        done = self.host.shell(f"kill -{self.stop_signal} {pid} 2>/dev/null; while kill -0 {pid} 2>/dev/null; "
+                               "do sleep 0.2; done; echo stopped", name=f"stop on {self.host.name}", timeout=timeout)
         if "stopped" not in done.output:
             raise RunFailed(f"hosts.{self.host.name}: the server (pid {pid}) did not stop there")
         self.pid = None

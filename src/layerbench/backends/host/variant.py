@@ -23,9 +23,13 @@ class HostVariant(VariantBase):
     dataset_on_server_host: ClassVar[bool] = True  # backends/host/dataset.py
     takes_reach: ClassVar[bool] = True  # backends/host/remote.py: a forward over SSH, a bind address of its own
     run_overhead: ClassVar[float] = 2  # server start + stop, measured: 1.4 s median over 149 runs here, + margin
-    runs_postgresql: ClassVar[bool] = True  # here: PostgreSQL 15, or 18 from its sid rootfs; not on an ssh: host
+    runs_postgresql: ClassVar[bool] = True  # here PostgreSQL 15 (or 18 of its rootfs), or an ssh: host's own
 
     def describe_plan(self) -> str:
+        if self.server.flavour == "postgresql" and self.server_host is not None:
+            which = f"PostgreSQL {self.server.version}" if self.server.version else "PostgreSQL, its newest major"
+            return (f"a private {which} (the server host's own postgres, run as its user postgres; free port), its "
+                    "own datadir copy")
         if self.server.flavour == "postgresql":
             version = self.server.version or "15"
             whose = ("postgres of the cached sid rootfs, a plain host process" if is_rootfs_version(version)
@@ -41,6 +45,14 @@ class HostVariant(VariantBase):
         """Here, or for MySQL the rootfs's mysqld here (the bytes an ssh: host runs); else against that host's
         server (backends/host/remote.py)."""
         return local or self.server.flavour == "mysql"
+
+    def remote_backend_for(self) -> str | None:
+        if self.server.flavour == "postgresql":  # the host's own PostgreSQL: a RemoteHostBackend of its own
+            return "layerbench.backends.host.remote_pg:RemotePostgresBackend"
+        return self.remote_backend
+
+    def runs_postgresql_on(self, local: bool) -> bool:
+        return True  # on an ssh: host, that host's own PostgreSQL (backends/host/remote_pg.py)
 
     def runs_mysql(self, local: bool) -> bool:
         return True  # on an ssh: host, the rootfs in place or shipped (server/remote_rootfs.py)
