@@ -73,10 +73,10 @@ def qemu_command(*, accel: str, vcpus: int, memory: str, kernel: Path, initrd: P
     ]
 
 
-def user_netdev(host_port: int, address: str = "127.0.0.1") -> str:
-    """QEMU user networking with the guest's 3306 forwarded from address:host_port (another host's address when
-    the VM runs on an ssh: host)."""
-    return f"user,id=n0,net=10.0.2.0/24,hostfwd=tcp:{address}:{host_port}-10.0.2.15:3306"
+def user_netdev(host_port: int, address: str = "127.0.0.1", guest_port: int = 3306) -> str:
+    """QEMU user networking with the guest's server port (3306; PostgreSQL's 5432) forwarded from
+    address:host_port (another host's address when the VM runs on an ssh: host)."""
+    return f"user,id=n0,net=10.0.2.0/24,hostfwd=tcp:{address}:{host_port}-10.0.2.15:{guest_port}"
 
 
 def tap_netdev(tap: str, vhost: bool) -> str:
