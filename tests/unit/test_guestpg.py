@@ -73,3 +73,30 @@ def test_the_postgresql_root_disk_has_a_key_of_its_own_from_the_package_versions
     assert postgresql_pins() == {p: installed_version(p) for p in ("postgresql-15", "postgresql-client-15")}
     assert root_id(None, postgresql=True).startswith("postgresql-")
     assert root_id(None, postgresql=True) != root_id(None)  # MariaDB's guest keeps its own cached root disk
+
+
+@pytest.mark.parametrize(("value", "size"), [("4GB", 4 << 30), ("512MB", 512 << 20), (262144, 2 << 30),
+                                             ("131072", 1 << 30), ("1.5GB", 3 << 29), ("lots", None), (True, None)])
+def test_shared_buffers_are_read_as_postgresql_reads_them(value: object, size: int | None) -> None:
+    from layerbench.backends.vm.variant import shared_buffers_bytes
+    from layerbench.server.settings import ServerSettings
+
+    server = ServerSettings.model_validate({"flavour": "postgresql", "config": {"Shared_Buffers": value}})
+    assert shared_buffers_bytes(server) == size
+
+
+def test_a_postgresql_guest_gets_memory_for_its_shared_buffers_and_refuses_less() -> None:
+    from pydantic import ValidationError
+
+    from layerbench.backends.vm.variant import VMVariant
+
+    def variant(**fields: object) -> VMVariant:
+        return VMVariant.model_validate({"name": "pg", "backend": "vm", **fields})
+
+    assert variant(server={"flavour": "postgresql"}).memory == "2G"
+    assert variant(server={"flavour": "postgresql", "config": {"shared_buffers": "4GB"}}).memory == "4864M"
+    with pytest.raises(ValidationError) as refused:
+        variant(memory="2G", server={"flavour": "postgresql", "config": {"shared_buffers": "4GB"}})
+    assert ("variants.pg.memory: 2G is below the shared_buffers this variant asks for (server.config.shared_buffers: "
+            "4GB) and the guest's 256 MiB; set memory to at least 4864M or use smaller shared_buffers") \
+        in str(refused.value)

@@ -6,6 +6,7 @@ PostgreSQL makes)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -22,10 +23,10 @@ from layerbench.server.servers import (
     image_server,
     resolve_server,
 )
-from layerbench.server.settings import ServerSettings
+from layerbench.server.settings import MEMORY_FLOOR, SERVER_MEMORY_OVERHEAD, ServerSettings
 from layerbench.vocabulary.base import PrintableLine
 from layerbench.vocabulary.limits import MAX_SECONDS
-from layerbench.vocabulary.sizes import QEMU_MEMORY_RE
+from layerbench.vocabulary.sizes import QEMU_MEMORY_RE, byte_text, in_mib
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
 ACCEL_WORDS = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}
@@ -33,6 +34,25 @@ QEMU_FORWARD = "forwarded to the guest by QEMU's user networking (slirp, in the 
 BOOT_FILES_SECONDS = 60
 POSTGRESQL_BOOT_SECONDS = 180  # the rootfs unpacked, apt installs postgresql-15 in it, mkfs: measured below
 GUEST_MEMORY = 256 << 20  # the guest's kernel, init and page tables, beside the server (memory: derived)
+PG_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(B|kB|MB|GB|TB)?\s*")  # postgresql.conf's memory units
+PG_UNITS = {"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, None: 8192}  # bare: 8 kB pages
+
+
+def shared_buffers_setting(server: ServerSettings) -> object:
+    """A PostgreSQL variant's server.config.shared_buffers as written (any case), or None."""
+    if server.flavour != "postgresql":
+        return None
+    return next((v for k, v in server.config.items() if k.lower() == "shared_buffers"), None)
+
+
+def shared_buffers_bytes(server: ServerSettings) -> int | None:
+    """A PostgreSQL variant's shared_buffers in bytes, as PostgreSQL reads server.config's value (a bare number:
+    8 kB pages); None when unset or not a size (validate's `postgres -C` then says why)."""
+    value = shared_buffers_setting(server)
+    if value is None or isinstance(value, bool):
+        return None
+    found = PG_SIZE.fullmatch(str(value))
+    return int(float(found.group(1)) * PG_UNITS[found.group(2)]) if found else None
 
 
 def boot_files_cached() -> bool:
@@ -98,6 +118,25 @@ class VMVariant(BuiltServerVariant):
         return {**data, "memory": cls.model_construct(server=server).derived_memory()}
 
     @model_validator(mode="after")
+    def _memory_holds_shared_buffers(self) -> VMVariant:
+        """PostgreSQL's shared_buffers are mapped at start: a guest with less memory never serves (its server exits
+        in the guest), so refused here, as a buffer pool above the memory is (VariantBase)."""
+        shared, size = shared_buffers_bytes(self.server), self.memory_limit_bytes()
+        if shared is None or size is None or size >= shared + GUEST_MEMORY:
+            return self
+        raise ValueError(f"variants.{self.name}.memory: {self.memory} is below the shared_buffers this variant asks "
+                         f"for (server.config.shared_buffers: {shared_buffers_setting(self.server)}) and the "
+                         f"guest's {byte_text(GUEST_MEMORY, 'MiB', '.0f')}; set memory to at least "
+                         f"{self.derived_memory()} or use smaller shared_buffers")
+
+    def derived_memory(self) -> str:
+        """A PostgreSQL guest's memory when the variant sets none: its shared_buffers in place of a buffer pool."""
+        shared = shared_buffers_bytes(self.server)
+        if shared is None:
+            return super().derived_memory()
+        return self.memory_text(in_mib(max(MEMORY_FLOOR, shared + SERVER_MEMORY_OVERHEAD + self.guest_memory)) << 20)
+
+    @model_validator(mode="after")
     def _binary_here_only(self) -> VMVariant:
         if self.mysqld is not None and self.server.flavour == "postgresql":
             raise ValueError(f"variants.{self.name}.mysqld: a postgresql variant runs Debian's PostgreSQL 15 in the "
@@ -116,8 +155,10 @@ class VMVariant(BuiltServerVariant):
             f"{self.mysqld} (a root disk copied from its root filesystem) in " if self.mysqld else \
             f"PostgreSQL {self.server.version or DEFAULT_POSTGRESQL} (Debian's postgresql-15 at this machine's " \
             "version, run as user postgres in the guest) in " if self.is_postgresql else ""
-        derived = self.server.buffer_pool_bytes() is not None and self.memory == self.derived_memory()
-        memory = f"{self.memory} memory{' (the buffer pool + overhead)' if derived else ''}"
+        pool = "shared_buffers" if self.is_postgresql else "the buffer pool"
+        sized = self.server.buffer_pool_bytes() or shared_buffers_bytes(self.server)
+        derived = sized is not None and self.memory == self.derived_memory()
+        memory = f"{self.memory} memory{f' ({pool} + overhead)' if derived else ''}"
         return (f"{mysql}a QEMU VM, {self.vcpus} vCPU(s), {memory}, {ACCEL_WORDS[self.accel]}; disk cache "
                 f"{self.disk_cache}; {NETWORK_WORDS[self.network]}")
 
