@@ -5,7 +5,8 @@ snapshot this machine's PostgreSQL made, its server run as the guest's user post
 postgresql.conf and pg_hba.conf (backends/vm/guestpg.py). One campaign, one round: sysbench's oltp_read_write with
 --db-driver=pgsql (1 x 1,000 rows, 2 s, the restored copy checked first) and pgbench's select-only (scale 1, 2 s),
 each run in a guest of its own; the server's settings, its pg_stat_database counters and QEMU's CPU recorded; no
-password in what the runs wrote, and no QEMU nor VM folder left."""
+password in what the runs wrote, and no QEMU nor VM folder left; and a guest whose server cannot start (huge_pages:
+on, which validate's postgres -C takes) fails its run with the server's own line and leaves nothing."""
 
 from __future__ import annotations
 
@@ -90,3 +91,21 @@ def test_no_password_is_written_and_nothing_is_left(campaign: dict) -> None:
             assert "pgsql-password=" not in text and "PASSWORD '" not in text, path
     assert [c for c in processes_naming(campaign["tag"]) if "qemu" in c] == []
     assert not list((campaign["folders"] / "work").rglob(f"vm/*{campaign['tag']}*"))
+
+
+def test_a_guest_whose_server_cannot_start_fails_in_one_line_and_leaves_nothing(campaign: dict) -> None:
+    """The same dataset (cached by the campaign above), a setting only a start refuses: the run fails with the
+    server's own line, without waiting for the boot timeout, and its QEMU and folder are gone."""
+    out, tag = campaign["folders"] / "out-refused", campaign["tag"]
+    data = {"name": f"it-pgvm-refused-{os.getpid()}", "baseline": f"pgvm-{tag}",
+            "variants": [{"name": f"pgvm-{tag}", "backend": "vm", "network": "user",
+                          "server": {"flavour": "postgresql", "config": {"huge_pages": "on"}}}],
+            "workload": {"test": "oltp_read_write", "tables": 1, "table_size": 1000, "threads": 1, "duration": 2,
+                         "warmup": 0},
+            "repetitions": 1, "estimates_only": True, "output": str(out)}
+    _outcome, rows = run_for_real(data)
+    [(_variant, status, _tps, _details, error)] = rows
+    assert status == "failed" and "\n" not in error
+    assert error.startswith("server exited during start-up in the VM: could not map anonymous shared memory"), error
+    assert [c for c in processes_naming(tag) if "qemu" in c] == []
+    assert not list((campaign["folders"] / "work").rglob(f"vm/*{tag}*"))

@@ -100,3 +100,18 @@ def test_a_postgresql_guest_gets_memory_for_its_shared_buffers_and_refuses_less(
     assert ("variants.pg.memory: 2G is below the shared_buffers this variant asks for (server.config.shared_buffers: "
             "4GB) and the guest's 256 MiB; set memory to at least 4864M or use smaller shared_buffers") \
         in str(refused.value)
+
+
+def test_a_guest_whose_server_ends_before_it_is_ready_says_the_servers_own_line() -> None:
+    """The console of a guest whose PostgreSQL could not start (huge_pages: on, none in the guest; captured here)."""
+    from layerbench.backends.vm.local import server_exit
+
+    console = ("[    0.000000] Linux version 6.1.0-56-amd64\nLAYERBENCH-BOOTED 9.61 s\n"
+               "2026-11-29 08:06:55.357 GMT [128] FATAL:  could not map anonymous shared memory: Cannot allocate "
+               "memory\n"
+               "2026-11-29 08:06:55.357 GMT [128] HINT:  This error usually means that PostgreSQL's request for a "
+               "shared memory segment exceeded available memory, swap space, or huge pages.\n"
+               "2026-11-29 08:06:55.399 GMT [128] LOG:  database system is shut down\nLAYERBENCH-SERVER-EXIT 1\n"
+               "LAYERBENCH-DOWN\n[   15.862374] sysrq: Power Off\n")
+    assert server_exit(console, POSTGRES) == ("server exited during start-up in the VM: could not map anonymous shared "
+                                              "memory: Cannot allocate memory")

@@ -23,6 +23,7 @@ from layerbench.backends.vm import net as vm_net
 from layerbench.backends.vm.datadisk import METHOD, ensure_base, make_overlay, write_restore_facts
 from layerbench.backends.vm.qemu import (
     QMP,
+    SERVER_EXITED,
     Disks,
     boot_with_fallback,
     check_guest_architecture,
@@ -41,10 +42,10 @@ from layerbench.hosts.procs import ManagedProcess, require_program, run, start, 
 from layerbench.hosts.workdirs import datasets_dir
 from layerbench.server.binary_root import require_root
 from layerbench.server.bootstrap import server_files, write_server_files
-from layerbench.server.datadir import connect, wait_until_ready
+from layerbench.server.datadir import connect, startup_error, wait_until_ready
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.mysql_rootfs import MysqlRootfs, built_rootfses, require_rootfs
-from layerbench.server.postgresql import check_reachable
+from layerbench.server.postgresql import check_reachable, first_error
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
     ServerProgram,
@@ -129,7 +130,7 @@ class VMBackend(BackendBase):
             if state == "exited" and self.qemu is not None:
                 last = self.qemu.tail(1).strip()
                 state = f"QEMU exited: {last}" if last else "QEMU exited"
-            return state, uptime
+            return server_exit(self._console(), self.server) if state == "down" else state, uptime
 
         accel, uptime, reason = boot_with_fallback(variant.accel, boot, self._kill, kvm_ok=kvm_usable(),
                                                    boot_timeout=variant.boot_timeout)
@@ -278,6 +279,15 @@ def guest_facts(server: ServerProgram, boot: BootFiles) -> dict[str, Any]:
     if not server.flavour.is_postgresql:
         return {}
     return {**server.flavour.facts(), "guest_packages": guest_packages(boot)}
+
+
+def server_exit(console: str, server: ServerProgram) -> str:
+    """The state of a guest whose server ended before it was ready: the server's own line from the console (what
+    the guest printed after LAYERBENCH-BOOTED), read as the host backend reads that flavour's log."""
+    log = console.split("LAYERBENCH-BOOTED", 1)[-1]
+    log = "\n".join(ln for ln in log.splitlines() if "LAYERBENCH-" not in ln)
+    cause = first_error(log) if server.flavour.is_postgresql else startup_error(log)
+    return f"{SERVER_EXITED}: {cause.strip()}"
 
 
 def sql_shutdown(endpoint: Endpoint | None) -> bool:

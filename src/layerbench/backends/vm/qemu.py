@@ -21,6 +21,7 @@ from layerbench.errors import RunFailed
 from layerbench.hosts.architecture import check_same, this_machine
 
 KVM_DEADLINE = 60.0
+SERVER_EXITED = "server exited during start-up in the VM"  # a guest that booted, whose server then ended
 GUEST_ARCHITECTURE = "x86_64"  # qemu-system-x86_64, machine q35
 
 
@@ -144,6 +145,8 @@ def boot_with_fallback(asked: str, boot: Callable[[str, float], tuple[str, float
                 decisions.chosen[asked], decisions.reason[asked] = accel, reason
             return accel, uptime, reason or f"accel: {asked} asked by the campaign"
         stop()
+        if state.startswith(SERVER_EXITED):  # the server's own line: another accelerator would not change it
+            raise RunFailed(f"{state} (the guest's console.log is in the run folder)")
         if last:
             raise RunFailed(f"the VM did not become ready under {accel.upper()} within {deadline:.0f} s ({state}); "
                             "see console.log in the run folder, or raise boot_timeout")
