@@ -33,6 +33,15 @@ def campaign(tmp_path: Path, server: dict[str, Any], backend: str = "host", **wo
     return path
 
 
+def changed(path: Path, variant: dict[str, Any], **top: Any) -> Path:
+    """The campaign file at `path` with these fields added to its variant (and these top-level keys)."""
+    data = yaml.safe_load(path.read_text())
+    data["variants"][0].update(variant)
+    data.update(top)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 @pytest.fixture
 def reachable_folders() -> Iterator[Path]:
     """Work and dataset folders the server's user `postgres` can enter (pytest's own are 0700)."""
@@ -117,12 +126,8 @@ def test_folders_the_server_user_cannot_enter_are_refused(tmp_path: Path, monkey
 
 
 def test_an_ssh_host_is_refused_before_anything_reaches_it(tmp_path: Path) -> None:
-    data = yaml.safe_load(campaign(tmp_path, {}).read_text())
-    data["hosts"] = {"db": {"ssh": "root@127.0.0.1"}}  # loopback: nothing leaves this machine, were it dialled
-    data["variants"][0]["server_host"] = "db"
-    path = tmp_path / "ssh.yaml"
-    path.write_text(yaml.safe_dump(data))
-    code, err = validate(path)
+    hosts = {"db": {"ssh": "root@127.0.0.1"}}  # loopback: nothing leaves this machine, were it dialled
+    code, err = validate(changed(campaign(tmp_path, {}), {"server_host": "db"}, hosts=hosts))
     assert_one_line_bad_input(code, err)
     assert "variants.pg.server.flavour: postgresql runs on this machine only, not yet on an ssh: host" in err
 
@@ -139,11 +144,7 @@ def test_a_vm_variant_checks_its_settings_against_this_machines_postgresql(tmp_p
 
 
 def test_a_vm_variant_refuses_a_binary_of_its_own_and_a_my_cnf_key(tmp_path: Path) -> None:
-    data = yaml.safe_load(campaign(tmp_path, {}, "vm").read_text())
-    data["variants"][0]["mysqld"] = "/usr/sbin/mariadbd"
-    path = tmp_path / "binary.yaml"
-    path.write_text(yaml.safe_dump(data))
-    code, err = validate(path)
+    code, err = validate(changed(campaign(tmp_path, {}, "vm"), {"mysqld": "/usr/sbin/mariadbd"}))
     assert_one_line_bad_input(code, err)
     assert "variants.pg.mysqld: a postgresql variant runs Debian's PostgreSQL 15 in the guest; remove mysqld:" in err
     code, err = validate(campaign(tmp_path, {"config": {"innodb_buffer_pool_size": "1G"}}, "vm"))
