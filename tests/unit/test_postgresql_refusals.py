@@ -33,6 +33,15 @@ def campaign(tmp_path: Path, server: dict[str, Any], backend: str = "host", **wo
     return path
 
 
+def changed(path: Path, variant: dict[str, Any], **top: Any) -> Path:
+    """The campaign file at `path` with these fields added to its variant (and these top-level keys)."""
+    data = yaml.safe_load(path.read_text())
+    data["variants"][0].update(variant)
+    data.update(top)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 @pytest.fixture
 def reachable_folders() -> Iterator[Path]:
     """Work and dataset folders the server's user `postgres` can enter (pytest's own are 0700)."""
@@ -40,8 +49,8 @@ def reachable_folders() -> Iterator[Path]:
         yield base
 
 
-@pytest.mark.parametrize("backend", ["docker", "vm", "kubernetes"])
-def test_every_backend_but_host_refuses_postgresql_for_now(tmp_path: Path, backend: str) -> None:
+@pytest.mark.parametrize("backend", ["docker", "kubernetes"])
+def test_the_backends_without_postgresql_refuse_it_for_now(tmp_path: Path, backend: str) -> None:
     code, err = validate(campaign(tmp_path, {}, backend))
     assert_one_line_bad_input(code, err)
     assert f"variants.pg.server.flavour: postgresql is not yet in the {backend} backend; use backend: host" in err
@@ -124,3 +133,29 @@ def test_folders_the_server_user_cannot_enter_are_refused(tmp_path: Path, monkey
         assert f"PostgreSQL runs as user postgres, which cannot enter {closed}" in err
     finally:
         shutil.rmtree(closed)
+
+
+def test_a_vm_variant_checks_its_settings_against_this_machines_postgresql(tmp_path: Path) -> None:
+    """The guest runs Debian's postgresql-15 at this machine's version: the same list and the same reading of the
+    file (postgres -C) refuse a setting before a guest boots."""
+    code, err = validate(campaign(tmp_path, {"config": {"shared_bufers": "1GB"}}, "vm"))
+    assert_one_line_bad_input(code, err)
+    assert "variants.pg.server.config.shared_bufers: 'shared_bufers': PostgreSQL has no such setting" in err
+    code, err = validate(campaign(tmp_path, {"config": {"shared_buffers": "lots"}}, "vm"))
+    assert_one_line_bad_input(code, err)
+    assert "variants.pg.server.config.shared_buffers: PostgreSQL refuses it" in err
+
+
+def test_a_vm_variant_refuses_a_binary_of_its_own_and_a_my_cnf_key(tmp_path: Path) -> None:
+    code, err = validate(changed(campaign(tmp_path, {}, "vm"), {"mysqld": "/usr/sbin/mariadbd"}))
+    assert_one_line_bad_input(code, err)
+    assert "variants.pg.mysqld: a postgresql variant runs Debian's PostgreSQL 15 in the guest; remove mysqld:" in err
+    code, err = validate(campaign(tmp_path, {"config": {"innodb_buffer_pool_size": "1G"}}, "vm"))
+    assert_one_line_bad_input(code, err)
+    assert "PostgreSQL's nearest is shared_buffers" in err
+
+
+@pytest.mark.skipif(shutil.which("sysbench") is None, reason="sysbench is not installed")
+def test_a_vm_campaign_postgresql_runs_is_valid(tmp_path: Path, reachable_folders: Path) -> None:
+    code, err = validate(campaign(tmp_path, {"version": "15", "config": {"work_mem": "8MB"}}, "vm"))
+    assert code == 0, err

@@ -316,7 +316,7 @@ class FirstTimeCost:
 
 
 def postgresql_refusal(variant: VariantBase) -> str | None:
-    """PostgreSQL runs where its backend says it does (the host backend for now): refused at parse time, in one
+    """PostgreSQL runs where its backend says it does (runs_postgresql): refused at parse time, in one
     line, rather than failing later inside a backend made for MySQL-compatible servers; and a my.cnf key in its
     server.config (postgresql.conf, not my.cnf: the server's own list checks the rest)."""
     if variant.server.flavour != "postgresql":

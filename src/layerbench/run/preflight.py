@@ -215,7 +215,7 @@ def check_postgresql_workloads(campaign: Campaign, variant: VariantBase) -> None
 
 
 def check_pgbench_workloads(campaign: Campaign, variant: VariantBase, hosts: Hosts) -> None:
-    """pgbench drives PostgreSQL only, from this machine (PostgreSQL runs on this machine's host backend only)."""
+    """pgbench drives PostgreSQL only, from this machine (PostgreSQL runs on this machine only)."""
     for workload in campaign.workloads:
         if not workload.is_pgbench:
             continue

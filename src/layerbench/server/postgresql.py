@@ -247,11 +247,16 @@ def check_reachable(path: Path, what: str, where: str) -> None:
                        f"(chmod o+x {blocked}) or move the folder (docs/servers.md#postgresql)")
 
 
+def initdb_args(datadir: Path, initdb: tuple[str, ...] = ()) -> list[str]:
+    """An empty cluster: the superuser `postgres` (trust over the socket only: pg_hba.conf is replaced), UTF-8, C;
+    run as the server's user (here: initdb_command; in a VM's guest: its init, backends/vm/guestpg.py). `initdb`: a
+    rootfs's (through its loader), else this machine's."""
+    return [*(initdb or (str(program("initdb")),)), "-D", str(datadir), f"--username={SUPERUSER}",
+            "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C"]
+
+
 def initdb_command(datadir: Path, initdb: tuple[str, ...] = ()) -> list[str]:
-    """An empty cluster: the superuser `postgres` (trust over the socket only: pg_hba.conf is replaced), UTF-8, C.
-    `initdb`: a rootfs's (through its loader), else this machine's."""
-    return as_server_user([*(initdb or (str(program("initdb")),)), "-D", str(datadir), f"--username={SUPERUSER}",
-                           "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C"])
+    return as_server_user(initdb_args(datadir, initdb))
 
 
 def server_command(datadir: Path, command: tuple[str, ...] = ()) -> list[str]:
@@ -319,6 +324,30 @@ def set_up_account(socket_dir: Path, port: int, user: str, password: Secret | No
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(database),
                                                                       sql.Identifier(user)))
+
+
+def sql_literal(value: str) -> str:
+    """A string constant of PostgreSQL's SQL (standard_conforming_strings, on since 9.1: a quote doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def account_script(user: str, password: Secret, database: str) -> str:
+    """set_up_account's statements as a psql script, for a server reached only through its own socket (a VM's
+    guest runs it with psql as the superuser): statement logging off first, the account created or altered with
+    this start's password, its database made when missing (psql's \\gexec: CREATE DATABASE cannot run in a DO
+    block). Holds the password: only ever written to private places."""
+    role, db = sql_identifier(user), sql_identifier(database)
+    return "\n".join([
+        *(f"{statement};" for statement in QUIET),
+        f"DO $$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = {sql_literal(user)}) THEN "
+        f"CREATE ROLE {role} LOGIN; END IF; END$$;",
+        f"ALTER ROLE {role} LOGIN PASSWORD {sql_literal(password.reveal())};",
+        f"SELECT 'CREATE DATABASE ' || {sql_literal(db)} || ' OWNER ' || {sql_literal(role)} WHERE NOT EXISTS "
+        f"(SELECT 1 FROM pg_database WHERE datname = {sql_literal(database)})\\gexec", ""])
 
 
 def data_bytes(datadir: Path) -> int:

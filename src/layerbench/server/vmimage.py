@@ -3,8 +3,10 @@ unpacked into the cache, never installed on the host), a small initramfs (busybo
 ext4 modules) that mounts the root disk, and a raw ext4 root disk made from the same rootfs as the Docker image
 plus the guest's init (data/vm/init.sh): the MariaDB image's rootfs (the host's exact MariaDB package), or for
 a MySQL variant the cached MySQL rootfs (server/mysql_rootfs.py, the bytes the host and Docker backends run)
-with the host's busybox-static beside it (its minbase has no `ip`). The kernel and initramfs are the same for
-both. Per run, the backend adds a qcow2 overlay on the root disk, a data disk made from the dataset snapshot,
+with the host's busybox-static beside it (its minbase has no `ip`), or for a PostgreSQL variant the MariaDB
+image's rootfs with Debian's postgresql-15 installed into it at this machine's exact package versions (a root disk
+of its own: the MariaDB guest's stays as it is, so its cache is kept). The kernel and initramfs are the same for
+all. Per run, the backend adds a qcow2 overlay on the root disk, a data disk made from the dataset snapshot,
 and a config disk (which says how to start the flavour's server: backends/vm/local.py)."""
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ from pathlib import Path
 from layerbench.errors import PrerequisiteMissing, RunFailed
 from layerbench.hosts.procs import capture, require_program, run
 from layerbench.hosts.workdirs import cache_dir, folder_size
-from layerbench.server.image import build_rootfs, image_key
+from layerbench.server.image import apt_install_script, build_rootfs, checked, image_key, installed_version
 from layerbench.server.mysql_rootfs import MysqlRootfs, rootfs_key
 
 RECIPE_VERSION = 1
 KERNEL_PACKAGE = "linux-image-amd64"
 MODULES = ("virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ext4")  # ext4 checksums need crc32c
+# Debian 12's PostgreSQL, installed into a PostgreSQL guest's root disk at the versions this machine has (the server
+# that prepares its dataset snapshots here: the same bytes); Debian's own cluster is not made (layerbench's is).
+POSTGRESQL_PACKAGES = ("postgresql-15", "postgresql-client-15")
+NO_DEBIAN_CLUSTER = "create_main_cluster = false\n"
 Say = Callable[[str], None]
 
 
@@ -157,9 +163,18 @@ def build_initramfs(kernel_dir: Path, version: str, target: Path) -> None:
     target.write_bytes(gzip.compress(archive, compresslevel=6))
 
 
-def root_id(mysql: MysqlRootfs | None, tree: Path | None = None) -> str:
-    """What the root disk is made from: the MariaDB image's rootfs key, the MySQL rootfs's, or the content key of
-    the root filesystem of a variant's `mysqld:` (server/binary_root.py)."""
+def postgresql_pins() -> dict[str, str]:
+    """The PostgreSQL packages a guest gets, at this machine's installed versions (else PrerequisiteMissing)."""
+    return {package: installed_version(package) for package in POSTGRESQL_PACKAGES}
+
+
+def root_id(mysql: MysqlRootfs | None, tree: Path | None = None, postgresql: bool = False) -> str:
+    """What the root disk is made from: the MariaDB image's rootfs key, the MySQL rootfs's, the content key of
+    the root filesystem of a variant's `mysqld:` (server/binary_root.py), or for PostgreSQL the MariaDB image's
+    key and the versions of the PostgreSQL packages installed on top of it."""
+    if postgresql:
+        pins = hashlib.sha256(json.dumps(postgresql_pins(), sort_keys=True).encode()).hexdigest()[:12]
+        return f"postgresql-{pins}-{image_key()}"
     if tree is not None:
         from layerbench.server.binary_root import content_key
 
@@ -173,19 +188,21 @@ def boot_key(version: str, rootfs: str | None = None) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def boot_files_built(mysql: MysqlRootfs | None = None, tree: Path | None = None) -> bool:
+def boot_files_built(mysql: MysqlRootfs | None = None, tree: Path | None = None, postgresql: bool = False) -> bool:
     """The boot files of this root are in the cache (False when the kernel is not downloaded yet)."""
     kernels = sorted(vm_cache().glob("linux-image-*/.complete"))
-    return any((vm_cache() / f"boot-{boot_key(k.parent.name.removeprefix('linux-image-'), root_id(mysql, tree))}"
+    root = root_id(mysql, tree, postgresql)
+    return any((vm_cache() / f"boot-{boot_key(k.parent.name.removeprefix('linux-image-'), root)}"
                 / ".complete").exists() for k in kernels)
 
 
-def ensure_boot_files(say: Say, mysql: MysqlRootfs | None = None, tree: Path | None = None) -> BootFiles:
+def ensure_boot_files(say: Say, mysql: MysqlRootfs | None = None, tree: Path | None = None,
+                      postgresql: bool = False) -> BootFiles:
     """The kernel, initramfs and root disk for the current inputs, built now when missing (about a minute): the
-    root disk holds the MariaDB image's rootfs, `mysql`'s (a MySQL variant's), or the root filesystem `tree` of a
-    variant's `mysqld:`."""
+    root disk holds the MariaDB image's rootfs (with `postgresql`: and Debian's PostgreSQL 15), `mysql`'s (a MySQL
+    variant's), or the root filesystem `tree` of a variant's `mysqld:`."""
     kernel_dir, version = ensure_kernel(say)
-    folder = vm_cache() / f"boot-{boot_key(version, root_id(mysql, tree))}"
+    folder = vm_cache() / f"boot-{boot_key(version, root_id(mysql, tree, postgresql))}"
     files = BootFiles(next(iter(sorted((kernel_dir / "boot").glob("vmlinuz-*")))), folder / "initrd.gz",
                       folder / "root.img", version)
     if (folder / ".complete").exists():
@@ -195,12 +212,13 @@ def ensure_boot_files(say: Say, mysql: MysqlRootfs | None = None, tree: Path | N
     tarball = build_rootfs(say) if tree is None else None
     started = time.monotonic()
     say("building the VM's root disk from the " + ("server image's rootfs" if tree is None else
-                                                    f"root filesystem {tree}"))
+                                                    f"root filesystem {tree}")
+        + (f" with {', '.join(f'{p} {v}' for p, v in postgresql_pins().items())}" if postgresql else ""))
     shutil.rmtree(folder, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix="boot-", dir=vm_cache()))
     try:
         build_initramfs(kernel_dir, version, work / "initrd.gz")
-        root_disk(work / "root.img", tarball=tarball, tree=tree)
+        root_disk(work / "root.img", tarball=tarball, tree=tree, postgresql=postgresql)
         work.rename(folder)
         (folder / ".complete").write_text(json.dumps({"kernel": version, "seconds": time.monotonic() - started}))
         say(f"VM boot files ready in {time.monotonic() - started:.0f} s")
@@ -209,9 +227,10 @@ def ensure_boot_files(say: Say, mysql: MysqlRootfs | None = None, tree: Path | N
         shutil.rmtree(work, ignore_errors=True)
 
 
-def root_disk(target: Path, *, tarball: Path | None, tree: Path | None) -> None:
+def root_disk(target: Path, *, tarball: Path | None, tree: Path | None, postgresql: bool = False) -> None:
     """A raw ext4 image holding the rootfs (a tarball's, or a copy of a rootfs folder with the host's busybox
-    beside it) and the guest init, sized with room for the server's own files."""
+    beside it; with `postgresql`, Debian's PostgreSQL installed into it) and the guest init, sized with room for
+    the server's own files."""
     staged = target.parent / "rootfs"
     if tarball is not None:
         staged.mkdir()
@@ -224,6 +243,8 @@ def root_disk(target: Path, *, tarball: Path | None, tree: Path | None) -> None:
         busybox = require_program("busybox", "apt-get install busybox-static (scripts/setup does it)")
         (staged / "usr/local/lib/layerbench").mkdir(parents=True, exist_ok=True)
         shutil.copy(busybox, staged / "usr/local/lib/layerbench/busybox")  # busybox reads its applet from argv[0]
+    if postgresql:
+        install_postgresql(staged, target.parent)
     init = staged / "layerbench-init"
     init.write_text(guest_init(), encoding="utf-8")
     init.chmod(0o755)
@@ -232,6 +253,35 @@ def root_disk(target: Path, *, tarball: Path | None, tree: Path | None) -> None:
     tree = staged
     make_ext4(tree, target, extra_mib=512)
     shutil.rmtree(tree, ignore_errors=True)
+
+
+def install_postgresql(root: Path, folder: Path) -> None:
+    """Debian's PostgreSQL at this machine's versions, installed in the staged rootfs by apt in a chroot (as the
+    MariaDB image's packages are: no service started, apt's lists removed after), without Debian's own cluster;
+    every installed package and its version kept beside the root disk (packages.json)."""
+    pins = postgresql_pins()
+    cluster = root / "etc/postgresql-common/createcluster.d"
+    cluster.mkdir(parents=True, exist_ok=True)
+    (cluster / "layerbench.conf").write_text(NO_DEBIAN_CLUSTER)
+    log = vm_cache() / "postgresql-install.log"  # kept after a failure (the build folder is not)
+    checked(run("chroot install", ["chroot", str(root), "/bin/sh", "-c", apt_install_script(pins)], log_path=log,
+                timeout=1800), "the install of PostgreSQL in the VM's root disk", log)
+    listed = capture(["chroot", str(root), "dpkg-query", "-W", "-f=${Package} ${Version}\\n"], timeout=120)
+    versions = dict(line.split(" ", 1) for line in listed.stdout.splitlines() if " " in line)
+    missing = [p for p, v in pins.items() if versions.get(p) != v]
+    if missing:
+        raise RunFailed(f"the VM's root disk got {', '.join(f'{p} {versions.get(p)}' for p in missing)}, not this "
+                        f"machine's {', '.join(pins[p] for p in missing)}; see {log}")
+    (folder / "packages.json").write_text(json.dumps(versions, sort_keys=True))
+
+
+def guest_packages(boot: BootFiles) -> dict[str, str]:
+    """The PostgreSQL packages of a guest's root disk and their versions (packages.json; {} for another root)."""
+    try:
+        versions = json.loads((boot.root.parent / "packages.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {name: str(version) for name, version in versions.items() if "postgresql" in name or name == "libpq5"}
 
 
 def ext4_command(tree: str | None, size_bytes: int, target: str, *, extra_mib: int, min_mib: int = 16,

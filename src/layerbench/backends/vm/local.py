@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, Endpoint, ServerSpec
+from layerbench.backends.vm import guestpg
 from layerbench.backends.vm import net as vm_net
 from layerbench.backends.vm.datadisk import METHOD, ensure_base, make_overlay, write_restore_facts
 from layerbench.backends.vm.qemu import (
     QMP,
+    SERVER_EXITED,
     Disks,
     boot_with_fallback,
     check_guest_architecture,
@@ -37,13 +39,21 @@ from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
 from layerbench.hosts.machine import check_cpus, free_port
 from layerbench.hosts.procs import ManagedProcess, require_program, run, start, with_cpus
+from layerbench.hosts.workdirs import datasets_dir
 from layerbench.server.binary_root import require_root
 from layerbench.server.bootstrap import server_files, write_server_files
-from layerbench.server.datadir import connect, wait_until_ready
+from layerbench.server.datadir import connect, startup_error, wait_until_ready
 from layerbench.server.mycnf import check_overlay
 from layerbench.server.mysql_rootfs import MysqlRootfs, built_rootfses, require_rootfs
-from layerbench.server.servers import DEFAULT_MYSQL, ServerProgram, image_server, rooted_image_server
-from layerbench.server.vmimage import BootFiles, ensure_boot_files, make_ext4
+from layerbench.server.postgresql import check_reachable, first_error
+from layerbench.server.servers import (
+    DEFAULT_MYSQL,
+    ServerProgram,
+    image_server,
+    resolve_server,
+    rooted_image_server,
+)
+from layerbench.server.vmimage import BootFiles, ensure_boot_files, guest_packages, make_ext4
 from layerbench.versions import version_output
 
 GUEST_DATADIR = "/var/lib/mysql"
@@ -87,22 +97,25 @@ class VMBackend(BackendBase):
             raise BadInput(f"{where}.memory: {variant.memory!r} is not a size like 2G or 1536M")
         if variant.network == "tap" and not Path("/dev/net/tun").exists():
             raise BadInput(f"{where}.network: tap needs /dev/net/tun; use network: user")
+        if self.postgresql:  # this machine's PostgreSQL, run as user postgres, prepares and checks its snapshots
+            check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", f"{where}.server.flavour")
 
     def prepare(self, say: Callable[[str], None]) -> None:
-        ensure_boot_files(say, *guest_root(self.variant))
+        ensure_boot_files(say, *guest_root(self.variant), postgresql=self.postgresql)
+
+    @property
+    def postgresql(self) -> bool:
+        return self.variant.server.flavour == "postgresql"
 
     @property
     def server(self) -> ServerProgram:
-        """The guest's server: its flavour (MySQL's read from the rootfs's own mysqld, a `mysqld:`'s from it, through
-        its root's loader) and program."""
-        variant = self.variant
-        return rooted_image_server(variant) if variant.mysqld is not None else image_server(variant)
+        return guest_server(self.variant)
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
     def up(self, spec: ServerSpec) -> Endpoint:
         variant, self.spec = self.variant, spec
-        self.boot = ensure_boot_files(lambda _t: None, *guest_root(self.variant))
+        self.boot = ensure_boot_files(lambda _t: None, *guest_root(self.variant), postgresql=self.postgresql)
         with signals_deferred():  # noted for down() and `clean` before it exists
             self.work = spec.work_dir / "vm" / spec.label
             owners.record(spec.label, pid=None, marker=str(self.work), paths=[self.work])
@@ -117,13 +130,13 @@ class VMBackend(BackendBase):
             if state == "exited" and self.qemu is not None:
                 last = self.qemu.tail(1).strip()
                 state = f"QEMU exited: {last}" if last else "QEMU exited"
-            return state, uptime
+            return server_exit(self._console(), self.server) if state == "down" else state, uptime
 
         accel, uptime, reason = boot_with_fallback(variant.accel, boot, self._kill, kvm_ok=kvm_usable(),
                                                    boot_timeout=variant.boot_timeout)
         self.facts |= {"accel": accel, "accel_reason": reason, "boot_seconds": round(time.monotonic() - started, 1),
                        "guest_uptime_at_ready": uptime, "guest_kernel": self.boot.kernel_version,
-                       "root_disk": str(self.boot.root), **qemu_version()}
+                       "root_disk": str(self.boot.root), **qemu_version(), **guest_facts(self.server, self.boot)}
         if accel == "tcg":
             self.facts["warnings"] = [EMULATED + (f" ({reason})" if reason else "")]
         wait_until_ready(endpoint, alive=lambda: bool(self.qemu and self.qemu.alive()), timeout=120,
@@ -151,18 +164,19 @@ class VMBackend(BackendBase):
         return config_disk(spec, self.server)
 
     def _network(self, spec: ServerSpec) -> tuple[str, str, str, Endpoint]:
-        variant = self.variant
+        variant, driver = self.variant, self.server.flavour.driver
+        guest_port = guestpg.GUEST_PORT if self.postgresql else 3306
         if variant.network == "user":
             port = free_port()
             self.facts["network_path"] = f"QEMU user networking, 127.0.0.1:{port} forwarded to the guest"
-            return (user_netdev(port), "10.0.2.15/24", "10.0.2.2",
-                    Endpoint("127.0.0.1", port, spec.user, spec.password, spec.database))
+            return (user_netdev(port, guest_port=guest_port), "10.0.2.15/24", "10.0.2.2",
+                    Endpoint("127.0.0.1", port, spec.user, spec.password, spec.database, driver=driver))
         with signals_deferred():  # created and noted for down() together (clean finds it by name as well)
             self.tap = vm_net.create_tap(run_number(spec.label))
         self.facts["network_path"] = (f"tap {self.tap.tap} on bridge {self.tap.bridge}, virtio-net"
                                       f"{' with vhost' if self.tap.vhost else ' without vhost (no /dev/vhost-net)'}")
         return (tap_netdev(self.tap.tap, self.tap.vhost), f"{self.tap.guest_ip}/24", self.tap.host_ip,
-                Endpoint(self.tap.guest_ip, 3306, spec.user, spec.password, spec.database))
+                Endpoint(self.tap.guest_ip, guest_port, spec.user, spec.password, spec.database, driver=driver))
 
     def _start_qemu(self, accel: str, disks: Disks, netdev: str, guest_ip: str, gateway: str) -> None:
         assert self.work is not None and self.boot is not None and self.spec
@@ -251,11 +265,38 @@ class VMBackend(BackendBase):
         return "\n".join(text.splitlines()[-lines:])
 
 
+def guest_server(variant: VMVariant) -> ServerProgram:
+    """The guest's server: its flavour (MySQL's read from the rootfs's own mysqld, a `mysqld:`'s from it, through
+    its root's loader; PostgreSQL's from this machine's postgres, the package the guest has at its version) and
+    program (PostgreSQL's at the same path in the guest)."""
+    if variant.server.flavour == "postgresql":
+        return resolve_server(variant)
+    return rooted_image_server(variant) if variant.mysqld is not None else image_server(variant)
+
+
+def guest_facts(server: ServerProgram, boot: BootFiles) -> dict[str, Any]:
+    """A PostgreSQL guest's flavour and the package versions its root disk holds (server/vmimage.py)."""
+    if not server.flavour.is_postgresql:
+        return {}
+    return {**server.flavour.facts(), "guest_packages": guest_packages(boot)}
+
+
+def server_exit(console: str, server: ServerProgram) -> str:
+    """The state of a guest whose server ended before it was ready: the server's own line from the console (what
+    the guest printed after LAYERBENCH-BOOTED), read as the host backend reads that flavour's log."""
+    log = console.split("LAYERBENCH-BOOTED", 1)[-1]
+    log = "\n".join(ln for ln in log.splitlines() if "LAYERBENCH-" not in ln)
+    cause = first_error(log) if server.flavour.is_postgresql else startup_error(log)
+    return f"{SERVER_EXITED}: {cause.strip()}"
+
+
 def sql_shutdown(endpoint: Endpoint | None) -> bool:
     """Ask the guest's server to shut down (its init then syncs and powers off); False when it was not asked (no
-    endpoint yet, or no answer: a guest stopped while it boots), so that nobody waits for a power-off to come."""
+    endpoint yet, or no answer: a guest stopped while it boots), so that nobody waits for a power-off to come.
+    PostgreSQL has no SQL to stop its server, and the benchmark account is no superuser: not asked (QMP quit ends
+    the guest; its data disk is the run's overlay, removed with it, so nothing waits for a clean stop)."""
     with contextlib.suppress(Exception):
-        if endpoint is not None:
+        if endpoint is not None and not endpoint.is_postgresql:
             conn = connect(endpoint, timeout=5)
             with conn.cursor() as cursor:
                 cursor.execute("SHUTDOWN")
@@ -297,10 +338,14 @@ def server_script(server: ServerProgram) -> str:
 
 
 def config_disk(spec: ServerSpec, server: ServerProgram) -> Path:
-    """The guest's config disk: my.cnf, init SQL, server.sh, and a `fresh` mark when the datadir is to be made."""
+    """The guest's config disk: my.cnf, init SQL, server.sh (PostgreSQL: its postgresql.conf, pg_hba.conf, account
+    script and server.sh, backends/vm/guestpg.py), and a `fresh` mark when the datadir is to be made."""
     folder = spec.private_dir / "vm-config"
-    write_server_files(server_files(spec, {**GUEST_OWNED, **server.paths}, server.flavour), folder)
-    (folder / "server.sh").write_text(server_script(server), encoding="utf-8")
+    if server.flavour.is_postgresql:
+        guestpg.write_config(spec, server, folder, GUEST_DATADIR)
+    else:
+        write_server_files(server_files(spec, {**GUEST_OWNED, **server.paths}, server.flavour), folder)
+        (folder / "server.sh").write_text(server_script(server), encoding="utf-8")
     if spec.snapshot is None:
         (folder / "fresh").write_text("")
     image = spec.private_dir / "config.img"

@@ -21,6 +21,7 @@ from layerbench.errors import RunFailed
 from layerbench.hosts.architecture import check_same, this_machine
 
 KVM_DEADLINE = 60.0
+SERVER_EXITED = "server exited during start-up in the VM"  # a guest that booted, whose server then ended
 GUEST_ARCHITECTURE = "x86_64"  # qemu-system-x86_64, machine q35
 
 
@@ -73,10 +74,10 @@ def qemu_command(*, accel: str, vcpus: int, memory: str, kernel: Path, initrd: P
     ]
 
 
-def user_netdev(host_port: int, address: str = "127.0.0.1") -> str:
-    """QEMU user networking with the guest's 3306 forwarded from address:host_port (another host's address when
-    the VM runs on an ssh: host)."""
-    return f"user,id=n0,net=10.0.2.0/24,hostfwd=tcp:{address}:{host_port}-10.0.2.15:3306"
+def user_netdev(host_port: int, address: str = "127.0.0.1", guest_port: int = 3306) -> str:
+    """QEMU user networking with the guest's server port (3306; PostgreSQL's 5432) forwarded from
+    address:host_port (another host's address when the VM runs on an ssh: host)."""
+    return f"user,id=n0,net=10.0.2.0/24,hostfwd=tcp:{address}:{host_port}-10.0.2.15:{guest_port}"
 
 
 def tap_netdev(tap: str, vhost: bool) -> str:
@@ -144,6 +145,8 @@ def boot_with_fallback(asked: str, boot: Callable[[str, float], tuple[str, float
                 decisions.chosen[asked], decisions.reason[asked] = accel, reason
             return accel, uptime, reason or f"accel: {asked} asked by the campaign"
         stop()
+        if state.startswith(SERVER_EXITED):  # the server's own line: another accelerator would not change it
+            raise RunFailed(f"{state} (the guest's console.log is in the run folder)")
         if last:
             raise RunFailed(f"the VM did not become ready under {accel.upper()} within {deadline:.0f} s ({state}); "
                             "see console.log in the run folder, or raise boot_timeout")
