@@ -159,3 +159,9 @@ def test_a_vm_variant_refuses_a_binary_of_its_own_and_a_my_cnf_key(tmp_path: Pat
 def test_a_vm_campaign_postgresql_runs_is_valid(tmp_path: Path, reachable_folders: Path) -> None:
     code, err = validate(campaign(tmp_path, {"version": "15", "config": {"work_mem": "8MB"}}, "vm"))
     assert code == 0, err
+
+
+def test_a_vm_variant_refuses_postgresql_18_of_the_rootfs(tmp_path: Path) -> None:
+    code, err = validate(campaign(tmp_path, {"version": "18"}, "vm"))
+    assert_one_line_bad_input(code, err)
+    assert "variants.pg.server.version: the guest runs Debian's PostgreSQL 15" in err and "use version '15'" in err
