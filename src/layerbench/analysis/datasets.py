@@ -56,7 +56,7 @@ def restore_seconds(reset: Reset) -> float:
 def verified_text(reset: Reset) -> str:
     parts = [reset.restore.verified] if reset.restore else []
     if reset.verify == "checksum":
-        parts.append("CHECKSUM TABLE in a private server")
+        parts.append("table checksums in a private server")  # CHECKSUM TABLE, or PostgreSQL's md5 of the rows
     if reset.legacy_checksum:  # runs stored before file-level verification
         parts.append("CHECKSUM TABLE through the variant's server")
     return " + ".join(p for p in parts if p)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from layerbench.analysis.io import COMPONENT_FIGURES, SERVER_FIGURES, IoRow, component_order
 
 TITLE = "Where the I/O went"
-INTRO = ("Per 1,000 transactions of the measured window (warm-up excluded), mean of runs. Server: InnoDB's own "
-         "counters (SHOW GLOBAL STATUS deltas); hit ratio = 1 - pages read from disk / logical page reads. "
+INTRO = ("Per 1,000 transactions of the measured window (warm-up excluded), mean of runs. Server: the server's own "
+         "counters (MariaDB and MySQL: InnoDB's SHOW GLOBAL STATUS deltas; PostgreSQL: pg_stat_database's blks_read "
+         "and blks_hit); hit ratio = 1 - pages read from disk / logical page reads. "
          "Components: the kernel's per-process counters (/proc/PID/io: KiB = read_bytes/write_bytes, what reached "
          "the storage layer; ops = syscr/syscw, read and write system calls) and the server's cgroup (block-device "
          "KiB and requests). docs/io.md explains each counter.")
