@@ -125,3 +125,14 @@ def test_a_stored_pgbench_campaign_reads_back_for_resume(tmp_path: Path) -> None
     assert again.workloads[0].pgbench_scale == 2 and again.workloads[0].is_pgbench
     record = CampaignRecord.from_json(stored).workloads[0]
     assert (record.tool, record.scale, record.percentile, record.tables) == ("pgbench", 2, 95, None)
+
+
+def test_the_plan_names_pgbench_where_it_drives_the_runs(tmp_path: Path) -> None:
+    from layerbench.campaign.models import load_campaign
+    from layerbench.run.plan import client_words, variant_line
+
+    only = load_campaign(campaign(tmp_path, {"tool": "pgbench", "scale": 1}))
+    assert client_words(only) == "pgbench"
+    variant = only.variants[0].model_copy(update={"cpus": "0", "client_cpus": "1"})
+    line = variant_line(variant, only.hosts, client_words(only))
+    assert "server and pgbench on this machine" in line and "pgbench CPUs 1" in line and "sysbench" not in line

@@ -91,18 +91,27 @@ def host_words(hosts: dict[str, HostEntry] | None, name: str) -> str:
     return f"host {name} (this machine, no SSH)" if entry.local else f"host {name} ({entry.ssh}, over SSH)"
 
 
-def path_text(hosts: dict[str, HostEntry] | None, variant: VariantBase) -> str:
+def path_text(hosts: dict[str, HostEntry] | None, variant: VariantBase, client: str = "sysbench") -> str:
     """Which host runs the server, which runs sysbench (over SSH or not), and the network path between them: the
-    same placement and words each run records (placement.py), so the preview cannot say another path."""
+    same placement and words each run records (placement.py), so the preview cannot say another path. `client`:
+    the load generator's name when the campaign runs pgbench (client_words)."""
     place = placement_of(hosts, variant)
     where = variant.where_text(host_words(hosts, place.server_host), host_words(hosts, place.client_host),
                                place.server_host == place.client_host)
+    if client != "sysbench":
+        where = where.replace("sysbench", client)
     return f"{where}: {variant.network_path(place)}"
 
 
-def cpus_text(variant: VariantBase) -> str:
+def client_words(campaign: Campaign) -> str:
+    """What drives the runs: sysbench, pgbench, or both (a campaign with workloads of each)."""
+    tools = {"pgbench" if w.is_pgbench else "sysbench" for w in campaign.workloads}
+    return "sysbench or pgbench" if len(tools) > 1 else tools.pop()
+
+
+def cpus_text(variant: VariantBase, client: str = "sysbench") -> str:
     parts = [f"server CPUs {variant.cpus}" if variant.cpus else "",
-             f"sysbench CPUs {variant.client_cpus}" if variant.client_cpus else ""]
+             f"{client} CPUs {variant.client_cpus}" if variant.client_cpus else ""]
     return "; ".join(p for p in parts if p)
 
 
@@ -114,13 +123,13 @@ def config_text(key: str, value: ConfigValue, postgresql: bool) -> str:
     return key if shown_value is None else f"{key}={shown_value}"
 
 
-def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None) -> str:
+def variant_line(variant: VariantBase, hosts: dict[str, HostEntry] | None = None, client: str = "sysbench") -> str:
     """What the variant creates (its backend's words), then where each part runs and the path (its placement)."""
     kind, text = variant.backend, variant.describe_plan()
     postgresql = variant.server.flavour == "postgresql"
     config = ", ".join(config_text(k, val, postgresql) for k, val in variant.server.config.items())
     where = f"datadir in {variant.data_dir}" if variant.data_dir else ""
-    extra = "; ".join(p for p in (path_text(hosts, variant), cpus_text(variant), where,
+    extra = "; ".join(p for p in (path_text(hosts, variant, client), cpus_text(variant, client), where,
                                   f"{'postgresql.conf' if postgresql else 'my.cnf'}: {config}" if config else "")
                       if p)
     return f"variant {variant.name} ({kind}): {text}; {extra}"
@@ -354,7 +363,7 @@ def make_plan(campaign: Campaign, store: Path | None = None) -> Plan:
     parts = {"prepare": prepare_seconds, "restores": restore_seconds, "runs": run_seconds,
              "waits": wait_seconds(campaign, run_seconds + restore_seconds, past),
              "first time": sum(cost for _, cost in costs)}
-    lines = [variant_line(v, campaign.hosts) for v in campaign.variants]
+    lines = [variant_line(v, campaign.hosts, client_words(campaign)) for v in campaign.variants]
     lines += neighbour_lines(campaign)  # run/neighbour_plan.py (#32)
     lines += [workload_line(campaign, w) for w in campaign.workloads] + data_lines
     lines += [f"first time: {what} (~{cost / 60:.0f} min)" for what, cost in costs]
