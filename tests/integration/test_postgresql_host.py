@@ -89,6 +89,33 @@ def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None
 
 
 
+def test_mysql_97_runs_sysbench_and_restores_its_own_snapshot(campaign: dict) -> None:
+    """MySQL 9.7 of the cached rootfs on the host (test_mysql_host.py's campaign before this example ran it): its
+    own snapshot, checked after each restore, its binary log on out of the box and off in mysql-matched."""
+    for name, log_bin in (("mysql", "ON"), ("mysql-matched", "OFF")):
+        runs = [r for r in campaign["runs"] if r[0] == name]
+        assert len(runs) == 2
+        for _variant, status, tps, details, error in runs:
+            assert status == "ok" and tps > 0, error
+            facts = json.loads(details)
+            variables = facts["environment"]["server_variables"]
+            assert variables["version"].startswith("9.7.") and variables["log_bin"] == log_bin
+            assert facts["environment"]["backend"]["server_flavour"] == "mysql"
+            assert facts["reset"]["method"] == "snapshot" and facts["reset"]["restore"]["files"] > 0
+            assert facts["reset"]["checksum_tables"] == 1
+    key = json.loads(next(r for r in campaign["runs"] if r[0] == "mysql")[3])["reset"]["snapshot"]
+    meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())
+    assert meta["server"]["flavour"] == "mysql" and "9.7.4" in meta["inputs"]["server"]
+    with Store(campaign["out"] / "layerbench.db") as store:
+        analysis = analyze(store, campaign["outcome"].campaign_id)
+    texts = [d.text(analysis.baseline) for d in analysis.differences if d.variant == "mysql"]
+    assert any("binary log (log_bin), a flavour default: ON vs OFF" in t for t in texts), texts
+    assert any("server flavour and version: mysql 9.7.4" in t for t in texts)
+    assert len(texts) < 15  # the flavours' defaults, not every variable of two servers
+    matched = [d.what for d in analysis.differences if d.variant == "mysql-matched"]
+    assert not [w for w in matched if w.startswith("binary log (")], matched  # matched: no binary log either side
+
+
 def test_postgresql_18_of_the_sid_rootfs_runs_its_own_server_on_its_own_snapshot(campaign: dict) -> None:
     """The newer major of #46: the rootfs's postgres through its loader, its own initdb, snapshot and restores."""
     runs = [r for r in campaign["runs"] if r[0] == "postgresql-18"]

@@ -221,7 +221,8 @@ class Builder:
 
     def build_in(self, work: Path) -> Path:
         # beside the build, not in it: a failed build's folder goes, and its error names this log
-        self.log = servers_dir() / f"build-{self.recipe.name}-{self.version}.log"
+        self.log = servers_dir() / ".logs" / f"build-{self.recipe.name}-{self.version}.log"
+        self.log.parent.mkdir(exist_ok=True)
         self.log.unlink(missing_ok=True)
         kept = debs_folder(self.version, self.recipe)
         debs = kept if (kept / "SHA256SUMS").is_file() else work / "debs"
