@@ -5,9 +5,12 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from helpers import folders_postgres_enters
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "src/layerbench/data/examples"
 # Examples that need a cluster this module cannot start beside its one-node cluster run in smoke mode in the module
@@ -26,6 +29,14 @@ RUN_ELSEWHERE = {"k8s-two-nodes": ("tests/integration/test_k8s_cluster_campaign.
                                 "test_the_remote_example_run_from_inside_in_smoke_mode_completes_with_its_pods_on_the_"
                                 "nodes")}
 EXAMPLES = sorted(e for e in EXAMPLES_DIR.glob("*.yaml") if e.stem not in RUN_ELSEWHERE)
+
+
+@pytest.fixture
+def postgres_folders() -> Iterator[Path]:
+    """Work and dataset folders (the environment the CLI inherits) that the user postgres can enter: pytest's own
+    are 0700, and validate refuses them for a PostgreSQL variant."""
+    with folders_postgres_enters("lb-e2e-pg-") as base:
+        yield base
 
 
 def cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
@@ -54,6 +65,8 @@ def test_example_validates_and_runs_in_smoke_mode(example: Path, tmp_path: Path,
         request.getfixturevalue("lab_hosts")  # the two-host lab of scripts/lab-hosts, up for this session
     if "flavour: mysql" in example.read_text():  # validate refuses a MySQL that is not built: build it (cached)
         assert cli("server", "build", "mysql", "9.7").returncode == 0
+    if "flavour: postgresql" in example.read_text():  # its server runs as user postgres: folders it can enter
+        request.getfixturevalue("postgres_folders")
     checked = cli("validate", str(example))
     assert checked.returncode == 0 and "valid;" in checked.stdout, checked.stderr
     done = cli("run", "--smoke", str(example), "--output", str(tmp_path))

@@ -27,6 +27,13 @@ def test_an_environment_assignment_keeps_its_name() -> None:
     assert rewrite(["a=b/tmp/run/pgpass"], {"pgpass": ""}, to="/c") == ["/c/pgpass"]  # not a name: a path
 
 
+def test_a_variable_given_to_env_keeps_its_name() -> None:
+    """pgbench's passfile (pgbench/command.py: `env PGPASSFILE=<file> pgbench ...`) in a client container: the
+    variable still names the copy (it was rewritten to a bare path, and env tried to run the passfile)."""
+    cmd = ["env", "PGPASSFILE=/root/private/pgpass", "/usr/lib/postgresql/15/bin/pgbench", "sbtest"]
+    assert rewrite(cmd, {"pgpass": "h:1:d:u:p\n"})[:2] == ["env", f"PGPASSFILE={CLIENT_DIR}/pgpass"]
+
+
 def test_a_name_that_only_ends_like_a_file_is_not_one() -> None:
     assert rewrite(["/tmp/run/myhook.lua"], {"hook.lua": ""}) == ["/tmp/run/myhook.lua"]
 

@@ -167,6 +167,17 @@ SERVER_IMAGE_COST = FirstTimeCost("the server image, built once from Debian pack
                                   "`layerbench image build`)", 120, rank=0, cached=image_built)  # 106 s measured
 
 
+def postgresql_image_built() -> bool:
+    from layerbench.server.postgresql_image import postgresql_image_built as built
+
+    return built()
+
+
+# The PostgreSQL image the docker backend builds from this machine's packages (server/postgresql_image.py).
+POSTGRESQL_IMAGE_COST = FirstTimeCost("the PostgreSQL image, built once from Debian packages (debootstrap + "
+                                      "postgresql-15)", 120, rank=0, cached=postgresql_image_built)
+
+
 @dataclass(frozen=True)
 class ContainerEngine:
     """A backend's container engine on this machine, for what the core starts or builds in it outside a variant's

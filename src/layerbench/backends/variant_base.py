@@ -67,7 +67,7 @@ class VariantBase(Strict):
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
     dataset_on_server_host: ClassVar[bool] = False  # on an ssh: host, that host prepares and keeps its snapshots
     memory_here: ClassVar[bool] = True  # its server's memory is this machine's (False: a node's, its backend checks)
-    runs_postgresql: ClassVar[bool] = False  # server: {flavour: postgresql} (issue #46: the host backend first)
+    runs_postgresql: ClassVar[bool] = False  # server: {flavour: postgresql} (issue #46: the host and docker backends)
 
     @property
     def client_kind(self) -> str:
@@ -247,7 +247,8 @@ class BuiltServerVariant(VariantBase):
         return self.is_mysql
 
     def server_command_here(self) -> tuple[str, ...] | None:
-        if self.mysqld is not None:  # the same bytes, here through the root's own loader
+        if self.mysqld is not None or self.server.flavour == "postgresql":  # the same bytes here: the root's own
+            # loader, or this machine's postgres (the program its PostgreSQL image installs)
             return resolve_server(self).command
         if self.mysql_from_rootfs():  # the rootfs's mysqld: the image's, guest's or pod's own bytes
             return rootfs_mysql(self.server.version or DEFAULT_MYSQL, f"variants.{self.name}.server").command
@@ -259,6 +260,8 @@ class BuiltServerVariant(VariantBase):
         (through its root's loader); MariaDB's by this host's MariaDB."""
         if self.mysqld is not None:
             return ServerChoice("prepare", self.server.flavour, self.server.version, self.mysqld)
+        if self.server.flavour == "postgresql":  # this machine's, whose package its image installs
+            return ServerChoice("prepare", "postgresql", self.server.version)
         if self.is_mysql and self.server_host is None:
             return ServerChoice("prepare", "mysql", self.server.version)
         return super().snapshot_server()
@@ -323,7 +326,7 @@ def postgresql_refusal(variant: VariantBase) -> str | None:
         return None
     if not variant.runs_postgresql:
         return (f"variants.{variant.name}.server.flavour: postgresql is not yet in the {variant.backend} backend; "
-                "use backend: host for this variant (docs/servers.md#postgresql)")
+                "use backend: host, docker or vm for this variant (docs/servers.md#postgresql)")
     for key in variant.server.config:
         refusal = mysql_only_refusal(key)
         if refusal:

@@ -16,7 +16,8 @@ CLIENT_DIR = "/etc/layerbench-client"
 
 def rewrite(cmd: list[str], files: dict[str, str], to: str = CLIENT_DIR) -> list[str]:
     """Point the command's file arguments (this host's paths) at the copies in folder `to` (where the client
-    runs: the client container's mount, or a folder on another host)."""
+    runs: the client container's mount, or a folder on another host); an option's or a variable's name before its
+    `=` stays (`--config-file=`, env's `PGPASSFILE=`)."""
     out = []
     for arg in cmd:
         for name in files:

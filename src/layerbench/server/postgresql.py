@@ -196,13 +196,17 @@ def run_as() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
+def switch_user(setpriv: str, user: int | str, group: int | str, cmd: list[str]) -> list[str]:
+    """`cmd` run as `user`:`group` and no other group, by setpriv, which execs it (the PID is the program's own)."""
+    return [setpriv, f"--reuid={user}", f"--regid={group}", "--clear-groups", "--", *cmd]
+
+
 def as_server_user(cmd: list[str]) -> list[str]:
-    """`cmd` run as the server's user (setpriv execs it: the PID is the program's own), or as it is."""
+    """`cmd` run as the server's user here, or as it is (this process is not root)."""
     ids = run_as()
     if ids is None:
         return cmd
-    setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
-    return [setpriv, f"--reuid={ids[0]}", f"--regid={ids[1]}", "--clear-groups", "--", *cmd]
+    return switch_user(shutil.which("setpriv") or "/usr/bin/setpriv", ids[0], ids[1], cmd)
 
 
 def give_to_server_user(path: Path, only: list[str] | None = None) -> None:
@@ -247,10 +251,11 @@ def check_reachable(path: Path, what: str, where: str) -> None:
                        f"(chmod o+x {blocked}) or move the folder (docs/servers.md#postgresql)")
 
 
-def initdb_args(datadir: Path, initdb: tuple[str, ...] = ()) -> list[str]:
+def initdb_args(datadir: str | Path, initdb: tuple[str, ...] = ()) -> list[str]:
     """An empty cluster: the superuser `postgres` (trust over the socket only: pg_hba.conf is replaced), UTF-8, C;
-    run as the server's user (here: initdb_command; in a VM's guest: its init, backends/vm/guestpg.py). `initdb`: a
-    rootfs's (through its loader), else this machine's."""
+    run as the server's user (here: initdb_command; in a VM's guest: its init, backends/vm/guestpg.py; the same
+    program and arguments in the PostgreSQL image, server/postgresql_image.py). `initdb`: a rootfs's (through its
+    loader), else this machine's."""
     return [*(initdb or (str(program("initdb")),)), "-D", str(datadir), f"--username={SUPERUSER}",
             "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C"]
 
@@ -262,6 +267,17 @@ def initdb_command(datadir: Path, initdb: tuple[str, ...] = ()) -> list[str]:
 def server_command(datadir: Path, command: tuple[str, ...] = ()) -> list[str]:
     """The server on a datadir: `command` (a rootfs's postgres through its loader), else this machine's."""
     return as_server_user([*(command or (str(program("postgres")),)), "-D", str(datadir)])
+
+
+def write_server_files(folder: Path, config: Mapping[str, ConfigValue], owned: Mapping[str, ConfigValue],
+                       run_dir: Path) -> None:
+    """postgresql.conf (layerbench's defaults, the variant's settings, what it owns for this start) and pg_hba.conf
+    into `folder`, and a copy of the conf in the run's folder: the file says what ran. Nothing secret is in them."""
+    conf = render_conf(merged(config, owned))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "postgresql.conf").write_text(conf, encoding="utf-8")
+    for name, text in (("postgresql.conf", conf), ("pg_hba.conf", HBA)):
+        (folder / name).write_text(text, encoding="utf-8")
 
 
 LOG_LEVEL = re.compile(r"\b(LOG|FATAL|ERROR|PANIC):\s+")

@@ -102,10 +102,7 @@ class PrivateServer:
         port = spec.port or free_port(spec.listen_address)
         owned = {"listen_addresses": spec.listen_address, "port": port,
                  "unix_socket_directories": str(self.socket_dir), "password_encryption": "scram-sha-256"}
-        conf = pg.render_conf(pg.merged(spec.config, owned))
-        (spec.run_dir / "postgresql.conf").write_text(conf, encoding="utf-8")
-        for name, text in (("postgresql.conf", conf), ("pg_hba.conf", pg.HBA)):
-            (self.datadir / name).write_text(text, encoding="utf-8")
+        pg.write_server_files(self.datadir, spec.config, owned, spec.run_dir)
         # the restore kept the snapshot's owners (server/restore.py): only the new files and the folder's mode
         pg.give_to_server_user(self.datadir, only=["postgresql.conf", "pg_hba.conf"])
         self.log_path = spec.run_dir / "server.log"

@@ -244,9 +244,12 @@ IMAGE_PROGRAMS = {"mariadb": "mariadbd", "mysql": "/usr/sbin/mysqld"}  # the ser
 
 
 def image_server(variant: ChosenServer) -> ServerProgram:
-    """The server of the locally built image a container variant runs: MariaDB (the host's package) or the MySQL
-    of the cached rootfs (its flavour read from the rootfs's own mysqld, here); a one-line BadInput when the
-    rootfs is not built (with the command that builds it)."""
+    """The server of the locally built image a container variant runs: MariaDB (the host's package), the MySQL
+    of the cached rootfs (its flavour read from the rootfs's own mysqld, here) or PostgreSQL (the image holds this
+    machine's postgresql-15: the same program at the same path); a one-line BadInput when the rootfs is not built
+    (with the command that builds it) or PostgreSQL is not installed here."""
+    if variant.server.flavour == "postgresql":
+        return host_postgresql(variant.server.version or DEFAULT_POSTGRESQL, f"variants.{variant.name}.server")
     if variant.server.flavour == "mysql":
         on_host = rootfs_mysql(variant.server.version or DEFAULT_MYSQL, f"variants.{variant.name}.server")
         return ServerProgram(on_host.flavour, (IMAGE_PROGRAMS["mysql"],))

@@ -84,6 +84,21 @@ def mysql_only_refusal(key: str) -> str | None:
 
 
 VERSION_RE = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,4}){0,2}$")
+PG_MEMORY_RE = re.compile(r"\s*([0-9]{1,19})\s*(kB|MB|GB|TB)?\s*")
+PG_UNITS = {"kB": 10, "MB": 20, "GB": 30, "TB": 40}
+PG_BLOCK = 8192  # a memory setting without a unit counts PostgreSQL's blocks (shared_buffers)
+
+
+def pg_memory_bytes(value: ConfigValue) -> int | None:
+    """A PostgreSQL memory setting such as shared_buffers in bytes: a number of 8 kB blocks, or a number with kB,
+    MB, GB or TB (powers of 1024, PostgreSQL's spelling); None when it is no such value (postgres -C says why)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    match = PG_MEMORY_RE.fullmatch(str(value))
+    if not match:
+        return None
+    size = int(match.group(1)) << PG_UNITS[match.group(2)] if match.group(2) else int(match.group(1)) * PG_BLOCK
+    return size if size < 2**63 else None
 
 
 class ServerSettings(Strict):
@@ -113,9 +128,10 @@ class ServerSettings(Strict):
         return self
 
     def buffer_pool_option(self) -> tuple[str, ConfigValue] | None:
-        """(name as written, value) of innodb_buffer_pool_size in the overlay, in any spelling; None when unset."""
-        return next(((k, v) for k, v in self.config.items() if canonical_option(k) == "innodb-buffer-pool-size"),
-                    None)
+        """(name as written, value) of innodb_buffer_pool_size in the overlay, in any spelling (PostgreSQL's
+        shared_buffers, its cache of pages); None when unset."""
+        name = "shared-buffers" if self.flavour == "postgresql" else "innodb-buffer-pool-size"
+        return next(((k, v) for k, v in self.config.items() if canonical_option(k) == name), None)
 
     def page_size(self) -> str | None:
         """innodb_page_size as the overlay sets it (any spelling), or None: it changes the dataset's bytes."""
@@ -125,12 +141,14 @@ class ServerSettings(Strict):
         """The buffer pool this server is configured with, in bytes; None when my.cnf leaves it at the default or
         its value is no size (the server refuses that at start)."""
         option = self.buffer_pool_option()
-        return None if option is None else size_in_bytes(option[1])
+        if option is None:
+            return None
+        return pg_memory_bytes(option[1]) if self.flavour == "postgresql" else size_in_bytes(option[1])
 
     def memory_for(self, extra: int = 0) -> int:
         """The memory a limit layerbench derives gives this server: the buffer pool (the server's default when
         unset) + SERVER_MEMORY_OVERHEAD + `extra` (a guest's kernel), and at least MEMORY_FLOOR, in whole MiB."""
-        pool = self.buffer_pool_bytes() or DEFAULT_BUFFER_POOL
+        pool = self.buffer_pool_bytes() or DEFAULT_BUFFER_POOL  # PostgreSQL's default shared_buffers is the same
         return in_mib(max(MEMORY_FLOOR, pool + SERVER_MEMORY_OVERHEAD + extra)) << 20
 
     @field_validator("config")

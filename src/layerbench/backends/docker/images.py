@@ -30,6 +30,10 @@ def local_image(client: Any, variant: DockerVariant, say: Callable[[str], None] 
 
         version = variant.server.version or DEFAULT_MYSQL
         return ensure_mysql_image(client, version, f"variants.{variant.name}.server.version", say)
+    if variant.server.flavour == "postgresql":
+        from layerbench.server.postgresql_image import ensure_postgresql_image, postgresql_image_tag
+
+        return ensure_postgresql_image(client, say) if say else postgresql_image_tag()
     from layerbench.server.image import ensure_docker_image, image_tag
 
     return ensure_docker_image(client, say) if say else image_tag()

@@ -20,6 +20,9 @@ from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, Server
 from layerbench.backends.docker.client import ContainerClient
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.docker.images import check_image, local_image
+from layerbench.backends.docker.postgresql import DATADIR as PG_DATADIR
+from layerbench.backends.docker.postgresql import PORT as PG_PORT
+from layerbench.backends.docker.postgresql import PostgresContainer
 from layerbench.backends.docker.procs import docker_components
 from layerbench.backends.docker.qos import check_resources, resource_options
 from layerbench.backends.docker.upstream import (
@@ -111,9 +114,13 @@ def wait_for_copy(backend: DockerBackend, spec: ServerSpec) -> None:
 
 
 def wait_for_container(backend: DockerBackend, endpoint: Endpoint) -> None:
-    """Until the server answers; a container that stopped says why (OOM-killed, its exit code)."""
+    """Until the server answers (PostgreSQL: its socket, its account, then the benchmark login:
+    backends/docker/postgresql.py); a container that stopped says why (OOM-killed, its exit code)."""
     try:
-        wait_until_ready(endpoint, alive=backend._alive, timeout=START_TIMEOUT, log_tail=backend.server_log_tail)
+        if backend.pg is not None:
+            backend.pg.ready(endpoint, backend._alive, backend.server_log_tail, START_TIMEOUT)
+        else:
+            wait_until_ready(endpoint, alive=backend._alive, timeout=START_TIMEOUT, log_tail=backend.server_log_tail)
     except RunFailed as error:
         cause = backend.exit_cause()
         raise RunFailed(f"server container {cause}" if cause else str(error)) from None
@@ -137,6 +144,9 @@ class DockerBackend(BackendBase):
         self.upstream: UpstreamImage | None = None  # an `image:` started through its entrypoint (upstream.py)
         self.secrets: list[Secret] = []  # redacted from the container's log lines
         self.lease_of: Callable[[], str] = local_lease  # the harness's lease on the daemon's machine (labels)
+        self.pg: PostgresContainer | None = None  # a postgresql variant's own parts (backends/docker/postgresql.py)
+        self.datadir, self.container_port = (PG_DATADIR, PG_PORT) if variant.server.flavour == "postgresql" else \
+            (DATADIR, 3306)  # in the container
 
     @property
     def server(self) -> ServerProgram:
@@ -170,6 +180,8 @@ class DockerBackend(BackendBase):
         with contextlib.suppress(FileNotFoundError):
             (spec.private_dir / "conf" / "init.sql").unlink()
         self.facts = daemon_facts(self.docker, self.image)
+        if self.pg is not None:
+            self.facts |= self.server.flavour.facts()
         if self.upstream is not None:
             self.facts |= upstream_facts(spec, endpoint, self.image)
         return endpoint
@@ -177,9 +189,13 @@ class DockerBackend(BackendBase):
     def _start(self, spec: ServerSpec) -> Endpoint:
         variant = self.variant
         network = self._network(spec)
-        self.port = self._free_port(spec.listen_address) if variant.network == "host" else 3306
+        self.port = self._free_port(spec.listen_address) if variant.network == "host" else self.container_port
+        self.pg = PostgresContainer.made(spec, variant, self.port) if self.datadir == PG_DATADIR else None
         kwargs = {**self._mounts(spec), **network, **resource_options(variant)}
-        if self.upstream is None:
+        if self.pg is not None:
+            kwargs |= self.pg.options(variant.storage not in HOST_RESTORED or spec.snapshot is None,
+                                      LOGS, COPY_DONE, SNAPSHOT)
+        elif self.upstream is None:
             self._write_config(spec)
             kwargs["command"] = server_command(self.server, spec.snapshot is not None, variant.storage)
         else:
@@ -192,8 +208,7 @@ class DockerBackend(BackendBase):
         self.copy_started = time.monotonic()  # a copy inside the container (IN_CONTAINER) starts with it
         self.container.start()
         self.container.reload()
-        return Endpoint(self._address(variant, spec), self._published_port(variant), spec.user, spec.password,
-                        spec.database)
+        return container_endpoint(self, spec)
 
     def _network(self, spec: ServerSpec) -> dict[str, Any]:
         variant = self.variant
@@ -201,7 +216,7 @@ class DockerBackend(BackendBase):
             return {"network_mode": "host"}
         if variant.network == "bridge" and variant.client == "host":
             address = spec.listen_address  # loopback: docker-proxy; another host's client: kernel NAT
-            return {"ports": {"3306/tcp": (address, self._free_port(address))}}
+            return {"ports": {f"{self.container_port}/tcp": (address, self._free_port(address))}}
         net = self._create("network", lambda: self.docker.networks.create(
             f"{spec.label}-net", driver="bridge", labels=labels(spec, "network", self.lease_of())))
         return {"network": net.name}
@@ -218,17 +233,6 @@ class DockerBackend(BackendBase):
             self.created.append((kind, obj))
         return obj
 
-    def _address(self, variant: DockerVariant, spec: ServerSpec) -> str:
-        if variant.network == "host" or (variant.network == "bridge" and variant.client == "host"):
-            return spec.listen_address
-        networks = self.container.attrs["NetworkSettings"]["Networks"]
-        return next(iter(networks.values()))["IPAddress"]
-
-    def _published_port(self, variant: DockerVariant) -> int:
-        if variant.network == "bridge" and variant.client == "host":
-            return published_port_or_cause(self.container, variant)
-        return int(self.port or 3306)
-
     def _write_config(self, spec: ServerSpec) -> None:
         owned = {"datadir": DATADIR, "port": self.port, "socket": "/run/mysqld/mysqld.sock",
                  "bind-address": spec.listen_address if self.variant.network == "host" else "0.0.0.0",
@@ -237,20 +241,21 @@ class DockerBackend(BackendBase):
 
     def _mounts(self, spec: ServerSpec) -> dict[str, Any]:
         variant = self.variant
-        volumes = {str((spec.private_dir / "conf").resolve()): {"bind": CONF, "mode": "ro"},
-                   str(spec.run_dir.resolve()): {"bind": LOGS, "mode": "rw"}}
+        conf = self.pg.volumes() if self.pg is not None else {
+            str((spec.private_dir / "conf").resolve()): {"bind": CONF, "mode": "ro"}}
+        volumes = {**conf, str(spec.run_dir.resolve()): {"bind": LOGS, "mode": "rw"}}
         if spec.snapshot is not None and variant.storage not in HOST_RESTORED:
             volumes[str(spec.snapshot.resolve())] = {"bind": SNAPSHOT, "mode": "ro"}
         extra: dict[str, Any] = {}
         storage = variant.storage
         if storage == "bind":
-            volumes[str(self._bind_dir(spec).resolve())] = {"bind": DATADIR, "mode": "rw"}
+            volumes[str(self._bind_dir(spec).resolve())] = {"bind": self.datadir, "mode": "rw"}
         elif storage == "volume":
-            volumes[self._volume(spec, spec.label).name] = {"bind": DATADIR, "mode": "rw"}
+            volumes[self._volume(spec, spec.label).name] = {"bind": self.datadir, "mode": "rw"}
         elif storage == "data-container":
             extra["volumes_from"] = [data_container(self, spec)]
         elif storage == "tmpfs":
-            extra["tmpfs"] = {DATADIR: "rw,size=90%"}
+            extra["tmpfs"] = {self.datadir: "rw,size=90%"}
         return {"volumes": volumes, **extra}
 
     def _bind_dir(self, spec: ServerSpec) -> Path:
@@ -280,6 +285,8 @@ class DockerBackend(BackendBase):
                 obj.remove(force=True, v=True) if kind == "container" else obj.remove()
         self.created.clear()
         self.container = None
+        if self.pg is not None:
+            self.pg.remove()
         if self.spec is not None:
             shutil.rmtree(self.spec.work_dir / "docker" / self.spec.label, ignore_errors=True)
             owners.forget(self.spec.label)
@@ -294,7 +301,7 @@ class DockerBackend(BackendBase):
         return container_pid(self.container)
 
     def components(self) -> dict[str, list[int]]:
-        return docker_components(self.server_pid(), published_host_port(self.container))
+        return docker_components(self.server_pid(), published_host_port(self.container, self.container_port))
 
     def client_processes(self, hook: Path) -> list[int]:
         """sysbench on this host (client: host) or in its client container (its hook under CLIENT_DIR)."""
@@ -320,12 +327,25 @@ class DockerBackend(BackendBase):
         return container_log_tail(self.spec, self.container, lines, self.secrets)
 
 
+def container_endpoint(backend: DockerBackend, spec: ServerSpec) -> Endpoint:
+    """Where sysbench dials the started container's server: this machine's listen address (host network, or a
+    published port), else the container's own address on the run's network."""
+    variant, port = backend.variant, int(backend.port or backend.container_port)
+    if variant.network == "bridge" and variant.client == "host":
+        address, port = spec.listen_address, published_port_or_cause(backend.container, variant, port)
+    elif variant.network == "host":
+        address = spec.listen_address
+    else:
+        address = next(iter(backend.container.attrs["NetworkSettings"]["Networks"].values()))["IPAddress"]
+    return Endpoint(address, port, spec.user, spec.password, spec.database, driver=backend.server.flavour.driver)
+
+
 def data_container(backend: DockerBackend, spec: ServerSpec) -> str:
     """The never-started container holding the datadir's named volume (storage: data-container)."""
     volume = backend._volume(spec, f"{spec.label}-data")
     holder = backend._create("container", lambda: backend.docker.containers.create(
         backend.image, ["true"], name=f"{spec.label}-data", labels=labels(spec, "data", backend.lease_of()),
-        volumes={volume.name: {"bind": DATADIR, "mode": "rw"}}))
+        volumes={volume.name: {"bind": backend.datadir, "mode": "rw"}}))
     return str(holder.name)
 
 
@@ -428,10 +448,10 @@ def container_pid(container: Any) -> int | None:
         return None
 
 
-def published_port_or_cause(container: Any, variant: DockerVariant) -> int:
-    """The host port Docker published for the server, or RunFailed with why there is none: the container stopped
-    before Docker bound it (its exit code, or its OOM kill)."""
-    port = published_host_port(container)
+def published_port_or_cause(container: Any, variant: DockerVariant, inside: int = 3306) -> int:
+    """The host port Docker published for the server's port `inside`, or RunFailed with why there is none: the
+    container stopped before Docker bound it (its exit code, or its OOM kill)."""
+    port = published_host_port(container, inside)
     if port is None:
         why = container_exit_cause(container, variant.resources.memory, settle=1.0)
         raise RunFailed(f"variants.{variant.name}: the server's container has no published port: it "
@@ -439,8 +459,8 @@ def published_port_or_cause(container: Any, variant: DockerVariant) -> int:
     return port
 
 
-def published_host_port(container: Any) -> int | None:
+def published_host_port(container: Any, inside: int = 3306) -> int | None:
     try:
-        return int(container.attrs["NetworkSettings"]["Ports"]["3306/tcp"][0]["HostPort"])
+        return int(container.attrs["NetworkSettings"]["Ports"][f"{inside}/tcp"][0]["HostPort"])
     except (KeyError, TypeError, IndexError, AttributeError):
         return None

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.backends.base import POSTGRESQL_IMAGE_COST, SERVER_IMAGE_COST
 from layerbench.backends.variant_base import DiskCopy, FirstTimeCost, ImageVariant
 from layerbench.errors import BadInput, shown
 from layerbench.hosts.placement import Placement, tcp_path
@@ -81,6 +81,7 @@ class DockerVariant(ImageVariant):
     run_overhead: ClassVar[float] = 3  # container start + stop, measured: 1.6 s median over 243 runs here, + margin
     leftovers: ClassVar[str | None] = "layerbench.backends.docker.cleanup"
     container_engine: ClassVar[str | None] = "layerbench.backends.docker.engine"  # placement: docker, image build
+    runs_postgresql: ClassVar[bool] = True  # the PostgreSQL image (backends/docker/postgresql.py); not on an ssh: host
 
     @model_validator(mode="after")
     def _binary_or_image(self) -> DockerVariant:
@@ -133,7 +134,8 @@ class DockerVariant(ImageVariant):
             limits.append(f"memory {self.derived_memory()} (the buffer pool + overhead)")
         image = self.image or ("the local MySQL image (the cached rootfs)" if self.server.flavour == "mysql" else
                                f"an image of the root filesystem of {self.mysqld}" if self.mysqld else
-                               "the local layerbench image")
+                               "the local PostgreSQL image (this machine's postgresql-15, run as user postgres)"
+                               if self.server.flavour == "postgresql" else "the local layerbench image")
         return (f"a container of {image}; {NETWORK_WORDS[self.network]}; "
                 f"{STORAGE_WORDS[self.storage]}; limits: {', '.join(limits) or 'none'}")
 
@@ -192,6 +194,8 @@ class DockerVariant(ImageVariant):
             return []
         if self.mysqld is not None:
             return [self._root_image_cost()]
+        if self.server.flavour == "postgresql":
+            return [POSTGRESQL_IMAGE_COST]
         if self.server.flavour == "mysql":
             from layerbench.server.mysql_image import IMPORT_SECONDS, mysql_image_imported
 
@@ -220,7 +224,12 @@ class DockerVariant(ImageVariant):
 
     def check_server_here(self) -> None:
         """A MySQL variant: its rootfs is built (else the command that builds it), in the local image only; a
-        `mysqld:` variant: the binary is a server layerbench knows, inside a root holding its libraries."""
+        `mysqld:` variant: the binary is a server layerbench knows, inside a root holding its libraries; a
+        PostgreSQL variant: this machine's PostgreSQL, which its image installs (backends/docker/postgresql.py)."""
+        if self.server.flavour == "postgresql":
+            from layerbench.backends.docker.postgresql import check_postgresql
+
+            return check_postgresql(self)
         if self.mysqld is not None:
             self._check_binary()
             return
