@@ -162,7 +162,9 @@ def test_a_vm_campaign_postgresql_runs_is_valid(tmp_path: Path, reachable_folder
     assert code == 0, err
 
 
-def test_a_vm_variant_refuses_postgresql_18_of_the_rootfs(tmp_path: Path) -> None:
-    code, err = validate(campaign(tmp_path, {"version": "18"}, "vm"))
+@pytest.mark.parametrize("backend", ["vm", "docker"])
+def test_postgresql_18_of_the_rootfs_is_the_host_backend_s_only(tmp_path: Path, backend: str) -> None:
+    code, err = validate(campaign(tmp_path, {"version": "18"}, backend))
     assert_one_line_bad_input(code, err)
-    assert "variants.pg.server.version: the guest runs Debian's PostgreSQL 15" in err and "use version '15'" in err
+    assert (f"variants.pg.server.version: PostgreSQL 18 of the sid rootfs runs on the host backend only, and the "
+            f"{backend} backend runs Debian's PostgreSQL 15") in err and "use version '15' or backend: host" in err

@@ -20,6 +20,7 @@ from pydantic import Field, model_validator
 from layerbench.errors import shown
 from layerbench.hosts.placement import Placement, tcp_path
 from layerbench.neighbours.model import NeighbourList
+from layerbench.server.postgresql_rootfs import is_rootfs_version
 from layerbench.server.servers import DEFAULT_MYSQL, ServerChoice, resolve_server, rootfs_mysql
 from layerbench.server.settings import SERVER_MEMORY_OVERHEAD, ServerSettings, mysql_only_refusal
 from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, NAME_RE, PrintableLine, Strict, Text
@@ -327,6 +328,11 @@ def postgresql_refusal(variant: VariantBase) -> str | None:
     if not variant.runs_postgresql:
         return (f"variants.{variant.name}.server.flavour: postgresql is not yet in the {variant.backend} backend; "
                 "use backend: host, docker or vm for this variant (docs/servers.md#postgresql)")
+    version = variant.server.version
+    if variant.backend != "host" and version and is_rootfs_version(version):
+        return (f"variants.{variant.name}.server.version: PostgreSQL {version} of the sid rootfs runs on the host "
+                f"backend only, and the {variant.backend} backend runs Debian's PostgreSQL 15 (this machine's); use "
+                "version '15' or backend: host")
     for key in variant.server.config:
         refusal = mysql_only_refusal(key)
         if refusal:

@@ -14,9 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from layerbench.backends.base import SERVER_IMAGE_COST
 from layerbench.backends.variant_base import BuiltServerVariant, DiskCopy, FirstTimeCost
-from layerbench.errors import BadInput
 from layerbench.hosts.placement import Placement, tcp_path
-from layerbench.server.postgresql_rootfs import is_rootfs_version
 from layerbench.server.servers import (
     DEFAULT_MYSQL,
     DEFAULT_POSTGRESQL,
@@ -210,10 +208,6 @@ class VMVariant(BuiltServerVariant):
         elif self.is_mysql:
             image_server(self)
         elif self.is_postgresql:
-            if self.server.version and is_rootfs_version(self.server.version):
-                raise BadInput(f"variants.{self.name}.server.version: the guest runs Debian's PostgreSQL 15 (this "
-                               f"machine's); PostgreSQL {self.server.version} of the sid rootfs runs on the host "
-                               "backend only; use version '15' or backend: host")
             resolve_server(self)  # this machine's PostgreSQL: the version the guest is given, and the snapshot's
 
     @property
