@@ -163,6 +163,6 @@ def test_shared_buffers_is_a_postgresql_variants_cache_of_pages() -> None:
     assert ServerSettings(config={"shared_buffers": "4GB"}).buffer_pool_bytes() is None  # not MariaDB's
     assert campaign(qos="guaranteed", server={"flavour": "postgresql", "config": {"shared_buffers": "3GB"}}
                     ).variant("d").derived_memory() == "3584m"
-    with pytest.raises(BadInput, match=r"variants\.d\.resources\.memory: 1g is below the buffer pool this variant "
+    with pytest.raises(BadInput, match=r"variants\.d\.resources\.memory: 1g is below the shared_buffers this variant "
                        r"asks for \(server\.config\.shared_buffers: 3GB\)"):
         campaign(resources={"memory": "1g"}, server={"flavour": "postgresql", "config": {"shared_buffers": "3GB"}})

@@ -98,7 +98,7 @@ def test_a_postgresql_guest_gets_memory_for_its_shared_buffers_and_refuses_less(
     with pytest.raises(ValidationError) as refused:
         variant(memory="2G", server={"flavour": "postgresql", "config": {"shared_buffers": "4GB"}})
     assert ("variants.pg.memory: 2G is below the shared_buffers this variant asks for (server.config.shared_buffers: "
-            "4GB) and the guest's 256 MiB; set memory to at least 4864M or use smaller shared_buffers") \
+            "4GB); set memory to at least 4864M (the shared_buffers + 768 MiB) or use a smaller shared_buffers") \
         in str(refused.value)
 
 

@@ -190,12 +190,12 @@ class VariantBase(Strict):
         if pool is None or limit is None or size is None or size >= pool:
             return self
         name, value = self.server.buffer_pool_option() or ("innodb_buffer_pool_size", pool)
-        raise ValueError(f"variants.{self.name}.{limit[0]}: {shown(limit[1], quote=False)} is below the buffer pool "
+        pool_words = "shared_buffers" if self.server.flavour == "postgresql" else "buffer pool"
+        extra = SERVER_MEMORY_OVERHEAD + self.guest_memory
+        raise ValueError(f"variants.{self.name}.{limit[0]}: {shown(limit[1], quote=False)} is below the {pool_words} "
                          f"this variant asks for (server.config.{name}: {shown(value, quote=False)}); set {limit[0]} "
-                         "to at least "
-                         f"{self.memory_text(pool + SERVER_MEMORY_OVERHEAD + self.guest_memory)} (the buffer pool "
-                         f"+ {byte_text(SERVER_MEMORY_OVERHEAD + self.guest_memory, 'MiB', '.0f')}) or use a smaller "
-                         "buffer pool")
+                         f"to at least {self.memory_text(pool + extra)} (the {pool_words} + "
+                         f"{byte_text(extra, 'MiB', '.0f')}) or use a smaller {pool_words}")
 
     def run_copies(self, work: Path) -> list[DiskCopy]:
         """Where one run of this variant holds its dataset on this machine's disks (the disk preflight counts

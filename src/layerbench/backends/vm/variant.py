@@ -26,7 +26,7 @@ from layerbench.server.servers import (
 from layerbench.server.settings import MEMORY_FLOOR, SERVER_MEMORY_OVERHEAD, ServerSettings
 from layerbench.vocabulary.base import PrintableLine
 from layerbench.vocabulary.limits import MAX_SECONDS
-from layerbench.vocabulary.sizes import QEMU_MEMORY_RE, byte_text, in_mib
+from layerbench.vocabulary.sizes import QEMU_MEMORY_RE, in_mib
 
 NETWORK_WORDS = {"user": "QEMU user networking", "tap": "a tap device on a bridge"}
 ACCEL_WORDS = {"auto": "KVM if it works, else TCG (emulated, marked)", "kvm": "KVM", "tcg": "TCG (emulated)"}
@@ -116,18 +116,6 @@ class VMVariant(BuiltServerVariant):
         except ValidationError:
             return data  # the field's own validation says what is wrong
         return {**data, "memory": cls.model_construct(server=server).derived_memory()}
-
-    @model_validator(mode="after")
-    def _memory_holds_shared_buffers(self) -> VMVariant:
-        """PostgreSQL's shared_buffers are mapped at start: a guest with less memory never serves (its server exits
-        in the guest), so refused here, as a buffer pool above the memory is (VariantBase)."""
-        shared, size = shared_buffers_bytes(self.server), self.memory_limit_bytes()
-        if shared is None or size is None or size >= shared + GUEST_MEMORY:
-            return self
-        raise ValueError(f"variants.{self.name}.memory: {self.memory} is below the shared_buffers this variant asks "
-                         f"for (server.config.shared_buffers: {shared_buffers_setting(self.server)}) and the "
-                         f"guest's {byte_text(GUEST_MEMORY, 'MiB', '.0f')}; set memory to at least "
-                         f"{self.derived_memory()} or use smaller shared_buffers")
 
     def derived_memory(self) -> str:
         """A PostgreSQL guest's memory when the variant sets none: its shared_buffers in place of a buffer pool."""
