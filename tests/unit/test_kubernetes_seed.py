@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.backends.kubernetes import job, seed, volsnap
+from layerbench.backends.kubernetes import cluster, job, seed, volsnap
 from layerbench.backends.kubernetes import manifests as m
 from layerbench.campaign.models import parse_campaign
 from layerbench.server.flavour import MARIADB
@@ -143,3 +144,21 @@ def test_the_record_says_which_path_made_the_data() -> None:
     assert seed.data_words(None, "pvc").endswith(f"({volsnap.COPIED})")
     assert seed.data_words({}, "pvc").startswith(seed.SEEDED) and "emptydir" not in seed.data_words({}, "pvc")
     assert "emptydir" in seed.data_words({}, "emptydir")
+
+
+def node_at(address: str) -> SimpleNamespace:
+    """A node as the API lists it, as far as the rule reads it: its addresses."""
+    return SimpleNamespace(status=SimpleNamespace(addresses=[SimpleNamespace(type="InternalIP", address=address)]))
+
+
+def test_the_dataset_is_made_here_only_when_every_node_is_this_machine_and_the_nodes_are_read() -> None:
+    """cluster.dataset_made_here, the one rule seed.cluster_seeds and KubernetesVariant.snapshot_made_here follow:
+    a hostPath of this machine reaches the pod only on a node that is this machine (loopback is one of its
+    addresses); another machine's node, no node read, or namespace-scoped mode: made in the cluster."""
+    here, elsewhere = node_at("127.0.0.1"), node_at("192.0.2.7")  # TEST-NET-1: never an address of this machine
+    assert cluster.dataset_made_here(variant(), [here])
+    assert not cluster.dataset_made_here(variant(), [here, elsewhere])
+    assert not cluster.dataset_made_here(variant(), [])
+    scoped = variant(namespace="lb", reset="reprepare")
+    assert not cluster.dataset_made_here(scoped, [here])
+    assert not scoped.snapshot_made_here()  # reads no node, asks no API

@@ -259,6 +259,13 @@ def node_is_this_machine(nodes: list[Any]) -> bool:
     return True
 
 
+def dataset_made_here(variant: KubernetesVariant, nodes: list[Any]) -> bool:
+    """The one rule of where a variant's dataset is made: here, brought to the pod by a hostPath of this machine,
+    when every candidate node is this machine (node_is_this_machine); else in the cluster by Jobs (seed.py):
+    namespace-scoped mode, which reads no node, or a node that is another machine."""
+    return variant.namespace is None and node_is_this_machine(nodes)
+
+
 def harness_is_a_node(nodes: list[Any]) -> bool:
     """The rule for "layerbench runs on a node of the cluster": one of the nodes' InternalIPs is an address of this
     machine (docs/backends/kubernetes.md, "Where the harness stands")."""

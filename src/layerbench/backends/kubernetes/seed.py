@@ -344,11 +344,11 @@ class Seeding:
 
 def cluster_seeds(variant: KubernetesVariant, server: ServerProgram) -> ClusterSeeds | None:
     """The keeper of datasets made in the variant's cluster when a hostPath of this machine cannot reach the
-    server's node: namespace-scoped mode (the nodes are not read) or a node that is another machine; else None."""
+    server's node (cluster.dataset_made_here is false); else None."""
     from layerbench.backends.kubernetes.pod import connect, local_image_tag
 
     api, core, nodes = connect(variant)
-    if variant.namespace is None and cluster.node_is_this_machine(nodes):
+    if cluster.dataset_made_here(variant, nodes):
         return None
     return ClusterSeeds(api, core, variant, server, variant.image or local_image_tag(variant))
 

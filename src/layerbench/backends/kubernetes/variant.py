@@ -261,19 +261,19 @@ def restores_snapshots(variant: KubernetesVariant) -> bool:
 
 
 def nodes_are_this_machine(variant: KubernetesVariant) -> bool:
-    """Whether the variant's candidate nodes are this machine (cluster.node_is_this_machine, as seed.cluster_seeds
-    reads them); namespace-scoped mode, which reads no node, and an API that does not answer count as not (the
-    backend's check then names the API)."""
+    """Whether the variant's dataset is made here (cluster.dataset_made_here, the rule seed.cluster_seeds follows
+    too); an API that does not answer counts as not (the backend's check then names the API), and namespace-scoped
+    mode reads no node."""
     from kubernetes import client
 
     from layerbench.backends.kubernetes.access import readable_403
-    from layerbench.backends.kubernetes.cluster import api_client, node_is_this_machine, nodes_for
+    from layerbench.backends.kubernetes.cluster import api_client, dataset_made_here, nodes_for
 
     if variant.namespace is not None:
-        return False
+        return dataset_made_here(variant, [])
     try:
         with readable_403(f"variants.{variant.name}"):
-            return node_is_this_machine(nodes_for(client.CoreV1Api(api_client(variant)), variant))
+            return dataset_made_here(variant, nodes_for(client.CoreV1Api(api_client(variant)), variant))
     except PrerequisiteMissing:
         return False
 
