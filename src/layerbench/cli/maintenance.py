@@ -122,8 +122,9 @@ def image_push(
     """Push every image layerbench builds (MariaDB's; MySQL's of each built rootfs; the neighbours') to a registry.
 
     The images keep their names under the registry (10.250.0.1:15000/layerbench/mariadb:<key>): name that in a
-    kubernetes variant's image:, and layerbench/neighbours:<key> in a pod neighbour's image: (off a node). One line per image: its reference, digest and CPU architecture. A registry on a
-    private or loopback IPv4 address may speak plain HTTP (the lab's: scripts/k8s-local registry status)."""
+    kubernetes variant's image:, and layerbench/neighbours:<key> in a pod neighbour's image: (off a node). One line
+    per image: its reference, digest and CPU architecture. A registry on a private or loopback IPv4 address may
+    speak plain HTTP (the lab's: scripts/k8s-local registry status)."""
     from layerbench.backends.registry import container_engine
     from layerbench.server.image_registry import mysql_images, push_image, registry_address
 

@@ -78,6 +78,10 @@ class KubernetesVariant(ImageVariant):
         default=None, max_length=20,
         description="node labels for the sysbench Job (client: job); default: node_selector")
     client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
+    client_image: str | None = Field(
+        default=None, max_length=255, pattern=IMAGE_RE,
+        description="client: job: the image its Jobs run (sysbench); default: image:, or beside MySQL layerbench's "
+        "MariaDB image, whose tag is this machine's MariaDB's (off a node: set it to the one image push printed)")
     client_target: Literal["service", "pod"] = Field(
         default="service", description="what a sysbench Job connects to: the Service's cluster IP or the pod IP")
     cpu_manager_static: bool = False
@@ -135,6 +139,9 @@ class KubernetesVariant(ImageVariant):
         if self.client_target != "service" and self.client != "job":
             raise ValueError(f"variants.{self.name}.client_target: chooses what a sysbench Job connects to, but "
                              f"client is {self.client!r}; set client: job or remove client_target")
+        if self.client_image is not None and "client" in self.model_fields_set and self.client != "job":
+            raise ValueError(f"variants.{self.name}.client_image: the image of the sysbench Jobs, but client is "
+                             f"{self.client!r}; set client: job or remove client_image")
         return self
 
     @model_validator(mode="after")
@@ -247,7 +254,7 @@ class KubernetesVariant(ImageVariant):
             return
         from layerbench.server.image_registry import registry_of
 
-        if self.client == "job" and registry_of(self.image) is None:
+        if self.client == "job" and self.client_image is None and registry_of(self.image) is None:
             raise BadInput(f"{where}.image: with client: job beside MySQL, the sysbench Job runs layerbench's MariaDB "
                            f"image from the registry of image:, and {self.image} names none; push both (layerbench "
                            "image push <registry>) and name <registry>/... in image:, or use client: host")
