@@ -110,6 +110,10 @@ def test_the_shutdown_client_file_names_the_pod_and_the_account() -> None:
     text = seed.client_cnf(Endpoint("10.0.0.7", 3306, "layerbench", Secret("pw"), "sbtest"))
     assert text.splitlines() == ["[client]", "host=10.0.0.7", "port=3306", "user=layerbench", "password=pw"]
     assert job.job_name(["mariadb-admin", "--defaults-extra-file=/x", "shutdown"]) == "sysbench-shutdown"
+    mysql = seed.shutdown_command(False, Path("/x"))  # MySQL 8.0+ answers mariadb-admin's COM_SHUTDOWN: Unknown command
+    assert mysql == ["mariadb", "--defaults-extra-file=/x", "-e", "SHUTDOWN"] and job.job_name(mysql) == \
+        "sysbench-shutdown"
+    assert seed.shutdown_command(True, Path("/x")) == ["mariadb-admin", "--defaults-extra-file=/x", "shutdown"]
 
 
 def test_namespace_mode_makes_the_runs_pvc_from_the_seeds_own_snapshot() -> None:
