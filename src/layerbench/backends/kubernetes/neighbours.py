@@ -170,7 +170,7 @@ class NeighbourPod:
     def wait_running(self, timeout: float) -> None:
         """Until its container runs and its processes are found here (off this machine: its cgroup is read in it,
         cpu_seconds); RunFailed with the reason otherwise."""
-        deadline = time.monotonic() + timeout
+        deadline, unread = time.monotonic() + timeout, ""
         while time.monotonic() < deadline:
             found = self._read()
             trouble = cluster.pod_trouble(self.core, self.ns, found) if found is not None else "it is gone"
@@ -180,15 +180,17 @@ class NeighbourPod:
             if found.status.phase == "Running":
                 self.seen = {"node": found.spec.node_name, "qos_class": found.status.qos_class, "pod": self.name}
                 if not self.on_node:
-                    with contextlib.suppress(RunFailed):  # not yet exec-able: polled again
+                    try:
                         self.cpu_seconds()
                         return
+                    except RunFailed as error:  # not yet exec-able: polled again
+                        unread = f"its CPU could not be read in it ({error}); "
                 else:
                     self.roots = pod_processes(str(found.metadata.uid))
                     if self.roots:
                         return
             time.sleep(POLL)
-        raise RunFailed(f"neighbour {self.neighbour}: its pod was not running within {timeout:.0f} s; "
+        raise RunFailed(f"neighbour {self.neighbour}: its pod was not running within {timeout:.0f} s; {unread}"
                         f"{cluster.recent_events(self.core, self.ns) or 'see kubectl describe pod'}")
 
     def pids(self) -> list[int]:
