@@ -78,10 +78,8 @@ class KubernetesVariant(ImageVariant):
         default=None, max_length=20,
         description="node labels for the sysbench Job (client: job); default: node_selector")
     client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
-    client_image: str | None = Field(
-        default=None, max_length=255, pattern=IMAGE_RE,
-        description="client: job: the image its Jobs run (sysbench); default: image:, or beside MySQL layerbench's "
-        "MariaDB image, whose tag is this machine's MariaDB's (off a node: set it to the one image push printed)")
+    client_image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE, description="client: job: "
+                                     "its Jobs' image (default: image:; beside MySQL layerbench's MariaDB image)")
     client_target: Literal["service", "pod"] = Field(
         default="service", description="what a sysbench Job connects to: the Service's cluster IP or the pod IP")
     cpu_manager_static: bool = False
@@ -136,12 +134,8 @@ class KubernetesVariant(ImageVariant):
             raise ValueError(f"variants.{self.name}.snapshot_class: restores each run's data from a VolumeSnapshot "
                              "(a PVC made from it: the datadir, or an emptydir's source), but storage is 'hostpath'; "
                              "set storage: pvc or emptydir, or remove snapshot_class")
-        if self.client_target != "service" and self.client != "job":
-            raise ValueError(f"variants.{self.name}.client_target: chooses what a sysbench Job connects to, but "
-                             f"client is {self.client!r}; set client: job or remove client_target")
-        if self.client_image is not None and "client" in self.model_fields_set and self.client != "job":
-            raise ValueError(f"variants.{self.name}.client_image: the image of the sysbench Jobs, but client is "
-                             f"{self.client!r}; set client: job or remove client_image")
+        if problem := job_keys_problem(self):
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
@@ -259,6 +253,19 @@ class KubernetesVariant(ImageVariant):
                            f"image from the registry of image:, and {self.image} names none; push both (layerbench "
                            "image push <registry>) and name <registry>/... in image:, or use client: host")
 
+
+
+def job_keys_problem(variant: KubernetesVariant) -> str | None:
+    """A key only a sysbench Job has (client_target, client_image) on a variant whose client is not one; None when
+    none (client_image beside an unwritten client: the cluster may still make it a Job, resolve_client)."""
+    v = variant
+    if v.client_target != "service" and v.client != "job":
+        return (f"variants.{v.name}.client_target: chooses what a sysbench Job connects to, but client is "
+                f"{v.client!r}; set client: job or remove client_target")
+    if v.client_image is not None and "client" in v.model_fields_set and v.client != "job":
+        return (f"variants.{v.name}.client_image: the image of the sysbench Jobs, but client is {v.client!r}; set "
+                "client: job or remove client_image")
+    return None
 
 
 def restores_snapshots(variant: KubernetesVariant) -> bool:
