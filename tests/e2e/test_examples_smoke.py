@@ -27,7 +27,10 @@ RUN_ELSEWHERE = {"k8s-two-nodes": ("tests/integration/test_k8s_cluster_campaign.
                  # off a node: from the isolated harness of scripts/k8s-local, with the registry's image
                  "k8s-remote": ("tests/integration/test_k8s_harness.py",
                                 "test_the_remote_example_run_from_inside_in_smoke_mode_completes_with_its_pods_on_the_"
-                                "nodes")}
+                                "nodes"),
+                 # off a node end to end, on the two-node CSI cluster: from the isolated harness beside it
+                 "k8s-remote-two-node": ("tests/integration/test_k8s_cluster_campaign.py",
+                                         "test_the_remote_two_node_example_runs_from_the_isolated_harness")}
 EXAMPLES = sorted(e for e in EXAMPLES_DIR.glob("*.yaml") if e.stem not in RUN_ELSEWHERE)
 
 

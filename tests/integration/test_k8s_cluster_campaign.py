@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -29,10 +30,12 @@ import pytest
 import yaml
 from test_host_campaign import campaign_file, run_cli
 
+from conftest import K8S_SCRIPT
 from helpers import stored_rows
 from k8s_local import SHELL_IMAGE, LocalCluster, busybox_image_tar
 from layerbench.campaign.models import campaign_as_dict, parse_campaign, smoke_version
 from layerbench.run import orchestrator
+from layerbench.server.mysql_rootfs import ensure_rootfs
 from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
@@ -201,6 +204,85 @@ def test_nothing_is_left_in_the_cluster(campaign: dict[str, Any]) -> None:
     contents = custom.list_cluster_custom_object("snapshot.storage.k8s.io", "v1", "volumesnapshotcontents",
                                                  label_selector=selector)["items"]
     assert contents == []
+
+
+REMOTE_EXAMPLE = Path(__file__).resolve().parents[2] / "src/layerbench/data/examples/k8s-remote-two-node.yaml"
+PUSHED = re.compile(r"^(?P<ref>\S+)@sha256:[0-9a-f]{64} \(\w+, \d+ s\)$")
+
+
+def harness_inside(*cmd: str, stdin: str | None = None, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """A command in the isolated harness beside this module's cluster (scripts/k8s-local harness exec)."""
+    return subprocess.run([str(K8S_SCRIPT), "harness", "exec", "--", *cmd], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=CLUSTER.env())
+
+
+def pushed_to_lab_registry() -> dict[str, str]:
+    """repository -> reference of every image `layerbench image push` copies into this cluster's registry (its
+    blobs already there from an earlier session are not copied again)."""
+    ensure_rootfs("9.7")
+    facts = dict(line.split("=", 1) for line in (STATE_DIR / "cluster.env").read_text().splitlines() if "=" in line)
+    done = run_cli(["image", "push", facts["REGISTRY"].strip()], timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    refs = [m["ref"] for line in done.stdout.splitlines() if (m := PUSHED.match(line.strip()))]
+    return {ref.split("/", 1)[1].split(":")[0]: ref for ref in refs}
+
+
+def test_the_remote_two_node_example_runs_from_the_isolated_harness(two_node_cluster: Path) -> None:
+    """examples/k8s-remote-two-node.yaml in smoke mode (smoke_version: one run per variant, 3 s), run by the isolated
+    harness, which sees none of the nodes' processes and reaches only the API server and the registry (issue #41's
+    first done-when): MariaDB and MySQL pods on node A from the registry, sysbench as Jobs on node B, every run's PVC
+    made from a VolumeSnapshot of a dataset made and hashed in the cluster, a Burstable neighbour pod from the
+    registry on the server's node whose CPU was read in it, and "Where the overhead went" filled with each server
+    pod's CPU from its node. The harness is brought up here when it is not up, and taken down again then."""
+    up_here = CLUSTER.run_script("harness", "status", timeout=60, check=False).returncode != 0
+    if up_here:
+        CLUSTER.run_script("harness", "up", timeout=1800)
+    name, home = f"{OWN}-remote", "/home/layerbench"
+    try:
+        refs = pushed_to_lab_registry()
+        data = {**yaml.safe_load(REMOTE_EXAMPLE.read_text()), "name": name, "output": f"{home}/results-{name}"}
+        data["variants"][0]["image"] = refs["layerbench/mariadb"]
+        data["variants"][0]["neighbours"][0]["image"] = refs["layerbench/neighbours"]
+        data["variants"][1]["image"] = refs["layerbench/mysql"]
+        data["variants"][1]["client_image"] = refs["layerbench/mariadb"]
+        smoke = smoke_version(parse_campaign(data))
+        assert harness_inside("sh", "-c", f"cat > ~/{name}.yaml", stdin=yaml.safe_dump(data)).returncode == 0
+        checked = harness_inside("sh", "-c", f"cd ~ && layerbench validate {name}.yaml")
+        assert checked.returncode == 0 and "valid;" in checked.stdout, checked.stdout + checked.stderr
+        done = harness_inside("sh", "-c", f"cd ~ && layerbench run --smoke {name}.yaml")
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        query = ("import json, sqlite3, sys\nfor v, s, d in sqlite3.connect(sys.argv[1]).execute("
+                 "'select variant, status, details from runs'):\n    print(json.dumps([v, s, json.loads(d)]))\n")
+        rows = harness_inside("python3", "-c", query, f"{home}/results-{name}/layerbench.db").stdout.splitlines()
+        report = harness_inside("sh", "-c", f"cat {home}/results-{name}/*-{smoke.name}/report.md")  # the run's own
+    finally:
+        harness_inside("rm", "-rf", f"{home}/{name}.yaml", f"{home}/results-{name}")
+        if up_here:
+            CLUSTER.run_script("harness", "down", timeout=600, check=False)
+    runs = {variant: (status, details) for variant, status, details in map(json.loads, rows)}
+    assert {v: s for v, (s, _) in runs.items()} == {"mariadb": "ok", "mysql": "ok"}, rows
+    for variant, (_, details) in runs.items():
+        backend = details["environment"]["backend"]
+        repository = refs[f"layerbench/{variant}"].rpartition(":")[0]  # pulled from the registry: its digest there
+        assert backend["image"] == refs[f"layerbench/{variant}"] and backend["image_id"].startswith(
+            f"{repository}@sha256:"), backend["image_id"]
+        assert backend["placement"]["server_node"] == NODE_A and backend["placement"]["client_node"] == NODE_B
+        assert backend["server_cpu_source"].startswith("the pod's node, through the exec API")
+        restore = details["reset"]["restore"]
+        assert restore["method"] == "volumesnapshot" and restore["problems"] == [] and restore["files"] > 10
+        assert backend["data"].startswith("seeded in the cluster by Jobs"), backend["data"]  # seed.SEEDED
+        (hog,) = details["neighbours"]["neighbours"]
+        assert hog["check"]["running"] and hog["check"]["node"] == NODE_A and hog["check"]["qos_class"] == "Burstable"
+        cpu = details["resources"]["cpu_seconds"]
+        assert cpu[f"server@{NODE_A}"] > 0 and cpu[f"neighbour:burstable-hog@{NODE_A}"] > 0, cpu
+        assert "neighbour:burstable-hog" not in cpu and f"other@{NODE_A}" in cpu
+    assert report.returncode == 0, report.stderr[-2000:]
+    overhead = report.stdout[report.stdout.index("Where the overhead went"):]
+    assert f"server@{NODE_A}" in overhead[:3000], overhead[:3000]
+    core, custom = api_clients(two_node_cluster)
+    assert core.list_namespace(label_selector=f"layerbench.campaign={smoke.name}").items == []
+    assert custom.list_cluster_custom_object("snapshot.storage.k8s.io", "v1", "volumesnapshotcontents",
+                                             label_selector=f"layerbench.campaign={smoke.name}")["items"] == []
 
 
 @pytest.mark.parametrize(("changes", "expected"), [

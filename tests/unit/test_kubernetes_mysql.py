@@ -85,6 +85,18 @@ def test_a_mysql_image_of_a_registry_is_taken_and_its_job_runs_the_mariadb_image
     assert server.flavour.defaults["mysqlx"] == "OFF"
 
 
+def test_client_image_names_the_jobs_image_so_no_local_mariadb_is_asked_and_only_a_job_has_it() -> None:
+    """Off a node the MariaDB packages the default tag is derived from need not be installed: client_image is
+    taken as written (pulled by the nodes, checked in its registry like image:)."""
+    image, client = "10.250.0.1:15000/layerbench/mysql:9.7.4-2-abc", "10.250.0.1:15000/layerbench/mariadb:abc"
+    job = campaign(image=image, client="job", client_image=client).variant("k")
+    job.check_server_here()
+    assert m.client_image(job, image) == client and pod.pulled_images(job) == [image, client]
+    with pytest.raises(BadInput, match=r"variants\.k\.client_image: the image of the sysbench Jobs, but client is "
+                                       r"'host'; set client: job or remove client_image"):
+        campaign(image=image, client="host", client_image=client)
+
+
 def test_a_mysql_image_without_a_registry_and_a_job_client_is_one_line() -> None:
     with pytest.raises(BadInput, match=r"variants.k.image: with client: job beside MySQL, the sysbench Job runs "
                                        r"layerbench's MariaDB image from the registry of image:") as error:

@@ -81,6 +81,32 @@ def test_the_pod_is_labelled_placed_on_the_node_and_its_report_folder_is_no_host
     assert body["spec"]["volumes"][0] == {"name": "folder0", "emptyDir": {}}  # the report: through the pod's log
     assert body["spec"]["volumes"][1]["hostPath"]["path"] == str(data.resolve())  # a disk neighbour's data
     assert body["spec"]["restartPolicy"] == "Never"
+    elsewhere = neighbour_pod(request, "lb7-abc-3-base", "node-2", "10.250.0.1:15000/layerbench/neighbours:abc",
+                              here=False)  # another machine's node: no path of this machine is one of its own
+    assert elsewhere["spec"]["volumes"] == [{"name": "folder0", "emptyDir": {}}, {"name": "folder1", "emptyDir": {}}]
+    assert elsewhere["spec"]["containers"][0]["image"] == "10.250.0.1:15000/layerbench/neighbours:abc"
+
+
+def test_off_a_node_a_pod_neighbour_needs_an_image_the_nodes_pull_and_no_folder_of_this_machine() -> None:
+    """check_off_node, before any cluster is asked: one line naming the field and the fix."""
+    from layerbench.backends.kubernetes.neighbours import check_off_node
+
+    campaign = parse_campaign({"name": "c", "baseline": "k", "workload": {"reset": "reprepare"}, "variants": [
+        {"name": "k", "backend": "kubernetes", "qos": "burstable", "client": "job"}]})
+    hog = Neighbour(name="hog", kind="cpu", placement="kubernetes")
+    check_off_node(campaign.variants[0], hog, True, True, [])  # on a node: the local image, imported
+    with pytest.raises(BadInput, match=r"^variants\.k\.neighbours\.hog\.image: off a node the nodes pull .* set "
+                                       r"image: to the layerbench/neighbours reference it printed$"):
+        check_off_node(campaign.variants[0], hog, False, False, [])
+    disk = Neighbour(name="dd", kind="disk", placement="kubernetes", folder="/srv/fio", image="r.example:5000/n:1")
+    with pytest.raises(BadInput, match=r"^variants\.k\.neighbours\.dd\.folder: '/srv/fio' is a folder of this "
+                                       r"machine, .*; remove folder$"):
+        check_off_node(campaign.variants[0], disk, False, False, [])
+
+
+def test_image_is_a_pod_neighbours_only() -> None:
+    with pytest.raises(ValueError, match=r"image: 'r\.example:5000/n:1' is only for placement: kubernetes"):
+        Neighbour(name="hog", kind="cpu", placement="docker", image="r.example:5000/n:1")
 
 
 def test_the_plan_says_where_the_pod_runs() -> None:

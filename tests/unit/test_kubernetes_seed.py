@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.backends.kubernetes import job, seed, volsnap
+from layerbench.backends.kubernetes import cluster, job, seed, volsnap
 from layerbench.backends.kubernetes import manifests as m
 from layerbench.campaign.models import parse_campaign
 from layerbench.server.flavour import MARIADB
@@ -109,6 +110,10 @@ def test_the_shutdown_client_file_names_the_pod_and_the_account() -> None:
     text = seed.client_cnf(Endpoint("10.0.0.7", 3306, "layerbench", Secret("pw"), "sbtest"))
     assert text.splitlines() == ["[client]", "host=10.0.0.7", "port=3306", "user=layerbench", "password=pw"]
     assert job.job_name(["mariadb-admin", "--defaults-extra-file=/x", "shutdown"]) == "sysbench-shutdown"
+    mysql = seed.shutdown_command(False, Path("/x"))  # MySQL 8.0+ answers mariadb-admin's COM_SHUTDOWN: Unknown command
+    assert mysql == ["mariadb", "--defaults-extra-file=/x", "-e", "SHUTDOWN"] and job.job_name(mysql) == \
+        "sysbench-shutdown"
+    assert seed.shutdown_command(True, Path("/x")) == ["mariadb-admin", "--defaults-extra-file=/x", "shutdown"]
 
 
 def test_namespace_mode_makes_the_runs_pvc_from_the_seeds_own_snapshot() -> None:
@@ -143,3 +148,21 @@ def test_the_record_says_which_path_made_the_data() -> None:
     assert seed.data_words(None, "pvc").endswith(f"({volsnap.COPIED})")
     assert seed.data_words({}, "pvc").startswith(seed.SEEDED) and "emptydir" not in seed.data_words({}, "pvc")
     assert "emptydir" in seed.data_words({}, "emptydir")
+
+
+def node_at(address: str) -> SimpleNamespace:
+    """A node as the API lists it, as far as the rule reads it: its addresses."""
+    return SimpleNamespace(status=SimpleNamespace(addresses=[SimpleNamespace(type="InternalIP", address=address)]))
+
+
+def test_the_dataset_is_made_here_only_when_every_node_is_this_machine_and_the_nodes_are_read() -> None:
+    """cluster.dataset_made_here, the one rule seed.cluster_seeds and KubernetesVariant.snapshot_made_here follow:
+    a hostPath of this machine reaches the pod only on a node that is this machine (loopback is one of its
+    addresses); another machine's node, no node read, or namespace-scoped mode: made in the cluster."""
+    here, elsewhere = node_at("127.0.0.1"), node_at("192.0.2.7")  # TEST-NET-1: never an address of this machine
+    assert cluster.dataset_made_here(variant(), [here])
+    assert not cluster.dataset_made_here(variant(), [here, elsewhere])
+    assert not cluster.dataset_made_here(variant(), [])
+    scoped = variant(namespace="lb", reset="reprepare")
+    assert not cluster.dataset_made_here(scoped, [here])
+    assert not scoped.snapshot_made_here()  # reads no node, asks no API

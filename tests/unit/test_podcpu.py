@@ -82,6 +82,30 @@ def test_the_window_puts_the_pods_figures_in_place_of_this_machines() -> None:
     assert Usage.from_json(failed.to_json()).notes == failed.notes and "notes" not in usage.to_json()
 
 
+def test_a_neighbour_pod_read_in_it_is_its_own_component_and_not_its_nodes_other_load() -> None:
+    """As on a node, where the sampler counts a neighbour's processes as `neighbour:<name>`: off one its pod's cgroup
+    is read in it, and only its time on the server's CPUs comes out of other@<node> (v1: per CPU)."""
+    window = podcpu.PodCpuWindow(None, "ns", "server-0", "server", "node-a")
+    window.first = podcpu.parse_reading(v1(usage=0, busy0=0, idle0=0))
+    window.last = podcpu.parse_reading(v1(usage=10**9, busy0=400, idle0=600))  # CPU 0: 4 s busy, 1 s the server's
+    hog, far = podcpu.PodRef("hog", "nb-hog-1", "neighbour", "node-a"), podcpu.PodRef("far", "nb-far", "neighbour", "b")
+    window.beside = {
+        hog: [podcpu.parse_reading("USAGE 0\nPERCPU 0 0\nCPUS 0-1\n"),
+              podcpu.parse_reading("USAGE 3500000000\nPERCPU 2500000000 1000000000\nCPUS 0-1\n")],
+        far: [podcpu.parse_reading("USAGE 0\nCPUS 0\n"), podcpu.parse_reading("USAGE 2000000000\nCPUS 0\n")]}
+    got = window.usage_of(Usage({"other": 9.0, "idle": 1.0, "neighbour:hog": 0.0, "neighbour:far": 0.0}, top_other=()))
+    assert got.cpu_seconds == {"server@node-a": 1.0, "other@node-a": 0.5, "idle": 6.0, "neighbour:hog@node-a": 3.5,
+                               "neighbour:far@b": 2.0}  # hog: 2.5 s on CPU 0; far: on another node
+    assert window.facts()["neighbours"] == ["far", "hog"]
+
+
+def test_without_per_cpu_usage_a_neighbour_counts_on_the_servers_cpus_only_when_its_cpuset_meets_them() -> None:
+    first, last = podcpu.parse_reading("USAGE 0\nCPUS 1\n"), podcpu.parse_reading("USAGE 2000000000\nCPUS 1\n")
+    assert podcpu.seconds_on(first, last, frozenset({0})) == 0.0  # pinned apart: none of it on the server's CPU
+    assert podcpu.seconds_on(first, last, frozenset({0, 1})) == 2.0
+    assert podcpu.parse_reading("PERCPU 1 x 3\n").per_cpu == ()  # garbage: no per-CPU figures at all
+
+
 def test_cpu_lists() -> None:
     assert podcpu.cpu_set_text("0-2,5\n") == frozenset({0, 1, 2, 5})
     assert podcpu.cpus_text(frozenset({0, 1, 2, 5, 7, 8})) == "0-2,5,7-8"

@@ -186,7 +186,7 @@ class ContainerEngine:
 
     check: Callable[[], None]  # the engine answers, else PrerequisiteMissing; creates nothing
     build_server_image: Callable[[Callable[[str], None]], str]  # the server image, built or found cached: its name
-    prepare_neighbours: Callable[[Callable[[str], None]], None]  # the neighbours' image, once per campaign
+    prepare_neighbours: Callable[[Callable[[str], None]], str]  # the neighbours' image, once per campaign: its name
     start_neighbour: ContainerStarter  # one neighbour's container, started (neighbours/placed.py)
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from layerbench.errors import shown
-from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, NAME_RE, PrintableLine, Strict
+from layerbench.vocabulary.base import ABSOLUTE_PATH_RE, DNS_SUBDOMAIN_RE, IMAGE_RE, NAME_RE, PrintableLine, Strict
 from layerbench.vocabulary.cpus import NeighbourCpuList, QosPreset, cpus_of_a_container, whole_cpus_problem
 from layerbench.vocabulary.limits import MAX_PATH
 from layerbench.vocabulary.sizes import CONTAINER_MEMORY_RE, TOOL_SIZE_RE, refuse_zero, tool_size_bytes
@@ -72,6 +72,10 @@ class Neighbour(Strict):
                              description="ssh: the host of `hosts:` it runs on")
     node: str | None = Field(default=None, max_length=253, pattern=DNS_SUBDOMAIN_RE,
                              description="kubernetes: the node its pod runs on (default: the server pod's node)")
+    image: str | None = Field(
+        default=None, max_length=255, pattern=IMAGE_RE,
+        description="kubernetes: its pod's image, pulled by the node (default: layerbench's neighbours image, imported "
+                    "into a local cluster; off a node the one `layerbench image push` printed)")
     qos: QosPreset | None = Field(
         default=None, description="docker: a QoS preset for its container; kubernetes: its pod's QoS class")
     resources: ContainerSize | None = Field(default=None, description="docker, kubernetes: its CPUs and memory")
@@ -140,8 +144,9 @@ class Neighbour(Strict):
                              f"place {self.name} in docker or kubernetes")
         if self.placement == "kubernetes":
             self._fields_of_a_pod()
-        elif self.node:
-            raise ValueError(f"node: {shown(self.node)} is only for placement: kubernetes; set placement: kubernetes "
+        elif self.node or self.image:
+            field, value = ("node", self.node) if self.node else ("image", self.image)
+            raise ValueError(f"{field}: {shown(value)} is only for placement: kubernetes; set placement: kubernetes "
                              "or remove it")
         if self.placement == "ssh" and not self.host:
             raise ValueError(f"host: a neighbour with placement: ssh names the host of `hosts:` it runs on; add "

@@ -28,6 +28,10 @@ class Placed(Protocol):
 
     def exit_code(self) -> int | None: ...
 
+    def cpu_seconds(self) -> float | None:
+        """Its CPU seconds so far, read where it runs, when this machine's kernel does not hold its processes (a pod
+        on another machine's node); None: pids() are read here (or nowhere, on an ssh: host)."""
+
     def tail(self, lines: int) -> str: ...
 
     def facts(self) -> dict[str, Any]:
@@ -51,6 +55,9 @@ class LocalProcess:
 
     def exit_code(self) -> int | None:
         return self.process.popen.returncode
+
+    def cpu_seconds(self) -> float | None:
+        return None
 
     def tail(self, lines: int) -> str:
         return self.process.tail(lines)

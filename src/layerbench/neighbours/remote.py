@@ -103,6 +103,9 @@ class RemoteNeighbour:
         except RunFailed:
             return False
 
+    def cpu_seconds(self) -> float | None:
+        return None  # its pids() (none on an ssh: host)
+
     def exit_code(self) -> int | None:
         return None  # not a child of this harness: its code is not known here
 

@@ -215,10 +215,12 @@ class NeighboursRunning:
 
     def _check(self) -> None:
         """Watch every neighbour for PROBE_SECONDS: each must still run; a CPU neighbour's workers are measured
-        against the asked duty cycle (a shortfall is recorded as a warning: the CPUs are shared)."""
+        against the asked duty cycle (a shortfall is recorded as a warning: the CPUs are shared); start_share."""
+        there = read_there(self.started)
         before = all_processes()
         time.sleep(PROBE_SECONDS)
         after = all_processes()
+        there = {key: (there[key], found) for key, found in read_there(self.started).items() if key in there}
         for s in self.started:
             dead = [p for p in s.processes if not p.alive()]
             if dead:
@@ -227,10 +229,7 @@ class NeighboursRunning:
             if s.neighbour.placement == "ssh":  # another kernel's processes: running, its CPU not read here
                 s.check = {"running": True}
                 continue
-            pids = descendants([pid for p in s.processes for pid in p.pids()], after)
-            ticks = sum(after[p].ticks - (before[p].ticks if p in before and before[p].start == after[p].start
-                                          else 0) for p in pids)
-            s.check = {"running": True, "cpu_percent": round(100 * ticks / TICKS / PROBE_SECONDS, 1)}
+            s.check = {"running": True, "cpu_percent": round(start_share(s, before, after, there), 1)}
             for placed in s.processes:
                 s.check |= placed.facts()
             if s.neighbour.kind == "cpu":
@@ -255,6 +254,37 @@ class NeighboursRunning:
         for label in s.labels:
             owners.forget(label)
         return run_record(s, achieved, error, codes)
+
+
+def start_share(s: Started, before: dict[int, Any], after: dict[int, Any],
+                there: dict[int, tuple[tuple[float, float], tuple[float, float]]]) -> float:
+    """A neighbour's CPU percent over the start check: its processes in this machine's kernel (`before`, `after`:
+    all_processes), plus those whose kernel this machine's is not (a pod on another machine's node), measured where
+    they run (Placed.cpu_seconds: `there`, two readings and their times) over the time between their readings."""
+    pids = descendants([pid for p in s.processes for pid in p.pids()], after)
+    ticks = sum(after[p].ticks - (before[p].ticks if p in before and before[p].start == after[p].start else 0)
+                for p in pids)
+    share = 100 * ticks / TICKS / PROBE_SECONDS
+    for (first, at), (last, then) in (there[id(p)] for p in s.processes if id(p) in there):
+        share += 100 * max(0.0, last - first) / max(then - at, PROBE_SECONDS)
+    return share
+
+
+def read_there(started: list[Started]) -> dict[int, tuple[float, float]]:
+    """The CPU seconds of each started process read where it runs (a pod off this machine), and when (the
+    middle of its reading); RunFailed names the neighbour whose reading failed."""
+    out = {}
+    for s in started:
+        for placed in s.processes:
+            at = time.monotonic()
+            try:
+                used = placed.cpu_seconds()
+            except RunFailed as error:
+                raise RunFailed(f"neighbour {s.neighbour.name}: its CPU could not be read where it runs ({error})"
+                                ) from None
+            if used is not None:
+                out[id(placed)] = (used, (at + time.monotonic()) / 2)
+    return out
 
 
 def achieved_of(s: Started) -> tuple[dict[str, float], str | None]:

@@ -243,7 +243,8 @@ def prepare_neighbours(campaign: Campaign, say: Callable[[str], None]) -> None:
     if any(n.placement == "docker" for v in campaign.variants for n in campaign.neighbours_of(v)):
         container_engine("docker").prepare_neighbours(say)
     for variant in campaign.variants:
-        if variant.pod_neighbours and any(n.placement == "kubernetes" for n in campaign.neighbours_of(variant)):
+        if variant.pod_neighbours and any(n.placement == "kubernetes" and n.image is None  # image: pulled by nodes
+                                          for n in campaign.neighbours_of(variant)):
             importlib.import_module(variant.pod_neighbours).ensure_neighbour_image_on_nodes(variant, say)
 
 

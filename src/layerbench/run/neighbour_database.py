@@ -55,6 +55,9 @@ class DatabaseNeighbour:
     def alive(self) -> bool:
         return all(p is not None and p.alive() for p in (self.server.process, self.sysbench))
 
+    def cpu_seconds(self) -> float | None:
+        return None  # its pids() (none on an ssh: host)
+
     def exit_code(self) -> int | None:
         return self.sysbench.popen.returncode if self.sysbench is not None else None
 

@@ -24,9 +24,9 @@ def build_server_image(say: Callable[[str], None]) -> str:
     return ensure_docker_image(docker_client(), say)
 
 
-def prepare_neighbours(say: Callable[[str], None]) -> None:
-    """The neighbours' image in the daemon, built once (neighbours.py)."""
-    ensure_neighbour_image(docker_client(), say)
+def prepare_neighbours(say: Callable[[str], None]) -> str:
+    """The neighbours' image in the daemon, built once (neighbours.py); its tag."""
+    return ensure_neighbour_image(docker_client(), say)
 
 
 ENGINE = ContainerEngine(check=check_daemon, build_server_image=build_server_image,

@@ -138,6 +138,9 @@ class NeighbourContainer:
     def alive(self) -> bool:
         return container_alive(self.container) and self.container.status == "running"
 
+    def cpu_seconds(self) -> float | None:
+        return None  # its pids() (none on an ssh: host)
+
     def exit_code(self) -> int | None:
         with contextlib.suppress(Exception):
             self.container.reload()

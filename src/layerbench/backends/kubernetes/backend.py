@@ -105,6 +105,7 @@ class KubernetesBackend(BackendBase):
         self.content: str | None = None  # the run's VolumeSnapshotContent (cluster-scoped, so not in the namespace)
         self.server: ServerProgram = server_program(variant)
         self.on_node = True  # whether this machine is a node (cluster.harness_is_a_node): its /proc holds the pod
+        self.neighbours: NeighbourPods | None = None  # this run's neighbour pods (neighbour_pods)
 
     # --- preflight -----------------------------------------------------------------------------------------
 
@@ -271,16 +272,17 @@ class KubernetesBackend(BackendBase):
         return None if self.on_node or self.pod is None or not self.server.flavour.is_mariadb else \
             podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name)
 
-    def server_cpu_window(self) -> podcpu.PodCpuWindow | None:
-        """Off a node: the server container's CPU and throttling and its node's other load, read in the pod."""
+    def server_cpu_window(self) -> podcpu.PodCpuWindow | None:  # off a node: the server's CPU, read in its pod,
+        beside = self.neighbours.refs if self.neighbours else list  # and its neighbours' pods not on this machine
         return None if self.pod is None or self.on_node else podcpu.PodCpuWindow(
-            self.core, str(self.ns), self.pod.metadata.name, manifests.SERVER, str(self.pod.spec.node_name))
+            self.core, str(self.ns), self.pod.metadata.name, manifests.SERVER, str(self.pod.spec.node_name), beside)
 
     def quiet_load(self) -> QuietLoad | None:
         return quiet_load_of(self.variant, self.pod, self.server_cpu_window())
 
     def neighbour_pods(self) -> ContainerStarter | None:  # in the run's namespace, on the server pod's node
-        return None if self.pod is None else NeighbourPods(self.core, str(self.ns), self.pod.spec.node_name).start
+        self.neighbours = None if self.pod is None else NeighbourPods.of(self.core, str(self.ns), self.pod, self.nodes)
+        return None if self.neighbours is None else self.neighbours.start
 
     def server_log_tail(self, lines: int = 20) -> str:
         return server_log_tail(self.core, str(self.ns), lines) if self.ns else ""

@@ -86,6 +86,16 @@ def image_architecture(variant: KubernetesVariant, nodes: list[Any], images: lis
     return normalise(found)
 
 
+def check_pulled_image(image: str, nodes: list[Any], where: str) -> None:
+    """An image the nodes pull: in its registry (one line naming `where` if not), of the nodes' architecture."""
+    from layerbench.server.image_registry import image_architecture as in_registry
+
+    machines = [(str(n.metadata.name), str(n.status.node_info.architecture)) for n in nodes]
+    want = normalise(machines[0][1]) if machines else this_machine()
+    check_same(f"image {image}", in_registry(image, want, where), where, machines,
+               "push an image built for the nodes' architecture (layerbench image push on such a machine)")
+
+
 def nodes_for(core: Any, variant: KubernetesVariant) -> list[Any]:
     selector = ",".join(f"{k}={v}" for k, v in variant.node_selector.items())
     nodes = core.list_node(label_selector=selector or None, _request_timeout=TIMEOUT).items
@@ -257,6 +267,19 @@ def node_is_this_machine(nodes: list[Any]) -> bool:
         if not addresses & mine:
             return False
     return True
+
+
+def nodes_here(nodes: list[Any]) -> frozenset[str]:
+    """The names of the nodes that are this machine (node_is_this_machine's rule, one node at a time)."""
+    mine = this_machine_addresses()
+    return frozenset(str(n.metadata.name) for n in nodes if {a.address for a in n.status.addresses or []} & mine)
+
+
+def dataset_made_here(variant: KubernetesVariant, nodes: list[Any]) -> bool:
+    """The one rule of where a variant's dataset is made: here, brought to the pod by a hostPath of this machine,
+    when every candidate node is this machine (node_is_this_machine); else in the cluster by Jobs (seed.py):
+    namespace-scoped mode, which reads no node, or a node that is another machine."""
+    return variant.namespace is None and node_is_this_machine(nodes)
 
 
 def harness_is_a_node(nodes: list[Any]) -> bool:

@@ -124,8 +124,10 @@ def unschedulable_reason(pod: Any) -> str | None:
 
 def job_name(cmd: list[str]) -> str:
     """One Job per step in a run's namespace: sysbench-cleanup, sysbench-prepare, sysbench-run (and a dataset
-    made in the cluster's server stopped by mariadb-admin: sysbench-shutdown, seed.py)."""
-    step = cmd[-1] if cmd and cmd[-1] in ("cleanup", "prepare", "shutdown") else "run"
+    made in the cluster's server stopped by mariadb-admin's `shutdown` or MySQL's `SHUTDOWN`: sysbench-shutdown,
+    seed.shutdown_command)."""
+    last = cmd[-1].lower() if cmd else ""
+    step = last if last in ("cleanup", "prepare", "shutdown") else "run"
     return f"sysbench-{step}"
 
 

@@ -238,7 +238,11 @@ def client_image(variant: KubernetesVariant, server_image: str) -> str:
     """The image a sysbench Job runs: the server's own, which has sysbench (layerbench's MariaDB image), except
     beside MySQL, whose image is the rootfs's server only: then layerbench's MariaDB image, the same sysbench 1.0.20
     (libmariadb) that runs on the host; it logs in to MySQL's caching_sha2_password accounts over TCP. Beside a
-    MySQL image: of a registry, that MariaDB image in the same registry (`layerbench image push` pushes both)."""
+    MySQL image: of a registry, that MariaDB image in the same registry (`layerbench image push` pushes both), its tag
+    derived from this machine's MariaDB; `client_image` when the variant names one (off a node, where that MariaDB
+    need not be installed)."""
+    if variant.client_image is not None:
+        return variant.client_image
     if variant.server.flavour == "mysql" or variant.mysqld is not None:
         from layerbench.server.image import image_tag
         from layerbench.server.image_registry import registry_of

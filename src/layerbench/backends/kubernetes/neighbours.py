@@ -1,12 +1,15 @@
 """Neighbours in Kubernetes pods (`placement: kubernetes`, docs/neighbours.md): a pod of the QoS class asked for, on
 the node the run's server pod was scheduled on (read from the API) or the node named, in the run's namespace and
 labelled like every object of the run (`layerbench.role=neighbour`), so deleting the namespace (at the end of the
-run, or `layerbench clean` after a SIGKILL of the harness) removes it too. Its image is the Docker neighbours'
-image (backends/docker/neighbours.py: stress-ng, fio, iperf3 from Debian), imported into the local cluster's
-containerd like the server's, never pulled. The tool writes its report into an emptyDir at the run's neighbours
-folder's own path, and the report comes back through the pod's log, read by the API (podfiles.py); a disk
-neighbour's data folder is a hostPath. Its node must still be this machine: its processes are found by the pod's
-UID in their cgroup, for the start check and the CPU sampler (`neighbour:<name>`)."""
+run, or `layerbench clean` after a SIGKILL of the harness) removes it too. Its image is the neighbour's `image:`,
+pulled by the node, else the Docker neighbours' image (backends/docker/neighbours.py: stress-ng, fio, iperf3 from
+Debian), imported into the local cluster's containerd like the server's, never pulled. The tool writes its report
+into an emptyDir at the run's neighbours folder's own path, and the report comes back through the pod's log, read by
+the API (podfiles.py). On a node that is this machine its processes are found by the pod's UID in their cgroup, for
+the start check and the CPU sampler (`neighbour:<name>`), and a disk neighbour's data folder is a hostPath; on any
+other node (the harness off the cluster's nodes, or a neighbour on another node) its container cgroup is read in the
+pod through the exec API (podcpu.py: the start check's CPU, and `neighbour:<name>@<node>` beside the server's, never
+the node's other load), and a disk neighbour writes in an emptyDir on the node's own disk."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from layerbench.backends.kubernetes import access, cluster, manifests, pod, podfiles
+from layerbench.backends.kubernetes import access, cluster, manifests, pod, podcpu, podfiles
 from layerbench.backends.kubernetes.procs import pod_processes
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.errors import BadInput, PrerequisiteMissing, RunFailed, shown
@@ -32,6 +35,7 @@ from layerbench.vocabulary.sizes import quantity, quantity_text, tool_size_bytes
 BURSTABLE_MEMORY = "64Mi"  # a Burstable pod without `resources` asks for this much memory, and nothing else
 GUARANTEED_MEMORY = 256 * 2**20  # a Guaranteed pod's memory without `resources.memory`, plus a memory kind's workers
 START_TIMEOUT = 120.0
+CONTAINER = "neighbour"
 POLL = 0.3
 
 
@@ -63,17 +67,18 @@ def pod_name(name: str) -> str:
     return f"{manifests.dns_name('nb-' + name)[:48]}-{hashlib.sha256(name.encode()).hexdigest()[:6]}"
 
 
-def neighbour_pod(request: ContainerRequest, ns: str, node: str, image: str) -> dict[str, Any]:
+def neighbour_pod(request: ContainerRequest, ns: str, node: str, image: str, here: bool = True) -> dict[str, Any]:
     """The pod: the tool's command under podfiles' wrapper, the run's neighbours folder (the first mount, where the
     tool writes its report) an emptyDir at its own path whose files come back through the pod's log, any other
-    folder (a disk neighbour's data) a hostPath at its own path; placed on `node` through the scheduler (a
-    required node affinity on the node's name, so a pod that does not fit is reported Unschedulable with the
-    scheduler's reason), never restarted."""
+    folder (a disk neighbour's data) a hostPath at its own path when `node` is this machine (`here`), else an
+    emptyDir there too (on the node's own disk: no path of this machine is one of the node's); placed on `node`
+    through the scheduler (a required node affinity on the node's name, so a pod that does not fit is reported
+    Unschedulable with the scheduler's reason), never restarted."""
     mounts = [{"name": f"folder{i}", "mountPath": str(m)} for i, m in enumerate(request.mounts)]
-    volumes = [{"name": f"folder{i}", **({"emptyDir": {}} if i == 0 else {
+    volumes = [{"name": f"folder{i}", **({"emptyDir": {}} if i == 0 or not here else {
         "hostPath": {"path": str(m.resolve()), "type": "Directory"}})} for i, m in enumerate(request.mounts)]
     command = podfiles.wrapped(request.mounts[0], request.command) if request.mounts else request.command
-    container = {"name": "neighbour", "image": image, "imagePullPolicy": "IfNotPresent", "command": command,
+    container = {"name": CONTAINER, "image": image, "imagePullPolicy": "IfNotPresent", "command": command,
                  "resources": pod_resources(request.neighbour), "volumeMounts": mounts}
     on_node = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
     spec = {"containers": [container], "volumes": volumes, "restartPolicy": "Never",
@@ -88,17 +93,33 @@ def neighbour_pod(request: ContainerRequest, ns: str, node: str, image: str) -> 
 @dataclass
 class NeighbourPods:
     """What a kubernetes run hands to neighbours/running.py: starts a neighbour's pod in the run's namespace, on
-    the server pod's node (or the neighbour's own `node`)."""
+    the server pod's node (or the neighbour's own `node`). `here`: the nodes that are this machine, whose pods'
+    processes are found and sampled here; on any other node the pod's CPU is read in it (podcpu.py). `started`:
+    its pods, for the server's CPU window (refs)."""
 
     core: Any
     ns: str
     server_node: str
+    here: frozenset[str] = frozenset()
+    started: list[NeighbourPod] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, core: Any, ns: str, server: Any, nodes: list[Any]) -> NeighbourPods:
+        """For a run whose server pod is `server`, its candidate nodes `nodes` (those that are this machine: here);
+        the backend's server CPU window reads the others' pods (refs)."""
+        return cls(core, ns, str(server.spec.node_name), cluster.nodes_here(nodes))
+
+    def refs(self) -> list[podcpu.PodRef]:
+        """The pods read in them (off this machine) that still run: the server's CPU window reads them too."""
+        return [podcpu.PodRef(p.neighbour, p.name, CONTAINER, p.node) for p in self.started
+                if not p.on_node and p.code is None]
 
     def start(self, request: ContainerRequest) -> Placed:
         from layerbench.backends.docker.neighbours import neighbour_image_tag
 
         node = request.neighbour.node or self.server_node
-        body = neighbour_pod(request, self.ns, node, neighbour_image_tag())
+        on_node = node in self.here
+        body = neighbour_pod(request, self.ns, node, request.neighbour.image or neighbour_image_tag(), on_node)
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -110,7 +131,8 @@ class NeighbourPods:
                             f"{error.reason}" + (f" ({refused}; grant it: {access.RBAC_FILE})" if refused else "")
                             ) from None
         placed = NeighbourPod(self.core, self.ns, body["metadata"]["name"], request.neighbour.name, request.log_path,
-                              request.mounts[0] if request.mounts else None)
+                              request.mounts[0] if request.mounts else None, node=node, on_node=on_node)
+        self.started.append(placed)
         try:
             placed.wait_running(START_TIMEOUT)
         except BaseException:
@@ -129,6 +151,8 @@ class NeighbourPod:
     neighbour: str
     log_path: Path | None
     folder: Path | None = None  # where its report goes here (podfiles: through its log)
+    node: str = ""
+    on_node: bool = True  # its node is this machine: its processes are found here; else its CPU is read in it
     roots: list[int] = field(default_factory=list)
     seen: dict[str, Any] = field(default_factory=dict)
     code: int | None = None
@@ -144,8 +168,9 @@ class NeighbourPod:
             raise
 
     def wait_running(self, timeout: float) -> None:
-        """Until its container runs and its processes are found here; RunFailed with the reason otherwise."""
-        deadline = time.monotonic() + timeout
+        """Until its container runs and its processes are found here (off this machine: its cgroup is read in it,
+        cpu_seconds); RunFailed with the reason otherwise."""
+        deadline, unread = time.monotonic() + timeout, ""
         while time.monotonic() < deadline:
             found = self._read()
             trouble = cluster.pod_trouble(self.core, self.ns, found) if found is not None else "it is gone"
@@ -154,20 +179,37 @@ class NeighbourPod:
                                 f"{self.tail(3) or cluster.recent_events(self.core, self.ns) or 'no output'}")
             if found.status.phase == "Running":
                 self.seen = {"node": found.spec.node_name, "qos_class": found.status.qos_class, "pod": self.name}
-                self.roots = pod_processes(str(found.metadata.uid))
-                if self.roots:
-                    return
+                if not self.on_node:
+                    try:
+                        self.cpu_seconds()
+                        return
+                    except RunFailed as error:  # not yet exec-able: polled again
+                        unread = f"its CPU could not be read in it ({error}); "
+                else:
+                    self.roots = pod_processes(str(found.metadata.uid))
+                    if self.roots:
+                        return
             time.sleep(POLL)
-        raise RunFailed(f"neighbour {self.neighbour}: its pod was not running within {timeout:.0f} s; "
+        raise RunFailed(f"neighbour {self.neighbour}: its pod was not running within {timeout:.0f} s; {unread}"
                         f"{cluster.recent_events(self.core, self.ns) or 'see kubectl describe pod'}")
 
     def pids(self) -> list[int]:
         return [pid for pid in self.roots if procfs.exists(pid)]
 
+    def cpu_seconds(self) -> float | None:
+        """Off this machine, its container cgroup's CPU seconds so far, read in the pod (podcpu.exec_reading;
+        RunFailed when it cannot be); None on a node that is this machine (pids() are sampled here)."""
+        if self.on_node:
+            return None
+        used = podcpu.exec_reading(self.core, self.ns, self.name, CONTAINER).usage_ns
+        if used is None:
+            raise RunFailed(f"neighbour {self.neighbour}: its pod's cgroup gives no CPU usage")
+        return used / 1e9
+
     def alive(self) -> bool:
         with contextlib.suppress(Exception):
             found = self._read()
-            return found is not None and found.status.phase == "Running" and bool(self.pids())
+            return found is not None and found.status.phase == "Running" and (not self.on_node or bool(self.pids()))
         return False
 
     def exit_code(self) -> int | None:
@@ -245,8 +287,8 @@ def read_bounded(stream: Any) -> bytes:
 
 
 def check_neighbour_pods(variant: KubernetesVariant, pods: list[Neighbour]) -> None:
-    """The cluster answers, its node is this machine (its processes are found and sampled here), a named node
-    exists, a guaranteed-pinned pod finds the static CPU manager, and the pods fit beside the server's."""
+    """The cluster answers, a named node exists, off a node the pod's image is one the nodes pull (check_off_node),
+    a guaranteed-pinned pod finds the static CPU manager, and the pods fit beside the server's."""
     where = f"variants.{variant.name}.neighbours.{pods[0].name}"
     if variant.namespace is not None:
         raise BadInput(f"{where}.placement: kubernetes: a pod neighbour is placed on the server's node, which "
@@ -261,18 +303,34 @@ def check_neighbour_pods(variant: KubernetesVariant, pods: list[Neighbour]) -> N
         access.check_rights(api, access.needed_rights(variant, pinned), f"{where}.placement")
         _, core, nodes = pod.connect(variant)
         every = {n.metadata.name: n for n in core.list_node(_request_timeout=cluster.TIMEOUT).items}
+    on_node = cluster.harness_is_a_node(nodes)
     for neighbour in pods:
         where = f"variants.{variant.name}.neighbours.{neighbour.name}"
         if neighbour.node is not None and neighbour.node not in every:
             raise BadInput(f"{where}.node: {shown(neighbour.node)} is not a node of the cluster (it has: "
                            f"{', '.join(sorted(every))}); name one of them, or remove node (the server pod's node)")
         placed = [every[neighbour.node]] if neighbour.node else nodes
-        if not cluster.node_is_this_machine(placed):
-            raise BadInput(f"{where}.placement: kubernetes: its node is not this machine, and a pod neighbour's "
-                           "processes are found and sampled here (on a remote cluster: not yet)")
+        check_off_node(variant, neighbour, on_node, cluster.node_is_this_machine(placed), placed)
         if neighbour.pod_qos == "guaranteed-pinned":
             check_static(core, placed, where)
     check_room(variant, pods, nodes)
+
+
+def check_off_node(variant: KubernetesVariant, neighbour: Neighbour, on_node: bool, here: bool,
+                   placed: list[Any]) -> None:
+    """Off a node the nodes pull the neighbour's image (`image:`, checked in its registry against the nodes'
+    architecture), and a disk neighbour's `folder`, a path of this machine, is none of its node's."""
+    where = f"variants.{variant.name}.neighbours.{neighbour.name}"
+    if not here and neighbour.folder is not None:
+        raise BadInput(f"{where}.folder: {shown(neighbour.folder)} is a folder of this machine, and the pod's node is "
+                       "not this machine (its fio writes in an emptyDir on the node's own disk); remove folder")
+    if on_node or neighbour.image is not None:
+        if neighbour.image is not None:
+            cluster.check_pulled_image(neighbour.image, placed, f"{where}.image")
+        return
+    raise BadInput(f"{where}.image: off a node the nodes pull the neighbour pod's image, and layerbench's is "
+                   "imported only into a local cluster; push it (layerbench image push <registry>) and set image: "
+                   "to the layerbench/neighbours reference it printed")
 
 
 def check_static(core: Any, nodes: list[Any], where: str) -> None:
@@ -313,7 +371,7 @@ def ensure_neighbour_image_on_nodes(variant: KubernetesVariant, say: Callable[[s
     from layerbench.backends.docker.daemon import docker_client
     from layerbench.backends.docker.neighbours import ensure_neighbour_image
 
-    tag = ensure_neighbour_image(docker_client(), say)
+    tag = ensure_neighbour_image(docker_client(), say)  # asked only when a pod neighbour has no image: of its own
     if (variant.kubeconfig, variant.context, tag) not in IMPORTED:
         pod.import_into_nodes(variant, tag, say, f"variants.{variant.name}.neighbours",
                               "(pod neighbours: not yet on a remote cluster)")

@@ -19,6 +19,7 @@ and takes hostile text (missing keys, garbage, huge numbers) without raising."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -38,6 +39,8 @@ SCRIPT = (_READ +
           "r USAGE /sys/fs/cgroup/cpuacct/cpuacct.usage || r USAGE /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage; "
           "r STAT /sys/fs/cgroup/cpu/cpu.stat || r STAT /sys/fs/cgroup/cpu,cpuacct/cpu.stat || "
           "r STAT /sys/fs/cgroup/cpu.stat; "
+          "r PERCPU /sys/fs/cgroup/cpuacct/cpuacct.usage_percpu || "
+          "r PERCPU /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage_percpu; "
           "r CPUS /sys/fs/cgroup/cpuset/cpuset.effective_cpus || r CPUS /sys/fs/cgroup/cpuset/cpuset.cpus || "
           "r CPUS /sys/fs/cgroup/cpuset.cpus.effective; "
           "r PROC /proc/stat; r PSI /proc/pressure/cpu; true")
@@ -52,6 +55,7 @@ class PodReading:
     cpus: frozenset[int] = frozenset()  # its cpuset (empty: unknown, then every CPU of /proc/stat)
     node: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # CPU -> busy, idle, steal ticks
     pressure: dict[str, int] = field(default_factory=dict)  # the node's CPU pressure, microseconds
+    per_cpu: tuple[int, ...] = ()  # the container cgroup's CPU time on each CPU, ns (cgroup v1's usage_percpu)
 
 
 def counter(text: str) -> int | None:
@@ -93,6 +97,7 @@ def parse_reading(text: str) -> PodReading:
     cpus: frozenset[int] = frozenset()
     node: dict[int, tuple[int, int, int]] = {}
     psi: list[str] = []
+    per_cpu: tuple[int, ...] = ()
     for line in text[:MAX_OUTPUT].splitlines():
         key, _, rest = line.partition(" ")
         parts = rest.split()
@@ -100,6 +105,9 @@ def parse_reading(text: str) -> PodReading:
             usage = counter(rest)
         elif key == "STAT" and len(parts) == 2 and (value := counter(parts[1])) is not None:
             stat[parts[0]] = value
+        elif key == "PERCPU" and len(parts) <= 4096:
+            values = [counter(part) for part in parts]
+            per_cpu = tuple(v for v in values if v is not None) if None not in values else ()
         elif key == "CPUS":
             cpus = cpu_set_text(rest)
         elif key == "PROC" and parts and parts[0].startswith("cpu") and parts[0][3:].isdigit():
@@ -111,7 +119,7 @@ def parse_reading(text: str) -> PodReading:
             psi.append(rest)
     if usage is None and "usage_usec" in stat:  # cgroup v2
         usage = stat["usage_usec"] * 1000
-    return PodReading(usage, stat, cpus, node, parse_pressure("\n".join(psi)))
+    return PodReading(usage, stat, cpus, node, parse_pressure("\n".join(psi)), per_cpu)
 
 
 def throttling(first: PodReading, last: PodReading) -> Throttling | None:
@@ -150,6 +158,52 @@ def cpu_seconds(first: PodReading, last: PodReading, node: str) -> dict[str, flo
     return out
 
 
+def used_seconds(first: PodReading, last: PodReading) -> float | None:
+    """A container cgroup's CPU seconds between two readings; None without its usage in both."""
+    if first.usage_ns is None or last.usage_ns is None:
+        return None
+    return max(0, last.usage_ns - first.usage_ns) / 1e9
+
+
+def seconds_on(first: PodReading, last: PodReading, cpus: frozenset[int]) -> float:
+    """The part of a container's CPU seconds spent on `cpus` (another container's, the server's): per CPU where the
+    cgroup gives it (v1's usage_percpu), else all of it when its cpuset meets `cpus` (or either is unknown), none
+    when they are apart (a pinned neighbour on exclusive cores)."""
+    used = used_seconds(first, last) or 0.0
+    if first.per_cpu and len(first.per_cpu) == len(last.per_cpu) and cpus:
+        return sum(max(0, last.per_cpu[c] - first.per_cpu[c]) for c in cpus if c < len(last.per_cpu)) / 1e9
+    return used if not cpus or not last.cpus or cpus & last.cpus else 0.0
+
+
+@dataclass(frozen=True)
+class PodRef:
+    """A neighbour's pod whose CPU is read in it (backends/kubernetes/neighbours.py): the neighbour, its pod, its
+    container and its node."""
+
+    name: str
+    pod: str
+    container: str
+    node: str
+
+
+def with_neighbours(found: dict[str, float], server: PodReading, node: str,
+                    neighbours: list[tuple[PodRef, PodReading, PodReading]]) -> dict[str, float]:
+    """The window's figures with each neighbour pod's CPU as `neighbour:<name>@<its node>`, and on the server's node
+    its share on the server's CPUs taken out of `other@<node>`: a neighbour is never the node's other load, as on a
+    node (measure/cpu.py counts its processes as its own component)."""
+    out = dict(found)
+    for ref, first, last in neighbours:
+        used = used_seconds(first, last)
+        if used is None:
+            continue
+        out[f"neighbour:{ref.name}@{ref.node}"] = round(used, 3)
+        other = f"other@{node}"
+        if ref.node == node and other in out:
+            cpus = server.cpus or frozenset(server.node)
+            out[other] = round(max(0.0, out[other] - seconds_on(first, last, cpus)), 3)
+    return out
+
+
 def node_load(reading: PodReading) -> tuple[float, float] | None:
     """wait_for_quiet's counters in one reading: (the busy seconds of the container's CPUs less the server
     container's own, the rest), so that two readings' busy share is other@<node>'s (cpu_seconds); None without the
@@ -182,30 +236,48 @@ def source_facts(on_node: bool, node: str) -> dict[str, str]:
     return {"server_cpu_source": f"the pod's node, through the exec API ({SOURCE})", "server_cpu_node": node}
 
 
+def exec_reading(core: Any, ns: str, pod: str, container: str) -> PodReading:
+    """One reading of a container (its cgroup, its node's /proc/stat) through the exec API; RunFailed (one line)
+    when it cannot be read."""
+    try:
+        status, text, _ = pod_exec(core, ns, pod, ["sh", "-c", SCRIPT], container)
+    except Exception as error:  # the API refused, the pod is gone
+        raise RunFailed(f"{type(error).__name__}: {str(error)[:200]}") from None
+    if status is None:
+        raise RunFailed("the reading did not end within 30 s")
+    return parse_reading(text)
+
+
 class PodCpuWindow:
     """start() and stop() around the measured window (a reading each, through the exec API); usage_of() the run's
-    Usage with the pod's figures in place of this machine's. `exec_seconds`: what the readings cost (wall time)."""
+    Usage with the pod's figures in place of this machine's. `exec_seconds`: what the readings cost (wall time).
+    `neighbours`: the run's neighbour pods read the same way (PodRef), each its own component."""
 
-    def __init__(self, core: Any, ns: str, pod: str, container: str, node: str) -> None:
+    def __init__(self, core: Any, ns: str, pod: str, container: str, node: str,
+                 neighbours: Callable[[], list[PodRef]] = list) -> None:
         self.core, self.ns, self.pod, self.container, self.node = core, ns, pod, container, node
+        self.neighbours = neighbours
         self.first: PodReading | None = None
         self.last: PodReading | None = None
+        self.beside: dict[PodRef, list[PodReading]] = {}  # a neighbour pod's readings at the start and the end
         self.exec_seconds: list[float] = []
         self.error: str | None = None
 
-    def read(self) -> PodReading | None:
+    def read(self, pod: str | None = None, container: str | None = None) -> PodReading | None:
         started = time.monotonic()
         try:
-            status, text, _ = pod_exec(self.core, self.ns, self.pod, ["sh", "-c", SCRIPT], self.container)
-        except Exception as error:  # the API refused, the pod is gone: the run is recorded without the figures
-            self.error = f"{type(error).__name__}: {str(error)[:200]}"
+            return exec_reading(self.core, self.ns, pod or self.pod, container or self.container)
+        except RunFailed as error:  # the run is recorded without the figures
+            self.error = str(error) if pod is None else self.error
             return None
         finally:
             self.exec_seconds.append(round(time.monotonic() - started, 3))
-        if status is None:
-            self.error = "the reading did not end within 30 s"
-            return None
-        return parse_reading(text)
+
+    def _read_neighbours(self, first: bool) -> None:
+        for ref in self.neighbours() if first else list(self.beside):
+            reading = self.read(ref.pod, ref.container)
+            if reading is not None and (first or len(self.beside.get(ref, [])) == 1):
+                self.beside.setdefault(ref, []).append(reading)
 
     def load(self) -> tuple[float, float]:
         """One reading's node_load, for wait_for_quiet (QuietLoad); RunFailed when it could not be read."""
@@ -219,15 +291,19 @@ class PodCpuWindow:
         return QuietLoad(f"node {self.node}", self.load)
 
     def start(self) -> None:
+        self.beside = {}
+        self._read_neighbours(first=True)
         self.first = self.read()
 
     def stop(self) -> None:
         self.last = self.read()
+        self._read_neighbours(first=False)
 
     def result(self) -> dict[str, float]:
         if self.first is None or self.last is None:
             return {}
-        return cpu_seconds(self.first, self.last, self.node)
+        pairs = [(ref, found[0], found[1]) for ref, found in self.beside.items() if len(found) == 2]
+        return with_neighbours(cpu_seconds(self.first, self.last, self.node), self.last, self.node, pairs)
 
     def io_reader(self) -> None:
         return None  # the pod's I/O counters are not read off a node (measure/io.py: this machine's only)
@@ -245,7 +321,8 @@ class PodCpuWindow:
         """The run's Usage with the pod's node's figures: its CPU per component, the container's throttling, the
         node's steal and pressure; this machine's `other` and `idle` are not the server's node's, so they go."""
         found = self.result()
-        kept = {k: v for k, v in usage.cpu_seconds.items() if k not in ("other", "idle", "server")}
+        read_there = {f"neighbour:{ref.name}" for ref in self.beside}  # here: no process of theirs, 0 s
+        kept = {k: v for k, v in usage.cpu_seconds.items() if k not in ("other", "idle", "server", *read_there)}
         if not found:  # this machine's other and idle are still not the node's
             why = self.error or "a reading without the container cgroup's usage"
             return replace(usage, cpu_seconds=kept, top_other=(), throttling={}, pressure={}, notes=(
@@ -261,4 +338,5 @@ class PodCpuWindow:
         cpus = self.last.cpus if self.last else frozenset()
         return {"source": SOURCE, "node": self.node, "cpus": cpus_text(cpus) or "all",
                 "exec_seconds": list(self.exec_seconds), "complete": bool(self.result())} | (
-                    {"error": self.error} if self.error else {})
+                    {"error": self.error} if self.error else {}) | (
+                    {"neighbours": sorted(ref.name for ref in self.beside)} if self.beside else {})

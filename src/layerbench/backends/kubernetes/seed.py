@@ -126,9 +126,18 @@ def seed_claim(variant: KubernetesVariant, name: str, ns: str, meta_labels: dict
 
 
 def client_cnf(endpoint: Endpoint) -> str:
-    """A [client] file for mariadb-admin in the shutdown Job (a Secret: it holds the password)."""
+    """A [client] file for the shutdown Job's client (a Secret: it holds the password)."""
     return (f"[client]\nhost={endpoint.host}\nport={endpoint.port}\nuser={endpoint.user}\n"
             f"password={endpoint.password.reveal()}\n")
+
+
+def shutdown_command(is_mariadb: bool, cnf: Path) -> list[str]:
+    """The Job's command that stops the seed's server cleanly, with the client image's MariaDB clients: MariaDB's
+    `mariadb-admin shutdown` (COM_SHUTDOWN); MySQL's SQL `SHUTDOWN` statement, since MySQL 8.0 answers COM_SHUTDOWN
+    with 'Unknown command'."""
+    if is_mariadb:
+        return ["mariadb-admin", f"--defaults-extra-file={cnf}", "shutdown"]
+    return ["mariadb", f"--defaults-extra-file={cnf}", "-e", "SHUTDOWN"]
 
 
 def recorded_hashes(hashes: dict[str, str]) -> dict[str, str]:
@@ -287,14 +296,14 @@ class Seeding:
         return None
 
     def shutdown(self, job: JobClient, endpoint: Endpoint) -> None:
-        """`mariadb-admin shutdown` from a Job; the server pod must then end Succeeded (exit 0: a clean stop)."""
+        """A clean shutdown from a Job (shutdown_command); the server pod must then end Succeeded (exit 0)."""
         cnf = write_private(self.request.private_dir / SHUTDOWN_FILE, client_cnf(endpoint))
-        done = job.run_client(["mariadb-admin", f"--defaults-extra-file={cnf}", "shutdown"],
+        done = job.run_client(shutdown_command(self.seeds.server.flavour.is_mariadb, cnf),
                               {SHUTDOWN_FILE: cnf.read_text(encoding="utf-8")}, log_path=self.log_dir / "shutdown.log",
                               timeout=self.timeout, secrets=[endpoint.password])
         if done.returncode != 0:
-            raise RunFailed(f"the seed's server in {self.ns} did not take the shutdown (mariadb-admin exit "
-                            f"{done.returncode}); see seed/shutdown.log")
+            raise RunFailed(f"the seed's server in {self.ns} did not take the shutdown (exit {done.returncode}); see "
+                            "seed/shutdown.log")
         self.finished(f"{self.prefix}-db", "the seed's server (a clean shutdown)")
 
     def finished(self, name: str, what: str) -> Any:
@@ -344,11 +353,11 @@ class Seeding:
 
 def cluster_seeds(variant: KubernetesVariant, server: ServerProgram) -> ClusterSeeds | None:
     """The keeper of datasets made in the variant's cluster when a hostPath of this machine cannot reach the
-    server's node: namespace-scoped mode (the nodes are not read) or a node that is another machine; else None."""
+    server's node (cluster.dataset_made_here is false); else None."""
     from layerbench.backends.kubernetes.pod import connect, local_image_tag
 
     api, core, nodes = connect(variant)
-    if variant.namespace is None and cluster.node_is_this_machine(nodes):
+    if cluster.dataset_made_here(variant, nodes):
         return None
     return ClusterSeeds(api, core, variant, server, variant.image or local_image_tag(variant))
 

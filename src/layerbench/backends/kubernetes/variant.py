@@ -78,6 +78,8 @@ class KubernetesVariant(ImageVariant):
         default=None, max_length=20,
         description="node labels for the sysbench Job (client: job); default: node_selector")
     client_anti_affinity: bool = Field(default=False, description="keep the sysbench Job off the server's node")
+    client_image: str | None = Field(default=None, max_length=255, pattern=IMAGE_RE, description="client: job: "
+                                     "its Jobs' image (default: image:; beside MySQL layerbench's MariaDB image)")
     client_target: Literal["service", "pod"] = Field(
         default="service", description="what a sysbench Job connects to: the Service's cluster IP or the pod IP")
     cpu_manager_static: bool = False
@@ -132,9 +134,8 @@ class KubernetesVariant(ImageVariant):
             raise ValueError(f"variants.{self.name}.snapshot_class: restores each run's data from a VolumeSnapshot "
                              "(a PVC made from it: the datadir, or an emptydir's source), but storage is 'hostpath'; "
                              "set storage: pvc or emptydir, or remove snapshot_class")
-        if self.client_target != "service" and self.client != "job":
-            raise ValueError(f"variants.{self.name}.client_target: chooses what a sysbench Job connects to, but "
-                             f"client is {self.client!r}; set client: job or remove client_target")
+        if problem := job_keys_problem(self):
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
@@ -247,11 +248,24 @@ class KubernetesVariant(ImageVariant):
             return
         from layerbench.server.image_registry import registry_of
 
-        if self.client == "job" and registry_of(self.image) is None:
+        if self.client == "job" and self.client_image is None and registry_of(self.image) is None:
             raise BadInput(f"{where}.image: with client: job beside MySQL, the sysbench Job runs layerbench's MariaDB "
                            f"image from the registry of image:, and {self.image} names none; push both (layerbench "
                            "image push <registry>) and name <registry>/... in image:, or use client: host")
 
+
+
+def job_keys_problem(variant: KubernetesVariant) -> str | None:
+    """A key only a sysbench Job has (client_target, client_image) on a variant whose client is not one; None when
+    none (client_image beside an unwritten client: the cluster may still make it a Job, resolve_client)."""
+    v = variant
+    if v.client_target != "service" and v.client != "job":
+        return (f"variants.{v.name}.client_target: chooses what a sysbench Job connects to, but client is "
+                f"{v.client!r}; set client: job or remove client_target")
+    if v.client_image is not None and "client" in v.model_fields_set and v.client != "job":
+        return (f"variants.{v.name}.client_image: the image of the sysbench Jobs, but client is {v.client!r}; set "
+                "client: job or remove client_image")
+    return None
 
 
 def restores_snapshots(variant: KubernetesVariant) -> bool:
@@ -261,19 +275,19 @@ def restores_snapshots(variant: KubernetesVariant) -> bool:
 
 
 def nodes_are_this_machine(variant: KubernetesVariant) -> bool:
-    """Whether the variant's candidate nodes are this machine (cluster.node_is_this_machine, as seed.cluster_seeds
-    reads them); namespace-scoped mode, which reads no node, and an API that does not answer count as not (the
-    backend's check then names the API)."""
+    """Whether the variant's dataset is made here (cluster.dataset_made_here, the rule seed.cluster_seeds follows
+    too); an API that does not answer counts as not (the backend's check then names the API), and namespace-scoped
+    mode reads no node."""
     from kubernetes import client
 
     from layerbench.backends.kubernetes.access import readable_403
-    from layerbench.backends.kubernetes.cluster import api_client, node_is_this_machine, nodes_for
+    from layerbench.backends.kubernetes.cluster import api_client, dataset_made_here, nodes_for
 
     if variant.namespace is not None:
-        return False
+        return dataset_made_here(variant, [])
     try:
         with readable_403(f"variants.{variant.name}"):
-            return node_is_this_machine(nodes_for(client.CoreV1Api(api_client(variant)), variant))
+            return dataset_made_here(variant, nodes_for(client.CoreV1Api(api_client(variant)), variant))
     except PrerequisiteMissing:
         return False
 
