@@ -104,6 +104,7 @@ HOSTILE = st.sampled_from(["10" + "0" * 400, "1e400", "-1", "NaN", "", "\n", "na
 @example(TPCB, 1, 3, "1e400")
 @example(TPCB, 12, 5, "0")
 @example(TPCB, 16, 2, "1e400")
+@example(TPCB, 16, 2, "0")  # tps = 0 after N transactions: refused, never a run with no rate
 def test_hostile_text_in_any_word_is_a_run_or_a_one_line_refusal(text: str, line: int, word: int,
                                                                   value: str) -> None:
     lines = text.splitlines()

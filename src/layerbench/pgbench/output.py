@@ -209,8 +209,10 @@ def totals_of(doc: Lines, start: int, mix: tuple[int, int, int]) -> Totals:
     if transactions is None or tps is None:
         missing = "number of transactions actually processed" if transactions is None else "tps = ..."
         raise doc.refuse(start + 1, f"the summary starting here has no '{missing}' line: the file is cut short")
-    configured = number(doc, r"duration:\s*" + NUM + r"\s*s$")
-    duration = transactions / tps if tps > 0 else (configured or 0.0)
+    if tps <= 0:  # no transaction finished (or a damaged figure): no rate to compare
+        raise doc.refuse(start + 1, f"the summary says tps = {tps:g} after {transactions} transactions: pgbench "
+                                    "finished no measured transaction, so the file holds no run to compare")
+    duration = transactions / tps
     if not 0 < duration < math.inf:
         raise doc.refuse(start + 1, f"{transactions} transactions at {tps:g} tps give no duration; the file is "
                                     "damaged")
