@@ -184,16 +184,22 @@ HBA = ("# written by layerbench\n"
        "host all all ::/0 scram-sha-256\n")
 
 
+def postgres_user_ids(missing: str) -> tuple[int, int]:
+    """(uid, gid) of this machine's `postgres` user (the Debian package's); BadInput with `missing` when there is
+    none."""
+    try:
+        entry = pwd.getpwnam(RUN_AS)
+    except KeyError:
+        raise BadInput(missing) from None
+    return entry.pw_uid, entry.pw_gid
+
+
 def run_as() -> tuple[int, int] | None:
     """(uid, gid) the server runs as: `postgres` when this process is root, else None (it runs as we do)."""
     if os.geteuid() != 0:
         return None
-    try:
-        entry = pwd.getpwnam(RUN_AS)
-    except KeyError:
-        raise BadInput(f"PostgreSQL refuses to run as root and there is no {RUN_AS} user; install postgresql-15 "
-                       "(it creates it; scripts/setup does it)") from None
-    return entry.pw_uid, entry.pw_gid
+    return postgres_user_ids(f"PostgreSQL refuses to run as root and there is no {RUN_AS} user; install "
+                             "postgresql-15 (it creates it; scripts/setup does it)")
 
 
 def switch_user(setpriv: str, user: int | str, group: int | str, cmd: list[str]) -> list[str]:

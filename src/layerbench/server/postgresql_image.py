@@ -10,13 +10,11 @@ package's own scripts create is removed: every run brings its datadir (a restore
 
 from __future__ import annotations
 
-import pwd
 from collections.abc import Callable
 from typing import Any
 
-from layerbench.errors import BadInput
 from layerbench.server.image import Recipe, ensure_docker_image, image_tag, rootfs_path
-from layerbench.server.postgresql import BIN_DIR, RUN_AS
+from layerbench.server.postgresql import BIN_DIR, RUN_AS, postgres_user_ids
 
 IMAGE_REPO = "layerbench/postgresql"
 PACKAGES = ("postgresql-15", "postgresql-client-15", "sysbench")
@@ -25,12 +23,8 @@ SOCKET_DIR = "/run/layerbench-pg"  # the server's socket folder in the container
 
 def postgres_ids() -> tuple[int, int]:
     """(uid, gid) of this machine's `postgres` user (the Debian package's), which the image's user gets too."""
-    try:
-        entry = pwd.getpwnam(RUN_AS)
-    except KeyError:
-        raise BadInput(f"there is no {RUN_AS} user here; install postgresql-15 (scripts/setup does it): the "
-                       "PostgreSQL image's user gets its ids") from None
-    return entry.pw_uid, entry.pw_gid
+    return postgres_user_ids(f"there is no {RUN_AS} user here; install postgresql-15 (scripts/setup does it): the "
+                             "PostgreSQL image's user gets its ids")
 
 
 def user_inputs() -> dict[str, str]:
