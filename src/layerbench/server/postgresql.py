@@ -357,17 +357,17 @@ def sql_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def account_script(user: str, password: Secret, database: str) -> str:
+def account_script(user: str, password: Secret | None, database: str) -> str:
     """set_up_account's statements as a psql script, for a server reached only through its own socket (a VM's
     guest runs it with psql as the superuser): statement logging off first, the account created or altered with
-    this start's password, its database made when missing (psql's \\gexec: CREATE DATABASE cannot run in a DO
-    block). Holds the password: only ever written to private places."""
+    this start's password (None: PASSWORD NULL, no login over TCP), its database made when missing (psql's \\gexec:
+    CREATE DATABASE cannot run in a DO block). Holds the password: only ever written to private places."""
     role, db = sql_identifier(user), sql_identifier(database)
     return "\n".join([
         *(f"{statement};" for statement in QUIET),
         f"DO $$BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = {sql_literal(user)}) THEN "
         f"CREATE ROLE {role} LOGIN; END IF; END$$;",
-        f"ALTER ROLE {role} LOGIN PASSWORD {sql_literal(password.reveal())};",
+        f"ALTER ROLE {role} LOGIN PASSWORD {'NULL' if password is None else sql_literal(password.reveal())};",
         f"SELECT 'CREATE DATABASE ' || {sql_literal(db)} || ' OWNER ' || {sql_literal(role)} WHERE NOT EXISTS "
         f"(SELECT 1 FROM pg_database WHERE datname = {sql_literal(database)})\\gexec", ""])
 

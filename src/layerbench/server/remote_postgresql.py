@@ -141,22 +141,9 @@ def psql_argv(server: HostPostgres, socket_dir: str, port: int) -> list[str]:
             "-U", pg.SUPERUSER, "-d", "postgres"]
 
 
-def literal(text: str) -> str:
-    """An SQL string literal (standard_conforming_strings: only ' doubles)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
 def account_sql(user: str, password: Secret | None, database: str) -> str:
-    """server/postgresql.py's set_up_account as psql text: statement logging off first (the password is in a
-    statement), the account created or altered with this start's password (None: PASSWORD NULL), and the benchmark
-    database made when missing, owned by it."""
+    """server/postgresql.py's account_script (the psql form of set_up_account, also a VM guest's), for names that
+    are plain: the text goes to the host's psql on its standard input."""
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", user) or not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", database):
         raise BadInput(f"PostgreSQL account {shown(user)} / database {shown(database)}: not a plain name")
-    secret = "NULL" if password is None else literal(password.reveal())
-    return "\n".join([
-        *(f"{statement};" for statement in pg.QUIET),
-        f"SELECT (EXISTS (SELECT 1 FROM pg_roles WHERE rolname = {literal(user)}))::int AS exists \\gset",
-        f"\\if :exists\n  ALTER ROLE {user} LOGIN PASSWORD {secret};\n\\else\n  CREATE ROLE {user} LOGIN PASSWORD "
-        f"{secret};\n\\endif",
-        f"SELECT (NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = {literal(database)}))::int AS missing \\gset",
-        f"\\if :missing\n  CREATE DATABASE {database} OWNER {user};\n\\endif", ""])
+    return pg.account_script(user, password, database)
