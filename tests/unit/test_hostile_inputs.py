@@ -150,3 +150,16 @@ def bomb(kind: str, width: int, depth: int) -> str:
         refs = ", ".join([f"*b{level - 1}"] * width)
         text += f"b{level}: &b{level} {{<<: [{refs}]}}\n" if kind == "merge" else f"b{level}: &b{level} [{refs}]\n"
     return text
+
+
+def test_a_key_refused_by_its_pattern_says_what_it_takes_not_the_regular_expression(tmp_path: Path) -> None:
+    """client_image (kubernetes) and the neighbours' image are checked by a pattern: the line names the form."""
+    path = tmp_path / "k.yaml"
+    for value in ("a\nb", "[/x]", "Bad Image"):
+        path.write_text(yaml.safe_dump({
+            "name": "k", "baseline": "k", "repetitions": 3, "workload": {"tables": 1, "table_size": 10},
+            "variants": [{"name": "k", "backend": "kubernetes", "client": "job", "client_image": value}]}))
+        code, err = validate(path)
+        assert_one_line_bad_input(code, err)
+        assert "variants[0].client_image: " in err and "is not an image reference" in err, err
+        assert "should match pattern" not in err and "(?:" not in err, err

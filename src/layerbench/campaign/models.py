@@ -358,6 +358,12 @@ def _value_at(loc: tuple[Any, ...], data: Any) -> Any:
     return node
 
 
+# What a key refused by its pattern takes, in words (describe_validation_error); others: docs/campaign.md's.
+IMAGE_FORM = ("an image reference ([registry[:port]/]name[:tag][@sha256:digest], like "
+              "10.0.0.1:5000/layerbench/mariadb:1)")
+PATTERN_FORMS = {"image": IMAGE_FORM, "client_image": IMAGE_FORM}
+
+
 def describe_validation_error(error: ValidationError, data: Any) -> str:
     """The first error as one line: field path, the value, what is wrong."""
     first = error.errors()[0]
@@ -375,6 +381,9 @@ def describe_validation_error(error: ValidationError, data: Any) -> str:
         return f"{where}.backend: missing; add backend: one of {', '.join(BACKENDS)}"
     message = first["msg"].removeprefix("Value error, ")
     value = _value_at(loc, data)
+    if kind == "string_pattern_mismatch":  # pydantic would print the regular expression itself
+        form = PATTERN_FORMS.get(str(loc[-1]), "the form docs/campaign.md gives for this key")
+        return f"{where}: {shown(value)} is not {form}; fix it"
     got = "" if value is None or isinstance(value, dict | list) or shown(value) in message else f" (got {shown(value)})"
     if re.match(r"(variants|workloads|repetitions|busy|published)[\w.\[\]-]*( \(from [^)]*\))?: |"
                 r"(repetitions|min_runs|busy|scale): ",
