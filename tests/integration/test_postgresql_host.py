@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from helpers import folders_postgres_enters, processes_naming, run_for_real
+from layerbench.analysis.fairness import fairness_differences
 from layerbench.analysis.io import io_rows
 from layerbench.analysis.loading import analyze
 from layerbench.campaign.models import campaign_as_dict, load_campaign, parse_campaign, smoke_version
@@ -129,6 +130,14 @@ def test_postgresql_18_of_the_sid_rootfs_runs_its_own_server_on_its_own_snapshot
     key = measured[0]["reset"]["snapshot"]
     meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())
     assert "PostgreSQL) 18." in meta["inputs"]["server"] and meta["rows"] == {"sbtest1": 1000}
+    # docs/servers.md: 18 against 15 out of the box, the settings that differ (work_mem is the campaign's, on both)
+    with Store(campaign["out"] / "layerbench.db") as store:
+        analysis = analyze(store, campaign["outcome"].campaign_id)
+    found = {d.what: (d.baseline_value, d.variant_value)
+             for d in fairness_differences("postgresql", analysis.environments, {}) if d.variant == "postgresql-18"}
+    assert found["server variable data_checksums"] == ("off", "on"), found  # 18's initdb turns page checksums on
+    assert found["server variable effective_io_concurrency"] == ("1", "16"), found
+    assert any(what.startswith("server variables that only one of the two servers has (") for what in found), found
 
 
 def test_the_generated_postgresql_conf_is_what_the_server_ran_with(campaign: dict) -> None:
