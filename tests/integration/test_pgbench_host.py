@@ -76,6 +76,8 @@ def test_every_run_measured_pgbench_on_a_restored_pgbench_dataset(campaign: dict
         assert reset["method"] == "snapshot" and reset["snapshot"].startswith("pgbench-s1-")
         assert facts["pgbench"]["scale"] == 1 and facts["pgbench"]["version"].startswith("15.")
         assert facts["environment"]["backend"]["server_flavour"] == "postgresql"
+        # pgbench's backends end with it, before the sampler's last reading: counted through the postmaster
+        assert facts["resources"]["cpu_seconds"]["server"] > 0.1, facts["resources"]["cpu_seconds"]
     assert len({r[3]["reset"]["snapshot"] for r in campaign["runs"]}) == 1  # one dataset: scale 1, one server
     key = campaign["runs"][0][3]["reset"]["snapshot"]
     meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())

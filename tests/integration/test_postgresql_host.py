@@ -82,6 +82,9 @@ def test_postgresql_runs_sysbench_on_a_restored_snapshot(campaign: dict) -> None
         assert reset["checksum_tables"] == 1
         status_counters = facts["io"]["server_status"]
         assert status_counters["pg_blks_hit"] > 0  # the measured window's reads of the benchmark's database
+        # a smoke run is shorter than the sampler's full-scan period: its backends, born after the first scan and
+        # ended before the last reading, count through the postmaster's reaped-children time
+        assert facts["resources"]["cpu_seconds"]["server"] > 0.05, facts["resources"]["cpu_seconds"]
     assert len({json.loads(r[3])["reset"]["snapshot"] for r in campaign["runs"]}) == 4  # one per server
     key = json.loads(runs[0][3])["reset"]["snapshot"]
     meta = json.loads((campaign["folders"] / "datasets" / key / "meta.json").read_text())

@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from layerbench.hosts.procfs import parse_machine_stat, parse_proc_stat_line
+from layerbench.hosts.procfs import ProcStat, parse_machine_stat, parse_proc_stat_line
 from layerbench.measure.cpu import (
     ResourceSampler,
     parse_cpu_stat,
     parse_status,
+    reaped_ticks,
 )
 from layerbench.records import Usage
 
@@ -141,3 +142,52 @@ def test_the_wait_reads_an_ssh_hosts_own_cgroup_when_its_init_runs_in_one() -> N
     assert load_counters(parse_reading(sliced), parse_machine_stat(sliced)) == (2.0, 18.0)
     whole = "TICK 100\n" + kernel
     assert load_counters(parse_reading(whole), parse_machine_stat(whole)) == (1000.0, 1000.0)
+
+
+SPAWNER = """
+import resource, subprocess, sys, time
+burn = "import time\\nwhile time.process_time() < 0.15: pass"
+sys.stdin.readline()  # once the sampler's first sample has seen this parent
+for _ in range(4):
+    subprocess.run([sys.executable, "-c", burn], check=True)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(used.ru_utime + used.ru_stime, flush=True)
+time.sleep(60)
+"""
+
+
+def test_children_that_end_between_two_samples_count_through_their_parent() -> None:
+    """PostgreSQL forks a backend per connection; a short run's backends end between two samples (or before the
+    last), so the sampler never sees them. Their parent's reaped-children time counts them: here a parent runs four
+    children one after another, each burning 0.15 s of CPU by its own clock, while the sampler takes no sample
+    between its first and its last."""
+    parent = subprocess.Popen([sys.executable, "-c", SPAWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        sampler = ResourceSampler(components=lambda: {"server": [parent.pid]}, cgroups=[], client_pids=lambda: [],
+                                  interval=3600)
+        sampler.start()
+        while sampler.tally.samples < 1:
+            time.sleep(0.01)
+        assert parent.stdin is not None and parent.stdout is not None
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+        children_cpu = float(parent.stdout.readline())  # the children's CPU, as the kernel gave it to the parent
+        usage = sampler.stop()
+    finally:
+        parent.kill()
+        parent.wait()
+    assert children_cpu >= 0.55
+    assert usage.samples == 2  # the first and the last: no child was alive at either
+    assert children_cpu - 0.05 <= usage.cpu_seconds["server"] <= children_cpu + 0.2  # 10 ms ticks; the parent's own
+
+
+def test_a_child_seen_before_it_ended_is_not_counted_twice_and_the_clients_are_left_alone() -> None:
+    """The postmaster (10) reaped 80 ticks of children: backend 12 was seen at 30 (counted), 13 never seen; the
+    client (20), reaped by the harness, ended too and keeps what it was counted."""
+    first = {10: ProcStat(10, 1, 100, 5, child_ticks=7), 12: ProcStat(12, 10, 0, 50), 20: ProcStat(20, 2, 0, 60)}
+    last = {10: ProcStat(10, 1, 110, 5, child_ticks=87), 12: ProcStat(12, 10, 30, 50), 20: ProcStat(20, 2, 40, 60)}
+    owner = {10: "server", 12: "server", 20: "client"}
+    assert reaped_ticks(first, last, owner, present={10}) == {"server": 50}
+    zombie = {**last, 10: ProcStat(10, 1, 110, 5, child_ticks=57)}  # 12 ended, not reaped yet: 13's 50 only
+    assert reaped_ticks(first, zombie, owner, present={10, 12}) == {"server": 50}
+    assert reaped_ticks(first, last, owner, present=set()) == {}

@@ -153,6 +153,24 @@ def wait_for_quiet(max_seconds: float, threshold: float = BUSY_SHARE, step: floa
                          error=f"{type(error).__name__}: {str(error)[:200]}")
 
 
+def reaped_ticks(first: dict[int, ProcStat], last: dict[int, ProcStat], owner: dict[int, str],
+                 present: set[int]) -> dict[str, int]:
+    """Per component, the CPU of its processes that ended between two samples and were reaped by one of its own
+    (a PostgreSQL backend whose connection closed in under a second, or before the last sample): the growth of its
+    live processes' reaped-children time (cutime + cstime), less what the ended ones it reaped were last seen to have
+    used (counted already). An ended process whose parent is not the component's (the client, reaped by the
+    harness) is left as it was counted. `present`: the processes the last sample found."""
+    out: dict[str, int] = {}
+    for pid in present:
+        name, stat = owner[pid], last[pid]
+        out[name] = out.get(name, 0) + max(0, stat.child_ticks - first[pid].child_ticks)
+    for pid, name in owner.items():
+        stat = last[pid]
+        if pid not in present and stat.ppid in present and owner[stat.ppid] == name:
+            out[name] = out.get(name, 0) - stat.ticks - stat.child_ticks
+    return {name: ticks for name, ticks in out.items() if ticks > 0}
+
+
 # --- the sampler ------------------------------------------------------------------------------------------
 
 
@@ -183,6 +201,7 @@ class ResourceSampler:
         self.client_roots: list[int] = []
         self.rescan = False  # a full scan at the next sample: a new client process began (client_started)
         self.ctx_start: dict[str, tuple[int, int]] = {}
+        self.present: set[int] = set()  # the component processes the latest sample found
 
     def start(self) -> None:
         self.started = time.monotonic()
@@ -249,6 +268,7 @@ class ResourceSampler:
                 self.first[pid] = ProcStat(pid, stat.ppid, 0, stat.start) if born_inside else stat
             self.last[pid] = stat
             self.owner[pid] = name
+        self.present = set(owner)
         self.tally.samples += 1
         if ctx and not self.ctx_start:
             self.ctx_start = {n: context_switches({p for p, o in owner.items() if o == n}) for n in set(owner.values())}
@@ -258,6 +278,8 @@ class ResourceSampler:
         for pid, name in self.owner.items():
             ticks = self.last[pid].ticks - self.first[pid].ticks
             cpu[name] = cpu.get(name, 0.0) + max(ticks, 0) / TICKS
+        for name, ticks in reaped_ticks(self.first, self.last, self.owner, self.present).items():
+            cpu[name] = cpu.get(name, 0.0) + ticks / TICKS
         busy0, idle0 = self.machine_start
         text = read("/proc/stat")
         busy1, idle1 = parse_machine_stat(text)
