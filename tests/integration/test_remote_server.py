@@ -90,24 +90,6 @@ def test_a_host_server_on_an_ssh_host_with_sysbench_there_and_on_app(lab_hosts: 
     assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
 
 
-def test_a_changed_byte_in_the_host_s_snapshot_is_caught_and_prepared_again(lab_hosts: dict, tmp_path: Path) -> None:
-    """The snapshot dbssh's server prepared and keeps, one byte changed there: the next run's restore finds it
-    against the host's manifest, the snapshot is removed there, prepared again there, and the run retried."""
-    tag = secrets.token_hex(3)
-    variants = [{"name": f"ship-{tag}", "backend": "host", "server_host": "dbssh", "client_host": "app"}]
-    first = run_campaign(campaign_data(tmp_path, lab_hosts, variants), tmp_path)
-    assert first[0]["status"] == "ok", first[0]["error"]
-    kept = json.loads(first[0]["details"])["environment"]["backend"]["dataset_on_host"]["path"]
-    made = json.loads(db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output)["created_at"]
-    db_host(lab_hosts).shell(f"printf X | dd of={kept}/datadir/sbtest/sbtest1.ibd bs=1 seek=20000 "
-                             "conv=notrunc status=none", timeout=30)
-    again = run_campaign(campaign_data(tmp_path, lab_hosts, variants, name=f"it-rserver-again-{tag}"), tmp_path)
-    assert again[-1]["status"] == "ok", again[-1]["error"]
-    remade = json.loads(db_host(lab_hosts).shell(f"cat {kept}/meta.json", timeout=30).output)["created_at"]
-    assert remade > made  # prepared anew there
-    assert leftovers(lab_hosts, tag) == []
-
-
 def test_a_second_shipper_waits_for_the_host_lock_and_a_killed_holder_lets_go(lab_hosts: dict) -> None:
     """Two campaigns shipping one snapshot to one host take turns; a holder that dies releases the lock there."""
     import threading
@@ -336,7 +318,9 @@ def test_the_db_host_prepares_the_dataset_with_its_own_server(lab_hosts: dict, t
     """issue #42 item 2: the dataset of a host server on dbssh is prepared there by dbssh's own mariadbd, keyed by
     that server's --version read over SSH, kept there, and the harness holds no dataset folder for its key (a table
     size of this test's own makes a key no other test uses). The run's records say where and by what; a second
-    campaign finds the host's snapshot and prepares nothing."""
+    campaign finds the host's snapshot and prepares nothing. Then one byte of that snapshot is changed there: the
+    third campaign's restore finds it against the host's manifest, the snapshot is removed there, prepared again
+    there, and the run retried."""
     from layerbench.analysis.loading import analyze
     from layerbench.analysis.report_model import report_model
     from layerbench.hosts.workdirs import datasets_dir
@@ -371,6 +355,14 @@ def test_the_db_host_prepares_the_dataset_with_its_own_server(lab_hosts: dict, t
             analysis = analyze(store, int(first[0]["campaign_id"]))
         text = write_report(report_model(analysis), "md", tmp_path / "rep").read_text()
         assert f"prepared on host dbssh by {binary}" in text  # the report's data line
+        assert json.loads(first[0]["details"])["environment"]["backend"]["dataset_on_host"]["path"] == target
+        host.shell(f"printf X | dd of={target}/datadir/sbtest/sbtest1.ibd bs=1 seek=20000 conv=notrunc status=none",
+                   timeout=30)
+        third = run_campaign(campaign_data(tmp_path, lab_hosts, variants, workload=workload,
+                                           name=f"it-rserver-third-{tag}"), tmp_path)
+        assert third[-1]["status"] == "ok", third[-1]["error"]
+        remade = json.loads(host.shell(f"cat {target}/meta.json", timeout=30).output)
+        assert remade["created_at"] > meta["created_at"]  # prepared anew there
         assert leftovers(lab_hosts, tag) == [] and owner_records(tag) == []
     finally:
         host.shell(f"rm -rf {target} {target}.lock", timeout=120)
