@@ -19,7 +19,7 @@ import pytest
 from helpers import folders_postgres_enters, run_for_real
 from layerbench.backends.docker.daemon import docker_client
 from layerbench.backends.docker.local import DockerBackend
-from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.models import campaign_as_dict, load_campaign, parse_campaign, smoke_version
 from layerbench.secrets import generate_password
 from layerbench.server.datadir import query
 from layerbench.server.postgresql import run_as
@@ -27,6 +27,7 @@ from layerbench.server.postgresql_image import ensure_postgresql_image
 from layerbench.server.spec import ServerSpec
 
 pytestmark = pytest.mark.integration
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def our_containers(label: str) -> list[str]:
@@ -50,22 +51,17 @@ def folders() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def campaign(folders: Path) -> dict:
-    """PostgreSQL in a container behind a published port (the baseline) and on the host's network (a work_mem of
-    its own), once each for a sysbench and a pgbench workload, each on its dataset's snapshot."""
+    """examples/postgresql-container-overhead.yaml in smoke mode (so the examples' smoke test leaves it to this
+    module): PostgreSQL 15 on the host (the baseline), in a container behind a published port and on the host's
+    network (here with a work_mem of its own), once each for its sysbench workload and a pgbench one added here,
+    each on its dataset's snapshot."""
     out = folders / "out"
-    data = {
-        "name": f"it-pgdock-{os.getpid()}", "baseline": "bridge",
-        "variants": [
-            {"name": "bridge", "backend": "docker", "network": "bridge", "server": {"flavour": "postgresql"}},
-            {"name": "hostnet", "backend": "docker", "network": "host",
-             "server": {"flavour": "postgresql", "config": {"work_mem": "8MB"}}},
-        ],
-        "workloads": [
-            {"name": "oltp", "tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0},
-            {"name": "tpcb", "tool": "pgbench", "scale": 1, "threads": 2, "duration": 2, "warmup": 0},
-        ],
-        "repetitions": 1, "estimates_only": True, "output": str(out),
-    }
+    data = campaign_as_dict(smoke_version(load_campaign(EXAMPLES / "postgresql-container-overhead.yaml")))
+    hostnet = next(v for v in data["variants"] if v["name"] == "docker-host-net")
+    hostnet["server"] = {**hostnet.get("server", {"flavour": "postgresql"}), "config": {"work_mem": "8MB"}}
+    data["workloads"] = [{**data["workloads"][0], "name": "oltp", "duration": 2},
+                         {"name": "tpcb", "tool": "pgbench", "scale": 1, "threads": 2, "duration": 2, "warmup": 0}]
+    data |= {"name": f"it-pgdock-{os.getpid()}", "output": str(out)}
     outcome, rows = run_for_real(data)
     return {"outcome": outcome, "out": out, "runs": rows, "name": data["name"]}
 
@@ -76,9 +72,10 @@ def facts_of(campaign: dict, variant: str | None = None) -> list[dict]:
 
 def test_sysbench_and_pgbench_run_on_a_restored_snapshot_over_both_networks(campaign: dict) -> None:
     runs = campaign["runs"]
-    assert [r[1] for r in runs] == ["ok"] * 4, [r[4] for r in runs]
+    assert [r[1] for r in runs] == ["ok"] * 6, [r[4] for r in runs]
     assert all(r[2] > 0 for r in runs)
-    for facts in facts_of(campaign):
+    assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 2  # one per workload: host and containers
+    for facts in facts_of(campaign, "docker-bridge") + facts_of(campaign, "docker-host-net"):
         backend = facts["environment"]["backend"]
         assert backend["image"].startswith("layerbench/postgresql:")
         assert (backend["server_flavour"], backend["server_version"][:3]) == ("postgresql", "15.")
@@ -87,39 +84,41 @@ def test_sysbench_and_pgbench_run_on_a_restored_snapshot_over_both_networks(camp
         assert reset["method"] == "snapshot" and reset["restore"]["files"] > 0
         assert reset["restore"]["method"].endswith("into the host folder of a local-driver volume (type=none, o=bind)")
         assert facts["io"]["server_status"]["pg_blks_hit"] > 0  # PostgreSQL's own counters, read over TCP
-    assert len([f for f in facts_of(campaign) if "pgbench" not in f]) == 2
+    assert len([f for f in facts_of(campaign) if "pgbench" not in f]) == 3
     pgbench = [f["pgbench"] for f in facts_of(campaign) if "pgbench" in f]
-    assert len(pgbench) == 2 and all(p["script"] == "tpcb-like" and p["statements"] for p in pgbench)
+    assert len(pgbench) == 3 and all(p["script"] == "tpcb-like" and p["statements"] for p in pgbench)
 
 
 def test_each_network_is_the_path_it_says(campaign: dict) -> None:
     """The published port's packets go through docker-proxy (counted as a component of the run's CPU); the host
     network's do not."""
-    for variant, proxied in (("bridge", True), ("hostnet", False)):
+    for variant, proxied in (("docker-bridge", True), ("docker-host-net", False)):
         for facts in facts_of(campaign, variant):
             assert facts["environment"]["backend"]["network"] == ("bridge" if proxied else "host")
             assert ("docker-proxy" in facts["resources"]["cpu_seconds"]) == proxied
 
 
 def test_the_generated_postgresql_conf_is_what_the_container_ran_with(campaign: dict) -> None:
-    for facts in facts_of(campaign, "hostnet"):
+    for facts in facts_of(campaign, "docker-host-net"):
         variables = facts["environment"]["server_variables"]
         assert variables["work_mem"] == str(8 * 1024) and variables["password_encryption"] == "scram-sha-256"
-    confs = {p.parent.name: p.read_text().splitlines() for p in campaign["out"].glob("*/runs/*/postgresql.conf")}
+    confs = {p.parent.name: p.read_text().splitlines() for p in campaign["out"].glob("*/runs/*/postgresql.conf")
+             if "docker-" in p.parent.name}
     assert len(confs) == 4
     for run, lines in confs.items():
         assert "max_connections = 1000" in lines and "unix_socket_directories = '/run/layerbench-pg'" in lines
         assert "hba_file = '/etc/layerbench/pg_hba.conf'" in lines
-        assert ("listen_addresses = '0.0.0.0'" in lines and "port = 5432" in lines) == ("bridge" in run)
-        assert ("work_mem = '8MB'" in lines) == ("hostnet" in run)
+        assert ("listen_addresses = '0.0.0.0'" in lines and "port = 5432" in lines) == ("docker-bridge" in run)
+        assert ("work_mem = '8MB'" in lines) == ("docker-host-net" in run)
 
 
 def test_nothing_is_left_and_no_password_is_written(campaign: dict) -> None:
     assert our_containers(campaign["name"]) == []
     work = Path(os.environ["LAYERBENCH_WORK_DIR"])
     labels = [p.name for p in (work / "owners").glob("*.json")] + [p.name for p in (work / "work" / "docker").glob("*")]
-    assert [name for name in labels if name.endswith(("-bridge", "-hostnet", "-bridge.json", "-hostnet.json"))] == []
-    assert socket_folders("lb*-bridge") + socket_folders("lb*-hostnet") == []
+    assert [name for name in labels if name.endswith(("-docker-bridge", "-docker-host-net", "-docker-bridge.json",
+                                                      "-docker-host-net.json"))] == []
+    assert socket_folders("lb*-docker-bridge") + socket_folders("lb*-docker-host-net") == []
     for path in campaign["out"].rglob("*"):
         if path.is_file() and path.suffix in (".log", ".json", ".conf", ".txt"):
             assert "PASSWORD '" not in path.read_text(errors="replace"), path
