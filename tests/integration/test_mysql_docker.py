@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.models import campaign_as_dict, load_campaign, parse_campaign, smoke_version
 from layerbench.run import orchestrator
 from layerbench.server.mysql_rootfs import ensure_rootfs
 from layerbench.store import Store
 
 pytestmark = pytest.mark.integration
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def our_containers(label: str) -> list[str]:
@@ -33,24 +34,17 @@ def our_containers(label: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One campaign: MySQL 9.7 on the host (the baseline), in a container on a bridge network, and in a container
-    of an image made from the root of a `mysqld:` binary (the rootfs's own mysqld), once each (2 s runs), on a
-    snapshot of 1 x 1,000 rows checked by CHECKSUM TABLE before each run."""
+    """examples/mysql-container-overhead.yaml in smoke mode (so the examples' smoke test leaves it to this module):
+    MySQL 9.7 on the host (the baseline), in a container on a bridge network and on the host's network, plus a
+    container of an image made from the root of a `mysqld:` binary (the rootfs's own mysqld), once each (2 s runs),
+    on a snapshot of 1 x 1,000 rows checked by CHECKSUM TABLE before each run."""
     rootfs = ensure_rootfs("9.7")
     out = tmp_path_factory.mktemp("mysql-docker")
     name = f"it-mysqldocker-{out.name[-6:]}"
-    data = {
-        "name": name, "baseline": "host",
-        "variants": [
-            {"name": "host", "backend": "host", "server": {"flavour": "mysql", "version": "9.7"}},
-            {"name": "docker", "backend": "docker", "network": "bridge", "server": {"flavour": "mysql",
-                                                                                     "version": "9.7"}},
-            {"name": "binary", "backend": "docker", "mysqld": str(rootfs.root / "usr/sbin/mysqld")},
-        ],
-        "workload": {"tables": 1, "table_size": 1000, "threads": 1, "duration": 2, "warmup": 0,
-                     "verify": "checksum"},
-        "repetitions": 1, "estimates_only": True, "output": str(out),
-    }
+    data = campaign_as_dict(smoke_version(load_campaign(EXAMPLES / "mysql-container-overhead.yaml")))
+    data["variants"].append({"name": "binary", "backend": "docker", "mysqld": str(rootfs.root / "usr/sbin/mysqld")})
+    data["workloads"][0] |= {"duration": 2, "verify": "checksum"}
+    data |= {"name": name, "output": str(out)}
     db = out / "layerbench.db"
     with Store(db) as store:
         outcome = orchestrator.run_campaign(parse_campaign(data), store, source_path=None)
@@ -60,15 +54,17 @@ def host_and_docker(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_mysql_runs_in_docker_and_restores_the_host_variants_snapshot(host_and_docker: dict) -> None:
     runs = host_and_docker["runs"]
-    assert (host_and_docker["outcome"].ok, host_and_docker["outcome"].failed) == (3, 0), runs
+    assert (host_and_docker["outcome"].ok, host_and_docker["outcome"].failed) == (4, 0), runs
     for variant, status, tps, details, error in runs:
         assert status == "ok" and tps > 0, error
         facts = json.loads(details)
         assert facts["environment"]["server_variables"]["version"].startswith("9.7."), variant
         assert facts["reset"]["method"] == "snapshot" and facts["reset"]["checksum_tables"] == 1
-    docker = [json.loads(r[3]) for r in runs if r[0] == "docker"]
-    assert len(docker) == 1 and docker[0]["environment"]["backend"]["image"].startswith("layerbench/mysql:9.7.4-")
-    assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 1  # one MySQL datadir for all three
+    docker = [json.loads(r[3]) for r in runs if r[0].startswith("docker-")]
+    assert len(docker) == 2 and all(d["environment"]["backend"]["image"].startswith("layerbench/mysql:9.7.4-")
+                                    for d in docker)
+    assert {d["environment"]["backend"]["network"] for d in docker} == {"bridge", "host"}
+    assert len({json.loads(r[3])["reset"]["snapshot"] for r in runs}) == 1  # one MySQL datadir for all four
     assert our_containers(host_and_docker["name"]) == []
 
 
@@ -96,7 +92,8 @@ def test_the_report_has_both_variants(host_and_docker: dict) -> None:
 
     with Store(host_and_docker["db"]) as store:
         analysis = analyze(store, host_and_docker["outcome"].campaign_id)
-    assert {v.variant for p in analysis.points for v in p.variants} == {"host", "docker", "binary"}
+    assert {v.variant for p in analysis.points for v in p.variants} == {"host", "docker-bridge", "docker-host-net",
+                                                                        "binary"}
     texts = [d.text(analysis.baseline) for d in analysis.differences]
     assert not any("server flavour and version" in t for t in texts), texts  # the same server on both sides
 
