@@ -28,6 +28,9 @@ RUN_ELSEWHERE = {"k8s-two-nodes": ("tests/integration/test_k8s_cluster_campaign.
                  "postgresql-container-overhead": ("tests/integration/test_postgresql_docker.py", "campaign"),
                  # MySQL 9.7 on the host and in Docker over both networks, with a `mysqld:` variant added there
                  "mysql-container-overhead": ("tests/integration/test_mysql_docker.py", "host_and_docker"),
+                 # the host and its VM on the user network, beside a tap VM added there
+                 "vm-thread-sweep": ("tests/integration/test_vm_backend.py",
+                                     "test_vm_runs_through_both_network_modes_and_is_marked_emulated"),
                  # off a node: from the isolated harness of scripts/k8s-local, with the registry's image
                  "k8s-remote": ("tests/integration/test_k8s_harness.py",
                                 "test_the_remote_example_run_from_inside_in_smoke_mode_completes_with_its_pods_on_the_"

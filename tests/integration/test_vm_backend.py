@@ -9,14 +9,13 @@ import secrets
 from pathlib import Path
 
 import pytest
-import yaml
 from test_host_campaign import campaign_file
 
 from helpers import interrupt_campaign, stored_rows
 from layerbench.analysis.loading import analyze
 from layerbench.analysis.report_model import report_model
 from layerbench.backends.vm.net import leftover_devices
-from layerbench.campaign.models import parse_campaign
+from layerbench.campaign.models import campaign_as_dict, load_campaign, parse_campaign, smoke_version
 from layerbench.hosts.owners import cmdline
 from layerbench.hosts.workdirs import work_root
 from layerbench.report.markdown import render
@@ -24,6 +23,7 @@ from layerbench.run import orchestrator
 from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TINY = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}
 
 
@@ -42,13 +42,17 @@ def leftovers(tmp_path: Path, tag: str) -> list[str]:
 
 
 def test_vm_runs_through_both_network_modes_and_is_marked_emulated(tmp_path: Path) -> None:
+    """examples/vm-thread-sweep.yaml in smoke mode (so the examples' smoke test leaves it to this test): the host
+    baseline and its VM on QEMU's user network, plus a VM on a tap device with 2 vCPUs added here."""
     tag = secrets.token_hex(3)
-    path = campaign_file(tmp_path, repetitions=1, baseline="host", variants=[
-        {"name": "host", "backend": "host", "cpus": "1", "client_cpus": "0"},
-        {"name": f"vm-user-{tag}", "backend": "vm", "network": "user", "cpus": "1", "client_cpus": "0", "vcpus": 2},
-        {"name": f"vm-tap-{tag}", "backend": "vm", "network": "tap", "disk_cache": "writeback", "client_cpus": "0"},
-    ], workload=TINY)
-    campaign = parse_campaign(yaml.safe_load(path.read_text()))
+    data = campaign_as_dict(smoke_version(load_campaign(EXAMPLES / "vm-thread-sweep.yaml")))
+    (vm,) = [v for v in data["variants"] if v["name"] == "vm"]
+    vm["name"] = f"vm-user-{tag}"  # named with this test's tag, so leftovers() finds only its own
+    data.pop("published")  # the study's published numbers, which name the variant `vm`
+    data["variants"].append({"name": f"vm-tap-{tag}", "backend": "vm", "network": "tap", "disk_cache": "writeback",
+                             "client_cpus": "0", "vcpus": 2})
+    data |= {"name": f"it-vm-{tag}", "output": str(tmp_path / "out")}
+    campaign = parse_campaign(data)
     with Store(tmp_path / "out" / "layerbench.db") as store:
         outcome = orchestrator.run_campaign(campaign, store)
         runs = {r["variant"].replace(f"-{tag}", ""): {**r, "details": json.loads(r["details"])}
@@ -64,7 +68,7 @@ def test_vm_runs_through_both_network_modes_and_is_marked_emulated(tmp_path: Pat
             assert "emulated" in facts["warnings"][0]
             assert f"`{name}-{tag}`: emulated" in report
     assert "tap lbvt" in runs["vm-tap"]["details"]["environment"]["backend"]["network_path"]
-    assert "differs from `host` in CPUs" in report  # vm-user has 2 vCPUs, the host baseline 1 CPU
+    assert "differs from `host` in CPUs" in report  # vm-tap has 2 vCPUs, the host baseline 1 CPU
     assert (Path(runs["vm-user"]["run_dir"]) / "console.log").exists()
     assert leftovers(tmp_path, tag) == []
 
