@@ -62,12 +62,21 @@ def verified_text(reset: Reset) -> str:
     return " + ".join(p for p in parts if p)
 
 
+def storage_words(storage: dict[str, object]) -> str:
+    """A run's datadir storage in words: its filesystem on its device (options), or the backend's storage mode."""
+    if storage.get("fstype") or storage.get("device"):
+        return f"{storage.get('fstype') or '?'} on {storage.get('device') or '?'} ({storage.get('options') or '?'})"
+    if storage.get("volume"):
+        return f"{storage['volume']} (the backend's storage; its filesystem is not read)"
+    return "not recorded"
+
+
 def storage_text(env: Environment | None) -> str:
     s = env.storage if env else {}
     if not s:
         return ""
     where = f" at {s['path']}" if s.get("path") else ""
-    return f"{s.get('fstype')} on {s.get('device')} ({s.get('options')}){where}"
+    return f"{storage_words(s)}{where}"
 
 
 def data_row(variant: str, runs: list[RunRow]) -> DataRow:

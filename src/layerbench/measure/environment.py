@@ -100,6 +100,20 @@ def storage_facts(path: str) -> dict[str, Any]:
     return {"path": path, **mount, "io_scheduler": io_scheduler(mount.get("device", ""))}
 
 
+def datadir_storage(described: dict[str, Any], work_dir: Path) -> dict[str, Any]:
+    """The run's environment.storage. A backend that describes where its datadir lives (`storage`: a dict, e.g. a
+    server on an ssh: host: its folder's filesystem there) gives it, taken out of its own facts; one that names its
+    storage mode only (docker's `volume` or `tmpfs`, a pod's `pvc`) keeps that name in its facts, and the record says
+    that mode, never this machine's work folder, where such a datadir need not be (a pod's node is another machine);
+    otherwise the filesystem of the run's work folder here."""
+    storage = described.get("storage")
+    if isinstance(storage, dict):
+        return described.pop("storage")
+    if isinstance(storage, str):
+        return {"volume": storage}
+    return storage_facts(str(work_dir))
+
+
 @cache
 def tuning_facts() -> dict[str, Any]:
     """Host-level tuning layerbench never changes itself but records (documented as manual steps)."""

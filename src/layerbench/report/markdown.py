@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from layerbench.analysis.busy import REPLACED_COLUMNS, REPLACED_INTRO, REPLACED_TITLE
 from layerbench.analysis.cross_campaign import CampaignComparison
-from layerbench.analysis.datasets import DATA_COLUMNS
+from layerbench.analysis.datasets import DATA_COLUMNS, storage_words
 from layerbench.analysis.metrics import Metric
 from layerbench.analysis.placement import PLACEMENT_COLUMNS
 from layerbench.analysis.point_statistics import point_title
@@ -148,8 +148,8 @@ def environment_lines(report: Report) -> list[str]:
                     f"{byte_text(host.memory_bytes or 0, spec='.1f')}, kernel {host.kernel}"),
         ("software", f"{server.get('version_comment', 'server')} {server.get('version', '?')}, "
                      f"{host.all.get('client_tool') or host.sysbench_version}"),
-        ("datadir storage", f"{storage.get('fstype')} on {storage.get('device')} ({storage.get('options')}), "
-                            f"I/O scheduler {storage.get('io_scheduler')}"),
+        ("datadir storage", storage_words(storage) + (f", I/O scheduler {storage['io_scheduler']}"
+                                                      if storage.get("io_scheduler") else "")),
         ("host tuning", ", ".join(f"{k} {v}" for k, v in tuning.items() if v is not None)),
     ]
     return ["Environment of the baseline's runs:", "",

@@ -197,7 +197,7 @@ class RunExecution:
         except Exception as error:  # e.g. a Job client on a cluster this host has no route to
             variables = {"_error": redact(f"{type(error).__name__}: {error}", [endpoint.password])[:300]}
         backend = self.backend.describe()  # a server on an ssh: host describes its own storage there
-        storage = backend.pop("storage", None) or environment.storage_facts(str(self.work_dir))
+        storage = environment.datadir_storage(backend, self.work_dir)
         placement = run_placement(self, endpoint, backend) if self.ctx.campaign.hosts else None
         tuning = server_tuning(self.ctx, self._server_host())
         return Environment.of(environment.host_facts(), backend, variables, storage, tuning, placement)

@@ -104,7 +104,7 @@ def parse_server_options(text: str) -> frozenset[str]:
     a my.cnf cannot set (COMMAND_LINE_ONLY)."""
     names = set()
     for line in text.splitlines():
-        match = re.match(r"\s*(?:-\w, )?--([a-z0-9][a-z0-9_-]*)", line)
+        match = re.match(r"\s*(?:-\w, )?--([a-zA-Z0-9][a-zA-Z0-9_-]*)", line)
         if match:
             names.add(canonical_option(match.group(1)))
     return frozenset(names - COMMAND_LINE_ONLY)
