@@ -143,6 +143,33 @@ def test_the_remote_example_run_from_inside_in_smoke_mode_completes_with_its_pod
     assert core.list_namespace(label_selector=f"layerbench.campaign={smoke.name}").items == []
 
 
+@pytest.mark.parametrize(("changes", "reset", "said"), [
+    ({"client": "host"}, "reprepare", "variants.k.client: host runs sysbench here against the Service's cluster IP"),
+    ({"storage": "hostpath"}, "reprepare", "variants.k.storage: hostpath puts the datadir in a folder of this "),
+    ({"storage": "emptydir"}, "snapshot",  # the one-node cluster has no default storage class
+     "variants.k.reset: snapshot off a node makes the dataset in the cluster"),
+])
+def test_what_the_docs_list_as_unsupported_off_a_node_validate_refuses_from_inside_in_one_line(
+        isolated: None, changes: dict, reset: str, said: str) -> None:
+    """docs/backends/kubernetes.md's "Where the harness stands": off a node, `client: host` (no Service answers from
+    the harness), `storage: hostpath` and `reset: snapshot` without a storage class to snapshot are each refused by
+    validate run inside the isolated harness, in one line, exit 2, before anything is created."""
+    variant = {"name": "k", "backend": "kubernetes", "qos": "burstable", "requests": {"cpu": "100m", "memory": "512Mi"},
+               "image": registry_image(), **changes}
+    name = f"{OWN}-refused"
+    data = {"name": name, "baseline": "k", "output": f"results-{name}", "repetitions": 1, "variants": [variant],
+            "workload": {"tables": 1, "table_size": 100, "threads": 1, "duration": 2, "warmup": 0, "reset": reset}}
+    try:
+        assert inside("sh", "-c", f"cat > ~/{name}.yaml", stdin=yaml.safe_dump(data)).returncode == 0
+        refused = inside("sh", "-c", f"cd ~ && layerbench validate {name}.yaml")
+    finally:
+        inside("rm", "-rf", f"/home/layerbench/{name}.yaml", f"/home/layerbench/results-{name}")
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert refused.returncode == 2 and len(lines) == 1 and said in lines[0], refused.stdout + refused.stderr
+    core = _kubernetes_core()
+    assert core is not None and core.list_namespace(label_selector=f"layerbench.campaign={name}").items == []
+
+
 def test_the_shipped_role_account_runs_from_inside_and_validate_there_names_a_missing_right(
         isolated: None, tmp_path: Path) -> None:
     """The harness with the shipped least-privilege account instead of the admin's kubeconfig: a ServiceAccount
