@@ -157,7 +157,7 @@ class KubernetesBackend(BackendBase):
         self.facts |= podcpu.source_facts(self.on_node, str(self.pod.spec.node_name)) | {
             "server_sql": podexec.server_sql_path(self.on_node, self.server.flavour.is_mariadb)}
         self._record_pod_facts()
-        endpoint = self._endpoint(spec, variant)
+        endpoint = service_endpoint(self, spec, variant)
         if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
             wait_until_ready(endpoint, alive=self._alive, timeout=60, log_tail=self.server_log_tail)
         # else: this host may have no route to the cluster; every sysbench Job waits for the Service itself
@@ -195,16 +195,6 @@ class KubernetesBackend(BackendBase):
         if got != wanted:
             raise RunFailed(f"variants.{variant.name}.qos: asked for {wanted}, the pod is {got}; check "
                             "requests/limits (a LimitRange in the namespace may add some)")
-
-    def _endpoint(self, spec: ServerSpec, variant: KubernetesVariant) -> Endpoint:
-        service = self.core.read_namespaced_service(manifests.SERVER, self.ns)
-        self.facts["service_ip"] = service.spec.cluster_ip
-        host, port = service.spec.cluster_ip, manifests.port_of(self.server)
-        if variant.client == "port-forward":
-            (self.forward, port), host = pod.port_forward(variant, str(self.ns), spec.run_dir, port), "127.0.0.1"
-            self.warn(pod.PORT_FORWARD_WARNING)
-        self.facts["client_path"] = client_path(variant)
-        return Endpoint(host, port, spec.user, spec.password, spec.database, driver=self.server.flavour.driver)
 
     def warn(self, text: str) -> None:
         """Recorded in describe(); the report lists it under Warnings."""
@@ -299,6 +289,18 @@ class KubernetesBackend(BackendBase):
 
     def server_log_tail(self, lines: int = 20) -> str:
         return server_log_tail(self.core, str(self.ns), lines) if self.ns else ""
+
+
+def service_endpoint(backend: KubernetesBackend, spec: ServerSpec, variant: KubernetesVariant) -> Endpoint:
+    """The Service's cluster IP and the flavour's port (or kubectl port-forward's), in the flavour's driver."""
+    service = backend.core.read_namespaced_service(manifests.SERVER, backend.ns)
+    backend.facts["service_ip"] = service.spec.cluster_ip
+    host, port = service.spec.cluster_ip, manifests.port_of(backend.server)
+    if variant.client == "port-forward":
+        (backend.forward, port), host = pod.port_forward(variant, str(backend.ns), spec.run_dir, port), "127.0.0.1"
+        backend.warn(pod.PORT_FORWARD_WARNING)
+    backend.facts["client_path"] = client_path(variant)
+    return Endpoint(host, port, spec.user, spec.password, spec.database, driver=backend.server.flavour.driver)
 
 
 def config_files(server: ServerProgram, spec: ServerSpec) -> tuple[dict[str, str], dict[str, str]]:

@@ -236,32 +236,36 @@ class KubernetesVariant(ImageVariant):
         return local  # the image is imported from this machine's rootfs into the cluster
 
     def check_server_here(self) -> None:
-        """A MySQL variant: its rootfs is built (else the command that builds it), or an image: of a registry
-        (a sysbench Job runs layerbench's MariaDB image, from that registry beside an image:: manifests.client_image);
-        a `mysqld:` variant: a server layerbench knows, inside a root holding its libraries and what the pod runs
-        besides it."""
-        if self.server.flavour == "postgresql":
-            from layerbench.backends.kubernetes.pgpod import check_postgresql
+        check_server(self)
 
-            check_postgresql(self)
-            return
-        if self.mysqld is not None:
-            check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()),
-                                "the pod")
-            return
-        if not self.is_mysql:
-            return
-        where = f"variants.{self.name}"
-        if self.image is None:
-            image_server(self)
-            return
-        from layerbench.server.image_registry import registry_of
 
-        if self.client == "job" and self.client_image is None and registry_of(self.image) is None:
-            raise BadInput(f"{where}.image: with client: job beside MySQL, the sysbench Job runs layerbench's MariaDB "
-                           f"image from the registry of image:, and {self.image} names none; push both (layerbench "
-                           "image push <registry>) and name <registry>/... in image:, or use client: host")
+def check_server(variant: KubernetesVariant) -> None:
+    """Preflight, first (check_server_here): a PostgreSQL variant: what its pod needs of this machine (pgpod.py); a
+    MySQL variant: its rootfs is built (else the command that builds it), or an image: of a registry
+    (a sysbench Job runs layerbench's MariaDB image, from that registry beside an image:: manifests.client_image);
+    a `mysqld:` variant: a server layerbench knows, inside a root holding its libraries and what the pod runs
+    besides it."""
+    if variant.server.flavour == "postgresql":
+        from layerbench.backends.kubernetes.pgpod import check_postgresql
 
+        check_postgresql(variant)
+        return
+    if variant.mysqld is not None:
+        check_rooted_binary(variant, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if variant.snapshot_class else ()),
+                            "the pod")
+        return
+    if not variant.is_mysql:
+        return
+    where = f"variants.{variant.name}"
+    if variant.image is None:
+        image_server(variant)
+        return
+    from layerbench.server.image_registry import registry_of
+
+    if variant.client == "job" and variant.client_image is None and registry_of(variant.image) is None:
+        raise BadInput(f"{where}.image: with client: job beside MySQL, the sysbench Job runs layerbench's MariaDB "
+                       f"image from the registry of image:, and {variant.image} names none; push both (layerbench "
+                       "image push <registry>) and name <registry>/... in image:, or use client: host")
 
 
 def postgresql_problem(variant: KubernetesVariant) -> str | None:
