@@ -4,6 +4,7 @@ locally built images and servers (`image build`, `image push`, `server build`, `
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -119,7 +120,8 @@ def image_build() -> None:
 def image_push(
     registry: Annotated[str, typer.Argument(help="host:port of the registry, like 10.250.0.1:15000")],
 ) -> None:
-    """Push every image layerbench builds (MariaDB's; MySQL's of each built rootfs; the neighbours') to a registry.
+    """Push every image layerbench builds (MariaDB's; MySQL's of each built rootfs; PostgreSQL's once built; the
+    neighbours') to a registry.
 
     The images keep their names under the registry (10.250.0.1:15000/layerbench/mariadb:<key>): name that in a
     kubernetes variant's image:, and layerbench/neighbours:<key> in a pod neighbour's image: (off a node). One line
@@ -132,14 +134,27 @@ def image_push(
     say = lambda text: console.print(Text(text, style="dim"))  # noqa: E731
     engine = container_engine("docker")
     engine.check()
-    tags = [engine.build_server_image(say), *mysql_images(say), engine.prepare_neighbours(say)]
+    mysql = mysql_images(say)
+    tags = [engine.build_server_image(say), *mysql, *postgresql_images(say), engine.prepare_neighbours(say)]
     for tag in tags:
         say(f"pushing {tag} to {address}")
         pushed = push_image(tag, address)
         out.print(f"{pushed.reference}@{pushed.digest} ({pushed.architecture}, {pushed.seconds:.0f} s)",
                   highlight=False)
-    out.print(f"pushed {len(tags)} image(s) to {address}" + ("" if len(tags) > 2 else
+    out.print(f"pushed {len(tags)} image(s) to {address}" + ("" if mysql else
               "; no MySQL rootfs is built (layerbench server build mysql 9.7 builds one)"), highlight=False)
+
+
+def postgresql_images(say: Callable[[str], None]) -> list[str]:
+    """The PostgreSQL image (server/postgresql_image.py) once its rootfs is built here (a postgresql docker or
+    kubernetes variant's first run builds it), imported into Docker now when missing; else none."""
+    from layerbench.server.postgresql_image import ensure_postgresql_image, postgresql_image_built
+
+    if not postgresql_image_built():
+        return []
+    from layerbench.backends.docker.daemon import docker_client
+
+    return [ensure_postgresql_image(docker_client(), say)]
 
 
 server_app = typer.Typer(help="Servers other than the host's MariaDB, built locally (docs/servers.md).",
