@@ -102,3 +102,21 @@ def test_what_a_postgresql_pod_cannot_be_is_one_line(key: str, value: str, says:
     with pytest.raises(BadInput) as error:
         parse_campaign(data(**{key: value}, **extra))
     assert says in str(error.value) and "\n" not in str(error.value)
+
+
+def test_each_pgbench_step_is_a_job_of_its_own() -> None:
+    """The warm-up and the measured pgbench are two Jobs in the run's namespace (one name would collide)."""
+    from pathlib import Path as P
+
+    from layerbench.backends.kubernetes.job import MEASURED, job_name
+    from layerbench.campaign.models import parse_campaign as parse
+    from layerbench.endpoint import Endpoint
+    from layerbench.pgbench.command import init_argv, run_argv
+
+    campaign = parse({**data(), "workloads": [{"name": "w", "tool": "pgbench", "scale": 1}]})
+    workload = campaign.workloads[0]
+    endpoint = Endpoint("10.96.0.9", 5432, "sbtest", Secret("x"), driver="pgsql")
+    warm, measured = (run_argv(workload, endpoint, P("/p/pgpass"), 1, 3, P("/r/pgbench"), per_statement=flag)
+                      for flag in (False, True))
+    names = [job_name(init_argv(workload, endpoint, P("/p/pgpass"))), job_name(warm), job_name(measured)]
+    assert names == ["pgbench-init", "pgbench-warmup", "pgbench-run"] and "pgbench-run" in MEASURED
