@@ -72,6 +72,11 @@ def test_a_volumesnapshot_restore_is_hashed_in_the_postgresql_datadir() -> None:
     (verify,) = pod["initContainers"]
     assert verify["command"][-1].startswith(f"cd {pgpod.DATADIR} && find . -type f")
     assert "cp -a" not in pod["containers"][0]["command"][-1]  # the PVC is the restored datadir
+    source, pod, _service = objects(kind="pod", storage="emptydir", snapshot_class="snap")
+    assert source["metadata"]["name"] == "snapshot" and source["spec"]["dataSource"]["kind"] == "VolumeSnapshot"
+    (fill,) = pod["spec"]["initContainers"]  # the emptyDir filled from the read-only PVC, then hashed
+    assert fill["command"][-1].startswith(f"cp -a /snapshot/. {pgpod.DATADIR}/ && cd {pgpod.DATADIR} && find")
+    assert {"name": "data", "mountPath": pgpod.DATADIR} in fill["volumeMounts"]
 
 
 def test_the_conf_is_kept_with_the_run_and_only_the_secret_holds_the_password(tmp_path: Path) -> None:
