@@ -4,7 +4,6 @@ locally built images and servers (`image build`, `image push`, `server build`, `
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -135,7 +134,7 @@ def image_push(
     engine = container_engine("docker")
     engine.check()
     mysql = mysql_images(say)
-    tags = [engine.build_server_image(say), *mysql, *postgresql_images(say), engine.prepare_neighbours(say)]
+    tags = [engine.build_server_image(say), *mysql, *engine.built_images(say), engine.prepare_neighbours(say)]
     for tag in tags:
         say(f"pushing {tag} to {address}")
         pushed = push_image(tag, address)
@@ -144,17 +143,6 @@ def image_push(
     out.print(f"pushed {len(tags)} image(s) to {address}" + ("" if mysql else
               "; no MySQL rootfs is built (layerbench server build mysql 9.7 builds one)"), highlight=False)
 
-
-def postgresql_images(say: Callable[[str], None]) -> list[str]:
-    """The PostgreSQL image (server/postgresql_image.py) once its rootfs is built here (a postgresql docker or
-    kubernetes variant's first run builds it), imported into Docker now when missing; else none."""
-    from layerbench.server.postgresql_image import ensure_postgresql_image, postgresql_image_built
-
-    if not postgresql_image_built():
-        return []
-    from layerbench.backends.docker.daemon import docker_client
-
-    return [ensure_postgresql_image(docker_client(), say)]
 
 
 server_app = typer.Typer(help="Servers other than the host's MariaDB, built locally (docs/servers.md).",
