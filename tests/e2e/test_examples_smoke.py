@@ -22,6 +22,8 @@ RUN_ELSEWHERE = {"k8s-two-nodes": ("tests/integration/test_k8s_cluster_campaign.
                  "k8s-qos": ("tests/integration/test_kubernetes_backend.py",
                              "test_the_qos_example_each_class_and_a_pinned_pod_keeps_its_cpu_beside_a_burstable_"
                              "neighbour_pod"),
+                 # PostgreSQL pods of each QoS class against the host, beside a VolumeSnapshot PVC and a hostpath pod
+                 "k8s-qos-postgresql": ("tests/integration/test_postgresql_k8s.py", "campaign"),
                  # MariaDB, MySQL and PostgreSQL on the host, twice, its fairness and I/O checked (issue #46)
                  "database-families": ("tests/integration/test_postgresql_host.py", "campaign"),
                  # PostgreSQL on the host and in Docker over both networks, with a pgbench workload added there

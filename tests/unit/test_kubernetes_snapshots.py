@@ -103,7 +103,7 @@ def dataset(tmp_path: Path) -> Path:
 
 def pod_hashes(folder: Path) -> str:
     """What the init container prints (the same script, real sh, find, sort and sha256sum)."""
-    script = m.VERIFY_SCRIPT.replace(m.DATADIR, str(folder))
+    script = m.VERIFY_SCRIPT.format(datadir=folder)
     return subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout
 
 

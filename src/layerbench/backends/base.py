@@ -188,6 +188,7 @@ class ContainerEngine:
     build_server_image: Callable[[Callable[[str], None]], str]  # the server image, built or found cached: its name
     prepare_neighbours: Callable[[Callable[[str], None]], str]  # the neighbours' image, once per campaign: its name
     start_neighbour: ContainerStarter  # one neighbour's container, started (neighbours/placed.py)
+    built_images: Callable[[Callable[[str], None]], list[str]] = lambda _say: []  # other server images built here
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ class VariantBase(Strict):
     guest_memory: ClassVar[int] = 0  # bytes its memory holds beside the server (a guest's kernel)
     dataset_on_server_host: ClassVar[bool] = False  # on an ssh: host, that host prepares and keeps its snapshots
     memory_here: ClassVar[bool] = True  # its server's memory is this machine's (False: a node's, its backend checks)
-    runs_postgresql: ClassVar[bool] = False  # server: {flavour: postgresql} (issue #46: the host and docker backends)
+    runs_postgresql: ClassVar[bool] = False  # server: {flavour: postgresql} (issue #46: host, docker, vm, kubernetes)
 
     @property
     def client_kind(self) -> str:
@@ -327,7 +327,7 @@ def postgresql_refusal(variant: VariantBase) -> str | None:
         return None
     if not variant.runs_postgresql:
         return (f"variants.{variant.name}.server.flavour: postgresql is not yet in the {variant.backend} backend; "
-                "use backend: host, docker or vm for this variant (docs/servers.md#postgresql)")
+                "use backend: host, docker, vm or kubernetes for this variant (docs/servers.md#postgresql)")
     version = variant.server.version
     if variant.backend != "host" and version and is_rootfs_version(version):
         return (f"variants.{variant.name}.server.version: PostgreSQL {version} of the sid rootfs runs on the host "

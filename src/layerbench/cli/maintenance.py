@@ -119,7 +119,8 @@ def image_build() -> None:
 def image_push(
     registry: Annotated[str, typer.Argument(help="host:port of the registry, like 10.250.0.1:15000")],
 ) -> None:
-    """Push every image layerbench builds (MariaDB's; MySQL's of each built rootfs; the neighbours') to a registry.
+    """Push every image layerbench builds (MariaDB's; MySQL's of each built rootfs; PostgreSQL's once built; the
+    neighbours') to a registry.
 
     The images keep their names under the registry (10.250.0.1:15000/layerbench/mariadb:<key>): name that in a
     kubernetes variant's image:, and layerbench/neighbours:<key> in a pod neighbour's image: (off a node). One line
@@ -132,14 +133,16 @@ def image_push(
     say = lambda text: console.print(Text(text, style="dim"))  # noqa: E731
     engine = container_engine("docker")
     engine.check()
-    tags = [engine.build_server_image(say), *mysql_images(say), engine.prepare_neighbours(say)]
+    mysql = mysql_images(say)
+    tags = [engine.build_server_image(say), *mysql, *engine.built_images(say), engine.prepare_neighbours(say)]
     for tag in tags:
         say(f"pushing {tag} to {address}")
         pushed = push_image(tag, address)
         out.print(f"{pushed.reference}@{pushed.digest} ({pushed.architecture}, {pushed.seconds:.0f} s)",
                   highlight=False)
-    out.print(f"pushed {len(tags)} image(s) to {address}" + ("" if len(tags) > 2 else
+    out.print(f"pushed {len(tags)} image(s) to {address}" + ("" if mysql else
               "; no MySQL rootfs is built (layerbench server build mysql 9.7 builds one)"), highlight=False)
+
 
 
 server_app = typer.Typer(help="Servers other than the host's MariaDB, built locally (docs/servers.md).",

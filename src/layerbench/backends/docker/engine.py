@@ -29,5 +29,14 @@ def prepare_neighbours(say: Callable[[str], None]) -> str:
     return ensure_neighbour_image(docker_client(), say)
 
 
+def built_images(say: Callable[[str], None]) -> list[str]:
+    """The PostgreSQL image (server/postgresql_image.py) once its rootfs is built here (by a postgresql docker or
+    kubernetes variant's first run), imported into the daemon now when missing; else none."""
+    from layerbench.server.postgresql_image import ensure_postgresql_image, postgresql_image_built
+
+    return [ensure_postgresql_image(docker_client(), say)] if postgresql_image_built() else []
+
+
 ENGINE = ContainerEngine(check=check_daemon, build_server_image=build_server_image,
-                         prepare_neighbours=prepare_neighbours, start_neighbour=start_neighbour_container)
+                         prepare_neighbours=prepare_neighbours, start_neighbour=start_neighbour_container,
+                         built_images=built_images)

@@ -20,7 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from layerbench.backends.base import BackendBase, ClientRunner, Endpoint, ServerSpec, host_client_processes
-from layerbench.backends.kubernetes import access, cluster, manifests, pod, podcpu, podexec, scoped, seed, volsnap
+from layerbench.backends.kubernetes import (
+    access,
+    cluster,
+    manifests,
+    pgpod,
+    pod,
+    podcpu,
+    podexec,
+    scoped,
+    seed,
+    volsnap,
+)
 from layerbench.backends.kubernetes.job import JobClient
 from layerbench.backends.kubernetes.neighbours import NeighbourPods
 from layerbench.backends.kubernetes.procs import pod_components
@@ -111,7 +122,8 @@ class KubernetesBackend(BackendBase):
 
     def check(self) -> None:
         """The cluster answers and can hold the pod as asked; reads only, keeps nothing."""
-        check_overlay(self.variant.server.config, f"variants.{self.variant.name}")
+        if not self.server.flavour.is_postgresql:  # PostgreSQL's settings: checked by its server (preflight)
+            check_overlay(self.variant.server.config, f"variants.{self.variant.name}")
         pod.check_cluster(self.variant)
 
     def prepare(self, say: Callable[[str], None]) -> None:
@@ -145,7 +157,7 @@ class KubernetesBackend(BackendBase):
         self.facts |= podcpu.source_facts(self.on_node, str(self.pod.spec.node_name)) | {
             "server_sql": podexec.server_sql_path(self.on_node, self.server.flavour.is_mariadb)}
         self._record_pod_facts()
-        endpoint = self._endpoint(spec, variant)
+        endpoint = service_endpoint(self, spec, variant)
         if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
             wait_until_ready(endpoint, alive=self._alive, timeout=60, log_tail=self.server_log_tail)
         # else: this host may have no route to the cluster; every sysbench Job waits for the Service itself
@@ -163,9 +175,9 @@ class KubernetesBackend(BackendBase):
     def _create_base(self, spec: ServerSpec) -> None:
         assert self.ns is not None
         scoped.create_run_namespace(self.core, self.variant, self.ns, self._labels("namespace"))
-        files = server_files(spec, manifests.server_settings(self.server), self.server.flavour)
-        self._create(manifests.config_map("mycnf", self.ns, {"my.cnf": files.mycnf}, self._labels("config")))
-        self._create(manifests.secret("server-init", self.ns, {"init.sql": files.init_sql}, self._labels("secret")))
+        conf, secret = config_files(self.server, spec)
+        self._create(manifests.config_map(manifests.conf_map(self.server), self.ns, conf, self._labels("config")))
+        self._create(manifests.secret("server-init", self.ns, secret, self._labels("secret")))
 
     def _create(self, body: dict[str, Any]) -> None:
         pod.create_object(self.api, self.core, body)
@@ -183,16 +195,6 @@ class KubernetesBackend(BackendBase):
         if got != wanted:
             raise RunFailed(f"variants.{variant.name}.qos: asked for {wanted}, the pod is {got}; check "
                             "requests/limits (a LimitRange in the namespace may add some)")
-
-    def _endpoint(self, spec: ServerSpec, variant: KubernetesVariant) -> Endpoint:
-        service = self.core.read_namespaced_service(manifests.SERVER, self.ns)
-        self.facts["service_ip"] = service.spec.cluster_ip
-        host, port = service.spec.cluster_ip, manifests.PORT
-        if variant.client == "port-forward":
-            (self.forward, port), host = pod.port_forward(variant, str(self.ns), spec.run_dir), "127.0.0.1"
-            self.warn(pod.PORT_FORWARD_WARNING)
-        self.facts["client_path"] = client_path(variant)
-        return Endpoint(host, port, spec.user, spec.password, spec.database)
 
     def warn(self, text: str) -> None:
         """Recorded in describe(); the report lists it under Warnings."""
@@ -265,7 +267,8 @@ class KubernetesBackend(BackendBase):
             return None
         assert self.spec is not None and self.ns is not None
         return JobClient(self.api, self.ns, self.image or "", self.spec, self.variant, placement=self.placement,
-                         server=(str(self.facts.get(f"{self.variant.client_target}_ip")), manifests.PORT))
+                         server=(str(self.facts.get(f"{self.variant.client_target}_ip")),
+                                 manifests.port_of(self.server)))
 
     def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
         """Off a node, a MariaDB server's SQL in its container (podexec.py): no connection from here."""
@@ -286,6 +289,27 @@ class KubernetesBackend(BackendBase):
 
     def server_log_tail(self, lines: int = 20) -> str:
         return server_log_tail(self.core, str(self.ns), lines) if self.ns else ""
+
+
+def service_endpoint(backend: KubernetesBackend, spec: ServerSpec, variant: KubernetesVariant) -> Endpoint:
+    """The Service's cluster IP and the flavour's port (or kubectl port-forward's), in the flavour's driver."""
+    service = backend.core.read_namespaced_service(manifests.SERVER, backend.ns)
+    backend.facts["service_ip"] = service.spec.cluster_ip
+    host, port = service.spec.cluster_ip, manifests.port_of(backend.server)
+    if variant.client == "port-forward":
+        (backend.forward, port), host = pod.port_forward(variant, str(backend.ns), spec.run_dir, port), "127.0.0.1"
+        backend.warn(pod.PORT_FORWARD_WARNING)
+    backend.facts["client_path"] = client_path(variant)
+    return Endpoint(host, port, spec.user, spec.password, spec.database, driver=backend.server.flavour.driver)
+
+
+def config_files(server: ServerProgram, spec: ServerSpec) -> tuple[dict[str, str], dict[str, str]]:
+    """The ConfigMap's files (my.cnf, or postgresql.conf and pg_hba.conf) and the Secret's (the account's SQL: it
+    holds the password) for the run's server; the configuration is also kept in the run's folder."""
+    if server.flavour.is_postgresql:
+        return pgpod.server_files(spec, manifests.CONF)
+    files = server_files(spec, manifests.server_settings(server), server.flavour)
+    return {"my.cnf": files.mycnf}, {"init.sql": files.init_sql}
 
 
 def create_server(backend: KubernetesBackend, spec: ServerSpec, work: Path, seeded: dict[str, Any] | None) -> bool:

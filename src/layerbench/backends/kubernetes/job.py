@@ -42,7 +42,7 @@ class JobClient:
         with access.readable_403(f"variants.{self.variant.name}.client"):
             self.core.create_namespaced_secret(self.ns, manifests.secret(secret, self.ns, files, labels))
             self.batch.create_namespaced_job(self.ns, manifests.client_job(
-                self.image, self.ns, wait_for_server(*self.server, args, rtt=self.name == "sysbench-run"), labels,
+                self.image, self.ns, wait_for_server(*self.server, args, rtt=self.name in MEASURED), labels,
                 name=self.name, secret=secret,
                 placement=manifests.client_placement(self.variant, manifests.labels(
                     self.spec.campaign, self.spec.label, "server"))))
@@ -66,14 +66,14 @@ class JobClient:
         """The node the scheduler chose for this step's pod, as the API reports it (spec.nodeName)."""
         node = self.core.read_namespaced_pod(pod, self.ns).spec.node_name
         self.placement.setdefault("client_nodes", {})[self.name] = node
-        if self.name == "sysbench-run":
+        if self.name in MEASURED:
             self.placement["client_node"] = node
             self.placement["network_path"] = network_path(self.placement.get("server_node"), node,
                                                           self.variant.client_target)
 
     def _record_rtt(self, output: str) -> None:
         """The run Job's connect times to the server (µs), measured before sysbench started."""
-        times = parse_rtt(output) if self.name == "sysbench-run" else []
+        times = parse_rtt(output) if self.name in MEASURED else []
         if times:
             self.placement |= {"rtt_us": times, "rtt_median_us": sorted(times)[len(times) // 2]}
 
@@ -122,10 +122,17 @@ def unschedulable_reason(pod: Any) -> str | None:
     return None
 
 
+MEASURED = ("sysbench-run", "pgbench-run")  # the Jobs of the measured window: their connect times are recorded
+
+
 def job_name(cmd: list[str]) -> str:
     """One Job per step in a run's namespace: sysbench-cleanup, sysbench-prepare, sysbench-run (and a dataset
     made in the cluster's server stopped by mariadb-admin's `shutdown` or MySQL's `SHUTDOWN`: sysbench-shutdown,
-    seed.shutdown_command)."""
+    seed.shutdown_command); a pgbench workload's pgbench-init, pgbench-warmup and pgbench-run (its measured run
+    is the one with per-statement latencies: pgbench/command.py run_argv)."""
+    if any(part.rsplit("/", 1)[-1] == "pgbench" for part in cmd):
+        return "pgbench-init" if "--initialize" in cmd else \
+            "pgbench-run" if "--report-per-command" in cmd else "pgbench-warmup"
     last = cmd[-1].lower() if cmd else ""
     step = last if last in ("cleanup", "prepare", "shutdown") else "run"
     return f"sysbench-{step}"

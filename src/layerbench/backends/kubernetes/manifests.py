@@ -15,6 +15,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from layerbench.backends.kubernetes import pgpod
 from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this module's vocabulary
     BURSTABLE_DEFAULT,
     GUARANTEED_DEFAULT,
@@ -79,10 +80,25 @@ def config_map(name: str, ns: str, files: dict[str, str], meta_labels: dict[str,
             "labels": meta_labels}, "data": files}
 
 
+def conf_map(server: ServerProgram) -> str:
+    """The name of the ConfigMap of the server's configuration files."""
+    return pgpod.CONF_MAP if server.flavour.is_postgresql else "mycnf"
+
+
+def port_name(server: ServerProgram) -> str:
+    return "postgresql" if server.flavour.is_postgresql else "mysql"
+
+
+def ready_command(server: ServerProgram) -> list[str]:
+    return pgpod.ready_command() if server.flavour.is_postgresql else server.flavour.ready_command(SOCKET)
+
+
 def server_command(server: ServerProgram, fill_from_snapshot: bool, data_in_place: bool) -> list[str]:
     """Fill the datadir (from the snapshot, or with the flavour's own init; nothing when a hostPath already holds
     the copy), then run the flavour's program of the image (servers.image_server) in the foreground, logging to
-    stderr (the pod's log)."""
+    stderr (the pod's log); PostgreSQL's: pgpod.server_command."""
+    if server.flavour.is_postgresql:
+        return pgpod.server_command(fill_from_snapshot, data_in_place, SNAPSHOT, CONF, SECRET_DIR)
     steps = [f"mkdir -p {DATADIR} /run/mysqld"]
     if fill_from_snapshot and not data_in_place:
         steps.append(f"cp -a {SNAPSHOT}/. {DATADIR}/")
@@ -104,7 +120,17 @@ def _data_volume(variant: KubernetesVariant, host_datadir: str | None) -> dict[s
 
 
 RESTORED_SNAPSHOT = "data"  # the run's VolumeSnapshot (volsnap.RUN_SNAPSHOT) a restored PVC is made from
-VERIFY_SCRIPT = f"cd {DATADIR} && find . -type f -print0 | sort -z | xargs -0 -r sha256sum"
+VERIFY_SCRIPT = "cd {datadir} && find . -type f -print0 | sort -z | xargs -0 -r sha256sum"
+
+
+def datadir_of(server: ServerProgram) -> str:
+    """Where the flavour's datadir is in its pod: PostgreSQL's (pgpod.py), or MariaDB's and MySQL's."""
+    return pgpod.DATADIR if server.flavour.is_postgresql else DATADIR
+
+
+def port_of(server: ServerProgram) -> int:
+    """The port the flavour's server listens on in its pod, and its Service's port."""
+    return pgpod.PORT if server.flavour.is_postgresql else PORT
 
 
 def claim_spec(variant: KubernetesVariant, *, restored: bool = False,
@@ -117,16 +143,17 @@ def claim_spec(variant: KubernetesVariant, *, restored: bool = False,
             **({"storageClassName": variant.storage_class} if variant.storage_class else {}), **origin}
 
 
-def verify_container(image: str, fill: bool = False) -> dict[str, Any]:
+def verify_container(image: str, fill: bool = False, datadir: str = DATADIR) -> dict[str, Any]:
     """Before the server: sha256 of every file of the restored datadir, in its log (the backend compares);
     `fill`: first copied into the (emptyDir) datadir from the read-only PVC made from the snapshot."""
+    script = VERIFY_SCRIPT.format(datadir=datadir)
     if fill:
         return {"name": "verify", "image": image, "imagePullPolicy": "IfNotPresent",
-                "command": ["sh", "-c", f"cp -a {SNAPSHOT}/. {DATADIR}/ && {VERIFY_SCRIPT}"],
-                "volumeMounts": [{"name": "data", "mountPath": DATADIR},
+                "command": ["sh", "-c", f"cp -a {SNAPSHOT}/. {datadir}/ && {script}"],
+                "volumeMounts": [{"name": "data", "mountPath": datadir},
                                  {"name": "snapshot", "mountPath": SNAPSHOT, "readOnly": True}]}
-    return {"name": "verify", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", VERIFY_SCRIPT],
-            "volumeMounts": [{"name": "data", "mountPath": DATADIR, "readOnly": True}]}
+    return {"name": "verify", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["sh", "-c", script],
+            "volumeMounts": [{"name": "data", "mountPath": datadir, "readOnly": True}]}
 
 
 SOURCE_CLAIM = "snapshot"  # an emptydir variant's read-only PVC made from the snapshot, copied by its init container
@@ -146,10 +173,11 @@ def pod_template(variant: KubernetesVariant, server: ServerProgram, image: str, 
     """The server pod: my.cnf from the ConfigMap, init SQL from the Secret, the datadir on the chosen volume,
     the snapshot (when restored by copy) from a read-only hostPath; a PVC `restored` from a VolumeSnapshot is
     checked by an init container and used as it is. Its command and readiness probe are the flavour's."""
+    datadir = datadir_of(server)
     mounts = [{"name": "conf", "mountPath": CONF, "readOnly": True},
               {"name": "init", "mountPath": SECRET_DIR, "readOnly": True},
-              {"name": "data", "mountPath": DATADIR}]
-    volumes = [{"name": "conf", "configMap": {"name": "mycnf"}},
+              {"name": "data", "mountPath": datadir}]
+    volumes = [{"name": "conf", "configMap": {"name": conf_map(server)}},
                {"name": "init", "secret": {"secretName": "server-init", "defaultMode": 0o400}}]
     data = _data_volume(variant, host_datadir)
     volumes += [data] if data else []
@@ -163,13 +191,13 @@ def pod_template(variant: KubernetesVariant, server: ServerProgram, image: str, 
     container = {
         "name": SERVER, "image": image, "imagePullPolicy": "IfNotPresent",
         "command": server_command(server, snapshot_path is not None or restored, in_place or restored),
-        "ports": [{"containerPort": PORT, "name": "mysql"}], "volumeMounts": mounts,
+        "ports": [{"containerPort": port_of(server), "name": port_name(server)}], "volumeMounts": mounts,
         "resources": resources_for(variant),
-        "readinessProbe": {"exec": {"command": server.flavour.ready_command(SOCKET)},
+        "readinessProbe": {"exec": {"command": ready_command(server)},
                            "periodSeconds": 1, "timeoutSeconds": 5, "failureThreshold": 3},
     }
     spec = {"containers": [container], "volumes": volumes, "restartPolicy": restart,
-            **({"initContainers": [verify_container(image, fill)]} if restored else {}),
+            **({"initContainers": [verify_container(image, fill, datadir)]} if restored else {}),
             "terminationGracePeriodSeconds": 20, "enableServiceLinks": False,
             "automountServiceAccountToken": False, **({"nodeSelector": variant.node_selector}
                                                       if variant.node_selector else {})}
@@ -209,8 +237,8 @@ def server_objects(variant: KubernetesVariant, server: ServerProgram, image: str
         objects.append({"apiVersion": "apps/v1", "kind": "StatefulSet",
                         "metadata": {"name": SERVER, "namespace": ns, "labels": meta_labels}, "spec": spec})
     objects.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": SERVER, "namespace": ns,
-                    "labels": meta_labels}, "spec": {"selector": selector, "ports": [{"port": PORT,
-                    "targetPort": PORT, "name": "mysql"}]}})
+                    "labels": meta_labels}, "spec": {"selector": selector, "ports": [{"port": port_of(server),
+                    "targetPort": port_of(server), "name": port_name(server)}]}})
     return objects
 
 

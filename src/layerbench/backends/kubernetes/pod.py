@@ -48,6 +48,11 @@ def check_cluster(variant: KubernetesVariant) -> None:
     if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
         raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
                        "machine, which is not the cluster's node; use emptydir or pvc")
+    if variant.server.flavour == "postgresql" and not cluster.node_is_this_machine(nodes):
+        raise BadInput(f"variants.{variant.name}.server.flavour: PostgreSQL runs in the kubernetes backend only where "
+                       "the harness is a node of the cluster (its dataset is prepared here and reaches the pod "
+                       "through hostPath; the in-cluster seed is MariaDB's and MySQL's so far); run layerbench on a "
+                       "node, or use backend: docker or vm (docs/backends/kubernetes.md#postgresql)")
     if restores_snapshots(variant) and not cluster.node_is_this_machine(nodes):  # made in the cluster (seed.py)
         cluster.seed_snapshot_class(api, variant)
 
@@ -77,6 +82,10 @@ def local_image_tag(variant: KubernetesVariant) -> str:
 
         where = f"variants.{variant.name}.server.version"
         return mysql_image_tag(require_rootfs(variant.server.version or DEFAULT_MYSQL, where))
+    if variant.server.flavour == "postgresql":
+        from layerbench.server.postgresql_image import postgresql_image_tag
+
+        return postgresql_image_tag()
     from layerbench.server.image import image_tag
 
     return image_tag()
@@ -92,6 +101,10 @@ def local_image_in_docker(variant: KubernetesVariant, say: Callable[[str], None]
 
         found = require_root(variant.mysqld, f"variants.{variant.name}.mysqld")
         return ensure_root_image(docker_client(), found.root, found.inside, say)
+    if variant.server.flavour == "postgresql":
+        from layerbench.server.postgresql_image import ensure_postgresql_image
+
+        return ensure_postgresql_image(docker_client(), say)
     if variant.server.flavour == "mysql":
         from layerbench.server.mysql_image import ensure_mysql_image
         from layerbench.server.servers import DEFAULT_MYSQL
@@ -210,7 +223,8 @@ def restore_hostpath_datadir(snapshot: Path, work: Path, *,
     return target, copy_tree(snapshot, target, facts_dir=facts_dir)
 
 
-def port_forward(variant: KubernetesVariant, ns: str, run_dir: Path) -> tuple[ManagedProcess, int]:
+def port_forward(variant: KubernetesVariant, ns: str, run_dir: Path,
+                 target: int = manifests.PORT) -> tuple[ManagedProcess, int]:
     """`kubectl port-forward` of the server's Service to a free port of this host."""
     kubectl = shutil.which("kubectl") or str(cluster.local_kubeconfig().parent / "kubectl")
     local = sorted(Path("/var/cache/layerbench/k8s").glob("*/bin/kubectl"))
@@ -220,7 +234,7 @@ def port_forward(variant: KubernetesVariant, ns: str, run_dir: Path) -> tuple[Ma
         raise RunFailed("client: port-forward needs kubectl on PATH; install it or use client: host or job")
     port = free_port()
     cmd = [kubectl, f"--kubeconfig={cluster.kubeconfig_path(variant)}", "-n", ns,
-           "port-forward", f"svc/{manifests.SERVER}", f"{port}:{manifests.PORT}", "--address=127.0.0.1"]
+           "port-forward", f"svc/{manifests.SERVER}", f"{port}:{target}", "--address=127.0.0.1"]
     return start("kubectl port-forward", cmd, log_path=run_dir / "port-forward.log"), port
 
 

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from layerbench.backends.base import SERVER_IMAGE_COST
+from layerbench.backends.base import POSTGRESQL_IMAGE_COST, SERVER_IMAGE_COST
 from layerbench.backends.kubernetes.kubeconfigs import cluster_words
 from layerbench.backends.kubernetes.qos import resources_for
 from layerbench.backends.variant_base import DiskCopy, FirstTimeCost, ImageVariant
@@ -91,6 +91,7 @@ class KubernetesVariant(ImageVariant):
                                "filesystem; the pod runs an image of that root (docs/servers.md)")
 
     _client_default: str | None = PrivateAttr(default=None)  # "on a node" / "off a node": client was not written
+    runs_postgresql: ClassVar[bool] = True  # the PostgreSQL image in a pod, on a node of the cluster (pgpod.py)
 
     memory_unit: ClassVar[str] = "Mi"
     memory_here: ClassVar[bool] = False  # a node's: cluster.check_capacity (the harness need not be a node)
@@ -168,6 +169,8 @@ class KubernetesVariant(ImageVariant):
     @model_validator(mode="after")
     def _namespace_mode(self) -> KubernetesVariant:
         check_namespace_mode(self)
+        if problem := postgresql_problem(self):
+            raise ValueError(problem)
         return self
 
     def where_the_harness_stands(self) -> KubernetesVariant:
@@ -220,7 +223,8 @@ class KubernetesVariant(ImageVariant):
 
     def first_time_costs(self) -> list[FirstTimeCost]:
         costs = [] if self.image is not None else [mysql_image_cost(self)] if self.is_mysql else \
-            [root_image_cost(self)] if self.mysqld else [SERVER_IMAGE_COST]
+            [root_image_cost(self)] if self.mysqld else \
+            [POSTGRESQL_IMAGE_COST] if self.server.flavour == "postgresql" else [SERVER_IMAGE_COST]
         if self.client == "job" and costs and costs[0] is not SERVER_IMAGE_COST:  # the Job's sysbench's image:
             costs.append(SERVER_IMAGE_COST)  # manifests.client_image
         return costs + ([LOCAL_CLUSTER_COST] if cluster_words(self.kubeconfig, self.context, self.name)[1] else [])
@@ -232,27 +236,59 @@ class KubernetesVariant(ImageVariant):
         return local  # the image is imported from this machine's rootfs into the cluster
 
     def check_server_here(self) -> None:
-        """A MySQL variant: its rootfs is built (else the command that builds it), or an image: of a registry
-        (a sysbench Job runs layerbench's MariaDB image, from that registry beside an image:: manifests.client_image);
-        a `mysqld:` variant: a server layerbench knows, inside a root holding its libraries and what the pod runs
-        besides it."""
-        if self.mysqld is not None:
-            check_rooted_binary(self, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if self.snapshot_class else ()),
-                                "the pod")
-            return
-        if not self.is_mysql:
-            return
-        where = f"variants.{self.name}"
-        if self.image is None:
-            image_server(self)
-            return
-        from layerbench.server.image_registry import registry_of
+        check_server(self)
 
-        if self.client == "job" and self.client_image is None and registry_of(self.image) is None:
-            raise BadInput(f"{where}.image: with client: job beside MySQL, the sysbench Job runs layerbench's MariaDB "
-                           f"image from the registry of image:, and {self.image} names none; push both (layerbench "
-                           "image push <registry>) and name <registry>/... in image:, or use client: host")
 
+def check_server(variant: KubernetesVariant) -> None:
+    """Preflight, first (check_server_here): a PostgreSQL variant: what its pod needs of this machine (pgpod.py); a
+    MySQL variant: its rootfs is built (else the command that builds it), or an image: of a registry
+    (a sysbench Job runs layerbench's MariaDB image, from that registry beside an image:: manifests.client_image);
+    a `mysqld:` variant: a server layerbench knows, inside a root holding its libraries and what the pod runs
+    besides it."""
+    if variant.server.flavour == "postgresql":
+        from layerbench.backends.kubernetes.pgpod import check_postgresql
+
+        check_postgresql(variant)
+        return
+    if variant.mysqld is not None:
+        check_rooted_binary(variant, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if variant.snapshot_class else ()),
+                            "the pod")
+        return
+    if not variant.is_mysql:
+        return
+    where = f"variants.{variant.name}"
+    if variant.image is None:
+        image_server(variant)
+        return
+    from layerbench.server.image_registry import registry_of
+
+    if variant.client == "job" and variant.client_image is None and registry_of(variant.image) is None:
+        raise BadInput(f"{where}.image: with client: job beside MySQL, the sysbench Job runs layerbench's MariaDB "
+                       f"image from the registry of image:, and {variant.image} names none; push both (layerbench "
+                       "image push <registry>) and name <registry>/... in image:, or use client: host")
+
+
+def postgresql_problem(variant: KubernetesVariant) -> str | None:
+    """What a postgresql kubernetes variant cannot be, in one line with the fix: its server is layerbench's PostgreSQL
+    image (this machine's postgresql-15), on a cluster whose node is this machine (its dataset is prepared here and
+    reaches the pod through hostPath or a VolumeSnapshot seeded from it; the in-cluster seed is not PostgreSQL's)."""
+    if variant.server.flavour != "postgresql":
+        return None
+    where = f"variants.{variant.name}"
+    if variant.image is not None:
+        return (f"{where}.image: a postgresql kubernetes variant runs the PostgreSQL image layerbench builds from "
+                "this machine's postgresql-15 (imported into the local cluster); an image of your own is started as "
+                "MariaDB or MySQL; remove image:")
+    if variant.mysqld is not None:
+        return f"{where}.mysqld: a postgresql variant runs this machine's PostgreSQL (in its image); remove mysqld:"
+    if variant.client_image is not None:
+        return (f"{where}.client_image: a postgresql variant's sysbench Job runs the PostgreSQL image (its sysbench "
+                "has the pgsql driver); remove client_image")
+    if variant.namespace is not None:
+        return (f"{where}.namespace: namespace-scoped mode makes the dataset in the cluster, which PostgreSQL does "
+                "not do yet; remove namespace (run on a node of the cluster with cluster rights), or use backend: "
+                "docker or vm (docs/backends/kubernetes.md#postgresql)")
+    return None
 
 
 def job_keys_problem(variant: KubernetesVariant) -> str | None:
@@ -356,7 +392,9 @@ def plan_text(variant: KubernetesVariant) -> str:
     limit = variant.memory_limit()
     derived = f"; memory {limit[1]} (the buffer pool + overhead)" if limit and limit[0] == "qos" else ""
     version = variant.server.version or DEFAULT_MYSQL
-    mysql = f" of the image {variant.image}" if variant.image and variant.is_mysql else \
+    mysql = " of the local PostgreSQL image (this machine's postgresql-15, run as user postgres)" \
+        if variant.server.flavour == "postgresql" else \
+        f" of the image {variant.image}" if variant.image and variant.is_mysql else \
         f" of the local MySQL {version} image (the cached rootfs)" if variant.is_mysql else \
         f" of an image of the root filesystem of {variant.mysqld}" if variant.mysqld else ""
     from layerbench.backends.kubernetes.access import needed_rights, rights_summary

@@ -1,0 +1,96 @@
+"""PostgreSQL in a kubernetes variant's pod (docs/backends/kubernetes.md#postgresql): the image of
+server/postgresql_image.py (this machine's postgresql-15, its user `postgres` with this machine's ids, sysbench with
+the pgsql driver), the postgresql.conf and pg_hba.conf of server/postgresql.py (the other backends' files, with the
+pod's paths) from a ConfigMap, and the benchmark account's psql script (it holds the password) from a Secret.
+
+The container starts as root, makes the datadir the server user's (0700; a restored snapshot's files already are:
+the image's `postgres` has the ids of the user that prepared it here), fills it (a `cp -a` of the read-only
+hostPath snapshot, or initdb) unless it is restored in place (a hostPath copy, a PVC made from a VolumeSnapshot),
+then starts the server as `postgres` (setpriv), sets the account over the pod's own Unix socket with psql (trust
+for the superuser over that socket only: the password is never on a command line, in the environment or in the API
+server's records, as the MariaDB pod's init SQL) and marks the pod ready. SIGTERM (pod deletion) is passed on as
+SIGINT: PostgreSQL's fast shutdown. Pure: no API call here.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from layerbench.errors import BadInput
+from layerbench.server import postgresql as pg
+from layerbench.server.postgresql_image import SOCKET_DIR
+from layerbench.server.spec import ServerSpec
+
+if TYPE_CHECKING:
+    from layerbench.backends.kubernetes.variant import KubernetesVariant
+
+DATADIR = "/var/lib/postgresql/data"
+PORT = 5432
+CONF_MAP = "pgconf"  # the ConfigMap of postgresql.conf and pg_hba.conf (MariaDB's and MySQL's: mycnf)
+ACCOUNT_FILE = "account.sql"  # in the Secret server-init (MariaDB's and MySQL's: init.sql)
+READY_MARK = "/tmp/layerbench-account-set"  # made once the benchmark account is set: the readiness probe's test
+
+
+def check_postgresql(variant: KubernetesVariant) -> None:
+    """What a postgresql pod needs of this machine (as the docker backend's, backends/docker/postgresql.py): the
+    harness as root (the datadir's files belong to user postgres, whose ids the image's server has; the image is
+    built with debootstrap), the dataset folder open to that user (this machine's PostgreSQL prepares the
+    snapshots there), and this machine's PostgreSQL (the one its image installs)."""
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.server.servers import image_server
+
+    where = f"variants.{variant.name}.server.flavour"
+    if os.geteuid() != 0:
+        raise BadInput(f"{where}: PostgreSQL in Kubernetes needs layerbench run as root here (the dataset's files "
+                       "belong to user postgres, whose ids the image's server runs with); run as root")
+    pg.check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", where)
+    image_server(variant)
+
+
+def owned_settings(conf_dir: str) -> dict[str, Any]:
+    """What layerbench sets in the pod's postgresql.conf, whatever the variant says (server/postgresql.py OWNED)."""
+    return {"listen_addresses": "0.0.0.0", "port": PORT, "unix_socket_directories": SOCKET_DIR,
+            "password_encryption": "scram-sha-256", "hba_file": f"{conf_dir}/pg_hba.conf"}
+
+
+def server_files(spec: ServerSpec, conf_dir: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(the ConfigMap's files, the Secret's files): postgresql.conf and pg_hba.conf, and the account's psql script;
+    the conf is also written to the run's folder (the file says what ran)."""
+    conf = pg.render_conf(pg.merged(spec.config, owned_settings(conf_dir)))
+    spec.run_dir.mkdir(parents=True, exist_ok=True)
+    (spec.run_dir / "postgresql.conf").write_text(conf, encoding="utf-8")
+    account = pg.account_script(spec.user, spec.password, spec.database)
+    return {"postgresql.conf": conf, "pg_hba.conf": pg.HBA}, {ACCOUNT_FILE: account}
+
+
+def tool(name: str) -> str:
+    return str(pg.BIN_DIR / name)  # this machine's postgresql-15 programs, at the same paths in the image
+
+
+def server_command(fill_from_snapshot: bool, data_in_place: bool, snapshot: str, conf_dir: str,
+                   secret_dir: str) -> list[str]:
+    """The server container's script (see the module's text); its exit status is the server's."""
+    user, owner = pg.RUN_AS, f"{pg.RUN_AS}:{pg.RUN_AS}"
+    steps = [f"mkdir -p {DATADIR} {SOCKET_DIR}", f"chown {owner} {DATADIR} {SOCKET_DIR}",
+             f"chmod 0700 {DATADIR} {SOCKET_DIR}"]
+    if fill_from_snapshot and not data_in_place:
+        steps.append(f"cp -a {snapshot}/. {DATADIR}/ && chown {owner} {DATADIR} && chmod 0700 {DATADIR}")
+    elif not fill_from_snapshot:
+        steps.append(shlex.join(pg.switch_user("setpriv", user, user, pg.initdb_args(DATADIR))) + " >/dev/null")
+    server = pg.switch_user("setpriv", user, user, [tool("postgres"), "-D", DATADIR, "-c",
+                                                    f"config_file={conf_dir}/postgresql.conf"])
+    ready = f"{shlex.join([tool('pg_isready'), '-q', '-h', SOCKET_DIR, '-p', str(PORT)])}"
+    psql = shlex.join([tool("psql"), "-X", "-q", "-h", SOCKET_DIR, "-p", str(PORT), "-U", pg.SUPERUSER, "-d",
+                       "postgres", "-v", "ON_ERROR_STOP=1", "-f", f"{secret_dir}/{ACCOUNT_FILE}"])
+    start = (f"{shlex.join(server)} & pid=$!; trap 'kill -INT $pid' TERM INT; "
+             f"until {ready}; do kill -0 $pid 2>/dev/null || exit 1; sleep 0.2; done; "
+             f"{psql} >/dev/null || {{ kill -INT $pid; wait $pid; exit 1; }}; : > {READY_MARK}; "
+             "while kill -0 $pid 2>/dev/null; do wait $pid; status=$?; done; exit ${status:-0}")
+    return ["sh", "-c", " && ".join(steps) + f" && {{ {start}; }}"]
+
+
+def ready_command() -> list[str]:
+    """Ready once the account is set (the mark) and the server answers on its socket."""
+    return ["sh", "-c", f"test -e {READY_MARK} && {tool('pg_isready')} -q -h {SOCKET_DIR} -p {PORT}"]
