@@ -144,16 +144,19 @@ def test_the_remote_example_run_from_inside_in_smoke_mode_completes_with_its_pod
 
 
 @pytest.mark.parametrize(("changes", "reset", "said"), [
-    ({"client": "host"}, "reprepare", "variants.k.client: host runs sysbench here against the Service's cluster IP"),
+    # the harness has no sysbench: that is what refuses `client: host` there first (with sysbench, no Service's
+    # cluster IP answering from it would: cluster.check_client_reach)
+    ({"client": "host"}, "reprepare", "install sysbench (scripts/setup does it): variants.k (its sysbench) runs it on "
+                                      "this machine"),
     ({"storage": "hostpath"}, "reprepare", "variants.k.storage: hostpath puts the datadir in a folder of this "),
     ({"storage": "emptydir"}, "snapshot",  # the one-node cluster has no default storage class
      "variants.k.reset: snapshot off a node makes the dataset in the cluster"),
 ])
 def test_what_the_docs_list_as_unsupported_off_a_node_validate_refuses_from_inside_in_one_line(
         isolated: None, changes: dict, reset: str, said: str) -> None:
-    """docs/backends/kubernetes.md's "Where the harness stands": off a node, `client: host` (no Service answers from
-    the harness), `storage: hostpath` and `reset: snapshot` without a storage class to snapshot are each refused by
-    validate run inside the isolated harness, in one line, exit 2, before anything is created."""
+    """docs/backends/kubernetes.md's "Where the harness stands": off a node, `client: host` (sysbench would run in
+    the harness, which has none), `storage: hostpath` and `reset: snapshot` without a storage class to snapshot
+    are each refused by validate run inside the isolated harness, in one line, exit 2, before anything is made."""
     variant = {"name": "k", "backend": "kubernetes", "qos": "burstable", "requests": {"cpu": "100m", "memory": "512Mi"},
                "image": registry_image(), **changes}
     name = f"{OWN}-refused"
