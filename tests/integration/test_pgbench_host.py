@@ -1,6 +1,6 @@
 """pgbench as a workload's load generator on the host backend, for real (issue #46 item 3): two PostgreSQL 15
 variants (synchronous_commit on and off), pgbench's tpcb-like at scale 1 with 2 clients (a warm-up of its own) and
-its select-only with 1 client, twice each: the dataset made once by `pgbench -i -s 1` in the variant's own
+its select-only with 1 client, once each: the dataset made once by `pgbench -i -s 1` in the variant's own
 PostgreSQL, snapshotted, restored and checked for every run; each run's progress lines as intervals, its summary as
 totals, its statements (-r) in the run's facts; the analysis and the report over them; the runs' own pgbench logs
 and a saved one imported by `layerbench import` to the same totals; no password written anywhere; and nothing left
@@ -57,7 +57,7 @@ def campaign(folders: Path) -> dict:
              "verify": "checksum"},  # each run's restored copy checked in a private server first
             {"name": "ro", "tool": "pgbench", "test": "select-only", "threads": 1, "duration": 2, "warmup": 0},
         ],
-        "repetitions": 2, "estimates_only": True, "output": str(out),
+        "repetitions": 1, "estimates_only": True, "output": str(out),
     }
     outcome, rows = run_for_real(data)
     runs = [(variant, status, tps, json.loads(details), error) for variant, status, tps, details, error in rows]
@@ -69,7 +69,7 @@ def campaign(folders: Path) -> dict:
 
 
 def test_every_run_measured_pgbench_on_a_restored_pgbench_dataset(campaign: dict) -> None:
-    assert [r[1] for r in campaign["runs"]] == ["ok"] * 8, [r[4] for r in campaign["runs"]]
+    assert [r[1] for r in campaign["runs"]] == ["ok"] * 4, [r[4] for r in campaign["runs"]]
     for _variant, _status, tps, facts, _error in campaign["runs"]:
         assert tps > 0
         reset = facts["reset"]
@@ -85,7 +85,7 @@ def test_every_run_measured_pgbench_on_a_restored_pgbench_dataset(campaign: dict
                             "pgbench_tellers": 10}
     assert meta["inputs"]["tool"] == "pgbench" and "PostgreSQL) 15." in meta["inputs"]["server"]
     checked = [r[3]["reset"] for r in campaign["runs"] if r[3]["reset"].get("verify") == "checksum"]
-    assert len(checked) == 4 and all(c["checksum_tables"] == 4 for c in checked)
+    assert len(checked) == 2 and all(c["checksum_tables"] == 4 for c in checked)
 
 
 def test_totals_latency_and_intervals_come_from_pgbench_itself(campaign: dict) -> None:
@@ -108,7 +108,7 @@ def test_totals_latency_and_intervals_come_from_pgbench_itself(campaign: dict) -
         assert run.metrics.queries == run.metrics.transactions and run.threads == 1
         assert not [i for i in run.intervals if i.warmup] and len(run.intervals) >= 1
     logs = sorted(campaign["out"].glob("*/runs/*/pgbench.log"))  # the measured pgbench's output, then the line
-    assert len(logs) == 8
+    assert len(logs) == 4
     recorded = sorted(run.metrics.lat_pct_ms for run in campaign["stored"])
     read = []
     for log in logs:
@@ -156,7 +156,7 @@ def test_the_runs_pgbench_logs_and_a_saved_one_import_to_the_same_totals(campaig
         assert analyze(store, cid).definition.imported_layouts == ("pgbench",)
     got = {(r.variant, r.repetition): (r.metrics.transactions, r.metrics.tps, r.metrics.lat_avg_ms)
            for r in imported if r.variant != "saved"}
-    assert got == live and len(got) == 4
+    assert got == live and len(got) == 2
     saved = next(r for r in imported if r.variant == "saved")
     assert saved.metrics.transactions == parse_log("x", (SAVED / "tpcb-like-c2.log").read_text()).totals.transactions
 
@@ -164,7 +164,7 @@ def test_the_runs_pgbench_logs_and_a_saved_one_import_to_the_same_totals(campaig
 def test_no_password_is_written_and_nothing_is_left(campaign: dict) -> None:
     out, folders = campaign["out"], campaign["folders"]
     logs = list(out.rglob("pgbench*.log"))
-    assert len(logs) == 12  # 8 measured runs, 4 warm-ups
+    assert len(logs) == 6  # 4 measured runs, 2 warm-ups
     for path in out.rglob("*"):
         if path.is_file() and path.suffix in (".log", ".json", ".conf", ".txt", ".md"):
             text = path.read_text(errors="replace")
