@@ -50,9 +50,9 @@ def folders() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def campaign(folders: Path) -> dict:
-    """examples/database-families.yaml in smoke mode (one run each): MariaDB (the baseline), MySQL 9.7 out of the box and
-    with its binary log off, and PostgreSQL 15 (here with a work_mem of its own), each on its own snapshot: issue
-    #46's campaign of the three families on the host. MySQL's rootfs is built when missing."""
+    """examples/database-families.yaml in smoke mode (one run each): MariaDB (the baseline), MySQL 9.7 out of the
+    box and with its binary log off, and PostgreSQL 15 (here with a work_mem of its own), each on its own snapshot:
+    issue #46's campaign of the three families on the host. MySQL's rootfs is built when missing."""
     ensure_rootfs("9.7")
     ensure_postgresql_rootfs("18")
     out = folders / "out"
