@@ -42,24 +42,37 @@ setup_node_cgroups() {
   local h cg
   for cg in "${NODE_CPU_CGROUPS[@]}"; do
     for h in $(cgroup_hierarchies); do mkdir -p "$h/$cg"; done
-    cpuset_tree /sys/fs/cgroup/cpuset/$cg "$(cat /sys/fs/cgroup/cpuset/cpuset.cpus)" widen
+    cpuset_tree /sys/fs/cgroup/cpuset/$cg "$(cat /sys/fs/cgroup/cpuset/cpuset.cpus)" widen || warn "could not widen every cpuset under /$cg"
     [ -s /sys/fs/cgroup/cpuset/$cg/cpuset.mems ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >/sys/fs/cgroup/cpuset/$cg/cpuset.mems
   done
 }
 
 cpuset_tree() { # dir cpus widen|narrow: parents before children to widen, children first to narrow
-  local d
+  local d rc=0
   [ -d "$1" ] || return 0
   if [ "$3" = widen ]; then
-    while read -r d; do echo "$2" >"$d/cpuset.cpus"; done < <(find "$1" -type d | awk '{print length($0) " " $0}' | sort -n | cut -d' ' -f2-)
+    while read -r d; do echo "$2" >"$d/cpuset.cpus" || rc=1; done < <(find "$1" -type d | awk '{print length($0) " " $0}' | sort -n | cut -d' ' -f2-)
   else
-    while read -r d; do echo "$2" >"$d/cpuset.cpus"; done < <(find "$1" -depth -type d)
+    while read -r d; do echo "$2" >"$d/cpuset.cpus" || rc=1; done < <(find "$1" -depth -type d)
   fi
+  return $rc
+}
+
+# Narrowing races the kubelets: a pod cgroup made (with both CPUs) after `find` listed the tree makes its parent's
+# write fail (EBUSY: a child must stay a subset of its parent). Each try lists the tree anew; seen in CI on a
+# loaded machine, while the CSI driver's pods started.
+narrow_tree() { # dir cpus
+  local try
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    cpuset_tree "$1" "$2" narrow 2>/dev/null && return 0
+    sleep 0.5
+  done
+  cpuset_tree "$1" "$2" narrow
 }
 
 pin_nodes_to_cpus() {
-  cpuset_tree /sys/fs/cgroup/cpuset/lbk8s-node1 0 narrow || die "could not pin node 1's cgroups to CPU 0"
-  cpuset_tree /sys/fs/cgroup/cpuset/lbk8s-node2 1 narrow || die "could not pin node 2's cgroups to CPU 1"
+  narrow_tree /sys/fs/cgroup/cpuset/lbk8s-node1 0 || die "could not pin node 1's cgroups to CPU 0"
+  narrow_tree /sys/fs/cgroup/cpuset/lbk8s-node2 1 || die "could not pin node 2's cgroups to CPU 1"
   say "node $NODE_NAME's pods on CPU 0, node $NODE2_NAME's on CPU 1 (cpusets of /lbk8s-node1, /lbk8s-node2)"
 }
 
