@@ -63,7 +63,7 @@ cpuset_tree() { # dir cpus widen|narrow: parents before children to widen, child
 # loaded machine, while the CSI driver's pods started.
 narrow_tree() { # dir cpus
   local try
-  for try in 1 2 3 4 5 6 7 8 9 10; do
+  for try in $(seq 20); do
     cpuset_tree "$1" "$2" narrow 2>/dev/null && return 0
     sleep 0.5
   done
