@@ -144,7 +144,6 @@ def image_push(
               "; no MySQL rootfs is built (layerbench server build mysql 9.7 builds one)"), highlight=False)
 
 
-
 server_app = typer.Typer(help="Servers other than the host's MariaDB, built locally (docs/servers.md).",
                          no_args_is_help=True, rich_markup_mode=None)
 

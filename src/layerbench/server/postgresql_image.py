@@ -10,9 +10,11 @@ package's own scripts create is removed: every run brings its datadir (a restore
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
+from layerbench.errors import BadInput
 from layerbench.server.image import Recipe, ensure_docker_image, image_tag, rootfs_path
 from layerbench.server.postgresql import BIN_DIR, RUN_AS, postgres_user_ids
 
@@ -45,6 +47,14 @@ RECIPE = Recipe(IMAGE_REPO, PACKAGES, str(BIN_DIR / "postgres"), before=make_use
                 file_prefix="rootfs-postgresql-")
 
 
+def image_settings(listen: str, port: int, conf_dir: str) -> dict[str, Any]:
+    """What layerbench sets in the postgresql.conf of a server of this image (a container's, a pod's), whatever the
+    variant says (server/postgresql.py OWNED): its address and port, the socket folder, scram-sha-256, and its
+    pg_hba.conf in `conf_dir`."""
+    return {"listen_addresses": listen, "port": port, "unix_socket_directories": SOCKET_DIR,
+            "password_encryption": "scram-sha-256", "hba_file": f"{conf_dir}/pg_hba.conf"}
+
+
 def postgresql_image_tag() -> str:
     return image_tag(RECIPE)
 
@@ -60,3 +70,21 @@ def postgresql_image_built() -> bool:
 def ensure_postgresql_image(client: Any, say: Callable[[str], None] | None = None) -> str:
     """The PostgreSQL image in Docker, built (about 2 minutes) and imported now when missing; returns its tag."""
     return ensure_docker_image(client, say, RECIPE)
+
+
+def check_image_here(variant: Any, backend: str) -> None:
+    """What a variant running this image needs of this machine (the docker and kubernetes backends), each in one line
+    with the fix: the harness as root (the datadir's files belong to user postgres, whose ids the image's server runs
+    with; the image is built with debootstrap), the dataset folder open to that user (this machine's PostgreSQL
+    prepares the snapshots there), and this machine's PostgreSQL at the version asked for (the one the image
+    installs)."""
+    from layerbench.hosts.workdirs import datasets_dir
+    from layerbench.server.postgresql import check_reachable
+    from layerbench.server.servers import image_server
+
+    where = f"variants.{variant.name}.server.flavour"
+    if os.geteuid() != 0:
+        raise BadInput(f"{where}: PostgreSQL in {backend} needs layerbench run as root here (its datadir's files "
+                       "belong to user postgres, whose ids the image's server runs with); run as root")
+    check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", where)
+    image_server(variant)

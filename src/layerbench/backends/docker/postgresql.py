@@ -25,11 +25,9 @@ from layerbench.endpoint import Endpoint
 from layerbench.errors import BadInput
 from layerbench.hosts import owners
 from layerbench.hosts.critical import signals_deferred
-from layerbench.hosts.workdirs import datasets_dir
 from layerbench.server import postgresql as pg
 from layerbench.server.datadir import wait_until_ready
-from layerbench.server.postgresql_image import SOCKET_DIR
-from layerbench.server.servers import image_server
+from layerbench.server.postgresql_image import SOCKET_DIR, check_image_here, image_settings
 from layerbench.server.spec import ServerSpec
 
 if TYPE_CHECKING:
@@ -98,8 +96,7 @@ class PostgresContainer:
             self.socket_dir.mkdir(mode=0o700)
         pg.give_to_server_user(self.socket_dir)
         self.conf_dir.mkdir(mode=0o700, exist_ok=True)
-        owned = {"listen_addresses": self.listen, "port": self.port, "unix_socket_directories": SOCKET_DIR,
-                 "password_encryption": "scram-sha-256", "hba_file": f"{CONF_DIR}/pg_hba.conf"}
+        owned = image_settings(self.listen, self.port, CONF_DIR)
         pg.write_server_files(self.conf_dir, self.spec.config, owned, self.spec.run_dir)
         pg.give_to_server_user(self.conf_dir)
 
@@ -136,8 +133,4 @@ def check_postgresql(variant: DockerVariant) -> None:
     if variant.mysqld is not None:
         raise BadInput(f"{where}.mysqld: a postgresql variant runs this machine's PostgreSQL (in its image); remove "
                        "mysqld:")
-    if os.geteuid() != 0:
-        raise BadInput(f"{where}.server.flavour: PostgreSQL in Docker needs layerbench run as root here (its "
-                       "datadir's files belong to user postgres, whose ids the image's server runs with); run as root")
-    pg.check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", f"{where}.server.flavour")
-    image_server(variant)  # this machine's PostgreSQL, the version asked for: the one its image installs
+    check_image_here(variant, "Docker")

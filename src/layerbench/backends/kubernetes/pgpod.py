@@ -14,13 +14,11 @@ SIGINT: PostgreSQL's fast shutdown. Pure: no API call here.
 
 from __future__ import annotations
 
-import os
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from layerbench.errors import BadInput
 from layerbench.server import postgresql as pg
-from layerbench.server.postgresql_image import SOCKET_DIR
+from layerbench.server.postgresql_image import SOCKET_DIR, check_image_here, image_settings
 from layerbench.server.spec import ServerSpec
 
 if TYPE_CHECKING:
@@ -34,31 +32,14 @@ READY_MARK = "/tmp/layerbench-account-set"  # made once the benchmark account is
 
 
 def check_postgresql(variant: KubernetesVariant) -> None:
-    """What a postgresql pod needs of this machine (as the docker backend's, backends/docker/postgresql.py): the
-    harness as root (the datadir's files belong to user postgres, whose ids the image's server has; the image is
-    built with debootstrap), the dataset folder open to that user (this machine's PostgreSQL prepares the
-    snapshots there), and this machine's PostgreSQL (the one its image installs)."""
-    from layerbench.hosts.workdirs import datasets_dir
-    from layerbench.server.servers import image_server
-
-    where = f"variants.{variant.name}.server.flavour"
-    if os.geteuid() != 0:
-        raise BadInput(f"{where}: PostgreSQL in Kubernetes needs layerbench run as root here (the dataset's files "
-                       "belong to user postgres, whose ids the image's server runs with); run as root")
-    pg.check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", where)
-    image_server(variant)
-
-
-def owned_settings(conf_dir: str) -> dict[str, Any]:
-    """What layerbench sets in the pod's postgresql.conf, whatever the variant says (server/postgresql.py OWNED)."""
-    return {"listen_addresses": "0.0.0.0", "port": PORT, "unix_socket_directories": SOCKET_DIR,
-            "password_encryption": "scram-sha-256", "hba_file": f"{conf_dir}/pg_hba.conf"}
+    """What a postgresql pod needs of this machine: the docker backend's (its image is the same)."""
+    check_image_here(variant, "Kubernetes")
 
 
 def server_files(spec: ServerSpec, conf_dir: str) -> tuple[dict[str, str], dict[str, str]]:
     """(the ConfigMap's files, the Secret's files): postgresql.conf and pg_hba.conf, and the account's psql script;
     the conf is also written to the run's folder (the file says what ran)."""
-    conf = pg.render_conf(pg.merged(spec.config, owned_settings(conf_dir)))
+    conf = pg.render_conf(pg.merged(spec.config, image_settings("0.0.0.0", PORT, conf_dir)))
     spec.run_dir.mkdir(parents=True, exist_ok=True)
     (spec.run_dir / "postgresql.conf").write_text(conf, encoding="utf-8")
     account = pg.account_script(spec.user, spec.password, spec.database)
