@@ -138,6 +138,11 @@ def test_clean_from_another_harness_keeps_a_live_campaign_and_removes_a_killed_o
     assert "removed container" in said and "on host dbalias" in said
     # db's records are swept under the first inventory name of that machine (db, or its alias dbalias)
     assert re.search(r"\(and stopped what ran from it\) on host db(alias)?\n", said) and "on host app" in said
+    # what the killed harness left on its own machine (this one): its run's private folder (sysbench.cfg holds the
+    # run's password), removed by a clean there, as after any SIGKILL (test_faults.py)
+    here = subprocess.run([sys.executable, "-m", "layerbench", "clean"], capture_output=True, text=True,
+                          env=harness_env, timeout=600)
+    assert here.returncode == 0 and "lb-private-" in here.stdout, here.stdout + here.stderr
 
 
 def test_leases_here_and_on_a_host_sharing_its_file_system_are_apart(lab_hosts: dict,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -150,3 +151,4 @@ def test_the_server_runs_as_postgres_and_its_container_holds_no_password(folders
         backend.down()
     assert our_containers("it-pgdock-one") == [] and socket_folders(label) == []
     assert not (private / "pgconf").exists()
+    shutil.rmtree(private)  # this test's own folder (the run's private folder, which the campaign would remove)
