@@ -142,6 +142,15 @@ import_into_node2() { # docker-archive file
 node2_ready() {
   [ "$(kc get node "$NODE2_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
+# Ready as node 2's running kubelet reports it (as node_freshly_ready for node 1): on a warm up the node object
+# still says Ready from the last run, and narrowing its cgroups before the new kubelet has made its kubepods
+# cpuset makes that kubelet fail ("failed to write 0-1 ... permission denied") and the node go NotReady later
+node2_freshly_ready() { # epoch seconds node 2's kubelet started (0: it was already running)
+  pid_of kubelet@2 >/dev/null || return 1
+  local st hb
+  read -r st hb <<<"$(kc get node "$NODE2_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null)"
+  [ "$st" = True ] && [ -n "$hb" ] && [ "$(date -u -d "$hb" +%s)" -ge "$1" ]
+}
 
 start_node2() {
   gen_node2_config
@@ -153,12 +162,16 @@ start_node2() {
   start_in_cgroup containerd@2 "$procs" "$(command -v containerd)" --config "$N2/etc/containerd.toml"
   waitfor "node 2's containerd ready" 30 containerd@2 containerd2_ready || { show_log_tail containerd@2; die "node 2's containerd did not answer"; }
   grep -qxF "$PAUSE_IMAGE" <<<"$(ctrc2 -n k8s.io images ls -q 2>/dev/null)" || import_into_node2 "$PAUSE_TAR"
-  rm -f "$N2/kubelet/cpu_manager_state" "$N2/kubelet/memory_manager_state"
+  local t_kubelet=0
+  if ! pid_of kubelet@2 >/dev/null; then
+    rm -f "$N2/kubelet/cpu_manager_state" "$N2/kubelet/memory_manager_state"
+    t_kubelet=$(date +%s)
+  fi
   start_in_cgroup kubelet@2 "$procs" "$BIN/kubelet" --config="$N2/etc/kubelet.yaml" \
     --kubeconfig="$K/etc/kubelet.kubeconfig" --root-dir="$N2/kubelet" --cert-dir="$N2/kubelet/pki" \
     --hostname-override="$NODE2_NAME" --node-ip="$NODE2_IP"
   start_in_cgroup kube-proxy@2 "$procs" "$BIN/kube-proxy" --config="$N2/etc/kube-proxy.yaml"
-  waitfor "node $NODE2_NAME Ready" "$READY_TIMEOUT" containerd@2,kubelet@2,kube-proxy@2 node2_ready ||
+  waitfor "node $NODE2_NAME Ready" "$READY_TIMEOUT" containerd@2,kubelet@2,kube-proxy@2 node2_freshly_ready "$t_kubelet" ||
     { show_log_tail kubelet@2 30; die "node $NODE2_NAME not Ready within ${READY_TIMEOUT}s"; }
   pin_nodes_to_cpus
   kc label node "$NODE_NAME" layerbench.k8s-local/node=1 --overwrite >/dev/null
