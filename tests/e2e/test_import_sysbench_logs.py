@@ -70,7 +70,8 @@ def test_logs_made_now_import_and_report(tmp_path: Path) -> None:
     folder = tmp_path / "made"
     make_logs(folder)
     rows = answer_rows(import_and_report(tmp_path, folder, "unlimited"), "rate-limited")
-    evidence = r"[+-]\d+\.\d\d% \[[+-]\d+\.\d, [+-]\d+\.\d\] \(p[=<]0\.\d+, n=4\+4\)"
+    # the latency column's p may be 1.000 on a loaded machine (the rate-limited runs' latency is not held)
+    evidence = r"[+-]\d+\.\d\d% \[[+-]\d+\.\d, [+-]\d+\.\d\] \(p(?:[=<]0\.\d+|=1\.000), n=4\+4\)"
     assert len(rows) == 1 and len(re.findall(evidence, rows[0])) == 2, rows
 
 
