@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from layerbench.endpoint import Endpoint
 from layerbench.errors import BadInput
 from layerbench.server import postgresql as pg
 from layerbench.server.flavour import parse_postgres_version
@@ -171,3 +172,24 @@ def test_a_hostile_table_name_stays_one_quoted_identifier_in_the_checksum_query(
     quoted = sql.split(" FROM ", 1)[1].removesuffix(" AS t")
     assert quoted.startswith('"') and quoted.endswith('"')
     assert quoted[1:-1].replace('""', "") .count('"') == 0 and quoted[1:-1].replace('""', '"') == name
+
+
+def test_a_postgresql_port_that_takes_the_connection_but_never_answers_is_waited_on_not_an_internal_error() -> None:
+    """A pod's Service may take the TCP connection before PostgreSQL answers: psycopg then raises ConnectionTimeout,
+    a kind of OperationalError, which the wait must take as "not ready yet" (it was re-raised: an internal error
+    failed a run in CI). A real listener on loopback that accepts and never speaks; the wait ends in RunFailed."""
+    import socket
+
+    from layerbench.errors import RunFailed
+    from layerbench.secrets import Secret
+    from layerbench.server.datadir import wait_until_ready
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        endpoint = Endpoint("127.0.0.1", listener.getsockname()[1], "u", Secret("pw"), driver="pgsql")
+        with pytest.raises(RunFailed, match=r"did not accept connections within 3 s \(last: connection timeout"):
+            wait_until_ready(endpoint, alive=lambda: True, timeout=3, log_tail=lambda n: "")
+    finally:
+        listener.close()

@@ -38,6 +38,16 @@ def query(endpoint: Endpoint, sql: str, database: str | None = None) -> list[tup
         conn.close()
 
 
+def is_psycopg_operational(endpoint: Endpoint, error: BaseException) -> bool:
+    """Whether `error` is psycopg's OperationalError or one of its kinds (ConnectionTimeout: a server whose port
+    takes the connection but does not answer yet, as a pod's Service may), for a PostgreSQL endpoint."""
+    if not endpoint.is_postgresql:
+        return False
+    import psycopg
+
+    return isinstance(error, psycopg.OperationalError)
+
+
 def startup_error(log: str) -> str:
     """The most telling line of a failed start: the first [ERROR] that is not the closing 'Aborting'."""
     lines = [line for line in log.strip().splitlines() if line.strip()]
@@ -62,7 +72,7 @@ def wait_until_ready(
         except pymysql.err.OperationalError as error:
             last_error = str(error.args[-1]) if error.args else str(error)
         except Exception as error:  # psycopg's OperationalError (imported only for a PostgreSQL endpoint)
-            if not endpoint.is_postgresql or type(error).__name__ != "OperationalError":
+            if not is_psycopg_operational(endpoint, error):
                 raise
             last_error = (str(error).strip().splitlines() or [type(error).__name__])[0]
         time.sleep(0.2)
