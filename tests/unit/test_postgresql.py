@@ -193,3 +193,19 @@ def test_a_postgresql_port_that_takes_the_connection_but_never_answers_is_waited
             wait_until_ready(endpoint, alive=lambda: True, timeout=3, log_tail=lambda n: "")
     finally:
         listener.close()
+
+
+def test_a_failed_connection_is_a_run_cause_in_words_and_any_other_error_stays_internal() -> None:
+    """A run whose connection to its server failed (PyMySQL's or psycopg's OperationalError) says so, rather than
+    "internal error"; an error of layerbench's own code stays an internal one."""
+    import psycopg
+    import pymysql
+
+    from layerbench.server.datadir import connection_failure
+
+    said = connection_failure(psycopg.errors.ConnectionTimeout("connection timeout expired"))
+    assert said == "the connection to the server failed (ConnectionTimeout: connection timeout expired)"
+    assert connection_failure(pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query")) == (
+        "the connection to the server failed (OperationalError: (2013, 'Lost connection to MySQL server during "
+        "query'))")
+    assert connection_failure(KeyError("x")) is None and connection_failure(ValueError()) is None

@@ -37,6 +37,7 @@ from layerbench.run.pgbench_run import PgbenchRun, record_pgbench
 from layerbench.run.reach import ClientPath, client_path, reach_record
 from layerbench.run.schedule import RunSpec
 from layerbench.secrets import generate_password, redact, write_private
+from layerbench.server.datadir import connection_failure
 from layerbench.server.manifest import SnapshotCorrupt
 from layerbench.server.prepare import PrepareProgress, prepare_tables
 from layerbench.server.settings import ConfigValue
@@ -131,7 +132,8 @@ class RunExecution:
     def _failed(self, error: BaseException) -> None:
         self.snapshot_corrupt = isinstance(error, SnapshotCorrupt)
         self.record.status = "failed"
-        cause = str(error) if isinstance(error, RunFailed) else f"internal error: {type(error).__name__}: {error}"
+        cause = str(error) if isinstance(error, RunFailed) else \
+            connection_failure(error) or f"internal error: {type(error).__name__}: {error}"
         server = safe_exit_cause(self.backend)
         if server and server not in cause:
             cause += f"; the server {server}"

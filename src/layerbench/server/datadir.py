@@ -48,6 +48,19 @@ def is_psycopg_operational(endpoint: Endpoint, error: BaseException) -> bool:
     return isinstance(error, psycopg.OperationalError)
 
 
+def connection_failure(error: BaseException) -> str | None:
+    """A run's cause for a database connection or query that failed (PyMySQL's or psycopg's OperationalError: the
+    server went away, a timeout), in words; None for any other error, which stays an internal one."""
+    import sys
+
+    psycopg = sys.modules.get("psycopg")  # imported only when a PostgreSQL endpoint was connected to
+    if isinstance(error, pymysql.err.OperationalError) or (
+            psycopg is not None and isinstance(error, psycopg.OperationalError)):
+        said = " ".join(str(error).split()) or type(error).__name__
+        return f"the connection to the server failed ({type(error).__name__}: {said})"
+    return None
+
+
 def startup_error(log: str) -> str:
     """The most telling line of a failed start: the first [ERROR] that is not the closing 'Aborting'."""
     lines = [line for line in log.strip().splitlines() if line.strip()]
