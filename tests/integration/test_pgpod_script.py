@@ -1,6 +1,7 @@
 """The PostgreSQL pod's script without a cluster (backends/kubernetes/pgpod.py), for real: this machine's postgresql-15
 started by the very script a seed's server container runs, as PID 1 of its own PID, mount and network namespaces
-(`unshare`: what a container is made of), on a datadir whose root holds an empty lost+found (a fresh ext4 volume's).
+(`unshare`: what a container is made of; its /tmp, /run and datadir are tmpfs of its own), on a datadir whose root
+holds an empty lost+found (a fresh ext4 volume's).
 Then what the harness does off a node through the exec API, done with `nsenter` into the same namespaces: the
 server's SQL by psql as the superuser over the pod's socket (pg_stat_database's counters, pg_settings, values that
 need CSV quoting), and the seed's stop (pgpod.stop_command): the account's password removed, SIGTERM to PID 1,
@@ -10,7 +11,9 @@ About 3 s; needs root, unshare and nsenter (util-linux) and postgresql-15 (scrip
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +31,12 @@ SETTINGS_SQL = "SELECT name, setting FROM pg_settings UNION ALL SELECT 'version'
 
 
 @pytest.fixture
-def pod(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], list[str], Path]]:
+def pod() -> Iterator[tuple[subprocess.Popen[bytes], list[str], Path]]:
     """The seed server's script as PID 1 of new namespaces; its datadir and socket folders are tmpfs there (the
     container's paths, none of this machine's); yields (the process, the nsenter prefix, its log)."""
     assert os.geteuid() == 0, "run as root: the script switches to user postgres with setpriv"
-    tmp_path.chmod(0o755)  # the server (user postgres) reads its conf here
+    tmp_path = Path(tempfile.mkdtemp(prefix="lb-pgpod-", dir="/var/tmp"))  # not pytest's (root's only, 0700): the
+    tmp_path.chmod(0o755)  # server (user postgres) reads its conf here; and not in /tmp, a tmpfs of the pod's own
     spec = ServerSpec("c", "seed-x", tmp_path / "run", tmp_path / "private", tmp_path,
                       config={"shared_buffers": "256MB", "synchronous_commit": False}, password=Secret("pw'x"),
                       user="sbtest")
@@ -43,7 +47,7 @@ def pod(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], list[str], Pa
             (tmp_path / folder / name).write_text(text, encoding="utf-8")
             (tmp_path / folder / name).chmod(0o644)
     script = pgpod.server_command(False, False, "/snapshot", str(tmp_path / "conf"), str(tmp_path / "secret"))[-1]
-    setup = ("mount -t tmpfs tmpfs /var/lib/postgresql && mount -t tmpfs tmpfs /run && "
+    setup = ("mount -t tmpfs tmpfs /var/lib/postgresql && mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /tmp && "
              f"mkdir -p {pgpod.DATADIR}/lost+found && ip link set lo up && exec sh -c \"$0\"")
     log = tmp_path / "pod.log"
     with open(log, "wb") as out:
@@ -60,6 +64,7 @@ def pod(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], list[str], Pa
         if proc.poll() is None:
             proc.kill()  # unshare --fork: its child, PID 1 of the namespace, takes every process there with it
             proc.wait(timeout=30)
+        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def sql(ns: list[str], database: str, text: str) -> list[tuple[str, ...]]:
