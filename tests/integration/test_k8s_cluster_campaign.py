@@ -33,9 +33,11 @@ from test_host_campaign import campaign_file, run_cli
 from conftest import K8S_SCRIPT
 from helpers import stored_rows
 from k8s_local import SHELL_IMAGE, LocalCluster, busybox_image_tar
+from layerbench.backends.docker.daemon import docker_client
 from layerbench.campaign.models import campaign_as_dict, parse_campaign, smoke_version
 from layerbench.run import orchestrator
 from layerbench.server.mysql_rootfs import ensure_rootfs
+from layerbench.server.postgresql_image import ensure_postgresql_image
 from layerbench.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.k8s, pytest.mark.slow]
@@ -218,8 +220,10 @@ def harness_inside(*cmd: str, stdin: str | None = None, timeout: float = 1800) -
 
 def pushed_to_lab_registry() -> dict[str, str]:
     """repository -> reference of every image `layerbench image push` copies into this cluster's registry (its
-    blobs already there from an earlier session are not copied again)."""
+    blobs already there from an earlier session are not copied again): MySQL's of the 9.7 rootfs and PostgreSQL's
+    (built here first when missing, as a postgresql variant's first run builds it) among them."""
     ensure_rootfs("9.7")
+    ensure_postgresql_image(docker_client())
     facts = dict(line.split("=", 1) for line in (STATE_DIR / "cluster.env").read_text().splitlines() if "=" in line)
     done = run_cli(["image", "push", facts["REGISTRY"].strip()], timeout=1800)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -230,10 +234,12 @@ def pushed_to_lab_registry() -> dict[str, str]:
 def test_the_remote_two_node_example_runs_from_the_isolated_harness(two_node_cluster: Path) -> None:
     """examples/k8s-remote-two-node.yaml in smoke mode (smoke_version: one run per variant, 3 s), run by the isolated
     harness, which sees none of the nodes' processes and reaches only the API server and the registry (issue #41's
-    first done-when): MariaDB and MySQL pods on node A from the registry, sysbench as Jobs on node B, every run's PVC
-    made from a VolumeSnapshot of a dataset made and hashed in the cluster, a Burstable neighbour pod from the
-    registry on the server's node whose CPU was read in it, and "Where the overhead went" filled with each server
-    pod's CPU from its node. The harness is brought up here when it is not up, and taken down again then."""
+    first done-when): MariaDB, MySQL and PostgreSQL pods on node A from the registry, sysbench as Jobs on node B,
+    every run's PVC made from a VolumeSnapshot of a dataset made and hashed in the cluster (PostgreSQL's by its own
+    image: initdb, sysbench's pgsql driver, a fast shutdown; issue #46), a Burstable neighbour pod from the registry
+    on the server's node whose CPU was read in it, and "Where the overhead went" filled with each server pod's CPU
+    from its node; PostgreSQL's settings and block counters read by psql in its pod. The harness is brought up here
+    when it is not up, and taken down again then."""
     up_here = CLUSTER.run_script("harness", "status", timeout=60, check=False).returncode != 0
     if up_here:
         CLUSTER.run_script("harness", "up", timeout=1800)
@@ -245,6 +251,8 @@ def test_the_remote_two_node_example_runs_from_the_isolated_harness(two_node_clu
         data["variants"][0]["neighbours"][0]["image"] = refs["layerbench/neighbours"]
         data["variants"][1]["image"] = refs["layerbench/mysql"]
         data["variants"][1]["client_image"] = refs["layerbench/mariadb"]
+        assert data["variants"][2]["server"]["flavour"] == "postgresql"
+        data["variants"][2]["image"] = refs["layerbench/postgresql"]
         smoke = smoke_version(parse_campaign(data))
         assert harness_inside("sh", "-c", f"cat > ~/{name}.yaml", stdin=yaml.safe_dump(data)).returncode == 0
         checked = harness_inside("sh", "-c", f"cd ~ && layerbench validate {name}.yaml")
@@ -260,7 +268,7 @@ def test_the_remote_two_node_example_runs_from_the_isolated_harness(two_node_clu
         if up_here:
             CLUSTER.run_script("harness", "down", timeout=600, check=False)
     runs = {variant: (status, details) for variant, status, details in map(json.loads, rows)}
-    assert {v: s for v, (s, _) in runs.items()} == {"mariadb": "ok", "mysql": "ok"}, rows
+    assert {v: s for v, (s, _) in runs.items()} == {"mariadb": "ok", "mysql": "ok", "postgresql": "ok"}, rows
     for variant, (_, details) in runs.items():
         backend = details["environment"]["backend"]
         repository = refs[f"layerbench/{variant}"].rpartition(":")[0]  # pulled from the registry: its digest there
@@ -276,6 +284,15 @@ def test_the_remote_two_node_example_runs_from_the_isolated_harness(two_node_clu
         cpu = details["resources"]["cpu_seconds"]
         assert cpu[f"server@{NODE_A}"] > 0 and cpu[f"neighbour:burstable-hog@{NODE_A}"] > 0, cpu
         assert "neighbour:burstable-hog" not in cpu and f"other@{NODE_A}" in cpu
+    pg = runs["postgresql"][1]
+    backend = pg["environment"]["backend"]
+    assert backend["server_flavour"] == "postgresql" and backend["dataset_path"] == "seeded in the cluster by Jobs"
+    assert pg["reset"]["dataset_prepared"]["where"].startswith("seeded in the cluster by Jobs in namespace ")
+    assert pg["reset"]["dataset_prepared"]["image"] == refs["layerbench/postgresql"]
+    assert backend["server_sql"].startswith("exec in the server container: psql")
+    assert pg["environment"]["server_variables"]["version"].startswith("15."), pg["environment"]["server_variables"]
+    assert pg["environment"]["server_variables"]["synchronous_commit"] == "on"  # the run's, not the seed's
+    assert pg["io"]["server_status"].get("pg_blks_hit", 0) > 0, pg["io"]  # pg_stat_database, read in the pod
     assert report.returncode == 0, report.stderr[-2000:]
     overhead = report.stdout[report.stdout.index("Where the overhead went"):]
     assert f"server@{NODE_A}" in overhead[:3000], overhead[:3000]

@@ -146,9 +146,10 @@ def test_the_clients_batch_rows_and_the_sql_path_said_in_the_record() -> None:
     assert podexec.parse_rows("Innodb_rows_read\t12\nversion\t11.8.3-MariaDB\\tx\n\n") == [
         ("Innodb_rows_read", "12"), ("version", "11.8.3-MariaDB\\tx")]
     assert "--user=root" in podexec.CLIENT and not any("password" in word for word in podexec.CLIENT)
-    assert "exec in the server container" in podexec.server_sql_path(False, True)
-    assert "no client" in podexec.server_sql_path(False, False)
-    assert "harness is a node" in podexec.server_sql_path(True, True)
+    assert "exec in the server container" in podexec.server_sql_path(False, "mariadb")
+    assert "psql" in podexec.server_sql_path(False, "postgresql")
+    assert "no client" in podexec.server_sql_path(False, "mysql")
+    assert "harness is a node" in podexec.server_sql_path(True, "mariadb")
 
 
 def test_status_and_variables_go_through_the_backends_path_without_a_connection() -> None:
@@ -168,6 +169,27 @@ def test_status_and_variables_go_through_the_backends_path_without_a_connection(
         assert status.conn is None and status.error is None
         assert status() == [("a", "1"), ("short",), ("b", "2")]
     assert asked == ["SHOW GLOBAL VARIABLES", status_sql()]
+
+
+def test_postgresqls_settings_and_counters_go_through_the_backends_path_too() -> None:
+    """Off a node a PostgreSQL server is read by psql in its pod (podexec.PodSql): pg_settings and
+    pg_stat_database's blocks hit and read go through it, never a connection from here."""
+    from layerbench.endpoint import Endpoint
+    from layerbench.measure.environment import server_variables
+    from layerbench.measure.io import PG_STATUS_SQL, ServerStatus, parse_status_rows
+
+    asked: list[str] = []
+
+    def through(sql: str) -> list[tuple[str, ...]]:
+        asked.append(sql)
+        return [("pg_blks_read", "7"), ("pg_blks_hit", "1200")] if "pg_stat_database" in sql else \
+            [("shared_buffers", "16384"), ("version", "15.18 (Debian 15.18-0+deb12u1)")]
+
+    nowhere = Endpoint("192.0.2.1", 1, "u", "p", "d", driver="pgsql")  # TEST-NET: a connection would fail
+    assert server_variables(nowhere, through)["shared_buffers"] == "16384"
+    with ServerStatus(nowhere, through) as status:
+        assert status.conn is None and parse_status_rows(status()) == {"pg_blks_read": 7, "pg_blks_hit": 1200}
+    assert "pg_settings" in asked[0] and asked[1] == PG_STATUS_SQL
 
 
 def test_the_wait_for_quiet_reads_the_nodes_other_load_as_the_busy_rule_does() -> None:

@@ -71,9 +71,9 @@ def server_variables(endpoint: Endpoint, through: Callable[[str], list[tuple[Any
     endpoint, or `through` the backend's own path to the server's SQL (Backend.server_sql). PostgreSQL's: every
     row of pg_settings (name, setting in its unit) and `version`, its server_version."""
     if endpoint.is_postgresql:
-        rows = query(endpoint, "SELECT name, setting FROM pg_settings UNION ALL SELECT 'version', "
-                     "current_setting('server_version')")
-        return {str(row[0]): str(row[1]) for row in rows}
+        sql = "SELECT name, setting FROM pg_settings UNION ALL SELECT 'version', current_setting('server_version')"
+        rows = through(sql) if through is not None else query(endpoint, sql)
+        return {str(row[0]): str(row[1]) for row in rows if len(row) >= 2}
     rows = through("SHOW GLOBAL VARIABLES") if through is not None else query(endpoint, "SHOW GLOBAL VARIABLES")
     return {str(row[0]): str(row[1]) for row in rows if len(row) >= 2}
 

@@ -339,7 +339,7 @@ class ServerStatus:
 
     def __call__(self) -> list[tuple[Any, ...]]:
         if self.through is not None:
-            return self.through(status_sql())
+            return self.through(PG_STATUS_SQL if self.postgresql else status_sql())
         if self.conn is None:
             raise self.error or RuntimeError("no connection")
         with self.conn.cursor() as cursor:

@@ -264,6 +264,15 @@ def own_image_mysql() -> ServerProgram:
     return ServerProgram(flavour, (IMAGE_PROGRAMS["mysql"],))
 
 
+def own_image_postgresql() -> ServerProgram:
+    """The PostgreSQL of a registry's image (a variant's image: with flavour postgresql: the one `layerbench image
+    push` pushed): the program where layerbench's PostgreSQL image has it (this machine's postgresql-15 paths), its
+    exact version unknown until it runs (what the image must hold: docs/backends/kubernetes.md#postgresql)."""
+    from layerbench.server.postgresql import program
+
+    return ServerProgram(Flavour("postgresql", ""), (str(program("postgres")),))
+
+
 def server_fields(variant: ChosenServer) -> dict[str, str | None]:
     """What a snapshot's meta.json keeps of the server that made it (server_from_fields reads it back)."""
     return {"flavour": variant.server.flavour, "version": variant.server.version, "mysqld": variant.mysqld}

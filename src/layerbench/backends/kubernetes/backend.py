@@ -24,7 +24,6 @@ from layerbench.backends.kubernetes import (
     access,
     cluster,
     manifests,
-    pgpod,
     pod,
     podcpu,
     podexec,
@@ -45,10 +44,15 @@ from layerbench.hosts.procfs import cgroup_dirs
 from layerbench.hosts.procs import ManagedProcess
 from layerbench.measure.cpu import QuietLoad
 from layerbench.neighbours.placed import ContainerStarter
-from layerbench.server.bootstrap import server_files
 from layerbench.server.datadir import wait_until_ready
 from layerbench.server.mycnf import check_overlay
-from layerbench.server.servers import ServerProgram, image_server, own_image_mysql, rooted_image_server
+from layerbench.server.servers import (
+    ServerProgram,
+    image_server,
+    own_image_mysql,
+    own_image_postgresql,
+    rooted_image_server,
+)
 from layerbench.server.spec import HostDatasets
 
 CLIENT_PATHS = {"host": "this host -> Service cluster IP (kube-proxy)",
@@ -62,9 +66,11 @@ def client_path(variant: KubernetesVariant) -> str:
 
 def server_program(variant: KubernetesVariant) -> ServerProgram:
     """The flavour's program in the local image (or an image: of MariaDB), the mysqld: binary's in the image of its
-    root, or MySQL's in an image: of the user's (a pushed one)."""
+    root, or MySQL's or PostgreSQL's in an image: of a registry (a pushed one)."""
     if variant.mysqld:
         return rooted_image_server(variant)
+    if variant.image and variant.server.flavour == "postgresql":
+        return own_image_postgresql()
     return own_image_mysql() if variant.image and variant.is_mysql else image_server(variant)
 
 
@@ -155,7 +161,7 @@ class KubernetesBackend(BackendBase):
         self._check_qos(variant)
         self.on_node = cluster.harness_is_a_node(self.nodes)
         self.facts |= podcpu.source_facts(self.on_node, str(self.pod.spec.node_name)) | {
-            "server_sql": podexec.server_sql_path(self.on_node, self.server.flavour.is_mariadb)}
+            "server_sql": podexec.server_sql_path(self.on_node, self.server.flavour.name)}
         self._record_pod_facts()
         endpoint = service_endpoint(self, spec, variant)
         if variant.client != "job" or cluster.node_is_this_machine(self.nodes):
@@ -175,7 +181,7 @@ class KubernetesBackend(BackendBase):
     def _create_base(self, spec: ServerSpec) -> None:
         assert self.ns is not None
         scoped.create_run_namespace(self.core, self.variant, self.ns, self._labels("namespace"))
-        conf, secret = config_files(self.server, spec)
+        conf, secret = manifests.config_files(self.server, spec)
         self._create(manifests.config_map(manifests.conf_map(self.server), self.ns, conf, self._labels("config")))
         self._create(manifests.secret("server-init", self.ns, secret, self._labels("secret")))
 
@@ -271,9 +277,13 @@ class KubernetesBackend(BackendBase):
                                  manifests.port_of(self.server)))
 
     def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
-        """Off a node, a MariaDB server's SQL in its container (podexec.py): no connection from here."""
-        return None if self.on_node or self.pod is None or not self.server.flavour.is_mariadb else \
-            podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name)
+        """Off a node, a MariaDB or PostgreSQL server's SQL in its container (podexec.py): no connection from
+        here."""
+        flavour = self.server.flavour
+        if self.on_node or self.pod is None or self.spec is None or not (flavour.is_mariadb or flavour.is_postgresql):
+            return None
+        return podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name,
+                              self.spec.database if flavour.is_postgresql else None)
 
     def server_cpu_window(self) -> podcpu.PodCpuWindow | None:  # off a node: the server's CPU, read in its pod,
         beside = self.neighbours.refs if self.neighbours else list  # and its neighbours' pods not on this machine
@@ -301,15 +311,6 @@ def service_endpoint(backend: KubernetesBackend, spec: ServerSpec, variant: Kube
         backend.warn(pod.PORT_FORWARD_WARNING)
     backend.facts["client_path"] = client_path(variant)
     return Endpoint(host, port, spec.user, spec.password, spec.database, driver=backend.server.flavour.driver)
-
-
-def config_files(server: ServerProgram, spec: ServerSpec) -> tuple[dict[str, str], dict[str, str]]:
-    """The ConfigMap's files (my.cnf, or postgresql.conf and pg_hba.conf) and the Secret's (the account's SQL: it
-    holds the password) for the run's server; the configuration is also kept in the run's folder."""
-    if server.flavour.is_postgresql:
-        return pgpod.server_files(spec, manifests.CONF)
-    files = server_files(spec, manifests.server_settings(server), server.flavour)
-    return {"my.cnf": files.mycnf}, {"init.sql": files.init_sql}
 
 
 def create_server(backend: KubernetesBackend, spec: ServerSpec, work: Path, seeded: dict[str, Any] | None) -> bool:

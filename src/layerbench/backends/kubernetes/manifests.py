@@ -24,7 +24,9 @@ from layerbench.backends.kubernetes.qos import (  # noqa: F401 - part of this mo
 )
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.hosts.client_files import CLIENT_DIR
+from layerbench.server.bootstrap import server_files
 from layerbench.server.servers import ServerProgram
+from layerbench.server.spec import ServerSpec
 
 DATADIR = "/var/lib/mysql"
 CONF = "/etc/layerbench"
@@ -83,6 +85,21 @@ def config_map(name: str, ns: str, files: dict[str, str], meta_labels: dict[str,
 def conf_map(server: ServerProgram) -> str:
     """The name of the ConfigMap of the server's configuration files."""
     return pgpod.CONF_MAP if server.flavour.is_postgresql else "mycnf"
+
+
+def config_files(server: ServerProgram, spec: ServerSpec) -> tuple[dict[str, str], dict[str, str]]:
+    """The ConfigMap's files (my.cnf, or postgresql.conf and pg_hba.conf) and the Secret's (the account's SQL: it
+    holds the password) for a server of the flavour (a run's, a dataset's seed); the configuration is also kept in
+    the spec's run folder."""
+    if server.flavour.is_postgresql:
+        return pgpod.server_files(spec, CONF)
+    files = server_files(spec, server_settings(server), server.flavour)
+    return {"my.cnf": files.mycnf}, {"init.sql": files.init_sql}
+
+
+def secret_file(server: ServerProgram) -> str:
+    """The Secret's file of the account's SQL: PostgreSQL's psql script, or MariaDB's and MySQL's init file."""
+    return pgpod.ACCOUNT_FILE if server.flavour.is_postgresql else "init.sql"
 
 
 def port_name(server: ServerProgram) -> str:

@@ -14,6 +14,8 @@ SIGINT: PostgreSQL's fast shutdown. Pure: no API call here.
 
 from __future__ import annotations
 
+import csv
+import io
 import shlex
 from typing import TYPE_CHECKING
 
@@ -58,13 +60,13 @@ def server_command(fill_from_snapshot: bool, data_in_place: bool, snapshot: str,
              f"chmod 0700 {DATADIR} {SOCKET_DIR}"]
     if fill_from_snapshot and not data_in_place:
         steps.append(f"cp -a {snapshot}/. {DATADIR}/ && chown {owner} {DATADIR} && chmod 0700 {DATADIR}")
-    elif not fill_from_snapshot:
+    elif not fill_from_snapshot:  # a fresh volume's root may hold mkfs's empty lost+found: initdb wants an empty dir
+        steps.append(f"{{ rmdir {DATADIR}/lost+found 2>/dev/null || true; }}")
         steps.append(shlex.join(pg.switch_user("setpriv", user, user, pg.initdb_args(DATADIR))) + " >/dev/null")
     server = pg.switch_user("setpriv", user, user, [tool("postgres"), "-D", DATADIR, "-c",
                                                     f"config_file={conf_dir}/postgresql.conf"])
     ready = f"{shlex.join([tool('pg_isready'), '-q', '-h', SOCKET_DIR, '-p', str(PORT)])}"
-    psql = shlex.join([tool("psql"), "-X", "-q", "-h", SOCKET_DIR, "-p", str(PORT), "-U", pg.SUPERUSER, "-d",
-                       "postgres", "-v", "ON_ERROR_STOP=1", "-f", f"{secret_dir}/{ACCOUNT_FILE}"])
+    psql = shlex.join([*superuser_psql("postgres"), "-q", "-f", f"{secret_dir}/{ACCOUNT_FILE}"])
     start = (f"{shlex.join(server)} & pid=$!; trap 'kill -INT $pid' TERM INT; "
              f"until {ready}; do kill -0 $pid 2>/dev/null || exit 1; sleep 0.2; done; "
              f"{psql} >/dev/null || {{ kill -INT $pid; wait $pid; exit 1; }}; : > {READY_MARK}; "
@@ -75,3 +77,29 @@ def server_command(fill_from_snapshot: bool, data_in_place: bool, snapshot: str,
 def ready_command() -> list[str]:
     """Ready once the account is set (the mark) and the server answers on its socket."""
     return ["sh", "-c", f"test -e {READY_MARK} && {tool('pg_isready')} -q -h {SOCKET_DIR} -p {PORT}"]
+
+
+def superuser_psql(database: str) -> list[str]:
+    """psql in the server's container as the superuser over the pod's own socket (trust there only, pg_hba.conf:
+    no password exists for it), into `database`; no psqlrc, stopping at the first error."""
+    return [tool("psql"), "-X", "-h", SOCKET_DIR, "-p", str(PORT), "-U", pg.SUPERUSER, "-d", database, "-v",
+            "ON_ERROR_STOP=1"]
+
+
+def sql_command(database: str, sql: str) -> list[str]:
+    """One statement by superuser_psql, its rows as CSV without a header (parse_csv_rows reads them back)."""
+    return [*superuser_psql(database), "--csv", "--tuples-only", "--command", sql]
+
+
+def parse_csv_rows(text: str) -> list[tuple[str, ...]]:
+    """psql --csv rows (RFC 4180: a value holding a comma, quote or newline is quoted) as tuples of text."""
+    return [tuple(row) for row in csv.reader(io.StringIO(text, newline="")) if row]
+
+
+def stop_command(user: str) -> list[str]:
+    """A dataset made in the cluster, stopped cleanly in its server container (exec): the benchmark account's
+    password removed first (no snapshot keeps one, as the host's build does), then SIGTERM to the container's
+    script (PID 1 of the container), which passes it on as SIGINT: PostgreSQL's fast shutdown, a checkpoint, and
+    the pod ends with the server's own exit status (0: a clean stop)."""
+    sql = f"ALTER ROLE {pg.sql_identifier(user)} PASSWORD NULL"
+    return ["sh", "-c", f"{shlex.join([*superuser_psql('postgres'), '-q', '-c', sql])} && kill -TERM 1"]

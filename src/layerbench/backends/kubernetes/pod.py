@@ -48,11 +48,6 @@ def check_cluster(variant: KubernetesVariant) -> None:
     if variant.storage == "hostpath" and not cluster.node_is_this_machine(nodes):
         raise BadInput(f"variants.{variant.name}.storage: hostpath puts the datadir in a folder of this "
                        "machine, which is not the cluster's node; use emptydir or pvc")
-    if variant.server.flavour == "postgresql" and not cluster.node_is_this_machine(nodes):
-        raise BadInput(f"variants.{variant.name}.server.flavour: PostgreSQL runs in the kubernetes backend only where "
-                       "the harness is a node of the cluster (its dataset is prepared here and reaches the pod "
-                       "through hostPath; the in-cluster seed is MariaDB's and MySQL's so far); run layerbench on a "
-                       "node, or use backend: docker or vm (docs/backends/kubernetes.md#postgresql)")
     if restores_snapshots(variant) and not cluster.node_is_this_machine(nodes):  # made in the cluster (seed.py)
         cluster.seed_snapshot_class(api, variant)
 

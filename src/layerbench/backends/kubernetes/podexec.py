@@ -1,14 +1,17 @@
 """A command in a running pod's container through the exec API (`pods/exec`), for what the harness reads where the
-server runs when it is not a node (podcpu.py: the server's CPU), and the server's SQL that way: MariaDB's own
-`mariadb` client in the server container, over the server's socket, as the server's `root` account, which
-mariadb-install-db makes for the system's root user by unix_socket: no password exists on a command line, in the
-API server's audit log or here. The MySQL image holds mysql-server-core only, without a client: it has no such
-path (server_sql_path says why)."""
+server runs when it is not a node (podcpu.py: the server's CPU), and the server's SQL that way, with the server's own
+client in its container over its socket, as an account no password exists for: MariaDB's `mariadb` as the server's
+`root`, which mariadb-install-db makes for the system's root user by unix_socket; PostgreSQL's `psql` as the
+superuser `postgres`, whom pg_hba.conf trusts over the pod's socket only (pgpod.py). No password is on a command
+line, in the API server's audit log or here. The MySQL image holds mysql-server-core only, without a client: it has
+no such path (server_sql_path says why)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from layerbench.backends.kubernetes import pgpod
 from layerbench.backends.kubernetes.manifests import SERVER, SOCKET
 from layerbench.errors import RunFailed
 
@@ -40,27 +43,34 @@ def parse_rows(text: str) -> list[tuple[str, ...]]:
 
 
 class PodSql:
-    """One SQL statement at a time in the server container (a callable as measure/io.py ServerStatus's query)."""
+    """One SQL statement at a time in the server container (a callable as measure/io.py ServerStatus's query):
+    MariaDB's client by default; `database`: PostgreSQL's psql as the superuser, into that database (the
+    benchmark's: pg_stat_database's row of current_database())."""
 
-    def __init__(self, core: Any, ns: str, pod: str) -> None:
+    def __init__(self, core: Any, ns: str, pod: str, database: str | None = None) -> None:
         self.core, self.ns, self.pod = core, ns, pod
+        self.command: Callable[[str], list[str]] = (lambda sql: [*CLIENT, sql]) if database is None else \
+            (lambda sql: pgpod.sql_command(database, sql))
+        self.parse = parse_rows if database is None else pgpod.parse_csv_rows
 
     def __call__(self, sql: str) -> list[tuple[str, ...]]:
         try:
-            status, out, err = pod_exec(self.core, self.ns, self.pod, [*CLIENT, sql])
+            status, out, err = pod_exec(self.core, self.ns, self.pod, self.command(sql))
         except Exception as error:
             raise RunFailed(f"the server's SQL in pod {self.ns}/{self.pod}: {type(error).__name__}") from None
         if status != 0:
             why = err.strip().splitlines()[-1][:200] if err.strip() else f"exit status {status}"
             raise RunFailed(f"the server's SQL in pod {self.ns}/{self.pod}: {why}")
-        return parse_rows(out)
+        return self.parse(out)
 
 
-def server_sql_path(on_node: bool, is_mariadb: bool) -> str:
-    """For the run's record: how the server's status and variables were read."""
+def server_sql_path(on_node: bool, flavour: str) -> str:
+    """For the run's record: how the server's status and variables were read (`flavour`: the server's name)."""
     if on_node:
         return "a connection from this machine (the harness is a node)"
-    if is_mariadb:
+    if flavour == "mariadb":
         return "exec in the server container: the mariadb client over its socket as root (unix_socket)"
+    if flavour == "postgresql":
+        return "exec in the server container: psql over its socket as the superuser postgres (trust there only)"
     return ("a connection from this machine: the MySQL image has no client to run in the pod, so off a node the "
             "status and variables are read only where this machine reaches the server")

@@ -4,10 +4,12 @@ nodes), the dataset is prepared in the cluster, the way a user's own cluster wou
 
 1. a seed PVC in the variant's storage class (its `storage_class`, else the cluster's default);
 2. a seed server pod of the variant's own image and flavour on it (the flavour's own datadir init), with a
-   ConfigMap (my.cnf: a 256 MiB buffer pool, no buffer pool dump at shutdown: runs start cold) and a Secret (the
-   account, a fresh password);
-3. `sysbench prepare` as a Job (the image `client: job` runs, manifests.client_image), to the pod's IP;
-4. a clean shutdown: a Job runs `mariadb-admin shutdown`, and the server pod must end with exit code 0;
+   ConfigMap (my.cnf: a 256 MiB buffer pool, no buffer pool dump at shutdown: runs start cold; PostgreSQL's
+   postgresql.conf and pg_hba.conf) and a Secret (the account, a fresh password);
+3. `sysbench prepare` as a Job (the image `client: job` runs, manifests.client_image), to the pod's IP, in the
+   flavour's driver;
+4. a clean shutdown: a Job runs `mariadb-admin shutdown` (MySQL: `SHUTDOWN`; PostgreSQL: an exec in the server
+   container, pgseed.py), and the server pod must end with exit code 0;
 5. a pod that hashes every file of the PVC (sha256, the format volsnap compares) and their sizes;
 6. one VolumeSnapshot of the PVC, waited for readyToUse.
 
@@ -33,11 +35,11 @@ from typing import Any
 
 from layerbench.backends.kubernetes import cluster, heartbeat, manifests, scoped, volsnap
 from layerbench.backends.kubernetes.job import JobClient
+from layerbench.backends.kubernetes.pgseed import PostgresqlSeed
 from layerbench.backends.kubernetes.variant import KubernetesVariant
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.secrets import generate_password, write_private
-from layerbench.server.bootstrap import server_files
 from layerbench.server.manifest import EXCLUDED
 from layerbench.server.prepare import prepare_tables
 from layerbench.server.servers import ServerProgram
@@ -87,18 +89,18 @@ def parse_sizes(text: str) -> dict[str, int]:
 def seed_server_pod(name: str, ns: str, image: str, server: ServerProgram, prefix: str,
                     meta_labels: dict[str, str]) -> dict[str, Any]:
     """The seed's server: the flavour's own init on the empty PVC, then the server (exit 0 after a clean
-    shutdown by mariadb-admin: restartPolicy Never, so the pod ends Succeeded). Deleted only once it ended, or to
-    drop a half-made seed: a grace period of 1 s (the shell of its init step, PID 1, ignores SIGTERM; a grace of
-    60 s cost a minute on each interrupted seed)."""
+    shutdown: restartPolicy Never, so the pod ends Succeeded). Deleted only once it ended, or to drop a half-made
+    seed: a grace period of 1 s (the shell of MariaDB's init step, PID 1, ignores SIGTERM; a grace of 60 s cost a
+    minute on each interrupted seed)."""
     container = {"name": manifests.SERVER, "image": image, "imagePullPolicy": "IfNotPresent",
                  "command": manifests.server_command(server, False, False),
-                 "ports": [{"containerPort": manifests.PORT, "name": "mysql"}],
+                 "ports": [{"containerPort": manifests.port_of(server), "name": manifests.port_name(server)}],
                  "volumeMounts": [{"name": "conf", "mountPath": manifests.CONF, "readOnly": True},
                                   {"name": "init", "mountPath": manifests.SECRET_DIR, "readOnly": True},
-                                  {"name": "data", "mountPath": manifests.DATADIR}],
-                 "readinessProbe": {"exec": {"command": server.flavour.ready_command(manifests.SOCKET)},
+                                  {"name": "data", "mountPath": manifests.datadir_of(server)}],
+                 "readinessProbe": {"exec": {"command": manifests.ready_command(server)},
                                     "periodSeconds": 1, "timeoutSeconds": 5, "failureThreshold": 3}}
-    volumes = [{"name": "conf", "configMap": {"name": f"{prefix}-mycnf"}},
+    volumes = [{"name": "conf", "configMap": {"name": f"{prefix}-{manifests.conf_map(server)}"}},
                {"name": "init", "secret": {"secretName": f"{prefix}-init", "defaultMode": 0o400}},
                {"name": "data", "persistentVolumeClaim": {"claimName": prefix}}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": meta_labels},
@@ -138,6 +140,43 @@ def shutdown_command(is_mariadb: bool, cnf: Path) -> list[str]:
     if is_mariadb:
         return ["mariadb-admin", f"--defaults-extra-file={cnf}", "shutdown"]
     return ["mariadb", f"--defaults-extra-file={cnf}", "-e", "SHUTDOWN"]
+
+
+class MysqlSeed:
+    """What a MariaDB or MySQL seed does its own way (pgseed.PostgresqlSeed is PostgreSQL's)."""
+
+    def __init__(self, server: ServerProgram) -> None:
+        self.server = server
+
+    def config(self, page_size: str | None) -> dict[str, Any]:
+        return PREPARE_CONFIG | ({"innodb_page_size": page_size} if page_size else {})
+
+    def files(self, spec: ServerSpec) -> tuple[dict[str, str], dict[str, str]]:
+        return manifests.config_files(self.server, spec)
+
+    def endpoint(self, pod_ip: str, spec: ServerSpec) -> Endpoint:
+        return Endpoint(pod_ip, manifests.PORT, spec.user, spec.password, spec.database)
+
+    def stop(self, seeding: Seeding, job: JobClient, endpoint: Endpoint) -> None:
+        """A clean shutdown from a Job (shutdown_command); the server pod must then end Succeeded (exit 0)."""
+        cnf = write_private(seeding.request.private_dir / SHUTDOWN_FILE, client_cnf(endpoint))
+        done = job.run_client(shutdown_command(self.server.flavour.is_mariadb, cnf),
+                              {SHUTDOWN_FILE: cnf.read_text(encoding="utf-8")},
+                              log_path=seeding.log_dir / "shutdown.log", timeout=seeding.timeout,
+                              secrets=[endpoint.password])
+        if done.returncode != 0:
+            raise RunFailed(f"the seed's server in {seeding.ns} did not take the shutdown (exit {done.returncode}); "
+                            "see seed/shutdown.log")
+        seeding.finished(f"{seeding.prefix}-db", "the seed's server (a clean shutdown)")
+
+    def table_bytes(self, sizes: dict[str, int], database: str) -> int:
+        """The bytes of the benchmark's InnoDB tables (<database>/*.ibd)."""
+        return sum(size for name, size in sizes.items() if name.startswith(f"{database}/")
+                   and name.endswith(".ibd") and name.count("/") == 1)
+
+
+def seed_kind(server: ServerProgram) -> MysqlSeed | PostgresqlSeed:
+    return PostgresqlSeed(server) if server.flavour.is_postgresql else MysqlSeed(server)
 
 
 def recorded_hashes(hashes: dict[str, str]) -> dict[str, str]:
@@ -230,6 +269,7 @@ class Seeding:
 
     def __init__(self, seeds: ClusterSeeds, ns: str, prefix: str, request: DatasetRequest) -> None:
         self.seeds, self.ns, self.prefix, self.request = seeds, ns, prefix, request
+        self.kind = seed_kind(seeds.server)
         self.labels = manifests.labels(seeds.campaign, prefix, ROLE)
         self.timeout = seeds.variant.ready_timeout
         self.log_dir = request.log_dir / "seed"
@@ -242,14 +282,13 @@ class Seeding:
                         server=(endpoint.host, endpoint.port))
         prepare_tables(self.request.workload, endpoint, self.request.private_dir, self.log_dir, self.request.on_line,
                        client=job)
-        self.shutdown(job, endpoint)
+        self.kind.stop(self, job, endpoint)
         hashes, sizes = self.hashed()
         handle, driver = self.snapshotted()
         if self.seeds.variant.namespace is not None:  # the shared namespace keeps only the seed's VolumeSnapshot
             scoped.remove_labelled(self.seeds.api, self.ns, f"layerbench.label={self.prefix}")
         kept = recorded_hashes(hashes)
-        data = sum(size for name, size in sizes.items() if name.startswith(f"{endpoint.database}/")
-                   and name.endswith(".ibd") and name.count("/") == 1)
+        data = self.kind.table_bytes(sizes, endpoint.database)
         prepared = {"where": f"{SEEDED} in namespace {self.ns} of {self.seeds.host}", "path": SEEDED,
                     "image": self.seeds.image, "binary": self.seeds.server.program,
                     "version": f"image {self.seeds.image}"}
@@ -272,18 +311,17 @@ class Seeding:
             delete_namespace(seeds.core, ns)  # one a killed harness left: made again, not trusted
             seeds.core.create_namespace(manifests.namespace(ns, self.labels))
         heartbeat.beat(seeds.api, ns, self.labels, own_namespace=seeds.variant.namespace is None)
-        page = {"innodb_page_size": self.request.page_size} if self.request.page_size else {}
         spec = ServerSpec(seeds.campaign, prefix, self.log_dir, self.request.private_dir, self.log_dir,
-                          config=PREPARE_CONFIG | page, password=generate_password())
-        files = server_files(spec, manifests.server_settings(seeds.server), seeds.server.flavour)
+                          config=self.kind.config(self.request.page_size), password=generate_password())
+        conf, secret = self.kind.files(spec)
         claim = seed_claim(seeds.variant, prefix, ns, self.labels)
         self.create(claim)
         volsnap.bound_claim(seeds.api, seeds.core, ns, seeds.variant, claim)
-        self.create(manifests.config_map(f"{prefix}-mycnf", ns, {"my.cnf": files.mycnf}, self.labels))
-        self.create(manifests.secret(f"{prefix}-init", ns, {"init.sql": files.init_sql}, self.labels))
+        self.create(manifests.config_map(f"{prefix}-{manifests.conf_map(seeds.server)}", ns, conf, self.labels))
+        self.create(manifests.secret(f"{prefix}-init", ns, secret, self.labels))
         self.create(seed_server_pod(f"{prefix}-db", ns, seeds.image, seeds.server, prefix, self.labels))
         ready = volsnap.wait_for(f"the seed's server pod {ns}/{prefix}-db", self.timeout, self.server_ready)
-        return Endpoint(str(ready.status.pod_ip), manifests.PORT, spec.user, spec.password, spec.database), spec
+        return self.kind.endpoint(str(ready.status.pod_ip), spec), spec
 
     def server_ready(self) -> Any:
         found = self.seeds.core.read_namespaced_pod(f"{self.prefix}-db", self.ns, _request_timeout=cluster.TIMEOUT)
@@ -294,17 +332,6 @@ class Seeding:
             raise RunFailed(f"the seed's server pod {self.ns}/{self.prefix}-db: {trouble}; "
                             f"{cluster.recent_events(self.seeds.core, self.ns)}".rstrip("; "))
         return None
-
-    def shutdown(self, job: JobClient, endpoint: Endpoint) -> None:
-        """A clean shutdown from a Job (shutdown_command); the server pod must then end Succeeded (exit 0)."""
-        cnf = write_private(self.request.private_dir / SHUTDOWN_FILE, client_cnf(endpoint))
-        done = job.run_client(shutdown_command(self.seeds.server.flavour.is_mariadb, cnf),
-                              {SHUTDOWN_FILE: cnf.read_text(encoding="utf-8")}, log_path=self.log_dir / "shutdown.log",
-                              timeout=self.timeout, secrets=[endpoint.password])
-        if done.returncode != 0:
-            raise RunFailed(f"the seed's server in {self.ns} did not take the shutdown (exit {done.returncode}); see "
-                            "seed/shutdown.log")
-        self.finished(f"{self.prefix}-db", "the seed's server (a clean shutdown)")
 
     def finished(self, name: str, what: str) -> Any:
         """Wait until pod `name` ends; RunFailed with its last log lines unless it Succeeded."""
