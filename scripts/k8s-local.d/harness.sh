@@ -87,10 +87,7 @@ harness_up() {
   lbt_egress_firewall "$HARNESS_NS" "$NODE_IP:$APISERVER_PORT" "$NODE_IP:$REGISTRY_PORT"
   lbt_host_start harness "$HARNESS_ROOT" "$HARNESS_NS" own 7>&-  # its processes must not hold the harness's lock
   waitfor "the harness booted" 60 - harness_running || die "the harness did not boot in 60s: $HARNESS_ROOT/lbhost/boot.log"
-  say "installing layerbench inside, with its network cut (pip --no-index from the wheelhouse)"
-  harness_in sh -c 'python3 -m venv /opt/layerbench && /opt/layerbench/bin/pip install -q --no-index \
-    --no-cache-dir --find-links /opt/wheels layerbench && rm -rf /opt/wheels' >"$HARNESS_DIR/install.log" 2>&1 ||
-    { tail -20 "$HARNESS_DIR/install.log" >&2; die "pip install in the harness failed ($HARNESS_DIR/install.log)"; }
+  harness_install "$tar"
   harness_in --user "$HARNESS_USER" layerbench --version >/dev/null || die "layerbench does not start in the harness"
   # shellcheck disable=SC2034  # read by the cleanup step above (eval)
   HARNESS_DONE=1
@@ -124,6 +121,36 @@ harness_wheelhouse() {  # dir
       { tail -20 "$log" >&2; die "pip wheel of layerbench's dependencies failed ($log)"; }
   fi
   rm -f "$HARNESS_WHEELS"/layerbench-*.whl
+}
+
+# layerbench into /opt/layerbench inside, with the harness's network already cut (pip --no-index from the wheelhouse).
+# Its dependencies' install (numpy, scipy, kubernetes...: 26 s here) is kept as a tarball of the venv, keyed by the
+# rootfs and the wheelhouse's dependency wheels: the next harness unpacks it and installs only layerbench's own
+# wheel into it (7 s), then `pip check` must pass (a dependency layerbench newly asks for fails it: a fresh install
+# then, whose venv replaces the kept one).
+harness_install() {  # rootfs tarball
+  local key kept log=$HARNESS_DIR/install.log
+  key=$(printf '%s\n' "$(basename "$1")" "$(find "$HARNESS_WHEELS" -maxdepth 1 -name '*.whl' -printf '%f\n' | sort)" | sha256sum | cut -c1-16)
+  kept=$CACHE_ROOT/harness/venv-$key.tar
+  if [ -s "$kept" ]; then
+    say "installing layerbench inside into its kept dependencies' venv (pip --no-index, then pip check)"
+    if tar -C "$HARNESS_ROOT/opt" -xf "$kept" && harness_in sh -c '/opt/layerbench/bin/pip install -q --no-index \
+        --no-cache-dir --no-deps --force-reinstall /opt/wheels/layerbench-*.whl && /opt/layerbench/bin/pip check' \
+        >"$log" 2>&1; then
+      rm -rf "$HARNESS_ROOT/opt/wheels"; return 0
+    fi
+    warn "the kept venv $kept does not fit this layerbench ($(tail -1 "$log")): installing anew"
+    rm -rf "$HARNESS_ROOT/opt/layerbench" "$kept"
+  fi
+  say "installing layerbench inside, with its network cut (pip --no-index from the wheelhouse)"
+  harness_in sh -c 'python3 -m venv /opt/layerbench && /opt/layerbench/bin/pip install -q --no-index \
+    --no-cache-dir --find-links /opt/wheels layerbench' >"$log" 2>&1 ||
+    { tail -20 "$log" >&2; die "pip install in the harness failed ($log)"; }
+  rm -rf "$HARNESS_ROOT/opt/wheels"
+  rm -f "$CACHE_ROOT"/harness/venv-*.tar  # one kept venv: the newest
+  if ! { tar -C "$HARNESS_ROOT/opt" -cf "$kept.part.$$" layerbench && mv "$kept.part.$$" "$kept"; }; then
+    rm -f "$kept.part.$$"; warn "could not keep the harness's venv in $kept (the next harness installs anew)"
+  fi
 }
 
 # Into the unpacked rootfs: the wheelhouse, the user, its kubeconfig (the admin's: the API server's address is the
