@@ -43,15 +43,6 @@ RUN_ELSEWHERE = {"k8s-two-nodes": ("tests/integration/test_k8s_cluster_campaign.
 EXAMPLES = sorted(e for e in EXAMPLES_DIR.glob("*.yaml") if e.stem not in RUN_ELSEWHERE)
 
 
-def phase(example: Path) -> pytest.MarkDecorator:
-    """`make test` runs the examples that need no session-wide resource beside the unit tests, in its first phase
-    (`beside_unit`, Makefile); those that need the one-node cluster or the ssh lab (`needs_shared`) with the
-    integration tests, whose session starts them once."""
-    text = example.read_text()
-    return pytest.mark.needs_shared if "backend: kubernetes" in text or "/run/lblab/" in text else \
-        pytest.mark.beside_unit
-
-
 @pytest.fixture
 def postgres_folders() -> Iterator[Path]:
     """Work and dataset folders (the environment the CLI inherits) that the user postgres can enter: pytest's own
@@ -64,12 +55,10 @@ def cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "layerbench", *args], capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.beside_unit
 def test_there_are_examples() -> None:
     assert len(EXAMPLES) >= 1
 
 
-@pytest.mark.beside_unit
 def test_every_example_run_elsewhere_is_run_there() -> None:
     root = EXAMPLES_DIR.parents[3]
     for stem, (module, test) in RUN_ELSEWHERE.items():
@@ -79,7 +68,7 @@ def test_every_example_run_elsewhere_is_run_there() -> None:
             stem, module, test)
 
 
-@pytest.mark.parametrize("example", [pytest.param(e, id=e.stem, marks=phase(e)) for e in EXAMPLES])
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
 def test_example_validates_and_runs_in_smoke_mode(example: Path, tmp_path: Path, request: pytest.FixtureRequest,
                                                   ) -> None:
     if "backend: kubernetes" in example.read_text():
