@@ -186,10 +186,10 @@ def test_the_postgresql_seed_prepares_with_pgsql_and_keeps_no_password(tmp_path:
     assert config == {"shared_buffers": "256MB", "synchronous_commit": False}
     spec = ServerSpec(campaign="c", label="seed-x", run_dir=tmp_path / "seed", private_dir=tmp_path / "p",
                       work_dir=tmp_path, config=config, password=Secret(PASSWORD), user="sbtest")
-    conf, secret = kind.files(spec)
+    conf, secret = m.config_files(POSTGRESQL, spec)
     assert set(conf) == {"postgresql.conf", "pg_hba.conf"} and set(secret) == {pgpod.ACCOUNT_FILE}
     assert "synchronous_commit = off" in conf["postgresql.conf"] and PASSWORD not in str(conf)
-    endpoint = kind.endpoint("10.244.0.9", spec)
+    endpoint = seed.seed_endpoint(POSTGRESQL, "10.244.0.9", spec)
     assert (endpoint.host, endpoint.port, endpoint.driver) == ("10.244.0.9", 5432, "pgsql")
     cfg = config_file_text(endpoint)
     assert "db-driver=pgsql" in cfg and "pgsql-host=10.244.0.9" in cfg and "pgsql-port=5432" in cfg

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from layerbench.backends.kubernetes import manifests, pgpod
+from layerbench.backends.kubernetes import pgpod
 from layerbench.backends.kubernetes.podexec import pod_exec
 from layerbench.endpoint import Endpoint
 from layerbench.errors import RunFailed
 from layerbench.server.prepare import helper_settings
 from layerbench.server.servers import ServerProgram
-from layerbench.server.spec import ServerSpec
 
 if TYPE_CHECKING:
     from layerbench.backends.kubernetes.seed import Seeding
@@ -38,12 +37,6 @@ class PostgresqlSeed:
     def config(self, page_size: str | None) -> dict[str, Any]:
         """The seed server's postgresql.conf settings (a page size is InnoDB's: none here)."""
         return helper_settings(self.server.flavour, "256M", durable=False)
-
-    def files(self, spec: ServerSpec) -> tuple[dict[str, str], dict[str, str]]:
-        return manifests.config_files(self.server, spec)
-
-    def endpoint(self, pod_ip: str, spec: ServerSpec) -> Endpoint:
-        return Endpoint(pod_ip, pgpod.PORT, spec.user, spec.password, spec.database, driver=self.server.flavour.driver)
 
     def stop(self, seeding: Seeding, job: Any, endpoint: Endpoint) -> None:
         """The account's password removed and a fast shutdown, by exec in the server container; the pod must then

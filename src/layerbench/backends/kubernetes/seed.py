@@ -151,12 +151,6 @@ class MysqlSeed:
     def config(self, page_size: str | None) -> dict[str, Any]:
         return PREPARE_CONFIG | ({"innodb_page_size": page_size} if page_size else {})
 
-    def files(self, spec: ServerSpec) -> tuple[dict[str, str], dict[str, str]]:
-        return manifests.config_files(self.server, spec)
-
-    def endpoint(self, pod_ip: str, spec: ServerSpec) -> Endpoint:
-        return Endpoint(pod_ip, manifests.PORT, spec.user, spec.password, spec.database)
-
     def stop(self, seeding: Seeding, job: JobClient, endpoint: Endpoint) -> None:
         """A clean shutdown from a Job (shutdown_command); the server pod must then end Succeeded (exit 0)."""
         cnf = write_private(seeding.request.private_dir / SHUTDOWN_FILE, client_cnf(endpoint))
@@ -173,6 +167,12 @@ class MysqlSeed:
         """The bytes of the benchmark's InnoDB tables (<database>/*.ibd)."""
         return sum(size for name, size in sizes.items() if name.startswith(f"{database}/")
                    and name.endswith(".ibd") and name.count("/") == 1)
+
+
+def seed_endpoint(server: ServerProgram, pod_ip: str, spec: ServerSpec) -> Endpoint:
+    """The seed server's address from the prepare Job: the pod's IP, the flavour's port and driver."""
+    return Endpoint(pod_ip, manifests.port_of(server), spec.user, spec.password, spec.database,
+                    driver=server.flavour.driver)
 
 
 def seed_kind(server: ServerProgram) -> MysqlSeed | PostgresqlSeed:
@@ -313,7 +313,7 @@ class Seeding:
         heartbeat.beat(seeds.api, ns, self.labels, own_namespace=seeds.variant.namespace is None)
         spec = ServerSpec(seeds.campaign, prefix, self.log_dir, self.request.private_dir, self.log_dir,
                           config=self.kind.config(self.request.page_size), password=generate_password())
-        conf, secret = self.kind.files(spec)
+        conf, secret = manifests.config_files(seeds.server, spec)
         claim = seed_claim(seeds.variant, prefix, ns, self.labels)
         self.create(claim)
         volsnap.bound_claim(seeds.api, seeds.core, ns, seeds.variant, claim)
@@ -321,7 +321,7 @@ class Seeding:
         self.create(manifests.secret(f"{prefix}-init", ns, secret, self.labels))
         self.create(seed_server_pod(f"{prefix}-db", ns, seeds.image, seeds.server, prefix, self.labels))
         ready = volsnap.wait_for(f"the seed's server pod {ns}/{prefix}-db", self.timeout, self.server_ready)
-        return self.kind.endpoint(str(ready.status.pod_ip), spec), spec
+        return seed_endpoint(seeds.server, str(ready.status.pod_ip), spec), spec
 
     def server_ready(self) -> Any:
         found = self.seeds.core.read_namespaced_pod(f"{self.prefix}-db", self.ns, _request_timeout=cluster.TIMEOUT)
