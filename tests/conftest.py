@@ -32,6 +32,22 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 @pytest.fixture
+def no_cluster_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """KUBECONFIG set to a kubeconfig whose API server no one answers (port 9 of loopback): a plan of a kubernetes
+    variant is made offline, the same whether or not this machine has a local cluster (a clean one has none)."""
+    import yaml
+
+    path = tmp_path / "kubeconfig-none"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "none",
+        "clusters": [{"name": "none", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "none", "user": {}}],
+        "contexts": [{"name": "none", "context": {"cluster": "none", "user": "none"}}]}), encoding="utf-8")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    return path
+
+
+@pytest.fixture
 def artifacts() -> Path:
     path = ROOT / "test-artifacts"
     path.mkdir(exist_ok=True)

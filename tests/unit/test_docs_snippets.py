@@ -105,7 +105,8 @@ def test_import_mapping_snippet_reads(snippet: Snippet, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind != "import-mapping"], ids=lambda s: s.where)
-def test_snippet_validates(snippet: Snippet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_snippet_validates(snippet: Snippet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                           no_cluster_kubeconfig: Path) -> None:
     monkeypatch.chdir(tmp_path)
     for relative, content in snippet.files:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -113,13 +114,6 @@ def test_snippet_validates(snippet: Snippet, tmp_path: Path, monkeypatch: pytest
     campaign = as_campaign(yaml.safe_load(snippet.text), tmp_path / "out")
     assert snippet.kind == "plan-only" or not reaches_out(campaign), f"{snippet.where}: mark it plan-only"
     if snippet.kind == "plan-only":  # the plan alone, whatever cluster this machine runs now: none answers
-        kubeconfig = tmp_path / "kubeconfig"
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "none",
-            "clusters": [{"name": "none", "cluster": {"server": "https://127.0.0.1:9"}}],
-            "users": [{"name": "none", "user": {}}],
-            "contexts": [{"name": "none", "context": {"cluster": "none", "user": "none"}}]}))
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
         plan = make_plan(parse_campaign(campaign), None)
         assert plan.runs > 0 and len(plan.lines) >= len(campaign["variants"])
         return

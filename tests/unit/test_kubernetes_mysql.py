@@ -141,7 +141,8 @@ def test_the_local_image_of_a_mysql_that_is_not_built_is_refused_with_the_comman
     assert "layerbench server build mysql 9.7" in str(error.value)
 
 
-def test_the_k8s_qos_example_switched_to_mysql_as_its_header_says_is_one_mysql_study() -> None:
+def test_the_k8s_qos_example_switched_to_mysql_as_its_header_says_is_one_mysql_study(
+        no_cluster_kubeconfig: Path) -> None:
     """examples/k8s-qos.yaml's header says which line to add to every variant: with it, every variant (host and
     pods) runs MySQL 9.7 and the plan names the MySQL image for the pods."""
     import yaml

@@ -144,7 +144,8 @@ def test_each_remote_client_variant_says_exactly_the_path_it_takes(name: str) ->
 
 
 @pytest.mark.parametrize(("study", "name"), sorted(LOCAL_PATHS))
-def test_each_local_variant_says_exactly_the_path_it_takes(study: str, name: str) -> None:
+def test_each_local_variant_says_exactly_the_path_it_takes(study: str, name: str, no_cluster_kubeconfig: Path
+                                                           ) -> None:
     from layerbench.run.plan import path_text
 
     campaign = example(study)
