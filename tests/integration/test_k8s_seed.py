@@ -1,13 +1,13 @@
 """A dataset made in the cluster (backends/kubernetes/seed.py) on the shared local cluster, with the harness as
 off-node as this machine allows: namespace-scoped mode with a ServiceAccount bound only to the shipped Role (it
-reads no node, so no hostPath of this machine is used). A tiny campaign (1 round of a `pvc` and an `emptydir`
-variant, 1 table x 100 rows, 2 s runs) with `reset: snapshot` on the CSI driver's classes: one seed for both,
-prepared by sysbench Jobs and hashed by a pod in the cluster (seen through the API while it runs, and in the
-seeding run's files); every run's PVC is made from the seed's VolumeSnapshot (seen through the API; the emptydir's
-is the read-only PVC its init container copies from) and its files checked against the recorded hashes (the run
-records); nothing labelled with the campaign is left in the namespace afterwards. The CSI driver is added to the
-shared cluster when it lacks it (`scripts/k8s-local up --csi` on a running cluster installs it and changes nothing
-else); the driver's classes are not the cluster's default, so no other test meets them."""
+reads no node, so no hostPath of this machine is used). A tiny campaign (1 round of a MariaDB `pvc` and `emptydir`
+variant and a PostgreSQL `emptydir` one, 1 table x 100 rows, 2 s runs) with `reset: snapshot` on the CSI driver's
+classes: one seed per flavour, prepared by sysbench Jobs and hashed by a pod in the cluster (seen through the API
+while it runs, and in the seeding runs' files); every run's PVC is made from its seed's VolumeSnapshot (seen through
+the API; an emptydir's is the read-only PVC its init container copies from) and its files checked against the
+recorded hashes (the run records); nothing labelled with the campaign is left in the namespace afterwards. The CSI
+driver is added to the shared cluster when it lacks it (`scripts/k8s-local up --csi` on a running cluster installs
+it and changes nothing else); the driver's classes are not the cluster's default, so no other test meets them."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class Watcher:
 
         self.core, self.ns, self.selector = client.CoreV1Api(admin()), ns, f"layerbench.campaign={campaign}"
         self.pods: dict[str, str] = {}  # name -> role
-        self.claims: dict[str, Any] = {}  # name -> spec.dataSource
+        self.claims: set[tuple[str, Any]] = set()  # (name, spec.dataSource's kind and name): one name, several runs
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
 
@@ -87,7 +87,7 @@ class Watcher:
                 for claim in self.core.list_namespaced_persistent_volume_claim(
                         self.ns, label_selector=self.selector).items:
                     source = claim.spec.data_source
-                    self.claims[claim.metadata.name] = {"kind": source.kind, "name": source.name} if source else None
+                    self.claims.add((claim.metadata.name, (source.kind, source.name) if source else None))
             except Exception:  # an object going away between list calls
                 pass
             time.sleep(0.3)
@@ -116,7 +116,9 @@ def seeded_variant(account: tuple[str, Path]) -> tuple[str, dict[str, Any]]:
     """The namespace and a `pvc` variant of the account in namespace-scoped mode on the CSI classes (reset: snapshot
     makes its dataset in the cluster); the local image is on the node first (this mode imports nothing)."""
     ns, kubeconfig = account
-    pod.ensure_image_on_nodes(KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes"}), print)
+    for flavour in ("mariadb", "postgresql"):
+        pod.ensure_image_on_nodes(KubernetesVariant.model_validate(
+            {"name": "k", "backend": "kubernetes", "server": {"flavour": flavour}}), print)
     return ns, {"name": "k", "backend": "kubernetes", "kubeconfig": str(kubeconfig), "namespace": ns, "kind": "pod",
                 "client": "job", "qos": "burstable", "storage": "pvc", "storage_class": STORAGE_CLASS,
                 "snapshot_class": SNAPSHOT_CLASS, "storage_size": "1Gi"}
@@ -124,43 +126,56 @@ def seeded_variant(account: tuple[str, Path]) -> tuple[str, dict[str, Any]]:
 
 def test_a_dataset_made_in_the_cluster_is_snapshotted_once_and_every_run_restored_and_checked(
         tmp_path: Path, account: tuple[str, Path]) -> None:
+    """MariaDB into a `pvc` and an `emptydir` (one seed for both), PostgreSQL into an `emptydir` (a seed of its own,
+    made by Jobs of its image and stopped through the exec API)."""
     ns, variant = seeded_variant(account)
     name = f"seed-it-{os.getpid()}"
     empty = {**variant, "name": "e", "storage": "emptydir"}  # filled by its init container from a read-only PVC
-    path = campaign_file(tmp_path, name=name, repetitions=1, baseline="k", variants=[variant, empty], workload=TINY)
+    postgresql = {**empty, "name": "p", "server": {"flavour": "postgresql"}}
+    path = campaign_file(tmp_path, name=name, repetitions=1, baseline="k", variants=[variant, empty, postgresql],
+                         workload=TINY)
     watcher = Watcher(ns, name)
     watcher.thread.start()
     try:
-        done = run_cli(["run", str(path)], timeout=600)
+        done = run_cli(["run", str(path)], timeout=900)
     finally:
         watcher.stop.set()
         watcher.thread.join(timeout=10)
-    assert done.returncode == 0 and "2 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + done.stderr[-3000:]
-
-    seeds = {n for n, role in watcher.pods.items() if role == "seed"}
-    prefix = next(iter(seeds)).removesuffix("-db").removesuffix("-sha256")
-    assert seeds == {f"{prefix}-db", f"{prefix}-sha256"}, watcher.pods  # its server, then the pod that hashed it
-    jobs = {n.rsplit("-", 1)[0] for n, role in watcher.pods.items() if role == "client"}
-    assert {"sysbench-prepare", "sysbench-shutdown"} <= jobs, watcher.pods  # prepared and stopped by Jobs
-    made_from = {"kind": "VolumeSnapshot", "name": prefix}  # the seed PVC, empty at first; the runs' from the seed
-    assert watcher.claims == {prefix: None, "data": made_from, m.SOURCE_CLAIM: made_from}, watcher.claims
+    assert done.returncode == 0 and "3 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + done.stderr[-3000:]
 
     with Store(tmp_path / "out" / "layerbench.db") as store:
         campaign_id = store.db.execute("SELECT max(id) FROM campaigns").fetchone()[0]
-        rows = [(r["variant"], json.loads(r["details"])) for r in stored_rows(store, campaign_id)]
-    assert sorted(v for v, _ in rows) == ["e", "k"]  # two runs, one seed
-    for variant_name, details in rows:
+        rows = {r["variant"]: json.loads(r["details"]) for r in stored_rows(store, campaign_id)}
+    assert sorted(rows) == ["e", "k", "p"]  # three runs, two seeds
+    seed_of = {v: details["environment"]["backend"]["pvc"]["data_source"]["name"] for v, details in rows.items()}
+    mariadb, pg = seed_of["k"], seed_of["p"]
+    assert seed_of["e"] == mariadb != pg, seed_of  # one seed per flavour's dataset
+
+    seeds = {n for n, role in watcher.pods.items() if role == "seed"}
+    # each seed's server, then the pod that hashed its files
+    assert seeds == {f"{s}-{part}" for s in (mariadb, pg) for part in ("db", "sha256")}, watcher.pods
+    jobs = {n.rsplit("-", 1)[0] for n, role in watcher.pods.items() if role == "client"}
+    assert {"sysbench-prepare", "sysbench-shutdown"} <= jobs, watcher.pods  # prepared and (MariaDB) stopped by Jobs
+    snapshot = {s: ("VolumeSnapshot", s) for s in (mariadb, pg)}  # the seed PVCs, empty at first; the runs' from them
+    assert watcher.claims == {(mariadb, None), (pg, None), ("data", snapshot[mariadb]),
+                              (m.SOURCE_CLAIM, snapshot[mariadb]), (m.SOURCE_CLAIM, snapshot[pg])}, watcher.claims
+
+    for variant_name, details in rows.items():
         reset, backend = details["reset"], details["environment"]["backend"]
         assert reset["method"] == "snapshot" and backend["dataset_path"] == seed.SEEDED
         assert reset["dataset_prepared"]["where"].startswith(f"{seed.SEEDED} in namespace {ns}")
         restore = reset["restore"]
         assert restore["method"] == "volumesnapshot" and restore["files"] > 5
         assert "recorded when the dataset was made in the cluster" in restore["verified"]
-        assert backend["pvc"]["data_source"] == {"kind": "VolumeSnapshot", "api_group": GROUP, "name": prefix}
-        assert ("emptydir" in backend["data"]) == (variant_name == "e")
-    made = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob(seed.FACTS_FILE)]
-    assert len(made) == 1 and "sbtest/sbtest1.ibd" in made[0]["sha256"], made  # hashed once, in the cluster
-    assert made[0]["data_bytes"] > 0 and made[0]["seed"]["snapshot"] == prefix
+        assert backend["pvc"]["data_source"] == {"kind": "VolumeSnapshot", "api_group": GROUP,
+                                                 "name": seed_of[variant_name]}
+        assert ("emptydir" in backend["data"]) == (variant_name != "k")
+    assert rows["p"]["environment"]["server_variables"]["version"].startswith("15")  # read by psql in the pod
+    made = {m_["seed"]["snapshot"]: m_ for m_ in (json.loads(p.read_text())
+                                                  for p in (tmp_path / "out").rglob(seed.FACTS_FILE))}
+    assert sorted(made) == sorted([mariadb, pg]), made  # each hashed once, in the cluster
+    assert "sbtest/sbtest1.ibd" in made[mariadb]["sha256"] and "PG_VERSION" in made[pg]["sha256"], made
+    assert all(facts["data_bytes"] > 0 for facts in made.values())
     assert left_over(ns, name) == {}
 
 

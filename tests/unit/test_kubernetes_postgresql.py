@@ -100,11 +100,9 @@ def test_the_conf_is_kept_with_the_run_and_only_the_secret_holds_the_password(tm
     ("mysqld", "/opt/my/usr/sbin/mysqld", "variants.k.mysqld: a postgresql variant runs this machine's PostgreSQL"),
     ("client_image", "registry.example:5000/c:1", "variants.k.client_image: a postgresql variant's Jobs (sysbench "
      "with the pgsql driver, pgbench, the seed's file check) run its PostgreSQL image"),
-    ("namespace", "bench", "variants.k.namespace: PostgreSQL in namespace-scoped mode is not run by layerbench's "
-     "tests yet"),
 ])
 def test_what_a_postgresql_pod_cannot_be_is_one_line(key: str, value: str, says: str) -> None:
-    extra = {"client": "job"} if key == "client_image" else {"reset": "reprepare"} if key == "namespace" else {}
+    extra = {"client": "job"} if key == "client_image" else {}
     with pytest.raises(BadInput) as error:
         parse_campaign(data(**{key: value}, **extra))
     assert says in str(error.value) and "\n" not in str(error.value)

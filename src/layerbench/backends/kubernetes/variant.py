@@ -281,10 +281,6 @@ def postgresql_problem(variant: KubernetesVariant) -> str | None:
     if variant.client_image is not None:
         return (f"{where}.client_image: a postgresql variant's Jobs (sysbench with the pgsql driver, pgbench, the "
                 "seed's file check) run its PostgreSQL image; remove client_image")
-    if variant.namespace is not None:
-        return (f"{where}.namespace: PostgreSQL in namespace-scoped mode is not run by layerbench's tests yet (its "
-                "dataset made in the cluster is, with a namespace per run); remove namespace, or use MariaDB or "
-                "MySQL there (docs/backends/kubernetes.md#postgresql)")
     return None
 
 
