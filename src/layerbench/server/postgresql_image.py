@@ -72,12 +72,12 @@ def ensure_postgresql_image(client: Any, say: Callable[[str], None] | None = Non
     return ensure_docker_image(client, say, RECIPE)
 
 
-def check_image_here(variant: Any, backend: str) -> None:
+def check_image_here(variant: Any, backend: str, dataset_here: bool = True) -> None:
     """What a variant running this image needs of this machine (the docker and kubernetes backends), each in one line
     with the fix: the harness as root (the datadir's files belong to user postgres, whose ids the image's server runs
     with; the image is built with debootstrap), the dataset folder open to that user (this machine's PostgreSQL
-    prepares the snapshots there), and this machine's PostgreSQL at the version asked for (the one the image
-    installs)."""
+    prepares the snapshots there, unless `dataset_here` is False: a pod's dataset made in its cluster), and this
+    machine's PostgreSQL at the version asked for (the one the image installs)."""
     from layerbench.hosts.workdirs import datasets_dir
     from layerbench.server.postgresql import check_reachable
     from layerbench.server.servers import image_server
@@ -86,5 +86,6 @@ def check_image_here(variant: Any, backend: str) -> None:
     if os.geteuid() != 0:
         raise BadInput(f"{where}: PostgreSQL in {backend} needs layerbench run as root here (its datadir's files "
                        "belong to user postgres, whose ids the image's server runs with); run as root")
-    check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", where)
+    if dataset_here:
+        check_reachable(datasets_dir(), "dataset snapshots (LAYERBENCH_DATASET_DIR)", where)
     image_server(variant)

@@ -33,9 +33,10 @@ ACCOUNT_FILE = "account.sql"  # in the Secret server-init (MariaDB's and MySQL's
 READY_MARK = "/tmp/layerbench-account-set"  # made once the benchmark account is set: the readiness probe's test
 
 
-def check_postgresql(variant: KubernetesVariant) -> None:
-    """What a postgresql pod needs of this machine: the docker backend's (its image is the same)."""
-    check_image_here(variant, "Kubernetes")
+def check_postgresql(variant: KubernetesVariant, dataset_here: bool) -> None:
+    """What a postgresql pod needs of this machine: the docker backend's (its image is the same); the dataset folder
+    only when its dataset is made here (on a node), not in the cluster."""
+    check_image_here(variant, "Kubernetes", dataset_here)
 
 
 def server_files(spec: ServerSpec, conf_dir: str) -> tuple[dict[str, str], dict[str, str]]:

@@ -248,8 +248,9 @@ def check_server(variant: KubernetesVariant) -> None:
     if variant.server.flavour == "postgresql":
         from layerbench.backends.kubernetes.pgpod import check_postgresql
 
-        if variant.image is None or nodes_are_this_machine(variant):  # its dataset prepared here (hostPath)
-            check_postgresql(variant)
+        here = nodes_are_this_machine(variant)  # its dataset prepared here (hostPath), else in the cluster
+        if variant.image is None or here:  # the image built here, or the dataset made here
+            check_postgresql(variant, here)
         return
     if variant.mysqld is not None:
         check_rooted_binary(variant, POD_PROGRAMS + (SNAPSHOT_CHECK_PROGRAMS if variant.snapshot_class else ()),
