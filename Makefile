@@ -12,11 +12,13 @@ demo: setup
 	$(BIN)/layerbench run src/layerbench/data/default-campaign.yaml
 
 # The unit tests (pure, each in its own folders) on two workers (pytest-xdist): 80 s instead of 145 on this 2-core
-# machine. The integration and e2e tests share one cluster, one lab and the machine's CPUs, so they run one at a time.
+# machine. The integration and e2e tests mostly wait (servers, pods, clusters, fixed-length runs): the Kubernetes
+# modules run in one lane beside all the others, then the few that load the machine on purpose run alone
+# (tests/lanes.py says how and why).
 test: setup lint
 ifeq ($(strip $(PYTEST_ARGS)),)
 	@rc=0; $(BIN)/python -m pytest -q -n 2 tests/unit || rc=$$?; \
-	$(BIN)/python -m pytest -q tests/e2e tests/integration || rc=$$?; exit $$rc
+	$(BIN)/python tests/lanes.py || rc=$$?; exit $$rc
 else
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 endif

@@ -34,14 +34,23 @@ lbt_rootfs() {  # release package...
   local release=$1 key tar tmp; shift
   key=$(lbt_rootfs_key "$release" "$@"); tar=$LBT_CACHE/rootfs-$release-$key.tar
   if [ -s "$tar" ]; then echo "$tar"; return 0; fi
-  mkdir -p "$LBT_CACHE"; tmp=$(mktemp -d "$LBT_CACHE/build-$release-$key.XXXXXX")
+  # one build of a rootfs at a time (the lab and the cluster's harness may want the same one at once): the second
+  # waits on the lock and finds the tarball made
+  local lock
+  mkdir -p "$LBT_CACHE"; exec {lock}>"$LBT_CACHE/.rootfs-$release-$key.lock"
+  if ! flock -n "$lock"; then
+    lbt_log "waiting for another build of the $release rootfs"
+    flock -w 3600 "$lock" || lbt_die "could not get the lock of the $release rootfs within 60 min"
+  fi
+  if [ -s "$tar" ]; then exec {lock}>&-; echo "$tar"; return 0; fi
+  tmp=$(mktemp -d "$LBT_CACHE/build-$release-$key.XXXXXX")
   lbt_log "debootstrap $release with $* (once; cached as $tar)"
   if ! lbt_debootstrap "$release" "$tmp/root" "$@" > "$tmp.log" 2>&1; then
     lbt_lazy_umount "$tmp/root"; rm -rf --one-file-system "$tmp"
     lbt_die "debootstrap of $release with $* failed (is it a release $LBT_MIRROR serves?); see $tmp.log"
   fi
   tar -C "$tmp/root" --numeric-owner -cf "$tar.part" . && mv "$tar.part" "$tar"
-  rm -rf "$tmp" "$tmp.log"; echo "$tar"
+  rm -rf "$tmp" "$tmp.log"; exec {lock}>&-; echo "$tar"
 }
 
 # Each step checks its status itself: the caller runs this in an `if`, where bash's set -e does not apply.

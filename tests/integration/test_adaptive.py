@@ -23,7 +23,7 @@ from layerbench.report.markdown import render
 from layerbench.run import orchestrator
 from layerbench.store import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]  # see tests/lanes.py
 WORKLOAD = {"tables": 4, "table_size": 25000, "threads": 2, "duration": 3, "warmup": 1}
 BASE = {"name": "base", "backend": "host", "cpus": "0", "client_cpus": "1"}
 

@@ -27,7 +27,7 @@ import yaml
 from layerbench.analysis.loading import analyze
 from layerbench.store import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]  # see tests/lanes.py
 
 TARGET = 2  # the run (1-based) the test loads: round 1, so the rerun comes at the end of round 1
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.k8s]
 KUBECONFIG = Path("/var/tmp/layerbench-k8s/kubeconfig")  # scripts/k8s-local's default state dir
 
 

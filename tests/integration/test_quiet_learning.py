@@ -21,7 +21,7 @@ import yaml
 
 from layerbench.store import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.solo]  # see tests/lanes.py
 
 NAME = "quiet-it-learn"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from layerbench.errors import PrerequisiteMissing, RunFailed
 from layerbench.hosts.procs import capture, require_program, run
-from layerbench.hosts.workdirs import cache_dir
+from layerbench.hosts.workdirs import cache_dir, folder_lock
 
 RECIPE_VERSION = 1
 SUITE = "bookworm"
@@ -119,8 +119,14 @@ def build_rootfs(progress: Progress | None = None, recipe: Recipe = MARIADB_RECI
     require_program("debootstrap", "apt-get install debootstrap (scripts/setup does it)")
     if os.geteuid() != 0:
         raise PrerequisiteMissing("building the server image needs root (debootstrap); run as root")
-    inputs = image_inputs(recipe)
     target.parent.mkdir(parents=True, exist_ok=True)
+    # one build per rootfs at a time: a second process (another campaign, the suite's other lane) waits for it
+    with folder_lock(target.parent, target.name, f"another process is building {target.name}; waiting for it", say):
+        return target if target.exists() else _built_rootfs(target, say, recipe)
+
+
+def _built_rootfs(target: Path, say: Callable[[str], None], recipe: Recipe) -> Path:
+    inputs = image_inputs(recipe)
     work = Path(tempfile.mkdtemp(prefix="rootfs-", dir=target.parent))
     log = target.parent / f"build-{image_key(recipe)}.log"
     started = time.monotonic()

@@ -1,0 +1,71 @@
+"""The integration and e2e tests of `make test` in two lanes at once, then the few that must run alone.
+
+Most of these tests wait more than they compute: for a server or a pod to start, a cluster to come up, a fixed-length
+sysbench run, a download. One at a time they left this 2-core machine about half idle (a load average near 1.5 for
+44 minutes). So:
+- the `k8s` lane: every module marked `k8s` (the local clusters, the isolated harness, the registry), in its usual
+  order, the one-node cluster's modules together (tests/conftest.py);
+- the other lane at the same time: host, Docker, VM, the SSH labs, the examples;
+- then the `solo` tests, one lane: those that load the whole machine on purpose or need it unloaded to reach a
+  verdict (their docstrings say which).
+The two lanes share no cluster, lab, network or name: each module's own objects carry its own names, and the caches
+they both may fill (the server images' and the labs' root filesystems) are built under a lock, once.
+
+Each lane is a pytest session of its own with its own base temp folder. The other lane prints to this terminal; the
+k8s lane's output goes to test-artifacts/lane-k8s.log and is printed when it ends. Ctrl-C reaches both (each
+tears down what it started); the exit status is the worst of the three.
+
+Usage: python tests/lanes.py [pytest args...] (the args go to every lane, e.g. -x)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PATHS = ["tests/e2e", "tests/integration"]
+NO_TESTS = 5  # pytest's exit status when a selection is empty
+
+
+def pytest(marks: str, lane: str, extra: list[str], **kw: object) -> subprocess.Popen:
+    basetemp = Path("/tmp") / f"lb-lane-{lane}-{os.getuid()}"
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-m", marks, f"--basetemp={basetemp}", *extra,
+                             *PATHS], cwd=ROOT, **kw)  # type: ignore[call-overload]
+
+
+def status(code: int) -> int:
+    return 0 if code == NO_TESTS else code
+
+
+def main(extra: list[str]) -> int:
+    log = ROOT / "test-artifacts" / "lane-k8s.log"
+    log.parent.mkdir(exist_ok=True)
+    started = time.monotonic()
+    print(f"[lanes] the k8s lane runs beside this one; its output: {log.relative_to(ROOT)}", flush=True)
+    with open(log, "w", encoding="utf-8") as out:
+        k8s = pytest("k8s and not solo", "k8s", extra, stdout=out, stderr=subprocess.STDOUT)
+        other = pytest("not k8s and not solo", "other", extra)
+        codes = {}
+        try:
+            codes["other"] = other.wait()
+            print(f"[lanes] the other lane ended ({time.monotonic() - started:.0f} s); waiting for the k8s lane",
+                  flush=True)
+            codes["k8s"] = k8s.wait()
+        except KeyboardInterrupt:  # both got the terminal's SIGINT too: let them tear down what they started
+            codes = {"other": other.wait(), "k8s": k8s.wait()}
+            print(log.read_text(encoding="utf-8", errors="replace"), flush=True)
+            return 130
+    print(f"[lanes] the k8s lane (exit {codes['k8s']}, both ended at {time.monotonic() - started:.0f} s):", flush=True)
+    print(log.read_text(encoding="utf-8", errors="replace"), flush=True)
+    print("[lanes] the tests that run alone", flush=True)
+    codes["solo"] = pytest("solo", "solo", extra).wait()
+    print(f"[lanes] {', '.join(f'{k} exit {v}' for k, v in codes.items())}; {time.monotonic() - started:.0f} s in all",
+          flush=True)
+    return max(status(code) for code in codes.values())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
