@@ -89,6 +89,8 @@ def k8s_cluster(request: pytest.FixtureRequest):
     scripts/k8s-local's own test and the two-node cluster find the machine free."""
     import subprocess
 
+    if request.node.get_closest_marker("k8s") is None:  # it would run in the other lane, beside the cluster's
+        pytest.fail(f"{request.node.nodeid} uses the local cluster: mark its module k8s (tests/lanes.py)")
     env = {**os.environ, "K8S_LOCAL_CPU_MANAGER_POLICY": "static"}
     running = subprocess.run([str(K8S_SCRIPT), "status"], env=env, capture_output=True, text=True).returncode == 0
     if not running:
