@@ -37,7 +37,9 @@ def pytest(marks: str, lane: str, extra: list[str], **kw: object) -> subprocess.
 
 
 def status(code: int) -> int:
-    return 0 if code == NO_TESTS else code
+    """A lane's part of the exit status: an empty selection is not a failure; a lane killed by a signal is, even
+    after its summary line (it was 128 + the signal's number in a shell; Popen gives it as minus that number)."""
+    return 0 if code == NO_TESTS else 128 - code if code < 0 else code
 
 
 def main(extra: list[str]) -> int:
