@@ -20,6 +20,7 @@ Usage: python tests/lanes.py [pytest args...] (the args go to every lane, e.g. -
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -31,9 +32,23 @@ NO_TESTS = 5  # pytest's exit status when a selection is empty
 
 
 def pytest(marks: str, lane: str, extra: list[str], **kw: object) -> subprocess.Popen:
+    """One lane's pytest. PYTHONFAULTHANDLER keeps Python's fault handler on after pytest's own is off, so a lane
+    that dies of a signal while it shuts down (a k8s lane once died of SIGABRT after its summary, printing
+    nothing) prints every thread's stack in its output first."""
     basetemp = Path("/tmp") / f"lb-lane-{lane}-{os.getuid()}"
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-m", marks, f"--basetemp={basetemp}", *extra,
-                             *PATHS], cwd=ROOT, **kw)  # type: ignore[call-overload]
+                             *PATHS], cwd=ROOT, env=env, **kw)  # type: ignore[call-overload]
+
+
+def said(code: int) -> str:
+    """A lane's exit as a person reads it: `exit 1`, or `killed by SIGABRT`."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def status(code: int) -> int:
@@ -60,11 +75,11 @@ def main(extra: list[str]) -> int:
             codes = {"other": other.wait(), "k8s": k8s.wait()}
             print(log.read_text(encoding="utf-8", errors="replace"), flush=True)
             return 130
-    print(f"[lanes] the k8s lane (exit {codes['k8s']}, both ended at {time.monotonic() - started:.0f} s):", flush=True)
+    print(f"[lanes] the k8s lane ({said(codes['k8s'])}, both ended at {time.monotonic() - started:.0f} s):", flush=True)
     print(log.read_text(encoding="utf-8", errors="replace"), flush=True)
     print("[lanes] the tests that run alone", flush=True)
     codes["solo"] = pytest("solo", "solo", extra).wait()
-    print(f"[lanes] {', '.join(f'{k} exit {v}' for k, v in codes.items())}; {time.monotonic() - started:.0f} s in all",
+    print(f"[lanes] {', '.join(f'{k} {said(v)}' for k, v in codes.items())}; {time.monotonic() - started:.0f} s in all",
           flush=True)
     return max(status(code) for code in codes.values())
 
