@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -54,3 +55,22 @@ def test_another_machines_object_is_removed_only_when_its_heartbeat_says_gone() 
     assert ours(theirs, include_live=False, elsewhere=lambda meta: meta[heartbeat.OWNER_LABEL] == "abc")
     mine = {"layerbench.host": host_label(), "layerbench.harness": "1"}  # PID 1 lives: this machine's rule
     assert not ours(mine, include_live=False, elsewhere=lambda meta: True)
+
+
+def test_the_renewing_thread_ends_once_nothing_is_held_and_when_told_at_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No renewing thread outlives its Leases (one whose namespace is gone, 404, is dropped), and at the process's
+    exit (`end`, an atexit hook) the thread stops rather than be cut off mid-request while the process shuts down."""
+    calls: list[str] = []
+    monkeypatch.setattr(heartbeat, "renew", lambda api, ns, name, offset: calls.append(ns) or len(calls) < 3)
+    beats = heartbeat._Beats(every=0.01)
+    beats.add(object(), "ns", "lease-a", 0.0)
+    thread = beats.thread
+    assert thread is not None
+    thread.join(timeout=60)
+    assert not thread.is_alive() and beats.thread is None and beats.held == {} and calls == ["ns"] * 3
+    beats.add(object(), "ns2", "lease-b", 0.0)  # a Lease held again: a new thread renews it
+    assert beats.thread is not None and beats.thread is not thread
+    monkeypatch.setattr(heartbeat, "renew", lambda api, ns, name, offset: True)  # held for ever, until the exit
+    running = beats.thread
+    beats.end(wait=60)
+    assert not running.is_alive() and beats.held  # ended though a Lease is still held

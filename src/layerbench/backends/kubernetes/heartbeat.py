@@ -16,6 +16,7 @@ it measured when it made the Lease, and a cleaner compares with the server's Dat
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime as dt
 import threading
@@ -66,13 +67,17 @@ def parse_time(value: Any) -> float | None:
 
 
 class _Beats:
-    """The Leases this process renews: (API client, namespace) -> (Lease name, offset to the server's clock)."""
+    """The Leases this process renews: (API client, namespace) -> (Lease name, offset to the server's clock). One
+    thread renews them while any is held, and ends when none is; at the interpreter's exit it is told to end and
+    waited for a moment (`end`), so no renewal is left half-way in the TLS library while the process shuts down."""
 
-    def __init__(self) -> None:
+    def __init__(self, every: float = RENEW) -> None:
         self.held: dict[tuple[int, str], tuple[Any, str, float]] = {}
         self.guard = threading.Lock()
         self.thread: threading.Thread | None = None
         self.pid = 0
+        self.every = every
+        self.done = threading.Event()
 
     def add(self, api: Any, ns: str, name: str, offset: float) -> None:
         import os
@@ -91,17 +96,31 @@ class _Beats:
             return (id(api), ns) in self.held
 
     def loop(self) -> None:
-        while True:
-            time.sleep(RENEW)
+        while not self.done.wait(self.every):
             with self.guard:
                 held = list(self.held.items())
+                if not held:  # nothing left to renew: the next `add` starts another thread
+                    self.thread = None
+                    return
             for key, (api, name, offset) in held:
+                if self.done.is_set():
+                    return
                 if not renew(api, key[1], name, offset):
                     with self.guard:
                         self.held.pop(key, None)
 
+    def end(self, wait: float = 2.0) -> None:
+        """No more renewals from this process (at its exit): the thread is told to end and waited for `wait` s at
+        most (a renewal under way ends within its own timeout; the exit does not wait for that)."""
+        self.done.set()
+        with self.guard:
+            thread = self.thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=wait)
+
 
 _BEATS = _Beats()
+atexit.register(_BEATS.end)
 
 
 def renew(api: Any, ns: str, name: str, offset: float) -> bool:
