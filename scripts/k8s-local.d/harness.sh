@@ -9,7 +9,10 @@
 #     and the registry's port on the node IP and nowhere else (no kubelet, no NodePort, no pod or cluster IP);
 #   - layerbench of this source tree in a venv (/opt/layerbench), installed inside, with its network already cut,
 #     from a wheelhouse built here (`pip wheel`; the dependencies' wheels cached);
-#   - a user `layerbench` whose ~/.kube/config names the API server at the node IP, as seen from inside.
+#   - a user `layerbench` whose ~/.kube/config names the API server at the node IP, as seen from inside;
+#   - sysbench (Debian's, as the Jobs' image has) and this cluster's kubectl in /opt/client-tools/bin, which is on
+#     no PATH: `client: job` needs neither, and a test puts them on the PATH only to run `client: port-forward`
+#     (sysbench here, through kubectl port-forward over the API server), as a laptop with both would.
 # `harness exec -- CMD` runs CMD inside as that user. `down` removes it all, also after its state file is lost.
 #
 # K8S_LOCAL_HARNESS_PREFIX [lbhar]  K8S_LOCAL_HARNESS_NET [10.231.81] (a /24 nothing else here uses)
@@ -23,9 +26,11 @@ HARNESS_DIR=$K/harness
 HARNESS_ROOT=$HARNESS_DIR/root
 HARNESS_NS=$HARNESS_PREFIX
 HARNESS_RELEASE=bookworm  # its python3 is 3.11, as layerbench's wheels are built for
-# skopeo: an image's architecture is read from its registry (server/image_registry.py). No sysbench: with every
-# sysbench a Job, validate checks a built-in test by name against the Job image's (run/preflight.py sysbench_here_for)
-HARNESS_PACKAGES=(python3 python3-venv procps iproute2 skopeo)
+# skopeo: an image's architecture is read from its registry (server/image_registry.py). sysbench: moved off the PATH
+# (harness_rootfs_files): with every sysbench a Job, validate checks a built-in test by name against the Job image's
+# (run/preflight.py sysbench_here_for), and the harness's tests show that none is needed here
+HARNESS_PACKAGES=(python3 python3-venv procps iproute2 skopeo sysbench)
+HARNESS_TOOLS=/opt/client-tools/bin  # inside: sysbench and kubectl, on no PATH
 HARNESS_USER=layerbench
 HARNESS_WHEELS=$CACHE_ROOT/harness/wheels  # the dependencies' wheels, kept between harnesses
 
@@ -93,6 +98,7 @@ harness_up() {
   HARNESS_DONE=1
   say "harness up in $((SECONDS - t0))s: $HARNESS_PREFIX-harness at $HARNESS_NET.2, reaching only $NODE_IP:$APISERVER_PORT (API) and $NODE_IP:$REGISTRY_PORT (registry)"
   say "    run: scripts/k8s-local harness exec -- layerbench ...   (as user $HARNESS_USER, KUBECONFIG ~/.kube/config)"
+  say "    sysbench and kubectl are in $HARNESS_TOOLS inside, on no PATH (client: port-forward needs them)"
 }
 
 harness_net_free() {  # the harness's /24 must be nobody else's
@@ -154,10 +160,13 @@ harness_install() {  # rootfs tarball
 }
 
 # Into the unpacked rootfs: the wheelhouse, the user, its kubeconfig (the admin's: the API server's address is the
-# node IP, which the harness reaches), a hostname and hosts file of its own.
+# node IP, which the harness reaches), a hostname and hosts file of its own, and the client tools off the PATH.
 harness_rootfs_files() {
   local r=$HARNESS_ROOT home=$HARNESS_ROOT/home/$HARNESS_USER
   mkdir -p "$r/opt/wheels"; cp "$HARNESS_DIR"/wheels/*.whl "$HARNESS_WHEELS"/*.whl "$r/opt/wheels/"
+  [ -x "$BIN/kubectl" ] || die "no kubectl in $BIN: scripts/k8s-local build first"
+  mkdir -p "$r$HARNESS_TOOLS"; mv "$r/usr/bin/sysbench" "$r$HARNESS_TOOLS/sysbench"
+  install -m 0755 "$BIN/kubectl" "$r$HARNESS_TOOLS/kubectl"
   chroot "$r" useradd -m -s /bin/bash "$HARNESS_USER"
   mkdir -p "$home/.kube"; cp "$KUBECONFIG_PATH" "$home/.kube/config"; chmod 600 "$home/.kube/config"
   chroot "$r" chown -R "$HARNESS_USER:$HARNESS_USER" "/home/$HARNESS_USER"

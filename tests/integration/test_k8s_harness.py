@@ -1,7 +1,8 @@
 """The isolated harness of scripts/k8s-local (issue #41 item 1, scripts/k8s-local.d/harness.sh): from inside it, none
 of the node's processes, files or pod cgroups are visible and only the API server's and the registry's ports answer;
 examples/k8s-remote.yaml run there in smoke mode (MariaDB pods from the lab registry, sysbench as Jobs, reset:
-reprepare; no sysbench in the harness) completes, and its pods ran on the cluster's nodes. The harness is brought up
+reprepare; no sysbench on the harness's PATH) completes, and its pods ran on the cluster's nodes; `client:
+port-forward` runs there with the harness's own sysbench and kubectl put on its PATH. The harness is brought up
 here when it is not up, and taken down again if this module brought it up."""
 
 from __future__ import annotations
@@ -169,6 +170,46 @@ def test_what_the_docs_list_as_unsupported_off_a_node_validate_refuses_from_insi
         inside("rm", "-rf", f"/home/layerbench/{name}.yaml", f"/home/layerbench/results-{name}")
     lines = [line for line in refused.stderr.splitlines() if line.strip()]
     assert refused.returncode == 2 and len(lines) == 1 and said in lines[0], refused.stdout + refused.stderr
+    core = _kubernetes_core()
+    assert core is not None and core.list_namespace(label_selector=f"layerbench.campaign={name}").items == []
+
+
+TOOLS = "/opt/client-tools/bin"  # sysbench and kubectl inside the harness, on no PATH (scripts/k8s-local.d/harness.sh)
+
+
+def test_port_forward_runs_from_inside_once_sysbench_and_kubectl_are_on_its_path(isolated: None) -> None:
+    """docs/backends/kubernetes.md lists `client: port-forward` as supported off a node: sysbench runs in the harness
+    and reaches the server through `kubectl port-forward`, which goes through the API server (the only port of the
+    node the harness reaches). Without sysbench on the harness's PATH validate refuses it in one line; with the
+    harness's sysbench and kubectl put on it (as a laptop with both has them), a smoke run completes: its dataset
+    prepared and its load run by the harness's sysbench through the forward."""
+    name = f"{OWN}-fwd"
+    variant = {"name": "fwd", "backend": "kubernetes", "client": "port-forward", "qos": "burstable",
+               "requests": {"cpu": "100m", "memory": "512Mi"}, "image": registry_image()}
+    data = {"name": name, "baseline": "fwd", "output": f"results-{name}", "busy": "keep", "repetitions": 1,
+            "variants": [variant],
+            "workload": {"tables": 1, "table_size": 1000, "threads": 2, "duration": 4, "warmup": 1,
+                         "reset": "reprepare"}}
+    query = "import json, sqlite3, sys\nfor (d,) in sqlite3.connect(sys.argv[1]).execute('select details from runs'):" \
+            "\n    print(d)\n"
+    with_tools = f"cd ~ && PATH={TOOLS}:$PATH"
+    try:
+        assert inside("sh", "-c", f"cat > ~/{name}.yaml", stdin=yaml.safe_dump(data)).returncode == 0
+        refused = inside("sh", "-c", f"cd ~ && layerbench validate {name}.yaml")
+        lines = [line for line in refused.stderr.splitlines() if line.strip()]
+        assert refused.returncode == 2 and len(lines) == 1 and "install sysbench" in lines[0], refused.stderr
+        checked = inside("sh", "-c", f"{with_tools} layerbench validate {name}.yaml")
+        assert checked.returncode == 0 and "valid;" in checked.stdout, checked.stdout + checked.stderr
+        done = inside("sh", "-c", f"{with_tools} layerbench run --smoke {name}.yaml")
+        assert done.returncode == 0 and "1 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + done.stderr[-3000:]
+        rows = inside("python3", "-c", query, f"/home/layerbench/results-{name}/layerbench.db")
+        (details,) = [json.loads(line) for line in rows.stdout.splitlines()]
+    finally:
+        inside("rm", "-rf", f"/home/layerbench/{name}.yaml", f"/home/layerbench/results-{name}")
+    backend, host = details["environment"]["backend"], details["environment"]["host"]
+    assert backend["client_path"].startswith("kubectl port-forward") and "slow path" in backend["warnings"][0]
+    assert host["sysbench_version"] == "sysbench 1.0.20" and "sysbench Job" not in host.get("sysbench_version_from", "")
+    assert details["reset"]["prepared_by"] != "a Job in the cluster", details["reset"]
     core = _kubernetes_core()
     assert core is not None and core.list_namespace(label_selector=f"layerbench.campaign={name}").items == []
 

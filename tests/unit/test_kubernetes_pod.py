@@ -1,9 +1,11 @@
 """A run's namespace goes pods first (pod.remove_run_namespace): the run waits for its pods, not for the namespace
 controller's fixed 5 s delay, unless its data is on a PVC; the campaign's end waits for the namespaces. The real
-cluster's side is tests/integration/test_kubernetes_backend.py's (namespaces gone after every campaign)."""
+cluster's side is tests/integration/test_kubernetes_backend.py's (namespaces gone after every campaign). And the
+command of a port-forward (pod.port_forward)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from layerbench.backends import base
 from layerbench.backends.kubernetes import pod
+from layerbench.backends.kubernetes.variant import KubernetesVariant
 
 
 class Cluster:
@@ -75,3 +78,23 @@ def test_pods_that_never_go_fail_the_run_with_the_command_to_look(monkeypatch: p
     monkeypatch.setattr(pod.time, "monotonic", lambda: 0.0)
     core.lag = 0
     base.campaign_ended()
+
+
+@pytest.mark.parametrize("context", [None, "other-cluster"])
+def test_a_port_forward_goes_through_the_variants_kubeconfig_and_context(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, context: str | None) -> None:
+    """kubectl port-forward is told the kubeconfig and the context every API call of the run used: without
+    --context it would forward through the kubeconfig's current context, another cluster's namespace."""
+    kubeconfig, kubectl = tmp_path / "kubeconfig", tmp_path / "kubectl"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    kubectl.write_text("")
+    started: list[list[str]] = []
+    monkeypatch.setattr(pod.shutil, "which", lambda _name: str(kubectl))
+    monkeypatch.setattr(pod, "start", lambda _what, cmd, **_kw: started.append(cmd) or "process")
+    variant = KubernetesVariant.model_validate({"name": "k", "backend": "kubernetes", "client": "port-forward",
+                                                "kubeconfig": str(kubeconfig), "context": context})
+    process, port = pod.port_forward(variant, "lb-ns", tmp_path)
+    (cmd,) = started
+    assert process == "process" and cmd[0] == str(kubectl) and f"--kubeconfig={kubeconfig}" in cmd
+    assert [w for w in cmd if w.startswith("--context")] == ([f"--context={context}"] if context else [])
+    assert cmd[cmd.index("-n") + 1] == "lb-ns" and f"{port}:3306" in cmd and "--address=127.0.0.1" in cmd

@@ -220,7 +220,8 @@ def restore_hostpath_datadir(snapshot: Path, work: Path, *,
 
 def port_forward(variant: KubernetesVariant, ns: str, run_dir: Path,
                  target: int = manifests.PORT) -> tuple[ManagedProcess, int]:
-    """`kubectl port-forward` of the server's Service to a free port of this host."""
+    """`kubectl port-forward` of the server's Service to a free port of this host, through the variant's
+    kubeconfig and context (the one every API call of the run used)."""
     kubectl = shutil.which("kubectl") or str(cluster.local_kubeconfig().parent / "kubectl")
     local = sorted(Path("/var/cache/layerbench/k8s").glob("*/bin/kubectl"))
     if not Path(kubectl).is_file() and local:
@@ -228,7 +229,8 @@ def port_forward(variant: KubernetesVariant, ns: str, run_dir: Path,
     if not Path(kubectl).is_file():
         raise RunFailed("client: port-forward needs kubectl on PATH; install it or use client: host or job")
     port = free_port()
-    cmd = [kubectl, f"--kubeconfig={cluster.kubeconfig_path(variant)}", "-n", ns,
+    context = [f"--context={variant.context}"] if variant.context else []
+    cmd = [kubectl, f"--kubeconfig={cluster.kubeconfig_path(variant)}", *context, "-n", ns,
            "port-forward", f"svc/{manifests.SERVER}", f"{port}:{target}", "--address=127.0.0.1"]
     return start("kubectl port-forward", cmd, log_path=run_dir / "port-forward.log"), port
 
