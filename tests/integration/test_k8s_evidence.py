@@ -1,12 +1,12 @@
 """Evidence from where the server runs (issue #41 item 4) on the shared cluster: a harness that is not a node, here
-namespace-scoped mode with only the shipped Role (it reads no nodes, so `cluster.harness_is_a_node` is false), runs
-a tiny campaign of a MariaDB and a MySQL pod; the server's CPU and throttling come from each pod through the exec API
-(podcpu.py), MariaDB's status and variables from the mariadb client in its container (podexec.py; MySQL's image has
-none, and its record says so), the busy rule reads `other@<node>`, "Where the overhead went" has each pod's server,
-and the run's record names each source. Nothing of the harness's own machine
-is counted as the server's: the backend finds no process of the pod here. The variants write no `client:`: off a
-node the default is a Job (issue #41 item 5), stored as such, while the admin's kubeconfig, on a node, gets host.
-Each run's wait for quiet read the server pod's node in the pod (`quiet_wait.at`), once it was up."""
+namespace-scoped mode with only the shipped Role (it reads no nodes, so `cluster.harness_is_a_node` is false), runs a
+tiny campaign of a MariaDB and a MySQL pod; the server's CPU and throttling come from each pod through the exec API
+(podcpu.py), each server's status and variables from its own client in its container (podexec.py: mariadb, and
+MySQL's mysql from the image's mysql-client-core), the busy rule reads `other@<node>`, "Where the overhead went" has
+each pod's server, and the run's record names each source. Nothing of the harness's own machine is counted as the
+server's: the backend finds no process of the pod here. The variants write no `client:`: off a node the default is a
+Job (issue #41 item 5), stored as such, while the admin's kubeconfig, on a node, gets host. Each run's wait for quiet
+read the server pod's node in the pod (`quiet_wait.at`), once it was up."""
 
 from __future__ import annotations
 
@@ -62,12 +62,13 @@ def test_off_a_node_the_servers_cpu_throttling_and_status_come_from_its_pod(
     assert all(details["environment"]["backend"]["client"] == "job" for details in runs.values())
     assert cluster.default_client(KubernetesVariant.model_validate(mysql)) == ("host", "on a node")  # the admin's
     nodes = {variant: pod_read_there(ns, details) for variant, details in runs.items()}
-    mariadb, mysql_run = runs["k"], runs["m"]
-    assert mariadb["environment"]["backend"]["server_sql"].startswith("exec in the server container")
-    variables = mariadb["environment"]["server_variables"]
-    assert "_error" not in variables and "MariaDB" in variables["version"]
-    assert mariadb["io"]["server_status"], mariadb["io"]  # InnoDB counters of SHOW GLOBAL STATUS, read in the pod
-    assert "the MySQL image has no client" in mysql_run["environment"]["backend"]["server_sql"]
+    for variant, client, version in (("k", "mariadb", "MariaDB"), ("m", "mysql", "9.7.")):
+        details = runs[variant]
+        assert details["environment"]["backend"]["server_sql"].startswith(f"exec in the server container: the {client}")
+        variables = details["environment"]["server_variables"]
+        assert "_error" not in variables and version in variables["version"], variables
+        assert details["io"]["server_status"], details["io"]  # InnoDB counters of SHOW GLOBAL STATUS, read in the pod
+    assert "innodb_flush_log_at_trx_commit" in runs["m"]["environment"]["server_variables"]
 
     rows = {r.variant: r for r in overhead_rows(analysis)}
     for variant, node in nodes.items():

@@ -226,12 +226,15 @@ def test_a_seeds_key_holds_the_image_and_the_flavour() -> None:
 def test_the_servers_sql_in_a_postgresql_pod_is_psql_as_the_superuser_over_its_socket() -> None:
     from layerbench.backends.kubernetes.podexec import PodSql
 
-    command = PodSql(None, "ns", "db-0", "sbtest").command("SELECT 1")
+    command = PodSql(None, "ns", "db-0", "postgresql", "sbtest").command("SELECT 1")
     assert command == pgpod.sql_command("sbtest", "SELECT 1")
     assert command[0].endswith("/psql") and command[command.index("-U") + 1] == "postgres"
     assert command[command.index("-d") + 1] == "sbtest" and "--csv" in command and "--tuples-only" in command
     assert command[command.index("-h") + 1] == SOCKET_DIR and not any("password" in w.lower() for w in command)
     assert PodSql(None, "ns", "db-0").command("SELECT 1")[0] == "mariadb"  # MariaDB's client otherwise
+    for flavour in ("mysql", "percona"):  # MySQL's own client, the same options, as root@localhost, no password
+        mysql = PodSql(None, "ns", "db-0", flavour, "sbtest").command("SELECT 1")
+        assert mysql[0] == "mysql" and mysql[1:] == [*PodSql(None, "ns", "db-0").command("SELECT 1")[1:]]
 
 
 @given(st.lists(st.tuples(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),

@@ -148,7 +148,8 @@ def test_the_clients_batch_rows_and_the_sql_path_said_in_the_record() -> None:
     assert "--user=root" in podexec.CLIENT and not any("password" in word for word in podexec.CLIENT)
     assert "exec in the server container" in podexec.server_sql_path(False, "mariadb")
     assert "psql" in podexec.server_sql_path(False, "postgresql")
-    assert "no client" in podexec.server_sql_path(False, "mysql")
+    assert "the mysql client" in podexec.server_sql_path(False, "mysql")
+    assert podexec.MYSQL_CLIENT[0] == "mysql" and podexec.MYSQL_CLIENT[1:] == podexec.CLIENT[1:]
     assert "harness is a node" in podexec.server_sql_path(True, "mariadb")
 
 

@@ -85,8 +85,9 @@ class Flavour:
 
     def ready_command(self, socket: str) -> list[str]:
         """A command that succeeds once the server listens on `socket`: MariaDB's admin ping; for MySQL the socket
-        file itself, which mysqld creates when it starts listening (the MySQL rootfs holds mysql-server-core
-        only, without mysqladmin). Layerbench's own SQL login over TCP follows it in every backend."""
+        file itself, which mysqld creates when it starts listening (what a `mysqld:` root of a user's holds
+        beside mysqld is not known: no client is assumed). Layerbench's own SQL login over TCP follows it in every
+        backend."""
         if self.is_mariadb:
             return ["mariadb-admin", f"--socket={socket}", "ping"]
         return ["test", "-S", socket]

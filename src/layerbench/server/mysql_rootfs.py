@@ -1,5 +1,6 @@
 """A server from Debian's unstable archive as a cached root filesystem: `debootstrap --variant=minbase sid` plus
-one pinned package (a `Recipe`): MySQL's `mysql-server-core` here, PostgreSQL's `postgresql-18` in
+one pinned package (a `Recipe`): MySQL's `mysql-server-core` (with its `mysql-client-core` at the same version,
+the `mysql` client a pod's exec reads the server's variables and status with) here, PostgreSQL's `postgresql-18` in
 server/postgresql_rootfs.py. Built only when asked (`layerbench server build mysql 9.7`) and kept under
 <cache>/servers/. The host backend runs its mysqld as a plain host process through the rootfs's own loader
 (rootfs_command), so no namespace, no container and no chroot stand between it and the machine.
@@ -61,12 +62,17 @@ class Recipe:
     finish: Callable[[Path], None] | None = None  # on the rootfs from outside, after the install (files of ours)
     recipe_version: int = RECIPE_VERSION
     also: tuple[str, ...] = ()  # packages installed beside it (a lighter alternative apt would not choose itself)
+    # packages of the same source installed at the pinned version too (MySQL's client); part of the kept packages'
+    # key, so a recipe that gains one downloads anew rather than install the old kept packages without it
+    pinned_also: tuple[str, ...] = ()
     with_apt: bool = False  # install the kept .debs with apt (it orders pre-dependencies), rather than dpkg -i
     with_proc: bool = False  # /proc mounted in the rootfs while installing (systemd-tmpfiles in a postinst needs it)
     size: str = "500 MB"
 
 
-MYSQL = Recipe("mysql", "MySQL", PACKAGE, RELEASES, "usr/sbin/mysqld")
+# mysql-client-core: `mysql`, run in the server's container over its socket as root (initialize-insecure's root,
+# socket and localhost only) where the harness is not a node (backends/kubernetes/podexec.py); 5 MB
+MYSQL = Recipe("mysql", "MySQL", PACKAGE, RELEASES, "usr/sbin/mysqld", pinned_also=("mysql-client-core",))
 
 
 def pinned(version: str, recipe: Recipe = MYSQL) -> str | None:
@@ -83,8 +89,9 @@ def known_versions(recipe: Recipe = MYSQL) -> str:
 
 
 def package_inputs(package_version: str, recipe: Recipe = MYSQL) -> dict[str, str]:
-    return {"suite": SUITE, "mirror": mirror(), "package": recipe.package, "version": package_version,
-            "variant": "minbase"}
+    inputs = {"suite": SUITE, "mirror": mirror(), "package": recipe.package, "version": package_version,
+              "variant": "minbase"}
+    return inputs | ({"with": " ".join(recipe.pinned_also)} if recipe.pinned_also else {})
 
 
 def rootfs_inputs(package_version: str, recipe: Recipe = MYSQL) -> dict[str, str]:
@@ -256,8 +263,9 @@ class Builder:
         archives = root / "var/cache/apt/archives"
         for old in archives.glob("*.deb"):  # debootstrap's own copies: kept in base.tgz already
             old.unlink()
+        wanted = [f"{package}={self.version}" for package in (self.recipe.package, *self.recipe.pinned_also)]
         script = (f"apt-get -o {NO_VALID_UNTIL} update -qq && apt-get install --download-only -y -qq "
-                  f"--no-install-recommends {self.recipe.package}={self.version} {' '.join(self.recipe.also)}")
+                  f"--no-install-recommends {' '.join(wanted)} {' '.join(self.recipe.also)}")
         self.checked("apt-get download", ["chroot", str(root), "/bin/sh", "-c", script])
         (debs / "server").mkdir()
         for deb in sorted(archives.glob("*.deb")):
@@ -283,10 +291,10 @@ class Builder:
 
     def publish(self, work: Path, root: Path, debs: Path, kept: Path) -> Path:
         versions = installed_versions(root)
-        package = self.recipe.package
-        if versions.get(package) != self.version:
-            raise PrerequisiteMissing(f"the {self.recipe.label} rootfs build installed {package} "
-                                      f"{versions.get(package)}, not the pinned {self.version}; see {self.log}")
+        for package in (self.recipe.package, *self.recipe.pinned_also):
+            if versions.get(package) != self.version:
+                raise PrerequisiteMissing(f"the {self.recipe.label} rootfs build installed {package} "
+                                          f"{versions.get(package)}, not the pinned {self.version}; see {self.log}")
         folder = work / "published"
         folder.mkdir()
         root.rename(folder / "rootfs")

@@ -277,13 +277,12 @@ class KubernetesBackend(BackendBase):
                                  manifests.port_of(self.server)))
 
     def server_sql(self) -> Callable[[str], list[tuple[Any, ...]]] | None:
-        """Off a node, a MariaDB or PostgreSQL server's SQL in its container (podexec.py): no connection from
+        """Off a node, the server's SQL in its container with its own client (podexec.py): no connection from
         here."""
-        flavour = self.server.flavour
-        if self.on_node or self.pod is None or self.spec is None or not (flavour.is_mariadb or flavour.is_postgresql):
+        if self.on_node or self.pod is None or self.spec is None:
             return None
-        return podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name,
-                              self.spec.database if flavour.is_postgresql else None)
+        return podexec.PodSql(self.core, str(self.ns), self.pod.metadata.name, self.server.flavour.name,
+                              self.spec.database)
 
     def server_cpu_window(self) -> podcpu.PodCpuWindow | None:  # off a node: the server's CPU, read in its pod,
         beside = self.neighbours.refs if self.neighbours else list  # and its neighbours' pods not on this machine

@@ -1,10 +1,10 @@
 """A command in a running pod's container through the exec API (`pods/exec`), for what the harness reads where the
 server runs when it is not a node (podcpu.py: the server's CPU), and the server's SQL that way, with the server's own
 client in its container over its socket, as an account no password exists for: MariaDB's `mariadb` as the server's
-`root`, which mariadb-install-db makes for the system's root user by unix_socket; PostgreSQL's `psql` as the
-superuser `postgres`, whom pg_hba.conf trusts over the pod's socket only (pgpod.py). No password is on a command
-line, in the API server's audit log or here. The MySQL image holds mysql-server-core only, without a client: it has
-no such path (server_sql_path says why)."""
+`root`, which mariadb-install-db makes for the system's root user by unix_socket; MySQL's `mysql` (the image's
+mysql-client-core) as the `root@localhost` that `mysqld --initialize-insecure` makes, with no password and no host
+but this one; PostgreSQL's `psql` as the superuser `postgres`, whom pg_hba.conf trusts over the pod's socket only
+(pgpod.py). No password is on a command line, in the API server's audit log or here."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from layerbench.errors import RunFailed
 
 MAX_OUTPUT = 4 << 20  # SHOW GLOBAL VARIABLES is ~60 kB; more is not the server's answer
 CLIENT = ["mariadb", f"--socket={SOCKET}", "--user=root", "--batch", "--skip-column-names", "--execute"]
+MYSQL_CLIENT = ["mysql", *CLIENT[1:]]  # the same options, MySQL's own client
 
 
 def pod_exec(core: Any, ns: str, pod: str, command: list[str], container: str = SERVER,
@@ -44,14 +45,15 @@ def parse_rows(text: str) -> list[tuple[str, ...]]:
 
 class PodSql:
     """One SQL statement at a time in the server container (a callable as measure/io.py ServerStatus's query):
-    MariaDB's client by default; `database`: PostgreSQL's psql as the superuser, into that database (the
-    benchmark's: pg_stat_database's row of current_database())."""
+    the flavour's own client (`flavour`: the server's name); for PostgreSQL psql as the superuser, into `database`
+    (the benchmark's: pg_stat_database's row of current_database())."""
 
-    def __init__(self, core: Any, ns: str, pod: str, database: str | None = None) -> None:
+    def __init__(self, core: Any, ns: str, pod: str, flavour: str = "mariadb", database: str = "") -> None:
         self.core, self.ns, self.pod = core, ns, pod
-        self.command: Callable[[str], list[str]] = (lambda sql: [*CLIENT, sql]) if database is None else \
-            (lambda sql: pgpod.sql_command(database, sql))
-        self.parse = parse_rows if database is None else pgpod.parse_csv_rows
+        client = MYSQL_CLIENT if flavour in ("mysql", "percona") else CLIENT
+        self.command: Callable[[str], list[str]] = (lambda sql: pgpod.sql_command(database, sql)) \
+            if flavour == "postgresql" else (lambda sql: [*client, sql])
+        self.parse = pgpod.parse_csv_rows if flavour == "postgresql" else parse_rows
 
     def __call__(self, sql: str) -> list[tuple[str, ...]]:
         try:
@@ -72,5 +74,4 @@ def server_sql_path(on_node: bool, flavour: str) -> str:
         return "exec in the server container: the mariadb client over its socket as root (unix_socket)"
     if flavour == "postgresql":
         return "exec in the server container: psql over its socket as the superuser postgres (trust there only)"
-    return ("a connection from this machine: the MySQL image has no client to run in the pod, so off a node the "
-            "status and variables are read only where this machine reaches the server")
+    return "exec in the server container: the mysql client over its socket as root@localhost (no password)"
