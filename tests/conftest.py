@@ -64,7 +64,10 @@ _K8S = {"started": False}  # whether this session started the one-node cluster (
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """The modules whose tests use the one-node cluster run one after another (in their usual order, at the place of
     the first of them), so the cluster is started once per session rather than once per module (10-20 s each). The
-    modules of other clusters (test_k8s_local's, the two-node one) then never run while it is up."""
+    modules of other clusters (test_k8s_local's, the two-node one) then never run while it is up. The tests marked
+    `k8s_lane` (no cluster, but in the k8s lane of tests/lanes.py) run last, once every cluster is down."""
+    late = [item for item in items if item.get_closest_marker("k8s_lane")]
+    items[:] = [item for item in items if not item.get_closest_marker("k8s_lane")] + late
     users = {item.module for item in items if K8S_USERS in getattr(item, "fixturenames", ())}
     if not users:
         return

@@ -20,7 +20,7 @@ from layerbench.run import orchestrator
 from layerbench.server.mysql_rootfs import ensure_rootfs
 from layerbench.store import Store
 
-pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow, pytest.mark.k8s_lane]
 
 
 def qemus(tag: str) -> list[int]:

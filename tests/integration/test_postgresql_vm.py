@@ -20,7 +20,7 @@ import pytest
 
 from helpers import folders_postgres_enters, processes_naming, run_for_real
 
-pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow, pytest.mark.k8s_lane]
 
 
 @pytest.fixture(scope="module")

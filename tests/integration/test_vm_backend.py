@@ -22,7 +22,7 @@ from layerbench.report.markdown import render
 from layerbench.run import orchestrator
 from layerbench.store import Store
 
-pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.vm, pytest.mark.slow, pytest.mark.k8s_lane]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TINY = {"tables": 1, "table_size": 1000, "threads": 2, "duration": 3, "warmup": 1}
 
