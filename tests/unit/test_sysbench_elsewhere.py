@@ -80,6 +80,21 @@ def test_without_sysbench_here_a_test_is_checked_by_name(tmp_path: Path, monkeyp
         check_test(Workload(test="oltp_common"))
 
 
+def test_sysbench_s_tests_folder_without_its_program_on_the_path_is_no_sysbench_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Debian's package with its program moved off the PATH (the isolated harness's /opt/client-tools/bin): a
+    built-in test is checked by name, not loaded by a sysbench that cannot be started."""
+    share = tmp_path / "share"
+    share.mkdir()
+    (share / "oltp_point_select.lua").write_text("function event() end\n")
+    monkeypatch.setattr(preflight, "SYSBENCH_SHARE", share)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert not preflight.sysbench_here()
+    check_test(Workload(test="oltp_read_write"))  # in JOB_TESTS, though not in this folder
+    with pytest.raises(BadInput, match=r"is not a test of the sysbench Job"):
+        check_test(Workload(test="oltp_common"))
+
+
 @given(st.text(max_size=80))
 def test_hostile_test_names_without_sysbench_here(name: str) -> None:
     with pytest.MonkeyPatch.context() as patch:

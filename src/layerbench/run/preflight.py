@@ -13,6 +13,7 @@ throw-away container in which a docker variant's named image shows it holds the 
 from __future__ import annotations
 
 import re
+import shutil
 from functools import lru_cache
 from pathlib import Path
 
@@ -248,6 +249,12 @@ def sysbench_here_for(campaign: Campaign, hosts: Hosts) -> str | None:
     return None
 
 
+def sysbench_here() -> bool:
+    """sysbench runs on this machine: its program on the PATH and its tests' folder. Either alone is not enough (a
+    laptop may keep Debian's package with its program moved off the PATH, as the isolated harness does)."""
+    return SYSBENCH_SHARE.is_dir() and shutil.which("sysbench") is not None
+
+
 def check_test(workload: Workload) -> None:
     """A built-in sysbench test by name, or a Lua script: a regular file of text of at most 1 MiB (bounded_read.py)
     that sysbench's LuaJIT compiles and loads. Without sysbench here (every run's sysbench is a Job's, from its
@@ -258,7 +265,7 @@ def check_test(workload: Workload) -> None:
         return
     if workload.test in NOT_RUN:
         raise BadInput(f"{where}: {workload.test} is not a test layerbench runs: {NOT_RUN[workload.test]}")
-    if not workload.is_lua_path and not SYSBENCH_SHARE.is_dir():
+    if not workload.is_lua_path and not sysbench_here():
         if workload.test not in JOB_TESTS:
             raise BadInput(f"{where}: {shown(workload.test)} is not a test of the sysbench Job's image (sysbench "
                            f"{JOB_SYSBENCH}); use one of {', '.join(JOB_TESTS[:8])}, ...")
