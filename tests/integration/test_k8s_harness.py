@@ -218,15 +218,20 @@ def test_the_shipped_role_account_runs_from_inside_and_validate_there_names_a_mi
         isolated: None, tmp_path: Path) -> None:
     """The harness with the shipped least-privilege account instead of the admin's kubeconfig: a ServiceAccount
     bound only to the shipped Role in one namespace (namespace-scoped mode), its token in a 0600 kubeconfig inside
-    the harness; a smoke campaign runs there with it, then, with `create jobs` taken out of the Role, validate
-    there names it in one line and exits 2, before any run."""
+    the harness; a smoke campaign runs there with it, its `emptydir` filled from a VolumeSnapshot of the dataset
+    made and hashed in the cluster (`reset: snapshot` off a node, as docs/backends/kubernetes.md lists it); then,
+    with `create jobs` taken out of the Role, validate there names it in one line and exits 2, before any run."""
     from kubernetes import client
+    from test_k8s_seed import SNAPSHOT_CLASS, STORAGE_CLASS, ensure_csi_classes, left_over
     from test_kubernetes_rbac import admin, run_objects, shipped_role_account, wait_refused
 
+    ensure_csi_classes()
     inner = "/home/layerbench/har2-kubeconfig"
+    query = "import sqlite3, sys\nfor (d,) in sqlite3.connect(sys.argv[1]).execute('select details from runs'):\n" \
+            "    print(d)\n"
     with shipped_role_account(tmp_path, "har2") as (ns, kubeconfig):
         variant = {"name": "k", "backend": "kubernetes", "kubeconfig": inner, "namespace": ns, "client": "job",
-                   "reset": "reprepare",
+                   "reset": "snapshot", "storage_class": STORAGE_CLASS, "snapshot_class": SNAPSHOT_CLASS,
                    "qos": "burstable", "requests": {"cpu": "100m", "memory": "512Mi"}, "storage": "emptydir",
                    "image": registry_image()}
         campaign = {"name": f"har2-{ns}", "baseline": "k", "output": f"results-{OWN}-rbac", "busy": "keep",
@@ -241,7 +246,14 @@ def test_the_shipped_role_account_runs_from_inside_and_validate_there_names_a_mi
             done = inside("sh", "-c", f"cd ~ && layerbench run --smoke {OWN}-rbac.yaml")
             assert done.returncode == 0 and "1 runs ok, 0 failed" in done.stderr, done.stdout[-2000:] + \
                 done.stderr[-2000:]
-            assert run_objects(ns) == []  # the run's objects are gone, the namespace stays
+            rows = inside("python3", "-c", query, f"/home/layerbench/results-{OWN}-rbac/layerbench.db")
+            (details,) = [json.loads(line) for line in rows.stdout.splitlines()]
+            reset, backend = details["reset"], details["environment"]["backend"]
+            assert reset["method"] == "snapshot" and reset["restore"]["method"] == "volumesnapshot", reset
+            assert f"in namespace {ns}" in reset["dataset_prepared"]["where"], reset  # made there, by Jobs
+            assert "recorded when the dataset was made in the cluster" in reset["restore"]["verified"], reset
+            assert "emptydir" in backend["data"], backend["data"]
+            assert run_objects(ns) == [] and left_over(ns, campaign["name"]) == {}  # the namespace stays
             rbac = client.RbacAuthorizationV1Api(admin())
             role = rbac.read_namespaced_role("layerbench", ns)
             for rule in role.rules:  # the Role without `create jobs`
