@@ -5,8 +5,9 @@ sysbench run, a download. One at a time they left this 2-core machine about half
 44 minutes). So:
 - the `k8s` lane: every module marked `k8s` (the local clusters, the isolated harness, the registry), in its usual
   order, the one-node cluster's modules together (tests/conftest.py), then those marked `k8s_lane`: the QEMU
-  guests' modules, which use no cluster but move about 240 s here from the other lane, which was the longer by
-  850 s (ci-22: 1,105 s against 1,954 s);
+  guests' modules, which use no cluster, moved here from the other lane, which was the longer by 850 s (ci-22:
+  1,105 s against 1,954 s). Measured after (ci-25, warm): 1,466 s against 1,919 s; the lanes end only 37 s
+  sooner, as on two cores they are close to CPU-bound and the guests' emulated CPUs slow the other lane;
 - the other lane at the same time: host, Docker, the SSH labs, the examples;
 - then the `solo` tests, one lane: those that load the whole machine on purpose or need it unloaded to reach a
   verdict (their docstrings say which).

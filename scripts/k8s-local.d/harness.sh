@@ -28,7 +28,7 @@ HARNESS_NS=$HARNESS_PREFIX
 HARNESS_RELEASE=bookworm  # its python3 is 3.11, as layerbench's wheels are built for
 # skopeo: an image's architecture is read from its registry (server/image_registry.py). sysbench: moved off the PATH
 # (harness_rootfs_files): with every sysbench a Job, validate checks a built-in test by name against the Job image's
-# (run/preflight.py sysbench_here_for), and the harness's tests show that none is needed here
+# (run/preflight.py sysbench_here, check_test), and the harness's tests show that none is needed here
 HARNESS_PACKAGES=(python3 python3-venv procps iproute2 skopeo sysbench)
 HARNESS_TOOLS=/opt/client-tools/bin  # inside: sysbench and kubectl, on no PATH
 HARNESS_USER=layerbench
